@@ -1,0 +1,22 @@
+# perpca -- PGXS build.  `make`, `make install`, `make installcheck`.
+PG_CONFIG ?= pg_config
+EXTENSION   = perpca
+MODULE_big  = perpca
+OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA        = sql/perpca--0.1.0.sql
+
+# pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out.
+REGRESS      = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
+REGRESS_OPTS = --inputdir=test
+TAP_TESTS    = 1
+
+# PostgreSQL's own headers are treated as system headers so that -Wextra
+# reports only our code.  CI adds PERPCA_CFLAGS=-Werror.
+PG_CPPFLAGS = -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server)
+PG_CFLAGS   = -Wall -Wextra $(PERPCA_CFLAGS)
+SHLIB_LINK  = -llapacke -lopenblas -lm
+
+EXTRA_CLEAN = results regression.diffs regression.out log tmp_check bench/*.tmp
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,132 @@
+/*
+ * arrays.c -- validating and building float8[] values
+ *
+ * Every function that takes a float8[] from SQL checks it here once
+ * (element type, shape, NULLs, finiteness) and then reads ARR_DATA_PTR.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+
+#include "perpca.h"
+
+/* Reject arrays whose element type is not float8 (can only happen via casts in C). */
+static void
+check_float8_array(ArrayType *a, const char *what)
+{
+	if (ARR_ELEMTYPE(a) != FLOAT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s must be a float8[] array", what)));
+	if (array_contains_nulls(a))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not contain NULL elements", what)));
+}
+
+/* Reject NaN and infinite entries. */
+static void
+check_finite(const double *x, int64 n, const char *what)
+{
+	for (int64 i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("%s must not contain NaN or infinite values", what)));
+}
+
+void
+perpca_check_dim_limit(int d)
+{
+	if (d > PERPCA_MAX_DIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("dimension %d exceeds the limit of %d", d, PERPCA_MAX_DIM)));
+}
+
+void
+perpca_dim_mismatch(int expected, int got, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("%s has dimension %d, expected %d", what, got, expected)));
+}
+
+double *
+perpca_vector_arg(ArrayType *a, int *dim, const char *what)
+{
+	int			n;
+
+	check_float8_array(a, what);
+	if (ARR_NDIM(a) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("%s must not be empty", what)));
+	if (ARR_NDIM(a) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array, not %d-dimensional",
+						what, ARR_NDIM(a))));
+	n = ARR_DIMS(a)[0];
+	perpca_check_dim_limit(n);
+	check_finite((double *) ARR_DATA_PTR(a), n, what);
+	*dim = n;
+	return (double *) ARR_DATA_PTR(a);
+}
+
+double *
+perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what)
+{
+	check_float8_array(a, what);
+	if (ARR_NDIM(a) != 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a two-dimensional array, not %d-dimensional",
+						what, ARR_NDIM(a))));
+	*rows = ARR_DIMS(a)[0];
+	*cols = ARR_DIMS(a)[1];
+	perpca_check_dim_limit(*cols);
+	check_finite((double *) ARR_DATA_PTR(a), (int64) (*rows) * (*cols), what);
+	return (double *) ARR_DATA_PTR(a);
+}
+
+ArrayType *
+perpca_vector_build(const double *x, int n)
+{
+	if (n == 0)
+		return construct_empty_array(FLOAT8OID);
+	return perpca_matrix_build(x, -1, n);
+}
+
+/* rows < 0 builds a 1-D array of cols elements. */
+ArrayType *
+perpca_matrix_build(const double *x, int rows, int cols)
+{
+	int			ndim = rows < 0 ? 1 : 2;
+	int			dims[2];
+	int			lbs[2] = {1, 1};
+	int64		count = (int64) (rows < 0 ? 1 : rows) * cols;
+	Size		nbytes = ARR_OVERHEAD_NONULLS(ndim) + count * sizeof(double);
+	ArrayType  *a;
+
+	if (ndim == 1)
+		dims[0] = cols;
+	else
+	{
+		dims[0] = rows;
+		dims[1] = cols;
+	}
+	a = (ArrayType *) palloc0(nbytes);
+	SET_VARSIZE(a, nbytes);
+	a->ndim = ndim;
+	a->dataoffset = 0;
+	a->elemtype = FLOAT8OID;
+	memcpy(ARR_DIMS(a), dims, ndim * sizeof(int));
+	memcpy(ARR_LBOUND(a), lbs, ndim * sizeof(int));
+	memcpy(ARR_DATA_PTR(a), x, count * sizeof(double));
+	return a;
+}

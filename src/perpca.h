@@ -1,0 +1,40 @@
+/*
+ * perpca.h -- declarations shared by the perpca source files
+ *
+ * Files and what they own:
+ *   perpca.c   module initialisation (BLAS threading)
+ *   arrays.c   validating and building float8[] values (vectors, matrices)
+ *   stats.c    the perpca_stats type and its aggregates (per-group moments)
+ *   linalg.c   the only file that calls CBLAS / LAPACKE
+ *   fit.c      the PerPCA algorithm: client step, server step, rounds
+ *   fit_sql.c  perpca_fit(): options, reading clients with SPI, result rows
+ *   project.c  projection functions on float8[] arrays
+ */
+#ifndef PERPCA_H
+#define PERPCA_H
+
+#include "postgres.h"
+#include "utils/array.h"
+
+/* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
+#define PERPCA_MAX_DIM 4096
+
+/* ---- arrays.c ---- */
+
+/* Validate a 1-D float8[] without NULLs or non-finite values; return its data. */
+extern double *perpca_vector_arg(ArrayType *a, int *dim, const char *what);
+
+/* Validate a 2-D float8[] (rows x cols) without NULLs; return its data (row-major). */
+extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);
+
+/* Raise the standard error for two different dimensions. */
+extern void perpca_dim_mismatch(int expected, int got, const char *what) pg_attribute_noreturn();
+
+/* Raise program_limit_exceeded when d is above PERPCA_MAX_DIM. */
+extern void perpca_check_dim_limit(int d);
+
+/* Build float8[] values from C arrays. */
+extern ArrayType *perpca_vector_build(const double *x, int n);
+extern ArrayType *perpca_matrix_build(const double *x, int rows, int cols);
+
+#endif							/* PERPCA_H */
