@@ -6,11 +6,20 @@
 
 #include "linalg.h"
 
+/* OpenBLAS (pthread build) exports this to stop its worker-thread pool. */
+extern int	blas_thread_shutdown_(void);
+
+/*
+ * Backends are forked processes and parallelism comes from parallel workers,
+ * so BLAS runs single-threaded.  The pthread build of OpenBLAS starts its
+ * thread pool when the library is loaded; limit it to one thread (so the
+ * pool is never used again) and then stop the threads it already started.
+ */
 void
 linalg_init(void)
 {
-	/* Backends are forked processes; parallelism comes from parallel workers. */
 	openblas_set_num_threads(1);
+	blas_thread_shutdown_();
 }
 
 const char *
