@@ -5,7 +5,9 @@
  * own mean, adds it to M2 with one BLAS rank-k update (dsyrk) and merges it
  * into the running state with the pairwise formula of Chan et al.:
  *   M2 = M2a + M2b + na nb / (na + nb) * delta delta^T,  delta = mean_b - mean_a.
- * Nothing ever forms sum x x^T - n mean mean^T, so large offsets are harmless.
+ * Nothing ever forms sum x x^T - n mean mean^T.  Rows are accumulated
+ * relative to a reference point (the first row), and the mean is carried as
+ * reference + offset, so data far from the origin lose no precision.
  */
 #include "postgres.h"
 
@@ -31,8 +33,9 @@
 typedef struct StatsState
 {
 	int			d;
-	int64		n;				/* rows merged into mean and m2 */
-	double	   *mean;			/* d */
+	int64		n;				/* rows merged into mu and m2 */
+	double	   *shift;			/* d: reference point; rows enter as x - shift */
+	double	   *mu;				/* d: mean of x - shift (the mean is shift + mu) */
 	double	   *m2;				/* d x d, upper triangle valid */
 	int			nbuf;			/* rows waiting in buf */
 	int			bufcap;			/* rows buf can hold now */
@@ -79,7 +82,7 @@ static void
 invalid_stats(const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			(errcode(ERRCODE_DATA_EXCEPTION),
 			 errmsg("invalid perpca_stats value"),
 			 errdetail("%s", detail)));
 }
@@ -110,7 +113,7 @@ perpca_stats_validate(const PerpcaStats *s)
 	perpca_check_dim_limit(d);
 	if (s->n < 0)
 		invalid_stats("The row count must not be negative.");
-	total = d + PERPCA_STATS_PACKED(d);
+	total = PERPCA_STATS_VALUES(d);
 	for (int64 i = 0; i < total; i++)
 	{
 		if (!isfinite(s->data[i]))
@@ -174,6 +177,11 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 	{
 		char	   *end;
 
+		while (**p == ' ')
+			(*p)++;
+		if (**p == '}')
+			syntax_error(str, psprintf("A list has %lld values where %lld are expected.",
+									   (long long) i, (long long) count));
 		if (i > 0)
 			expect_token(p, ",", str);
 		errno = 0;
@@ -184,10 +192,14 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 			syntax_error(str, "Values must be finite numbers.");
 		*p = end;
 	}
+	while (**p == ' ')
+		(*p)++;
+	if (**p == ',')
+		syntax_error(str, psprintf("A list has more than the %lld values expected.", (long long) count));
 	expect_token(p, "}", str);
 }
 
-/* Text form: "v1 n=<n> d=<d> mean={...} m2={packed upper triangle}". */
+/* Text form: "v1 n=<n> d=<d> mean={...} mean_lo={...} m2={packed upper triangle}". */
 Datum
 perpca_stats_in(PG_FUNCTION_ARGS)
 {
@@ -197,7 +209,12 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 				d;
 	PerpcaStats *s;
 
-	expect_token(&p, "v1", str);
+	expect_token(&p, "v", str);
+	if (parse_int(&p, str) != PERPCA_STATS_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("unsupported perpca_stats format version in \"%.20s\"", str),
+				 errhint("The value was written by a newer version of perpca.")));
 	expect_token(&p, "n=", str);
 	n = parse_int(&p, str);
 	expect_token(&p, "d=", str);
@@ -206,10 +223,15 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 		syntax_error(str, "The row count n must not be negative.");
 	if (d < 1)
 		syntax_error(str, "The dimension d must be positive.");
-	perpca_check_dim_limit((int) Min(d, PERPCA_MAX_DIM + 1));
+	if (d > PERPCA_MAX_DIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("dimension %lld exceeds the limit of %d", (long long) d, PERPCA_MAX_DIM)));
 	s = stats_alloc((int) d, n);
 	expect_token(&p, "mean=", str);
 	parse_list(&p, PERPCA_STATS_MEAN(s), d, str);
+	expect_token(&p, "mean_lo=", str);
+	parse_list(&p, PERPCA_STATS_MEAN_LO(s), d, str);
 	expect_token(&p, "m2=", str);
 	parse_list(&p, PERPCA_STATS_M2(s), PERPCA_STATS_PACKED(d), str);
 	while (*p == ' ')
@@ -247,6 +269,8 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "v%d n=%lld d=%d mean=", s->version, (long long) s->n, s->dim);
 	append_list(&buf, PERPCA_STATS_MEAN(s), s->dim);
+	appendStringInfoString(&buf, " mean_lo=");
+	append_list(&buf, PERPCA_STATS_MEAN_LO(s), s->dim);
 	appendStringInfoString(&buf, " m2=");
 	append_list(&buf, PERPCA_STATS_M2(s), PERPCA_STATS_PACKED(s->dim));
 	PG_RETURN_CSTRING(buf.data);
@@ -270,7 +294,7 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	if (d < 1)
 		invalid_stats("The dimension must be positive.");
 	perpca_check_dim_limit(d);
-	total = d + PERPCA_STATS_PACKED(d);
+	total = PERPCA_STATS_VALUES(d);
 	if ((int64) (msg->len - msg->cursor) != total * (int64) sizeof(double))
 		invalid_stats("The message length does not match the dimension.");
 	s = stats_alloc(d, n);
@@ -284,7 +308,7 @@ Datum
 perpca_stats_send(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-	int64		total = s->dim + PERPCA_STATS_PACKED(s->dim);
+	int64		total = PERPCA_STATS_VALUES(s->dim);
 	StringInfoData buf;
 
 	check_version(s);
@@ -309,15 +333,19 @@ state_create(MemoryContext aggcxt, int d)
 	StatsState *st = MemoryContextAllocZero(aggcxt, sizeof(StatsState));
 
 	st->d = d;
-	st->mean = MemoryContextAllocZero(aggcxt, sizeof(double) * d);
+	st->shift = MemoryContextAllocZero(aggcxt, sizeof(double) * d);
+	st->mu = MemoryContextAllocZero(aggcxt, sizeof(double) * d);
 	st->m2 = MemoryContextAllocZero(aggcxt, sizeof(double) * d * d);
 	st->bufmax = Max(BLOCK_MIN_ROWS, Min(BLOCK_MAX_ROWS, BLOCK_BYTES / (int) (sizeof(double) * d)));
 	return st;
 }
 
-/* Fold (nb rows with mean mb and co-moment already added to m2) into st. */
+/*
+ * Fold nb rows with mean shift_b + mu_b (their co-moment already added to
+ * m2) into st.  shift_b - st->shift is exact when the two points are close.
+ */
 static void
-state_merge_moments(StatsState *st, int64 nb, const double *mb)
+state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const double *mu_b)
 {
 	int64		na = st->n;
 	double		w = (double) nb / (double) (na + nb);
@@ -325,16 +353,17 @@ state_merge_moments(StatsState *st, int64 nb, const double *mb)
 
 	if (na == 0)
 	{
-		memcpy(st->mean, mb, sizeof(double) * st->d);
+		memcpy(st->shift, shift_b, sizeof(double) * st->d);
+		memcpy(st->mu, mu_b, sizeof(double) * st->d);
 		st->n = nb;
 		return;
 	}
 	delta = palloc(sizeof(double) * st->d);
 	for (int j = 0; j < st->d; j++)
-		delta[j] = mb[j] - st->mean[j];
+		delta[j] = (shift_b[j] - st->shift[j]) + (mu_b[j] - st->mu[j]);
 	linalg_syr_upper(st->d, (double) na * w, delta, st->m2);
 	for (int j = 0; j < st->d; j++)
-		st->mean[j] += w * delta[j];
+		st->mu[j] += w * delta[j];
 	st->n = na + nb;
 	pfree(delta);
 }
@@ -359,15 +388,19 @@ state_flush(StatsState *st)
 		for (int j = 0; j < d; j++)
 			st->buf[(int64) i * d + j] -= bm[j];
 	linalg_syrk_upper(d, k, 1.0, st->buf, st->m2);
-	state_merge_moments(st, k, bm);
+	state_merge_moments(st, k, st->shift, bm);
 	st->nbuf = 0;
 	pfree(bm);
 }
 
-/* Buffer one row, growing the buffer geometrically up to one block. */
+/* Buffer one row (relative to the reference point), one block at a time. */
 static void
 state_add_row(MemoryContext aggcxt, StatsState *st, const double *x)
 {
+	double	   *row;
+
+	if (st->n == 0 && st->nbuf == 0)
+		memcpy(st->shift, x, sizeof(double) * st->d);
 	if (st->nbuf == st->bufcap)
 	{
 		if (st->bufcap == st->bufmax)
@@ -381,11 +414,13 @@ state_add_row(MemoryContext aggcxt, StatsState *st, const double *x)
 			st->bufcap = cap;
 		}
 	}
-	memcpy(st->buf + (int64) st->nbuf * st->d, x, sizeof(double) * st->d);
+	row = st->buf + (int64) st->nbuf * st->d;
+	for (int j = 0; j < st->d; j++)
+		row[j] = x[j] - st->shift[j];
 	st->nbuf++;
 }
 
-/* Merge a stored value (packed M2) into the state. */
+/* Merge a stored value (mean + mean_lo, packed M2) into the state. */
 static void
 state_merge_stats(StatsState *st, const PerpcaStats *s)
 {
@@ -399,7 +434,7 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 	for (int i = 0; i < d; i++)
 		for (int j = i; j < d; j++)
 			st->m2[(int64) i * d + j] += m2[k++];
-	state_merge_moments(st, s->n, PERPCA_STATS_MEAN(s));
+	state_merge_moments(st, s->n, PERPCA_STATS_MEAN(s), PERPCA_STATS_MEAN_LO(s));
 }
 
 /* Merge state b into state a (both flushed). */
@@ -411,7 +446,7 @@ state_merge_state(StatsState *a, StatsState *b)
 	if (b->n == 0)
 		return;
 	linalg_axpy((int64) a->d * a->d, 1.0, b->m2, a->m2);
-	state_merge_moments(a, b->n, b->mean);
+	state_merge_moments(a, b->n, b->shift, b->mu);
 }
 
 /* Fetch the aggregate context or complain about a direct call. */
@@ -481,7 +516,8 @@ state_copy(MemoryContext aggcxt, StatsState *src)
 
 	state_flush(src);
 	st->n = src->n;
-	memcpy(st->mean, src->mean, sizeof(double) * src->d);
+	memcpy(st->shift, src->shift, sizeof(double) * src->d);
+	memcpy(st->mu, src->mu, sizeof(double) * src->d);
 	memcpy(st->m2, src->m2, sizeof(double) * src->d * src->d);
 	return st;
 }
@@ -507,7 +543,18 @@ perpca_stats_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(a);
 }
 
-/* Build the stored value from a flushed state. */
+/* hi + lo = a + b exactly, hi = fl(a + b) (Knuth's TwoSum). */
+static void
+two_sum(double a, double b, double *hi, double *lo)
+{
+	double		s = a + b;
+	double		bb = s - a;
+
+	*hi = s;
+	*lo = (a - (s - bb)) + (b - bb);
+}
+
+/* Build the stored value from the state. */
 static PerpcaStats *
 state_to_stats(StatsState *st)
 {
@@ -518,7 +565,9 @@ state_to_stats(StatsState *st)
 
 	state_flush(st);
 	s = stats_alloc(d, st->n);
-	memcpy(PERPCA_STATS_MEAN(s), st->mean, sizeof(double) * d);
+	if (st->n > 0)
+		for (int j = 0; j < d; j++)
+			two_sum(st->shift[j], st->mu[j], &PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j]);
 	m2 = PERPCA_STATS_M2(s);
 	for (int i = 0; i < d; i++)
 		for (int j = i; j < d; j++)
@@ -578,6 +627,7 @@ perpca_stats_moment(const PerpcaStats *s, const double *center, double *out)
 {
 	int			d = s->dim;
 	const double *mean = PERPCA_STATS_MEAN(s);
+	const double *mean_lo = PERPCA_STATS_MEAN_LO(s);
 	const double *m2 = PERPCA_STATS_M2(s);
 	double		inv = 1.0 / (double) s->n;
 	int64		k = 0;
@@ -591,7 +641,7 @@ perpca_stats_moment(const PerpcaStats *s, const double *center, double *out)
 		double	   *delta = palloc(sizeof(double) * d);
 
 		for (int j = 0; j < d; j++)
-			delta[j] = mean[j] - center[j];
+			delta[j] = (mean[j] - center[j]) + mean_lo[j];
 		linalg_syr_upper(d, 1.0, delta, out);
 		pfree(delta);
 	}
@@ -620,10 +670,15 @@ perpca_mean(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 
+	double	   *mean;
+
 	check_version(s);
 	if (s->n == 0)
 		PG_RETURN_NULL();
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(PERPCA_STATS_MEAN(s), s->dim));
+	mean = palloc(sizeof(double) * s->dim);
+	for (int j = 0; j < s->dim; j++)
+		mean[j] = PERPCA_STATS_MEAN(s)[j] + PERPCA_STATS_MEAN_LO(s)[j];
+	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(mean, s->dim));
 }
 
 /* Covariance (1/n) M2, or the uncentered (1/n) sum x x^T; NULL with no rows. */

@@ -2,8 +2,13 @@
  * stats.h -- the perpca_stats type: sufficient statistics of one group
  *
  * A perpca_stats value holds the row count n, the dimension d, the mean
- * (d values) and the centered co-moment matrix M2 = sum (x-mean)(x-mean)^T,
- * stored as its packed upper triangle (row-major, d(d+1)/2 values).
+ * and the centered co-moment matrix M2 = sum (x-mean)(x-mean)^T, stored as
+ * its packed upper triangle (row-major, d(d+1)/2 values).
+ *
+ * The mean is kept as an unevaluated sum mean + mean_lo (a double-double):
+ * mean is the correctly rounded value users see, mean_lo the rounding error.
+ * Merging groups whose means are far from the origin (1e6 with unit spread)
+ * then loses nothing to the rounding of the means.
  */
 #ifndef PERPCA_STATS_H
 #define PERPCA_STATS_H
@@ -22,14 +27,16 @@ typedef struct PerpcaStats
 	int16		unused;			/* zero */
 	int32		dim;			/* d */
 	int64		n;				/* number of rows */
-	double		data[FLEXIBLE_ARRAY_MEMBER];	/* mean[d], packed M2 */
+	double		data[FLEXIBLE_ARRAY_MEMBER];	/* mean[d], mean_lo[d], packed M2 */
 } PerpcaStats;
 
 #define PERPCA_STATS_PACKED(d)	((int64) (d) * ((d) + 1) / 2)
+#define PERPCA_STATS_VALUES(d)	(2 * (int64) (d) + PERPCA_STATS_PACKED(d))
 #define PERPCA_STATS_SIZE(d) \
-	(offsetof(PerpcaStats, data) + sizeof(double) * ((d) + PERPCA_STATS_PACKED(d)))
+	(offsetof(PerpcaStats, data) + sizeof(double) * PERPCA_STATS_VALUES(d))
 #define PERPCA_STATS_MEAN(s)	((s)->data)
-#define PERPCA_STATS_M2(s)		((s)->data + (s)->dim)
+#define PERPCA_STATS_MEAN_LO(s)	((s)->data + (s)->dim)
+#define PERPCA_STATS_M2(s)		((s)->data + 2 * (s)->dim)
 
 #define DatumGetPerpcaStats(x)	((PerpcaStats *) PG_DETOAST_DATUM(x))
 #define PG_GETARG_PERPCA_STATS(n) DatumGetPerpcaStats(PG_GETARG_DATUM(n))
