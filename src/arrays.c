@@ -59,6 +59,15 @@ perpca_dim_mismatch(int expected, int got, const char *what)
 double *
 perpca_vector_arg(ArrayType *a, int *dim, const char *what)
 {
+	double	   *x = perpca_vector_shape(a, dim, what);
+
+	check_finite(x, *dim, what);
+	return x;
+}
+
+double *
+perpca_vector_shape(ArrayType *a, int *dim, const char *what)
+{
 	int			n;
 
 	check_float8_array(a, what);
@@ -73,7 +82,6 @@ perpca_vector_arg(ArrayType *a, int *dim, const char *what)
 						what, ARR_NDIM(a))));
 	n = ARR_DIMS(a)[0];
 	perpca_check_dim_limit(n);
-	check_finite((double *) ARR_DATA_PTR(a), n, what);
 	*dim = n;
 	return (double *) ARR_DATA_PTR(a);
 }

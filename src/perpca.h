@@ -24,6 +24,9 @@
 /* Validate a 1-D float8[] without NULLs or non-finite values; return its data. */
 extern double *perpca_vector_arg(ArrayType *a, int *dim, const char *what);
 
+/* The same checks except finiteness (for callers that check it while copying). */
+extern double *perpca_vector_shape(ArrayType *a, int *dim, const char *what);
+
 /* Validate a 2-D float8[] (rows x cols) without NULLs; return its data (row-major). */
 extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);
 

@@ -24,10 +24,9 @@
 #include "perpca.h"
 #include "stats.h"
 
-/* Rows per BLAS block: about 2 MB of buffered rows, within these bounds. */
-#define BLOCK_BYTES (2 * 1024 * 1024)
-#define BLOCK_MIN_ROWS 32
-#define BLOCK_MAX_ROWS 1024
+/* Rows per BLAS block: large enough for an efficient dsyrk, small enough
+ * that many groups' buffers stay cheap (measured best at d = 64 and 784). */
+#define BLOCK_ROWS 128
 
 /* Aggregate transition state, kept in the aggregate memory context. */
 typedef struct StatsState
@@ -38,9 +37,9 @@ typedef struct StatsState
 	double	   *mu;				/* d: mean of x - shift (the mean is shift + mu) */
 	double	   *m2;				/* d x d, upper triangle valid */
 	int			nbuf;			/* rows waiting in buf */
-	int			bufcap;			/* rows buf can hold now */
-	int			bufmax;			/* rows per block */
-	double	   *buf;			/* bufcap x d, row-major */
+	int			bufcap;			/* rows buf can hold now (up to BLOCK_ROWS) */
+	double	   *buf;			/* bufcap x d, row-major, rows minus shift */
+	double	   *bsum;			/* d: column sums of the rows in buf */
 } StatsState;
 
 PG_FUNCTION_INFO_V1(perpca_stats_in);
@@ -336,7 +335,7 @@ state_create(MemoryContext aggcxt, int d)
 	st->shift = MemoryContextAllocZero(aggcxt, sizeof(double) * d);
 	st->mu = MemoryContextAllocZero(aggcxt, sizeof(double) * d);
 	st->m2 = MemoryContextAllocZero(aggcxt, sizeof(double) * d * d);
-	st->bufmax = Max(BLOCK_MIN_ROWS, Min(BLOCK_MAX_ROWS, BLOCK_BYTES / (int) (sizeof(double) * d)));
+	st->bsum = MemoryContextAllocZero(aggcxt, sizeof(double) * d);
 	return st;
 }
 
@@ -368,32 +367,59 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 	pfree(delta);
 }
 
+/* row = x - shift and sum += row (restrict lets the compiler vectorize). */
+static inline void
+shift_row(int d, const double *restrict x, const double *restrict shift,
+		  double *restrict row, double *restrict sum)
+{
+	for (int j = 0; j < d; j++)
+	{
+		row[j] = x[j] - shift[j];
+		sum[j] += row[j];
+	}
+}
+
+/* row -= mean. */
+static inline void
+center_row(int d, double *restrict row, const double *restrict mean)
+{
+	for (int j = 0; j < d; j++)
+		row[j] -= mean[j];
+}
+
 /* Apply the buffered block: one dsyrk on the block centred at its own mean. */
 static void
 state_flush(StatsState *st)
 {
 	int			d = st->d;
 	int			k = st->nbuf;
-	double	   *bm;
+	double	   *bm = st->bsum;
 
 	if (k == 0)
 		return;
-	bm = palloc0(sizeof(double) * d);
-	for (int i = 0; i < k; i++)
-		for (int j = 0; j < d; j++)
-			bm[j] += st->buf[(int64) i * d + j];
 	for (int j = 0; j < d; j++)
+	{
+		if (!isfinite(bm[j]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("input row must not contain NaN or infinite values"),
+					 errdetail("Column %d of a block of %d rows holds NaN or infinity, or its sum overflows.",
+							   j + 1, k)));
 		bm[j] /= k;
+	}
 	for (int i = 0; i < k; i++)
-		for (int j = 0; j < d; j++)
-			st->buf[(int64) i * d + j] -= bm[j];
+		center_row(d, st->buf + (int64) i * d, bm);
 	linalg_syrk_upper(d, k, 1.0, st->buf, st->m2);
 	state_merge_moments(st, k, st->shift, bm);
+	memset(bm, 0, sizeof(double) * d);
 	st->nbuf = 0;
-	pfree(bm);
 }
 
-/* Buffer one row (relative to the reference point), one block at a time. */
+/*
+ * Buffer one row (relative to the reference point), one block at a time.
+ * A NaN or infinite entry makes its column sum non-finite, which
+ * state_flush rejects before the block touches the state.
+ */
 static void
 state_add_row(MemoryContext aggcxt, StatsState *st, const double *x)
 {
@@ -403,11 +429,11 @@ state_add_row(MemoryContext aggcxt, StatsState *st, const double *x)
 		memcpy(st->shift, x, sizeof(double) * st->d);
 	if (st->nbuf == st->bufcap)
 	{
-		if (st->bufcap == st->bufmax)
+		if (st->bufcap == BLOCK_ROWS)
 			state_flush(st);
 		else
 		{
-			int			cap = Min(st->bufmax, Max(8, st->bufcap * 2));
+			int			cap = Min(BLOCK_ROWS, Max(8, st->bufcap * 2));
 			Size		bytes = sizeof(double) * cap * st->d;
 
 			st->buf = st->buf ? repalloc(st->buf, bytes) : MemoryContextAlloc(aggcxt, bytes);
@@ -415,8 +441,7 @@ state_add_row(MemoryContext aggcxt, StatsState *st, const double *x)
 		}
 	}
 	row = st->buf + (int64) st->nbuf * st->d;
-	for (int j = 0; j < st->d; j++)
-		row[j] = x[j] - st->shift[j];
+	shift_row(st->d, x, st->shift, row, st->bsum);
 	st->nbuf++;
 }
 
@@ -475,7 +500,7 @@ perpca_stats_accum(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(st);
 	}
-	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(1), &d, "input row");
+	x = perpca_vector_shape(PG_GETARG_ARRAYTYPE_P(1), &d, "input row");
 	if (st == NULL)
 		st = state_create(aggcxt, d);
 	else if (d != st->d)

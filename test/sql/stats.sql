@@ -113,6 +113,9 @@ SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES ('{}'::float8[])) v(x)$
 SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES ('{1,NaN}'::float8[])) v(x)$$);
 SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES ('{Infinity,1}'::float8[])) v(x)$$);
 SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES ('{-Infinity,1}'::float8[])) v(x)$$);
+-- a bad value in the middle of many rows is caught too
+SELECT pg_temp.err($$SELECT perpca_stats(ARRAY[i, CASE WHEN i = 500 THEN 'NaN'::float8 ELSE 1 END])
+                     FROM generate_series(1, 1000) i$$);
 SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES ('{1,2,3}'::float8[]), ('{1,2}')) v(x)$$);
 SELECT pg_temp.err($$SELECT perpca_stats(array_fill(1.0::float8, ARRAY[4097]))$$);
 SELECT perpca_dim(perpca_stats(array_fill(1.0::float8, ARRAY[300]))) AS d300;
