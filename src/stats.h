@@ -1,9 +1,13 @@
 /*
  * stats.h -- the perpca_stats type: sufficient statistics of one group
  *
- * A perpca_stats value holds the row count n, the dimension d, the mean
- * and the centered co-moment matrix M2 = sum (x-mean)(x-mean)^T, stored as
- * its packed upper triangle (row-major, d(d+1)/2 values).
+ * A perpca_stats value holds the row count n, the dimension d, the mean and
+ * the centered co-moment matrix M2 = sum (x-mean)(x-mean)^T in one of two
+ * forms (the `form` byte):
+ *   dense: the packed upper triangle of M2 (row-major, d(d+1)/2 values);
+ *   thin:  the n rows themselves, centred at the mean (n x d values), used
+ *          while that is smaller, i.e. n <= d/2.  Then M2 = Y^T Y, and the
+ *          fit computes S W = Y^T (Y W) / n without ever forming S.
  *
  * The mean is kept as an unevaluated sum mean + mean_lo (a double-double):
  * mean is the correctly rounded value users see, mean_lo the rounding error.
@@ -17,29 +21,52 @@
 #include "fmgr.h"
 
 #define PERPCA_STATS_VERSION 1	/* format byte of the on-disk representation */
-#define PERPCA_FORM_DENSE 0		/* mean + packed M2 */
+#define PERPCA_FORM_DENSE 0		/* mean, mean_lo, packed M2 */
+#define PERPCA_FORM_THIN 1		/* mean, mean_lo, n centred rows */
 
 typedef struct PerpcaStats
 {
 	int32		vl_len_;		/* varlena header (do not touch directly) */
 	uint8		version;		/* PERPCA_STATS_VERSION */
-	uint8		form;			/* PERPCA_FORM_DENSE */
+	uint8		form;			/* PERPCA_FORM_DENSE or PERPCA_FORM_THIN */
 	int16		unused;			/* zero */
 	int32		dim;			/* d */
 	int64		n;				/* number of rows */
-	double		data[FLEXIBLE_ARRAY_MEMBER];	/* mean[d], mean_lo[d], packed M2 */
+	double		data[FLEXIBLE_ARRAY_MEMBER];	/* mean[d], mean_lo[d], body */
 } PerpcaStats;
 
+/* The most rows a thin value holds: thin while n d < d (d + 1) / 2. */
+#define PERPCA_STATS_THIN_MAX(d)	((d) / 2)
 #define PERPCA_STATS_PACKED(d)	((int64) (d) * ((d) + 1) / 2)
-#define PERPCA_STATS_VALUES(d)	(2 * (int64) (d) + PERPCA_STATS_PACKED(d))
-#define PERPCA_STATS_SIZE(d) \
-	(offsetof(PerpcaStats, data) + sizeof(double) * PERPCA_STATS_VALUES(d))
 #define PERPCA_STATS_MEAN(s)	((s)->data)
 #define PERPCA_STATS_MEAN_LO(s)	((s)->data + (s)->dim)
-#define PERPCA_STATS_M2(s)		((s)->data + 2 * (s)->dim)
+#define PERPCA_STATS_BODY(s)	((s)->data + 2 * (s)->dim)	/* packed M2 or rows */
 
 #define DatumGetPerpcaStats(x)	((PerpcaStats *) PG_DETOAST_DATUM(x))
 #define PG_GETARG_PERPCA_STATS(n) DatumGetPerpcaStats(PG_GETARG_DATUM(n))
+
+/* Number of doubles after the header for a value of this form, d and n. */
+static inline int64
+perpca_stats_nvalues(int form, int d, int64 n)
+{
+	return 2 * (int64) d + (form == PERPCA_FORM_THIN ? n * d : PERPCA_STATS_PACKED(d));
+}
+
+/* Thin form: the n x d rows centred at the mean; NULL for a dense value. */
+static inline const double *
+perpca_stats_thin_rows(const PerpcaStats *s)
+{
+	return s->form == PERPCA_FORM_THIN ? PERPCA_STATS_BODY(s) : NULL;
+}
+
+/* Allocate a zeroed value (errors if it would exceed the allocation limit). */
+extern PerpcaStats *perpca_stats_alloc(int form, int d, int64 n);
+
+/* Reject format versions and forms this build does not know. */
+extern void perpca_stats_check_version(const PerpcaStats *s);
+
+/* Check a value read from outside (version, dimension, counts, finiteness). */
+extern void perpca_stats_validate(const PerpcaStats *s);
 
 /*
  * Second-moment matrix about a centre c (d x d, full, row-major):
@@ -49,7 +76,7 @@ typedef struct PerpcaStats
  */
 extern void perpca_stats_moment(const PerpcaStats *s, const double *center, double *out);
 
-/* Check a value read from outside (version, dimension, counts, finiteness). */
-extern void perpca_stats_validate(const PerpcaStats *s);
+/* mean - c, computed from the double-double mean (d values into out). */
+extern void perpca_stats_offset(const PerpcaStats *s, const double *center, double *out);
 
 #endif							/* PERPCA_STATS_H */

@@ -105,6 +105,59 @@ FROM (SELECT perpca_stats(x) AS s FROM small
       UNION ALL SELECT 'v1 n=0 d=2 mean={0,0} mean_lo={0,0} m2={0,0,0}') q;
 
 -- ---------------------------------------------------------------------------
+-- Thin values: a group with at most d/2 rows keeps its centred rows instead
+-- of a d x d matrix.  d = 12 here: groups of 1, 3 and 6 rows are thin, 7 and
+-- 40 rows dense; all agree with the oracle's two-pass float64 answers.
+-- ---------------------------------------------------------------------------
+CREATE TABLE rows_thin(grp int, x float8[]);
+\copy rows_thin FROM 'test/data/stats_thin_rows.csv' CSV HEADER
+CREATE TABLE expected_thin(grp int, n bigint, mean float8[], covariance float8[], moment float8[]);
+\copy expected_thin FROM 'test/data/stats_thin_expected.csv' CSV HEADER
+CREATE TABLE stats_thin AS SELECT grp, perpca_stats(x) AS s FROM rows_thin GROUP BY grp;
+SELECT e.grp, perpca_count(s) AS n, perpca_stats_form(s) AS form,
+       pg_temp.relerr(perpca_mean(s), e.mean) < 1e-14 AS mean_ok,
+       pg_temp.relerr(perpca_covariance(s), e.covariance) < 1e-12 AS cov_ok,
+       pg_temp.relerr(perpca_covariance(s, false), e.moment) < 1e-14 AS moment_ok,
+       s::text::perpca_stats::text = s::text AS text_roundtrip,
+       perpca_stats_send(s::text::perpca_stats) = perpca_stats_send(s) AS send_roundtrip
+FROM stats_thin JOIN expected_thin e USING (grp) ORDER BY grp;
+-- a one-row group: zero covariance, the row itself as mean
+SELECT perpca_covariance(s) = array_fill(0::float8, ARRAY[12, 12]) AS zero_cov,
+       perpca_mean(s) = (SELECT x FROM rows_thin WHERE grp = 1) AS mean_is_row
+FROM stats_thin WHERE grp = 1;
+-- merging thin values stays thin while the rows fit (1 + 3 rows), then turns dense
+SELECT perpca_stats_form(perpca_merge(s)) AS form_1_2,
+       pg_temp.relerr(perpca_covariance(perpca_merge(s)),
+                      (SELECT perpca_covariance(perpca_stats(x)) FROM rows_thin WHERE grp IN (1, 2))) < 1e-12 AS cov_1_2
+FROM stats_thin WHERE grp IN (1, 2);
+SELECT perpca_stats_form(m) AS form_all, perpca_count(m) AS n_all,
+       pg_temp.relerr(perpca_covariance(m), (SELECT perpca_covariance(perpca_stats(x)) FROM rows_thin)) < 1e-12 AS cov_all,
+       pg_temp.relerr(perpca_mean(m), (SELECT perpca_mean(perpca_stats(x)) FROM rows_thin)) < 1e-15 AS mean_all
+FROM (SELECT perpca_merge(s ORDER BY grp DESC) AS m FROM stats_thin) q;
+-- a hand-written thin value: rows (1,0,0,0), (3,0,0,0) -> mean (2,0,0,0), rows centred
+SELECT perpca_covariance('v1 n=2 d=4 mean={2,0,0,0} mean_lo={0,0,0,0} rows={-1,0,0,0,1,0,0,0}'::perpca_stats);
+-- parallel partial aggregation combines thin and dense partial states exactly
+-- (groups 0..399 get 3 rows each and stay thin; groups 1000..1049 get 22 rows)
+CREATE TABLE rows_many AS
+    SELECT CASE WHEN rn <= 1200 THEN rn % 400 ELSE 1000 + rn % 50 END AS grp, x
+    FROM (SELECT row_number() OVER () AS rn, x FROM rows_thin, generate_series(1, 40)) q;
+ANALYZE rows_many;
+CREATE TABLE serial_many AS SELECT grp, perpca_stats(x) AS s FROM rows_many GROUP BY grp;
+BEGIN;
+SET LOCAL parallel_setup_cost = 0;
+SET LOCAL parallel_tuple_cost = 0;
+SET LOCAL min_parallel_table_scan_size = 0;
+SET LOCAL max_parallel_workers_per_gather = 2;
+SET LOCAL enable_hashagg = off;
+EXPLAIN (COSTS OFF) SELECT grp, perpca_stats(x) FROM rows_many GROUP BY grp;
+CREATE TEMP TABLE parallel_many AS SELECT grp, perpca_stats(x) AS s FROM rows_many GROUP BY grp;
+COMMIT;
+SELECT count(*) AS groups, bool_and(perpca_count(p.s) = perpca_count(q.s)) AS n_equal,
+       max(pg_temp.relerr(perpca_covariance(p.s), perpca_covariance(q.s))) < 1e-12 AS cov_equal,
+       string_agg(DISTINCT perpca_stats_form(p.s), ',') AS forms
+FROM parallel_many p JOIN serial_many q USING (grp);
+
+-- ---------------------------------------------------------------------------
 -- Bad input to the aggregate: clear errors with SQLSTATEs.
 -- ---------------------------------------------------------------------------
 SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES ('{1,NULL}'::float8[])) v(x)$$);
@@ -146,3 +199,7 @@ SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={0} m2={0'::perpca_stat
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean=1 m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={NaN} m2={0}'::perpca_stats$$);
+-- thin values: the row list must hold n x d values
+SELECT pg_temp.err($$SELECT 'v1 n=2 d=3 mean={0,0,0} mean_lo={0,0,0} rows={1,2,3}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=1 d=3 mean={0,0,0} mean_lo={0,0,0} rows={1,2,NaN}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=999999999999 d=3 mean={0,0,0} mean_lo={0,0,0} rows={1}'::perpca_stats$$);
