@@ -4,7 +4,7 @@
  * Times a plain single-threaded blocked rank-k update (cblas_dsyrk) over
  * `rows` random rows of dimension d split into `groups` groups, one d x d
  * accumulator per group, in blocks of `block` rows: the arithmetic that
- * perpca_stats cannot avoid.  Prints the seconds taken.  With block = 1 it
+ * perpca_stats cannot avoid.  Prints the best of five runs, in seconds.  With block = 1 it
  * times per-row rank-1 updates (cblas_dsyr) instead, for comparison.
  *
  *   cc -O2 -o dsyrk_floor dsyrk_floor.c -lopenblas
@@ -29,7 +29,7 @@ main(int argc, char **argv)
 {
 	int			d, groups, block;
 	long		rows, per_group;
-	double	   *x, *c, t0;
+	double	   *x, *c, t0, best;
 
 	if (argc != 5)
 	{
@@ -46,19 +46,25 @@ main(int argc, char **argv)
 	c = calloc((size_t) groups * d * d, sizeof(double));
 	for (long i = 0; i < (long) block * d; i++)
 		x[i] = rand() / (double) RAND_MAX;
-	t0 = now();
-	for (int g = 0; g < groups; g++)
-		for (long done = 0; done < per_group; done += block)
-		{
-			int			k = per_group - done < block ? (int) (per_group - done) : block;
+	best = 1e300;
+	for (int rep = 0; rep < 5; rep++)	/* best of five, like the SQL timings */
+	{
+		t0 = now();
+		for (int g = 0; g < groups; g++)
+			for (long done = 0; done < per_group; done += block)
+			{
+				int			k = per_group - done < block ? (int) (per_group - done) : block;
 
-			if (block == 1)
-				cblas_dsyr(CblasRowMajor, CblasUpper, d, 1.0, x, 1, c + (size_t) g * d * d, d);
-			else
-				cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, d, k, 1.0, x, d, 1.0,
-						c + (size_t) g * d * d, d);
-		}
-	printf("%.4f\n", now() - t0);
+				if (block == 1)
+					cblas_dsyr(CblasRowMajor, CblasUpper, d, 1.0, x, 1, c + (size_t) g * d * d, d);
+				else
+					cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, d, k, 1.0, x, d, 1.0,
+								c + (size_t) g * d * d, d);
+			}
+		if (now() - t0 < best)
+			best = now() - t0;
+	}
+	printf("%.4f\n", best);
 	free(x);
 	free(c);
 	return 0;

@@ -4,7 +4,7 @@
 # Floors: the scan floor (the same GROUP BY with sum(array_length(x, 1)))
 # and a plain single-threaded blocked dsyrk over the same number of rows
 # (bench/dsyrk_floor.c).  Goal: aggregate <= 1.3 x (scan + dsyrk).
-# Serial plans, work_mem large enough that nothing spills, best of 3 runs.
+# Serial plans, work_mem large enough that nothing spills, best of 5 runs.
 #
 # Connects with the usual libpq variables (PGHOST, PGPORT, PGUSER,
 # PGDATABASE) to a server that has perpca installed, e.g. the cluster that
@@ -17,9 +17,9 @@ cc -O2 -o "$tmp/dsyrk_floor" "$here/dsyrk_floor.c" -lopenblas
 
 SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '2GB'; SET jit = off;"
 
-# best_ms SQL: the smallest of three timings of SQL, in milliseconds.
+# best_ms SQL: the smallest of five timings of SQL, in milliseconds.
 best_ms() {
-    for _ in 1 2 3; do
+    for _ in 1 2 3 4 5; do
         psql -X -q -v ON_ERROR_STOP=1 -c "$SETTINGS" -c '\timing on' -c "$1" \
             | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
     done | sort -g | head -1
@@ -52,6 +52,6 @@ SQL
     psql -X -q -c "DROP TABLE $name"
 }
 
-echo "perpca_stats benchmark (serial plans, best of 3)"
+echo "perpca_stats benchmark (serial plans, best of 5)"
 run_case bench_d64 64 300000 100
 run_case bench_d784 784 20000 10
