@@ -5,10 +5,12 @@ MODULE_big  = perpca
 OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA        = sql/perpca--0.1.0.sql
 
-# pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out.
+# pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out
+# (PostgreSQL 15's pg_regress looks in test/expected, a symlink to ../expected).
 REGRESS      = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
-REGRESS_OPTS = --inputdir=test
+REGRESS_OPTS = --inputdir=test --load-extension=perpca
 TAP_TESTS    = 1
+PROVE_TESTS  = test/t/*.pl
 
 # PostgreSQL's own headers are treated as system headers so that -Wextra
 # reports only our code.  CI adds PERPCA_CFLAGS=-Werror.

@@ -190,8 +190,9 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 		out[i] = strtod(*p, &end);
 		if (end == *p)
 			syntax_error(str, psprintf("Expected %lld numbers in a list.", (long long) count));
-		if (!isfinite(out[i]) || errno == ERANGE)
-			syntax_error(str, "Values must be finite numbers.");
+		/* ERANGE on a subnormal result is fine; on overflow or underflow to 0 it is not */
+		if (!isfinite(out[i]) || (errno == ERANGE && out[i] == 0.0))
+			syntax_error(str, "Values must be finite numbers within the range of float8.");
 		*p = end;
 	}
 	if (next_token_is(p, ","))

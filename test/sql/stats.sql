@@ -1,5 +1,4 @@
 -- perpca_stats: type input/output, the aggregates, accessors and every bad input.
-CREATE EXTENSION IF NOT EXISTS perpca;
 SET extra_float_digits = 0;
 
 -- err(q): run q and show its SQLSTATE and message instead of failing.
@@ -192,6 +191,10 @@ SELECT pg_temp.err($$SELECT 'v1 n=1 d=2 mean={1,2} mean_lo={0,0} m2={0,0}'::perp
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={NaN} mean_lo={0} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={0} m2={inf}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1e999} mean_lo={0} m2={0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1e-400} mean_lo={0} m2={0}'::perpca_stats$$);
+-- subnormal values are fine and round-trip
+SELECT perpca_mean(s) = '{5e-324}' AS subnormal_mean, s::text::perpca_stats::text = s::text AS roundtrip
+FROM (SELECT perpca_stats(ARRAY[5e-324::float8]) AS s) q;
 SELECT pg_temp.err($$SELECT 'v1 n=2 d=1 mean={1} mean_lo={0} m2={-1}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=0 d=1 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={0} m2={0} extra'::perpca_stats$$);

@@ -1,0 +1,281 @@
+# shellcheck shell=bash
+# scripts/lib.sh -- shell functions shared by scripts/test.sh and scripts/demo.sh
+#
+# Sourced, not run.  The flow of both scripts:
+#   1. as root: install missing Debian packages, then re-run the same script
+#      as an unprivileged user (PostgreSQL refuses to run as root) in a copy
+#      of the tree;  as a normal user: check the packages are there.
+#   2. copy the tree into a scratch directory and build it there;
+#   3. install PostgreSQL 15 + perpca into a PRIVATE directory (a copy of the
+#      system installation plus `make install DESTDIR=...`), so no root and no
+#      system-wide install of perpca is needed;
+#   4. start a throwaway cluster from the private binaries, listening only on
+#      a Unix socket in the scratch directory;
+#   5. on exit, whatever happened: stop the cluster, keep the logs of a failed
+#      run in log/, remove the scratch directory.
+
+PG_MAJOR=15
+PG_SYS_LIB=/usr/lib/postgresql/$PG_MAJOR
+PG_SYS_SHARE=/usr/share/postgresql/$PG_MAJOR
+PERPCA_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
+	"postgresql-$PG_MAJOR-cron" libopenblas-dev liblapacke-dev libipc-run-perl
+	python3-numpy make gcc libc6-dev perl)
+# Unprivileged OS user that runs the clusters when a script is started as root.
+PERPCA_RUN_USER=${PERPCA_RUN_USER:-perpca}
+# First port tried for a throwaway cluster.
+PERPCA_PORT_BASE=${PERPCA_PORT_BASE:-55432}
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+say() { printf '==> %s\n' "$*"; }
+warn() { printf 'warning: %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Packages from PERPCA_PACKAGES that are not installed, one per line.
+missing_packages() {
+	local p
+	for p in "${PERPCA_PACKAGES[@]}"; do
+		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
+			grep -qx installed || echo "$p"
+	done
+}
+
+# Root: apt-get the missing packages.  Others: fail with the command to run.
+ensure_packages() {
+	command -v dpkg-query >/dev/null ||
+		die "dpkg-query not found: these scripts expect Debian 12 (or a derivative)"
+	local missing
+	missing=$(missing_packages | tr '\n' ' ')
+	missing=${missing% }
+	[ -z "$missing" ] && return 0
+	if [ "$(id -u)" -eq 0 ]; then
+		say "installing missing packages: $missing"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q || die "apt-get update failed"
+		# shellcheck disable=SC2086
+		apt-get install -y -q --no-install-recommends $missing ||
+			die "apt-get install failed"
+		missing=$(missing_packages | tr '\n' ' ')
+		[ -z "${missing// /}" ] || die "still missing after apt-get: $missing"
+	else
+		die "missing Debian packages: $missing
+  install them (as root) with:
+    sudo apt-get install -y $missing
+  or run this script as root, which installs them itself."
+	fi
+}
+
+# Copy the source tree SRC to DST, without git data and build outputs.
+copy_tree() {
+	local src=$1 dst=$2
+	mkdir -p "$dst"
+	tar -C "$src" \
+		--exclude=./.git --exclude=./results --exclude=./log \
+		--exclude=./tmp_check --exclude=./tmp_install --exclude=./.build \
+		--exclude=./regression.diffs --exclude=./regression.out \
+		--exclude=./bench/out \
+		--exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+		-cf - . | tar -C "$dst" --no-same-owner -xf -
+}
+
+# As root: run scripts/SCRIPT as PERPCA_RUN_USER in a copy of the tree, then
+# exit with its status.  Logs of a failed run come back to $REPO_ROOT/log/.
+# With KEEP=1 and success the copy is left in place (a cluster runs there).
+reexec_unprivileged() {
+	local script=$1 keep=$2
+	shift 2
+	if ! id -u "$PERPCA_RUN_USER" >/dev/null 2>&1; then
+		say "creating system user $PERPCA_RUN_USER (PostgreSQL refuses to run as root)"
+		useradd --system --user-group --create-home \
+			--home-dir "/var/lib/$PERPCA_RUN_USER" --shell /bin/bash \
+			"$PERPCA_RUN_USER" || die "useradd $PERPCA_RUN_USER failed"
+	fi
+	local stage
+	stage=$(mktemp -d /tmp/perpca-root.XXXXXX)
+	copy_tree "$REPO_ROOT" "$stage/repo"
+	chown -R "$PERPCA_RUN_USER:" "$stage"
+	chmod 755 "$stage"
+	say "running scripts/$script as user $PERPCA_RUN_USER in $stage/repo"
+	local home rc=0
+	home=$(getent passwd "$PERPCA_RUN_USER" | cut -d: -f6)
+	[ -d "$home" ] || home=$stage
+	# A clean environment: only what the run needs, plus CI and PERPCA_* knobs.
+	local -a pass=()
+	local v
+	for v in CI TERM PROVE_FLAGS PG_TEST_EXTRA PG_TEST_NOCLEAN $(compgen -e PERPCA_); do
+		[ -n "${!v+x}" ] && pass+=("$v=${!v}")
+	done
+	(cd "$stage" && runuser -u "$PERPCA_RUN_USER" -- env -i \
+		PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$PERPCA_RUN_USER" \
+		LOGNAME="$PERPCA_RUN_USER" LANG=C.UTF-8 TMPDIR="$stage" \
+		"${pass[@]}" PERPCA_REEXECED=1 \
+		bash "$stage/repo/scripts/$script" "$@") || rc=$?
+	# (save_logs already said where they end up)
+	if [ -d "$stage/repo/log" ]; then
+		mkdir -p "$REPO_ROOT/log"
+		cp -a "$stage/repo/log/." "$REPO_ROOT/log/" && chown -R --reference="$REPO_ROOT" "$REPO_ROOT/log"
+	fi
+	if [ "$keep" = 1 ] && [ "$rc" -eq 0 ]; then
+		say "kept $stage (remove it with: rm -rf $stage)"
+	else
+		rm -rf "$stage"
+	fi
+	exit "$rc"
+}
+
+# Step 1 for both scripts: packages, and drop root if needed.
+prepare_user() {
+	local script=$1 keep=$2
+	shift 2
+	if [ "$(id -u)" -eq 0 ]; then
+		[ -n "${PERPCA_REEXECED:-}" ] && die "re-executed as root: refusing to loop"
+		ensure_packages
+		reexec_unprivileged "$script" "$keep" "$@"
+	fi
+	ensure_packages
+}
+
+# Create the scratch directory WORK (under $TMPDIR or /tmp).
+make_work() {
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/perpca-$1.XXXXXX")
+	BUILD=$WORK/src
+	INST=$WORK/inst
+	PGBIN=$INST$PG_SYS_LIB/bin
+	PGDATA_DIR=$WORK/data
+	SERVER_LOG=$WORK/server.log
+	SOCK=$WORK/sock
+	# Unix socket paths are limited to 107 bytes.
+	if [ ${#SOCK} -gt 80 ]; then
+		SOCK=$(mktemp -d /tmp/perpca-sock.XXXXXX)
+	fi
+	mkdir -p "$SOCK"
+	chmod 700 "$SOCK"
+}
+
+# Build the copied tree.  Extra arguments go to make (e.g. PERPCA_CFLAGS=-Werror).
+build_tree() {
+	copy_tree "$REPO_ROOT" "$BUILD"
+	say "building in $BUILD"
+	make -C "$BUILD" -j"$(nproc)" "$@" >"$WORK/build.log" 2>&1 || {
+		cat "$WORK/build.log"
+		return 1
+	}
+	# Show warnings even when the build passed (only without -Werror).
+	grep -E 'warning:' "$WORK/build.log" || true
+}
+
+# Private installation: copies of the system PostgreSQL directories (real
+# copies: PostgreSQL finds share/ and lib/ relative to the real path of its
+# binaries), with any perpca from the system removed, plus our build.
+private_install() {
+	say "private installation in $INST"
+	mkdir -p "$INST$(dirname "$PG_SYS_LIB")" "$INST$(dirname "$PG_SYS_SHARE")"
+	cp -a "$PG_SYS_LIB" "$INST$(dirname "$PG_SYS_LIB")/"
+	cp -a "$PG_SYS_SHARE" "$INST$(dirname "$PG_SYS_SHARE")/"
+	rm -rf "$INST$PG_SYS_SHARE"/extension/perpca.control \
+		"$INST$PG_SYS_SHARE"/extension/perpca--* \
+		"$INST$PG_SYS_LIB"/lib/perpca.so "$INST$PG_SYS_LIB"/lib/bitcode/perpca*
+	make -C "$BUILD" install DESTDIR="$INST" >"$WORK/install.log" 2>&1 || {
+		cat "$WORK/install.log"
+		return 1
+	}
+	local share
+	share=$("$PGBIN/pg_config" --sharedir)
+	[ "$share" = "$INST$PG_SYS_SHARE" ] ||
+		{ echo "private pg_config reports sharedir $share, expected $INST$PG_SYS_SHARE"; return 1; }
+	[ -f "$share/extension/perpca.control" ] ||
+		{ echo "perpca.control missing from the private installation"; return 1; }
+}
+
+# A port for a throwaway cluster.  The cluster listens only on a Unix socket
+# in its own directory, so the port only names the socket; still, skip ports
+# that something listens on over TCP, so a --keep'd demo never looks like
+# another server.
+pick_port() {
+	local p=$PERPCA_PORT_BASE
+	while [ "$p" -lt $((PERPCA_PORT_BASE + 200)) ]; do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+		p=$((p + 1))
+	done
+	echo "$PERPCA_PORT_BASE"
+}
+
+# initdb + start a cluster from the private binaries.  Sets PGHOST/PGPORT/PGUSER.
+cluster_start() {
+	PORT=$(pick_port)
+	say "starting a throwaway cluster (port $PORT, socket in $SOCK)"
+	"$PGBIN/initdb" -D "$PGDATA_DIR" -A trust -N --no-locale -E UTF8 \
+		>"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log"; return 1; }
+	cat >>"$PGDATA_DIR/postgresql.conf" <<-EOF
+
+		# added by scripts/lib.sh: a private throwaway cluster
+		listen_addresses = ''
+		port = $PORT
+		unix_socket_directories = '$SOCK'
+		fsync = off
+		synchronous_commit = off
+		full_page_writes = off
+		log_min_messages = warning
+		log_line_prefix = '%m [%p] %q%a '
+	EOF
+	# Optional per-project settings for test/demo clusters.
+	if [ -f "$BUILD/test/cluster.conf" ]; then
+		cat "$BUILD/test/cluster.conf" >>"$PGDATA_DIR/postgresql.conf"
+	fi
+	OPENBLAS_NUM_THREADS=1 "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$SERVER_LOG" -w \
+		-t 120 start >"$WORK/pg_ctl.log" 2>&1 ||
+		{ cat "$WORK/pg_ctl.log"; tail -n 50 "$SERVER_LOG" 2>/dev/null; return 1; }
+	PGHOST=$SOCK PGPORT=$PORT PGUSER=$(id -un) PGDATABASE=postgres
+	export PGHOST PGPORT PGUSER PGDATABASE
+	# The server must be the private one and must see our perpca.
+	local check
+	check=$("$PGBIN/psql" -X -A -t -v ON_ERROR_STOP=1 -c \
+		"SELECT (SELECT setting FROM pg_config WHERE name = 'SHAREDIR') || ' ' ||
+		        (SELECT count(*) FROM pg_available_extensions WHERE name = 'perpca')") ||
+		return 1
+	[ "$check" = "$INST$PG_SYS_SHARE 1" ] ||
+		{ echo "the cluster does not use the private installation: $check"; return 1; }
+}
+
+cluster_stop() {
+	if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then
+		"$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w -t 60 stop >/dev/null 2>&1 ||
+			"$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+}
+
+# Keep what helps to understand a failure in $REPO_ROOT/log/NAME/.
+save_logs() {
+	local dest=$REPO_ROOT/log/$1
+	rm -rf "$dest"
+	mkdir -p "$dest" || return 0
+	local f
+	for f in "$WORK"/*.log "$BUILD"/regression.diffs "$BUILD"/regression.out; do
+		[ -f "$f" ] && cp "$f" "$dest/"
+	done
+	[ -d "$BUILD/results" ] && cp -a "$BUILD/results" "$dest/"
+	[ -d "$BUILD/tmp_check/log" ] && cp -a "$BUILD/tmp_check/log" "$dest/tap"
+	if [ -n "${PERPCA_REEXECED:-}" ]; then
+		echo "logs of this run kept in log/$1/ of the checkout the script was started from"
+	else
+		echo "logs of this run kept in $dest"
+	fi
+}
+
+# EXIT trap: stop the cluster, keep logs when RC != 0, remove the scratch dir.
+# KEEP_CLUSTER=1 leaves cluster and scratch directory alone.
+finish() {
+	local rc=$1 name=$2
+	if [ "${KEEP_CLUSTER:-0}" = 1 ] && [ "$rc" -eq 0 ]; then
+		return
+	fi
+	cluster_stop
+	if [ "$rc" -ne 0 ] && [ -n "${WORK:-}" ] && [ -d "$WORK" ]; then
+		save_logs "$name"
+	fi
+	[ -n "${WORK:-}" ] && rm -rf "$WORK"
+	case "${SOCK:-}" in /tmp/perpca-sock.*) rm -rf "$SOCK" ;; esac
+}

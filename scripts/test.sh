@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# scripts/test.sh -- build perpca and run every test on a private throwaway cluster
+#
+#   bash scripts/test.sh            everything (what CI runs)
+#   bash scripts/test.sh --quick    skip the slow TAP group (test/t/9[0-9][0-9]_*.pl)
+#
+# Steps: build with -Werror; install into a private copy of PostgreSQL 15;
+# pg_regress on test/sql/*.sql (compared with expected/*.out) against a
+# throwaway cluster; each TAP test in test/t/*.pl with prove and
+# PostgreSQL::Test::Cluster (clusters from the private binaries).
+# Ends with one line "N passed, M failed" (pg_regress tests + TAP files);
+# exit status 0 only if nothing failed.  Works as root (installs missing
+# packages, then runs as the unprivileged user "perpca") or as a normal user.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+QUICK=0
+for arg in "$@"; do
+	case "$arg" in
+		--quick) QUICK=1 ;;
+		-h | --help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		*) die "unknown argument: $arg (try --help)" ;;
+	esac
+done
+
+prepare_user test.sh 0 "$@"
+
+T0=$SECONDS
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+
+# Printed by the EXIT trap, after cleanup, so that it is the last line.
+summary() {
+	echo
+	if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
+		echo "failed: ${FAILED_NAMES[*]}"
+	fi
+	echo "(wall time $((SECONDS - T0)) s)"
+	echo "$PASSED passed, $FAILED failed"
+}
+
+on_exit() {
+	local rc=$1
+	finish "$rc" test
+	# a step that stopped the script (cluster start, ...) counts as a failure
+	if [ "$rc" -ne 0 ] && [ "$FAILED" -eq 0 ]; then
+		FAILED=1; FAILED_NAMES+=("${ABORT_REASON:-harness (see messages above)}")
+	fi
+	summary
+	exit "$rc"
+}
+
+make_work test
+trap 'on_exit $?' EXIT
+
+# ---- build and private install -------------------------------------------
+if ! build_tree PERPCA_CFLAGS=-Werror; then
+	FAILED=$((FAILED + 1)); FAILED_NAMES+=(build)
+	exit 1
+fi
+if ! private_install; then
+	FAILED=$((FAILED + 1)); FAILED_NAMES+=(install)
+	exit 1
+fi
+
+# ---- pg_regress: test/sql/*.sql -------------------------------------------
+shopt -s nullglob
+regress_files=("$BUILD"/test/sql/*.sql)
+if [ ${#regress_files[@]} -gt 0 ]; then
+	cluster_start
+	say "pg_regress: ${#regress_files[@]} test(s)"
+	rc=0
+	# TAP_TESTS= : the TAP tests run below, with the private binaries in PATH.
+	make -C "$BUILD" installcheck TAP_TESTS= bindir="$PGBIN" \
+		PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
+		2>&1 | tee "$WORK/regress.log" || rc=$?
+	ok=$(grep -cE '^(test +| +)[^ ]+ +\.\.\. ok' "$WORK/regress.log" || true)
+	bad=$(grep -E '^(test +| +)[^ ]+ +\.\.\. (FAILED|failed)' "$WORK/regress.log" |
+		sed -E 's/^(test +| +)([^ ]+).*/\2/' || true)
+	nbad=$(printf '%s' "$bad" | grep -c . || true)
+	PASSED=$((PASSED + ok))
+	FAILED=$((FAILED + nbad))
+	for n in $bad; do FAILED_NAMES+=("$n"); done
+	if [ "$rc" -ne 0 ] && [ "$nbad" -eq 0 ]; then
+		# pg_regress itself failed (could not connect, crash, ...)
+		FAILED=$((FAILED + 1)); FAILED_NAMES+=(pg_regress)
+	fi
+	if [ "$rc" -ne 0 ]; then
+		if [ -f "$BUILD/regression.diffs" ]; then
+			echo "---- regression.diffs ----"
+			cat "$BUILD/regression.diffs"
+		fi
+		echo "---- server log (last 60 lines) ----"
+		tail -n 60 "$SERVER_LOG" || true
+	fi
+	cluster_stop
+else
+	say "pg_regress: no tests in test/sql"
+fi
+
+# ---- TAP: test/t/*.pl ------------------------------------------------------
+tap_files=()
+for f in "$BUILD"/test/t/*.pl; do
+	case "$(basename "$f")" in
+		9[0-9][0-9]_*)
+			if [ "$QUICK" = 1 ]; then
+				say "skipping slow TAP test $(basename "$f") (--quick)"
+				continue
+			fi ;;
+	esac
+	tap_files+=("$f")
+done
+if [ ${#tap_files[@]} -gt 0 ]; then
+	say "TAP: ${#tap_files[@]} file(s)"
+	PGXS_DIR=$INST$PG_SYS_LIB/lib/pgxs
+	mkdir -p "$BUILD/tmp_check"
+	for f in "${tap_files[@]}"; do
+		name=test/t/$(basename "$f")
+		# PATH: initdb, pg_ctl, psql, pg_dump of the PRIVATE installation.
+		# shellcheck disable=SC2086 # PROVE_FLAGS may hold several flags
+		if (cd "$BUILD" && env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
+			PATH="$PGBIN:$PATH" TESTDIR="$BUILD" \
+			PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
+			prove -I "$PGXS_DIR/src/test/perl" -I "$BUILD/test/t" \
+			${PROVE_FLAGS:-} "$name"); then
+			PASSED=$((PASSED + 1))
+		else
+			FAILED=$((FAILED + 1)); FAILED_NAMES+=("$name")
+			log=$BUILD/tmp_check/log/regress_log_$(basename "$f" .pl)
+			if [ -f "$log" ]; then
+				echo "---- $log (last 80 lines) ----"
+				tail -n 80 "$log"
+			fi
+		fi
+	done
+else
+	say "TAP: no tests in test/t"
+fi
+
+if [ $((PASSED + FAILED)) -eq 0 ]; then
+	ABORT_REASON="no tests found"
+	exit 1
+fi
+[ "$FAILED" -eq 0 ]

@@ -1,0 +1,154 @@
+# 001_dump_restore.pl -- perpca_stats values survive pg_dump/pg_restore and
+# binary COPY bit for bit; a backend that used perpca runs exactly one thread.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# Worst case for BLAS threading: ask OpenBLAS for 4 threads.  It starts its
+# pool when the library is loaded; _PG_init must stop it again.
+delete $ENV{$_} for qw(OMP_NUM_THREADS GOTO_NUM_THREADS OPENBLAS_MAIN_FREE);
+$ENV{OPENBLAS_NUM_THREADS} = '4';
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->start;
+
+$node->safe_psql('postgres', 'CREATE DATABASE src');
+$node->safe_psql(
+	'src', q{
+CREATE EXTENSION perpca;
+CREATE TABLE t (id int PRIMARY KEY, what text NOT NULL, s perpca_stats);
+
+-- d = 1, large offset
+INSERT INTO t SELECT 1, 'd=1 offset 1e6', perpca_stats(ARRAY[1e6 + 0.1 * i])
+FROM generate_series(1, 100) AS i;
+
+-- d = 5, offsets of +-1e6 with small spread (catastrophic-cancellation bait)
+INSERT INTO t SELECT 2, 'd=5 offset 1e6',
+  perpca_stats(ARRAY[1e6 + sin(i), -1e6 + cos(i), 1e6 + sin(2 * i) / 3,
+                     1e-3 * i, 7.0 / i])
+FROM generate_series(1, 500) AS i;
+
+-- d = 5, tiny values, one of them subnormal
+INSERT INTO t SELECT 3, 'd=5 tiny incl. subnormal 5e-324',
+  perpca_stats(ARRAY[1e-12 * sin(i), 1e-12 * cos(i), 1e-300 * i,
+                     -1e-15 * i, 5e-324])
+FROM generate_series(1, 50) AS i;
+
+-- d = 300: about 360 kB, so stored out of line (TOAST)
+INSERT INTO t SELECT 4, 'd=300',
+  perpca_stats(ARRAY(SELECT sin(i * j * 0.001) + (j % 7) * 1e3
+                     FROM generate_series(1, 300) AS j ORDER BY j))
+FROM generate_series(1, 400) AS i;
+
+-- a single row (zero co-moment), a merge of groups, and a NULL
+INSERT INTO t SELECT 5, 'n=1', perpca_stats(ARRAY[1.5, -2.5, 3.25, 0, 1e6]);
+INSERT INTO t SELECT 6, 'merged', perpca_merge(s) FROM t WHERE id IN (2, 5);
+INSERT INTO t VALUES (7, 'null', NULL);
+});
+
+is( $node->safe_psql(
+		'src', q{SELECT string_agg(id || ':' || coalesce(perpca_dim(s), 0), ' ' ORDER BY id) FROM t}),
+	'1:1 2:5 3:5 4:300 5:5 6:5 7:0',
+	'source values have the intended dimensions');
+is( $node->safe_psql(
+		'src', q{SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE relname = 't'}),
+	't',
+	'the d=300 value is stored in the TOAST table');
+
+# text output and send bytes of every value, keyed by id
+sub snapshot
+{
+	my ($db, $table) = @_;
+	my $out = $node->safe_psql($db,
+		"SELECT id, what, coalesce(s::text, 'NULL'), "
+		  . "coalesce(encode(perpca_stats_send(s), 'hex'), 'NULL') "
+		  . "FROM $table ORDER BY id");
+	my %snap;
+	for my $line (split /\n/, $out)
+	{
+		my ($id, $what, $text, $bytes) = split /\|/, $line;
+		$snap{$id} = { what => $what, text => $text, bytes => $bytes };
+	}
+	return \%snap;
+}
+
+sub compare
+{
+	my ($label, $want, $got) = @_;
+	is(scalar(keys %$got), scalar(keys %$want), "$label: row count");
+	for my $id (sort { $a <=> $b } keys %$want)
+	{
+		my $w = $want->{$id};
+		my $g = $got->{$id};
+		my $what = $w->{what};
+		ok(defined $g, "$label: row $id ($what) present") or next;
+		ok($g->{text} eq $w->{text}, "$label: $what: identical text output")
+		  or diag("lengths " . length($w->{text}) . " vs " . length($g->{text}));
+		ok($g->{bytes} eq $w->{bytes},
+			"$label: $what: identical perpca_stats_send bytes")
+		  or diag("lengths " . length($w->{bytes}) . " vs " . length($g->{bytes}));
+	}
+	return;
+}
+
+my $orig = snapshot('src', 't');
+
+# each value, through its text form and back, in the source database
+for my $id (sort { $a <=> $b } keys %$orig)
+{
+	my ($ret, $out, $err) = $node->psql('src',
+		"SELECT s::text::perpca_stats::text IS NOT DISTINCT FROM s::text FROM t WHERE id = $id");
+	ok($ret == 0 && $out eq 't', "text round trip: $orig->{$id}{what}")
+	  or diag($err);
+}
+ok(length($orig->{4}{bytes}) > 2 * 8 * 45000, 'the d=300 value has its full size');
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+
+# custom-format dump, pg_restore into a new database
+$node->command_ok(
+	[ 'pg_dump', '-Fc', '-d', 'src', '-f', "$tmp/src.dump" ],
+	'pg_dump -Fc');
+$node->safe_psql('postgres', 'CREATE DATABASE dst_custom');
+$node->command_ok(
+	[ 'pg_restore', '--exit-on-error', '-d', 'dst_custom', "$tmp/src.dump" ],
+	'pg_restore');
+compare('pg_restore', $orig, snapshot('dst_custom', 't'));
+
+# plain SQL dump, restored with psql
+$node->command_ok(
+	[ 'pg_dump', '-Fp', '-d', 'src', '-f', "$tmp/src.sql" ],
+	'pg_dump -Fp');
+$node->safe_psql('postgres', 'CREATE DATABASE dst_plain');
+$node->command_ok(
+	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', 'dst_plain', '-f', "$tmp/src.sql" ],
+	'psql restore of the plain dump');
+compare('plain dump', $orig, snapshot('dst_plain', 't'));
+
+# binary COPY goes through perpca_stats_send / perpca_stats_recv
+$node->safe_psql('src', qq{
+COPY t TO '$tmp/t.bin' WITH (FORMAT binary);
+CREATE TABLE t_bin (LIKE t);
+COPY t_bin FROM '$tmp/t.bin' WITH (FORMAT binary);
+});
+compare('binary COPY', $orig, snapshot('src', 't_bin'));
+
+# A backend that loaded perpca and ran BLAS work must have exactly one
+# thread: its Threads line is read by the backend itself.
+my $threads = $node->safe_psql(
+	'src', q{
+SELECT perpca_dim(perpca_stats(ARRAY(SELECT sin(i * j) FROM generate_series(1, 200) AS j ORDER BY j)))
+FROM generate_series(1, 3000) AS i;
+SELECT count(*) FROM (SELECT perpca_covariance(s) FROM t WHERE s IS NOT NULL) AS c;
+SELECT (regexp_match(pg_read_file('/proc/self/status'), 'Threads:\s*(\d+)'))[1];
+});
+my @lines = split /\n/, $threads;
+is($lines[0], '200', 'the aggregate ran in this backend');
+is($lines[-1], '1', 'backend that used perpca has exactly 1 thread');
+
+$node->stop;
+done_testing();
