@@ -62,3 +62,163 @@ linalg_symmetrize_upper(int d, double *C)
 		for (int j = 0; j < i; j++)
 			C[(int64_t) i * d + j] = C[(int64_t) j * d + i];
 }
+
+/* ---- projection and models (project.c, models.c) ---- */
+
+void
+linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
+			  const double *x, double beta, double *y)
+{
+	cblas_dgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, m, n,
+				alpha, A, n, x, 1, beta, y, 1);
+}
+
+/* ---- PerPCA rounds (fit.c) ---- */
+
+/* C = alpha op(A) op(B) + beta C on strided row-major matrices. */
+void
+linalg_gemm(bool transa, bool transb, int m, int n, int k, double alpha,
+			const double *A, int lda, const double *B, int ldb,
+			double beta, double *C, int ldc)
+{
+	if (m == 0 || n == 0)
+		return;
+	cblas_dgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans,
+				transb ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+				A, lda, B, ldb, beta, C, ldc);
+}
+
+/* B = A for an m x n block. */
+void
+linalg_copy(int m, int n, const double *A, int lda, double *B, int ldb)
+{
+	if (m == 0 || n == 0)
+		return;
+	LAPACKE_dlacpy(LAPACK_ROW_MAJOR, 'A', m, n, A, lda, B, ldb);
+}
+
+/* x . y over n entries (split for BLAS int lengths). */
+double
+linalg_dot(int64_t n, const double *x, const double *y)
+{
+	double		sum = 0.0;
+
+	while (n > 0)
+	{
+		int			chunk = n > (1 << 30) ? (1 << 30) : (int) n;
+
+		sum += cblas_ddot(chunk, x, 1, y, 1);
+		x += chunk;
+		y += chunk;
+		n -= chunk;
+	}
+	return sum;
+}
+
+/* dscal over a strided column. */
+void
+linalg_scale_column(int m, double *A, int lda, int j, double alpha)
+{
+	cblas_dscal(m, alpha, A + j, lda);
+}
+
+/* idamax finds the first entry of largest magnitude in each column. */
+void
+linalg_fix_signs(int m, int n, double *A, int lda)
+{
+	for (int j = 0; j < n; j++)
+	{
+		int			i = (int) cblas_idamax(m, A + j, lda);
+
+		if (A[(int64_t) i * lda + j] < 0.0)
+			cblas_dscal(m, -1.0, A + j, lda);
+	}
+}
+
+/* Polar factor through the thin SVD A = Us diag(s) VT: A <- Us VT. */
+int
+linalg_polar(int m, int n, double *A, int lda, double *work)
+{
+	double	   *us = work;
+	double	   *vt = us + (int64_t) m * n;
+	double	   *s = vt + (int64_t) n * n;
+	double	   *superb = s + n;
+	int			info;
+
+	if (n == 0)
+		return 0;
+	info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', m, n, A, lda, s, us, n, vt, n, superb);
+	if (info != 0)
+		return info;
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, n, 1.0,
+				us, n, vt, n, 0.0, A, lda);
+	return 0;
+}
+
+/* Householder QR, then flip the columns whose R diagonal is negative. */
+int
+linalg_qr_orth(int m, int n, double *A, int lda, double *work)
+{
+	double	   *tau = work;
+	double	   *sign = work + n;
+	int			info;
+
+	if (n == 0)
+		return 0;
+	info = LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, m, n, A, lda, tau);
+	if (info != 0)
+		return info;
+	for (int j = 0; j < n; j++)
+		sign[j] = A[(int64_t) j * lda + j] < 0.0 ? -1.0 : 1.0;
+	info = LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, n, n, A, lda, tau);
+	if (info != 0)
+		return info;
+	for (int j = 0; j < n; j++)
+		if (sign[j] < 0.0)
+			cblas_dscal(m, -1.0, A + j, lda);
+	return 0;
+}
+
+/* dsyevr for the index range [d-k+1, d], then reverse to descending order. */
+int
+linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
+				double *work)
+{
+	double	   *w = work;
+	double	   *z = w + d;
+	lapack_int *isuppz = (lapack_int *) (z + (int64_t) d * k);
+	lapack_int	found = 0;
+	int			info;
+
+	if (k == 0)
+		return 0;
+	info = LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'I', 'U', d, A, d, 0.0, 0.0,
+						  d - k + 1, d, 0.0, &found, w, z, k, isuppz);
+	if (info != 0 || found != k)
+		return info != 0 ? info : -1;
+	for (int j = 0; j < k; j++)
+	{
+		values[j] = w[k - 1 - j];
+		cblas_dcopy(d, z + (k - 1 - j), k, Z + j, ldz);
+	}
+	return 0;
+}
+
+/* Thin SVD without right vectors; keep the first k left singular vectors. */
+int
+linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *work)
+{
+	int			mn = m < n ? m : n;
+	double	   *u = work;
+	double	   *s = u + (int64_t) m * mn;
+	double	   *superb = s + mn;
+	int			info;
+
+	if (k == 0)
+		return 0;
+	info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'N', m, n, A, n, s, u, mn, NULL, 1, superb);
+	if (info != 0)
+		return info;
+	LAPACKE_dlacpy(LAPACK_ROW_MAJOR, 'A', m, k, u, mn, Z, ldz);
+	return 0;
+}

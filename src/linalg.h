@@ -7,6 +7,7 @@
 #ifndef PERPCA_LINALG_H
 #define PERPCA_LINALG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Keep BLAS single-threaded inside a backend (called from _PG_init). */
@@ -26,5 +27,53 @@ extern void linalg_axpy(int64_t n, double alpha, const double *x, double *y);
 
 /* Copy the upper triangle of the d x d matrix C to its lower triangle. */
 extern void linalg_symmetrize_upper(int d, double *C);
+
+/* ---- projection and models (project.c, models.c) ---- */
+
+/* y = alpha op(A) x + beta y, A is m x n; op(A) = A^T when trans. */
+extern void linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
+						  const double *x, double beta, double *y);
+
+/* ---- PerPCA rounds (fit.c): strided matrices, ld = row stride ---- */
+
+/* C (m x n) = alpha op(A) op(B) + beta C, with explicit row strides. */
+extern void linalg_gemm(bool transa, bool transb, int m, int n, int k, double alpha,
+						const double *A, int lda, const double *B, int ldb,
+						double beta, double *C, int ldc);
+
+/* Copy the m x n matrix A (stride lda) to B (stride ldb). */
+extern void linalg_copy(int m, int n, const double *A, int lda, double *B, int ldb);
+
+/* Sum of the products of two contiguous arrays of n values. */
+extern double linalg_dot(int64_t n, const double *x, const double *y);
+
+/* Multiply column j of the m-row matrix A (stride lda) by alpha. */
+extern void linalg_scale_column(int m, double *A, int lda, int j, double alpha);
+
+/* Flip the sign of each column of A (m x n) whose largest-|entry| (first on ties) is negative. */
+extern void linalg_fix_signs(int m, int n, double *A, int lda);
+
+/* Doubles of workspace that linalg_polar needs for an m x n matrix. */
+#define LINALG_POLAR_WORK(m, n) ((int64_t) (m) * (n) + 2 * (int64_t) (n) * (n) + 2 * (int64_t) (n))
+
+/* Replace A (m x n, m >= n) by its polar factor A (A^T A)^(-1/2); 0 on success. */
+extern int	linalg_polar(int m, int n, double *A, int lda, double *work);
+
+/* Replace A (m x n, m >= n) by the Q of its thin QR with diag(R) >= 0; work holds 2n doubles. */
+extern int	linalg_qr_orth(int m, int n, double *A, int lda, double *work);
+
+/* Top k eigenpairs of symmetric A (d x d, destroyed): values descending, vectors as columns of Z (d x k, stride ldz). */
+extern int	linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
+							double *work);
+
+/* Doubles of workspace that linalg_eigh_top needs. */
+#define LINALG_EIGH_WORK(d, k) ((int64_t) (d) + (int64_t) (d) * (k) + 2 * (int64_t) (k) + 2)
+
+/* Top k left singular vectors of A (m x n, destroyed) as columns of Z (m x k, stride ldz); k <= min(m, n). */
+extern int	linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz,
+								 double *work);
+
+/* Doubles of workspace that linalg_left_singular needs. */
+#define LINALG_LSV_WORK(m, n) ((int64_t) (m) * ((m) < (n) ? (m) : (n)) + 2 * (int64_t) ((m) < (n) ? (m) : (n)))
 
 #endif							/* PERPCA_LINALG_H */

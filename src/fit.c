@@ -1,0 +1,963 @@
+/*
+ * fit.c -- PerPCA rounds (paper, Algorithm 2), starts, baselines, diagnostics
+ *
+ * Pure C over double arrays: the only PostgreSQL facilities used are palloc,
+ * ereport/elog and CHECK_FOR_INTERRUPTS.  See fit.h for the data layout.
+ *
+ * Steps are in the paper's convention: the gradient of f_i is S_i W.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+
+#include "fit.h"
+#include "linalg.h"
+
+/* Rounds of each candidate start that init 'best' runs before choosing. */
+#define FIT_PROBE_ROUNDS 10
+/* Default step (times 1/max_i lambda_max(S_i)) and bounds of the adaptive step. */
+#define FIT_STEP_SCALE 0.5
+#define FIT_STEP_MIN_SCALE 0.01
+#define FIT_STEP_MAX_SCALE 16.0
+/* Power iterations used to estimate lambda_max(S_i). */
+#define FIT_POWER_ITERATIONS 200
+/* Heavy-ball momentum of the server step when the step is adaptive. */
+#define FIT_MOMENTUM 0.5
+
+/* ------------------------------------------------------------------------
+ * Small helpers: random numbers, scratch space, retractions
+ * ------------------------------------------------------------------------
+ */
+
+/* splitmix64: next 64 random bits of the state. */
+static uint64
+rng_next(uint64 *state)
+{
+	uint64		z = (*state += UINT64CONST(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Standard normal draw (Box-Muller on two uniforms in (0, 1]). */
+static double
+rng_gaussian(uint64 *state)
+{
+	double		u1 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
+	double		u2 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
+
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* Fill an m x n block (stride ld) with standard normal draws. */
+static void
+fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
+{
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++)
+			A[(int64) i * ld + j] = rng_gaussian(state);
+}
+
+/* Grow the problem's LAPACK workspace to at least n doubles. */
+static double *
+work_ensure(FitProblem *p, int64 n)
+{
+	if (n > p->worklen)
+	{
+		if (p->work)
+			pfree(p->work);
+		p->work = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * n);
+		p->worklen = n;
+	}
+	return p->work;
+}
+
+/* Orthonormalize the m x n block A (stride lda) with the chosen retraction. */
+static void
+retract(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
+{
+	int			info;
+
+	if (how == FIT_RETRACT_QR)
+		info = linalg_qr_orth(m, n, A, lda, work_ensure(p, 2 * (int64) n));
+	else
+		info = linalg_polar(m, n, A, lda, work_ensure(p, LINALG_POLAR_WORK(m, n)));
+	if (info != 0)
+		elog(ERROR, "retraction failed (LAPACK info %d)", info);
+}
+
+/* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z. */
+static void
+eigh_top(FitProblem *p, int d, double *A, int k, double *values, double *Z, int ldz)
+{
+	int			info = linalg_eigh_top(d, A, k, values, Z, ldz,
+									   work_ensure(p, LINALG_EIGH_WORK(d, k)));
+
+	if (info != 0)
+		elog(ERROR, "symmetric eigensolver failed (LAPACK info %d)", info);
+}
+
+/* Top k left singular vectors of A (m x n, destroyed) into Z (stride ldz). */
+static void
+left_singular(FitProblem *p, int m, int n, double *A, int k, double *Z, int ldz)
+{
+	int			info = linalg_left_singular(m, n, A, k, Z, ldz,
+											work_ensure(p, LINALG_LSV_WORK(m, n)));
+
+	if (info != 0)
+		elog(ERROR, "singular value decomposition failed (LAPACK info %d)", info);
+}
+
+/* ||P_A - P_B||_F for orthonormal m x r blocks A and B: sqrt(2) ||B - A A'B||_F. */
+static double
+projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb,
+				   double *scratch)
+{
+	double	   *AtB = scratch;
+	double	   *D = scratch + (int64) r * r;
+
+	if (r == 0)
+		return 0.0;
+	linalg_gemm(true, false, r, r, m, 1.0, A, lda, B, ldb, 0.0, AtB, r);
+	linalg_copy(m, r, B, ldb, D, r);
+	linalg_gemm(false, false, m, r, r, -1.0, A, lda, AtB, r, 1.0, D, r);
+	return sqrt(2.0 * linalg_dot((int64) m * r, D, D));
+}
+
+/* ------------------------------------------------------------------------
+ * The problem
+ * ------------------------------------------------------------------------
+ */
+
+FitProblem *
+fit_problem_create(int d, int r1, int nclients, FitClient *clients)
+{
+	FitProblem *p = palloc0(sizeof(FitProblem));
+	int			kmax = r1;
+
+	p->d = d;
+	p->r1 = r1;
+	p->nclients = nclients;
+	p->clients = clients;
+	for (int i = 0; i < nclients; i++)
+	{
+		FitClient  *c = &clients[i];
+
+		c->k = r1 + c->r2;
+		c->W = palloc0(sizeof(double) * d * Max(c->k, 1));
+		c->SW = palloc0(sizeof(double) * d * Max(c->k, 1));
+		c->Ui = palloc0(sizeof(double) * d * Max(r1, 1));
+		c->tmp = palloc0(sizeof(double) * d * Max(c->k, 1));
+		c->M = palloc0(sizeof(double) * Max(c->k * c->k, 1));
+		c->variance = palloc0(sizeof(double) * Max(c->k, 1));
+		kmax = Max(kmax, c->k);
+	}
+	p->U = palloc0(sizeof(double) * d * Max(r1, 1));
+	p->Ubar = palloc0(sizeof(double) * d * Max(r1, 1));
+	p->Uprev = palloc0(sizeof(double) * d * Max(r1, 1));
+	p->Mom = palloc0(sizeof(double) * d * Max(r1, 1));
+	p->uvariance = palloc0(sizeof(double) * Max(r1, 1));
+	p->scratch = palloc0(sizeof(double) * (d + kmax) * Max(kmax, 1));
+	p->rU = r1;
+	return p;
+}
+
+/* out (d x k) = S_i W.  The only function that reads S_i. */
+void
+fit_client_apply(const FitProblem *p, const FitClient *c, const double *W, int k, double *out)
+{
+	int			d = p->d;
+
+	linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
+}
+
+/* lambda_max(S_i) by power iteration from a fixed start (Rayleigh quotient). */
+static double
+client_lambda_max(FitProblem *p, FitClient *c)
+{
+	int			d = p->d;
+	double	   *x = palloc(sizeof(double) * d);
+	double	   *y = palloc(sizeof(double) * d);
+	uint64		state = UINT64CONST(20240101);
+	double		lambda = 0.0;
+
+	fill_gaussian(&state, d, 1, x, 1);
+	for (int it = 0; it < FIT_POWER_ITERATIONS; it++)
+	{
+		double		norm = sqrt(linalg_dot(d, x, x));
+		double		rq;
+
+		if (norm == 0.0)
+			break;
+		linalg_scale_column(d, x, 1, 0, 1.0 / norm);
+		fit_client_apply(p, c, x, 1, y);
+		rq = linalg_dot(d, x, y);
+		memcpy(x, y, sizeof(double) * d);
+		if (it > 10 && fabs(rq - lambda) <= 1e-13 * fabs(rq))
+		{
+			lambda = rq;
+			break;
+		}
+		lambda = rq;
+	}
+	pfree(x);
+	pfree(y);
+	return lambda;
+}
+
+/* max_i lambda_max(S_i). */
+static double
+problem_lambda_max(FitProblem *p)
+{
+	double		lmax = 0.0;
+
+	for (int i = 0; i < p->nclients; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		lmax = Max(lmax, client_lambda_max(p, &p->clients[i]));
+	}
+	return lmax;
+}
+
+/* ------------------------------------------------------------------------
+ * One round: client step and server step
+ * ------------------------------------------------------------------------
+ */
+
+/* V_i <- GR(V_i - U U'V_i): make the client's V orthogonal to the current U. */
+static void
+client_deflate(FitProblem *p, FitClient *c, FitRetraction retraction)
+{
+	int			d = p->d,
+				r1 = p->r1,
+				r2 = c->r2,
+				k = c->k;
+	double	   *V = c->W + r1;
+	double	   *UtV = c->M;
+
+	if (r2 == 0)
+		return;
+	linalg_gemm(true, false, r1, r2, d, 1.0, c->W, k, V, k, 0.0, UtV, r2);
+	linalg_gemm(false, false, d, r2, r1, -1.0, c->W, k, UtV, r2, 1.0, V, k);
+	retract(p, retraction, d, r2, V, k);
+}
+
+/* SW <- (I - W W') S W, the tangent gradient (W orthonormal); return 1/2 tr(W'SW). */
+static double
+client_gradient(FitProblem *p, FitClient *c)
+{
+	int			d = p->d,
+				k = c->k;
+	double	   *M = c->M;
+	double		trace = 0.0;
+
+	fit_client_apply(p, c, c->W, k, c->SW);
+	linalg_gemm(true, false, k, k, d, 1.0, c->W, k, c->SW, k, 0.0, M, k);
+	for (int j = 0; j < k; j++)
+		trace += M[j * k + j];
+	linalg_gemm(false, false, d, k, k, -1.0, c->W, k, M, k, 1.0, c->SW, k);
+	return 0.5 * trace;
+}
+
+/*
+ * The CLIENT STEP of one round for one client, given the broadcast U:
+ * deflate and retract V_i, then take an St-GD step (choice 1) or a polar
+ * step (choice 2).  Leaves U_i in c->Ui, the new V_i in c->W, the tangent
+ * gradient at the round's start in c->SW and its objective in c->objective.
+ */
+void
+fit_client_step(FitProblem *p, FitClient *c, FitUpdate update,
+				FitRetraction retraction, double step)
+{
+	int			d = p->d,
+				r1 = p->r1,
+				r2 = c->r2,
+				k = c->k;
+	double	   *T = c->tmp;
+
+	linalg_copy(d, r1, p->U, r1, c->W, k);
+	client_deflate(p, c, retraction);
+	c->objective = client_gradient(p, c);
+	linalg_copy(d, k, c->W, k, T, k);
+	linalg_axpy((int64) d * k, step, c->SW, T);
+	if (update == FIT_UPDATE_STGD)
+	{
+		/* choice 1: U_i = U + step G_U (unretracted), V_i = GR(V_i + step G_V) */
+		retract(p, retraction, d, r2, T + r1, k);
+	}
+	else
+	{
+		/* choice 2: [U_i, V_i] = polar(W + step S W), with S W = G + W M */
+		linalg_gemm(false, false, d, k, k, step, c->W, k, c->M, k, 1.0, T, k);
+		retract(p, FIT_RETRACT_POLAR, d, k, T, k);
+	}
+	linalg_copy(d, r1, T, k, c->Ui, r1);
+	c->change = projector_distance(d, r2, c->W + r1, k, T + r1, k, p->scratch);
+	linalg_copy(d, r2, T + r1, k, c->W + r1, k);
+}
+
+/*
+ * The SERVER STEP: U = GR(U + D + momentum * M), where D = sum_i w_i U_i - U
+ * is the clients' weighted average step and M the previous server move
+ * projected onto the tangent space at U (heavy ball; momentum 0 is the
+ * paper's average-then-retract).  Keeps the previous U in p->Uprev.
+ */
+void
+fit_server_step(FitProblem *p, FitRetraction retraction, double momentum)
+{
+	int			d = p->d,
+				r1 = p->r1;
+	double	   *G = p->scratch;
+
+	if (r1 == 0)
+		return;
+	memset(p->Ubar, 0, sizeof(double) * d * r1);
+	for (int i = 0; i < p->nclients; i++)
+		linalg_axpy((int64) d * r1, p->clients[i].weight, p->clients[i].Ui, p->Ubar);
+	/* M <- momentum * (M - U sym(U'M)) + (Ubar - U) */
+	linalg_gemm(true, false, r1, r1, d, 1.0, p->U, r1, p->Mom, r1, 0.0, G, r1);
+	for (int a = 0; a < r1; a++)
+		for (int b = 0; b < a; b++)
+			G[a * r1 + b] = G[b * r1 + a] = 0.5 * (G[a * r1 + b] + G[b * r1 + a]);
+	linalg_gemm(false, false, d, r1, r1, -1.0, p->U, r1, G, r1, 1.0, p->Mom, r1);
+	for (int64 x = 0; x < (int64) d * r1; x++)
+		p->Mom[x] = momentum * p->Mom[x] + p->Ubar[x] - p->U[x];
+	memcpy(p->Uprev, p->U, sizeof(double) * d * r1);
+	linalg_axpy((int64) d * r1, 1.0, p->Mom, p->U);
+	retract(p, retraction, d, r1, p->U, r1);
+}
+
+/* ------------------------------------------------------------------------
+ * Diagnostics
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * KKT residual from the clients' tangent gradients (c->SW after a client
+ * step or client_gradient):  ||sum_i w_i G_U,i||^2 + sum_i w_i ||G_V,i||^2.
+ */
+static double
+kkt_from_gradients(FitProblem *p)
+{
+	int			d = p->d,
+				r1 = p->r1;
+	double	   *gU = p->scratch;
+	double		kkt = 0.0;
+
+	memset(gU, 0, sizeof(double) * d * r1);
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+		double	   *gV = p->scratch + (int64) d * r1;
+
+		for (int row = 0; row < d; row++)
+			linalg_axpy(r1, c->weight, c->SW + (int64) row * c->k, gU + (int64) row * r1);
+		linalg_copy(d, c->r2, c->SW + r1, c->k, gV, Max(c->r2, 1));
+		kkt += c->weight * linalg_dot((int64) d * c->r2, gV, gV);
+	}
+	return kkt + linalg_dot((int64) d * r1, gU, gU);
+}
+
+/* sum_i N w_i of the clients' objectives (the paper's f for equal weights). */
+static double
+total_objective(FitProblem *p)
+{
+	double		f = 0.0;
+
+	for (int i = 0; i < p->nclients; i++)
+		f += p->clients[i].weight * p->clients[i].objective;
+	return f * p->nclients;
+}
+
+/* theta_est = 1 - lambda_max(sum_i w_i V_i V_i'); NaN without local components. */
+static double
+theta_estimate(FitProblem *p)
+{
+	int			d = p->d,
+				r1 = p->r1;
+	double	   *A = palloc0(sizeof(double) * d * d);
+	double		top = 0.0;
+	bool		any = false;
+
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		if (c->r2 == 0)
+			continue;
+		any = true;
+		linalg_gemm(false, true, d, d, c->r2, c->weight, c->W + r1, c->k,
+					c->W + r1, c->k, 1.0, A, d);
+	}
+	if (!any)
+	{
+		pfree(A);
+		return NAN;
+	}
+	eigh_top(p, d, A, 1, &top, p->scratch, 1);
+	pfree(A);
+	return 1.0 - top;
+}
+
+/* ------------------------------------------------------------------------
+ * Starting points
+ * ------------------------------------------------------------------------
+ */
+
+/* Each client's top k_i eigenpairs: what the one-shot distributed PCAs send. */
+typedef struct LocalPCs
+{
+	double	   *L;				/* d x k_i eigenvectors, descending */
+	double	   *lambda;			/* k_i eigenvalues */
+} LocalPCs;
+
+/* Top k_i = r1 + r2_i eigenpairs of every S_i. */
+static LocalPCs *
+local_pcs(FitProblem *p)
+{
+	int			d = p->d;
+	LocalPCs   *pcs = palloc(sizeof(LocalPCs) * p->nclients);
+	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		CHECK_FOR_INTERRUPTS();
+		memcpy(A, c->S, sizeof(double) * d * d);
+		pcs[i].L = palloc(sizeof(double) * d * Max(c->k, 1));
+		pcs[i].lambda = palloc(sizeof(double) * Max(c->k, 1));
+		eigh_top(p, d, A, c->k, pcs[i].lambda, pcs[i].L, Max(c->k, 1));
+	}
+	pfree(A);
+	return pcs;
+}
+
+/*
+ * U from stacked local PCs: top r1 left singular vectors of the d x sum k_i
+ * matrix whose blocks are L_i scaled column-wise by sqrt(w_i lambda_ij)
+ * (qu: the average of rank-k_i approximations, Qu et al.) or unscaled
+ * (the personalized disPCA of the paper's section on statistical error).
+ */
+static void
+init_stacked(FitProblem *p, LocalPCs *pcs, bool qu)
+{
+	int			d = p->d;
+	int			K = 0,
+				off = 0;
+	double	   *B;
+
+	for (int i = 0; i < p->nclients; i++)
+		K += p->clients[i].k;
+	B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * Max(K, 1));
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		linalg_copy(d, c->k, pcs[i].L, c->k, B + off, K);
+		if (qu)
+			for (int j = 0; j < c->k; j++)
+				linalg_scale_column(d, B, K, off + j,
+									sqrt(c->weight * Max(pcs[i].lambda[j], 0.0)));
+		off += c->k;
+	}
+	left_singular(p, d, K, B, p->r1, p->U, p->r1);
+	pfree(B);
+}
+
+/* U = top r1 eigenvectors of the pooled matrix sum_i w_i S_i. */
+static void
+init_pooled(FitProblem *p, double *U, int r)
+{
+	int			d = p->d;
+	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	double	   *values = palloc(sizeof(double) * Max(r, 1));
+
+	memset(A, 0, sizeof(double) * d * d);
+	for (int i = 0; i < p->nclients; i++)
+		linalg_axpy((int64) d * d, p->clients[i].weight, p->clients[i].S, A);
+	eigh_top(p, d, A, r, values, U, r);
+	pfree(values);
+	pfree(A);
+}
+
+/*
+ * V_i from the client's own PCs, given U: top r2_i left singular vectors of
+ * (I - P_U) L_i D_i, where D_i = sqrt(lambda_ij) plus a tiny floor so that no
+ * column vanishes; (I - P_U) L_i has rank >= r2_i, so V_i is well defined.
+ */
+static void
+init_local_from_pcs(FitProblem *p, LocalPCs *pcs)
+{
+	int			d = p->d,
+				r1 = p->r1;
+
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+		double	   *T = c->tmp;
+		double		floor = 1e-8 * sqrt(Max(pcs[i].lambda[0], 0.0)) + 1e-300;
+
+		if (c->r2 == 0)
+			continue;
+		linalg_copy(d, c->k, pcs[i].L, c->k, T, c->k);
+		for (int j = 0; j < c->k; j++)
+			linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs[i].lambda[j], 0.0)) + floor);
+		linalg_gemm(true, false, r1, c->k, d, 1.0, p->U, r1, T, c->k, 0.0, c->M, c->k);
+		linalg_gemm(false, false, d, c->k, r1, -1.0, p->U, r1, c->M, c->k, 1.0, T, c->k);
+		left_singular(p, d, c->k, T, c->r2, c->W + r1, c->k);
+	}
+}
+
+/* Seeded Gaussian U (QR-orthonormalized) and Gaussian V_i, as in the paper. */
+static void
+init_random(FitProblem *p, uint64 seed)
+{
+	uint64		state = seed;
+
+	fill_gaussian(&state, p->d, p->r1, p->U, p->r1);
+	retract(p, FIT_RETRACT_QR, p->d, p->r1, p->U, p->r1);
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		fill_gaussian(&state, p->d, c->r2, c->W + p->r1, c->k);
+	}
+}
+
+/* U0 and V0 given by the caller (warm start). */
+static void
+init_given(FitProblem *p, const double *U0)
+{
+	memcpy(p->U, U0, sizeof(double) * p->d * p->r1);
+	retract(p, FIT_RETRACT_POLAR, p->d, p->r1, p->U, p->r1);
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		if (c->V0 != NULL)
+			linalg_copy(p->d, c->r2, c->V0, Max(c->r2, 1), c->W + p->r1, c->k);
+		else
+			elog(ERROR, "init 'given' needs V0 for every client");
+	}
+}
+
+/* Set U and every V_i to the start named by how (not FIT_INIT_BEST). */
+static void
+init_start(FitProblem *p, FitInit how, const FitOptions *opts, LocalPCs **pcs)
+{
+	if ((how == FIT_INIT_DISPCA || how == FIT_INIT_QU || how == FIT_INIT_POOLED) &&
+		*pcs == NULL)
+		*pcs = local_pcs(p);
+	switch (how)
+	{
+		case FIT_INIT_DISPCA:
+		case FIT_INIT_QU:
+			init_stacked(p, *pcs, how == FIT_INIT_QU);
+			break;
+		case FIT_INIT_POOLED:
+			init_pooled(p, p->U, p->r1);
+			break;
+		case FIT_INIT_RANDOM:
+			init_random(p, opts->seed);
+			return;
+		case FIT_INIT_GIVEN:
+			init_given(p, opts->U0);
+			return;
+		case FIT_INIT_BEST:
+			elog(ERROR, "init 'best' is not a single start");
+	}
+	init_local_from_pcs(p, *pcs);
+}
+
+/* ------------------------------------------------------------------------
+ * Rounds
+ * ------------------------------------------------------------------------
+ */
+
+/* Rounds 1, 2, 5, 10, 20, 50, 100, ... get a verbose NOTICE. */
+static bool
+report_round(int t)
+{
+	while (t >= 10 && t % 10 == 0)
+		t /= 10;
+	return t == 1 || t == 2 || t == 5;
+}
+
+/*
+ * Adaptive step ("bold driver"): grow the step by 10% while the objective
+ * rises, halve it when it falls, within [MIN, MAX] / lambda_max.
+ */
+static void
+adapt_step(FitProblem *p, double previous)
+{
+	double		lmax = p->lambda_max > 0.0 ? p->lambda_max : 1.0;
+
+	if (p->objective < previous - 1e-14 * fabs(previous))
+	{
+		p->step = Max(p->step * 0.5, FIT_STEP_MIN_SCALE / lmax);
+		memset(p->Mom, 0, sizeof(double) * p->d * p->r1);
+	}
+	else
+		p->step = Min(p->step * 1.1, FIT_STEP_MAX_SCALE / lmax);
+}
+
+/*
+ * Run up to `rounds` communication rounds from the current state; return how
+ * many ran.  Sets *converged when the largest projector change of a round
+ * (global or local, Frobenius norm) falls below the tolerance.
+ */
+static int
+run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool *converged)
+{
+	double		previous = -INFINITY;
+	int			t;
+
+	*converged = false;
+	memset(p->Mom, 0, sizeof(double) * p->d * p->r1);
+	for (t = 1; t <= rounds; t++)
+	{
+		double		step = p->step;
+
+		CHECK_FOR_INTERRUPTS();
+		p->change = 0.0;
+		for (int i = 0; i < p->nclients; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			fit_client_step(p, &p->clients[i], opts->update, opts->retraction, step);
+			p->change = Max(p->change, p->clients[i].change);
+		}
+		p->objective = total_objective(p);
+		p->kkt_residual = kkt_from_gradients(p);
+		fit_server_step(p, opts->retraction, opts->adaptive ? FIT_MOMENTUM : 0.0);
+		p->change = Max(p->change, projector_distance(p->d, p->r1, p->Uprev, p->r1,
+													  p->U, p->r1, p->scratch));
+		if (report && (report_round(t) || t == rounds))
+			ereport(NOTICE,
+					(errmsg("round %d: objective %.10g, kkt residual %.3e, step %.3e",
+							t, p->objective, p->kkt_residual, step)));
+		if (opts->tolerance > 0.0 && p->change < opts->tolerance)
+		{
+			*converged = true;
+			break;
+		}
+		if (opts->adaptive)
+			adapt_step(p, previous);
+		previous = p->objective;
+	}
+	return Min(t, rounds);
+}
+
+/* A copy of the iterate (U and every V_i) and the step that goes with it. */
+typedef struct FitSnapshot
+{
+	double	   *U;
+	double	  **W;
+	double		step;
+	double		objective;
+	int			rounds;
+	bool		converged;
+} FitSnapshot;
+
+/* Save (save = true) or restore the iterate. */
+static void
+snapshot(FitProblem *p, FitSnapshot *s, bool save)
+{
+	int			d = p->d;
+
+	if (save && s->U == NULL)
+	{
+		s->U = palloc(sizeof(double) * d * Max(p->r1, 1));
+		s->W = palloc(sizeof(double *) * p->nclients);
+		for (int i = 0; i < p->nclients; i++)
+			s->W[i] = palloc(sizeof(double) * d * Max(p->clients[i].k, 1));
+	}
+	if (save)
+		memcpy(s->U, p->U, sizeof(double) * d * p->r1);
+	else
+		memcpy(p->U, s->U, sizeof(double) * d * p->r1);
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		if (save)
+			memcpy(s->W[i], c->W, sizeof(double) * d * c->k);
+		else
+			memcpy(c->W, s->W[i], sizeof(double) * d * c->k);
+	}
+	if (save)
+		s->step = p->step;
+	else
+		p->step = s->step;
+}
+
+/*
+ * init 'best': run a few rounds from each deterministic start (dispca, qu,
+ * pooled) and keep the one with the highest objective; the first wins ties.
+ * Returns the rounds already run on the kept start.
+ */
+static int
+start_best(FitProblem *p, const FitOptions *opts, LocalPCs **pcs, bool *converged)
+{
+	static const FitInit candidates[] = {FIT_INIT_DISPCA, FIT_INIT_QU, FIT_INIT_POOLED};
+	static const char *const names[] = {"dispca", "qu", "pooled"};
+	int			ncand = p->r1 > 0 ? lengthof(candidates) : 1;
+	int			probe = Min(opts->rounds, FIT_PROBE_ROUNDS);
+	double		step0 = p->step;
+	FitSnapshot best = {0};
+	int			chosen = 0;
+
+	for (int j = 0; j < ncand; j++)
+	{
+		bool		conv;
+		int			ran;
+
+		init_start(p, candidates[j], opts, pcs);
+		p->step = step0;
+		ran = run_rounds(p, opts, probe, false, &conv);
+		if (opts->verbose)
+			ereport(NOTICE,
+					(errmsg("init %s: objective %.10g after %d rounds", names[j], p->objective, ran)));
+		if (j == 0 || p->objective > best.objective)
+		{
+			snapshot(p, &best, true);
+			best.objective = p->objective;
+			best.rounds = ran;
+			best.converged = conv;
+			chosen = j;
+		}
+	}
+	snapshot(p, &best, false);
+	if (opts->verbose)
+		ereport(NOTICE, (errmsg("init best: chose %s", names[chosen])));
+	*converged = best.converged;
+	return best.rounds;
+}
+
+/* ------------------------------------------------------------------------
+ * Output: feasibility, order, signs, diagnostics
+ * ------------------------------------------------------------------------
+ */
+
+/* Copy U into every client and deflate + retract V_i twice (feasible to rounding). */
+static void
+make_feasible(FitProblem *p)
+{
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
+		client_deflate(p, c, FIT_RETRACT_POLAR);
+		client_deflate(p, c, FIT_RETRACT_POLAR);
+	}
+}
+
+/* Rotate the m columns of A (stride lda) to the eigenvectors of B = A'(sum_i w_i S_i)A, or of A'S_cA for one client. */
+static void
+rotate_to_eigen(FitProblem *p, FitClient *only, double *A, int lda, int m, double *values)
+{
+	int			d = p->d;
+	double	   *X = palloc(sizeof(double) * d * m);
+	double	   *Y = palloc(sizeof(double) * d * m);
+	double	   *B = palloc0(sizeof(double) * m * m);
+	double	   *Q = palloc(sizeof(double) * m * m);
+
+	linalg_copy(d, m, A, lda, X, m);
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		if (only != NULL && c != only)
+			continue;
+		fit_client_apply(p, c, X, m, Y);
+		linalg_gemm(true, false, m, m, d, only ? 1.0 : c->weight, X, m, Y, m, 1.0, B, m);
+	}
+	eigh_top(p, m, B, m, values, Q, m);
+	linalg_gemm(false, false, d, m, m, 1.0, X, m, Q, m, 0.0, A, lda);
+	linalg_fix_signs(d, m, A, lda);
+	pfree(X);
+	pfree(Y);
+	pfree(B);
+	pfree(Q);
+}
+
+/* Order global and local components by decreasing variance and fix their signs. */
+static void
+order_components(FitProblem *p)
+{
+	if (p->rU > 0)
+		rotate_to_eigen(p, NULL, p->U, p->rU, p->rU, p->uvariance);
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+		int			m = c->k - c->lfirst;
+
+		CHECK_FOR_INTERRUPTS();
+		if (p->rU > 0 && c->lfirst > 0)
+			linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
+		if (m > 0)
+			rotate_to_eigen(p, c, c->W + c->lfirst, c->k, m, c->variance + c->lfirst);
+	}
+}
+
+/* Objective, KKT residual and theta_est of the final (feasible) U, V_i. */
+static void
+final_diagnostics(FitProblem *p, FitMethod method, FitDiagnostics *diag)
+{
+	double		f = 0.0;
+
+	diag->kkt_residual = NAN;
+	diag->theta_est = NAN;
+	if (method == FIT_METHOD_PERPCA || method == FIT_METHOD_DISPCA)
+	{
+		for (int i = 0; i < p->nclients; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			p->clients[i].objective = client_gradient(p, &p->clients[i]);
+		}
+		diag->objective = total_objective(p);
+		diag->kkt_residual = kkt_from_gradients(p);
+		diag->theta_est = theta_estimate(p);
+		return;
+	}
+	for (int j = 0; j < p->rU; j++)
+		f += p->uvariance[j];
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		for (int j = c->lfirst; j < c->k; j++)
+			f += c->weight * c->variance[j];
+	}
+	diag->objective = 0.5 * f * p->nclients;
+}
+
+/* ------------------------------------------------------------------------
+ * Methods
+ * ------------------------------------------------------------------------
+ */
+
+/* PerPCA: start, rounds, feasible output. */
+static void
+fit_perpca(FitProblem *p, const FitOptions *opts, FitDiagnostics *diag)
+{
+	LocalPCs   *pcs = NULL;
+	bool		converged = false;
+	int			ran = 0;
+
+	if (opts->init == FIT_INIT_BEST)
+		ran = start_best(p, opts, &pcs, &converged);
+	else
+		init_start(p, opts->init, opts, &pcs);
+	if (!converged && ran < opts->rounds)
+		ran += run_rounds(p, opts, opts->rounds - ran, opts->verbose, &converged);
+	make_feasible(p);
+	diag->rounds = ran;
+	diag->converged = converged;
+}
+
+/* V_i = top r2_i eigenvectors of (I - P_U) S_i (I - P_U). */
+static void
+deflated_local_pcs(FitProblem *p, FitClient *c)
+{
+	int			d = p->d,
+				r1 = p->r1;
+	double	   *D = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	double	   *values = palloc(sizeof(double) * Max(c->r2, 1));
+	double	   *Y = palloc(sizeof(double) * d * Max(r1, 1));
+	double	   *Z = palloc(sizeof(double) * Max(r1 * r1, 1));
+
+	/* D = S - U Y' - Y U' + U (U'Y) U'  with Y = S U */
+	memcpy(D, c->S, sizeof(double) * d * d);
+	fit_client_apply(p, c, p->U, r1, Y);
+	linalg_gemm(true, false, r1, r1, d, 1.0, p->U, r1, Y, r1, 0.0, Z, r1);
+	linalg_gemm(false, false, d, r1, r1, -0.5, p->U, r1, Z, r1, 1.0, Y, r1);
+	linalg_gemm(false, true, d, d, r1, -1.0, p->U, r1, Y, r1, 1.0, D, d);
+	linalg_gemm(false, true, d, d, r1, -1.0, Y, r1, p->U, r1, 1.0, D, d);
+	eigh_top(p, d, D, c->r2, values, c->W + r1, c->k);
+	pfree(D);
+	pfree(values);
+	pfree(Y);
+	pfree(Z);
+}
+
+/* disPCA (personalized): U from the stacked local PCs, V_i from the deflated S_i. */
+static void
+fit_dispca(FitProblem *p)
+{
+	LocalPCs   *pcs = local_pcs(p);
+
+	init_stacked(p, pcs, false);
+	for (int i = 0; i < p->nclients; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		deflated_local_pcs(p, &p->clients[i]);
+	}
+	make_feasible(p);
+}
+
+/* CPCA: top r1 + n_local eigenvectors of sum_i w_i S_i, no local components. */
+static void
+fit_cpca(FitProblem *p, int n_local)
+{
+	p->rU = p->r1 + n_local;
+	p->U = palloc0(sizeof(double) * p->d * Max(p->rU, 1));
+	p->uvariance = palloc0(sizeof(double) * Max(p->rU, 1));
+	init_pooled(p, p->U, p->rU);
+	for (int i = 0; i < p->nclients; i++)
+		p->clients[i].lfirst = p->clients[i].k;
+}
+
+/* indivPCA: each client's own top r1 + r2_i eigenvectors, all local. */
+static void
+fit_indiv(FitProblem *p)
+{
+	LocalPCs   *pcs = local_pcs(p);
+
+	p->rU = 0;
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		c->lfirst = 0;
+		memcpy(c->W, pcs[i].L, sizeof(double) * p->d * c->k);
+	}
+}
+
+void
+fit_run(FitProblem *p, const FitOptions *opts, FitDiagnostics *diag)
+{
+	memset(diag, 0, sizeof(FitDiagnostics));
+	diag->method = opts->method;
+	diag->n_clients = p->nclients;
+	diag->dim = p->d;
+	for (int i = 0; i < p->nclients; i++)
+		p->clients[i].lfirst = p->r1;
+	p->lambda_max = problem_lambda_max(p);
+	if (opts->step > 0.0)
+		p->step = opts->step;
+	else
+		p->step = FIT_STEP_SCALE / (p->lambda_max > 0.0 ? p->lambda_max : 1.0);
+	switch (opts->method)
+	{
+		case FIT_METHOD_PERPCA:
+			fit_perpca(p, opts, diag);
+			break;
+		case FIT_METHOD_DISPCA:
+			fit_dispca(p);
+			break;
+		case FIT_METHOD_CPCA:
+			fit_cpca(p, opts->n_local);
+			break;
+		case FIT_METHOD_INDIV:
+			fit_indiv(p);
+			break;
+	}
+	order_components(p);
+	final_diagnostics(p, opts->method, diag);
+	diag->step = opts->method == FIT_METHOD_PERPCA ? p->step : NAN;
+}
