@@ -23,3 +23,6 @@ EXTRA_CLEAN = results regression.diffs regression.out log tmp_check bench/*.tmp
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS does not track header dependencies: rebuild everything when a header changes.
+$(OBJS): $(wildcard src/*.h)

@@ -75,7 +75,7 @@ work_ensure(FitProblem *p, int64 n)
 	return p->work;
 }
 
-/* Orthonormalize the m x n block A (stride lda) with the chosen retraction. */
+/* Orthonormalize the m x n block A (stride lda) with the chosen retraction (polar: Gram route, SVD when ill-conditioned). */
 static void
 retract(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
 {
@@ -83,6 +83,8 @@ retract(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
 
 	if (how == FIT_RETRACT_QR)
 		info = linalg_qr_orth(m, n, A, lda, work_ensure(p, 2 * (int64) n));
+	else if (linalg_polar_gram(m, n, A, lda, work_ensure(p, LINALG_POLAR_GRAM_WORK(m, n))) == 0)
+		info = 0;
 	else
 		info = linalg_polar(m, n, A, lda, work_ensure(p, LINALG_POLAR_WORK(m, n)));
 	if (info != 0)
@@ -100,11 +102,11 @@ eigh_top(FitProblem *p, int d, double *A, int k, double *values, double *Z, int 
 		elog(ERROR, "symmetric eigensolver failed (LAPACK info %d)", info);
 }
 
-/* Top k left singular vectors of A (m x n, destroyed) into Z (stride ldz). */
+/* Top k left singular vectors of A (m x n, destroyed) into Z (stride ldz), singular values into sigma (or NULL). */
 static void
-left_singular(FitProblem *p, int m, int n, double *A, int k, double *Z, int ldz)
+left_singular(FitProblem *p, int m, int n, double *A, int k, double *Z, int ldz, double *sigma)
 {
-	int			info = linalg_left_singular(m, n, A, k, Z, ldz,
+	int			info = linalg_left_singular(m, n, A, k, Z, ldz, sigma,
 											work_ensure(p, LINALG_LSV_WORK(m, n)));
 
 	if (info != 0)
@@ -165,13 +167,144 @@ fit_problem_create(int d, int r1, int nclients, FitClient *clients)
 	return p;
 }
 
-/* out (d x k) = S_i W.  The only function that reads S_i. */
+/*
+ * out (d x k) = S_i W: one product with a dense S_i, or yscale Y'(Y W) +
+ * delta (delta'W) with a thin one.  With client_dense and client_factor
+ * below, the only functions that read S_i.
+ */
 void
 fit_client_apply(const FitProblem *p, const FitClient *c, const double *W, int k, double *out)
 {
 	int			d = p->d;
+	double	   *YW;
 
-	linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
+	if (c->S != NULL)
+	{
+		linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
+		return;
+	}
+	YW = palloc(sizeof(double) * Max(c->nrows + 1, 1) * Max(k, 1));
+	linalg_gemm(false, false, c->nrows, k, d, 1.0, c->Y, d, W, k, 0.0, YW, k);
+	linalg_gemm(true, false, d, k, c->nrows, c->yscale, c->Y, d, YW, k, 0.0, out, k);
+	if (c->delta != NULL)
+	{
+		linalg_gemm(false, false, 1, k, d, 1.0, c->delta, d, W, k, 0.0, YW, k);
+		linalg_gemm(false, false, d, k, 1, 1.0, c->delta, 1, YW, k, 1.0, out, k);
+	}
+	pfree(YW);
+}
+
+/* A (d x d) += alpha S_i, forming S_i from a thin client once. */
+static void
+client_dense(const FitProblem *p, const FitClient *c, double alpha, double *A)
+{
+	int			d = p->d;
+	double	   *T;
+
+	if (c->S != NULL)
+	{
+		linalg_axpy((int64) d * d, alpha, c->S, A);
+		return;
+	}
+	T = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	memset(T, 0, sizeof(double) * d * d);
+	linalg_syrk_upper(d, c->nrows, c->yscale, c->Y, T);
+	if (c->delta != NULL)
+		linalg_syr_upper(d, 1.0, c->delta, T);
+	linalg_symmetrize_upper(d, T);
+	linalg_axpy((int64) d * d, alpha, T, A);
+	pfree(T);
+}
+
+/* Columns of the thin factor F (d x m) with S_i = F F': sqrt(yscale) Y' and delta. */
+static int
+client_factor_width(const FitClient *c)
+{
+	return c->nrows + (c->delta != NULL ? 1 : 0);
+}
+
+/* F (d x m, m = client_factor_width) with S_i = F F', for a thin client. */
+static double *
+client_factor(const FitProblem *p, const FitClient *c)
+{
+	int			d = p->d,
+				m = client_factor_width(c);
+	double		scale = sqrt(c->yscale);
+	double	   *F = palloc(sizeof(double) * d * m);
+
+	for (int j = 0; j < d; j++)
+	{
+		for (int r = 0; r < c->nrows; r++)
+			F[(int64) j * m + r] = scale * c->Y[(int64) r * d + j];
+		if (c->delta != NULL)
+			F[(int64) j * m + c->nrows] = c->delta[j];
+	}
+	return F;
+}
+
+/* client_top_eigen on the d x d matrix: D = S_i, deflated by U when given. */
+static void
+client_top_eigen_dense(FitProblem *p, FitClient *c, const double *U, int k,
+					   double *values, double *Z, int ldz)
+{
+	int			d = p->d,
+				r1 = p->r1;
+	double	   *D = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+
+	memset(D, 0, sizeof(double) * d * d);
+	client_dense(p, c, 1.0, D);
+	if (U != NULL && r1 > 0)
+	{
+		/* D = S - U Y' - Y U' + U (U'Y) U'  with Y = S U, as D -= U Y2' + Y2 U', Y2 = Y - U (U'Y)/2 */
+		double	   *Y = palloc(sizeof(double) * d * r1);
+		double	   *G = palloc(sizeof(double) * r1 * r1);
+
+		fit_client_apply(p, c, U, r1, Y);
+		linalg_gemm(true, false, r1, r1, d, 1.0, U, r1, Y, r1, 0.0, G, r1);
+		linalg_gemm(false, false, d, r1, r1, -0.5, U, r1, G, r1, 1.0, Y, r1);
+		linalg_gemm(false, true, d, d, r1, -1.0, U, r1, Y, r1, 1.0, D, d);
+		linalg_gemm(false, true, d, d, r1, -1.0, Y, r1, U, r1, 1.0, D, d);
+		pfree(Y);
+		pfree(G);
+	}
+	eigh_top(p, d, D, k, values, Z, ldz);
+	pfree(D);
+}
+
+/*
+ * Top k eigenpairs of S_i, or of (I - P_U) S_i (I - P_U) when U (d x r1) is
+ * given: vectors as columns of Z (stride ldz), values descending.  A thin
+ * client takes the SVD of its d x m factor instead of a d x d eigensolve.
+ */
+static void
+client_top_eigen(FitProblem *p, FitClient *c, const double *U, int k,
+				 double *values, double *Z, int ldz)
+{
+	int			d = p->d,
+				r1 = p->r1;
+
+	if (k == 0)
+		return;
+	if (c->S == NULL && k <= Min(d, client_factor_width(c)))
+	{
+		int			m = client_factor_width(c);
+		double	   *F = client_factor(p, c);
+
+		if (U != NULL && r1 > 0)
+		{
+			double	   *UtF = palloc(sizeof(double) * r1 * m);
+
+			linalg_gemm(true, false, r1, m, d, 1.0, U, r1, F, m, 0.0, UtF, m);
+			linalg_gemm(false, false, d, m, r1, -1.0, U, r1, UtF, m, 1.0, F, m);
+			pfree(UtF);
+		}
+		left_singular(p, d, m, F, k, Z, ldz, values);
+		for (int j = 0; j < k; j++)
+			values[j] *= values[j];
+		pfree(F);
+		return;
+	}
+	client_top_eigen_dense(p, c, U, k, values, Z, ldz);
 }
 
 /* lambda_max(S_i) by power iteration from a fixed start (Rayleigh quotient). */
@@ -347,16 +480,23 @@ kkt_from_gradients(FitProblem *p)
 	double	   *gU = p->scratch;
 	double		kkt = 0.0;
 
+	/* elementwise block sums: one pass over each client's d x k gradient */
 	memset(gU, 0, sizeof(double) * d * r1);
 	for (int i = 0; i < p->nclients; i++)
 	{
 		FitClient  *c = &p->clients[i];
-		double	   *gV = p->scratch + (int64) d * r1;
+		double		vv = 0.0;
 
 		for (int row = 0; row < d; row++)
-			linalg_axpy(r1, c->weight, c->SW + (int64) row * c->k, gU + (int64) row * r1);
-		linalg_copy(d, c->r2, c->SW + r1, c->k, gV, Max(c->r2, 1));
-		kkt += c->weight * linalg_dot((int64) d * c->r2, gV, gV);
+		{
+			const double *g = c->SW + (int64) row * c->k;
+
+			for (int j = 0; j < r1; j++)
+				gU[row * r1 + j] += c->weight * g[j];
+			for (int j = r1; j < c->k; j++)
+				vv += g[j] * g[j];
+		}
+		kkt += c->weight * vv;
 	}
 	return kkt + linalg_dot((int64) d * r1, gU, gU);
 }
@@ -414,25 +554,24 @@ typedef struct LocalPCs
 	double	   *lambda;			/* k_i eigenvalues */
 } LocalPCs;
 
+/* Top k_i = r1 + r2_i eigenpairs of one S_i. */
+static void
+client_local_pcs(FitProblem *p, FitClient *c, LocalPCs *pcs)
+{
+	CHECK_FOR_INTERRUPTS();
+	pcs->L = palloc(sizeof(double) * p->d * Max(c->k, 1));
+	pcs->lambda = palloc(sizeof(double) * Max(c->k, 1));
+	client_top_eigen(p, c, NULL, c->k, pcs->lambda, pcs->L, Max(c->k, 1));
+}
+
 /* Top k_i = r1 + r2_i eigenpairs of every S_i. */
 static LocalPCs *
 local_pcs(FitProblem *p)
 {
-	int			d = p->d;
 	LocalPCs   *pcs = palloc(sizeof(LocalPCs) * p->nclients);
-	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 
 	for (int i = 0; i < p->nclients; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		CHECK_FOR_INTERRUPTS();
-		memcpy(A, c->S, sizeof(double) * d * d);
-		pcs[i].L = palloc(sizeof(double) * d * Max(c->k, 1));
-		pcs[i].lambda = palloc(sizeof(double) * Max(c->k, 1));
-		eigh_top(p, d, A, c->k, pcs[i].lambda, pcs[i].L, Max(c->k, 1));
-	}
-	pfree(A);
+		client_local_pcs(p, &p->clients[i], &pcs[i]);
 	return pcs;
 }
 
@@ -464,7 +603,7 @@ init_stacked(FitProblem *p, LocalPCs *pcs, bool qu)
 									sqrt(c->weight * Max(pcs[i].lambda[j], 0.0)));
 		off += c->k;
 	}
-	left_singular(p, d, K, B, p->r1, p->U, p->r1);
+	left_singular(p, d, K, B, p->r1, p->U, p->r1, NULL);
 	pfree(B);
 }
 
@@ -478,7 +617,10 @@ init_pooled(FitProblem *p, double *U, int r)
 
 	memset(A, 0, sizeof(double) * d * d);
 	for (int i = 0; i < p->nclients; i++)
-		linalg_axpy((int64) d * d, p->clients[i].weight, p->clients[i].S, A);
+	{
+		CHECK_FOR_INTERRUPTS();
+		client_dense(p, &p->clients[i], p->clients[i].weight, A);
+	}
 	eigh_top(p, d, A, r, values, U, r);
 	pfree(values);
 	pfree(A);
@@ -490,26 +632,29 @@ init_pooled(FitProblem *p, double *U, int r)
  * column vanishes; (I - P_U) L_i has rank >= r2_i, so V_i is well defined.
  */
 static void
-init_local_from_pcs(FitProblem *p, LocalPCs *pcs)
+init_local_one(FitProblem *p, FitClient *c, const LocalPCs *pcs)
 {
 	int			d = p->d,
 				r1 = p->r1;
+	double	   *T = c->tmp;
+	double		floor = 1e-8 * sqrt(Max(pcs->lambda[0], 0.0)) + 1e-300;
 
+	if (c->r2 == 0)
+		return;
+	linalg_copy(d, c->k, pcs->L, c->k, T, c->k);
+	for (int j = 0; j < c->k; j++)
+		linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs->lambda[j], 0.0)) + floor);
+	linalg_gemm(true, false, r1, c->k, d, 1.0, p->U, r1, T, c->k, 0.0, c->M, c->k);
+	linalg_gemm(false, false, d, c->k, r1, -1.0, p->U, r1, c->M, c->k, 1.0, T, c->k);
+	left_singular(p, d, c->k, T, c->r2, c->W + r1, c->k, NULL);
+}
+
+/* Every V_i from its client's own PCs, given U. */
+static void
+init_local_from_pcs(FitProblem *p, LocalPCs *pcs)
+{
 	for (int i = 0; i < p->nclients; i++)
-	{
-		FitClient  *c = &p->clients[i];
-		double	   *T = c->tmp;
-		double		floor = 1e-8 * sqrt(Max(pcs[i].lambda[0], 0.0)) + 1e-300;
-
-		if (c->r2 == 0)
-			continue;
-		linalg_copy(d, c->k, pcs[i].L, c->k, T, c->k);
-		for (int j = 0; j < c->k; j++)
-			linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs[i].lambda[j], 0.0)) + floor);
-		linalg_gemm(true, false, r1, c->k, d, 1.0, p->U, r1, T, c->k, 0.0, c->M, c->k);
-		linalg_gemm(false, false, d, c->k, r1, -1.0, p->U, r1, c->M, c->k, 1.0, T, c->k);
-		left_singular(p, d, c->k, T, c->r2, c->W + r1, c->k);
-	}
+		init_local_one(p, &p->clients[i], &pcs[i]);
 }
 
 /* Seeded Gaussian U (QR-orthonormalized) and Gaussian V_i, as in the paper. */
@@ -541,7 +686,13 @@ init_given(FitProblem *p, const double *U0)
 		if (c->V0 != NULL)
 			linalg_copy(p->d, c->r2, c->V0, Max(c->r2, 1), c->W + p->r1, c->k);
 		else
-			elog(ERROR, "init 'given' needs V0 for every client");
+		{
+			/* a client new to the start: V_i from its own PCs, as in a cold start */
+			LocalPCs	pcs;
+
+			client_local_pcs(p, c, &pcs);
+			init_local_one(p, c, &pcs);
+		}
 	}
 }
 
@@ -864,25 +1015,10 @@ fit_perpca(FitProblem *p, const FitOptions *opts, FitDiagnostics *diag)
 static void
 deflated_local_pcs(FitProblem *p, FitClient *c)
 {
-	int			d = p->d,
-				r1 = p->r1;
-	double	   *D = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 	double	   *values = palloc(sizeof(double) * Max(c->r2, 1));
-	double	   *Y = palloc(sizeof(double) * d * Max(r1, 1));
-	double	   *Z = palloc(sizeof(double) * Max(r1 * r1, 1));
 
-	/* D = S - U Y' - Y U' + U (U'Y) U'  with Y = S U */
-	memcpy(D, c->S, sizeof(double) * d * d);
-	fit_client_apply(p, c, p->U, r1, Y);
-	linalg_gemm(true, false, r1, r1, d, 1.0, p->U, r1, Y, r1, 0.0, Z, r1);
-	linalg_gemm(false, false, d, r1, r1, -0.5, p->U, r1, Z, r1, 1.0, Y, r1);
-	linalg_gemm(false, true, d, d, r1, -1.0, p->U, r1, Y, r1, 1.0, D, d);
-	linalg_gemm(false, true, d, d, r1, -1.0, Y, r1, p->U, r1, 1.0, D, d);
-	eigh_top(p, d, D, c->r2, values, c->W + r1, c->k);
-	pfree(D);
+	client_top_eigen(p, c, p->U, c->r2, values, c->W + p->r1, c->k);
 	pfree(values);
-	pfree(Y);
-	pfree(Z);
 }
 
 /* disPCA (personalized): U from the stacked local PCs, V_i from the deflated S_i. */

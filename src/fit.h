@@ -67,10 +67,19 @@ typedef struct FitOptions
 	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
 } FitOptions;
 
-/* One client: its matrix, weight, ranks and iterate. */
+/*
+ * One client: its matrix, weight, ranks and iterate.  S_i is given either
+ * dense (S) or thin (S == NULL): S_i = yscale Y'Y + delta delta', with Y the
+ * client's nrows x d centred rows and delta an optional d-vector (the offset
+ * of the client's mean from the centre), so S_i is never formed.
+ */
 typedef struct FitClient
 {
-	const double *S;			/* d x d, full symmetric, row-major */
+	const double *S;			/* d x d, full symmetric, row-major; or NULL */
+	const double *Y;			/* thin: nrows x d */
+	int			nrows;
+	double		yscale;			/* thin: 1/n */
+	const double *delta;		/* thin: d, or NULL */
 	double		weight;			/* w_i, the weights sum to 1 */
 	int			r2;				/* local components of this client */
 	int			k;				/* r1 + r2 */

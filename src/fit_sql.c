@@ -35,7 +35,7 @@ enum
 {
 	ARG_QUERY, ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP,
 	ARG_UPDATE, ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS,
-	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE
+	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START
 };
 
 typedef enum FitCenter
@@ -47,6 +47,7 @@ typedef enum FitCenter
 typedef struct FitRequest
 {
 	char	   *query;
+	char	   *start;			/* query of the starting components (init 'given') */
 	int			n_global;
 	int			n_local;
 	FitCenter	center;
@@ -69,7 +70,7 @@ static bool have_last_fit = false;
 static const char *const method_names[] = {"perpca", "dispca", "cpca", "indiv"};
 static const char *const update_names[] = {"stgd", "polar"};
 static const char *const retraction_names[] = {"polar", "qr"};
-static const char *const init_names[] = {"best", "dispca", "qu", "pooled", "random"};
+static const char *const init_names[] = {"best", "dispca", "qu", "pooled", "random", "given"};
 static const char *const center_names[] = {"client", "global", "none"};
 static const char *const weights_names[] = {"equal", "samples"};
 
@@ -188,6 +189,12 @@ parse_request(FunctionCallInfo fcinfo, FitRequest *req)
 	o->verbose = PG_GETARG_BOOL(ARG_VERBOSE);
 	/* adaptive NULL: adapt only the derived step, keep a step the user gave */
 	o->adaptive = PG_ARGISNULL(ARG_ADAPTIVE) ? PG_ARGISNULL(ARG_STEP) : PG_GETARG_BOOL(ARG_ADAPTIVE);
+	req->start = PG_ARGISNULL(ARG_START) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(ARG_START));
+	if ((o->init == FIT_INIT_GIVEN) != (req->start != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"start\" goes with init => 'given', and only with it"),
+				 errhint("Pass init => 'given', start => 'SELECT client, kind, component, pc FROM ...'.")));
 }
 
 /* ------------------------------------------------------------------------
@@ -352,6 +359,35 @@ check_clients(const FitRequest *req, const ClientInput *in, int n)
 	}
 }
 
+/*
+ * S_i about centre (NULL: the client's own mean): a thin value keeps its rows
+ * (S_i = Y'Y/n + delta delta', never formed), a dense one becomes a d x d matrix.
+ */
+static void
+client_matrix(FitClient *c, const PerpcaStats *stats, const double *centre)
+{
+	int			d = stats->dim;
+	double	   *S;
+
+	if (perpca_stats_thin_rows(stats) != NULL)
+	{
+		c->Y = perpca_stats_thin_rows(stats);
+		c->nrows = (int) stats->n;
+		c->yscale = 1.0 / (double) stats->n;
+		if (centre != NULL)
+		{
+			double	   *delta = palloc(sizeof(double) * d);
+
+			perpca_stats_offset(stats, centre, delta);
+			c->delta = delta;
+		}
+		return;
+	}
+	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	perpca_stats_moment(stats, centre, S);
+	c->S = S;
+}
+
 /* S_i about the centre the request asks for, and the client weights. */
 static FitClient *
 build_clients(const FitRequest *req, const ClientInput *in, int n)
@@ -365,20 +401,148 @@ build_clients(const FitRequest *req, const ClientInput *in, int n)
 	{
 		total += (double) in[i].stats->n;
 		linalg_axpy(d, (double) in[i].stats->n, PERPCA_STATS_MEAN(in[i].stats), pooled);
+		linalg_axpy(d, (double) in[i].stats->n, PERPCA_STATS_MEAN_LO(in[i].stats), pooled);
 	}
 	for (int j = 0; j < d; j++)
 		pooled[j] = req->center == CENTER_GLOBAL ? pooled[j] / total : 0.0;
 	for (int i = 0; i < n; i++)
 	{
-		double	   *S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-
 		CHECK_FOR_INTERRUPTS();
-		perpca_stats_moment(in[i].stats, req->center == CENTER_CLIENT ? NULL : pooled, S);
-		clients[i].S = S;
+		client_matrix(&clients[i], in[i].stats, req->center == CENTER_CLIENT ? NULL : pooled);
 		clients[i].r2 = in[i].r2;
 		clients[i].weight = req->sample_weights ? (double) in[i].stats->n / total : 1.0 / n;
 	}
 	return clients;
+}
+
+/* ------------------------------------------------------------------------
+ * Warm start: init => 'given', start => query of (client, kind, component, pc)
+ * ------------------------------------------------------------------------
+ */
+
+/* A client name and its position in the query, for bsearch. */
+typedef struct NamedClient
+{
+	const char *name;
+	int			index;
+} NamedClient;
+
+static int
+named_client_cmp(const void *a, const void *b)
+{
+	return strcmp(((const NamedClient *) a)->name, ((const NamedClient *) b)->name);
+}
+
+/* Check the start query's columns: (client, text kind, integer component, float8[] pc). */
+static void
+check_start_shape(TupleDesc desc)
+{
+	if (desc->natts != 4 || TupleDescAttr(desc, 1)->atttypid != TEXTOID ||
+		TupleDescAttr(desc, 2)->atttypid != INT4OID ||
+		TupleDescAttr(desc, 3)->atttypid != FLOAT8ARRAYOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("start query must return columns (client, kind text, component integer, pc float8[])"),
+				 errhint("A stored model's components table has this shape: SELECT client, kind, component, pc FROM model_components.")));
+}
+
+/* Column col of row tup as a validated vector of length d (NULL when the pc is NULL). */
+static double *
+start_vector(HeapTuple tup, TupleDesc desc, int d)
+{
+	bool		isnull;
+	Datum		v = SPI_getbinval(tup, desc, 4, &isnull);
+	int			len;
+	double	   *x;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("start query returned a NULL pc")));
+	x = perpca_vector_arg(DatumGetArrayTypeP(v), &len, "pc of the start");
+	if (len != d)
+		perpca_dim_mismatch(d, len, "pc of the start");
+	return x;
+}
+
+/* Put one start row into U0 (global) or the matching client's V0 (local); count what was set. */
+static void
+start_row(HeapTuple tup, TupleDesc desc, int d, int r1, double *U0, int *uset,
+		  NamedClient *names, int n, FitClient *clients, int *vset)
+{
+	bool		isnull;
+	char	   *kind;
+	int			comp;
+	double	   *x;
+	NamedClient key,
+			   *hit;
+	FitClient  *c;
+
+	kind = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+	comp = isnull ? 0 : DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	if (isnull || comp < 1)
+		return;					/* not a component row we can use */
+	x = start_vector(tup, desc, d);
+	if (strcmp(kind, "global") == 0)
+	{
+		if (comp <= r1)
+		{
+			linalg_copy(d, 1, x, 1, U0 + comp - 1, r1);
+			(*uset)++;
+		}
+		return;
+	}
+	key.name = SPI_getvalue(tup, desc, 1);
+	hit = key.name ? bsearch(&key, names, n, sizeof(NamedClient), named_client_cmp) : NULL;
+	if (strcmp(kind, "local") != 0 || hit == NULL)
+		return;					/* a client that is no longer in the query */
+	c = &clients[hit->index];
+	if (comp > c->r2)
+		return;
+	linalg_copy(d, 1, x, 1, (double *) c->V0 + comp - 1, Max(c->r2, 1));
+	vset[hit->index]++;
+}
+
+/*
+ * Run the start query: U0 from its 'global' rows (all n_global components
+ * must be there), each client's V0 from its 'local' rows; a client with
+ * fewer local rows than it needs (a new client) gets the default start.
+ */
+static void
+read_start(FitRequest *req, const ClientInput *in, int n, FitClient *clients)
+{
+	int			d = in[0].stats->dim,
+				r1 = req->n_global;
+	double	   *U0 = palloc0(sizeof(double) * d * Max(r1, 1));
+	NamedClient *names = palloc(sizeof(NamedClient) * n);
+	int		   *vset = palloc0(sizeof(int) * n);
+	int			uset = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		names[i].name = in[i].name;
+		names[i].index = i;
+		clients[i].V0 = palloc0(sizeof(double) * d * Max(clients[i].r2, 1));
+	}
+	qsort(names, n, sizeof(NamedClient), named_client_cmp);
+	SPI_connect();
+	if (SPI_execute(req->start, true, 0) != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("start query must be a SELECT")));
+	check_start_shape(SPI_tuptable->tupdesc);
+	for (uint64 row = 0; row < SPI_processed; row++)
+		start_row(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, d, r1, U0, &uset,
+				  names, n, clients, vset);
+	SPI_finish();
+	if (uset < r1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("start query has %d of the %d global components needed", uset, r1)));
+	for (int i = 0; i < n; i++)
+		if (vset[i] < clients[i].r2)
+			clients[i].V0 = NULL;
+	req->opts.U0 = U0;
 }
 
 /* ------------------------------------------------------------------------
@@ -447,6 +611,8 @@ perpca_fit(PG_FUNCTION_ARGS)
 	check_clients(&req, in, n);
 	perpca_check_dim_limit(in[0].stats->dim);
 	clients = build_clients(&req, in, n);
+	if (req.start != NULL)
+		read_start(&req, in, n, clients);
 	p = fit_problem_create(in[0].stats->dim, req.n_global, n, clients);
 	fit_run(p, &req.opts, &diag);
 	put_results(rsinfo, p, in);

@@ -3,6 +3,8 @@
  */
 #include <cblas.h>
 #include <lapacke.h>
+#include <math.h>
+#include <string.h>
 
 #include "linalg.h"
 
@@ -88,13 +90,14 @@ linalg_gemm(bool transa, bool transb, int m, int n, int k, double alpha,
 				A, lda, B, ldb, beta, C, ldc);
 }
 
-/* B = A for an m x n block. */
+/* B = A for an m x n block, row by row (LAPACKE_dlacpy would transpose twice). */
 void
 linalg_copy(int m, int n, const double *A, int lda, double *B, int ldb)
 {
-	if (m == 0 || n == 0)
+	if (n == 0)
 		return;
-	LAPACKE_dlacpy(LAPACK_ROW_MAJOR, 'A', m, n, A, lda, B, ldb);
+	for (int i = 0; i < m; i++)
+		memcpy(B + (int64_t) i * ldb, A + (int64_t) i * lda, sizeof(double) * n);
 }
 
 /* x . y over n entries (split for BLAS int lengths). */
@@ -155,6 +158,40 @@ linalg_polar(int m, int n, double *A, int lda, double *work)
 	return 0;
 }
 
+/*
+ * Small symmetric eigenproblem G = A^T A (n x n, column-major call: G is
+ * symmetric, so no transposition), then A <- A Z' diag(w^-1/2) Z.  Declines
+ * (returns 1) when lambda_min / lambda_max < 1e-10, where squaring the
+ * condition number would cost accuracy; callers then use linalg_polar.
+ */
+int
+linalg_polar_gram(int m, int n, double *A, int lda, double *work)
+{
+	double	   *G = work;
+	double	   *B = G + (int64_t) n * n;
+	double	   *C = B + (int64_t) n * n;
+	double	   *w = C + (int64_t) n * n;
+	double	   *T = w + n;
+	double	   *lw = T + (int64_t) m * n;
+	int			lwork = (int) (n * n + 3 * n + 1);
+	int			info;
+
+	if (n == 0)
+		return 0;
+	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, m, 1.0, A, lda, A, lda, 0.0, G, n);
+	info = LAPACKE_dsyev_work(LAPACK_COL_MAJOR, 'V', 'U', n, G, n, w, lw, lwork);
+	if (info != 0 || !(w[0] > 1e-10 * w[n - 1]))
+		return 1;
+	/* row j of G (row-major view) is the j-th eigenvector */
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < n; i++)
+			B[j * n + i] = G[j * n + i] / sqrt(w[j]);
+	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, n, 1.0, G, n, B, n, 0.0, C, n);
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, n, 1.0, A, lda, C, n, 0.0, T, n);
+	linalg_copy(m, n, T, n, A, lda);
+	return 0;
+}
+
 /* Householder QR, then flip the columns whose R diagonal is negative. */
 int
 linalg_qr_orth(int m, int n, double *A, int lda, double *work)
@@ -206,7 +243,8 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 
 /* Thin SVD without right vectors; keep the first k left singular vectors. */
 int
-linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *work)
+linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma,
+					 double *work)
 {
 	int			mn = m < n ? m : n;
 	double	   *u = work;
@@ -220,5 +258,7 @@ linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double 
 	if (info != 0)
 		return info;
 	LAPACKE_dlacpy(LAPACK_ROW_MAJOR, 'A', m, k, u, mn, Z, ldz);
+	if (sigma != NULL)
+		memcpy(sigma, s, sizeof(double) * k);
 	return 0;
 }

@@ -59,6 +59,12 @@ extern void linalg_fix_signs(int m, int n, double *A, int lda);
 /* Replace A (m x n, m >= n) by its polar factor A (A^T A)^(-1/2); 0 on success. */
 extern int	linalg_polar(int m, int n, double *A, int lda, double *work);
 
+/* Doubles of workspace that linalg_polar_gram needs for an m x n matrix. */
+#define LINALG_POLAR_GRAM_WORK(m, n) ((int64_t) (m) * (n) + 4 * (int64_t) (n) * (n) + 4 * (int64_t) (n) + 1)
+
+/* Polar factor through the Gram matrix, A (A^T A)^(-1/2); 1 (A untouched) if A^T A is too ill-conditioned. */
+extern int	linalg_polar_gram(int m, int n, double *A, int lda, double *work);
+
 /* Replace A (m x n, m >= n) by the Q of its thin QR with diag(R) >= 0; work holds 2n doubles. */
 extern int	linalg_qr_orth(int m, int n, double *A, int lda, double *work);
 
@@ -69,9 +75,9 @@ extern int	linalg_eigh_top(int d, double *A, int k, double *values, double *Z, i
 /* Doubles of workspace that linalg_eigh_top needs. */
 #define LINALG_EIGH_WORK(d, k) ((int64_t) (d) + (int64_t) (d) * (k) + 2 * (int64_t) (k) + 2)
 
-/* Top k left singular vectors of A (m x n, destroyed) as columns of Z (m x k, stride ldz); k <= min(m, n). */
+/* Top k left singular vectors of A (m x n, destroyed) as columns of Z (m x k, stride ldz), and their singular values into sigma (if not NULL); k <= min(m, n). */
 extern int	linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz,
-								 double *work);
+								 double *sigma, double *work);
 
 /* Doubles of workspace that linalg_left_singular needs. */
 #define LINALG_LSV_WORK(m, n) ((int64_t) (m) * ((m) < (n) ? (m) : (n)) + 2 * (int64_t) ((m) < (n) ? (m) : (n)))
