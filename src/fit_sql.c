@@ -189,7 +189,8 @@ parse_request(FunctionCallInfo fcinfo, FitRequest *req)
 	o->verbose = PG_GETARG_BOOL(ARG_VERBOSE);
 	/* adaptive NULL: adapt only the derived step, keep a step the user gave */
 	o->adaptive = PG_ARGISNULL(ARG_ADAPTIVE) ? PG_ARGISNULL(ARG_STEP) : PG_GETARG_BOOL(ARG_ADAPTIVE);
-	req->start = PG_ARGISNULL(ARG_START) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(ARG_START));
+	req->start = PG_NARGS() <= ARG_START || PG_ARGISNULL(ARG_START) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(ARG_START));
 	if ((o->init == FIT_INIT_GIVEN) != (req->start != NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
