@@ -299,32 +299,55 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	out->r2 = client_local_rank(tup, desc, out->name, n_local);
 }
 
-/* Run the query and copy its rows into cxt. */
+/* Rows fetched from the query at a time: only these are held twice. */
+#define FETCH_ROWS 256
+
+/*
+ * Run the query through a cursor and copy its rows into cxt, a batch at a
+ * time, so that the clients' statistics are in memory only once.
+ */
 static ClientInput *
 read_clients(FunctionCallInfo fcinfo, const FitRequest *req, MemoryContext cxt, int *nclients)
 {
 	Oid			stats_type = stats_type_oid(fcinfo);
-	ClientInput *clients;
-	int			ret;
+	ClientInput *clients = NULL;
+	int			n = 0,
+				cap = 0;
+	SPIPlanPtr	plan;
+	Portal		portal;
 
 	SPI_connect();
-	ret = SPI_execute(req->query, false, 0);
-	if (ret < 0 || SPI_tuptable == NULL)
+	plan = SPI_prepare(req->query, 0, NULL);
+	if (plan == NULL || !SPI_is_cursor_plan(plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query must return rows (client, perpca_stats)"),
-				 errdetail("The query did not return a result set.")));
-	check_result_shape(SPI_tuptable->tupdesc, stats_type);
-	*nclients = (int) SPI_processed;
-	clients = MemoryContextAllocZero(cxt, sizeof(ClientInput) * Max(*nclients, 1));
-	for (int i = 0; i < *nclients; i++)
+				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (;;)
 	{
-		CHECK_FOR_INTERRUPTS();
-		read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, req->n_local, cxt,
-					&clients[i]);
+		SPI_cursor_fetch(portal, true, FETCH_ROWS);
+		check_result_shape(SPI_tuptable->tupdesc, stats_type);
+		if (SPI_processed == 0)
+			break;
+		if (n + (int) SPI_processed > cap)
+		{
+			cap = Max(cap * 2, n + (int) SPI_processed);
+			clients = clients ? repalloc(clients, sizeof(ClientInput) * cap)
+				: MemoryContextAlloc(cxt, sizeof(ClientInput) * cap);
+		}
+		for (uint64 i = 0; i < SPI_processed; i++, n++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, req->n_local, cxt,
+						&clients[n]);
+		}
+		SPI_freetuptable(SPI_tuptable);
 	}
+	SPI_cursor_close(portal);
 	SPI_finish();
-	return clients;
+	*nclients = n;
+	return clients ? clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
 }
 
 /* Every client must have rows, one common dimension, and room for its components. */
