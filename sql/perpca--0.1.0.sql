@@ -23,7 +23,9 @@ CREATE TYPE perpca_stats (
     SEND = perpca_stats_send,
     INTERNALLENGTH = VARIABLE,
     ALIGNMENT = double,
-    STORAGE = extended
+    -- out of line without compression: floating-point data rarely compress,
+    -- and trying costs time on every large value
+    STORAGE = external
 );
 
 COMMENT ON TYPE perpca_stats IS
@@ -441,8 +443,7 @@ BEGIN
         || coalesce(', center => ' || pg_catalog.quote_literal(center), '')
         || coalesce(', weights => ' || pg_catalog.quote_literal(weights), '')
         || coalesce(', method => ' || pg_catalog.quote_literal(method), '')
-        || coalesce(', adaptive => ' || adaptive, '')
-        || coalesce(', start => ' || pg_catalog.quote_literal(start), '')
+        || coalesce(', adaptive => ' || adaptive, '') || coalesce(', start => ' || pg_catalog.quote_literal(start), '')
         || pg_catalog.format(', verbose => %L)', $15);
     EXECUTE 'CREATE TEMPORARY TABLE perpca_train_fit AS ' || call;
     SELECT * INTO diag FROM @extschema@.perpca_last_fit();

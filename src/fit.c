@@ -739,15 +739,21 @@ report_round(int t)
 }
 
 /*
- * Adaptive step ("bold driver"): grow the step by 10% while the objective
- * rises, halve it when it falls, within [MIN, MAX] / lambda_max.
+ * Adaptive step ("bold driver"): grow the step by 10% while the round
+ * improved, halve it (and drop the server's momentum) when it did not.  A
+ * round improved when the objective rose, or -- once objective changes are
+ * below rounding, near the optimum -- when the KKT residual did not grow;
+ * without the second test a too-long step can oscillate unseen.
  */
 static void
-adapt_step(FitProblem *p, double previous)
+adapt_step(FitProblem *p, double previous, double previous_kkt)
 {
 	double		lmax = p->lambda_max > 0.0 ? p->lambda_max : 1.0;
+	double		noise = 1e-14 * fabs(previous);
+	bool		worse = p->objective < previous - noise ||
+		(fabs(p->objective - previous) <= noise && p->kkt_residual > previous_kkt);
 
-	if (p->objective < previous - 1e-14 * fabs(previous))
+	if (worse)
 	{
 		p->step = Max(p->step * 0.5, FIT_STEP_MIN_SCALE / lmax);
 		memset(p->Mom, 0, sizeof(double) * p->d * p->r1);
@@ -765,6 +771,7 @@ static int
 run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool *converged)
 {
 	double		previous = -INFINITY;
+	double		previous_kkt = INFINITY;
 	int			t;
 
 	*converged = false;
@@ -796,8 +803,9 @@ run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool 
 			break;
 		}
 		if (opts->adaptive)
-			adapt_step(p, previous);
+			adapt_step(p, previous, previous_kkt);
 		previous = p->objective;
+		previous_kkt = p->kkt_residual;
 	}
 	return Min(t, rounds);
 }

@@ -16,6 +16,8 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "tcop/tcopprot.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -610,6 +612,47 @@ put_results(ReturnSetInfo *rsinfo, const FitProblem *p, const ClientInput *in)
 	}
 }
 
+/* Show the fit's phase in pg_stat_activity.query ("perpca_fit: ..."). */
+static void
+report_phase(const char *fmt,...)
+{
+	char		buf[256];
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, args);
+	va_end(args);
+	pgstat_report_activity(STATE_RUNNING, buf);
+}
+
+/* The fit itself, phase by phase; results go to rsinfo, diagnostics to diag. */
+static void
+run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
+		FitDiagnostics *diag)
+{
+	FitRequest	req;
+	ClientInput *in;
+	FitClient  *clients;
+	FitProblem *p;
+	int			n;
+
+	parse_request(fcinfo, &req);
+	report_phase("perpca_fit: reading clients");
+	in = read_clients(fcinfo, &req, fitcxt, &n);
+	check_clients(&req, in, n);
+	perpca_check_dim_limit(in[0].stats->dim);
+	report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
+	clients = build_clients(&req, in, n);
+	if (req.start != NULL)
+		read_start(&req, in, n, clients);
+	p = fit_problem_create(in[0].stats->dim, req.n_global, n, clients);
+	report_phase("perpca_fit: fitting %d clients, d = %d, method %s",
+				 n, in[0].stats->dim, method_names[req.opts.method]);
+	fit_run(p, &req.opts, diag);
+	report_phase("perpca_fit: writing results");
+	put_results(rsinfo, p, in);
+}
+
 /* perpca_fit(query, n_global, n_local, ...) RETURNS TABLE (client, kind, component, pc, variance) */
 Datum
 perpca_fit(PG_FUNCTION_ARGS)
@@ -617,12 +660,7 @@ perpca_fit(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext fitcxt,
 				old;
-	FitRequest	req;
-	ClientInput *in;
-	FitClient  *clients;
-	FitProblem *p;
 	FitDiagnostics diag;
-	int			n;
 	instr_time	start,
 				elapsed;
 
@@ -630,16 +668,16 @@ perpca_fit(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	fitcxt = AllocSetContextCreate(CurrentMemoryContext, "perpca_fit", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(fitcxt);
-	parse_request(fcinfo, &req);
-	in = read_clients(fcinfo, &req, fitcxt, &n);
-	check_clients(&req, in, n);
-	perpca_check_dim_limit(in[0].stats->dim);
-	clients = build_clients(&req, in, n);
-	if (req.start != NULL)
-		read_start(&req, in, n, clients);
-	p = fit_problem_create(in[0].stats->dim, req.n_global, n, clients);
-	fit_run(p, &req.opts, &diag);
-	put_results(rsinfo, p, in);
+	PG_TRY();
+	{
+		run_fit(fcinfo, rsinfo, fitcxt, &diag);
+	}
+	PG_FINALLY();
+	{
+		/* pg_stat_activity shows the statement again, whatever happened */
+		pgstat_report_activity(STATE_RUNNING, debug_query_string);
+	}
+	PG_END_TRY();
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	diag.seconds = INSTR_TIME_GET_DOUBLE(elapsed);

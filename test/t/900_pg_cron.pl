@@ -1,0 +1,87 @@
+# 900_pg_cron.pl -- a model refreshed by pg_cron (slow group: a job runs at
+# the start of the next minute, so each phase waits up to a minute or so).
+#
+# The cluster preloads pg_cron with the settings the README shows.  Phase 1
+# runs jobs in background workers (cron.use_background_workers = on);
+# phase 2 restarts the server with pg_cron's default, a libpq connection,
+# which needs cron.host (here the socket directory).  In each phase a job
+# refreshes the model every minute; the test waits (bounded) until
+# cron.job_run_details shows a successful run and the model has a new
+# version with the client that appeared, then unschedules the job.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $data = ($ENV{TESTDIR} // '.') . '/test/data/project_obs.csv';
+-e $data or BAIL_OUT("missing $data");
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'pg_cron'
+cron.database_name = 'postgres'
+cron.use_background_workers = on
+max_worker_processes = 16
+});
+$node->start;
+
+$node->safe_psql(
+	'postgres', qq{
+CREATE EXTENSION pg_cron;
+CREATE EXTENSION perpca;
+CREATE TABLE obs (client text, obs int, x float8[]);
+\\copy obs from '$data' csv header
+CREATE TABLE feed_rows AS SELECT client, x FROM obs WHERE client IN ('a', 'b', 'c') AND obs <= 100;
+SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.feed_rows GROUP BY client', 2, 2);
+});
+
+# Schedule a refresh every minute, wait for a successful run that stored a
+# new model with the given client count, unschedule; returns the version.
+sub refresh_by_cron
+{
+	my ($phase, $n_clients) = @_;
+	my $v0 = $node->safe_psql('postgres', 'SELECT version FROM m_info');
+	my $job = $node->safe_psql('postgres',
+		qq{SELECT cron.schedule('perpca-refresh-$phase', '* * * * *', \$\$SELECT * FROM public.perpca_refresh('public.m')\$\$)});
+	ok( $node->poll_query_until(
+			'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
+                                           WHERE jobid = $job AND status IN ('succeeded', 'failed'))}),
+		"$phase: the job ran within the wait");
+	is( $node->safe_psql(
+			'postgres', qq{SELECT status, return_message FROM cron.job_run_details
+                            WHERE jobid = $job ORDER BY runid LIMIT 1}),
+		$phase eq 'libpq' ? 'succeeded|1 row' : 'succeeded|SELECT 1',
+		"$phase: the job succeeded");
+	is( $node->safe_psql(
+			'postgres', "SELECT version > $v0, n_clients FROM m_info"),
+		"t|$n_clients",
+		"$phase: the model was refreshed with the new client");
+	is($node->safe_psql('postgres', "SELECT cron.unschedule($job)"), 't', "$phase: unscheduled");
+	return;
+}
+
+# Phase 1: background workers.
+$node->safe_psql('postgres', q{INSERT INTO feed_rows SELECT client, x FROM obs WHERE client = 'd'});
+refresh_by_cron('bgworker', 4);
+
+# Phase 2: libpq connection to the socket directory.
+$node->append_conf(
+	'postgresql.conf', sprintf(q{
+cron.use_background_workers = off
+cron.host = '%s'
+}, $node->host));
+$node->restart;
+$node->safe_psql('postgres', q{INSERT INTO feed_rows SELECT client, x FROM obs WHERE client = 'e'});
+refresh_by_cron('libpq', 5);
+
+is( $node->safe_psql(
+		'postgres', q{SELECT count(*) FROM obs WHERE client = 'e'
+                         AND array_length(perpca_model_scores('m', client, x), 1) = 4}),
+	'150', 'the refreshed model projects the new client with its local components');
+
+$node->stop;
+done_testing();
