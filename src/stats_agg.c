@@ -190,6 +190,18 @@ state_densify(StatsState *st)
 	state_flush(st);
 }
 
+/* row = x - shift and sum += row: the per-row hot loop (restrict: vectorizable). */
+static inline void
+shift_row(int d, const double *restrict x, const double *restrict shift,
+		  double *restrict row, double *restrict sum)
+{
+	for (int j = 0; j < d; j++)
+	{
+		row[j] = x[j] - shift[j];
+		sum[j] += row[j];
+	}
+}
+
 /* Add one input row; it enters as x - shift. */
 static void
 state_add_row(StatsState *st, const double *x)
@@ -200,7 +212,10 @@ state_add_row(StatsState *st, const double *x)
 		state_densify(st);
 	else if (st->m2 != NULL && st->nbuf >= BLOCK_ROWS)
 		state_flush(st);
-	state_append(st, x, 1, st->shift, -1.0);
+	if (st->nbuf == st->bufcap)
+		state_reserve(st, st->nbuf + 1);
+	shift_row(st->d, x, st->shift, st->buf + (int64) st->nbuf * st->d, st->bsum);
+	st->nbuf++;
 }
 
 /* Add a stored value's M2 (either form) into the dense state's m2. */
