@@ -1,4 +1,5 @@
-# 001_dump_restore.pl -- perpca_stats values survive pg_dump/pg_restore and
+# 001_dump_restore.pl -- perpca_stats values (dense and thin) and stored models
+# survive pg_dump/pg_restore and
 # binary COPY bit for bit; a backend that used perpca runs exactly one thread.
 use strict;
 use warnings;
@@ -48,11 +49,39 @@ FROM generate_series(1, 400) AS i;
 INSERT INTO t SELECT 5, 'n=1', perpca_stats(ARRAY[1.5, -2.5, 3.25, 0, 1e6]);
 INSERT INTO t SELECT 6, 'merged', perpca_merge(s) FROM t WHERE id IN (2, 5);
 INSERT INTO t VALUES (7, 'null', NULL);
+
+-- a thin value: 5 rows in d = 40 are kept as rows, not as a 40 x 40 matrix
+INSERT INTO t SELECT 8, 'thin d=40 n=5',
+  perpca_stats(ARRAY(SELECT 1e3 + sin(i * j) FROM generate_series(1, 40) AS j ORDER BY j))
+FROM generate_series(1, 5) AS i;
+
+-- a stored model (plain tables + the extension's version sequence)
+CREATE TABLE obs AS
+  SELECT i % 4 AS client, ARRAY(SELECT sin(i * j) + (i % 4) * cos(j) FROM generate_series(1, 6) AS j ORDER BY j) AS x
+  FROM generate_series(1, 400) AS i;
+SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.obs GROUP BY client', 2, 1);
 });
+is($node->safe_psql('src', q{SELECT perpca_stats_form(s) FROM t WHERE id = 8}), 'thin',
+	'the d=40 value with 5 rows is thin');
+
+# a model's content and what a projection query computes from it
+sub model_snapshot
+{
+	my ($db) = @_;
+	return $node->safe_psql($db, q{
+SELECT md5(string_agg(format('%s|%s|%s|%s|%s', client, kind, component, pc, variance), ';'
+                      ORDER BY kind, client, component)) FROM m_components;
+SELECT md5(string_agg(format('%s|%s|%s', client, n, mean), ';' ORDER BY client)) FROM m_clients;
+SELECT version FROM m_info;
+SELECT sum(perpca_model_error('m', client::text, x)) FROM obs;
+SELECT last_value FROM perpca_model_version;
+});
+}
+my $model_orig = model_snapshot('src');
 
 is( $node->safe_psql(
 		'src', q{SELECT string_agg(id || ':' || coalesce(perpca_dim(s), 0), ' ' ORDER BY id) FROM t}),
-	'1:1 2:5 3:5 4:300 5:5 6:5 7:0',
+	'1:1 2:5 3:5 4:300 5:5 6:5 7:0 8:40',
 	'source values have the intended dimensions');
 is( $node->safe_psql(
 		'src', q{SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE relname = 't'}),
@@ -118,6 +147,7 @@ $node->command_ok(
 	[ 'pg_restore', '--exit-on-error', '-d', 'dst_custom', "$tmp/src.dump" ],
 	'pg_restore');
 compare('pg_restore', $orig, snapshot('dst_custom', 't'));
+is(model_snapshot('dst_custom'), $model_orig, 'pg_restore: the model and its projections are identical');
 
 # plain SQL dump, restored with psql
 $node->command_ok(
@@ -128,6 +158,7 @@ $node->command_ok(
 	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', 'dst_plain', '-f', "$tmp/src.sql" ],
 	'psql restore of the plain dump');
 compare('plain dump', $orig, snapshot('dst_plain', 't'));
+is(model_snapshot('dst_plain'), $model_orig, 'plain dump: the model and its projections are identical');
 
 # binary COPY goes through perpca_stats_send / perpca_stats_recv
 $node->safe_psql('src', qq{
