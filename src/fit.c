@@ -180,7 +180,8 @@ fit_client_apply(const FitProblem *p, const FitClient *c, const double *W, int k
 
 	if (c->S != NULL)
 	{
-		linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
+		/* S_i' W: S_i is symmetric, and OpenBLAS packs a transposed A faster */
+		linalg_gemm(true, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
 		return;
 	}
 	YW = palloc(sizeof(double) * Max(c->nrows + 1, 1) * Max(k, 1));
@@ -378,6 +379,27 @@ client_deflate(FitProblem *p, FitClient *c, FitRetraction retraction)
 	retract(p, retraction, d, r2, V, k);
 }
 
+/*
+ * client_deflate inside a round: one Cholesky QR of [U, V_i] (the same span
+ * as any retraction, and the round only depends on the span of V_i), the
+ * explicit route when that is ill-conditioned.
+ */
+static void
+client_deflate_fast(FitProblem *p, FitClient *c, FitRetraction retraction)
+{
+	if (linalg_deflate_orth(p->d, p->r1, c->r2, c->W, c->k,
+							work_ensure(p, LINALG_CHOL_WORK(c->k))) != 0)
+		client_deflate(p, c, retraction);
+}
+
+/* Orthonormalize the m x n block A: Cholesky QR, else the chosen retraction (for spans only). */
+static void
+orthonormalize(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
+{
+	if (linalg_chol_orth(m, n, A, lda, work_ensure(p, LINALG_CHOL_WORK(n))) != 0)
+		retract(p, how, m, n, A, lda);
+}
+
 /* SW <- (I - W W') S W, the tangent gradient (W orthonormal); return 1/2 tr(W'SW). */
 static double
 client_gradient(FitProblem *p, FitClient *c)
@@ -396,6 +418,55 @@ client_gradient(FitProblem *p, FitClient *c)
 }
 
 /*
+ * Choice 1: U_i = U + step G_U (unretracted), V_i = GR(V_i + step G_V).
+ * The change of P_V follows from G_V alone (V_i'G_V = 0).  With lazy_local
+ * V_i + step G_V stays unretracted, as the next deflation retracts its span,
+ * and W's first r1 columns hold U_i until the next step copies U back.
+ */
+static void
+client_stgd(FitProblem *p, FitClient *c, FitRetraction retraction, double step)
+{
+	int			d = p->d,
+				r1 = p->r1,
+				k = c->k;
+
+	c->change = 0.0;
+	if (!p->skip_change)
+		c->change = linalg_step_change(d, c->r2, step, c->SW + r1, k,
+									   work_ensure(p, LINALG_STEP_CHANGE_WORK(c->r2)));
+	if (c->change < 0.0)
+		elog(ERROR, "projector change failed (I + step^2 G'G not positive definite)");
+	/* W <- W + step G: [U_i, V_i + step G_V]; the next round copies U back in */
+	linalg_axpy((int64) d * k, step, c->SW, c->W);
+	linalg_copy(d, r1, c->W, k, c->Ui, r1);
+	if (!p->lazy_local)
+	{
+		orthonormalize(p, retraction, d, c->r2, c->W + r1, k);
+		linalg_copy(d, r1, p->U, r1, c->W, k);
+	}
+}
+
+/* Choice 2: [U_i, V_i] = polar(W + step S W), with S W = G + W M. */
+static void
+client_polar_step(FitProblem *p, FitClient *c, double step)
+{
+	int			d = p->d,
+				r1 = p->r1,
+				r2 = c->r2,
+				k = c->k;
+	double	   *T = c->tmp;
+
+	linalg_copy(d, k, c->W, k, T, k);
+	linalg_axpy((int64) d * k, step, c->SW, T);
+	linalg_gemm(false, false, d, k, k, step, c->W, k, c->M, k, 1.0, T, k);
+	retract(p, FIT_RETRACT_POLAR, d, k, T, k);
+	linalg_copy(d, r1, T, k, c->Ui, r1);
+	c->change = p->skip_change ? 0.0 :
+		projector_distance(d, r2, c->W + r1, k, T + r1, k, p->scratch);
+	linalg_copy(d, r2, T + r1, k, c->W + r1, k);
+}
+
+/*
  * The CLIENT STEP of one round for one client, given the broadcast U:
  * deflate and retract V_i, then take an St-GD step (choice 1) or a polar
  * step (choice 2).  Leaves U_i in c->Ui, the new V_i in c->W, the tangent
@@ -405,31 +476,13 @@ void
 fit_client_step(FitProblem *p, FitClient *c, FitUpdate update,
 				FitRetraction retraction, double step)
 {
-	int			d = p->d,
-				r1 = p->r1,
-				r2 = c->r2,
-				k = c->k;
-	double	   *T = c->tmp;
-
-	linalg_copy(d, r1, p->U, r1, c->W, k);
-	client_deflate(p, c, retraction);
+	linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
+	client_deflate_fast(p, c, retraction);
 	c->objective = client_gradient(p, c);
-	linalg_copy(d, k, c->W, k, T, k);
-	linalg_axpy((int64) d * k, step, c->SW, T);
 	if (update == FIT_UPDATE_STGD)
-	{
-		/* choice 1: U_i = U + step G_U (unretracted), V_i = GR(V_i + step G_V) */
-		retract(p, retraction, d, r2, T + r1, k);
-	}
+		client_stgd(p, c, retraction, step);
 	else
-	{
-		/* choice 2: [U_i, V_i] = polar(W + step S W), with S W = G + W M */
-		linalg_gemm(false, false, d, k, k, step, c->W, k, c->M, k, 1.0, T, k);
-		retract(p, FIT_RETRACT_POLAR, d, k, T, k);
-	}
-	linalg_copy(d, r1, T, k, c->Ui, r1);
-	c->change = projector_distance(d, r2, c->W + r1, k, T + r1, k, p->scratch);
-	linalg_copy(d, r2, T + r1, k, c->W + r1, k);
+		client_polar_step(p, c, step);
 }
 
 /*
@@ -451,11 +504,14 @@ fit_server_step(FitProblem *p, FitRetraction retraction, double momentum)
 	for (int i = 0; i < p->nclients; i++)
 		linalg_axpy((int64) d * r1, p->clients[i].weight, p->clients[i].Ui, p->Ubar);
 	/* M <- momentum * (M - U sym(U'M)) + (Ubar - U) */
-	linalg_gemm(true, false, r1, r1, d, 1.0, p->U, r1, p->Mom, r1, 0.0, G, r1);
-	for (int a = 0; a < r1; a++)
-		for (int b = 0; b < a; b++)
-			G[a * r1 + b] = G[b * r1 + a] = 0.5 * (G[a * r1 + b] + G[b * r1 + a]);
-	linalg_gemm(false, false, d, r1, r1, -1.0, p->U, r1, G, r1, 1.0, p->Mom, r1);
+	if (momentum != 0.0)
+	{
+		linalg_gemm(true, false, r1, r1, d, 1.0, p->U, r1, p->Mom, r1, 0.0, G, r1);
+		for (int a = 0; a < r1; a++)
+			for (int b = 0; b < a; b++)
+				G[a * r1 + b] = G[b * r1 + a] = 0.5 * (G[a * r1 + b] + G[b * r1 + a]);
+		linalg_gemm(false, false, d, r1, r1, -1.0, p->U, r1, G, r1, 1.0, p->Mom, r1);
+	}
 	for (int64 x = 0; x < (int64) d * r1; x++)
 		p->Mom[x] = momentum * p->Mom[x] + p->Ubar[x] - p->U[x];
 	memcpy(p->Uprev, p->U, sizeof(double) * d * r1);
@@ -762,6 +818,24 @@ adapt_step(FitProblem *p, double previous, double previous_kkt)
 		p->step = Min(p->step * 1.1, FIT_STEP_MAX_SCALE / lmax);
 }
 
+/* Leave the rounds' fast mode: every V_i orthonormal again, client steps as documented. */
+static void
+end_rounds(FitProblem *p, FitRetraction retraction)
+{
+	for (int i = 0; i < p->nclients; i++)
+	{
+		FitClient  *c = &p->clients[i];
+
+		if (p->lazy_local)
+		{
+			orthonormalize(p, retraction, p->d, c->r2, c->W + p->r1, c->k);
+			linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
+		}
+	}
+	p->lazy_local = false;
+	p->skip_change = false;
+}
+
 /*
  * Run up to `rounds` communication rounds from the current state; return how
  * many ran.  Sets *converged when the largest projector change of a round
@@ -776,6 +850,8 @@ run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool 
 
 	*converged = false;
 	memset(p->Mom, 0, sizeof(double) * p->d * p->r1);
+	p->lazy_local = true;
+	p->skip_change = !(opts->tolerance > 0.0);
 	for (t = 1; t <= rounds; t++)
 	{
 		double		step = p->step;
@@ -789,10 +865,11 @@ run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool 
 			p->change = Max(p->change, p->clients[i].change);
 		}
 		p->objective = total_objective(p);
-		p->kkt_residual = kkt_from_gradients(p);
+		p->kkt_residual = (opts->adaptive || report) ? kkt_from_gradients(p) : NAN;
 		fit_server_step(p, opts->retraction, opts->adaptive ? FIT_MOMENTUM : 0.0);
-		p->change = Max(p->change, projector_distance(p->d, p->r1, p->Uprev, p->r1,
-													  p->U, p->r1, p->scratch));
+		if (!p->skip_change)
+			p->change = Max(p->change, projector_distance(p->d, p->r1, p->Uprev, p->r1,
+														  p->U, p->r1, p->scratch));
 		if (report && (report_round(t) || t == rounds))
 			ereport(NOTICE,
 					(errmsg("round %d: objective %.10g, kkt residual %.3e, step %.3e",
@@ -807,6 +884,7 @@ run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool 
 		previous = p->objective;
 		previous_kkt = p->kkt_residual;
 	}
+	end_rounds(p, opts->retraction);
 	return Min(t, rounds);
 }
 

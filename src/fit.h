@@ -131,6 +131,8 @@ typedef struct FitProblem
 	double		objective;		/* at the start of the last round */
 	double		change;			/* largest projector change of the last round */
 	uint64		rng;			/* splitmix64 state */
+	bool		lazy_local;		/* choice 1: leave V_i + step G_V unretracted (the next deflation orthonormalizes it) */
+	bool		skip_change;	/* client steps leave change = 0 (no stopping rule reads it) */
 } FitProblem;
 
 /*

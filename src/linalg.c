@@ -96,8 +96,23 @@ linalg_copy(int m, int n, const double *A, int lda, double *B, int ldb)
 {
 	if (n == 0)
 		return;
+	if (n == lda && n == ldb)
+	{
+		memcpy(B, A, sizeof(double) * m * n);
+		return;
+	}
 	for (int i = 0; i < m; i++)
-		memcpy(B + (int64_t) i * ldb, A + (int64_t) i * lda, sizeof(double) * n);
+	{
+		const double *a = A + (int64_t) i * lda;
+		double	   *b = B + (int64_t) i * ldb;
+
+		/* narrow blocks (U is often 1-3 columns): a loop beats a memcpy call per row */
+		if (n <= 8)
+			for (int j = 0; j < n; j++)
+				b[j] = a[j];
+		else
+			memcpy(b, a, sizeof(double) * n);
+	}
 }
 
 /* x . y over n entries (split for BLAS int lengths). */
@@ -261,4 +276,97 @@ linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double 
 	if (sigma != NULL)
 		memcpy(sigma, s, sizeof(double) * k);
 	return 0;
+}
+
+/* ---- PerPCA rounds, fast paths (fit.c) ---- */
+
+/*
+ * The Gram G = A^T A of a row-major m x n block is a symmetric n x n matrix
+ * (dgemm: faster than dsyrk at these sizes); its row-major upper triangle is
+ * the lower triangle of the same array read column-major, so LAPACK works on
+ * it without transposing.
+ * dpotrf('L') on that view gives G = L L^T with R = L^T the row-major upper
+ * factor (G = R^T R), used directly by the row-major dtrsm below.
+ */
+
+/* Cholesky factor R (n x n, row-major upper) of the Gram in R; 0 unless R_jj spreads more than 1e3 over the columns from j0 on. */
+static int
+chol_gram_factor(int n, int j0, double *R)
+{
+	double		lo = INFINITY,
+				hi = 0.0;
+
+	if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, R, n) != 0)
+		return 1;
+	for (int j = j0; j < n; j++)
+	{
+		lo = fmin(lo, R[j * n + j]);
+		hi = fmax(hi, R[j * n + j]);
+	}
+	return (lo > 1e-3 * hi) ? 0 : 1;
+}
+
+/* Cholesky QR: A <- A R^-1 with A^T A = R^T R, the Q of A's QR with diag(R) > 0; 1 (A untouched) if ill-conditioned. */
+int
+linalg_chol_orth(int m, int n, double *A, int lda, double *work)
+{
+	double	   *R = work;
+
+	if (n == 0)
+		return 0;
+	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, m, 1.0, A, lda, A, lda, 0.0, R, n);
+	if (chol_gram_factor(n, 0, R) != 0)
+		return 1;
+	cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+				m, n, 1.0, R, n, A, lda);
+	return 0;
+}
+
+/*
+ * W = [U, V] (m x (r1 + n)), U orthonormal: V <- orthonormal basis of
+ * (I - U U^T) V by Cholesky QR of W with U^T U taken as I, so R = [I, U^T V;
+ * 0, R22] and W R^-1 leaves U bit for bit.  1 (W untouched) if ill-conditioned.
+ */
+int
+linalg_deflate_orth(int m, int r1, int n, double *W, int ldw, double *work)
+{
+	int			k = r1 + n;
+	double	   *R = work;
+
+	if (n == 0)
+		return 0;
+	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, k, m, 1.0, W, ldw, W, ldw, 0.0, R, k);
+	for (int i = 0; i < r1; i++)
+		for (int j = i; j < r1; j++)
+			R[i * k + j] = (i == j) ? 1.0 : 0.0;
+	if (chol_gram_factor(k, r1, R) != 0)
+		return 1;
+	cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+				m, k, 1.0, R, k, W, ldw);
+	return 0;
+}
+
+/*
+ * ||P_{V + s G} - P_V||_F for orthonormal V (m x n) and G with V^T G = 0:
+ * sqrt(2 tr((I + E)^-1 E)) with E = s^2 G^T G, free of the cancellation of
+ * a difference of projectors (one Gram, one n x n dposv).  -1 on failure.
+ */
+double
+linalg_step_change(int m, int n, double s, const double *G, int ldg, double *work)
+{
+	double	   *E = work;
+	double	   *A = E + (int64_t) n * n;
+	double		trace = 0.0;
+
+	if (n == 0)
+		return 0.0;
+	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, m, s * s, G, ldg, G, ldg, 0.0, E, n);
+	for (int i = 0; i < n * n; i++)
+		A[i] = E[i] + ((i % (n + 1)) == 0 ? 1.0 : 0.0);
+	/* E and I + E are symmetric: the column-major call needs no transposition */
+	if (LAPACKE_dposv_work(LAPACK_COL_MAJOR, 'L', n, n, A, n, E, n) != 0)
+		return -1.0;
+	for (int j = 0; j < n; j++)
+		trace += E[j * n + j];
+	return sqrt(2.0 * fmax(trace, 0.0));
 }

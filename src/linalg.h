@@ -82,4 +82,21 @@ extern int	linalg_left_singular(int m, int n, double *A, int k, double *Z, int l
 /* Doubles of workspace that linalg_left_singular needs. */
 #define LINALG_LSV_WORK(m, n) ((int64_t) (m) * ((m) < (n) ? (m) : (n)) + 2 * (int64_t) ((m) < (n) ? (m) : (n)))
 
+/* ---- PerPCA rounds, fast paths (fit.c) ---- */
+
+/* Doubles of workspace that linalg_chol_orth and linalg_deflate_orth need for k columns. */
+#define LINALG_CHOL_WORK(k) ((int64_t) (k) * (k))
+
+/* Replace A (m x n) by the Q of its QR (diag(R) > 0) through Cholesky of A^T A; 1 (A untouched) if ill-conditioned. */
+extern int	linalg_chol_orth(int m, int n, double *A, int lda, double *work);
+
+/* W = [U, V] (m x (r1 + n)), U orthonormal: V <- orthonormal basis of (I - U U^T) V, U unchanged; 1 (W untouched) if ill-conditioned. */
+extern int	linalg_deflate_orth(int m, int r1, int n, double *W, int ldw, double *work);
+
+/* Doubles of workspace that linalg_step_change needs for n columns. */
+#define LINALG_STEP_CHANGE_WORK(n) (2 * (int64_t) (n) * (n))
+
+/* ||P_{V + s G} - P_V||_F for orthonormal V (m x n) and G (stride ldg) with V^T G = 0; -1 on failure. */
+extern double linalg_step_change(int m, int n, double s, const double *G, int ldg, double *work);
+
 #endif							/* PERPCA_LINALG_H */
