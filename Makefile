@@ -14,10 +14,12 @@ PROVE_TESTS  = test/t/*.pl
 
 # PostgreSQL's own headers are treated as system headers so that -Wextra
 # reports only our code.  CI adds PERPCA_CFLAGS=-Werror.
-PG_CPPFLAGS = -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server)
+PG_CPPFLAGS = -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server) -isystem $(libpq_srcdir)
 # The "cheap" vectorizer cost model lets GCC vectorize loops of unknown length.
 PG_CFLAGS   = -Wall -Wextra -fvect-cost-model=cheap $(PERPCA_CFLAGS)
 SHLIB_LINK  = -llapacke -lopenblas -lm
+# perpca_fit_federated talks to the shards with libpq (as dblink and postgres_fdw do).
+SHLIB_LINK_INTERNAL = $(libpq)
 
 EXTRA_CLEAN = results regression.diffs regression.out log tmp_check bench/*.tmp
 

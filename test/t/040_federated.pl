@@ -1,0 +1,301 @@
+# 040_federated.pl -- perpca_fit_federated: PerPCA rounds run on the shards.
+#
+# Two shard clusters hold the per-client statistics of the oracle's part (e)
+# fixture (d = 10, 20 clients), split 8 / 12.  A coordinator runs
+# perpca_fit_federated over libpq connections to both; it also holds all 20
+# clients, so a single-node perpca_fit on the union is the reference.  The
+# federated answer must be the single-node answer (and the oracle's) to 1e-8
+# in subspace error, feasible and converged, for every centre and weighting.
+# Then the failure paths: a shard that is down, a bad connection string, a
+# shard without perpca, a failing query, a cancelled fit -- each with a clear
+# error, no connection left open on the shards, and a usable coordinator.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $data = ($ENV{TESTDIR} // '.') . '/test/data';
+my %clients = (shard1 => [ 1 .. 8 ], shard2 => [ 9 .. 20 ]);
+
+my $load = qq{
+CREATE EXTENSION perpca;
+CREATE TABLE e_all (client int, n int, stats perpca_stats);
+\\copy e_all FROM '$data/fit_e_stats.csv' CSV HEADER
+};
+
+my %shard;
+for my $name (sort keys %clients)
+{
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->start;
+	my $in = join(', ', @{ $clients{$name} });
+	$node->safe_psql('postgres',
+		$load . "CREATE TABLE e_stats AS SELECT * FROM e_all WHERE client IN ($in); DROP TABLE e_all;");
+	my $thin_in = $name eq 'shard1' ? '1, 2, 3, 4, 5, 6' : '7, 8, 9, 10, 11, 12';
+	$node->safe_psql('postgres', qq{
+CREATE TABLE thin_rows (client int, x float8[]);
+\\copy thin_rows FROM '$data/fit_thin_rows.csv' CSV HEADER
+DELETE FROM thin_rows WHERE client NOT IN ($thin_in);
+});
+	$node->safe_psql('postgres', 'CREATE DATABASE bare');    # no perpca there
+	$shard{$name} = $node;
+}
+
+my $coord = PostgreSQL::Test::Cluster->new('coordinator');
+$coord->init;
+$coord->start;
+$coord->safe_psql('postgres', $load . qq{
+ALTER TABLE e_all RENAME TO e_stats;
+CREATE TABLE ref (name text, kind text, client text, k int, vector float8[]);
+\\copy ref FROM '$data/fit_e_ref.csv' CSV HEADER
+CREATE TABLE thin_rows (client int, x float8[]);
+\\copy thin_rows FROM '$data/fit_thin_rows.csv' CSV HEADER
+CREATE TEMP TABLE ref_thin (LIKE ref);
+\\copy ref_thin FROM '$data/fit_thin_ref.csv' CSV HEADER
+INSERT INTO ref SELECT 'thin_' || name, kind, client, k, vector FROM ref_thin;
+CREATE FUNCTION dot(a float8[], b float8[]) RETURNS float8
+LANGUAGE sql IMMUTABLE AS \$\$ SELECT sum(x * y) FROM unnest(a, b) AS t(x, y) \$\$;
+-- ||P_A - P_B||^2 for one block (global, or one client's local) of two fits
+-- (client, kind, pc), summed over the global block and averaged over the clients.
+CREATE FUNCTION suberr(a_query text, b_query text) RETURNS float8 LANGUAGE plpgsql AS \$f\$
+DECLARE r float8;
+BEGIN
+  EXECUTE format(\$q\$
+    WITH a AS (%s), b AS (%s),
+    blocks AS (SELECT kind, client FROM a UNION SELECT kind, client FROM b),
+    terms AS (
+      SELECT bl.kind,
+             (SELECT count(*) FROM a WHERE a.kind = bl.kind AND a.client IS NOT DISTINCT FROM bl.client)
+           + (SELECT count(*) FROM b WHERE b.kind = bl.kind AND b.client IS NOT DISTINCT FROM bl.client)
+           - 2 * coalesce((SELECT sum(dot(a.pc, b.pc) ^ 2) FROM a JOIN b
+                             ON a.kind = b.kind AND a.client IS NOT DISTINCT FROM b.client
+                           WHERE a.kind = bl.kind AND a.client IS NOT DISTINCT FROM bl.client), 0) AS t
+      FROM blocks bl)
+    SELECT coalesce((SELECT sum(t) FROM terms WHERE kind = 'global'), 0)
+         + coalesce((SELECT avg(t) FROM terms WHERE kind = 'local'), 0)\$q\$, a_query, b_query)
+  INTO r;
+  RETURN r;
+END \$f\$;
+-- max |[U, V_i]'[U, V_i] - I| over the clients of the fit in table t
+CREATE FUNCTION infeasibility(t regclass) RETURNS float8 LANGUAGE plpgsql AS \$f\$
+DECLARE r float8;
+BEGIN
+  EXECUTE format(\$q\$
+    WITH fo AS (SELECT * FROM %s),
+    owners AS (SELECT DISTINCT client FROM fo WHERE kind = 'local'),
+    sets AS (SELECT o.client AS owner, f.* FROM owners o JOIN fo f ON f.kind = 'global' OR f.client = o.client)
+    SELECT max(abs(dot(a.pc, b.pc)
+                   - CASE WHEN a.kind = b.kind AND a.client IS NOT DISTINCT FROM b.client
+                               AND a.component = b.component THEN 1 ELSE 0 END))
+    FROM sets a JOIN sets b ON a.owner = b.owner\$q\$, t)
+  INTO r;
+  RETURN r;
+END \$f\$;
+});
+
+my @conninfo = map { sprintf("host=%s port=%s dbname=postgres", $_->host, $_->port) }
+  map { $shard{$_} } sort keys %clients;
+my $shards = 'ARRAY[' . join(', ', map { "'$_'" } @conninfo) . ']';
+my $query = q{'SELECT client, stats FROM e_stats ORDER BY client'};
+my $cols = 'client, kind, component, pc, variance';
+
+# ---- same answer as a single node, for each centre and weighting -----------
+
+my @cases = (
+	[ 'opt_none',    q{center => 'none'} ],
+	[ 'opt_client',  q{center => 'client'} ],
+	[ 'opt_global',  q{center => 'global'} ],
+	[ 'opt_samples', q{center => 'none', weights => 'samples'} ]);
+for my $case (@cases)
+{
+	my ($ref, $opts) = @$case;
+	$coord->safe_psql('postgres', qq{
+DROP TABLE IF EXISTS fed, single;
+CREATE TABLE fed AS SELECT $cols FROM perpca_fit_federated($shards, $query, 2, 3, $opts);
+CREATE TABLE fed_diag AS SELECT * FROM perpca_last_federated_fit();
+CREATE TABLE single AS SELECT $cols FROM perpca_fit($query, 2, 3, $opts);
+CREATE TABLE single_diag AS SELECT * FROM perpca_last_fit();
+});
+	my $err = $coord->safe_psql('postgres', q{
+SELECT suberr('SELECT * FROM fed', 'SELECT * FROM single') < 1e-8,
+       suberr('SELECT * FROM fed', $$SELECT client, kind, k AS component, vector AS pc FROM ref WHERE name = '} . $ref . q{'$$) < 1e-8,
+       infeasibility('fed') < 1e-10,
+       (SELECT count(*) FROM fed) = (SELECT count(*) FROM single),
+       (SELECT count(*) FROM fed f JOIN single s
+           ON f.kind = s.kind AND f.component = s.component AND f.client IS NOT DISTINCT FROM s.client
+         WHERE abs(f.variance - s.variance) <= 1e-8 * greatest(abs(s.variance), 1)) = (SELECT count(*) FROM single)});
+	is($err, 't|t|t|t|t', "$ref: federated = single node = oracle (subspaces 1e-8), feasible, same rows and variances");
+	my $diag = $coord->safe_psql('postgres', q{
+SELECT f.converged, f.n_shards, f.n_clients, f.dim,
+       abs(f.objective - s.objective) <= 1e-8 * abs(s.objective), f.kkt_residual < 1e-12
+  FROM fed_diag f, single_diag s});
+	is($diag, 't|2|20|10|t|t', "$ref: converged over 2 shards and 20 clients, same objective, KKT residual small");
+	my $bytes = $coord->safe_psql('postgres', q{
+SELECT rounds, setup_bytes, round_bytes, round_binary_bytes, result_bytes, stats_binary_bytes FROM fed_diag});
+	my ($rounds, $setup, $round, $binary, $result, $stats) = split /\|/, $bytes;
+	note "$ref: $rounds rounds; bytes: setup $setup, per round $round (packed float8: $binary), "
+	  . "result $result; total " . ($setup + $rounds * $round + $result)
+	  . "; the clients' perpca_stats: $stats (binary)";
+	$coord->safe_psql('postgres', 'DROP TABLE fed_diag, single_diag');
+}
+
+# With the same start and a fixed step, the federated rounds are perpca_fit's
+# rounds: same number of rounds, same components to rounding.
+$coord->safe_psql('postgres', qq{
+DROP TABLE fed, single;
+CREATE TABLE fed AS SELECT $cols FROM perpca_fit_federated($shards, $query, 2, 3, center => 'none',
+    adaptive => false, tolerance => 1e-12, rounds => 20000);
+CREATE TABLE fed_diag AS SELECT * FROM perpca_last_federated_fit();
+CREATE TABLE single AS SELECT $cols FROM perpca_fit($query, 2, 3, center => 'none', init => 'dispca',
+    adaptive => false, tolerance => 1e-12, rounds => 20000);
+CREATE TABLE single_diag AS SELECT * FROM perpca_last_fit();
+});
+is( $coord->safe_psql('postgres', q{
+SELECT f.converged, abs(f.rounds - s.rounds) <= 1, f.rounds > 100,
+       (SELECT count(*) FROM fed a JOIN single b
+           ON a.kind = b.kind AND a.component = b.component AND a.client IS NOT DISTINCT FROM b.client
+         WHERE (SELECT max(abs(x - y)) FROM unnest(a.pc, b.pc) u(x, y)) < 1e-9),
+       (SELECT count(*) FROM single)
+  FROM fed_diag f, single_diag s}),
+	't|t|t|62|62', 'fixed step: the same rounds as perpca_fit, every component within 1e-9');
+note 'fixed step: ' . $coord->safe_psql('postgres', q{
+SELECT format('%s rounds, %s bytes per round, %s s', rounds, round_bytes, round(seconds::numeric, 3)) FROM fed_diag});
+
+# Thin statistics (ten clients with 8 rows in d = 20) and two dense ones,
+# split 6 / 6: thin S_i stay factored on the shards, for every centre.
+my $thin_query = q{'SELECT client, perpca_stats(x) FROM thin_rows GROUP BY client ORDER BY client'};
+for my $center ('client', 'none', 'global')
+{
+	is( $coord->safe_psql('postgres', qq{
+DROP TABLE IF EXISTS fed;
+CREATE TABLE fed AS SELECT $cols FROM perpca_fit_federated($shards, $thin_query, 2, 2, center => '$center');
+SELECT suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($thin_query, 2, 2, center => '$center')\$\$) < 1e-8,
+       suberr('SELECT * FROM fed', \$\$SELECT client, kind, k AS component, vector AS pc FROM ref
+                                    WHERE name = 'thin_opt_$center'\$\$) < 1e-8,
+       infeasibility('fed') < 1e-10, (SELECT count(*) FROM fed), converged, n_clients
+  FROM perpca_last_federated_fit()}),
+		't|t|t|26|t|12', "thin and dense clients, center $center: federated = single node = oracle");
+}
+
+# The comparison can fail: a fit with other ranks is told apart.
+is( $coord->safe_psql('postgres', qq{
+SELECT suberr('SELECT * FROM fed',
+              \$\$SELECT $cols FROM perpca_fit($query, 2, 3, center => 'client')\$\$) > 1e-4}),
+	't', 'the comparison tells fits of different problems apart');
+
+# What shipping the statistics would cost in text form, for the record.
+my $text_bytes = 0;
+$text_bytes += $shard{$_}->safe_psql('postgres', 'SELECT sum(octet_length(stats::text)) FROM e_stats')
+  for keys %shard;
+note "shipping every client's perpca_stats as text: $text_bytes bytes";
+
+# Shards with no client of the query take no part; the rest still fit.
+is( $coord->safe_psql('postgres', qq{
+SELECT count(*) FROM perpca_fit_federated($shards,
+    'SELECT client, stats FROM e_stats WHERE client <= 8', 2, 3, center => 'none');
+SELECT n_shards, n_clients FROM perpca_last_federated_fit()}),
+	"26\n1|8", 'a shard without clients is skipped (2 global + 8 x 3 local rows)');
+
+# ---- failures: clear errors, nothing left open on the shards ---------------
+
+# Sessions the coordinator holds open on a shard.
+sub open_sessions
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'perpca_fit_federated'});
+}
+
+# No coordinator session left on either shard (waits for backends to exit).
+sub no_sessions_left
+{
+	my ($what) = @_;
+	for my $name (sort keys %shard)
+	{
+		ok( $shard{$name}->poll_query_until('postgres',
+				q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'perpca_fit_federated'}),
+			"$what: no session left on $name");
+	}
+}
+
+# Run a federated fit with the given shards and query; return (ok, stderr).
+sub fed_error
+{
+	my ($shard_list, $q, $ranks) = @_;
+	$ranks //= '2, 3';
+	my ($ret, $out, $err) = $coord->psql('postgres',
+		"SELECT count(*) FROM perpca_fit_federated($shard_list, $q, $ranks)");
+	return ($ret, $err);
+}
+
+# a shard that is down (a port nobody listens on)
+my $down_port = PostgreSQL::Test::Cluster::get_free_port();
+my $down = sprintf('ARRAY[%s, %s]', "'$conninfo[0]'",
+	sprintf("'host=%s port=%d dbname=postgres'", $shard{shard2}->host, $down_port));
+my ($ret, $out, $err);
+($ret, $err) = fed_error($down, $query);
+isnt($ret, 0, 'a shard that is down: the fit fails');
+like($err, qr/could not connect to shard 2/, 'a shard that is down: the error names the shard');
+no_sessions_left('shard down');
+
+# an invalid connection string
+($ret, $err) = fed_error("ARRAY['$conninfo[0]', 'no_such_keyword=1']", $query);
+like($err, qr/ERROR:  invalid connection string for shard 2/, 'an invalid connection string is named');
+no_sessions_left('invalid connection string');
+
+# a database without perpca
+(my $bare = $conninfo[1]) =~ s/dbname=postgres/dbname=bare/;
+($ret, $err) = fed_error("ARRAY['$conninfo[0]', '$bare']", $query);
+like($err, qr/extension "perpca" is not installed on shard 2/, 'a shard without perpca is named');
+no_sessions_left('no perpca');
+
+# the shard's own error comes back with its SQLSTATE
+($ret, $err) = fed_error($shards, q{'SELECT client, stats FROM no_such_table'});
+like($err, qr/ERROR:  shard 1: relation "no_such_table" does not exist/, 'a failing shard query: the shard error is relayed');
+($ret, $out, $err) = $coord->psql('postgres', q{
+DO $$ BEGIN
+  PERFORM perpca_fit_federated(ARRAY['} . $conninfo[0] . q{'], 'SELECT 1', 2, 3);
+EXCEPTION WHEN datatype_mismatch THEN RAISE NOTICE 'sqlstate kept';
+END $$});
+like($err, qr/NOTICE:  sqlstate kept/, 'the shard\'s SQLSTATE is kept (datatype_mismatch)');
+no_sessions_left('remote error');
+
+# n_global + n_local larger than d is rejected on the shards
+($ret, $err) = fed_error($shards, $query, '5, 6');
+like($err, qr/exceed the dimension 10/, 'ranks too large for d are rejected');
+
+# cancellation: the shards sleep in their query; statement_timeout on the
+# coordinator cancels the fit, cancels the shards' queries and closes the
+# connections (without the cancel the shards would sleep for 300 s, longer
+# than poll_query_until waits), and the session goes on.
+my $slow = q{'SELECT client, stats FROM e_stats, pg_sleep(300) ORDER BY client'};
+
+($ret, $out, $err) = $coord->psql('postgres', qq{
+SET statement_timeout = '1s';
+SELECT count(*) FROM perpca_fit_federated($shards, $slow, 2, 3);
+RESET statement_timeout;
+SELECT 'still usable', count(*) FROM perpca_fit_federated($shards, $query, 2, 3);
+}, on_error_stop => 0);
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout cancels a federated fit');
+like($out, qr/still usable\|62/, 'the same session fits again after the cancel');
+no_sessions_left('cancel');
+is(open_sessions($shard{shard1}), '0', 'nothing left open on shard1 after all that');
+
+# ---- the shard-side functions on their own --------------------------------
+
+my $s1 = $shard{shard1};
+($ret, $out, $err) = $s1->psql('postgres', q{SELECT * FROM perpca_shard_round('nope', '{{1}}', 0.1)});
+like($err, qr/federated fit "nope" is not open in this session/, 'a round on a fit that is not open');
+is( $s1->safe_psql('postgres', q{
+SELECT n_clients, dim, n_rows > 0 FROM perpca_shard_open('t1', 'SELECT client, stats FROM e_stats', 2, 3);
+SELECT weight, array_dims(basis) FROM perpca_shard_init('t1', NULL);
+SELECT perpca_shard_close('t1'), perpca_shard_close('t1');}),
+	"8|10|t\n8|[1:10][1:10]\nt|f", 'open, init (basis compressed to d x d), close');
+
+$coord->stop;
+$shard{$_}->stop for keys %shard;
+
+done_testing();
