@@ -1,23 +1,16 @@
 /*
- * federated.c -- PerPCA rounds where the data live (paper, Algorithm 2 over
- * the network)
+ * federated.c -- the coordinator of perpca_fit_federated(): PerPCA rounds
+ * where the data live (paper, Algorithm 2 over the network)
  *
- * Shard side.  perpca_shard_open() runs the user's query on the shard and
- * keeps its clients in a backend-local state (a memory context under
- * TopMemoryContext, found by a fit id).  perpca_shard_init() builds the S_i
- * and returns what the personalized disPCA start needs, perpca_shard_round()
- * runs fit_client_step() for every local client against the U it is given
- * and returns the weighted sum of the clients' U_i, perpca_shard_finish()
- * and perpca_shard_result() make the local components feasible and emit
- * them.  The state dies with perpca_shard_close() or with the backend.
- *
- * Coordinator side.  perpca_fit_federated() opens one libpq connection per
- * shard for the whole fit (so the same shard backend serves every round),
- * sends each phase to every shard before waiting for any (the shards work
- * concurrently), and runs the server step (fit_server_step(): average, then
- * retract) itself.  Only U (d x n_global) goes out and one d x n_global sum
- * per shard comes back each round.  Waits are interruptible and every
- * connection is closed (a busy one cancelled first) on success and on error.
+ * perpca_fit_federated() opens one libpq connection per shard for the whole
+ * fit (so the same shard backend serves every round), sends each phase to
+ * every shard before waiting for any (the shards work concurrently), and
+ * runs the server step (fit_server_step(): average, then retract) itself.
+ * The shards run the perpca_shard_* functions of federated_shard.c (the
+ * protocol is in federated.h).  Only U (d x n_global) goes out and one
+ * d x n_global sum per shard comes back each round.  Waits are
+ * interruptible and every connection is closed (a busy one cancelled first)
+ * on success and on error.
  */
 #include "postgres.h"
 
@@ -26,7 +19,6 @@
 #include "libpq-fe.h"
 
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -36,928 +28,17 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "clients.h"
+#include "federated.h"
 #include "fit.h"
 #include "linalg.h"
 #include "perpca.h"
-#include "stats.h"
 
-PG_FUNCTION_INFO_V1(perpca_shard_open);
-PG_FUNCTION_INFO_V1(perpca_shard_init);
-PG_FUNCTION_INFO_V1(perpca_shard_round);
-PG_FUNCTION_INFO_V1(perpca_shard_finish);
-PG_FUNCTION_INFO_V1(perpca_shard_result);
-PG_FUNCTION_INFO_V1(perpca_shard_close);
 PG_FUNCTION_INFO_V1(perpca_fit_federated);
 PG_FUNCTION_INFO_V1(perpca_last_federated_fit);
-
-/* The same step rule as fit.c: 0.5 / lambda_max, adapted within [0.01, 16] / lambda_max. */
-#define FED_STEP_SCALE 0.5
-#define FED_STEP_MIN_SCALE 0.01
-#define FED_STEP_MAX_SCALE 16.0
-#define FED_MOMENTUM 0.5
-/* Rows fetched from the shard's query at a time. */
-#define FED_FETCH_ROWS 256
-
-static const char *const fed_update_names[] = {"stgd", "polar"};
-static const char *const fed_retraction_names[] = {"polar", "qr"};
-static const char *const fed_init_names[] = {"dispca", "qu"};
-static const char *const fed_center_names[] = {"client", "global", "none"};
-static const char *const fed_weights_names[] = {"equal", "samples"};
-
-/* ------------------------------------------------------------------------
- * Shared helpers
- * ------------------------------------------------------------------------
- */
-
-/* Index of a text value among names, or invalid_parameter_value listing them. */
-static int
-fed_choice(const char *value, const char *option, const char *const *names, int nnames)
-{
-	StringInfoData valid;
-
-	for (int i = 0; i < nnames; i++)
-		if (strcmp(value, names[i]) == 0)
-			return i;
-	initStringInfo(&valid);
-	for (int i = 0; i < nnames; i++)
-		appendStringInfo(&valid, "%s\"%s\"", i == 0 ? "" : (i == nnames - 1 ? " or " : ", "),
-						 names[i]);
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid value for option \"%s\": \"%s\"", option, value),
-			 errhint("Valid values are %s.", valid.data)));
-	return -1;					/* keep compiler quiet */
-}
-
-/* Text argument argno, or null_value_not_allowed naming the option. */
-static char *
-fed_text_arg(FunctionCallInfo fcinfo, int argno, const char *option)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("option \"%s\" must not be NULL", option)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
-}
-
-/* Orthonormalize the m x n block A (stride lda): polar through the Gram matrix, SVD when ill-conditioned, or QR. */
-static void
-fed_retract(FitRetraction how, int m, int n, double *A, int lda)
-{
-	double	   *work = palloc(sizeof(double) * Max(LINALG_POLAR_WORK(m, n),
-												   LINALG_POLAR_GRAM_WORK(m, n)));
-	int			info;
-
-	if (how == FIT_RETRACT_QR)
-		info = linalg_qr_orth(m, n, A, lda, work);
-	else if (linalg_polar_gram(m, n, A, lda, work) == 0)
-		info = 0;
-	else
-		info = linalg_polar(m, n, A, lda, work);
-	pfree(work);
-	if (info != 0)
-		elog(ERROR, "retraction failed (LAPACK info %d)", info);
-}
-
-/* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */
-static void
-fed_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz)
-{
-	double	   *work = palloc(sizeof(double) * LINALG_EIGH_WORK(d, k));
-	int			info = linalg_eigh_top(d, A, k, values, Z, ldz, work);
-
-	pfree(work);
-	if (info != 0)
-		elog(ERROR, "symmetric eigensolver failed (LAPACK info %d)", info);
-}
-
-/* Top k left singular vectors of A (m x n, destroyed) into Z (stride ldz), singular values into sigma. */
-static void
-fed_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma)
-{
-	double	   *work = MemoryContextAllocHuge(CurrentMemoryContext,
-											  sizeof(double) * LINALG_LSV_WORK(m, n));
-	int			info = linalg_left_singular(m, n, A, k, Z, ldz, sigma, work);
-
-	pfree(work);
-	if (info != 0)
-		elog(ERROR, "singular value decomposition failed (LAPACK info %d)", info);
-}
-
-/* ||P_A - P_B||_F for orthonormal m x r blocks A and B (both stride r). */
-static double
-fed_projector_distance(int m, int r, const double *A, const double *B)
-{
-	double	   *AtB = palloc(sizeof(double) * Max(r * r, 1));
-	double	   *D = palloc(sizeof(double) * Max(m * r, 1));
-	double		dist;
-
-	linalg_gemm(true, false, r, r, m, 1.0, A, r, B, r, 0.0, AtB, r);
-	memcpy(D, B, sizeof(double) * m * r);
-	linalg_gemm(false, false, m, r, r, -1.0, A, r, AtB, r, 1.0, D, r);
-	dist = sqrt(2.0 * linalg_dot((int64) m * r, D, D));
-	pfree(AtB);
-	pfree(D);
-	return dist;
-}
-
-/* Build a composite result from values (no NULLs) for a function returning a row type. */
-static Datum
-fed_row(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
-{
-	TupleDesc	desc;
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	desc = BlessTupleDesc(desc);
-	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
-}
-
-/* ------------------------------------------------------------------------
- * Shard side: the state of one fit in this backend
- * ------------------------------------------------------------------------
- */
-
-/* One client's top k_i eigenpairs, for the start. */
-typedef struct ShardPCs
-{
-	double	   *L;				/* d x k_i */
-	double	   *lambda;			/* k_i */
-} ShardPCs;
-
-typedef struct ShardFit
-{
-	struct ShardFit *next;
-	char	   *id;
-	MemoryContext cxt;			/* everything below lives here */
-	int			n;				/* clients */
-	int			d;
-	int			r1;
-	bool		sample_weights;
-	char	  **names;
-	PerpcaStats **stats;
-	int		   *r2;
-	FitProblem *p;				/* NULL until perpca_shard_init */
-	ShardPCs   *pcs;
-	FitUpdate	update;
-	FitRetraction retraction;
-	bool		v_ready;		/* V_i set from the PCs (first round) */
-	bool		finished;		/* perpca_shard_finish ran */
-} ShardFit;
-
-static ShardFit *shard_fits = NULL;
-
-/* The open fit with this id, or NULL. */
-static ShardFit *
-shard_fit_find(const char *id)
-{
-	for (ShardFit *sf = shard_fits; sf != NULL; sf = sf->next)
-		if (strcmp(sf->id, id) == 0)
-			return sf;
-	return NULL;
-}
-
-/* The open fit with this id, or undefined_object. */
-static ShardFit *
-shard_fit_get(FunctionCallInfo fcinfo)
-{
-	char	   *id = fed_text_arg(fcinfo, 0, "fit_id");
-	ShardFit   *sf = shard_fit_find(id);
-
-	if (sf == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("federated fit \"%s\" is not open in this session", id),
-				 errhint("perpca_shard_open must run first, in the same session.")));
-	return sf;
-}
-
-/* The open fit with this id, which perpca_shard_init must have prepared. */
-static ShardFit *
-shard_fit_ready(FunctionCallInfo fcinfo)
-{
-	ShardFit   *sf = shard_fit_get(fcinfo);
-
-	if (sf->p == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" has not been initialized", sf->id),
-				 errhint("Call perpca_shard_init first.")));
-	return sf;
-}
-
-/* Unlink a fit and free everything it holds. */
-static void
-shard_fit_free(ShardFit *sf)
-{
-	ShardFit  **link = &shard_fits;
-
-	while (*link != sf)
-		link = &(*link)->next;
-	*link = sf->next;
-	MemoryContextDelete(sf->cxt);
-}
-
-/* OID of perpca_stats in the schema of the calling function. */
-static Oid
-fed_stats_type(FunctionCallInfo fcinfo)
-{
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-										CStringGetDatum("perpca_stats"),
-										ObjectIdGetDatum(nsp));
-
-	if (!OidIsValid(typid))
-		elog(ERROR, "type perpca_stats not found next to perpca_shard_open");
-	return typid;
-}
-
-/* The query must return (client, perpca_stats [, integer]). */
-static void
-shard_check_shape(TupleDesc desc, Oid stats_type)
-{
-	Oid			third = desc->natts == 3 ? TupleDescAttr(desc, 2)->atttypid : INT4OID;
-
-	if (desc->natts < 2 || desc->natts > 3 || TupleDescAttr(desc, 1)->atttypid != stats_type ||
-		(third != INT2OID && third != INT4OID && third != INT8OID))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("query must return columns (client, perpca_stats) or (client, perpca_stats, integer)"),
-				 errhint("Use a query like SELECT group_id, perpca_stats(x) FROM t GROUP BY group_id.")));
-}
-
-/* Local rank of a row: the optional third column, n_local when absent or NULL. */
-static int
-shard_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
-{
-	bool		isnull;
-	Datum		v;
-	int64		r2;
-
-	if (desc->natts < 3)
-		return n_local;
-	v = SPI_getbinval(tup, desc, 3, &isnull);
-	if (isnull)
-		return n_local;
-	switch (TupleDescAttr(desc, 2)->atttypid)
-	{
-		case INT2OID:
-			r2 = DatumGetInt16(v);
-			break;
-		case INT4OID:
-			r2 = DatumGetInt32(v);
-			break;
-		default:
-			r2 = DatumGetInt64(v);
-			break;
-	}
-	if (r2 < 0 || r2 > PERPCA_MAX_DIM)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("client \"%s\" asks for %lld local components", name, (long long) r2)));
-	return (int) r2;
-}
-
-/* Copy row i of the SPI result into client slot `at` of sf (in sf->cxt), and check it. */
-static void
-shard_read_row(ShardFit *sf, HeapTuple tup, TupleDesc desc, int n_local, int at)
-{
-	bool		isnull;
-	Datum		v;
-	Oid			outfunc;
-	bool		isvarlena;
-	MemoryContext old;
-	PerpcaStats *s;
-
-	v = SPI_getbinval(tup, desc, 1, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("client column of the query must not be NULL")));
-	getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &outfunc, &isvarlena);
-	old = MemoryContextSwitchTo(sf->cxt);
-	sf->names[at] = OidOutputFunctionCall(outfunc, v);
-	v = SPI_getbinval(tup, desc, 2, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("perpca_stats of client \"%s\" is NULL", sf->names[at])));
-	s = sf->stats[at] = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
-	MemoryContextSwitchTo(old);
-	perpca_stats_validate(s);
-	sf->r2[at] = shard_local_rank(tup, desc, sf->names[at], n_local);
-	if (at > 0 && s->dim != sf->stats[0]->dim)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("client \"%s\" has dimension %d, expected %d",
-						sf->names[at], s->dim, sf->stats[0]->dim)));
-	if (s->n <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("client \"%s\" has no rows", sf->names[at])));
-	if (sf->r1 + sf->r2[at] > s->dim)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_global + local components (%d + %d) exceed the dimension %d for client \"%s\"",
-						sf->r1, sf->r2[at], s->dim, sf->names[at])));
-}
-
-/* Grow the client arrays of sf to hold at least n clients. */
-static void
-shard_grow(ShardFit *sf, int n, int *cap)
-{
-	if (n <= *cap)
-		return;
-	*cap = Max(*cap * 2, n);
-	if (sf->names == NULL)
-	{
-		sf->names = MemoryContextAlloc(sf->cxt, sizeof(char *) * *cap);
-		sf->stats = MemoryContextAlloc(sf->cxt, sizeof(PerpcaStats *) * *cap);
-		sf->r2 = MemoryContextAlloc(sf->cxt, sizeof(int) * *cap);
-		return;
-	}
-	sf->names = repalloc(sf->names, sizeof(char *) * *cap);
-	sf->stats = repalloc(sf->stats, sizeof(PerpcaStats *) * *cap);
-	sf->r2 = repalloc(sf->r2, sizeof(int) * *cap);
-}
-
-/* Run the query through a cursor and keep its clients in sf. */
-static void
-shard_read_clients(FunctionCallInfo fcinfo, ShardFit *sf, const char *query, int n_local)
-{
-	Oid			stats_type = fed_stats_type(fcinfo);
-	SPIPlanPtr	plan;
-	Portal		portal;
-	int			cap = 0;
-
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL || !SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query must return rows (client, perpca_stats)"),
-				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, FED_FETCH_ROWS);
-		shard_check_shape(SPI_tuptable->tupdesc, stats_type);
-		if (SPI_processed == 0)
-			break;
-		shard_grow(sf, sf->n + (int) SPI_processed, &cap);
-		for (uint64 i = 0; i < SPI_processed; i++, sf->n++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			shard_read_row(sf, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, n_local, sf->n);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-	sf->d = sf->n > 0 ? sf->stats[0]->dim : 0;
-}
-
-/*
- * perpca_shard_open(fit_id, query, n_global, n_local, weights)
- *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes)
- * Read this shard's clients; mean_sum = sum_i n_i mean_i (for center 'global').
- */
-Datum
-perpca_shard_open(PG_FUNCTION_ARGS)
-{
-	char	   *id = fed_text_arg(fcinfo, 0, "fit_id");
-	char	   *query = fed_text_arg(fcinfo, 1, "query");
-	ShardFit   *sf;
-	MemoryContext cxt;
-	double	   *mean_sum;
-	int64		rows = 0,
-				bytes = 0;
-	Datum		values[5];
-	bool		nulls[5] = {0};
-
-	if (PG_ARGISNULL(2) || PG_ARGISNULL(3) || PG_GETARG_INT32(2) < 1 || PG_GETARG_INT32(3) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_global must be at least 1 and n_local at least 0")));
-	if (shard_fit_find(id) != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("federated fit \"%s\" is already open in this session", id)));
-	cxt = AllocSetContextCreate(TopMemoryContext, "perpca shard fit", ALLOCSET_DEFAULT_SIZES);
-	sf = MemoryContextAllocZero(cxt, sizeof(ShardFit));
-	sf->cxt = cxt;
-	sf->id = MemoryContextStrdup(cxt, id);
-	sf->r1 = PG_GETARG_INT32(2);
-	sf->sample_weights = fed_choice(fed_text_arg(fcinfo, 4, "weights"), "weights",
-									fed_weights_names, lengthof(fed_weights_names)) == 1;
-	sf->next = shard_fits;
-	shard_fits = sf;
-	PG_TRY();
-	{
-		shard_read_clients(fcinfo, sf, query, PG_GETARG_INT32(3));
-	}
-	PG_CATCH();
-	{
-		shard_fit_free(sf);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	mean_sum = palloc0(sizeof(double) * Max(sf->d, 1));
-	for (int i = 0; i < sf->n; i++)
-	{
-		rows += sf->stats[i]->n;
-		bytes += VARSIZE(sf->stats[i]);
-		linalg_axpy(sf->d, (double) sf->stats[i]->n, PERPCA_STATS_MEAN(sf->stats[i]), mean_sum);
-		linalg_axpy(sf->d, (double) sf->stats[i]->n, PERPCA_STATS_MEAN_LO(sf->stats[i]), mean_sum);
-	}
-	values[0] = Int32GetDatum(sf->n);
-	values[1] = Int32GetDatum(sf->d);
-	values[2] = Int64GetDatum(rows);
-	values[3] = PointerGetDatum(perpca_vector_build(mean_sum, sf->d));
-	values[4] = Int64GetDatum(bytes);
-	PG_RETURN_DATUM(fed_row(fcinfo, values, nulls));
-}
-
-/* S_i about centre (NULL: the client's own mean), thin or dense as perpca_fit builds it. */
-static void
-shard_client_matrix(FitClient *c, const PerpcaStats *stats, const double *centre)
-{
-	int			d = stats->dim;
-	double	   *S;
-
-	if (perpca_stats_thin_rows(stats) != NULL)
-	{
-		c->Y = perpca_stats_thin_rows(stats);
-		c->nrows = (int) stats->n;
-		c->yscale = 1.0 / (double) stats->n;
-		if (centre != NULL)
-		{
-			double	   *delta = palloc(sizeof(double) * d);
-
-			perpca_stats_offset(stats, centre, delta);
-			c->delta = delta;
-		}
-		return;
-	}
-	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	perpca_stats_moment(stats, centre, S);
-	c->S = S;
-}
-
-/* Top k eigenpairs of S_i (dense: eigensolver; thin: SVD of the d x m factor when k <= m). */
-static void
-shard_client_top(const FitClient *c, int d, int k, double *values, double *Z)
-{
-	int			m = c->nrows + (c->delta != NULL ? 1 : 0);
-	double	   *A;
-
-	if (c->S == NULL && k <= Min(d, m))
-	{
-		double		scale = sqrt(c->yscale);
-
-		A = palloc(sizeof(double) * d * m);
-		for (int j = 0; j < d; j++)
-		{
-			for (int r = 0; r < c->nrows; r++)
-				A[(int64) j * m + r] = scale * c->Y[(int64) r * d + j];
-			if (c->delta != NULL)
-				A[(int64) j * m + c->nrows] = c->delta[j];
-		}
-		fed_left_singular(d, m, A, k, Z, k, values);
-		for (int j = 0; j < k; j++)
-			values[j] *= values[j];
-		pfree(A);
-		return;
-	}
-	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	if (c->S != NULL)
-		memcpy(A, c->S, sizeof(double) * d * d);
-	else
-	{
-		memset(A, 0, sizeof(double) * d * d);
-		linalg_syrk_upper(d, c->nrows, c->yscale, c->Y, A);
-		if (c->delta != NULL)
-			linalg_syr_upper(d, 1.0, c->delta, A);
-		linalg_symmetrize_upper(d, A);
-	}
-	fed_eigh_top(d, A, k, values, Z, k);
-	pfree(A);
-}
-
-/* Build the clients' S_i and the problem (in sf->cxt), and each client's top k_i eigenpairs. */
-static void
-shard_prepare(ShardFit *sf, const double *centre)
-{
-	FitClient  *clients = palloc0(sizeof(FitClient) * sf->n);
-
-	for (int i = 0; i < sf->n; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		shard_client_matrix(&clients[i], sf->stats[i], centre);
-		clients[i].r2 = sf->r2[i];
-		clients[i].weight = sf->sample_weights ? (double) sf->stats[i]->n : 1.0;
-	}
-	sf->p = fit_problem_create(sf->d, sf->r1, sf->n, clients);
-	sf->pcs = palloc(sizeof(ShardPCs) * sf->n);
-	for (int i = 0; i < sf->n; i++)
-	{
-		FitClient  *c = &sf->p->clients[i];
-
-		CHECK_FOR_INTERRUPTS();
-		c->lfirst = sf->r1;
-		sf->pcs[i].L = palloc(sizeof(double) * sf->d * c->k);
-		sf->pcs[i].lambda = palloc(sizeof(double) * c->k);
-		shard_client_top(c, sf->d, c->k, sf->pcs[i].lambda, sf->pcs[i].L);
-	}
-}
-
-/*
- * The shard's part of the stacked-PC start, compressed: B (d x q) with
- * B B' = sum_i L_i D_i L_i' over its clients (D_i = I for dispca,
- * w_i lambda_ij for qu), q = min(d, sum k_i).  Returns B, sets *q.
- */
-static double *
-shard_start_basis(ShardFit *sf, bool qu, int *q)
-{
-	int			d = sf->d,
-				K = 0,
-				off = 0;
-	double	   *B,
-			   *Z;
-
-	for (int i = 0; i < sf->n; i++)
-		K += sf->p->clients[i].k;
-	B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * K);
-	for (int i = 0; i < sf->n; i++)
-	{
-		FitClient  *c = &sf->p->clients[i];
-
-		linalg_copy(d, c->k, sf->pcs[i].L, c->k, B + off, K);
-		if (qu)
-			for (int j = 0; j < c->k; j++)
-				linalg_scale_column(d, B, K, off + j,
-									sqrt(c->weight * Max(sf->pcs[i].lambda[j], 0.0)));
-		off += c->k;
-	}
-	*q = K;
-	if (K <= d)
-		return B;
-	/* more columns than rows: B B' = Z diag(sigma^2) Z', send Z diag(sigma) */
-	Z = palloc(sizeof(double) * d * d);
-	{
-		double	   *sigma = palloc(sizeof(double) * d);
-
-		fed_left_singular(d, K, B, d, Z, d, sigma);
-		for (int j = 0; j < d; j++)
-			linalg_scale_column(d, Z, d, j, sigma[j]);
-	}
-	*q = d;
-	return Z;
-}
-
-/*
- * perpca_shard_init(fit_id, centre, init, update, retraction)
- *   RETURNS (weight, lambda_max, basis)
- * Build the S_i about centre (NULL: each client's own mean), return the sum
- * of the client weights, max_i lambda_max(S_i) and the start basis.
- */
-Datum
-perpca_shard_init(PG_FUNCTION_ARGS)
-{
-	ShardFit   *sf = shard_fit_get(fcinfo);
-	double	   *centre = NULL;
-	bool		qu;
-	double		weight = 0.0,
-				lmax = 0.0,
-			   *B;
-	int			q,
-				len;
-	Datum		values[3];
-	bool		nulls[3] = {0};
-	MemoryContext old;
-
-	if (sf->p != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" is already initialized", sf->id)));
-	if (sf->n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("federated fit \"%s\" has no clients on this shard", sf->id)));
-	if (!PG_ARGISNULL(1))
-	{
-		centre = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(1), &len, "centre");
-		if (len != sf->d)
-			perpca_dim_mismatch(sf->d, len, "centre");
-	}
-	qu = fed_choice(fed_text_arg(fcinfo, 2, "init"), "init", fed_init_names,
-					lengthof(fed_init_names)) == 1;
-	sf->update = (FitUpdate) fed_choice(fed_text_arg(fcinfo, 3, "update"), "update",
-										fed_update_names, lengthof(fed_update_names));
-	sf->retraction = (FitRetraction) fed_choice(fed_text_arg(fcinfo, 4, "retraction"), "retraction",
-												fed_retraction_names,
-												lengthof(fed_retraction_names));
-	old = MemoryContextSwitchTo(sf->cxt);
-	PG_TRY();
-	{
-		shard_prepare(sf, centre);
-	}
-	PG_CATCH();
-	{
-		sf->p = NULL;			/* a half-built problem is unusable; its memory goes with the fit */
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(old);
-	for (int i = 0; i < sf->n; i++)
-	{
-		weight += sf->p->clients[i].weight;
-		lmax = Max(lmax, sf->pcs[i].lambda[0]);
-	}
-	B = shard_start_basis(sf, qu, &q);
-	values[0] = Float8GetDatum(weight);
-	values[1] = Float8GetDatum(lmax);
-	values[2] = PointerGetDatum(perpca_matrix_build(B, sf->d, q));
-	PG_RETURN_DATUM(fed_row(fcinfo, values, nulls));
-}
-
-/* Read U (d x r1, 2-D float8[]) for fit sf from argument argno. */
-static double *
-shard_u_arg(FunctionCallInfo fcinfo, ShardFit *sf, int argno)
-{
-	int			rows,
-				cols;
-	double	   *U = perpca_matrix_arg(PG_GETARG_ARRAYTYPE_P(argno), &rows, &cols, "U");
-
-	if (rows != sf->d || cols != sf->r1)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("U is %d x %d, expected %d x %d", rows, cols, sf->d, sf->r1)));
-	return U;
-}
-
-/*
- * V_i from the client's own PCs given U, as perpca_fit starts it: top r2_i
- * left singular vectors of (I - P_U) L_i D_i, D_i = sqrt(lambda_ij) + a tiny floor.
- */
-static void
-shard_start_local(ShardFit *sf, FitClient *c, const ShardPCs *pcs)
-{
-	int			d = sf->d,
-				r1 = sf->r1,
-				k = c->k;
-	double	   *T,
-			   *UtT;
-	double		floor = 1e-8 * sqrt(Max(pcs->lambda[0], 0.0)) + 1e-300;
-
-	if (c->r2 == 0)
-		return;
-	T = palloc(sizeof(double) * d * k);
-	UtT = palloc(sizeof(double) * r1 * k);
-	memcpy(T, pcs->L, sizeof(double) * d * k);
-	for (int j = 0; j < k; j++)
-		linalg_scale_column(d, T, k, j, sqrt(Max(pcs->lambda[j], 0.0)) + floor);
-	linalg_gemm(true, false, r1, k, d, 1.0, sf->p->U, r1, T, k, 0.0, UtT, k);
-	linalg_gemm(false, false, d, k, r1, -1.0, sf->p->U, r1, UtT, k, 1.0, T, k);
-	fed_left_singular(d, k, T, c->r2, c->W + r1, k, NULL);
-	pfree(T);
-	pfree(UtT);
-}
-
-/* Client steps of one round against U; sums into usum (d x r1), objective, weight; max change. */
-static void
-shard_round(ShardFit *sf, double step, double *usum, double *objective, double *weight,
-			double *change)
-{
-	FitProblem *p = sf->p;
-
-	for (int i = 0; i < sf->n; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		CHECK_FOR_INTERRUPTS();
-		if (!sf->v_ready)
-			shard_start_local(sf, c, &sf->pcs[i]);
-		fit_client_step(p, c, sf->update, sf->retraction, step);
-		linalg_axpy((int64) sf->d * sf->r1, c->weight, c->Ui, usum);
-		*objective += c->weight * c->objective;
-		*weight += c->weight;
-		*change = Max(*change, c->change);
-	}
-	sf->v_ready = true;
-}
-
-/*
- * perpca_shard_round(fit_id, u, step) RETURNS (u_sum, weight, objective, change)
- * One round's client steps: sum_i w_i U_i, sum_i w_i, sum_i w_i f_i and the
- * largest change of a local projector (w_i = 1, or n_i for weights 'samples').
- */
-Datum
-perpca_shard_round(PG_FUNCTION_ARGS)
-{
-	ShardFit   *sf = shard_fit_ready(fcinfo);
-	double	   *U = shard_u_arg(fcinfo, sf, 1);
-	double		step = PG_GETARG_FLOAT8(2);
-	double	   *usum = palloc0(sizeof(double) * sf->d * sf->r1);
-	double		objective = 0.0,
-				weight = 0.0,
-				change = 0.0;
-	Datum		values[4];
-	bool		nulls[4] = {0};
-	MemoryContext old;
-
-	if (!isfinite(step) || step <= 0.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("step must be a finite number > 0")));
-	if (sf->finished)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" is already finished", sf->id)));
-	/* fit.c keeps its workspace in the problem: allocate it where the problem lives */
-	old = MemoryContextSwitchTo(sf->cxt);
-	memcpy(sf->p->U, U, sizeof(double) * sf->d * sf->r1);
-	shard_round(sf, step, usum, &objective, &weight, &change);
-	MemoryContextSwitchTo(old);
-	values[0] = PointerGetDatum(perpca_matrix_build(usum, sf->d, sf->r1));
-	values[1] = Float8GetDatum(weight);
-	values[2] = Float8GetDatum(objective);
-	values[3] = Float8GetDatum(change);
-	PG_RETURN_DATUM(fed_row(fcinfo, values, nulls));
-}
-
-/* V_i <- GR(V_i - U U'V_i) with the polar retraction. */
-static void
-shard_deflate(ShardFit *sf, FitClient *c)
-{
-	int			d = sf->d,
-				r1 = sf->r1,
-				k = c->k;
-	double	   *UtV = palloc(sizeof(double) * r1 * Max(c->r2, 1));
-
-	if (c->r2 == 0)
-		return;
-	linalg_gemm(true, false, r1, c->r2, d, 1.0, c->W, k, c->W + r1, k, 0.0, UtV, c->r2);
-	linalg_gemm(false, false, d, c->r2, r1, -1.0, c->W, k, UtV, c->r2, 1.0, c->W + r1, k);
-	fed_retract(FIT_RETRACT_POLAR, d, c->r2, c->W + r1, k);
-	pfree(UtV);
-}
-
-/* Rotate V_i to the eigenvectors of V_i'S_iV_i (the k x k block M[r1:, r1:]), fix signs, keep the variances. */
-static void
-shard_order_local(ShardFit *sf, FitClient *c, const double *M)
-{
-	int			d = sf->d,
-				r1 = sf->r1,
-				r2 = c->r2,
-				k = c->k;
-	double	   *B = palloc(sizeof(double) * r2 * r2);
-	double	   *Q = palloc(sizeof(double) * r2 * r2);
-	double	   *V = palloc(sizeof(double) * d * r2);
-
-	linalg_copy(r2, r2, M + r1 * k + r1, k, B, r2);
-	fed_eigh_top(r2, B, r2, c->variance + r1, Q, r2);
-	linalg_copy(d, r2, c->W + r1, k, V, r2);
-	linalg_gemm(false, false, d, r2, r2, 1.0, V, r2, Q, r2, 0.0, c->W + r1, k);
-	linalg_fix_signs(d, r2, c->W + r1, k);
-}
-
-/*
- * Make one client feasible against U (deflate twice), then add its pieces:
- * gram += w U'S U, grad += w G_U (tangent gradient), *gv += w ||G_V||^2,
- * *objective += w 1/2 tr(W'SW); finally order its local components.
- */
-static void
-shard_finish_client(ShardFit *sf, FitClient *c, double *gram, double *grad, double *gv,
-					double *objective)
-{
-	int			d = sf->d,
-				r1 = sf->r1,
-				k = c->k;
-	double	   *M = palloc(sizeof(double) * k * k);
-	double		trace = 0.0;
-
-	linalg_copy(d, r1, sf->p->U, r1, c->W, k);
-	shard_deflate(sf, c);
-	shard_deflate(sf, c);
-	fit_client_apply(sf->p, c, c->W, k, c->SW);
-	linalg_gemm(true, false, k, k, d, 1.0, c->W, k, c->SW, k, 0.0, M, k);
-	for (int j = 0; j < k; j++)
-		trace += M[j * k + j];
-	*objective += c->weight * 0.5 * trace;
-	linalg_gemm(false, false, d, k, k, -1.0, c->W, k, M, k, 1.0, c->SW, k);
-	for (int a = 0; a < r1; a++)
-		for (int b = 0; b < r1; b++)
-			gram[a * r1 + b] += c->weight * M[a * k + b];
-	for (int row = 0; row < d; row++)
-	{
-		const double *g = c->SW + (int64) row * k;
-
-		for (int j = 0; j < r1; j++)
-			grad[row * r1 + j] += c->weight * g[j];
-		for (int j = r1; j < k; j++)
-			*gv += c->weight * g[j] * g[j];
-	}
-	if (c->r2 > 0)
-		shard_order_local(sf, c, M);
-}
-
-/*
- * perpca_shard_finish(fit_id, u) RETURNS (gram, objective, gradient, gradient_v, weight)
- * Final feasibility against U and the pieces of the fit's diagnostics:
- * sum_i w_i U'S_iU (n_global x n_global), sum_i w_i f_i, sum_i w_i G_U,i
- * (d x n_global), sum_i w_i ||G_V,i||^2 and sum_i w_i.
- */
-Datum
-perpca_shard_finish(PG_FUNCTION_ARGS)
-{
-	ShardFit   *sf = shard_fit_ready(fcinfo);
-	double	   *U = shard_u_arg(fcinfo, sf, 1);
-	int			d = sf->d,
-				r1 = sf->r1;
-	double	   *gram = palloc0(sizeof(double) * r1 * r1);
-	double	   *grad = palloc0(sizeof(double) * d * r1);
-	double		gv = 0.0,
-				objective = 0.0,
-				weight = 0.0;
-	Datum		values[5];
-	bool		nulls[5] = {0};
-	MemoryContext old;
-
-	if (!sf->v_ready)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" has not run a round", sf->id)));
-	old = MemoryContextSwitchTo(sf->cxt);
-	memcpy(sf->p->U, U, sizeof(double) * d * r1);
-	MemoryContextSwitchTo(old);
-	for (int i = 0; i < sf->n; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		shard_finish_client(sf, &sf->p->clients[i], gram, grad, &gv, &objective);
-		weight += sf->p->clients[i].weight;
-	}
-	sf->finished = true;
-	values[0] = PointerGetDatum(perpca_matrix_build(gram, r1, r1));
-	values[1] = Float8GetDatum(objective);
-	values[2] = PointerGetDatum(perpca_matrix_build(grad, d, r1));
-	values[3] = Float8GetDatum(gv);
-	values[4] = Float8GetDatum(weight);
-	PG_RETURN_DATUM(fed_row(fcinfo, values, nulls));
-}
-
-/* perpca_shard_result(fit_id) RETURNS TABLE (client, kind, component, pc, variance): the local rows. */
-Datum
-perpca_shard_result(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ShardFit   *sf = shard_fit_ready(fcinfo);
-	double	   *buf = palloc(sizeof(double) * sf->d);
-
-	if (!sf->finished)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" is not finished", sf->id),
-				 errhint("Call perpca_shard_finish first.")));
-	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < sf->n; i++)
-	{
-		FitClient  *c = &sf->p->clients[i];
-
-		for (int j = sf->r1; j < c->k; j++)
-		{
-			Datum		values[5];
-			bool		nulls[5] = {0};
-
-			linalg_copy(sf->d, 1, c->W + j, c->k, buf, 1);
-			values[0] = CStringGetTextDatum(sf->names[i]);
-			values[1] = CStringGetTextDatum("local");
-			values[2] = Int32GetDatum(j - sf->r1 + 1);
-			values[3] = PointerGetDatum(perpca_vector_build(buf, sf->d));
-			values[4] = Float8GetDatum(c->variance[j]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-	}
-	return (Datum) 0;
-}
-
-/* perpca_shard_close(fit_id) RETURNS boolean: free the fit's state; false if it was not open. */
-Datum
-perpca_shard_close(PG_FUNCTION_ARGS)
-{
-	char	   *id = fed_text_arg(fcinfo, 0, "fit_id");
-	ShardFit   *sf = shard_fit_find(id);
-
-	if (sf == NULL)
-		PG_RETURN_BOOL(false);
-	shard_fit_free(sf);
-	PG_RETURN_BOOL(true);
-}
 
 /* ------------------------------------------------------------------------
  * Coordinator: connections to the shards
@@ -1340,9 +421,7 @@ typedef struct FedFit
 	int			d;
 	int			nclients;
 	double		W;				/* sum of all client weights (unnormalized) */
-	double		lambda_max;
 	FitProblem *p;				/* one pseudo-client per shard, for fit_server_step */
-	double	   *U0;
 	FedDiagnostics diag;
 } FedFit;
 
@@ -1357,24 +436,6 @@ fed_bytes(const FedFit *f)
 	return total;
 }
 
-/* A non-NULL int4 argument >= min. */
-static int
-fed_int_arg(FunctionCallInfo fcinfo, int argno, const char *option, int min)
-{
-	int			v;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("option \"%s\" must not be NULL", option)));
-	v = PG_GETARG_INT32(argno);
-	if (v < min)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be at least %d, got %d", option, min, v)));
-	return v;
-}
-
 /* The shards argument: a non-empty 1-D text[] without NULLs. */
 static void
 fed_shards_arg(FunctionCallInfo fcinfo, FedFit *f)
@@ -1384,9 +445,7 @@ fed_shards_arg(FunctionCallInfo fcinfo, FedFit *f)
 	bool	   *nulls;
 
 	if (PG_ARGISNULL(FARG_SHARDS))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("option \"shards\" must not be NULL")));
+		clients_null_option("shards");
 	a = PG_GETARG_ARRAYTYPE_P(FARG_SHARDS);
 	if (ARR_NDIM(a) > 1)
 		ereport(ERROR,
@@ -1414,39 +473,25 @@ fed_parse(FunctionCallInfo fcinfo, FedFit *f)
 {
 	memset(f, 0, sizeof(FedFit));
 	fed_shards_arg(fcinfo, f);
-	f->query = fed_text_arg(fcinfo, FARG_QUERY, "query");
-	f->r1 = fed_int_arg(fcinfo, FARG_N_GLOBAL, "n_global", 1);
-	f->n_local = fed_int_arg(fcinfo, FARG_N_LOCAL, "n_local", 0);
-	f->rounds = fed_int_arg(fcinfo, FARG_ROUNDS, "rounds", 1);
-	if (PG_ARGISNULL(FARG_TOLERANCE) || !isfinite(PG_GETARG_FLOAT8(FARG_TOLERANCE)) ||
-		PG_GETARG_FLOAT8(FARG_TOLERANCE) < 0.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"tolerance\" must be a finite number >= 0")));
-	f->tolerance = PG_GETARG_FLOAT8(FARG_TOLERANCE);
-	if (!PG_ARGISNULL(FARG_STEP))
-	{
-		f->step = PG_GETARG_FLOAT8(FARG_STEP);
-		if (!isfinite(f->step) || f->step <= 0.0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("option \"step\" must be a finite number > 0"),
-					 errhint("Pass NULL to derive the step from the spectrum.")));
-	}
-	f->update = fed_choice(fed_text_arg(fcinfo, FARG_UPDATE, "update"), "update",
-						   fed_update_names, lengthof(fed_update_names));
-	f->retraction = fed_choice(fed_text_arg(fcinfo, FARG_RETRACTION, "retraction"), "retraction",
-							   fed_retraction_names, lengthof(fed_retraction_names));
-	f->init = fed_choice(fed_text_arg(fcinfo, FARG_INIT, "init"), "init",
-						 fed_init_names, lengthof(fed_init_names));
-	f->center = fed_choice(fed_text_arg(fcinfo, FARG_CENTER, "center"), "center",
-						   fed_center_names, lengthof(fed_center_names));
-	f->weights = fed_choice(fed_text_arg(fcinfo, FARG_WEIGHTS, "weights"), "weights",
-							fed_weights_names, lengthof(fed_weights_names));
+	f->query = clients_text_arg(fcinfo, FARG_QUERY, "query");
+	f->r1 = clients_int_arg(fcinfo, FARG_N_GLOBAL, "n_global", 1);
+	f->n_local = clients_int_arg(fcinfo, FARG_N_LOCAL, "n_local", 0);
+	f->rounds = clients_int_arg(fcinfo, FARG_ROUNDS, "rounds", 1);
+	f->tolerance = clients_nonnegative_arg(fcinfo, FARG_TOLERANCE, "tolerance");
+	f->step = clients_step_arg(fcinfo, FARG_STEP);
+	f->update = clients_choice_arg(fcinfo, FARG_UPDATE, "update", clients_update_names,
+								   lengthof(clients_update_names));
+	f->retraction = clients_choice_arg(fcinfo, FARG_RETRACTION, "retraction",
+									   clients_retraction_names,
+									   lengthof(clients_retraction_names));
+	f->init = clients_choice_arg(fcinfo, FARG_INIT, "init", federated_init_names,
+								 lengthof(federated_init_names));
+	f->center = clients_choice_arg(fcinfo, FARG_CENTER, "center", clients_center_names,
+								   lengthof(clients_center_names));
+	f->weights = clients_choice_arg(fcinfo, FARG_WEIGHTS, "weights", clients_weights_names,
+									lengthof(clients_weights_names));
 	if (PG_ARGISNULL(FARG_VERBOSE))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("option \"verbose\" must not be NULL")));
+		clients_null_option("verbose");
 	f->verbose = PG_GETARG_BOOL(FARG_VERBOSE);
 	/* adaptive NULL: adapt only the derived step, as perpca_fit does */
 	f->adaptive = PG_ARGISNULL(FARG_ADAPTIVE) ? PG_ARGISNULL(FARG_STEP) : PG_GETARG_BOOL(FARG_ADAPTIVE);
@@ -1471,19 +516,6 @@ fed_vector_parse(const ShardConn *sc, const char *text, int d, const char *what)
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("shard %d returned a %s of length %d, expected %d", sc->index, what, len, d)));
 	return x;
-}
-
-/* Show the fit's phase in pg_stat_activity.query. */
-static void
-fed_report_phase(const char *fmt,...)
-{
-	char		buf[256];
-	va_list		args;
-
-	va_start(args, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, args);
-	va_end(args);
-	pgstat_report_activity(STATE_RUNNING, buf);
 }
 
 /* Send the same command to every shard that has clients. */
@@ -1511,7 +543,7 @@ fed_open(FedFit *f, int64 *rows)
 {
 	char		r1[16],
 				nl[16];
-	const char *params[5] = {f->id, f->query, r1, nl, fed_weights_names[f->weights]};
+	const char *params[5] = {f->id, f->query, r1, nl, clients_weights_names[f->weights]};
 	double	   *mean_sum = NULL;
 
 	snprintf(r1, sizeof(r1), "%d", f->r1);
@@ -1568,12 +600,21 @@ fed_centre_text(FedFit *f, double *mean_sum, int64 rows)
 	return text;
 }
 
+/* One pseudo-client per shard: fit_server_step averages sum_s (1/W) usum_s. */
+static void
+fed_make_problem(FedFit *f)
+{
+	FitClient  *pseudo = palloc0(sizeof(FitClient) * f->nshards);
+
+	f->p = fit_problem_create(f->d, f->r1, f->nshards, pseudo);
+}
+
 /* Phase 2: build the S_i on every shard; U0 = top n_global left singular vectors of [B_1, B_2, ...]. */
 static void
 fed_init(FedFit *f, const char *centre)
 {
-	const char *params[5] = {f->id, centre, fed_init_names[f->init],
-	fed_update_names[f->update], fed_retraction_names[f->retraction]};
+	const char *params[5] = {f->id, centre, federated_init_names[f->init],
+	clients_update_names[f->update], clients_retraction_names[f->retraction]};
 	double	  **B = palloc0(sizeof(double *) * f->nshards);
 	int		   *q = palloc0(sizeof(int) * f->nshards);
 	int			Q = 0,
@@ -1590,8 +631,8 @@ fed_init(FedFit *f, const char *centre)
 			continue;
 		r = fed_get(&f->sc[s]);
 		f->W += fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), "weight");
-		f->lambda_max = Max(f->lambda_max,
-							fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), "lambda_max"));
+		f->p->lambda_max = Max(f->p->lambda_max,
+							   fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), "lambda_max"));
 		q[s] = -1;
 		B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), &m, &q[s], "start basis");
 		Q += q[s];
@@ -1607,23 +648,11 @@ fed_init(FedFit *f, const char *centre)
 			linalg_copy(f->d, q[s], B[s], q[s], stacked + off, Q);
 			off += q[s];
 		}
-	f->U0 = palloc(sizeof(double) * f->d * f->r1);
-	fed_left_singular(f->d, Q, stacked, f->r1, f->U0, f->r1, NULL);
+	fit_left_singular(f->p, f->d, Q, stacked, f->r1, f->p->U, f->r1, NULL);
 	pfree(stacked);
+	fit_initial_step(f->p, f->step);
 }
 
-/* One pseudo-client per shard: fit_server_step averages sum_s (1/W) usum_s. */
-static void
-fed_make_problem(FedFit *f)
-{
-	FitClient  *pseudo = palloc0(sizeof(FitClient) * f->nshards);
-
-	f->p = fit_problem_create(f->d, f->r1, f->nshards, pseudo);
-	memcpy(f->p->U, f->U0, sizeof(double) * f->d * f->r1);
-	f->p->lambda_max = f->lambda_max;
-	f->p->step = f->step > 0.0 ? f->step
-		: FED_STEP_SCALE / (f->lambda_max > 0.0 ? f->lambda_max : 1.0);
-}
 
 /* One round: U out, every shard's sums back into the pseudo-clients; returns the objective, sets *change. */
 static double
@@ -1656,30 +685,6 @@ fed_round(FedFit *f, double step, double *change)
 	return objective * f->nclients / f->W;
 }
 
-/* Rounds 1, 2, 5, 10, 20, 50, 100, ... get a verbose NOTICE. */
-static bool
-fed_report_round(int t)
-{
-	while (t >= 10 && t % 10 == 0)
-		t /= 10;
-	return t == 1 || t == 2 || t == 5;
-}
-
-/* The adaptive step of fit.c: grow 10% while the objective rises, halve (and drop momentum) when it falls. */
-static void
-fed_adapt_step(FitProblem *p, double previous)
-{
-	double		lmax = p->lambda_max > 0.0 ? p->lambda_max : 1.0;
-
-	if (p->objective < previous - 1e-14 * fabs(previous))
-	{
-		p->step = Max(p->step * 0.5, FED_STEP_MIN_SCALE / lmax);
-		memset(p->Mom, 0, sizeof(double) * p->d * p->r1);
-	}
-	else
-		p->step = Min(p->step * 1.1, FED_STEP_MAX_SCALE / lmax);
-}
-
 /* Phase 3: rounds until the largest projector change falls below the tolerance. */
 static void
 fed_rounds(FedFit *f)
@@ -1693,12 +698,13 @@ fed_rounds(FedFit *f)
 					change = 0.0;
 
 		CHECK_FOR_INTERRUPTS();
-		fed_report_phase("perpca_fit_federated: round %d, %d shards", t, f->nshards);
+		perpca_report_phase("perpca_fit_federated: round %d, %d shards", t, f->nshards);
 		p->objective = fed_round(f, step, &change);
-		fit_server_step(p, (FitRetraction) f->retraction, f->adaptive ? FED_MOMENTUM : 0.0);
-		change = Max(change, fed_projector_distance(f->d, f->r1, p->Uprev, p->U));
+		fit_server_step(p, (FitRetraction) f->retraction, f->adaptive ? FIT_MOMENTUM : 0.0);
+		change = Max(change, fit_projector_distance(f->d, f->r1, p->Uprev, f->r1, p->U, f->r1,
+													 p->scratch));
 		f->diag.rounds = t;
-		if (f->verbose && (fed_report_round(t) || t == f->rounds))
+		if (f->verbose && (fit_report_round(t) || t == f->rounds))
 			ereport(NOTICE,
 					(errmsg("round %d: objective %.10g, change %.3e, step %.3e",
 							t, p->objective, change, step)));
@@ -1708,7 +714,7 @@ fed_rounds(FedFit *f)
 			break;
 		}
 		if (f->adaptive)
-			fed_adapt_step(p, previous);
+			fit_adapt_step(p, previous, INFINITY);	/* no KKT residual per round here */
 		previous = p->objective;
 	}
 	f->diag.step = p->step;
@@ -1725,6 +731,7 @@ fed_finish(FedFit *f)
 	double	   *grad = palloc0(sizeof(double) * d * r1);
 	double	   *Q = palloc(sizeof(double) * r1 * r1);
 	double	   *uvariance = palloc(sizeof(double) * r1);
+	double	   *U = palloc(sizeof(double) * d * r1);
 	double		objective = 0.0,
 				gv = 0.0;
 
@@ -1750,27 +757,11 @@ fed_finish(FedFit *f)
 	f->diag.objective = objective * f->nclients / f->W;
 	f->diag.kkt_residual = linalg_dot((int64) d * r1, grad, grad) + gv / f->W;
 	/* U <- U Q, Q the eigenvectors of U'(sum_i w_i S_i)U, largest entry of each column positive */
-	fed_eigh_top(r1, gram, r1, uvariance, Q, r1);
-	memcpy(f->U0, f->p->U, sizeof(double) * d * r1);
-	linalg_gemm(false, false, d, r1, r1, 1.0, f->U0, r1, Q, r1, 0.0, f->p->U, r1);
+	fit_eigh_top(f->p, r1, gram, r1, uvariance, Q, r1);
+	memcpy(U, f->p->U, sizeof(double) * d * r1);
+	linalg_gemm(false, false, d, r1, r1, 1.0, U, r1, Q, r1, 0.0, f->p->U, r1);
 	linalg_fix_signs(d, r1, f->p->U, r1);
 	return uvariance;
-}
-
-/* Append one result row (client NULL for a global component). */
-static void
-fed_put_row(ReturnSetInfo *rsinfo, const char *client, const char *kind, int component,
-			ArrayType *pc, double variance)
-{
-	Datum		values[5];
-	bool		nulls[5] = {client == NULL, false, false, false, false};
-
-	values[0] = client ? CStringGetTextDatum(client) : (Datum) 0;
-	values[1] = CStringGetTextDatum(kind);
-	values[2] = Int32GetDatum(component);
-	values[3] = PointerGetDatum(pc);
-	values[4] = Float8GetDatum(variance);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /* Phase 5: global rows, then each shard's local rows (shard order, then its query order). */
@@ -1778,13 +769,10 @@ static void
 fed_results(FedFit *f, ReturnSetInfo *rsinfo, const double *uvariance)
 {
 	const char *params[1] = {f->id};
-	double	   *buf = palloc(sizeof(double) * f->d);
 
 	for (int j = 0; j < f->r1; j++)
-	{
-		linalg_copy(f->d, 1, f->p->U + j, f->r1, buf, 1);
-		fed_put_row(rsinfo, NULL, "global", j + 1, perpca_vector_build(buf, f->d), uvariance[j]);
-	}
+		clients_put_component(rsinfo, NULL, "global", j + 1, f->p->U, f->d, f->r1, j,
+							  uvariance[j]);
 	fed_send_active(f, "perpca_shard_result", 1, params);
 	for (int s = 0; s < f->nshards; s++)
 	{
@@ -1806,9 +794,9 @@ fed_results(FedFit *f, ReturnSetInfo *rsinfo, const double *uvariance)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
 						 errmsg("shard %d returned a local component without client or number", s + 1)));
-			fed_put_row(rsinfo, SHARD_VALUE(r, i, 0), "local", pg_strtoint32(SHARD_VALUE(r, i, 2)),
-						perpca_vector_build(pc, f->d),
-						fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"));
+			clients_put_component(rsinfo, SHARD_VALUE(r, i, 0), "local",
+								  pg_strtoint32(SHARD_VALUE(r, i, 2)), pc, f->d, 1, 0,
+								  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"));
 		}
 	}
 }
@@ -1825,19 +813,19 @@ fed_run(FedFit *f, ReturnSetInfo *rsinfo)
 
 	snprintf(f->id, sizeof(f->id), "perpca_%d_%lld_%u", MyProcPid,
 			 (long long) GetCurrentTimestamp(), ++counter);
-	fed_report_phase("perpca_fit_federated: connecting to %d shards", f->nshards);
+	perpca_report_phase("perpca_fit_federated: connecting to %d shards", f->nshards);
 	fed_connect_all(f->sc, f->nshards, f->conninfo);
 	mark = fed_bytes(f);
-	fed_report_phase("perpca_fit_federated: opening %d shards", f->nshards);
+	perpca_report_phase("perpca_fit_federated: opening %d shards", f->nshards);
 	mean_sum = fed_open(f, &rows);
+	fed_make_problem(f);
 	fed_init(f, fed_centre_text(f, mean_sum, rows));
 	f->diag.setup_bytes = fed_bytes(f) - mark;
 	mark = fed_bytes(f);
-	fed_make_problem(f);
 	fed_rounds(f);
 	f->diag.round_bytes = f->diag.rounds > 0 ? (fed_bytes(f) - mark) / f->diag.rounds : 0;
 	mark = fed_bytes(f);
-	fed_report_phase("perpca_fit_federated: writing results");
+	perpca_report_phase("perpca_fit_federated: writing results");
 	uvariance = fed_finish(f);
 	fed_results(f, rsinfo, uvariance);
 	f->diag.result_bytes = fed_bytes(f) - mark;

@@ -12,6 +12,8 @@
 
 #include "miscadmin.h"
 
+#include "utils/memutils.h"
+
 #include "fit.h"
 #include "linalg.h"
 
@@ -23,8 +25,6 @@
 #define FIT_STEP_MAX_SCALE 16.0
 /* Power iterations used to estimate lambda_max(S_i). */
 #define FIT_POWER_ITERATIONS 200
-/* Heavy-ball momentum of the server step when the step is adaptive. */
-#define FIT_MOMENTUM 0.5
 
 /* ------------------------------------------------------------------------
  * Small helpers: random numbers, scratch space, retractions
@@ -61,7 +61,7 @@ fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
 			A[(int64) i * ld + j] = rng_gaussian(state);
 }
 
-/* Grow the problem's LAPACK workspace to at least n doubles. */
+/* Grow the problem's LAPACK workspace (kept where the problem lives) to at least n doubles. */
 static double *
 work_ensure(FitProblem *p, int64 n)
 {
@@ -69,15 +69,15 @@ work_ensure(FitProblem *p, int64 n)
 	{
 		if (p->work)
 			pfree(p->work);
-		p->work = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * n);
+		p->work = MemoryContextAllocHuge(GetMemoryChunkContext(p), sizeof(double) * n);
 		p->worklen = n;
 	}
 	return p->work;
 }
 
 /* Orthonormalize the m x n block A (stride lda) with the chosen retraction (polar: Gram route, SVD when ill-conditioned). */
-static void
-retract(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
+void
+fit_retract(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
 {
 	int			info;
 
@@ -92,8 +92,8 @@ retract(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
 }
 
 /* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z. */
-static void
-eigh_top(FitProblem *p, int d, double *A, int k, double *values, double *Z, int ldz)
+void
+fit_eigh_top(FitProblem *p, int d, double *A, int k, double *values, double *Z, int ldz)
 {
 	int			info = linalg_eigh_top(d, A, k, values, Z, ldz,
 									   work_ensure(p, LINALG_EIGH_WORK(d, k)));
@@ -103,8 +103,8 @@ eigh_top(FitProblem *p, int d, double *A, int k, double *values, double *Z, int 
 }
 
 /* Top k left singular vectors of A (m x n, destroyed) into Z (stride ldz), singular values into sigma (or NULL). */
-static void
-left_singular(FitProblem *p, int m, int n, double *A, int k, double *Z, int ldz, double *sigma)
+void
+fit_left_singular(FitProblem *p, int m, int n, double *A, int k, double *Z, int ldz, double *sigma)
 {
 	int			info = linalg_left_singular(m, n, A, k, Z, ldz, sigma,
 											work_ensure(p, LINALG_LSV_WORK(m, n)));
@@ -114,9 +114,9 @@ left_singular(FitProblem *p, int m, int n, double *A, int k, double *Z, int ldz,
 }
 
 /* ||P_A - P_B||_F for orthonormal m x r blocks A and B: sqrt(2) ||B - A A'B||_F. */
-static double
-projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb,
-				   double *scratch)
+double
+fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb,
+					   double *scratch)
 {
 	double	   *AtB = scratch;
 	double	   *D = scratch + (int64) r * r;
@@ -268,7 +268,7 @@ client_top_eigen_dense(FitProblem *p, FitClient *c, const double *U, int k,
 		pfree(Y);
 		pfree(G);
 	}
-	eigh_top(p, d, D, k, values, Z, ldz);
+	fit_eigh_top(p, d, D, k, values, Z, ldz);
 	pfree(D);
 }
 
@@ -277,9 +277,9 @@ client_top_eigen_dense(FitProblem *p, FitClient *c, const double *U, int k,
  * given: vectors as columns of Z (stride ldz), values descending.  A thin
  * client takes the SVD of its d x m factor instead of a d x d eigensolve.
  */
-static void
-client_top_eigen(FitProblem *p, FitClient *c, const double *U, int k,
-				 double *values, double *Z, int ldz)
+void
+fit_client_top_eigen(FitProblem *p, FitClient *c, const double *U, int k,
+					 double *values, double *Z, int ldz)
 {
 	int			d = p->d,
 				r1 = p->r1;
@@ -299,7 +299,7 @@ client_top_eigen(FitProblem *p, FitClient *c, const double *U, int k,
 			linalg_gemm(false, false, d, m, r1, -1.0, U, r1, UtF, m, 1.0, F, m);
 			pfree(UtF);
 		}
-		left_singular(p, d, m, F, k, Z, ldz, values);
+		fit_left_singular(p, d, m, F, k, Z, ldz, values);
 		for (int j = 0; j < k; j++)
 			values[j] *= values[j];
 		pfree(F);
@@ -362,8 +362,8 @@ problem_lambda_max(FitProblem *p)
  */
 
 /* V_i <- GR(V_i - U U'V_i): make the client's V orthogonal to the current U. */
-static void
-client_deflate(FitProblem *p, FitClient *c, FitRetraction retraction)
+void
+fit_client_deflate(FitProblem *p, FitClient *c, FitRetraction retraction)
 {
 	int			d = p->d,
 				r1 = p->r1,
@@ -376,7 +376,7 @@ client_deflate(FitProblem *p, FitClient *c, FitRetraction retraction)
 		return;
 	linalg_gemm(true, false, r1, r2, d, 1.0, c->W, k, V, k, 0.0, UtV, r2);
 	linalg_gemm(false, false, d, r2, r1, -1.0, c->W, k, UtV, r2, 1.0, V, k);
-	retract(p, retraction, d, r2, V, k);
+	fit_retract(p, retraction, d, r2, V, k);
 }
 
 /*
@@ -389,7 +389,7 @@ client_deflate_fast(FitProblem *p, FitClient *c, FitRetraction retraction)
 {
 	if (linalg_deflate_orth(p->d, p->r1, c->r2, c->W, c->k,
 							work_ensure(p, LINALG_CHOL_WORK(c->k))) != 0)
-		client_deflate(p, c, retraction);
+		fit_client_deflate(p, c, retraction);
 }
 
 /* Orthonormalize the m x n block A: Cholesky QR, else the chosen retraction (for spans only). */
@@ -397,12 +397,12 @@ static void
 orthonormalize(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda)
 {
 	if (linalg_chol_orth(m, n, A, lda, work_ensure(p, LINALG_CHOL_WORK(n))) != 0)
-		retract(p, how, m, n, A, lda);
+		fit_retract(p, how, m, n, A, lda);
 }
 
 /* SW <- (I - W W') S W, the tangent gradient (W orthonormal); return 1/2 tr(W'SW). */
-static double
-client_gradient(FitProblem *p, FitClient *c)
+double
+fit_client_gradient(FitProblem *p, FitClient *c)
 {
 	int			d = p->d,
 				k = c->k;
@@ -459,10 +459,10 @@ client_polar_step(FitProblem *p, FitClient *c, double step)
 	linalg_copy(d, k, c->W, k, T, k);
 	linalg_axpy((int64) d * k, step, c->SW, T);
 	linalg_gemm(false, false, d, k, k, step, c->W, k, c->M, k, 1.0, T, k);
-	retract(p, FIT_RETRACT_POLAR, d, k, T, k);
+	fit_retract(p, FIT_RETRACT_POLAR, d, k, T, k);
 	linalg_copy(d, r1, T, k, c->Ui, r1);
 	c->change = p->skip_change ? 0.0 :
-		projector_distance(d, r2, c->W + r1, k, T + r1, k, p->scratch);
+		fit_projector_distance(d, r2, c->W + r1, k, T + r1, k, p->scratch);
 	linalg_copy(d, r2, T + r1, k, c->W + r1, k);
 }
 
@@ -478,7 +478,7 @@ fit_client_step(FitProblem *p, FitClient *c, FitUpdate update,
 {
 	linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
 	client_deflate_fast(p, c, retraction);
-	c->objective = client_gradient(p, c);
+	c->objective = fit_client_gradient(p, c);
 	if (update == FIT_UPDATE_STGD)
 		client_stgd(p, c, retraction, step);
 	else
@@ -516,7 +516,7 @@ fit_server_step(FitProblem *p, FitRetraction retraction, double momentum)
 		p->Mom[x] = momentum * p->Mom[x] + p->Ubar[x] - p->U[x];
 	memcpy(p->Uprev, p->U, sizeof(double) * d * r1);
 	linalg_axpy((int64) d * r1, 1.0, p->Mom, p->U);
-	retract(p, retraction, d, r1, p->U, r1);
+	fit_retract(p, retraction, d, r1, p->U, r1);
 }
 
 /* ------------------------------------------------------------------------
@@ -593,7 +593,7 @@ theta_estimate(FitProblem *p)
 		pfree(A);
 		return NAN;
 	}
-	eigh_top(p, d, A, 1, &top, p->scratch, 1);
+	fit_eigh_top(p, d, A, 1, &top, p->scratch, 1);
 	pfree(A);
 	return 1.0 - top;
 }
@@ -603,42 +603,35 @@ theta_estimate(FitProblem *p)
  * ------------------------------------------------------------------------
  */
 
-/* Each client's top k_i eigenpairs: what the one-shot distributed PCAs send. */
-typedef struct LocalPCs
-{
-	double	   *L;				/* d x k_i eigenvectors, descending */
-	double	   *lambda;			/* k_i eigenvalues */
-} LocalPCs;
-
 /* Top k_i = r1 + r2_i eigenpairs of one S_i. */
-static void
-client_local_pcs(FitProblem *p, FitClient *c, LocalPCs *pcs)
+void
+fit_client_local_pcs(FitProblem *p, FitClient *c, FitLocalPCs *pcs)
 {
 	CHECK_FOR_INTERRUPTS();
 	pcs->L = palloc(sizeof(double) * p->d * Max(c->k, 1));
 	pcs->lambda = palloc(sizeof(double) * Max(c->k, 1));
-	client_top_eigen(p, c, NULL, c->k, pcs->lambda, pcs->L, Max(c->k, 1));
+	fit_client_top_eigen(p, c, NULL, c->k, pcs->lambda, pcs->L, Max(c->k, 1));
 }
 
 /* Top k_i = r1 + r2_i eigenpairs of every S_i. */
-static LocalPCs *
-local_pcs(FitProblem *p)
+FitLocalPCs *
+fit_local_pcs(FitProblem *p)
 {
-	LocalPCs   *pcs = palloc(sizeof(LocalPCs) * p->nclients);
+	FitLocalPCs   *pcs = palloc(sizeof(FitLocalPCs) * p->nclients);
 
 	for (int i = 0; i < p->nclients; i++)
-		client_local_pcs(p, &p->clients[i], &pcs[i]);
+		fit_client_local_pcs(p, &p->clients[i], &pcs[i]);
 	return pcs;
 }
 
 /*
- * U from stacked local PCs: top r1 left singular vectors of the d x sum k_i
- * matrix whose blocks are L_i scaled column-wise by sqrt(w_i lambda_ij)
- * (qu: the average of rank-k_i approximations, Qu et al.) or unscaled
- * (the personalized disPCA of the paper's section on statistical error).
+ * The stacked local PCs: the d x sum k_i matrix (returned, *ncols = sum k_i)
+ * whose blocks are L_i scaled column-wise by sqrt(w_i lambda_ij) (qu: the
+ * average of rank-k_i approximations, Qu et al.) or unscaled (the
+ * personalized disPCA of the paper's section on statistical error).
  */
-static void
-init_stacked(FitProblem *p, LocalPCs *pcs, bool qu)
+double *
+fit_stacked_pcs(const FitProblem *p, const FitLocalPCs *pcs, bool qu, int *ncols)
 {
 	int			d = p->d;
 	int			K = 0,
@@ -650,7 +643,7 @@ init_stacked(FitProblem *p, LocalPCs *pcs, bool qu)
 	B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * Max(K, 1));
 	for (int i = 0; i < p->nclients; i++)
 	{
-		FitClient  *c = &p->clients[i];
+		const FitClient *c = &p->clients[i];
 
 		linalg_copy(d, c->k, pcs[i].L, c->k, B + off, K);
 		if (qu)
@@ -659,7 +652,18 @@ init_stacked(FitProblem *p, LocalPCs *pcs, bool qu)
 									sqrt(c->weight * Max(pcs[i].lambda[j], 0.0)));
 		off += c->k;
 	}
-	left_singular(p, d, K, B, p->r1, p->U, p->r1, NULL);
+	*ncols = K;
+	return B;
+}
+
+/* U = top r1 left singular vectors of the stacked local PCs (fit_stacked_pcs). */
+static void
+init_stacked(FitProblem *p, FitLocalPCs *pcs, bool qu)
+{
+	int			K;
+	double	   *B = fit_stacked_pcs(p, pcs, qu, &K);
+
+	fit_left_singular(p, p->d, K, B, p->r1, p->U, p->r1, NULL);
 	pfree(B);
 }
 
@@ -677,7 +681,7 @@ init_pooled(FitProblem *p, double *U, int r)
 		CHECK_FOR_INTERRUPTS();
 		client_dense(p, &p->clients[i], p->clients[i].weight, A);
 	}
-	eigh_top(p, d, A, r, values, U, r);
+	fit_eigh_top(p, d, A, r, values, U, r);
 	pfree(values);
 	pfree(A);
 }
@@ -687,8 +691,8 @@ init_pooled(FitProblem *p, double *U, int r)
  * (I - P_U) L_i D_i, where D_i = sqrt(lambda_ij) plus a tiny floor so that no
  * column vanishes; (I - P_U) L_i has rank >= r2_i, so V_i is well defined.
  */
-static void
-init_local_one(FitProblem *p, FitClient *c, const LocalPCs *pcs)
+void
+fit_init_local(FitProblem *p, FitClient *c, const FitLocalPCs *pcs)
 {
 	int			d = p->d,
 				r1 = p->r1;
@@ -702,15 +706,15 @@ init_local_one(FitProblem *p, FitClient *c, const LocalPCs *pcs)
 		linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs->lambda[j], 0.0)) + floor);
 	linalg_gemm(true, false, r1, c->k, d, 1.0, p->U, r1, T, c->k, 0.0, c->M, c->k);
 	linalg_gemm(false, false, d, c->k, r1, -1.0, p->U, r1, c->M, c->k, 1.0, T, c->k);
-	left_singular(p, d, c->k, T, c->r2, c->W + r1, c->k, NULL);
+	fit_left_singular(p, d, c->k, T, c->r2, c->W + r1, c->k, NULL);
 }
 
 /* Every V_i from its client's own PCs, given U. */
 static void
-init_local_from_pcs(FitProblem *p, LocalPCs *pcs)
+init_local_from_pcs(FitProblem *p, FitLocalPCs *pcs)
 {
 	for (int i = 0; i < p->nclients; i++)
-		init_local_one(p, &p->clients[i], &pcs[i]);
+		fit_init_local(p, &p->clients[i], &pcs[i]);
 }
 
 /* Seeded Gaussian U (QR-orthonormalized) and Gaussian V_i, as in the paper. */
@@ -720,7 +724,7 @@ init_random(FitProblem *p, uint64 seed)
 	uint64		state = seed;
 
 	fill_gaussian(&state, p->d, p->r1, p->U, p->r1);
-	retract(p, FIT_RETRACT_QR, p->d, p->r1, p->U, p->r1);
+	fit_retract(p, FIT_RETRACT_QR, p->d, p->r1, p->U, p->r1);
 	for (int i = 0; i < p->nclients; i++)
 	{
 		FitClient  *c = &p->clients[i];
@@ -734,7 +738,7 @@ static void
 init_given(FitProblem *p, const double *U0)
 {
 	memcpy(p->U, U0, sizeof(double) * p->d * p->r1);
-	retract(p, FIT_RETRACT_POLAR, p->d, p->r1, p->U, p->r1);
+	fit_retract(p, FIT_RETRACT_POLAR, p->d, p->r1, p->U, p->r1);
 	for (int i = 0; i < p->nclients; i++)
 	{
 		FitClient  *c = &p->clients[i];
@@ -744,21 +748,21 @@ init_given(FitProblem *p, const double *U0)
 		else
 		{
 			/* a client new to the start: V_i from its own PCs, as in a cold start */
-			LocalPCs	pcs;
+			FitLocalPCs	pcs;
 
-			client_local_pcs(p, c, &pcs);
-			init_local_one(p, c, &pcs);
+			fit_client_local_pcs(p, c, &pcs);
+			fit_init_local(p, c, &pcs);
 		}
 	}
 }
 
 /* Set U and every V_i to the start named by how (not FIT_INIT_BEST). */
 static void
-init_start(FitProblem *p, FitInit how, const FitOptions *opts, LocalPCs **pcs)
+init_start(FitProblem *p, FitInit how, const FitOptions *opts, FitLocalPCs **pcs)
 {
 	if ((how == FIT_INIT_DISPCA || how == FIT_INIT_QU || how == FIT_INIT_POOLED) &&
 		*pcs == NULL)
-		*pcs = local_pcs(p);
+		*pcs = fit_local_pcs(p);
 	switch (how)
 	{
 		case FIT_INIT_DISPCA:
@@ -785,9 +789,16 @@ init_start(FitProblem *p, FitInit how, const FitOptions *opts, LocalPCs **pcs)
  * ------------------------------------------------------------------------
  */
 
+/* The step of round 1: the given one, or FIT_STEP_SCALE / lambda_max. */
+void
+fit_initial_step(FitProblem *p, double step)
+{
+	p->step = step > 0.0 ? step : FIT_STEP_SCALE / (p->lambda_max > 0.0 ? p->lambda_max : 1.0);
+}
+
 /* Rounds 1, 2, 5, 10, 20, 50, 100, ... get a verbose NOTICE. */
-static bool
-report_round(int t)
+bool
+fit_report_round(int t)
 {
 	while (t >= 10 && t % 10 == 0)
 		t /= 10;
@@ -801,8 +812,8 @@ report_round(int t)
  * below rounding, near the optimum -- when the KKT residual did not grow;
  * without the second test a too-long step can oscillate unseen.
  */
-static void
-adapt_step(FitProblem *p, double previous, double previous_kkt)
+void
+fit_adapt_step(FitProblem *p, double previous, double previous_kkt)
 {
 	double		lmax = p->lambda_max > 0.0 ? p->lambda_max : 1.0;
 	double		noise = 1e-14 * fabs(previous);
@@ -868,9 +879,9 @@ run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool 
 		p->kkt_residual = (opts->adaptive || report) ? kkt_from_gradients(p) : NAN;
 		fit_server_step(p, opts->retraction, opts->adaptive ? FIT_MOMENTUM : 0.0);
 		if (!p->skip_change)
-			p->change = Max(p->change, projector_distance(p->d, p->r1, p->Uprev, p->r1,
+			p->change = Max(p->change, fit_projector_distance(p->d, p->r1, p->Uprev, p->r1,
 														  p->U, p->r1, p->scratch));
-		if (report && (report_round(t) || t == rounds))
+		if (report && (fit_report_round(t) || t == rounds))
 			ereport(NOTICE,
 					(errmsg("round %d: objective %.10g, kkt residual %.3e, step %.3e",
 							t, p->objective, p->kkt_residual, step)));
@@ -880,7 +891,7 @@ run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool 
 			break;
 		}
 		if (opts->adaptive)
-			adapt_step(p, previous, previous_kkt);
+			fit_adapt_step(p, previous, previous_kkt);
 		previous = p->objective;
 		previous_kkt = p->kkt_residual;
 	}
@@ -937,7 +948,7 @@ snapshot(FitProblem *p, FitSnapshot *s, bool save)
  * Returns the rounds already run on the kept start.
  */
 static int
-start_best(FitProblem *p, const FitOptions *opts, LocalPCs **pcs, bool *converged)
+start_best(FitProblem *p, const FitOptions *opts, FitLocalPCs **pcs, bool *converged)
 {
 	static const FitInit candidates[] = {FIT_INIT_DISPCA, FIT_INIT_QU, FIT_INIT_POOLED};
 	static const char *const names[] = {"dispca", "qu", "pooled"};
@@ -979,18 +990,21 @@ start_best(FitProblem *p, const FitOptions *opts, LocalPCs **pcs, bool *converge
  * ------------------------------------------------------------------------
  */
 
-/* Copy U into every client and deflate + retract V_i twice (feasible to rounding). */
+/* Copy U into the client and deflate + retract V_i twice (feasible to rounding). */
+void
+fit_client_feasible(FitProblem *p, FitClient *c)
+{
+	linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
+	fit_client_deflate(p, c, FIT_RETRACT_POLAR);
+	fit_client_deflate(p, c, FIT_RETRACT_POLAR);
+}
+
+/* fit_client_feasible for every client. */
 static void
 make_feasible(FitProblem *p)
 {
 	for (int i = 0; i < p->nclients; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
-		client_deflate(p, c, FIT_RETRACT_POLAR);
-		client_deflate(p, c, FIT_RETRACT_POLAR);
-	}
+		fit_client_feasible(p, &p->clients[i]);
 }
 
 /* Rotate the m columns of A (stride lda) to the eigenvectors of B = A'(sum_i w_i S_i)A, or of A'S_cA for one client. */
@@ -1013,7 +1027,7 @@ rotate_to_eigen(FitProblem *p, FitClient *only, double *A, int lda, int m, doubl
 		fit_client_apply(p, c, X, m, Y);
 		linalg_gemm(true, false, m, m, d, only ? 1.0 : c->weight, X, m, Y, m, 1.0, B, m);
 	}
-	eigh_top(p, m, B, m, values, Q, m);
+	fit_eigh_top(p, m, B, m, values, Q, m);
 	linalg_gemm(false, false, d, m, m, 1.0, X, m, Q, m, 0.0, A, lda);
 	linalg_fix_signs(d, m, A, lda);
 	pfree(X);
@@ -1031,14 +1045,22 @@ order_components(FitProblem *p)
 	for (int i = 0; i < p->nclients; i++)
 	{
 		FitClient  *c = &p->clients[i];
-		int			m = c->k - c->lfirst;
 
 		CHECK_FOR_INTERRUPTS();
 		if (p->rU > 0 && c->lfirst > 0)
 			linalg_copy(p->d, p->r1, p->U, p->r1, c->W, c->k);
-		if (m > 0)
-			rotate_to_eigen(p, c, c->W + c->lfirst, c->k, m, c->variance + c->lfirst);
+		fit_order_local(p, c);
 	}
+}
+
+/* Order one client's local components (W[:, lfirst:k]) by decreasing variance and fix their signs. */
+void
+fit_order_local(FitProblem *p, FitClient *c)
+{
+	int			m = c->k - c->lfirst;
+
+	if (m > 0)
+		rotate_to_eigen(p, c, c->W + c->lfirst, c->k, m, c->variance + c->lfirst);
 }
 
 /* Objective, KKT residual and theta_est of the final (feasible) U, V_i. */
@@ -1054,7 +1076,7 @@ final_diagnostics(FitProblem *p, FitMethod method, FitDiagnostics *diag)
 		for (int i = 0; i < p->nclients; i++)
 		{
 			CHECK_FOR_INTERRUPTS();
-			p->clients[i].objective = client_gradient(p, &p->clients[i]);
+			p->clients[i].objective = fit_client_gradient(p, &p->clients[i]);
 		}
 		diag->objective = total_objective(p);
 		diag->kkt_residual = kkt_from_gradients(p);
@@ -1082,7 +1104,7 @@ final_diagnostics(FitProblem *p, FitMethod method, FitDiagnostics *diag)
 static void
 fit_perpca(FitProblem *p, const FitOptions *opts, FitDiagnostics *diag)
 {
-	LocalPCs   *pcs = NULL;
+	FitLocalPCs   *pcs = NULL;
 	bool		converged = false;
 	int			ran = 0;
 
@@ -1103,7 +1125,7 @@ deflated_local_pcs(FitProblem *p, FitClient *c)
 {
 	double	   *values = palloc(sizeof(double) * Max(c->r2, 1));
 
-	client_top_eigen(p, c, p->U, c->r2, values, c->W + p->r1, c->k);
+	fit_client_top_eigen(p, c, p->U, c->r2, values, c->W + p->r1, c->k);
 	pfree(values);
 }
 
@@ -1111,7 +1133,7 @@ deflated_local_pcs(FitProblem *p, FitClient *c)
 static void
 fit_dispca(FitProblem *p)
 {
-	LocalPCs   *pcs = local_pcs(p);
+	FitLocalPCs   *pcs = fit_local_pcs(p);
 
 	init_stacked(p, pcs, false);
 	for (int i = 0; i < p->nclients; i++)
@@ -1138,7 +1160,7 @@ fit_cpca(FitProblem *p, int n_local)
 static void
 fit_indiv(FitProblem *p)
 {
-	LocalPCs   *pcs = local_pcs(p);
+	FitLocalPCs   *pcs = fit_local_pcs(p);
 
 	p->rU = 0;
 	for (int i = 0; i < p->nclients; i++)
@@ -1160,10 +1182,7 @@ fit_run(FitProblem *p, const FitOptions *opts, FitDiagnostics *diag)
 	for (int i = 0; i < p->nclients; i++)
 		p->clients[i].lfirst = p->r1;
 	p->lambda_max = problem_lambda_max(p);
-	if (opts->step > 0.0)
-		p->step = opts->step;
-	else
-		p->step = FIT_STEP_SCALE / (p->lambda_max > 0.0 ? p->lambda_max : 1.0);
+	fit_initial_step(p, opts->step);
 	switch (opts->method)
 	{
 		case FIT_METHOD_PERPCA:

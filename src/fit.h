@@ -135,6 +135,16 @@ typedef struct FitProblem
 	bool		skip_change;	/* client steps leave change = 0 (no stopping rule reads it) */
 } FitProblem;
 
+/* Heavy-ball momentum of the server step when the step is adaptive. */
+#define FIT_MOMENTUM 0.5
+
+/* One client's top k_i eigenpairs: what the one-shot distributed PCAs send. */
+typedef struct FitLocalPCs
+{
+	double	   *L;				/* d x k_i eigenvectors, descending */
+	double	   *lambda;			/* k_i eigenvalues */
+} FitLocalPCs;
+
 /*
  * Set up a problem over nclients clients; clients[i].S, weight and r2 must be
  * filled in (and V0 for FIT_INIT_GIVEN).  Allocates in CurrentMemoryContext.
@@ -152,5 +162,60 @@ extern void fit_server_step(FitProblem *p, FitRetraction retraction, double mome
 /* S_i W for a d x k block W: the only place that reads S_i. */
 extern void fit_client_apply(const FitProblem *p, const FitClient *c,
 							 const double *W, int k, double *out);
+
+/*
+ * Pieces of fit_run for callers that drive the rounds themselves (the
+ * federated shards and coordinator).  LAPACK workspace comes from the
+ * problem; a LAPACK failure raises an error.
+ */
+
+/* Orthonormalize the m x n block A (stride lda): polar (Gram route, SVD when ill-conditioned) or QR. */
+extern void fit_retract(FitProblem *p, FitRetraction how, int m, int n, double *A, int lda);
+
+/* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */
+extern void fit_eigh_top(FitProblem *p, int d, double *A, int k, double *values, double *Z, int ldz);
+
+/* Top k left singular vectors of A (m x n, destroyed) into Z (stride ldz), singular values into sigma (or NULL). */
+extern void fit_left_singular(FitProblem *p, int m, int n, double *A, int k, double *Z, int ldz,
+							  double *sigma);
+
+/* ||P_A - P_B||_F for orthonormal m x r blocks; scratch holds r * r + m * r doubles. */
+extern double fit_projector_distance(int m, int r, const double *A, int lda, const double *B,
+									 int ldb, double *scratch);
+
+/* Top k eigenpairs of S_i, or of (I - P_U) S_i (I - P_U) when U is given. */
+extern void fit_client_top_eigen(FitProblem *p, FitClient *c, const double *U, int k,
+								 double *values, double *Z, int ldz);
+
+/* Top k_i = r1 + r2_i eigenpairs of one S_i, or of every S_i. */
+extern void fit_client_local_pcs(FitProblem *p, FitClient *c, FitLocalPCs *pcs);
+extern FitLocalPCs *fit_local_pcs(FitProblem *p);
+
+/* The d x sum k_i stacked local PCs (scaled by sqrt(w_i lambda_ij) for qu); *ncols = sum k_i. */
+extern double *fit_stacked_pcs(const FitProblem *p, const FitLocalPCs *pcs, bool qu, int *ncols);
+
+/* V_i from the client's own PCs, given the current U. */
+extern void fit_init_local(FitProblem *p, FitClient *c, const FitLocalPCs *pcs);
+
+/* V_i <- GR(V_i - U U'V_i) with the given retraction. */
+extern void fit_client_deflate(FitProblem *p, FitClient *c, FitRetraction retraction);
+
+/* W = [U, V_i] with V_i deflated against U twice (feasible to rounding). */
+extern void fit_client_feasible(FitProblem *p, FitClient *c);
+
+/* SW <- tangent gradient, M <- W'S_iW; returns 1/2 tr(W'S_iW). */
+extern double fit_client_gradient(FitProblem *p, FitClient *c);
+
+/* Rotate the client's local components to decreasing variance and fix their signs. */
+extern void fit_order_local(FitProblem *p, FitClient *c);
+
+/* The step of round 1: step when > 0, else derived from p->lambda_max. */
+extern void fit_initial_step(FitProblem *p, double step);
+
+/* The adaptive step after a round (halve and drop momentum when worse, else grow 10%). */
+extern void fit_adapt_step(FitProblem *p, double previous, double previous_kkt);
+
+/* Whether round t gets a verbose NOTICE (1, 2, 5, 10, 20, 50, ...). */
+extern bool fit_report_round(int t);
 
 #endif							/* PERPCA_FIT_H */

@@ -1,9 +1,12 @@
 /*
- * perpca.c -- module initialisation
+ * perpca.c -- module initialisation and progress reporting
  */
 #include "postgres.h"
 
+#include <stdarg.h>
+
 #include "fmgr.h"
+#include "pgstat.h"
 
 #include "linalg.h"
 #include "perpca.h"
@@ -17,4 +20,17 @@ void
 _PG_init(void)
 {
 	linalg_init();
+}
+
+/* Show a long call's phase in pg_stat_activity.query (printf-style). */
+void
+perpca_report_phase(const char *fmt,...)
+{
+	char		buf[256];
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, args);
+	va_end(args);
+	pgstat_report_activity(STATE_RUNNING, buf);
 }

@@ -2,13 +2,19 @@
  * perpca.h -- declarations shared by the perpca source files
  *
  * Files and what they own:
- *   perpca.c   module initialisation (BLAS threading)
- *   arrays.c   validating and building float8[] values (vectors, matrices)
- *   stats.c    the perpca_stats type and its aggregates (per-group moments)
- *   linalg.c   the only file that calls CBLAS / LAPACKE
- *   fit.c      the PerPCA algorithm: client step, server step, rounds
- *   fit_sql.c  perpca_fit(): options, reading clients with SPI, result rows
- *   project.c  projection functions on float8[] arrays
+ *   perpca.c            module initialisation (BLAS threading), phase reporting
+ *   arrays.c            validating and building float8[] values (vectors, matrices)
+ *   stats.c             the perpca_stats type: I/O, send/receive, moments (stats.h)
+ *   stats_agg.c         the perpca_stats aggregates: transition, combine, serialize
+ *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
+ *   fit.c               the PerPCA algorithm: client step, server step, rounds (fit.h)
+ *   clients.c           reading a fit's clients with SPI, their checks and S_i,
+ *                       shared options and result rows (clients.h)
+ *   fit_sql.c           perpca_fit(), perpca_last_fit(): options, start, results
+ *   federated_shard.c   perpca_shard_*(): the client steps run on each shard
+ *   federated.c         perpca_fit_federated(): the coordinator over libpq (federated.h)
+ *   models.c            projection functions on a stored model, read by name and cached
+ *   project.c           projection functions on float8[] arrays
  */
 #ifndef PERPCA_H
 #define PERPCA_H
@@ -18,6 +24,11 @@
 
 /* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
 #define PERPCA_MAX_DIM 4096
+
+/* ---- perpca.c ---- */
+
+/* Show a long call's phase in pg_stat_activity.query (printf-style). */
+extern void perpca_report_phase(const char *fmt,...) pg_attribute_printf(1, 2);
 
 /* ---- arrays.c ---- */
 
