@@ -1,7 +1,4 @@
 -- perpca_fit: every bad input gets a clear error; long fits are cancellable
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS perpca;
-RESET client_min_messages;
 CREATE TEMP TABLE e_stats (client int, n int, stats perpca_stats);
 \copy e_stats FROM 'test/data/fit_e_stats.csv' CSV HEADER
 \set VERBOSITY default

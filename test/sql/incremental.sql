@@ -4,26 +4,10 @@
 -- rolling the periods up.  The model's source query reads only that table,
 -- so refreshing it never rescans the raw rows.
 --
-SET client_min_messages = warning;
-DROP SCHEMA IF EXISTS perpca_incremental CASCADE;
-RESET client_min_messages;
 CREATE SCHEMA perpca_incremental;
 SET search_path = perpca_incremental, public;
 SET extra_float_digits = 0;
-
-CREATE FUNCTION arrays_close(a float8[], b float8[], tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_dims(a) = array_dims(b)
-       AND (SELECT max(abs(u.x - u.y)) <= tol * greatest(max(abs(u.y)), 1)
-              FROM unnest(a, b) AS u(x, y))
-$$;
--- True when two statistics describe the same rows (count exact, moments to tol).
-CREATE FUNCTION stats_close(a perpca_stats, b perpca_stats, tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT perpca_count(a) = perpca_count(b)
-       AND arrays_close(perpca_mean(a), perpca_mean(b), tol)
-       AND arrays_close(perpca_covariance(a), perpca_covariance(b), tol)
-$$;
+\i test/include/compare.sql
 
 -- All rows (clients a..e, 150 rows each, d = 8); period p holds rows 25(p-1)+1 .. 25p.
 CREATE TABLE obs (client text, obs int, x float8[]);

@@ -4,38 +4,16 @@
 -- and drop.  Expected values come from the numpy oracle's converged fit on
 -- the same data (test/fixtures/gen_project.py), for each center option.
 --
--- Leave the database as found: drop the extension at the end if this file
--- created it.
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'perpca') AS created_perpca \gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS perpca;
-DROP SCHEMA IF EXISTS perpca_model CASCADE;
-DROP SCHEMA IF EXISTS "Perpca Other" CASCADE;
-RESET client_min_messages;
 CREATE SCHEMA perpca_model;
 SET search_path = perpca_model, public;
 SET extra_float_digits = 0;
-
--- True when a and b have the same shape and max|a - b| <= tol * max(max|b|, 1).
-CREATE FUNCTION arrays_close(a float8[], b float8[], tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_dims(a) = array_dims(b)
-       AND (SELECT max(abs(u.x - u.y)) <= tol * greatest(max(abs(u.y)), 1)
-              FROM unnest(a, b) AS u(x, y))
-$$;
+\i test/include/compare.sql
 CREATE FUNCTION close(a float8, b float8, tol float8) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$ SELECT abs(a - b) <= tol * greatest(abs(b), 1) $$;
 CREATE FUNCTION add(a float8[], b float8[]) RETURNS float8[]
 LANGUAGE sql IMMUTABLE AS $$ SELECT array_agg(x + y) FROM unnest(a, b) AS u(x, y) $$;
 CREATE FUNCTION absolute(a float8[]) RETURNS float8[]
 LANGUAGE sql IMMUTABLE AS $$ SELECT array_agg(abs(x)) FROM unnest(a) AS u(x) $$;
--- ||P_A - P_B||_F^2 for two sets of orthonormal rows.
-CREATE FUNCTION projector_distance(a float8[], b float8[]) RETURNS float8
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_length(a, 1) + array_length(b, 1) - 2 * sum(s * s)
-      FROM generate_subscripts(b, 1) AS i,
-           LATERAL unnest(perpca_scores(ARRAY(SELECT b[i][j] FROM generate_subscripts(b, 2) AS j), a)) AS s
-$$;
 
 CREATE TABLE obs (client text, obs int, x float8[]);
 \copy obs from 'test/data/project_obs.csv' csv header
@@ -268,6 +246,3 @@ DROP SCHEMA "Perpca Other" CASCADE;
 RESET client_min_messages;
 RESET search_path;
 RESET extra_float_digits;
-\if :created_perpca
-DROP EXTENSION perpca;
-\endif

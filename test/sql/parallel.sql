@@ -3,35 +3,10 @@
 -- Finalize aggregates (combine, serialize and deserialize in use), and the
 -- parallel answer equals the serial one to 1e-12 relative.
 --
--- Leave the database as found: drop the extension at the end if this file
--- created it.
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'perpca') AS created_perpca \gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS perpca;
-DROP SCHEMA IF EXISTS perpca_parallel CASCADE;
-RESET client_min_messages;
 CREATE SCHEMA perpca_parallel;
 SET search_path = perpca_parallel, public;
 SET extra_float_digits = 0;
-
--- True when a and b have the same shape and max|a - b| <= tol * max|b|
--- (norm-wise relative error, so entries near zero do not need special care).
-CREATE FUNCTION arrays_close(a float8[], b float8[], tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_dims(a) = array_dims(b)
-       AND (SELECT max(abs(u.x - u.y)) <= tol * greatest(max(abs(u.y)), 1e-300)
-              FROM unnest(a, b) AS u(x, y))
-$$;
-
--- Same row count, same dimension, mean and covariance within tol.
-CREATE FUNCTION stats_close(a perpca_stats, b perpca_stats, tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT perpca_count(a) = perpca_count(b)
-       AND perpca_dim(a) = perpca_dim(b)
-       AND arrays_close(perpca_mean(a), perpca_mean(b), tol)
-       AND arrays_close(perpca_covariance(a), perpca_covariance(b), tol)
-       AND arrays_close(perpca_covariance(a, false), perpca_covariance(b, false), tol)
-$$;
+\i test/include/compare.sql
 
 -- 40000 deterministic rows, d = 12, 16 groups, a large common offset so the
 -- centred covariance is small next to the raw second moment.  Every 97th row
@@ -140,6 +115,3 @@ DROP SCHEMA perpca_parallel CASCADE;
 RESET client_min_messages;
 RESET search_path;
 RESET extra_float_digits;
-\if :created_perpca
-DROP EXTENSION perpca;
-\endif

@@ -4,36 +4,12 @@
 -- the group column, partial per partition plus a Finalize otherwise; the
 -- answers equal those of the unpartitioned table to 1e-12 relative.
 --
--- Leave the database as found: drop the extension at the end if this file
--- created it.
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'perpca') AS created_perpca \gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS perpca;
-DROP SCHEMA IF EXISTS perpca_partition CASCADE;
-RESET client_min_messages;
 CREATE SCHEMA perpca_partition;
 SET search_path = perpca_partition, public;
 SET extra_float_digits = 0;
+\i test/include/compare.sql
 -- Plans below are serial; parallel partition-wise plans come at the end.
 SET max_parallel_workers_per_gather = 0;
-
--- True when a and b have the same shape and max|a - b| <= tol * max|b|.
-CREATE FUNCTION arrays_close(a float8[], b float8[], tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_dims(a) = array_dims(b)
-       AND (SELECT max(abs(u.x - u.y)) <= tol * greatest(max(abs(u.y)), 1e-300)
-              FROM unnest(a, b) AS u(x, y))
-$$;
-
--- Same row count, same dimension, mean and covariance within tol.
-CREATE FUNCTION stats_close(a perpca_stats, b perpca_stats, tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT perpca_count(a) = perpca_count(b)
-       AND perpca_dim(a) = perpca_dim(b)
-       AND arrays_close(perpca_mean(a), perpca_mean(b), tol)
-       AND arrays_close(perpca_covariance(a), perpca_covariance(b), tol)
-       AND arrays_close(perpca_covariance(a, false), perpca_covariance(b, false), tol)
-$$;
 
 -- The unpartitioned reference: 24000 deterministic rows, d = 8, 12 groups,
 -- one row per 20 minutes through 2024 (each group spans every quarter).
@@ -164,6 +140,3 @@ DROP SCHEMA perpca_partition CASCADE;
 RESET client_min_messages;
 RESET search_path;
 RESET extra_float_digits;
-\if :created_perpca
-DROP EXTENSION perpca;
-\endif

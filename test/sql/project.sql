@@ -4,32 +4,10 @@
 -- and without a mean, the variance helpers on perpca_stats, local components
 -- with the global ones frozen; then shapes, dimensions and NULLs.
 --
--- Leave the database as found: drop the extension at the end if this file
--- created it.
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'perpca') AS created_perpca \gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS perpca;
-DROP SCHEMA IF EXISTS perpca_project CASCADE;
-RESET client_min_messages;
 CREATE SCHEMA perpca_project;
 SET search_path = perpca_project, public;
 SET extra_float_digits = 0;
-
--- True when a and b have the same shape and max|a - b| <= tol * max(max|b|, 1).
-CREATE FUNCTION arrays_close(a float8[], b float8[], tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_dims(a) = array_dims(b)
-       AND (SELECT max(abs(u.x - u.y)) <= tol * greatest(max(abs(u.y)), 1)
-              FROM unnest(a, b) AS u(x, y))
-$$;
-
--- ||P_A - P_B||_F^2 for two sets of orthonormal rows: k_A + k_B - 2 ||A B^T||_F^2.
-CREATE FUNCTION projector_distance(a float8[], b float8[]) RETURNS float8
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_length(a, 1) + array_length(b, 1) - 2 * sum(s * s)
-      FROM generate_subscripts(b, 1) AS i,
-           LATERAL unnest(perpca_scores(ARRAY(SELECT b[i][j] FROM generate_subscripts(b, 2) AS j), a)) AS s
-$$;
+\i test/include/compare.sql
 
 -- The comparisons can fail.
 SELECT arrays_close('{1,2,3}', '{1,2,3.0001}', 1e-6) AS close_detects_difference,
@@ -134,6 +112,3 @@ DROP SCHEMA perpca_project CASCADE;
 RESET client_min_messages;
 RESET search_path;
 RESET extra_float_digits;
-\if :created_perpca
-DROP EXTENSION perpca;
-\endif

@@ -4,20 +4,10 @@
 -- clients get local components, clients gone from the query are dropped, a
 -- failed or cancelled refresh leaves the model as it was.
 --
-SET client_min_messages = warning;
-DROP SCHEMA IF EXISTS perpca_refresh CASCADE;
-RESET client_min_messages;
 CREATE SCHEMA perpca_refresh;
 SET search_path = perpca_refresh, public;
 SET extra_float_digits = 0;
-
--- Projector distance ||U U^T - W W^T||_F^2 between two sets of orthonormal rows (k x d arrays).
-CREATE FUNCTION projector_distance(a float8[], b float8[]) RETURNS float8
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_length(a, 1) + array_length(b, 1) - 2 * sum(s * s)
-      FROM generate_subscripts(b, 1) AS i,
-           LATERAL unnest(perpca_scores(ARRAY(SELECT b[i][j] FROM generate_subscripts(b, 2) AS j), a)) AS s
-$$;
+\i test/include/compare.sql
 -- Fingerprint of everything a model stores except the fit's timing.
 CREATE FUNCTION fingerprint(model text) RETURNS text
 LANGUAGE plpgsql STABLE AS $$

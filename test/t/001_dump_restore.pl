@@ -7,15 +7,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PerpcaTest;
 
 # Worst case for BLAS threading: ask OpenBLAS for 4 threads.  It starts its
 # pool when the library is loaded; _PG_init must stop it again.
 delete $ENV{$_} for qw(OMP_NUM_THREADS GOTO_NUM_THREADS OPENBLAS_MAIN_FREE);
 $ENV{OPENBLAS_NUM_THREADS} = '4';
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->start;
+my $node = start_node('main');
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
 $node->safe_psql(

@@ -13,6 +13,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PerpcaTest;
 
 my $d = 6;              # dimension of a row
 my $rows = 700;         # rows per client
@@ -40,10 +41,7 @@ SELECT c, CASE WHEN i % 50 = 0 THEN NULL ELSE
 my %shard;
 for my $name (sort keys %clients)
 {
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', $serial);
-	$node->start;
+	my $node = start_node($name, $serial);
 	$node->safe_psql(
 		'postgres', qq{
 CREATE EXTENSION perpca;
@@ -54,10 +52,7 @@ ANALYZE readings;
 	$shard{$name} = $node;
 }
 
-my $coord = PostgreSQL::Test::Cluster->new('coordinator');
-$coord->init;
-$coord->append_conf('postgresql.conf', $serial);
-$coord->start;
+my $coord = start_node('coordinator', $serial);
 
 my $setup = q{
 CREATE EXTENSION perpca;
@@ -80,21 +75,7 @@ CREATE FOREIGN TABLE readings_$name PARTITION OF readings FOR VALUES IN ($in)
 }
 $setup .= q{
 ANALYZE readings;
--- True when a and b have the same shape and max|a - b| <= tol * max|b|.
-CREATE FUNCTION arrays_close(a float8[], b float8[], tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_dims(a) = array_dims(b)
-       AND (SELECT max(abs(u.x - u.y)) <= tol * greatest(max(abs(u.y)), 1e-300)
-              FROM unnest(a, b) AS u(x, y))
-$$;
-CREATE FUNCTION stats_close(a perpca_stats, b perpca_stats, tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT perpca_count(a) = perpca_count(b)
-       AND perpca_dim(a) = perpca_dim(b)
-       AND arrays_close(perpca_mean(a), perpca_mean(b), tol)
-       AND arrays_close(perpca_covariance(a), perpca_covariance(b), tol)
-       AND arrays_close(perpca_covariance(a, false), perpca_covariance(b, false), tol)
-$$;
+\\i } . test_path('test/include/compare.sql') . q{
 };
 $coord->safe_psql('postgres', $setup);
 
@@ -219,7 +200,7 @@ is( $coord->safe_psql(
 		'postgres', q{
 SELECT count(*),
        count(*) FILTER (WHERE a.kind = 'global'),
-       count(*) FILTER (WHERE arrays_close(a.pc, b.pc, 1e-9)
+       count(*) FILTER (WHERE arrays_close(a.pc, b.pc, 1e-9, 1e-300)
                           AND abs(a.variance - b.variance) <= 1e-9 * abs(b.variance))
   FROM fit_sharded a
   FULL JOIN fit_single b

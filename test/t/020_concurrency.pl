@@ -17,21 +17,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use PerpcaTest;
 
-my $data = ($ENV{TESTDIR} // '.') . '/test/data/project_obs.csv';
--e $data or BAIL_OUT("missing $data");
-
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf('postgresql.conf', "max_connections = 40\n");
-$node->start;
+my $node = start_node('main', "max_connections = 40\n");
 
 $node->safe_psql(
-	'postgres', qq{
-CREATE EXTENSION perpca;
-CREATE TABLE obs (client text, obs int, x float8[]);
-\\copy obs from '$data' csv header
-CREATE TABLE feed_rows AS SELECT client, x FROM obs WHERE client IN ('a', 'b', 'c', 'd') AND obs <= 100;
+	'postgres', obs_feed_sql(qw(a b c d)) . q{
 SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.feed_rows GROUP BY client', 2, 2);
 -- One statement's view of the model: version, number of components, and the
 -- summed reconstruction error of some rows from the cached model.
@@ -42,7 +33,7 @@ SELECT i.version, (SELECT count(*) FROM m_components) AS components,
   FROM m_info i;
 -- Raises if the model seen by this statement is half-written, or if the
 -- cached model differs from the stored tables under the same snapshot.
-CREATE FUNCTION check_model() RETURNS bigint LANGUAGE plpgsql STABLE AS \$\$
+CREATE FUNCTION check_model() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
 DECLARE
     info record;
     n bigint;
@@ -72,7 +63,7 @@ BEGIN
     END IF;
     RETURN info.version;
 END
-\$\$;
+$$;
 });
 is($node->safe_psql('postgres', 'SELECT check_model() = version FROM m_info'),
 	't', 'check_model() accepts the trained model');

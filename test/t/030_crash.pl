@@ -15,27 +15,18 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use PerpcaTest;
 
-my $data = ($ENV{TESTDIR} // '.') . '/test/data/project_obs.csv';
--e $data or BAIL_OUT("missing $data");
-
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf('postgresql.conf', "restart_after_crash = on\n");
-$node->start;
+my $node = start_node('main', "restart_after_crash = on\n");
 
 $node->safe_psql(
-	'postgres', qq{
-CREATE EXTENSION perpca;
-CREATE TABLE obs (client text, obs int, x float8[]);
-\\copy obs from '$data' csv header
-CREATE TABLE feed_rows AS SELECT client, x FROM obs WHERE client IN ('a', 'b', 'c', 'd') AND obs <= 100;
+	'postgres', obs_feed_sql(qw(a b c d)) . q{
 CREATE VIEW feed AS SELECT client, x FROM feed_rows;
 SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.feed GROUP BY client', 2, 2);
 -- new rows and a new client, so that a refresh would change the model
 INSERT INTO feed_rows SELECT client, x FROM obs WHERE client IN ('a', 'b', 'c') AND obs > 100 OR client = 'e';
-CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(600); RETURN NULL; END \$\$;
-CREATE FUNCTION slow() RETURNS boolean LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(600); RETURN true; END \$\$;
+CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(600); RETURN NULL; END $$;
+CREATE FUNCTION slow() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(600); RETURN true; END $$;
 });
 
 # Everything the model stores, and what it computes, as one line.

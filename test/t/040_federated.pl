@@ -15,8 +15,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PerpcaTest;
 
-my $data = ($ENV{TESTDIR} // '.') . '/test/data';
+my $data = test_path('test/data');
 my %clients = (shard1 => [ 1 .. 8 ], shard2 => [ 9 .. 20 ]);
 
 my $load = qq{
@@ -28,9 +29,7 @@ CREATE TABLE e_all (client int, n int, stats perpca_stats);
 my %shard;
 for my $name (sort keys %clients)
 {
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->start;
+	my $node = start_node($name);
 	my $in = join(', ', @{ $clients{$name} });
 	$node->safe_psql('postgres',
 		$load . "CREATE TABLE e_stats AS SELECT * FROM e_all WHERE client IN ($in); DROP TABLE e_all;");
@@ -44,9 +43,7 @@ DELETE FROM thin_rows WHERE client NOT IN ($thin_in);
 	$shard{$name} = $node;
 }
 
-my $coord = PostgreSQL::Test::Cluster->new('coordinator');
-$coord->init;
-$coord->start;
+my $coord = start_node('coordinator');
 $coord->safe_psql('postgres', $load . qq{
 ALTER TABLE e_all RENAME TO e_stats;
 CREATE TABLE ref (name text, kind text, client text, k int, vector float8[]);

@@ -8,10 +8,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use PerpcaTest;
 
-my $node = PostgreSQL::Test::Cluster->new('cancel');
-$node->init;
-$node->start;
+my $node = start_node('cancel');
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION perpca;

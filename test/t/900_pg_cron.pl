@@ -14,28 +14,18 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PerpcaTest;
 
-my $data = ($ENV{TESTDIR} // '.') . '/test/data/project_obs.csv';
--e $data or BAIL_OUT("missing $data");
-
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', q{
+my $node = start_node(
+	'main', q{
 shared_preload_libraries = 'pg_cron'
 cron.database_name = 'postgres'
 cron.use_background_workers = on
 max_worker_processes = 16
 });
-$node->start;
 
 $node->safe_psql(
-	'postgres', qq{
-CREATE EXTENSION pg_cron;
-CREATE EXTENSION perpca;
-CREATE TABLE obs (client text, obs int, x float8[]);
-\\copy obs from '$data' csv header
-CREATE TABLE feed_rows AS SELECT client, x FROM obs WHERE client IN ('a', 'b', 'c') AND obs <= 100;
+	'postgres', 'CREATE EXTENSION pg_cron;' . obs_feed_sql(qw(a b c)) . q{
 SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.feed_rows GROUP BY client', 2, 2);
 });
 

@@ -1,0 +1,51 @@
+# PerpcaTest.pm -- setup shared by the TAP tests in test/t (scripts/test.sh runs
+# prove from the repository root with -I test/t).
+package PerpcaTest;
+use strict;
+use warnings;
+
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use Test::More;
+
+our @EXPORT = qw(test_path start_node obs_feed_sql);
+
+# Path of PATH (relative to the repository root, e.g. 'test/data/x.csv');
+# bails out if it does not exist.
+sub test_path
+{
+	my ($path) = @_;
+	my $full = ($ENV{TESTDIR} // '.') . "/$path";
+	-e $full or BAIL_OUT("missing $full");
+	return $full;
+}
+
+# A new cluster NAME: initialized, CONF (if given) appended to
+# postgresql.conf, started.
+sub start_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', $conf) if defined $conf;
+	$node->start;
+	return $node;
+}
+
+# SQL that creates perpca, loads test/data/project_obs.csv into
+# obs (client, obs, x) and copies the first 100 rows of each of CLIENTS
+# into feed_rows (client, x), the rows a model is first trained on.
+sub obs_feed_sql
+{
+	my @clients = @_;
+	my $data = test_path('test/data/project_obs.csv');
+	my $in = join(', ', map { "'$_'" } @clients);
+	return qq{
+CREATE EXTENSION perpca;
+CREATE TABLE obs (client text, obs int, x float8[]);
+\\copy obs from '$data' csv header
+CREATE TABLE feed_rows AS SELECT client, x FROM obs WHERE client IN ($in) AND obs <= 100;
+};
+}
+
+1;
