@@ -26,5 +26,8 @@ EXTRA_CLEAN = results regression.diffs regression.out log tmp_check bench/*.tmp
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The TAP tests share test/t/PerpcaTest.pm (set after PGXS, which resets PROVE_FLAGS).
+PROVE_FLAGS += -I test/t
+
 # PGXS does not track header dependencies: rebuild everything when a header changes.
 $(OBJS): $(wildcard src/*.h)
