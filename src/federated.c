@@ -25,7 +25,6 @@
 #include "pgstat.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
-#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
@@ -870,7 +869,7 @@ perpca_fit_federated(PG_FUNCTION_ARGS)
 	{
 		/* no shard connection outlives the call, whatever happened */
 		fed_disconnect_all(f->sc, f->nshards);
-		pgstat_report_activity(STATE_RUNNING, debug_query_string);
+		perpca_restore_activity();
 	}
 	PG_END_TRY();
 	INSTR_TIME_SET_CURRENT(elapsed);

@@ -16,8 +16,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "tcop/tcopprot.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -342,7 +340,7 @@ perpca_fit(PG_FUNCTION_ARGS)
 	PG_FINALLY();
 	{
 		/* pg_stat_activity shows the statement again, whatever happened */
-		pgstat_report_activity(STATE_RUNNING, debug_query_string);
+		perpca_restore_activity();
 	}
 	PG_END_TRY();
 	INSTR_TIME_SET_CURRENT(elapsed);

@@ -3,10 +3,15 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <stdarg.h>
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "pgstat.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "linalg.h"
 #include "perpca.h"
@@ -15,11 +20,42 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Load-time setup: BLAS must not start threads inside a backend. */
+/* perpca.progress_rows: report statistics scans every this many rows (0 = off). */
+int			perpca_progress_rows = 0;
+
+/* Does pg_stat_activity.query show a phase of ours instead of the statement? */
+static bool phase_shown = false;
+
+/* The statement text a phase replaced (debug_query_string is gone at abort). */
+static char *saved_activity = NULL;
+
+/* At the end of a transaction (also an aborted one) show the statement again. */
+static void
+restore_activity(XactEvent event, void *arg pg_attribute_unused())
+{
+	if (phase_shown && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+						event == XACT_EVENT_PARALLEL_COMMIT ||
+						event == XACT_EVENT_PARALLEL_ABORT))
+		perpca_restore_activity();
+}
+
+/* Load-time setup: BLAS must not start threads inside a backend; our GUCs. */
 void
 _PG_init(void)
 {
 	linalg_init();
+	RegisterXactCallback(restore_activity, NULL);
+	DefineCustomIntVariable("perpca.progress_rows",
+							"Report the progress of perpca_stats scans every this many rows.",
+							"Each process that aggregates sends a NOTICE and shows the count in "
+							"pg_stat_activity.query; 0 turns reporting off.",
+							&perpca_progress_rows, 0, 0, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+#if PG_VERSION_NUM >= 150000
+	MarkGUCPrefixReserved("perpca");
+#else
+	EmitWarningsOnPlaceholders("perpca");
+#endif
 }
 
 /* Show a long call's phase in pg_stat_activity.query (printf-style). */
@@ -32,5 +68,23 @@ perpca_report_phase(const char *fmt,...)
 	va_start(args, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, args);
 	va_end(args);
+	if (!phase_shown)
+	{
+		if (saved_activity == NULL)
+			saved_activity = MemoryContextAlloc(TopMemoryContext, pgstat_track_activity_query_size);
+		strlcpy(saved_activity, debug_query_string ? debug_query_string : "",
+				pgstat_track_activity_query_size);
+	}
 	pgstat_report_activity(STATE_RUNNING, buf);
+	phase_shown = true;
+}
+
+/* Show the statement again in pg_stat_activity.query after a phase. */
+void
+perpca_restore_activity(void)
+{
+	if (!phase_shown)
+		return;
+	pgstat_report_activity(STATE_RUNNING, saved_activity);
+	phase_shown = false;
 }

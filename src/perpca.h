@@ -30,6 +30,12 @@
 /* Show a long call's phase in pg_stat_activity.query (printf-style). */
 extern void perpca_report_phase(const char *fmt,...) pg_attribute_printf(1, 2);
 
+/* Show the statement again in pg_stat_activity.query (also done at transaction end). */
+extern void perpca_restore_activity(void);
+
+/* GUC perpca.progress_rows (0 = off). */
+extern int	perpca_progress_rows;
+
 /* ---- arrays.c ---- */
 
 /* Validate a 1-D float8[] without NULLs or non-finite values; return its data. */

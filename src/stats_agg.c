@@ -368,6 +368,30 @@ agg_context(FunctionCallInfo fcinfo, const char *fname)
 	return aggcxt;
 }
 
+/*
+ * Progress of a long scan (perpca.progress_rows > 0): every that many rows
+ * this process has aggregated for the current aggregate context, a NOTICE
+ * and the count in pg_stat_activity.query; the final function puts the
+ * statement text back.
+ */
+static void
+report_progress(MemoryContext aggcxt)
+{
+	static MemoryContext counting = NULL;
+	static int64 rows = 0;
+
+	if (aggcxt != counting)
+	{
+		counting = aggcxt;
+		rows = 0;
+	}
+	if (++rows % perpca_progress_rows != 0)
+		return;
+	ereport(NOTICE,
+			(errmsg("perpca_stats: %lld rows aggregated by this process", (long long) rows)));
+	perpca_report_phase("perpca_stats: %lld rows aggregated", (long long) rows);
+}
+
 /* perpca_stats(float8[]) transition: NULL rows are skipped. */
 Datum
 perpca_stats_accum(PG_FUNCTION_ARGS)
@@ -389,6 +413,8 @@ perpca_stats_accum(PG_FUNCTION_ARGS)
 	else if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
 	state_add_row(st, x);
+	if (perpca_progress_rows > 0)
+		report_progress(aggcxt);
 	PG_RETURN_POINTER(st);
 }
 
@@ -468,6 +494,7 @@ Datum
 perpca_stats_final(PG_FUNCTION_ARGS)
 {
 	agg_context(fcinfo, "perpca_stats_final");
+	perpca_restore_activity();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	PG_RETURN_POINTER(state_to_stats((StatsState *) PG_GETARG_POINTER(0)));

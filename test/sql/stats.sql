@@ -157,6 +157,18 @@ SELECT count(*) AS groups, bool_and(perpca_count(p.s) = perpca_count(q.s)) AS n_
 FROM parallel_many p JOIN serial_many q USING (grp);
 
 -- ---------------------------------------------------------------------------
+-- Progress of long scans: perpca.progress_rows (0 = off) sends a NOTICE every
+-- that many rows a process aggregates (serial plan here: one process).
+-- ---------------------------------------------------------------------------
+SET max_parallel_workers_per_gather = 0;
+SET perpca.progress_rows = 1000;
+SELECT perpca_count(perpca_stats(ARRAY[i, 2 * i]::float8[])) FROM generate_series(1, 2500) i;
+RESET perpca.progress_rows;
+SELECT perpca_count(perpca_stats(ARRAY[i, 2 * i]::float8[])) FROM generate_series(1, 2500) i;
+RESET max_parallel_workers_per_gather;
+SELECT pg_temp.err($$SET perpca.progress_rows = -1$$);
+
+-- ---------------------------------------------------------------------------
 -- Bad input to the aggregate: clear errors with SQLSTATEs.
 -- ---------------------------------------------------------------------------
 SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES ('{1,NULL}'::float8[])) v(x)$$);

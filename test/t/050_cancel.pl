@@ -1,6 +1,7 @@
 # 050_cancel.pl -- a long perpca_fit shows its phase in pg_stat_activity,
 # stops promptly on pg_cancel_backend and on statement_timeout, and the
-# session is usable afterwards.
+# session is usable afterwards; a long statistics scan reports its progress
+# (perpca.progress_rows) and cancels the same way.
 use strict;
 use warnings;
 
@@ -61,9 +62,30 @@ $out = $bg->query_safe(
 	  . "SELECT count(*) FROM perpca_fit('SELECT client, s FROM st', 2, 3, rounds => 50, tolerance => 0); "
 	  . "SELECT rounds FROM perpca_last_fit()");
 is($out, "62\n50", 'a fit after the cancels runs to completion in the same session');
+
+# 4. a long statistics scan with perpca.progress_rows shows its progress, and cancels
+my $long_scan = "SELECT perpca_count(perpca_stats(ARRAY[i, -i]::float8[])) "
+  . "FROM generate_series(1, 2000000000) AS i";
+$bg->query_safe("SET max_parallel_workers_per_gather = 0; SET perpca.progress_rows = 100000");
+$bg->query_until(qr/scanning/, "\\echo scanning\n$long_scan;\n");
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT query ~ '^perpca_stats: [0-9]+ rows aggregated\$' FROM pg_stat_activity WHERE pid = $pid"),
+	'pg_stat_activity shows the progress of a statistics scan');
+$node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+ok( $node->poll_query_until(
+		'postgres', "SELECT state = 'idle' FROM pg_stat_activity WHERE pid = $pid"),
+	'the cancelled scan ends');
+is( $node->safe_psql(
+		'postgres', "SELECT query FROM pg_stat_activity WHERE pid = $pid"),
+	"$long_scan;",
+	'after the cancelled scan pg_stat_activity shows the statement again');
+($out, $err) = $bg->query('SELECT 43');
+is($out, '43', 'the session is usable after the cancelled scan');
+like($bg->{stderr}, qr/perpca_stats: 100000 rows aggregated by this process/, 'the scan sent progress NOTICEs');
 $bg->quit;
 
-# 4. the server never restarted
+# 5. the server never restarted
 is($node->safe_psql('postgres', 'SELECT count(*) FROM st'), '20', 'server still up, data intact');
 $node->stop;
 done_testing();
