@@ -1,5 +1,9 @@
 /*
- * fit.c -- PerPCA rounds (paper, Algorithm 2), starts, baselines, diagnostics
+ * fit.c -- PerPCA rounds (paper, Algorithm 2), client and server steps, diagnostics
+ *
+ * The problem, reading S_i, one round (client step, server step), the rounds
+ * loop, and the feasible, ordered output with its diagnostics; fit_run picks
+ * the method.  Starting points and the one-shot baselines are in fit_start.c.
  *
  * Pure C over double arrays: the only PostgreSQL facilities used are palloc,
  * ereport/elog and CHECK_FOR_INTERRUPTS.  See fit.h for the data layout.
@@ -15,10 +19,9 @@
 #include "utils/memutils.h"
 
 #include "fit.h"
+#include "fit_internal.h"
 #include "linalg.h"
 
-/* Rounds of each candidate start that init 'best' runs before choosing. */
-#define FIT_PROBE_ROUNDS 10
 /* Default step (times 1/max_i lambda_max(S_i)) and bounds of the adaptive step. */
 #define FIT_STEP_SCALE 0.5
 #define FIT_STEP_MIN_SCALE 0.01
@@ -53,8 +56,8 @@ rng_gaussian(uint64 *state)
 }
 
 /* Fill an m x n block (stride ld) with standard normal draws. */
-static void
-fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
+void
+fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
 {
 	for (int i = 0; i < m; i++)
 		for (int j = 0; j < n; j++)
@@ -134,6 +137,7 @@ fit_projector_distance(int m, int r, const double *A, int lda, const double *B, 
  * ------------------------------------------------------------------------
  */
 
+/* Set up a problem: each client's iterate and scratch, and the server's U. */
 FitProblem *
 fit_problem_create(int d, int r1, int nclients, FitClient *clients)
 {
@@ -169,7 +173,7 @@ fit_problem_create(int d, int r1, int nclients, FitClient *clients)
 
 /*
  * out (d x k) = S_i W: one product with a dense S_i, or yscale Y'(Y W) +
- * delta (delta'W) with a thin one.  With client_dense and client_factor
+ * delta (delta'W) with a thin one.  With fit_client_dense and client_factor
  * below, the only functions that read S_i.
  */
 void
@@ -196,8 +200,8 @@ fit_client_apply(const FitProblem *p, const FitClient *c, const double *W, int k
 }
 
 /* A (d x d) += alpha S_i, forming S_i from a thin client once. */
-static void
-client_dense(const FitProblem *p, const FitClient *c, double alpha, double *A)
+void
+fit_client_dense(const FitProblem *p, const FitClient *c, double alpha, double *A)
 {
 	int			d = p->d;
 	double	   *T;
@@ -253,7 +257,7 @@ client_top_eigen_dense(FitProblem *p, FitClient *c, const double *U, int k,
 	double	   *D = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 
 	memset(D, 0, sizeof(double) * d * d);
-	client_dense(p, c, 1.0, D);
+	fit_client_dense(p, c, 1.0, D);
 	if (U != NULL && r1 > 0)
 	{
 		/* D = S - U Y' - Y U' + U (U'Y) U'  with Y = S U, as D -= U Y2' + Y2 U', Y2 = Y - U (U'Y)/2 */
@@ -318,7 +322,7 @@ client_lambda_max(FitProblem *p, FitClient *c)
 	uint64		state = UINT64CONST(20240101);
 	double		lambda = 0.0;
 
-	fill_gaussian(&state, d, 1, x, 1);
+	fit_fill_gaussian(&state, d, 1, x, 1);
 	for (int it = 0; it < FIT_POWER_ITERATIONS; it++)
 	{
 		double		norm = sqrt(linalg_dot(d, x, x));
@@ -599,192 +603,6 @@ theta_estimate(FitProblem *p)
 }
 
 /* ------------------------------------------------------------------------
- * Starting points
- * ------------------------------------------------------------------------
- */
-
-/* Top k_i = r1 + r2_i eigenpairs of one S_i. */
-void
-fit_client_local_pcs(FitProblem *p, FitClient *c, FitLocalPCs *pcs)
-{
-	CHECK_FOR_INTERRUPTS();
-	pcs->L = palloc(sizeof(double) * p->d * Max(c->k, 1));
-	pcs->lambda = palloc(sizeof(double) * Max(c->k, 1));
-	fit_client_top_eigen(p, c, NULL, c->k, pcs->lambda, pcs->L, Max(c->k, 1));
-}
-
-/* Top k_i = r1 + r2_i eigenpairs of every S_i. */
-FitLocalPCs *
-fit_local_pcs(FitProblem *p)
-{
-	FitLocalPCs   *pcs = palloc(sizeof(FitLocalPCs) * p->nclients);
-
-	for (int i = 0; i < p->nclients; i++)
-		fit_client_local_pcs(p, &p->clients[i], &pcs[i]);
-	return pcs;
-}
-
-/*
- * The stacked local PCs: the d x sum k_i matrix (returned, *ncols = sum k_i)
- * whose blocks are L_i scaled column-wise by sqrt(w_i lambda_ij) (qu: the
- * average of rank-k_i approximations, Qu et al.) or unscaled (the
- * personalized disPCA of the paper's section on statistical error).
- */
-double *
-fit_stacked_pcs(const FitProblem *p, const FitLocalPCs *pcs, bool qu, int *ncols)
-{
-	int			d = p->d;
-	int			K = 0,
-				off = 0;
-	double	   *B;
-
-	for (int i = 0; i < p->nclients; i++)
-		K += p->clients[i].k;
-	B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * Max(K, 1));
-	for (int i = 0; i < p->nclients; i++)
-	{
-		const FitClient *c = &p->clients[i];
-
-		linalg_copy(d, c->k, pcs[i].L, c->k, B + off, K);
-		if (qu)
-			for (int j = 0; j < c->k; j++)
-				linalg_scale_column(d, B, K, off + j,
-									sqrt(c->weight * Max(pcs[i].lambda[j], 0.0)));
-		off += c->k;
-	}
-	*ncols = K;
-	return B;
-}
-
-/* U = top r1 left singular vectors of the stacked local PCs (fit_stacked_pcs). */
-static void
-init_stacked(FitProblem *p, FitLocalPCs *pcs, bool qu)
-{
-	int			K;
-	double	   *B = fit_stacked_pcs(p, pcs, qu, &K);
-
-	fit_left_singular(p, p->d, K, B, p->r1, p->U, p->r1, NULL);
-	pfree(B);
-}
-
-/* U = top r1 eigenvectors of the pooled matrix sum_i w_i S_i. */
-static void
-init_pooled(FitProblem *p, double *U, int r)
-{
-	int			d = p->d;
-	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	double	   *values = palloc(sizeof(double) * Max(r, 1));
-
-	memset(A, 0, sizeof(double) * d * d);
-	for (int i = 0; i < p->nclients; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		client_dense(p, &p->clients[i], p->clients[i].weight, A);
-	}
-	fit_eigh_top(p, d, A, r, values, U, r);
-	pfree(values);
-	pfree(A);
-}
-
-/*
- * V_i from the client's own PCs, given U: top r2_i left singular vectors of
- * (I - P_U) L_i D_i, where D_i = sqrt(lambda_ij) plus a tiny floor so that no
- * column vanishes; (I - P_U) L_i has rank >= r2_i, so V_i is well defined.
- */
-void
-fit_init_local(FitProblem *p, FitClient *c, const FitLocalPCs *pcs)
-{
-	int			d = p->d,
-				r1 = p->r1;
-	double	   *T = c->tmp;
-	double		floor = 1e-8 * sqrt(Max(pcs->lambda[0], 0.0)) + 1e-300;
-
-	if (c->r2 == 0)
-		return;
-	linalg_copy(d, c->k, pcs->L, c->k, T, c->k);
-	for (int j = 0; j < c->k; j++)
-		linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs->lambda[j], 0.0)) + floor);
-	linalg_gemm(true, false, r1, c->k, d, 1.0, p->U, r1, T, c->k, 0.0, c->M, c->k);
-	linalg_gemm(false, false, d, c->k, r1, -1.0, p->U, r1, c->M, c->k, 1.0, T, c->k);
-	fit_left_singular(p, d, c->k, T, c->r2, c->W + r1, c->k, NULL);
-}
-
-/* Every V_i from its client's own PCs, given U. */
-static void
-init_local_from_pcs(FitProblem *p, FitLocalPCs *pcs)
-{
-	for (int i = 0; i < p->nclients; i++)
-		fit_init_local(p, &p->clients[i], &pcs[i]);
-}
-
-/* Seeded Gaussian U (QR-orthonormalized) and Gaussian V_i, as in the paper. */
-static void
-init_random(FitProblem *p, uint64 seed)
-{
-	uint64		state = seed;
-
-	fill_gaussian(&state, p->d, p->r1, p->U, p->r1);
-	fit_retract(p, FIT_RETRACT_QR, p->d, p->r1, p->U, p->r1);
-	for (int i = 0; i < p->nclients; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		fill_gaussian(&state, p->d, c->r2, c->W + p->r1, c->k);
-	}
-}
-
-/* U0 and V0 given by the caller (warm start). */
-static void
-init_given(FitProblem *p, const double *U0)
-{
-	memcpy(p->U, U0, sizeof(double) * p->d * p->r1);
-	fit_retract(p, FIT_RETRACT_POLAR, p->d, p->r1, p->U, p->r1);
-	for (int i = 0; i < p->nclients; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		if (c->V0 != NULL)
-			linalg_copy(p->d, c->r2, c->V0, Max(c->r2, 1), c->W + p->r1, c->k);
-		else
-		{
-			/* a client new to the start: V_i from its own PCs, as in a cold start */
-			FitLocalPCs	pcs;
-
-			fit_client_local_pcs(p, c, &pcs);
-			fit_init_local(p, c, &pcs);
-		}
-	}
-}
-
-/* Set U and every V_i to the start named by how (not FIT_INIT_BEST). */
-static void
-init_start(FitProblem *p, FitInit how, const FitOptions *opts, FitLocalPCs **pcs)
-{
-	if ((how == FIT_INIT_DISPCA || how == FIT_INIT_QU || how == FIT_INIT_POOLED) &&
-		*pcs == NULL)
-		*pcs = fit_local_pcs(p);
-	switch (how)
-	{
-		case FIT_INIT_DISPCA:
-		case FIT_INIT_QU:
-			init_stacked(p, *pcs, how == FIT_INIT_QU);
-			break;
-		case FIT_INIT_POOLED:
-			init_pooled(p, p->U, p->r1);
-			break;
-		case FIT_INIT_RANDOM:
-			init_random(p, opts->seed);
-			return;
-		case FIT_INIT_GIVEN:
-			init_given(p, opts->U0);
-			return;
-		case FIT_INIT_BEST:
-			elog(ERROR, "init 'best' is not a single start");
-	}
-	init_local_from_pcs(p, *pcs);
-}
-
-/* ------------------------------------------------------------------------
  * Rounds
  * ------------------------------------------------------------------------
  */
@@ -852,8 +670,8 @@ end_rounds(FitProblem *p, FitRetraction retraction)
  * many ran.  Sets *converged when the largest projector change of a round
  * (global or local, Frobenius norm) falls below the tolerance.
  */
-static int
-run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool *converged)
+int
+fit_run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool *converged)
 {
 	double		previous = -INFINITY;
 	double		previous_kkt = INFINITY;
@@ -899,92 +717,6 @@ run_rounds(FitProblem *p, const FitOptions *opts, int rounds, bool report, bool 
 	return Min(t, rounds);
 }
 
-/* A copy of the iterate (U and every V_i) and the step that goes with it. */
-typedef struct FitSnapshot
-{
-	double	   *U;
-	double	  **W;
-	double		step;
-	double		objective;
-	int			rounds;
-	bool		converged;
-} FitSnapshot;
-
-/* Save (save = true) or restore the iterate. */
-static void
-snapshot(FitProblem *p, FitSnapshot *s, bool save)
-{
-	int			d = p->d;
-
-	if (save && s->U == NULL)
-	{
-		s->U = palloc(sizeof(double) * d * Max(p->r1, 1));
-		s->W = palloc(sizeof(double *) * p->nclients);
-		for (int i = 0; i < p->nclients; i++)
-			s->W[i] = palloc(sizeof(double) * d * Max(p->clients[i].k, 1));
-	}
-	if (save)
-		memcpy(s->U, p->U, sizeof(double) * d * p->r1);
-	else
-		memcpy(p->U, s->U, sizeof(double) * d * p->r1);
-	for (int i = 0; i < p->nclients; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		if (save)
-			memcpy(s->W[i], c->W, sizeof(double) * d * c->k);
-		else
-			memcpy(c->W, s->W[i], sizeof(double) * d * c->k);
-	}
-	if (save)
-		s->step = p->step;
-	else
-		p->step = s->step;
-}
-
-/*
- * init 'best': run a few rounds from each deterministic start (dispca, qu,
- * pooled) and keep the one with the highest objective; the first wins ties.
- * Returns the rounds already run on the kept start.
- */
-static int
-start_best(FitProblem *p, const FitOptions *opts, FitLocalPCs **pcs, bool *converged)
-{
-	static const FitInit candidates[] = {FIT_INIT_DISPCA, FIT_INIT_QU, FIT_INIT_POOLED};
-	static const char *const names[] = {"dispca", "qu", "pooled"};
-	int			ncand = p->r1 > 0 ? lengthof(candidates) : 1;
-	int			probe = Min(opts->rounds, FIT_PROBE_ROUNDS);
-	double		step0 = p->step;
-	FitSnapshot best = {0};
-	int			chosen = 0;
-
-	for (int j = 0; j < ncand; j++)
-	{
-		bool		conv;
-		int			ran;
-
-		init_start(p, candidates[j], opts, pcs);
-		p->step = step0;
-		ran = run_rounds(p, opts, probe, false, &conv);
-		if (opts->verbose)
-			ereport(NOTICE,
-					(errmsg("init %s: objective %.10g after %d rounds", names[j], p->objective, ran)));
-		if (j == 0 || p->objective > best.objective)
-		{
-			snapshot(p, &best, true);
-			best.objective = p->objective;
-			best.rounds = ran;
-			best.converged = conv;
-			chosen = j;
-		}
-	}
-	snapshot(p, &best, false);
-	if (opts->verbose)
-		ereport(NOTICE, (errmsg("init best: chose %s", names[chosen])));
-	*converged = best.converged;
-	return best.rounds;
-}
-
 /* ------------------------------------------------------------------------
  * Output: feasibility, order, signs, diagnostics
  * ------------------------------------------------------------------------
@@ -1000,8 +732,8 @@ fit_client_feasible(FitProblem *p, FitClient *c)
 }
 
 /* fit_client_feasible for every client. */
-static void
-make_feasible(FitProblem *p)
+void
+fit_make_feasible(FitProblem *p)
 {
 	for (int i = 0; i < p->nclients; i++)
 		fit_client_feasible(p, &p->clients[i]);
@@ -1104,74 +836,17 @@ final_diagnostics(FitProblem *p, FitMethod method, FitDiagnostics *diag)
 static void
 fit_perpca(FitProblem *p, const FitOptions *opts, FitDiagnostics *diag)
 {
-	FitLocalPCs   *pcs = NULL;
-	bool		converged = false;
-	int			ran = 0;
+	bool		converged;
+	int			ran = fit_start(p, opts, &converged);
 
-	if (opts->init == FIT_INIT_BEST)
-		ran = start_best(p, opts, &pcs, &converged);
-	else
-		init_start(p, opts->init, opts, &pcs);
 	if (!converged && ran < opts->rounds)
-		ran += run_rounds(p, opts, opts->rounds - ran, opts->verbose, &converged);
-	make_feasible(p);
+		ran += fit_run_rounds(p, opts, opts->rounds - ran, opts->verbose, &converged);
+	fit_make_feasible(p);
 	diag->rounds = ran;
 	diag->converged = converged;
 }
 
-/* V_i = top r2_i eigenvectors of (I - P_U) S_i (I - P_U). */
-static void
-deflated_local_pcs(FitProblem *p, FitClient *c)
-{
-	double	   *values = palloc(sizeof(double) * Max(c->r2, 1));
-
-	fit_client_top_eigen(p, c, p->U, c->r2, values, c->W + p->r1, c->k);
-	pfree(values);
-}
-
-/* disPCA (personalized): U from the stacked local PCs, V_i from the deflated S_i. */
-static void
-fit_dispca(FitProblem *p)
-{
-	FitLocalPCs   *pcs = fit_local_pcs(p);
-
-	init_stacked(p, pcs, false);
-	for (int i = 0; i < p->nclients; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		deflated_local_pcs(p, &p->clients[i]);
-	}
-	make_feasible(p);
-}
-
-/* CPCA: top r1 + n_local eigenvectors of sum_i w_i S_i, no local components. */
-static void
-fit_cpca(FitProblem *p, int n_local)
-{
-	p->rU = p->r1 + n_local;
-	p->U = palloc0(sizeof(double) * p->d * Max(p->rU, 1));
-	p->uvariance = palloc0(sizeof(double) * Max(p->rU, 1));
-	init_pooled(p, p->U, p->rU);
-	for (int i = 0; i < p->nclients; i++)
-		p->clients[i].lfirst = p->clients[i].k;
-}
-
-/* indivPCA: each client's own top r1 + r2_i eigenvectors, all local. */
-static void
-fit_indiv(FitProblem *p)
-{
-	FitLocalPCs   *pcs = fit_local_pcs(p);
-
-	p->rU = 0;
-	for (int i = 0; i < p->nclients; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		c->lfirst = 0;
-		memcpy(c->W, pcs[i].L, sizeof(double) * p->d * c->k);
-	}
-}
-
+/* Run opts->method: start and rounds or a baseline, then ordered output and diagnostics. */
 void
 fit_run(FitProblem *p, const FitOptions *opts, FitDiagnostics *diag)
 {

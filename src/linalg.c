@@ -75,7 +75,7 @@ linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
 				alpha, A, n, x, 1, beta, y, 1);
 }
 
-/* ---- PerPCA rounds (fit.c) ---- */
+/* ---- PerPCA engine (fit.c, fit_start.c) ---- */
 
 /* C = alpha op(A) op(B) + beta C on strided row-major matrices. */
 void

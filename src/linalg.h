@@ -34,7 +34,7 @@ extern void linalg_symmetrize_upper(int d, double *C);
 extern void linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
 						  const double *x, double beta, double *y);
 
-/* ---- PerPCA rounds (fit.c): strided matrices, ld = row stride ---- */
+/* ---- PerPCA engine (fit.c, fit_start.c): strided matrices, ld = row stride ---- */
 
 /* C (m x n) = alpha op(A) op(B) + beta C, with explicit row strides. */
 extern void linalg_gemm(bool transa, bool transb, int m, int n, int k, double alpha,

@@ -7,7 +7,10 @@
  *   stats.c             the perpca_stats type: I/O, send/receive, moments (stats.h)
  *   stats_agg.c         the perpca_stats aggregates: transition, combine, serialize
  *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
- *   fit.c               the PerPCA algorithm: client step, server step, rounds (fit.h)
+ *   fit.c               the PerPCA algorithm: reading S_i, client step, server step,
+ *                       rounds, output and diagnostics (fit.h, fit_internal.h)
+ *   fit_start.c         starting points (local PCs, disPCA/Qu, pooled, random, given,
+ *                       'best') and the one-shot baselines dispca, cpca, indiv
  *   clients.c           reading a fit's clients with SPI, their checks and S_i,
  *                       shared options and result rows (clients.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit(): options, start, results
