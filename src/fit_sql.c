@@ -4,8 +4,8 @@
  * perpca_fit validates its options, reads one (client, perpca_stats
  * [, local rank]) row per client and turns each perpca_stats into its
  * second-moment matrix S_i (both with clients.c), reads an optional warm
- * start, calls fit_run() and returns the components as rows.  Everything is allocated in a private
- * memory context that is deleted before returning.
+ * start, calls fit_run() and returns the components as rows.  Everything
+ * is allocated in a private memory context that is deleted before returning.
  */
 #include "postgres.h"
 
@@ -176,7 +176,7 @@ check_start_shape(TupleDesc desc)
 				 errhint("A stored model's components table has this shape: SELECT client, kind, component, pc FROM model_components.")));
 }
 
-/* Column col of row tup as a validated vector of length d (NULL when the pc is NULL). */
+/* The pc column of a start row as a validated vector of length d; a NULL pc is an error. */
 static double *
 start_vector(HeapTuple tup, TupleDesc desc, int d)
 {

@@ -200,7 +200,7 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 	expect_token(p, "}", str);
 }
 
-/* Parse "v1 n=<n> d=<d>" and check the numbers; returns the version. */
+/* Parse "v1 n=<n> d=<d>" into n and d and check them (only version 1 is known). */
 static void
 parse_header(const char **p, const char *str, int64 *n, int64 *d)
 {

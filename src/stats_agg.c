@@ -86,10 +86,10 @@ state_reserve(StatsState *st, int rows)
 	st->bufcap = cap;
 }
 
-/* Append nrows rows src + sign * offset to the buffer (restrict: vectorizable). */
+/* Append nrows rows src + offset to the buffer (restrict: vectorizable). */
 static void
 state_append(StatsState *st, const double *restrict src, int nrows,
-			 const double *restrict offset, double sign)
+			 const double *restrict offset)
 {
 	int			d = st->d;
 	double	   *restrict sum = st->bsum;
@@ -102,7 +102,7 @@ state_append(StatsState *st, const double *restrict src, int nrows,
 
 		for (int j = 0; j < d; j++)
 		{
-			row[j] = x[j] + sign * offset[j];
+			row[j] = x[j] + offset[j];
 			sum[j] += row[j];
 		}
 	}
@@ -250,7 +250,7 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 		if (state_empty(st))
 			memcpy(st->shift, PERPCA_STATS_MEAN(s), sizeof(double) * st->d);
 		perpca_stats_offset(s, st->shift, offset);
-		state_append(st, PERPCA_STATS_BODY(s), (int) s->n, offset, 1.0);
+		state_append(st, PERPCA_STATS_BODY(s), (int) s->n, offset);
 		pfree(offset);
 		return;
 	}
@@ -275,7 +275,7 @@ state_merge_state(StatsState *a, StatsState *b)
 			memcpy(a->shift, b->shift, sizeof(double) * a->d);
 		for (int j = 0; j < a->d; j++)
 			offset[j] = b->shift[j] - a->shift[j];
-		state_append(a, b->buf, b->nbuf, offset, 1.0);
+		state_append(a, b->buf, b->nbuf, offset);
 		pfree(offset);
 		return;
 	}
