@@ -3,7 +3,11 @@ PG_CONFIG ?= pg_config
 EXTENSION   = perpca
 MODULE_big  = perpca
 OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# The 0.2.0 install and upgrade scripts are assembled from one file per area
+# (sql/perpca--0.2.0/*.sql, sql/perpca--0.1.0--0.2.0/*.sql, in name order);
+# the 0.1.0 script is kept as it shipped, for upgrades.
 DATA        = sql/perpca--0.1.0.sql
+DATA_built  = sql/perpca--0.2.0.sql sql/perpca--0.1.0--0.2.0.sql
 
 # pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out
 # (PostgreSQL 15's pg_regress looks in test/expected, a symlink to ../expected).
@@ -21,7 +25,7 @@ SHLIB_LINK  = -llapacke -lopenblas -lm
 # perpca_fit_federated talks to the shards with libpq (as dblink and postgres_fdw do).
 SHLIB_LINK_INTERNAL = $(libpq)
 
-EXTRA_CLEAN = results regression.diffs regression.out log tmp_check bench/*.tmp
+EXTRA_CLEAN = $(DATA_built) results regression.diffs regression.out log tmp_check bench/*.tmp
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -31,3 +35,8 @@ PROVE_FLAGS += -I test/t
 
 # PGXS does not track header dependencies: rebuild everything when a header changes.
 $(OBJS): $(wildcard src/*.h)
+
+sql/perpca--0.2.0.sql: $(sort $(wildcard sql/perpca--0.2.0/*.sql))
+	cat $^ > $@
+sql/perpca--0.1.0--0.2.0.sql: $(sort $(wildcard sql/perpca--0.1.0--0.2.0/*.sql))
+	cat $^ > $@
