@@ -16,7 +16,11 @@
  *   fit_sql.c           perpca_fit(), perpca_last_fit(): options, start, results
  *   federated_shard.c   perpca_shard_*(): the client steps run on each shard
  *   federated.c         perpca_fit_federated(): the coordinator over libpq (federated.h)
- *   models.c            projection functions on a stored model, read by name and cached
+ *   model_read.c        finding a stored model, checking its tables (plain, one owner,
+ *                       readable by the caller) and reading them without SQL; the
+ *                       per-backend model cache (model_read.h)
+ *   models.c            SQL functions on a stored model: row-wise projection with
+ *                       client keys of any type, similarity, component info, theta
  *   project.c           projection functions on float8[] arrays
  */
 #ifndef PERPCA_H
