@@ -376,8 +376,6 @@ unknown_first_in_statement(Oid info_oid)
 static void
 unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 {
-	char	   *name = pnstrdup(key, len);
-	char	   *model = text_to_cstring(b->model);
 	int			n = b->data->nclients;
 
 	if (!b->key_type_checked)
@@ -385,7 +383,7 @@ unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 	if (mode == UNKNOWN_ERROR)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("client \"%s\" is not in model \"%s\"", name, model),
+				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(b->model)),
 				 errdetail("The model knows %d client%s%s%s%s; keys are compared as text.", n,
 						   n == 1 ? "" : "s", n > 0 ? ", for example \"" : "",
 						   n > 0 ? b->data->clients[0].name : "", n > 0 ? "\"" : ""),
@@ -394,7 +392,7 @@ unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 		return;
 	ereport(NOTICE,
 			(errmsg("client \"%s\" is not in model \"%s\": projected on the global components only",
-					name, model),
+					pnstrdup(key, len), text_to_cstring(b->model)),
 			 errdetail("The model knows %d client%s. Further unknown clients in this statement are not reported.",
 					   n, n == 1 ? "" : "s"),
 			 errhint("Pass unknown => 'error' to make an unknown client an error, or add the client with perpca_personalize().")));

@@ -16,13 +16,16 @@ CREATE TABLE obs (client text, obs int, x float8[]);
 GRANT USAGE ON SCHEMA mr TO PUBLIC;
 GRANT SELECT ON obs TO PUBLIC;
 
--- Runs a statement; 'ok', or the SQLSTATE and message of its error.
-CREATE FUNCTION try(q text) RETURNS text LANGUAGE plpgsql AS $$
+-- Runs a statement; 'ok', or the SQLSTATE and message (and detail) of its error.
+CREATE FUNCTION try(q text, with_detail boolean DEFAULT false) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
 BEGIN
     EXECUTE q;
     RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ': ' || SQLERRM || CASE WHEN with_detail AND detail <> '' THEN ' / ' || detail ELSE '' END;
 END
 $$;
 -- A call of every model-aware function on a model.
@@ -132,6 +135,13 @@ RESET ROLE;
 SET ROLE perpca_mr_bob;
 SELECT fn, try(q) FROM calls('mr_alice.m') WHERE fn IN ('perpca_model_error', 'perpca_component_info');
 RESET ROLE;
+-- Column privileges on the columns read are enough.
+SET ROLE perpca_mr_alice;
+GRANT SELECT (kind, client, component, pc, variance) ON mr_alice.m_components TO perpca_mr_bob;
+RESET ROLE;
+SET ROLE perpca_mr_bob;
+SELECT fn, try(q) FROM calls('mr_alice.m') WHERE fn IN ('perpca_model_error', 'perpca_component_info');
+RESET ROLE;
 
 -- Her function never ran, and her restored model reads fine again.
 SELECT last_value, is_called FROM mr_alice.trace;
@@ -223,6 +233,33 @@ SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args, p.provolati
   FROM pg_proc p
  WHERE p.proname ~ '^perpca_(model_(scores|global_part|local_part|reconstruct|residual|error|theta)|similarity|component_info)$'
  ORDER BY 1, 2;
+
+--
+-- A damaged model (changed by hand, version renewed so that caches reload)
+-- gives a clear error, not a wrong answer or a crash.
+--
+CREATE FUNCTION damage(change text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    result text;
+BEGIN
+    EXECUTE change;
+    UPDATE mk_text_info SET version = version + 1000;
+    result := try($q$SELECT perpca_model_error('mk_text', client, x) FROM mr.keyed$q$, true);
+    RAISE EXCEPTION USING MESSAGE = result, ERRCODE = 'P0001';
+EXCEPTION WHEN raise_exception THEN
+    RETURN SQLERRM;     -- the change is rolled back
+END
+$$;
+SELECT damage($$ALTER TABLE mk_text_info DROP CONSTRAINT mk_text_info_pkey;
+              INSERT INTO mk_text_info SELECT * FROM mk_text_info$$) AS two_info_rows;
+SELECT damage($$DELETE FROM mk_text_info$$) AS no_info_row;
+SELECT damage($$UPDATE mk_text_components SET pc = pc[1:3] WHERE client = 'b'$$) AS short_pc;
+SELECT damage($$UPDATE mk_text_components SET pc[2] = 'NaN' WHERE client = 'b'$$) AS nan_pc;
+SELECT damage($$DELETE FROM mk_text_clients WHERE client = 'c'$$) AS client_row_missing;
+SELECT damage($$UPDATE mk_text_info SET center = 'middle'$$) AS bad_center;
+SELECT damage($$ALTER TABLE mk_text_clients DROP COLUMN global_ratio$$) AS dropped_column;
+SELECT damage($$DROP TABLE mk_text_components$$) AS missing_table;
+SELECT try($$SELECT perpca_model_error('mk_text', client, x) FROM mr.keyed$$) AS intact_again;
 
 --
 -- perpca_similarity: each unordered pair once, no self-pairs; all_pairs for
