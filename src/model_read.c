@@ -359,9 +359,12 @@ scan_vector(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *
 	if (isnull)
 		return NULL;
 	a = DatumGetArrayTypeP(v);
-	x = perpca_vector_arg(a, &n, what);
+	x = perpca_vector_shape(a, &n, what);
 	if (n != d)
 		model_damaged(model, psprintf("A %s has %d values, the model's dimension is %d.", what, n, d));
+	for (int i = 0; i < d; i++)
+		if (!isfinite(x[i]))
+			model_damaged(model, psprintf("A %s has a NaN or infinite value.", what));
 	copy = MemoryContextAlloc(cxt, sizeof(double) * d);
 	memcpy(copy, x, sizeof(double) * d);
 	if ((Pointer) a != DatumGetPointer(v))

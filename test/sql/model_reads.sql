@@ -261,6 +261,21 @@ SELECT damage($$ALTER TABLE mk_text_clients DROP COLUMN global_ratio$$) AS dropp
 SELECT damage($$DROP TABLE mk_text_components$$) AS missing_table;
 SELECT try($$SELECT perpca_model_error('mk_text', client, x) FROM mr.keyed$$) AS intact_again;
 
+-- Keys of another type in parallel workers give the serial answer.
+SELECT sum(perpca_model_error('mk_int', k_int, x)) AS serial_sum FROM keyed \gset
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET force_parallel_mode = on;
+SELECT abs(sum(perpca_model_error('mk_int', k_int, x, 'error')) - :serial_sum) <= 1e-9 * :serial_sum AS parallel_equals_serial
+  FROM keyed;
+RESET force_parallel_mode;
+RESET max_parallel_workers_per_gather;
+RESET min_parallel_table_scan_size;
+RESET parallel_tuple_cost;
+RESET parallel_setup_cost;
+
 --
 -- perpca_similarity: each unordered pair once, no self-pairs; all_pairs for
 -- the full matrix.
