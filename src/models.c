@@ -84,7 +84,9 @@ typedef struct ModelBinding
 	/* the client key's type and output function (set on first use) */
 	Oid			key_type;
 	bool		key_is_text;
+	bool		key_byval;		/* keys compared as Datums before conversion */
 	FmgrInfo	key_out;
+	Datum		last_key;		/* the by-value key of client (when set) */
 	bool		key_type_checked;	/* against data, at the first unknown key */
 	/* the last client looked up, and scratch space */
 	const ModelClient *client;
@@ -214,6 +216,7 @@ key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
 				 errmsg("could not determine the type of the client key")));
 	b->key_type = type;
 	b->key_is_text = (type == TEXTOID);
+	b->key_byval = get_typbyval(type);
 	if (!b->key_is_text)
 	{
 		getTypeOutputInfo(type, &outfunc, &isvarlena);
@@ -227,8 +230,6 @@ key_text(FunctionCallInfo fcinfo, ModelBinding *b, int *len)
 {
 	const char *str;
 
-	if (b->key_type == InvalidOid)
-		key_type_setup(fcinfo, b);
 	if (b->key_is_text)
 	{
 		text	   *t = PG_GETARG_TEXT_PP(ARG_CLIENT);
@@ -404,12 +405,20 @@ model_client(FunctionCallInfo fcinfo, ModelBinding *b)
 {
 	UnknownMode mode = unknown_arg(fcinfo);
 	int			len;
-	const char *key = key_text(fcinfo, b, &len);
+	const char *key;
 
+	if (b->key_type == InvalidOid)
+		key_type_setup(fcinfo, b);
+	/* Rows come grouped by client: the same by-value key needs no conversion. */
+	if (b->client != NULL && b->key_byval && !b->key_is_text &&
+		PG_GETARG_DATUM(ARG_CLIENT) == b->last_key)
+		return b->client;
+	key = key_text(fcinfo, b, &len);
 	if (b->client != NULL && b->client->namelen == len &&
 		memcmp(b->client->name, key, len) == 0)
 		return b->client;
 	b->client = model_find_client(b->data, key, len);
+	b->last_key = PG_GETARG_DATUM(ARG_CLIENT);
 	if (b->client == NULL)
 		unknown_client(b, mode, key, len);
 	return b->client;
