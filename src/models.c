@@ -202,11 +202,25 @@ model_bind(FunctionCallInfo fcinfo, text *model)
  * ------------------------------------------------------------------------
  */
 
+/* The key argument's type: from the call, else (no expression) as declared if not polymorphic. */
+static Oid
+key_arg_type(FunctionCallInfo fcinfo)
+{
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
+	Oid		   *argtypes;
+	int			nargs;
+
+	if (OidIsValid(type))
+		return type;
+	get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
+	return nargs > ARG_CLIENT && argtypes[ARG_CLIENT] == TEXTOID ? TEXTOID : InvalidOid;
+}
+
 /* The key argument's type and output function, looked up once per call site. */
 static void
 key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
 {
-	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
+	Oid			type = key_arg_type(fcinfo);
 	Oid			outfunc;
 	bool		isvarlena;
 
