@@ -23,7 +23,9 @@ const char *const fit_retraction_names[2] = {"polar", "qr"};
 const char *const fit_weights_names[2] = {"equal", "samples"};
 
 #define DEFAULT_ROUNDS 5000
-#define DEFAULT_TOLERANCE 1e-9
+/* Paper: largest projector change of a round; L-BFGS: Riemannian gradient norm / lambda_max. */
+#define DEFAULT_TOLERANCE_PAPER 1e-9
+#define DEFAULT_TOLERANCE_LBFGS 1e-11
 
 int
 fit_choice(const char *value, const char *option, const char *const *names, int nnames)
@@ -136,7 +138,8 @@ fit_options_parse(FunctionCallInfo fcinfo, const FitArgPositions *pos, FitOption
 				 errhint("Ask for at least one global or local component.")));
 	o->solver = choice_arg(fcinfo, pos->solver, "solver", fit_solver_names, 2, FIT_SOLVER_LBFGS);
 	o->rounds = int_arg(fcinfo, pos->rounds, "rounds", 0, 10000000, DEFAULT_ROUNDS);
-	o->tolerance = positive_arg(fcinfo, pos->tolerance, "tolerance", true, DEFAULT_TOLERANCE);
+	o->tolerance = positive_arg(fcinfo, pos->tolerance, "tolerance", true,
+								 o->solver == FIT_SOLVER_LBFGS ? DEFAULT_TOLERANCE_LBFGS : DEFAULT_TOLERANCE_PAPER);
 	o->step_given = given(fcinfo, pos->step);
 	o->step = positive_arg(fcinfo, pos->step, "step", false, 0.0);
 	o->adaptive = bool_arg(fcinfo, pos->adaptive, !o->step_given);

@@ -25,7 +25,8 @@
 #define MEMORY 10				/* (s, y) pairs kept */
 #define ARMIJO 1e-4
 #define MIN_STEP 1e-10			/* backtracking gives up below this */
-#define STALL_ROUNDS 3			/* iterations without a change of f above rounding */
+#define STALL_ROUNDS 5			/* iterations without progress in f or in the gradient */
+#define ROUNDING 1e-14			/* relative change of f treated as rounding */
 
 /* The L-BFGS state: iterate, its objective and gradient, the pairs. */
 typedef struct Lbfgs
@@ -175,6 +176,9 @@ line_search(Lbfgs *lb, const double *p, double slope, double *Unew, double *fnew
 			fit_trace(lb->diag, lb->rounds, *fnew * lb->be->nclients, *gnew, NAN, t);
 		if (*fnew >= lb->f + ARMIJO * t * slope)
 			return t;
+		/* near the optimum f changes below rounding: accept a step that shrinks the gradient */
+		if (fabs(*fnew - lb->f) <= ROUNDING * fabs(lb->f) && *gnew < lb->gnorm)
+			return t;
 	}
 	return 0.0;
 }
@@ -222,7 +226,7 @@ iterate(Lbfgs *lb, double *p, double *Unew, double *Gnew, double *s, double *y)
 static void
 report(const Lbfgs *lb, int iteration)
 {
-	if (lb->opts->verbose && fit_report_round(iteration))
+	if (lb->opts->verbose && (iteration == 0 || fit_report_round(iteration)))
 		ereport(NOTICE,
 				(errmsg("iteration %d (round %d): objective %.12g, gradient norm %.3e",
 						iteration, lb->rounds, lb->f * lb->be->nclients, lb->gnorm)));
@@ -242,7 +246,8 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			   *y = palloc(sizeof(double) * n);
 	int			stall = 0,
 				iteration = 0;
-	double		fprev;
+	double		fprev,
+				gprev;
 
 	lb.be = be;
 	lb.opts = opts;
@@ -271,17 +276,18 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			break;
 		}
 		fprev = lb.f;
+		gprev = lb.gnorm;
 		if (!iterate(&lb, p, Unew, Gnew, s, y))
 		{
-			/* stalled at rounding level: converged as far as the arithmetic allows */
-			*converged = lb.rounds < rounds && lb.gnorm <= sqrt(opts->tolerance) * lmax;
+			/* no step improves f or the gradient: as far as the arithmetic goes */
+			*converged = lb.gnorm <= 10.0 * opts->tolerance * lmax;
 			break;
 		}
 		iteration++;
-		stall = (lb.f - fprev <= 4e-16 * fabs(lb.f)) ? stall + 1 : 0;
+		stall = (lb.f - fprev <= ROUNDING * fabs(lb.f) && lb.gnorm > 0.5 * gprev) ? stall + 1 : 0;
 		if (stall >= STALL_ROUNDS)
 		{
-			*converged = lb.gnorm <= sqrt(opts->tolerance) * lmax;
+			*converged = lb.gnorm <= 10.0 * opts->tolerance * lmax;
 			break;
 		}
 	}

@@ -80,7 +80,7 @@ CREATE FUNCTION perpca_fit_federated(
     n_global int,
     n_local int,
     rounds int DEFAULT 5000,
-    tolerance float8 DEFAULT 1e-9,
+    tolerance float8 DEFAULT NULL,
     step float8 DEFAULT NULL,
     update text DEFAULT 'stgd',
     retraction text DEFAULT 'polar',

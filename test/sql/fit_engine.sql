@@ -71,7 +71,7 @@ SELECT method, rounds, converged, solver FROM perpca_last_fit();
 
 -- 6. ranks are checked once, against d, before any arithmetic
 SELECT r1, r2, pg_temp.err(format($$SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', %s, %s, init => 'random')$$, r1, r2))
-FROM (VALUES (0, 0), (-1, 1), (1, -1), (10, 0), (1, 10), (2147483647, 1), (1, 2147483647)) v(r1, r2);
+FROM (VALUES (0, 0), (-1, 1), (1, -1), (10, 0), (11, 0), (1, 10), (2147483647, 1), (1, 2147483647)) v(r1, r2);
 
 -- 7. one client twice in the input: an error naming it, before any round
 SELECT pg_temp.err($$SELECT count(*) FROM perpca_fit('SELECT client % 2, stats FROM e_stats', 1, 1)$$);
