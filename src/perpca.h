@@ -18,6 +18,8 @@
  *   federated.c         perpca_fit_federated(): the coordinator over libpq (federated.h)
  *   models.c            projection functions on a stored model, read by name and cached
  *   project.c           projection functions on float8[] arrays
+ *   evaluate.c          held-out evaluation of a stored model from statistics
+ *                       (perpca_evaluate's per-client arithmetic), query column types
  */
 #ifndef PERPCA_H
 #define PERPCA_H
