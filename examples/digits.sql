@@ -10,7 +10,12 @@
 --     psql -X -v ON_ERROR_STOP=1 -f examples/digits.sql
 -- It leaves everything in schema "digits"; examples/plot.py draws the pictures.
 \set ON_ERROR_STOP 1
+-- (psql -v quiet=1: errors only, as the CI test runs it)
+\if :{?quiet}
+SET client_min_messages = error;
+\else
 SET client_min_messages = warning;
+\endif
 DROP SCHEMA IF EXISTS digits CASCADE;
 CREATE SCHEMA digits;
 SET search_path = digits, public;
