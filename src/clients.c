@@ -12,6 +12,13 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -30,17 +37,43 @@
  * ------------------------------------------------------------------------
  */
 
-/* OID of the perpca_stats type in the schema of the calling function. */
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
 static Oid
-stats_type_oid(FunctionCallInfo fcinfo)
+extension_schema(void)
 {
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-										CStringGetDatum("perpca_stats"),
-										ObjectIdGetDatum(nsp));
+	Oid			ext = get_extension_oid("perpca", true);
+	Oid			nsp = InvalidOid;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
 
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/* OID of the perpca_stats type: in the schema of the perpca extension. */
+static Oid
+stats_type_oid(void)
+{
+	Oid			nsp = extension_schema();
+	Oid			typid = InvalidOid;
+
+	if (OidIsValid(nsp))
+		typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
+								ObjectIdGetDatum(nsp));
 	if (!OidIsValid(typid))
-		elog(ERROR, "type perpca_stats not found next to the calling function");
+		elog(ERROR, "type perpca_stats of extension perpca not found");
 	return typid;
 }
 
@@ -145,10 +178,10 @@ open_query(const char *query)
  * time, so that the clients' statistics are in memory only once.
  */
 ClientInput *
-clients_read(FunctionCallInfo fcinfo, const char *query, int n_local, MemoryContext cxt,
+clients_read(const char *query, int n_local, MemoryContext cxt,
 			 int *nclients)
 {
-	Oid			stats_type = stats_type_oid(fcinfo);
+	Oid			stats_type = stats_type_oid();
 	ClientInput *clients = NULL;
 	int			n = 0,
 				cap = 0;

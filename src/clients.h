@@ -23,7 +23,7 @@ typedef struct ClientInput
 } ClientInput;
 
 /* Run query through a cursor; the clients, copied into cxt, and their number. */
-extern ClientInput *clients_read(FunctionCallInfo fcinfo, const char *query, int n_local,
+extern ClientInput *clients_read(const char *query, int n_local,
 								 MemoryContext cxt, int *nclients);
 
 /*

@@ -209,7 +209,6 @@ shard_sums_row(FunctionCallInfo fcinfo, ShardFit *sf, const FitSums *s, bool u, 
 
 typedef struct OpenArgs
 {
-	FunctionCallInfo fcinfo;
 	const char *query;
 } OpenArgs;
 
@@ -218,7 +217,7 @@ shard_read(ShardFit *sf, void *arg)
 {
 	OpenArgs   *a = arg;
 
-	sf->in = clients_read(a->fcinfo, a->query, sf->opts.n_local, sf->cxt, &sf->n);
+	sf->in = clients_read(a->query, sf->opts.n_local, sf->cxt, &sf->n);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
 }
@@ -243,7 +242,7 @@ perpca_shard_open(PG_FUNCTION_ARGS)
 {
 	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1};
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
-	OpenArgs	a = {fcinfo, fit_text_arg(fcinfo, 1, "query")};
+	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query")};
 	ShardFit   *sf;
 	double	   *mean_sum;
 	double		rows;

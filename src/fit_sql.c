@@ -227,7 +227,7 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	fit_options_parse(fcinfo, &fit_args, opts);
 	start = start_arg(fcinfo, opts);
 	perpca_report_phase("perpca_fit: reading clients");
-	in = clients_read(fcinfo, query, opts->n_local, fitcxt, &n);
+	in = clients_read(query, opts->n_local, fitcxt, &n);
 	clients_check(in, n, opts->n_global, true);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
