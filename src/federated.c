@@ -207,11 +207,11 @@ fed_basis(FitBackend *be, bool qu, bool exact, int *q)
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
+			ShardRows  *r = fed_get_row(f, s, 1);
 			int			m = f->d;
 
 			qs[s] = -1;
-			B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(fed_get_row(f, s, 1), 0, 0),
-									&m, &qs[s], "start basis");
+			B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &qs[s], "start basis");
 			Q += qs[s];
 		}
 	stacked = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * f->d * Max(Q, 1));
@@ -236,12 +236,12 @@ fed_apply(FitBackend *be, const double *X, int q, double *out)
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
+			ShardRows  *r = fed_get_row(f, s, 1);
 			int			m = f->d,
 						n = q;
 
 			linalg_axpy((int64) f->d * q, 1.0,
-						fed_matrix_parse(&f->sc[s], SHARD_VALUE(fed_get_row(f, s, 1), 0, 0),
-										 &m, &n, "product"), out);
+						fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &n, "product"), out);
 		}
 }
 
