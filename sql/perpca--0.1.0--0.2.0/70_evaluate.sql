@@ -173,6 +173,14 @@ BEGIN
         RAISE EXCEPTION 'within must be >= 0, min_theta not NULL and holdout between 0 and 1 (exclusive)'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF solver IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM pg_catalog.pg_proc p
+            WHERE p.proname = 'perpca_train' AND p.pronamespace = '@extschema@'::regnamespace
+              AND 'solver' = ANY (p.proargnames)) THEN
+        RAISE EXCEPTION 'perpca_train has no solver option in this version'
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Leave solver NULL: the scan then fits with perpca_fit''s default solver.';
+    END IF;
     IF heldout IS NOT NULL THEN
         train_q := query;
         held_q := heldout;

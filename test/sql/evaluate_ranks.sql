@@ -76,6 +76,21 @@ SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE false', 'SELECT client, x FROM obs');
 SELECT * FROM perpca_choose_ranks(NULL);
 \set VERBOSITY default
+-- solver passes to perpca_train when it has that option, else a clear error.
+CREATE FUNCTION solver_passes() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    supported boolean := EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'perpca_train' AND 'solver' = ANY (proargnames));
+BEGIN
+    PERFORM * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                                       'SELECT client, x FROM obs WHERE heldout', '{1}', '{1}', solver => 'paper');
+    RETURN CASE WHEN supported THEN 'as perpca_train supports it' ELSE 'accepted without support' END;
+EXCEPTION WHEN feature_not_supported THEN
+    RETURN CASE WHEN supported THEN 'refused with support' ELSE 'as perpca_train supports it' END;
+END
+$$;
+SET client_min_messages = error;
+SELECT solver_passes();
+RESET client_min_messages;
 
 SET client_min_messages = warning;
 DROP SCHEMA perpca_ranks CASCADE;
