@@ -36,14 +36,16 @@ $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 ok( $node->poll_query_until(
 		'postgres', "SELECT state = 'idle' FROM pg_stat_activity WHERE pid = $pid"),
 	'the cancelled scan ends');
-like($bg->{stderr}, qr/canceling statement due to user request/, 'the scan reported the cancel');
 is( $node->safe_psql(
 		'postgres', "SELECT application_name FROM pg_stat_activity WHERE pid = $pid"),
 	'mine', 'application_name is given back after the cancel');
+my ($out, $err) = $bg->query('SELECT 42');
+is($out, '42', 'the session is usable after the cancel');
+like($bg->{stderr}, qr/canceling statement due to user request/, 'the scan reported the cancel');
 $bg->{stderr} = '';
 
 # a scan to its end in the same session: a NOTICE per pair, the name given back
-my $out = $bg->query_safe(
+($out, $err) = $bg->query(
 	"SELECT count(*) FILTER (WHERE recommended) FROM perpca_choose_ranks("
 	  . "'SELECT client, x, i FROM obs WHERE client < 6', NULL, '{1}', '{0,1}'); "
 	  . "SELECT current_setting('application_name')");
