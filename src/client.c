@@ -407,22 +407,14 @@ op_orthonormalize(FitClient *c, const SymOp *op, double *X, int b)
 	}
 }
 
-/*
- * One Rayleigh-Ritz step on the orthonormal block X (n x b): Y = A X,
- * X <- X Q, Y <- Y Q with Q, theta the eigenpairs of X'Y.  Returns the
- * largest residual ||Y_j - theta_j X_j|| over the first nres pairs.
- */
-static double
-rayleigh_ritz(FitClient *c, const SymOp *op, double *X, int b, double *Y, double *theta,
-			  int nres)
+double
+fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
 {
-	int			n = op->n;
 	double	   *T = palloc(sizeof(double) * n * b);
 	double	   *H = palloc(sizeof(double) * b * b);
 	double	   *Q = palloc(sizeof(double) * b * b);
 	double		worst = 0.0;
 
-	op_apply(c, op, X, b, Y);
 	linalg_gemm(true, false, b, b, n, 1.0, X, b, Y, b, 0.0, H, b);
 	for (int i = 0; i < b; i++)
 		for (int j = 0; j < i; j++)
@@ -448,6 +440,15 @@ rayleigh_ritz(FitClient *c, const SymOp *op, double *X, int b, double *Y, double
 	pfree(H);
 	pfree(Q);
 	return worst;
+}
+
+/* One Rayleigh-Ritz step of the operator on the orthonormal block X (n x b); Y = A X. */
+static double
+rayleigh_ritz(FitClient *c, const SymOp *op, double *X, int b, double *Y, double *theta,
+			  int nres)
+{
+	op_apply(c, op, X, b, Y);
+	return fit_rayleigh_ritz(op->n, b, X, Y, theta, nres);
 }
 
 /*

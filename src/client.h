@@ -160,6 +160,13 @@ extern void fit_eigh_top(int d, double *A, int k, double *values, double *Z, int
 /* Top k left singular vectors of A (m x n, destroyed) into Z, singular values into sigma (or NULL). */
 extern void fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma);
 
+/*
+ * One Rayleigh-Ritz step: X (n x b) orthonormal, Y = A X for a symmetric A;
+ * X <- X Q, Y <- Y Q with Q, theta (descending) the eigenpairs of X'Y.
+ * Returns the largest residual ||Y_j - theta_j X_j|| over the first nres.
+ */
+extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres);
+
 /* ||P_A - P_B||_F for orthonormal m x r blocks. */
 extern double fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb);
 

@@ -292,7 +292,7 @@ fed_finish(FitBackend *be, const double *U, bool best_response, FitSums *out)
 }
 
 /* ------------------------------------------------------------------------
- * Setup: open the fit on every shard, one set of clients, the centre
+ * Setup: open the fit on every shard, one set of clients, the center
  * ------------------------------------------------------------------------
  */
 
@@ -394,9 +394,9 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 
 /* Phase 2: the clients' S_i on every shard; the backend's weight and lambda_max. */
 static void
-fed_init(FedFit *f, const double *centre)
+fed_init(FedFit *f, const double *center)
 {
-	const char *params[2] = {f->id, centre ? fed_matrix_text(centre, 1, f->d) : NULL};
+	const char *params[2] = {f->id, center ? fed_matrix_text(center, 1, f->d) : NULL};
 
 	fed_send_active(f, "shard_init", 2, params);
 	f->be.weight = 0.0;
@@ -520,7 +520,7 @@ fed_run(FedFit *f, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 	perpca_report_phase("perpca_fit_federated: opening %d shards", f->nshards);
 	mean_sum = fed_open(f, &rows, diag);
 	fed_backend(f);
-	fed_init(f, clients_centre(f->opts->center, mean_sum, rows, f->d));
+	fed_init(f, clients_center(f->opts->center, mean_sum, rows, f->d));
 	diag->setup_bytes = fed_bytes(f);
 	mark = fed_bytes(f);
 	perpca_report_phase("perpca_fit_federated: fitting %d clients on %d shards", f->nclients,

@@ -285,12 +285,12 @@ shard_build(ShardFit *sf, void *arg)
 	sf->node = clients_node(sf->in, sf->n, sf->opts.n_global, (const double *) arg, &sf->opts);
 }
 
-/* shard_init(fit_id, centre) RETURNS (weight, lambda_max): the clients' S_i about centre. */
+/* shard_init(fit_id, center) RETURNS (weight, lambda_max): the clients' S_i about center. */
 Datum
 perpca_shard_init(PG_FUNCTION_ARGS)
 {
 	ShardFit   *sf = shard_fit_get(fcinfo, false);
-	double	   *centre = NULL;
+	double	   *center = NULL;
 	Datum		values[2];
 	bool		nulls[2] = {0};
 
@@ -302,9 +302,9 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 	{
 		int			one = sf->d;
 
-		centre = shard_matrix_arg(fcinfo, 1, 1, &one, "centre");
+		center = shard_matrix_arg(fcinfo, 1, 1, &one, "center");
 	}
-	shard_in_fit(sf, shard_build, centre);
+	shard_in_fit(sf, shard_build, center);
 	values[0] = Float8GetDatum(node_weight(sf->node));
 	values[1] = Float8GetDatum(node_lambda_max(sf->node));
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));

@@ -233,7 +233,7 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
 	rows = clients_mean_sum(in, n, mean_sum);
 	node = clients_node(in, n, opts->n_global,
-						clients_centre(opts->center, mean_sum, rows, in[0].stats->dim), opts);
+						clients_center(opts->center, mean_sum, rows, in[0].stats->dim), opts);
 	if (start != NULL)
 		opts->U0 = read_start(start, in, node);
 	be = node_backend(node);

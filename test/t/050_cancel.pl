@@ -32,8 +32,8 @@ my $pid = $bg->query_safe('SELECT pg_backend_pid()');
 $bg->query_until(qr/started/, "\\echo started\n$long_fit;\n");
 ok( $node->poll_query_until(
 		'postgres',
-		"SELECT query LIKE 'perpca_fit: fitting 20 clients, d = 30%' FROM pg_stat_activity WHERE pid = $pid"),
-	'pg_stat_activity shows the fit phase');
+		"SELECT query LIKE '/* perpca_fit: fitting 20 clients, d = 30% */ ' || \$q\$$long_fit\$q\$ || '%' FROM pg_stat_activity WHERE pid = $pid"),
+	'pg_stat_activity shows the fit phase in front of the statement');
 my $t0 = time;
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 ok( $node->poll_query_until(
@@ -72,7 +72,7 @@ $bg->query_safe("SET max_parallel_workers_per_gather = 0; SET perpca.progress_ro
 $bg->query_until(qr/scanning/, "\\echo scanning\n$long_scan;\n");
 ok( $node->poll_query_until(
 		'postgres',
-		"SELECT query ~ '^perpca_stats: [0-9]+ rows aggregated\$' FROM pg_stat_activity WHERE pid = $pid"),
+		"SELECT query ~ '^/\\* perpca_stats: [0-9]+ rows aggregated \\*/ SELECT perpca_count' FROM pg_stat_activity WHERE pid = $pid"),
 	'pg_stat_activity shows the progress of a statistics scan');
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 ok( $node->poll_query_until(
