@@ -30,6 +30,8 @@
  *   models.c            SQL functions on a stored model: row-wise projection with
  *                       client keys of any type, similarity, component info, theta
  *   project.c           projection functions on float8[] arrays
+ *   evaluate.c          held-out evaluation of a stored model from statistics
+ *                       (perpca_evaluate's per-client arithmetic), query column types
  */
 #ifndef PERPCA_H
 #define PERPCA_H
