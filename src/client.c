@@ -468,7 +468,8 @@ rayleigh_ritz(FitClient *c, const SymOp *op, double *X, int b, double *Y, double
 
 /*
  * Subspace iteration from X (n x b) until the first nres Ritz pairs have
- * residuals <= tol, at most maxit products.  Returns whether it converged.
+ * residuals <= tol, at most maxit products.  Returns whether it converged;
+ * X ends as orthonormal Ritz vectors either way.
  */
 static bool
 subspace_iterate(FitClient *c, const SymOp *op, double *X, int b, double *theta, int nres,
@@ -482,7 +483,8 @@ subspace_iterate(FitClient *c, const SymOp *op, double *X, int b, double *theta,
 		CHECK_FOR_INTERRUPTS();
 		op_orthonormalize(c, op, X, b);
 		done = rayleigh_ritz(c, op, X, b, Y, theta, nres) <= tol;
-		if (!done)
+		/* the next block is A X; on the way out X keeps the orthonormal Ritz vectors */
+		if (!done && it < maxit - 1)
 			memcpy(X, Y, sizeof(double) * op->n * b);
 	}
 	pfree(Y);

@@ -55,13 +55,14 @@ fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact)
 	uint64		state = UINT64CONST(0x243F6A8885A308D3);
 
 	fit_fill_gaussian(&state, d, b, X, b);
-	for (int it = 0; it < (exact ? POOLED_ITERATIONS : POOLED_ITERATIONS_APPROX); it++)
+	for (int it = 0, last = exact ? POOLED_ITERATIONS : POOLED_ITERATIONS_APPROX;; it++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		fit_retract(FIT_RETRACT_QR, d, b, X, b);
 		be->apply(be, X, b, Y);
 		be->setup_rounds++;
-		if (fit_rayleigh_ritz(d, b, X, Y, theta, r) <= tol)
+		/* X holds orthonormal Ritz vectors when the loop ends */
+		if (fit_rayleigh_ritz(d, b, X, Y, theta, r) <= tol || it == last - 1)
 			break;
 		memcpy(X, Y, sizeof(double) * d * b);
 	}

@@ -27,7 +27,8 @@ SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM b_stats', 2, 10)$$) A
        pg_temp.suberr('opt_client') < 1e-8 AS matches_oracle,
        pg_temp.infeasibility() < 1e-10 AS feasible;
 SELECT solver, converged, rounds <= 50 AS at_most_50_rounds, kkt_residual < 1e-12 AS kkt_small,
-       gradient_norm IS NOT NULL AS has_gradient_norm, start, options->>'init' AS init
+       gradient_norm IS NOT NULL AS has_gradient_norm, start IN ('dispca', 'pooled') AS start_named,
+       options->>'init' AS init
 FROM perpca_last_fit();
 SELECT objective AS lbfgs_objective FROM perpca_last_fit() \gset
 -- every start is reported; the winner has the best objective
