@@ -60,6 +60,10 @@ CREATE AGGREGATE perpca_stats(float8[]) (
     COMBINEFUNC = perpca_stats_combine,
     SERIALFUNC = perpca_stats_serialize,
     DESERIALFUNC = perpca_stats_deserialize,
+    -- what a group's state typically holds (bytes; the planner sizes hash
+    -- aggregates with it): a thin group at d ~ 800 (mean, sums, first row),
+    -- a dense one at d ~ 64 (d x d co-moments and a block of rows)
+    SSPACE = 65536,
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_stats(float8[]) IS
@@ -72,6 +76,7 @@ CREATE AGGREGATE perpca_merge(perpca_stats) (
     COMBINEFUNC = perpca_stats_combine,
     SERIALFUNC = perpca_stats_serialize,
     DESERIALFUNC = perpca_stats_deserialize,
+    SSPACE = 65536,                 -- as perpca_stats(float8[])
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_merge(perpca_stats) IS

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# femnist_stats.sh -- perpca_stats(x) GROUP BY client with thousands of thin
+# groups (FEMNIST's shape), under every plan, in one run.
+#
+# Plans: HashAggregate with work_mem = 4MB (spills) and 4GB (all states in
+# memory), Sort + GroupAggregate (enable_hashagg = off), and the plan the
+# planner picks at default settings; each on rows interleaved across groups
+# (client = i % N) and clustered by group (client = i / ROWS_PER).  Serial
+# plans, jit off.  The plans take turns REPS times, so that other load on
+# the machine hits them alike; each cell prints min-max over the runs, and
+# the batches and memory of one EXPLAIN ANALYZE.  Goal: the worst plan
+# within 1.3x of the best.
+#
+#   PGHOST=... PGPORT=... PGUSER=<superuser> PGDATABASE=... bash bench/femnist_stats.sh
+#   sizes: N=355 (default: a tenth of FEMNIST) D=784 ROWS_PER=89 REPS=3
+#   FULL=1 sets N=3550: FEMNIST's 316k rows, two tables of 2.5 GB each
+#   (check free disk space first; building them takes a few minutes).
+#
+# Rows are drawn from a pool of at most 10,000 distinct random rows (so the
+# tables build quickly); every row is stored separately, out of line as a
+# real table's rows of d = 784 are.  Tables are dropped at the end
+# (KEEP=1 keeps them).
+set -euo pipefail
+N=${N:-355}
+[ "${FULL:-0}" = 1 ] && N=3550
+D=${D:-784}
+ROWS_PER=${ROWS_PER:-89}
+REPS=${REPS:-3}
+ROWS=$(( N * ROWS_PER ))
+POOL=$(( ROWS < 10000 ? ROWS : 10000 ))
+
+q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+
+echo "building: $N groups x $ROWS_PER rows, d=$D ($ROWS rows), interleaved and clustered"
+q <<SQL
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS perpca;
+DROP TABLE IF EXISTS femnist_pool, femnist_inter, femnist_clust;
+SELECT setseed(0.5) \\g /dev/null
+CREATE UNLOGGED TABLE femnist_pool AS
+    SELECT i AS id, ARRAY(SELECT random() FROM generate_series(1, $D) WHERE i >= 0) AS x
+    FROM generate_series(0, $POOL - 1) AS i;
+CREATE UNLOGGED TABLE femnist_inter AS
+    SELECT (i % $N)::int AS client, p.x
+    FROM generate_series(0, $ROWS - 1) AS i JOIN femnist_pool p ON p.id = (i * 7919) % $POOL;
+CREATE UNLOGGED TABLE femnist_clust AS
+    SELECT (i / $ROWS_PER)::int AS client, p.x
+    FROM generate_series(0, $ROWS - 1) AS i JOIN femnist_pool p ON p.id = (i * 7919) % $POOL;
+DROP TABLE femnist_pool;
+VACUUM ANALYZE femnist_inter;
+VACUUM ANALYZE femnist_clust;
+SQL
+size=$(q -c "SELECT pg_size_pretty(pg_total_relation_size('femnist_inter'))")
+
+BASE="SET max_parallel_workers_per_gather = 0; SET jit = off;"
+declare -A SET=(
+	[hash_4MB]="$BASE SET work_mem = '4MB'; SET enable_sort = off;"
+	[hash_4GB]="$BASE SET work_mem = '4GB'; SET enable_sort = off;"
+	[sort_4MB]="$BASE SET work_mem = '4MB'; SET enable_hashagg = off;"
+	[default]="$BASE"
+)
+PLANS=(hash_4MB hash_4GB sort_4MB default)
+TABLES=(femnist_inter femnist_clust)
+query() { echo "SELECT sum(perpca_count(s)) FROM (SELECT client, perpca_stats(x) AS s FROM $1 GROUP BY client) q"; }
+
+# ms SETTINGS SQL: one timing, in milliseconds
+ms() { q -c "$1" -c '\timing on' -c "$2" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'; }
+
+# shape SETTINGS SQL: "plan, batches, memory" from one EXPLAIN ANALYZE
+shape() {
+	q -c "$1" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) $2" | python3 -c '
+import json, sys
+p = json.load(sys.stdin)[0]["Plan"]
+while p.get("Node Type") != "Aggregate" or p.get("Strategy") == "Plain":
+    p = p["Plans"][0]
+kind = {"Hashed": "HashAggregate", "Sorted": "Sort+GroupAggregate"}.get(p["Strategy"], p["Strategy"])
+if p["Strategy"] == "Hashed":
+    print("%s, %d batches, %.0f MB in memory" % (kind, p["HashAgg Batches"], p["Peak Memory Usage"] / 1024.0))
+else:
+    s = p["Plans"][0]
+    print("%s (sort: %s)" % (kind, s.get("Sort Method", "?")))'
+}
+
+q -c "$BASE" -c "$(query femnist_inter)" >/dev/null	# warm the cache
+declare -A T
+load0=$(cut -d" " -f1-3 /proc/loadavg)
+for rep in $(seq "$REPS"); do
+	for t in "${TABLES[@]}"; do
+		for p in "${PLANS[@]}"; do
+			T[$t.$p]="${T[$t.$p]:-} $(ms "${SET[$p]}" "$(query "$t")")"
+		done
+	done
+done
+load1=$(cut -d" " -f1-3 /proc/loadavg)
+
+echo
+echo "perpca_stats(x) GROUP BY client: $N groups x $ROWS_PER rows, d=$D, table $size; serial; $REPS runs each (min-max)"
+echo "$(nproc) cores, load average $load0 before, $load1 after"
+printf '%-10s %-16s %-16s  %s\n' "plan" "interleaved s" "clustered s" "shape (interleaved)"
+for p in "${PLANS[@]}"; do
+	cells=()
+	for t in "${TABLES[@]}"; do
+		cells+=("$(echo "${T[$t.$p]}" | tr ' ' '\n' | grep . | sort -g |
+			awk '{v[NR] = $1} END {printf "%.2f-%.2f", v[1] / 1000, v[NR] / 1000}')")
+	done
+	printf '%-10s %-16s %-16s  %s\n' "$p" "${cells[0]}" "${cells[1]}" "$(shape "${SET[$p]}" "$(query femnist_inter)")"
+done
+for t in "${TABLES[@]}"; do
+	echo "${PLANS[*]}" | tr ' ' '\n' | while read -r p; do
+		echo "${T[$t.$p]}" | tr ' ' '\n' | grep . | sort -g | head -1 | sed "s/^/$p /"
+	done | sort -k2 -g | awk -v t="$t" '{v[NR] = $2; n[NR] = $1} END {
+		printf "%s: best %s %.2f s, worst %s %.2f s: worst/best %.2f (goal <= 1.30)\n", t, n[1], v[1] / 1000, n[NR], v[NR] / 1000, v[NR] / v[1] }'
+done
+if [ "${KEEP:-0}" != 1 ]; then
+	q -c "DROP TABLE femnist_inter, femnist_clust"
+fi
