@@ -19,7 +19,9 @@
 # Rows are drawn from a pool of at most 10,000 distinct random rows (so the
 # tables build quickly); every row is stored separately, out of line as a
 # real table's rows of d = 784 are.  Tables are dropped at the end
-# (KEEP=1 keeps them).
+# (KEEP=1 keeps them; REUSE=1 uses femnist_inter and femnist_clust if they
+# exist).  The "parallel" plan (2 workers, work_mem 4MB, parallel costs 0)
+# reports the Partial HashAggregate's batches and memory per process.
 set -euo pipefail
 N=${N:-355}
 [ "${FULL:-0}" = 1 ] && N=3550
@@ -31,6 +33,13 @@ POOL=$(( ROWS < 10000 ? ROWS : 10000 ))
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
+if [ "${REUSE:-0}" = 1 ] && [ "$(q -c "SELECT count(*) FROM pg_class WHERE relname IN ('femnist_inter', 'femnist_clust')")" = 2 ]; then
+	N=$(q -c "SELECT count(DISTINCT client) FROM femnist_inter")
+	ROWS=$(q -c "SELECT count(*) FROM femnist_inter")
+	D=$(q -c "SELECT cardinality(x) FROM femnist_inter LIMIT 1")
+	ROWS_PER=$(( ROWS / N ))
+	echo "reusing femnist_inter and femnist_clust"
+else
 echo "building: $N groups x $ROWS_PER rows, d=$D ($ROWS rows), interleaved and clustered"
 q <<SQL
 SET client_min_messages = warning;
@@ -50,6 +59,7 @@ DROP TABLE femnist_pool;
 VACUUM ANALYZE femnist_inter;
 VACUUM ANALYZE femnist_clust;
 SQL
+fi
 size=$(q -c "SELECT pg_size_pretty(pg_total_relation_size('femnist_inter'))")
 
 BASE="SET max_parallel_workers_per_gather = 0; SET jit = off;"
@@ -58,8 +68,10 @@ declare -A SET=(
 	[hash_4GB]="$BASE SET work_mem = '4GB'; SET enable_sort = off;"
 	[sort_4MB]="$BASE SET work_mem = '4MB'; SET enable_hashagg = off;"
 	[default]="$BASE"
+	[parallel]="SET jit = off; SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;
+	            SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
 )
-PLANS=(hash_4MB hash_4GB sort_4MB default)
+PLANS=(hash_4MB hash_4GB sort_4MB default parallel)
 TABLES=(femnist_inter femnist_clust)
 query() { echo "SELECT sum(perpca_count(s)) FROM (SELECT client, perpca_stats(x) AS s FROM $1 GROUP BY client) q"; }
 
@@ -70,15 +82,25 @@ ms() { q -c "$1" -c '\timing on' -c "$2" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/
 shape() {
 	q -c "$1" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) $2" | python3 -c '
 import json, sys
-p = json.load(sys.stdin)[0]["Plan"]
-while p.get("Node Type") != "Aggregate" or p.get("Strategy") == "Plain":
-    p = p["Plans"][0]
-kind = {"Hashed": "HashAggregate", "Sorted": "Sort+GroupAggregate"}.get(p["Strategy"], p["Strategy"])
-if p["Strategy"] == "Hashed":
-    print("%s, %d batches, %.0f MB in memory" % (kind, p["HashAgg Batches"], p["Peak Memory Usage"] / 1024.0))
-else:
-    s = p["Plans"][0]
-    print("%s (sort: %s)" % (kind, s.get("Sort Method", "?")))'
+def aggs(p):
+    if p.get("Node Type") == "Aggregate" and p.get("Strategy") != "Plain":
+        yield p
+    for c in p.get("Plans", []):
+        yield from aggs(c)
+out = []
+for p in aggs(json.load(sys.stdin)[0]["Plan"]):
+    kind = {"Hashed": "HashAggregate", "Sorted": "GroupAggregate"}[p["Strategy"]]
+    if p.get("Partial Mode", "Simple") != "Simple":
+        kind = p["Partial Mode"] + " " + kind
+    if p["Strategy"] == "Hashed":
+        procs = [p] + p.get("Workers", [])
+        out.append("%s: %s batches, %s MB" % (kind,
+            "/".join(str(w.get("HashAgg Batches", "?")) for w in procs),
+            "/".join("%.0f" % (w.get("Peak Memory Usage", 0) / 1024.0) for w in procs)))
+    else:
+        s = p["Plans"][0]
+        out.append("%s (%s)" % (kind, s.get("Sort Method", s.get("Node Type"))))
+print("; ".join(out))'
 }
 
 q -c "$BASE" -c "$(query femnist_inter)" >/dev/null	# warm the cache
@@ -96,7 +118,7 @@ load1=$(cut -d" " -f1-3 /proc/loadavg)
 echo
 echo "perpca_stats(x) GROUP BY client: $N groups x $ROWS_PER rows, d=$D, table $size; serial; $REPS runs each (min-max)"
 echo "$(nproc) cores, load average $load0 before, $load1 after"
-printf '%-10s %-16s %-16s  %s\n' "plan" "interleaved s" "clustered s" "shape (interleaved)"
+printf '%-10s %-16s %-16s  %s\n' "plan" "interleaved s" "clustered s" "shape (interleaved; batches and memory: leader/workers)"
 for p in "${PLANS[@]}"; do
 	cells=()
 	for t in "${TABLES[@]}"; do
@@ -106,10 +128,16 @@ for p in "${PLANS[@]}"; do
 	printf '%-10s %-16s %-16s  %s\n' "$p" "${cells[0]}" "${cells[1]}" "$(shape "${SET[$p]}" "$(query femnist_inter)")"
 done
 for t in "${TABLES[@]}"; do
-	echo "${PLANS[*]}" | tr ' ' '\n' | while read -r p; do
+	echo "${PLANS[*]}" | tr ' ' '\n' | grep -v parallel | while read -r p; do
 		echo "${T[$t.$p]}" | tr ' ' '\n' | grep . | sort -g | head -1 | sed "s/^/$p /"
 	done | sort -k2 -g | awk -v t="$t" '{v[NR] = $2; n[NR] = $1} END {
 		printf "%s: best %s %.2f s, worst %s %.2f s: worst/best %.2f (goal <= 1.30)\n", t, n[1], v[1] / 1000, n[NR], v[NR] / 1000, v[NR] / v[1] }'
+done
+for t in "${TABLES[@]}"; do
+	best=$(for p in hash_4MB hash_4GB sort_4MB default; do echo "${T[$t.$p]}"; done | tr ' ' '\n' | grep . | sort -g | head -1)
+	par=$(echo "${T[$t.parallel]}" | tr ' ' '\n' | grep . | sort -g | head -1)
+	awk -v t="$t" -v b="$best" -v p="$par" 'BEGIN {
+		printf "%s: parallel (2 workers) %.2f s, best serial %.2f s: speed-up %.2fx\n", t, p / 1000, b / 1000, b / p }'
 done
 if [ "${KEEP:-0}" != 1 ]; then
 	q -c "DROP TABLE femnist_inter, femnist_clust"

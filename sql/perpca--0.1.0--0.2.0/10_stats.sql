@@ -10,6 +10,6 @@
 -- The support functions keep their signatures; the serialized state's
 -- format changed, which only processes of one query (running the same
 -- library) ever exchange.
-UPDATE pg_catalog.pg_aggregate SET aggtransspace = 65536
+UPDATE pg_catalog.pg_aggregate SET aggtransspace = 16384
 WHERE aggfnoid IN ('@extschema@.perpca_stats(pg_catalog.float8[])'::pg_catalog.regprocedure,
                    '@extschema@.perpca_merge(@extschema@.perpca_stats)'::pg_catalog.regprocedure);

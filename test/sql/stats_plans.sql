@@ -144,14 +144,15 @@ JOIN LATERAL (SELECT md5(perpca_stats_send(perpca_stats(x ORDER BY id))) AS h
               FROM plan_toast p WHERE p.g = 0 AND p.id <= w.id) a ON true
 WHERE w.h <> a.h;
 
--- The planner sizes a hash aggregate with the declared state size (SSPACE):
--- 200 groups' states do not fit in the default work_mem (4MB), so at
--- default settings it sorts and aggregates one group at a time; with room
+-- The planner sizes a hash aggregate with the declared state size (SSPACE,
+-- 16 kB): 1000 groups' states do not fit in the default work_mem (4MB), so
+-- at default settings it sorts and aggregates one group at a time (with
+-- PostgreSQL's default guess of 8 kB it would hash and spill); with room
 -- for them it hashes.
 SELECT aggtransspace FROM pg_aggregate
 WHERE aggfnoid IN ('perpca_stats(float8[])'::regprocedure, 'perpca_merge(perpca_stats)'::regprocedure);
 CREATE TABLE plan_groups AS
-SELECT i % 200 AS g, ARRAY[sin(i), cos(i), i % 7]::float8[] AS x FROM generate_series(1, 8000) AS i;
+SELECT i % 1000 AS g, ARRAY[sin(i), cos(i), i % 7]::float8[] AS x FROM generate_series(1, 8000) AS i;
 ANALYZE plan_groups;
 EXPLAIN (COSTS OFF) SELECT g, perpca_stats(x) FROM plan_groups GROUP BY g;
 SET work_mem = '64MB';
