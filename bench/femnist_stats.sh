@@ -7,9 +7,9 @@
 # planner picks at default settings; each on rows interleaved across groups
 # (client = i % N) and clustered by group (client = i / ROWS_PER).  Serial
 # plans, jit off.  The plans take turns REPS times, so that other load on
-# the machine hits them alike; each cell prints min-max over the runs, and
-# the batches and memory of one EXPLAIN ANALYZE.  Goal: the worst plan
-# within 1.3x of the best.
+# the machine hits them alike; each cell prints min-max over the runs of
+# the wall time and of the backend's CPU time, and the batches and memory
+# of one EXPLAIN ANALYZE.  Goal: the worst plan within 1.3x of the best.
 #
 #   PGHOST=... PGPORT=... PGUSER=<superuser> PGDATABASE=... bash bench/femnist_stats.sh
 #   sizes: N=355 (default: a tenth of FEMNIST) D=784 ROWS_PER=89 REPS=3
@@ -75,8 +75,21 @@ PLANS=(hash_4MB hash_4GB sort_4MB default parallel)
 TABLES=(femnist_inter femnist_clust)
 query() { echo "SELECT sum(perpca_count(s)) FROM (SELECT client, perpca_stats(x) AS s FROM $1 GROUP BY client) q"; }
 
-# ms SETTINGS SQL: one timing, in milliseconds
-ms() { q -c "$1" -c '\timing on' -c "$2" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'; }
+# run SETTINGS SQL: "wall_ms cpu_ms" of one run; cpu = the backend's user +
+# system time from /proc (the server must run on this machine), which other
+# load on the machine disturbs much less than the wall time
+run() {
+	q <<SQL | awk 'NR == 1 {c0 = $1} /^Time:/ {w = $2} END {print w, ($1 - c0) * 10}'
+$1
+SELECT pg_backend_pid() AS bpid \gset
+\setenv BPID :bpid
+\! awk '{print \$14 + \$15}' /proc/\$BPID/stat
+\timing on
+$2 \g /dev/null
+\timing off
+\! awk '{print \$14 + \$15}' /proc/\$BPID/stat
+SQL
+}
 
 # shape SETTINGS SQL: "plan, batches, memory" from one EXPLAIN ANALYZE
 shape() {
@@ -104,40 +117,45 @@ print("; ".join(out))'
 }
 
 q -c "$BASE" -c "$(query femnist_inter)" >/dev/null	# warm the cache
-declare -A T
+declare -A W C
 load0=$(cut -d" " -f1-3 /proc/loadavg)
 for rep in $(seq "$REPS"); do
 	for t in "${TABLES[@]}"; do
 		for p in "${PLANS[@]}"; do
-			T[$t.$p]="${T[$t.$p]:-} $(ms "${SET[$p]}" "$(query "$t")")"
+			read -r w c < <(run "${SET[$p]}" "$(query "$t")")
+			W[$t.$p]="${W[$t.$p]:-} $w"
+			C[$t.$p]="${C[$t.$p]:-} $c"
 		done
 	done
 done
 load1=$(cut -d" " -f1-3 /proc/loadavg)
 
+# range LIST: "min-max" in seconds;  best LIST: min in ms
+range() { echo "$1" | tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {printf "%.2f-%.2f", v[1] / 1000, v[NR] / 1000}'; }
+best() { echo "$1" | tr ' ' '\n' | grep . | sort -g | head -1; }
+
 echo
-echo "perpca_stats(x) GROUP BY client: $N groups x $ROWS_PER rows, d=$D, table $size; serial; $REPS runs each (min-max)"
-echo "$(nproc) cores, load average $load0 before, $load1 after"
-printf '%-10s %-16s %-16s  %s\n' "plan" "interleaved s" "clustered s" "shape (interleaved; batches and memory: leader/workers)"
+echo "perpca_stats(x) GROUP BY client: $N groups x $ROWS_PER rows, d=$D, table $size; $REPS runs each (min-max)"
+echo "$(nproc) cores, load average $load0 before, $load1 after; cpu = the backend's own CPU time (workers' not counted)"
+printf '%-9s %-12s %-12s %-12s %-12s  %s\n' "plan" "inter wall s" "inter cpu s" "clust wall s" "clust cpu s" \
+	"shape (interleaved; batches and memory: leader/workers)"
 for p in "${PLANS[@]}"; do
-	cells=()
-	for t in "${TABLES[@]}"; do
-		cells+=("$(echo "${T[$t.$p]}" | tr ' ' '\n' | grep . | sort -g |
-			awk '{v[NR] = $1} END {printf "%.2f-%.2f", v[1] / 1000, v[NR] / 1000}')")
+	printf '%-9s %-12s %-12s %-12s %-12s  %s\n' "$p" \
+		"$(range "${W[femnist_inter.$p]}")" "$(range "${C[femnist_inter.$p]}")" \
+		"$(range "${W[femnist_clust.$p]}")" "$(range "${C[femnist_clust.$p]}")" \
+		"$(shape "${SET[$p]}" "$(query femnist_inter)")"
+done
+for t in "${TABLES[@]}"; do
+	for kind in wall cpu; do
+		for p in hash_4MB hash_4GB sort_4MB default; do
+			if [ $kind = wall ]; then echo "$p $(best "${W[$t.$p]}")"; else echo "$p $(best "${C[$t.$p]}")"; fi
+		done | sort -k2 -g | awk -v t="$t" -v k="$kind" '{v[NR] = $2; n[NR] = $1} END {
+			printf "%s, %s: best %s %.2f s, worst %s %.2f s: worst/best %.2f (goal <= 1.30)\n",
+				t, k, n[1], v[1] / 1000, n[NR], v[NR] / 1000, v[NR] / v[1] }'
 	done
-	printf '%-10s %-16s %-16s  %s\n' "$p" "${cells[0]}" "${cells[1]}" "$(shape "${SET[$p]}" "$(query femnist_inter)")"
-done
-for t in "${TABLES[@]}"; do
-	echo "${PLANS[*]}" | tr ' ' '\n' | grep -v parallel | while read -r p; do
-		echo "${T[$t.$p]}" | tr ' ' '\n' | grep . | sort -g | head -1 | sed "s/^/$p /"
-	done | sort -k2 -g | awk -v t="$t" '{v[NR] = $2; n[NR] = $1} END {
-		printf "%s: best %s %.2f s, worst %s %.2f s: worst/best %.2f (goal <= 1.30)\n", t, n[1], v[1] / 1000, n[NR], v[NR] / 1000, v[NR] / v[1] }'
-done
-for t in "${TABLES[@]}"; do
-	best=$(for p in hash_4MB hash_4GB sort_4MB default; do echo "${T[$t.$p]}"; done | tr ' ' '\n' | grep . | sort -g | head -1)
-	par=$(echo "${T[$t.parallel]}" | tr ' ' '\n' | grep . | sort -g | head -1)
-	awk -v t="$t" -v b="$best" -v p="$par" 'BEGIN {
-		printf "%s: parallel (2 workers) %.2f s, best serial %.2f s: speed-up %.2fx\n", t, p / 1000, b / 1000, b / p }'
+	bs=$(for p in hash_4MB hash_4GB sort_4MB default; do echo "${W[$t.$p]}"; done | tr ' ' '\n' | grep . | sort -g | head -1)
+	awk -v t="$t" -v b="$bs" -v p="$(best "${W[$t.parallel]}")" 'BEGIN {
+		printf "%s: parallel (2 workers) %.2f s wall, best serial %.2f s: speed-up %.2fx\n", t, p / 1000, b / 1000, b / p }'
 done
 if [ "${KEEP:-0}" != 1 ]; then
 	q -c "DROP TABLE femnist_inter, femnist_clust"
