@@ -27,7 +27,9 @@
  *
  * The serialized state (parallel query) is the state itself, not the final
  * value, so partial aggregation loses nothing: a group aggregated by one
- * process gives the same bits as the serial plan.
+ * process gives the same bits as the serial plan.  Pending rows travel as
+ * their TOAST pointers, so a parallel plan's Finalize aggregate holds no
+ * more than the serial plan does.
  */
 #include "postgres.h"
 
@@ -409,6 +411,14 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 	state_merge_moments(st, s->n, PERPCA_STATS_MEAN(s), PERPCA_STATS_MEAN_LO(s));
 }
 
+/* Append n pending rows (their TOAST pointers) to the state. */
+static void
+state_defer_many(StatsState *st, const PendingRow *rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		state_defer(st, PointerGetDatum(rows[i].ptr));
+}
+
 /* Make the empty state a an exact copy of b (combine into nothing). */
 static void
 state_copy(StatsState *a, const StatsState *b)
@@ -417,16 +427,19 @@ state_copy(StatsState *a, const StatsState *b)
 
 	Assert(state_empty(a) && a->m2 == NULL);
 	a->n = b->n;
-	memcpy(a->shift, b->shift, sizeof(double) * d);
-	memcpy(a->mu, b->mu, sizeof(double) * d);
+	memcpy(a->shift, b->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
 	if (b->m2 != NULL)
 	{
 		a->m2 = MemoryContextAlloc(a->cxt, sizeof(double) * d * d);
 		memcpy(a->m2, b->m2, sizeof(double) * d * d);
 	}
-	state_reserve(a, state_unmerged(b));
-	unmerged_rows(b, a->buf, a->bsum);
-	a->nbuf = state_unmerged(b);
+	if (b->nbuf > 0)
+	{
+		state_reserve(a, b->nbuf);
+		memcpy(a->buf, b->buf, sizeof(double) * b->nbuf * d);
+		a->nbuf = b->nbuf;
+	}
+	state_defer_many(a, b->pend, b->npend);
 }
 
 /* Merge state b into state a. */
@@ -544,8 +557,14 @@ state_to_stats(StatsState *st)
 
 #define STATE_FORMAT 1
 
-/* Layout: this header, then shift, mu, bsum (d each), the nbuf unmerged
- * rows (minus shift), and for a dense state the packed upper M2. */
+/*
+ * Layout: this header, then shift, mu, bsum (d each), the nbuf buffered
+ * rows (minus shift), for a dense state the packed upper M2, and the npend
+ * pending rows' TOAST pointers.  The pointers stay valid in the process
+ * that deserializes: partial aggregation runs in workers of the same query,
+ * which share its snapshot (as tuples with TOAST pointers travel from
+ * workers to the leader through Gather).
+ */
 typedef struct SerialState
 {
 	int32		vl_len_;		/* varlena header (do not touch directly) */
@@ -554,23 +573,29 @@ typedef struct SerialState
 	int16		unused;
 	int32		d;
 	int32		nbuf;
+	int32		npend;
 	int64		n;
 	double		data[FLEXIBLE_ARRAY_MEMBER];
 } SerialState;
 
-static Size
-serial_size(bool dense, int d, int nbuf)
+static int64
+serial_doubles(bool dense, int d, int nbuf)
 {
-	return offsetof(SerialState, data) + sizeof(double) *
-		(3 * (int64) d + (int64) nbuf * d + (dense ? PERPCA_STATS_PACKED(d) : 0));
+	return 3 * (int64) d + (int64) nbuf * d + (dense ? PERPCA_STATS_PACKED(d) : 0);
+}
+
+static Size
+serial_size(bool dense, int d, int nbuf, int npend)
+{
+	return offsetof(SerialState, data) + sizeof(double) * serial_doubles(dense, d, nbuf) +
+		sizeof(PendingRow) * (Size) npend;
 }
 
 static bytea *
 state_serialize(const StatsState *st)
 {
 	int64		d = st->d;
-	int			nbuf = state_unmerged(st);
-	Size		size = serial_size(st->m2 != NULL, st->d, nbuf);
+	Size		size = serial_size(st->m2 != NULL, st->d, st->nbuf, st->npend);
 	SerialState *ss = palloc0(size);
 	double	   *p = ss->data;
 
@@ -578,16 +603,17 @@ state_serialize(const StatsState *st)
 	ss->format = STATE_FORMAT;
 	ss->dense = st->m2 != NULL;
 	ss->d = st->d;
-	ss->nbuf = nbuf;
+	ss->nbuf = st->nbuf;
+	ss->npend = st->npend;
 	ss->n = st->n;
-	memcpy(p, st->shift, sizeof(double) * d);
-	memcpy(p + d, st->mu, sizeof(double) * d);
-	unmerged_rows(st, p + 3 * d, p + 2 * d);
-	p += 3 * d + nbuf * d;
+	memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
+	p += 3 * d + st->nbuf * d;
 	if (st->m2 != NULL)
 		for (int64 i = 0; i < d; i++)
 			for (int64 j = i; j < d; j++)
 				*p++ = st->m2[i * d + j];
+	memcpy(p, st->pend, sizeof(PendingRow) * st->npend);
 	return (bytea *) ss;
 }
 
@@ -599,15 +625,14 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	int64		d;
 
 	if (VARSIZE(ss) < offsetof(SerialState, data) || ss->format != STATE_FORMAT ||
-		ss->d < 1 || ss->d > PERPCA_MAX_DIM || ss->nbuf < 0 || ss->n < 0 ||
-		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf))
+		ss->d < 1 || ss->d > PERPCA_MAX_DIM || ss->nbuf < 0 || ss->npend < 0 ||
+		ss->n < 0 || (ss->dense && ss->npend > 0) ||
+		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf, ss->npend))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
 	st = state_create(cxt, ss->d);
 	st->n = ss->n;
-	memcpy(st->shift, p, sizeof(double) * d);
-	memcpy(st->mu, p + d, sizeof(double) * d);
-	memcpy(st->bsum, p + 2 * d, sizeof(double) * d);
+	memcpy(st->shift, p, sizeof(double) * 3 * d);	/* shift, mu, bsum */
 	p += 3 * d;
 	if (ss->dense)
 		st->m2 = MemoryContextAllocZero(cxt, sizeof(double) * d * d);
@@ -622,6 +647,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 		for (int64 i = 0; i < d; i++)
 			for (int64 j = i; j < d; j++)
 				st->m2[i * d + j] = *p++;
+	state_defer_many(st, (const PendingRow *) p, ss->npend);
 	return st;
 }
 
@@ -751,7 +777,7 @@ perpca_stats_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(a);
 }
 
-/* The serialized state: the state exactly (pending rows fetched), as bytea. */
+/* The serialized state: the state exactly (pending rows as pointers), as bytea. */
 Datum
 perpca_stats_serialize(PG_FUNCTION_ARGS)
 {
