@@ -51,10 +51,10 @@ CREATE UNLOGGED TABLE femnist_pool AS
     FROM generate_series(0, $POOL - 1) AS i;
 CREATE UNLOGGED TABLE femnist_inter AS
     SELECT (i % $N)::int AS client, p.x
-    FROM generate_series(0, $ROWS - 1) AS i JOIN femnist_pool p ON p.id = (i * 7919) % $POOL;
+    FROM generate_series(0::bigint, $ROWS - 1) AS i JOIN femnist_pool p ON p.id = (i * 7919) % $POOL;
 CREATE UNLOGGED TABLE femnist_clust AS
     SELECT (i / $ROWS_PER)::int AS client, p.x
-    FROM generate_series(0, $ROWS - 1) AS i JOIN femnist_pool p ON p.id = (i * 7919) % $POOL;
+    FROM generate_series(0::bigint, $ROWS - 1) AS i JOIN femnist_pool p ON p.id = (i * 7919) % $POOL;
 DROP TABLE femnist_pool;
 VACUUM ANALYZE femnist_inter;
 VACUUM ANALYZE femnist_clust;
