@@ -211,7 +211,8 @@ unmerged_rows(const StatsState *st, double *rows, double *sum)
 
 	if (rows != st->buf)
 		memcpy(rows, st->buf, sizeof(double) * st->nbuf * d);
-	memcpy(sum, st->bsum, sizeof(double) * d);
+	if (sum != st->bsum)
+		memcpy(sum, st->bsum, sizeof(double) * d);
 	for (int i = 0; i < st->npend; i++)
 	{
 		ArrayType  *arr;
