@@ -66,9 +66,9 @@ static double
 response_tolerance(const Lbfgs *lb)
 {
 	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
-	double		rel = isfinite(lb->gnorm) ? 1e-2 * lb->gnorm / lmax : 1e-6;
+	double		rel = isfinite(lb->gnorm) ? 1e-2 * lb->gnorm / lmax : 1e-4;
 
-	return lmax * Max(Min(rel, 1e-6), 1e-13);
+	return lmax * Max(Min(rel, 1e-3), 1e-13);
 }
 
 /* One round: f and the Riemannian gradient at U into *f, G; returns ||G||. */
@@ -279,6 +279,12 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 		gprev = lb.gnorm;
 		if (!iterate(&lb, p, Unew, Gnew, s, y))
 		{
+			/* no step along the quasi-Newton direction: forget the pairs, try the gradient */
+			if (lb.npairs > 0 && lb.rounds < rounds)
+			{
+				lb.npairs = 0;
+				continue;
+			}
 			/* no step improves f or the gradient: as far as the arithmetic goes */
 			*converged = lb.gnorm <= 10.0 * opts->tolerance * lmax;
 			break;
