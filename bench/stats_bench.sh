@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # stats_bench.sh -- perpca_stats(x) GROUP BY g against its floors, in one run.
 #
-# Floors: the scan floor (the same GROUP BY with sum(array_length(x, 1)))
-# and a plain single-threaded blocked dsyrk over the same number of rows
-# (bench/dsyrk_floor.c).  Goal: aggregate <= 1.3 x (scan + dsyrk).
-# Serial plans, work_mem large enough that nothing spills, best of 5 runs.
+# Floors, each + a plain single-threaded blocked dsyrk over the same number
+# of rows (bench/dsyrk_floor.c):
+#   scan: the same GROUP BY with sum(array_length(x, 1)), which detoasts
+#         each row but reads only its header;
+#   sum:  the same GROUP BY with sum_floor(x), a trivial C aggregate that
+#         reads every value (bench/sum_floor.c, built here against the
+#         server's headers and loaded for the run: needs a superuser and a
+#         server on this machine; PG_CONFIG names its pg_config).
+# Goal: aggregate <= 1.3 x (sum + dsyrk), the fairer floor.  Serial plans,
+# work_mem large enough that nothing spills; the three queries take turns
+# REPS times (default 5) and each prints its min-max.
 #
 # Connects with the usual libpq variables (PGHOST, PGPORT, PGUSER,
 # PGDATABASE) to a server that has perpca installed, e.g. the cluster that
@@ -13,23 +20,36 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
 cc -O2 -o "$tmp/dsyrk_floor" "$here/dsyrk_floor.c" -lopenblas
+cc -O2 -fPIC -shared -I"$("${PG_CONFIG:-pg_config}" --includedir-server)" -o "$tmp/sum_floor.so" "$here/sum_floor.c"
+chmod 755 "$tmp/sum_floor.so"
+REPS=${REPS:-5}
+psql -X -q -v ON_ERROR_STOP=1 <<SQL
+CREATE EXTENSION IF NOT EXISTS perpca;
+DROP AGGREGATE IF EXISTS sum_floor(float8[]);
+DROP FUNCTION IF EXISTS sum_floor_accum(float8, float8[]);
+CREATE FUNCTION sum_floor_accum(float8, float8[]) RETURNS float8
+    AS '$tmp/sum_floor.so', 'sum_floor_accum' LANGUAGE C STRICT;
+CREATE AGGREGATE sum_floor(float8[]) (SFUNC = sum_floor_accum, STYPE = float8, INITCOND = '0');
+SQL
+trap 'psql -X -q -c "DROP AGGREGATE IF EXISTS sum_floor(float8[]); DROP FUNCTION IF EXISTS sum_floor_accum(float8, float8[])"; rm -rf "$tmp"' EXIT
 
 SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '2GB'; SET jit = off;"
 
-# best_ms SQL: the smallest of five timings of SQL, in milliseconds.
-best_ms() {
-    for _ in 1 2 3 4 5; do
-        psql -X -q -v ON_ERROR_STOP=1 -c "$SETTINGS" -c '\timing on' -c "$1" \
-            | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
-    done | sort -g | head -1
+# ms SQL: one timing of SQL, in milliseconds.
+ms() {
+    psql -X -q -v ON_ERROR_STOP=1 -c "$SETTINGS" -c '\timing on' -c "$1" \
+        | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
 }
+# lo LIST / hi LIST: smallest / largest of the timings in LIST
+lo() { echo "$1" | tr ' ' '\n' | grep . | sort -g | head -1; }
+hi() { echo "$1" | tr ' ' '\n' | grep . | sort -g | tail -1; }
 
 # run_case NAME D ROWS GROUPS
 run_case() {
     local name=$1 d=$2 rows=$3 groups=$4 block
     psql -X -q -v ON_ERROR_STOP=1 <<SQL
-CREATE EXTENSION IF NOT EXISTS perpca;
 DROP TABLE IF EXISTS $name;
 CREATE UNLOGGED TABLE $name AS
     SELECT i % $groups AS g,
@@ -39,19 +59,32 @@ VACUUM ANALYZE $name;
 SQL
     # the extension's block size (BLOCK_ROWS in src/stats.c)
     block=128
-    local scan agg blas rank1
-    scan=$(best_ms "SELECT sum(n) FROM (SELECT g, sum(array_length(x, 1)) AS n FROM $name GROUP BY g) q")
-    agg=$(best_ms "SELECT sum(perpca_dim(s)) FROM (SELECT g, perpca_stats(x) AS s FROM $name GROUP BY g) q")
+    local scan="" sum="" agg="" blas rank1 q_scan q_sum q_agg
+    q_scan="SELECT sum(n) FROM (SELECT g, sum(array_length(x, 1)) AS n FROM $name GROUP BY g) q"
+    q_sum="SELECT sum(v) FROM (SELECT g, sum_floor(x) AS v FROM $name GROUP BY g) q"
+    q_agg="SELECT sum(perpca_dim(s)) FROM (SELECT g, perpca_stats(x) AS s FROM $name GROUP BY g) q"
+    ms "$q_scan" >/dev/null	# warm the cache
+    for _ in $(seq "$REPS"); do
+        scan="$scan $(ms "$q_scan")"
+        sum="$sum $(ms "$q_sum")"
+        agg="$agg $(ms "$q_agg")"
+    done
     blas=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" "$groups" "$block")
     rank1=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" "$groups" 1)
-    awk -v n="$name" -v d="$d" -v r="$rows" -v g="$groups" -v s="$scan" -v a="$agg" \
-        -v b="$blas" -v r1="$rank1" 'BEGIN {
-        floor = s + b * 1000;
-        printf "%-10s d=%-4d rows=%-7d groups=%-4d scan %8.1f ms  dsyrk %7.1f ms  floor %8.1f ms  perpca_stats %8.1f ms  ratio %.2f (goal <= 1.30)  [per-row dsyr %.1f ms]\n",
-               n, d, r, g, s, b * 1000, floor, a, a / floor, r1 * 1000 }'
+    awk -v n="$name" -v d="$d" -v r="$rows" -v g="$groups" -v b="$blas" -v r1="$rank1" \
+        -v s0="$(lo "$scan")" -v s1="$(hi "$scan")" -v u0="$(lo "$sum")" -v u1="$(hi "$sum")" \
+        -v a0="$(lo "$agg")" -v a1="$(hi "$agg")" 'BEGIN {
+        b *= 1000
+        printf "%s: d=%d, %d rows, %d groups (min-max of the runs, ms)\n", n, d, r, g
+        printf "  scan floor  %7.1f-%-7.1f  + dsyrk %6.1f = %7.1f-%-7.1f\n", s0, s1, b, s0 + b, s1 + b
+        printf "  sum floor   %7.1f-%-7.1f  + dsyrk %6.1f = %7.1f-%-7.1f\n", u0, u1, b, u0 + b, u1 + b
+        printf "  perpca_stats %6.1f-%-7.1f  [per-row dsyr instead of dsyrk: %.1f ms]\n", a0, a1, r1 * 1000
+        printf "  ratio to scan + dsyrk %.2f-%.2f; to sum + dsyrk %.2f-%.2f (goal <= 1.30)\n",
+               a0 / (s1 + b), a1 / (s0 + b), a0 / (u1 + b), a1 / (u0 + b)
+        printf "  best against best: %.2f (scan), %.2f (sum)\n", a0 / (s0 + b), a0 / (u0 + b) }'
     psql -X -q -c "DROP TABLE $name"
 }
 
-echo "perpca_stats benchmark (serial plans, best of 5)"
+echo "perpca_stats benchmark (serial plans, $REPS runs each, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg))"
 run_case bench_d64 64 300000 100
 run_case bench_d784 784 20000 10

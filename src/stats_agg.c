@@ -12,13 +12,35 @@
  * While a group has at most d/2 rows the state keeps just its rows (no d x d
  * matrix at all) and the result is a thin value; past that it switches to
  * the dense form once and for all.
+ *
+ * Thousands of thin groups at once (a HashAggregate): a row too large to be
+ * stored inline (d >= ~255) reaches the transition function as an 18-byte
+ * TOAST pointer.  While its group is thin the state keeps that pointer, not
+ * the row's values, and fetches the values only when it needs them (final,
+ * serialize, densify, combine) -- as a Sort node keeps TOAST pointers and its
+ * consumer detoasts them.  The pointers stay valid for the query (its
+ * snapshot), and the values enter in arrival order through the same
+ * arithmetic, so the result is bit-identical.  Holding every group's rows
+ * instead made a hash aggregate with a large work_mem 2-3x slower than a
+ * sorted one: gigabytes of freshly touched memory (page faults) and cold
+ * rows re-read by the final function (see bench/femnist_stats.sh).
+ *
+ * The serialized state (parallel query) is the state itself, not the final
+ * value, so partial aggregation loses nothing: a group aggregated by one
+ * process gives the same bits as the serial plan.  Pending rows travel as
+ * their TOAST pointers, so a parallel plan's Finalize aggregate holds no
+ * more than the serial plan does.
  */
 #include "postgres.h"
 
 #include <math.h>
 
+#include "access/detoast.h"
 #include "fmgr.h"
 #include "utils/array.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
 
 #include "linalg.h"
 #include "perpca.h"
@@ -27,6 +49,15 @@
 /* Rows per BLAS block: large enough for an efficient dsyrk, small enough
  * that many groups' buffers stay cheap (measured best at d = 64 and 784). */
 #define BLOCK_ROWS 128
+
+/*
+ * A row still in TOAST: the on-disk pointer that arrived as the argument,
+ * fetched only when its values are needed.
+ */
+typedef struct PendingRow
+{
+	char		ptr[VARHDRSZ_EXTERNAL + sizeof(varatt_external)];
+} PendingRow;
 
 /* Aggregate transition state, kept in the aggregate memory context. */
 typedef struct StatsState
@@ -41,6 +72,9 @@ typedef struct StatsState
 	int			bufcap;			/* rows buf can hold now */
 	double	   *buf;			/* bufcap x d, row-major, rows minus shift */
 	double	   *bsum;			/* d: column sums of the rows in buf */
+	int			npend;			/* rows after those in buf, still in TOAST */
+	int			pendcap;		/* entries pend can hold now */
+	PendingRow *pend;
 } StatsState;
 
 PG_FUNCTION_INFO_V1(perpca_stats_accum);
@@ -55,22 +89,36 @@ state_create(MemoryContext cxt, int d)
 {
 	StatsState *st = MemoryContextAllocZero(cxt, sizeof(StatsState));
 
+	/* one allocation: three of d doubles would each be rounded up to a
+	 * power of two by the allocator */
 	st->cxt = cxt;
 	st->d = d;
-	st->shift = MemoryContextAllocZero(cxt, sizeof(double) * d);
-	st->mu = MemoryContextAllocZero(cxt, sizeof(double) * d);
-	st->bsum = MemoryContextAllocZero(cxt, sizeof(double) * d);
+	st->shift = MemoryContextAllocZero(cxt, sizeof(double) * 3 * d);
+	st->mu = st->shift + d;
+	st->bsum = st->shift + 2 * d;
 	return st;
+}
+
+/* Rows not yet merged into mu and m2: buffered and pending. */
+static inline int
+state_unmerged(const StatsState *st)
+{
+	return st->nbuf + st->npend;
 }
 
 /* Does the state hold no rows at all? */
 static inline bool
 state_empty(const StatsState *st)
 {
-	return st->n == 0 && st->nbuf == 0;
+	return st->n == 0 && state_unmerged(st) == 0;
 }
 
-/* Make room for `rows` buffered rows, growing geometrically. */
+/*
+ * Make room for `rows` buffered rows.  A thin buffer grows by half from
+ * one row and never past the thin limit (it holds the group's rows, so a
+ * small group's state stays small: no half-empty block); a dense one holds
+ * at most a block.
+ */
 static void
 state_reserve(StatsState *st, int rows)
 {
@@ -79,12 +127,118 @@ state_reserve(StatsState *st, int rows)
 
 	if (rows <= st->bufcap)
 		return;
-	cap = Max(rows, Max(8, st->bufcap * 2));
+	cap = st->bufcap + st->bufcap / 2;
+	cap = Min(cap, st->m2 == NULL ? PERPCA_STATS_THIN_MAX(st->d) + 1 : BLOCK_ROWS);
+	cap = Max(cap, rows);
 	bytes = sizeof(double) * cap * st->d;
 	st->buf = st->buf ? repalloc_huge(st->buf, bytes)
 		: MemoryContextAllocHuge(st->cxt, bytes);
 	st->bufcap = cap;
 }
+
+/* row = x - shift and sum += row: the per-row hot loop (restrict: vectorizable). */
+static inline void
+shift_row(int d, const double *restrict x, const double *restrict shift,
+		  double *restrict row, double *restrict sum)
+{
+	for (int j = 0; j < d; j++)
+	{
+		row[j] = x[j] - shift[j];
+		sum[j] += row[j];
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Rows left in TOAST
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Can this argument wait in TOAST?  Only an on-disk pointer to a value of
+ * the size of a one-dimensional float8[d] without NULLs; anything else is
+ * read at once (and a malformed row fails at once).
+ */
+static bool
+row_deferrable(const StatsState *st, Datum arg)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(arg);
+	varatt_external ptr;
+
+	if (!VARATT_IS_EXTERNAL_ONDISK(v))
+		return false;
+	VARATT_EXTERNAL_GET_POINTER(ptr, v);
+	return ptr.va_rawsize == (int32) (ARR_OVERHEAD_NONULLS(1) + sizeof(double) * st->d);
+}
+
+static void
+state_defer(StatsState *st, Datum arg)
+{
+	if (st->npend == st->pendcap)
+	{
+		int			cap = Max(8, st->pendcap * 2);
+
+		st->pend = st->pend
+			? repalloc(st->pend, sizeof(PendingRow) * cap)
+			: MemoryContextAlloc(st->cxt, sizeof(PendingRow) * cap);
+		st->pendcap = cap;
+	}
+	memcpy(st->pend[st->npend++].ptr, DatumGetPointer(arg), sizeof(PendingRow));
+}
+
+/* Fetch pending row i (a palloc'd copy in *arr) and check its shape. */
+static const double *
+fetch_pending(const StatsState *st, int i, ArrayType **arr)
+{
+	int			d;
+	const double *x;
+
+	*arr = DatumGetArrayTypeP(PointerGetDatum(st->pend[i].ptr));
+	x = perpca_vector_shape(*arr, &d, "input row");
+	if (d != st->d)
+		perpca_dim_mismatch(st->d, d, "input row");
+	return x;
+}
+
+/*
+ * All unmerged rows, minus shift, into rows (nbuf + npend rows) and their
+ * column sums into sum: the buffered rows as they are, then the pending
+ * ones fetched, in arrival order.  The state does not change.
+ */
+static void
+unmerged_rows(const StatsState *st, double *rows, double *sum)
+{
+	int			d = st->d;
+
+	if (rows != st->buf)
+		memcpy(rows, st->buf, sizeof(double) * st->nbuf * d);
+	if (sum != st->bsum)
+		memcpy(sum, st->bsum, sizeof(double) * d);
+	for (int i = 0; i < st->npend; i++)
+	{
+		ArrayType  *arr;
+		const double *x = fetch_pending(st, i, &arr);
+
+		shift_row(d, x, st->shift, rows + (int64) (st->nbuf + i) * d, sum);
+		pfree(arr);
+	}
+}
+
+/* Fetch the pending rows into the buffer. */
+static void
+state_materialize(StatsState *st)
+{
+	if (st->npend == 0)
+		return;
+	state_reserve(st, state_unmerged(st));
+	unmerged_rows(st, st->buf, st->bsum);
+	st->nbuf += st->npend;
+	st->npend = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Buffered rows, blocks and merges
+ * ------------------------------------------------------------------------
+ */
 
 /* Append nrows rows src + offset to the buffer (restrict: vectorizable). */
 static void
@@ -137,19 +291,19 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 	pfree(delta);
 }
 
-/* Mean of the buffered rows (minus shift) into mean; rejects non-finite sums. */
+/* mean = sum / k for k rows; rejects non-finite sums. */
 static void
-buffer_mean(const StatsState *st, double *mean)
+column_mean(int d, const double *sum, int64 k, double *mean)
 {
-	for (int j = 0; j < st->d; j++)
+	for (int j = 0; j < d; j++)
 	{
-		if (!isfinite(st->bsum[j]))
+		if (!isfinite(sum[j]))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_EXCEPTION),
 					 errmsg("input row must not contain NaN or infinite values"),
-					 errdetail("Column %d of a block of %d rows holds NaN or infinity, or its sum overflows.",
-							   j + 1, st->nbuf)));
-		mean[j] = st->bsum[j] / st->nbuf;
+					 errdetail("Column %d of a block of %lld rows holds NaN or infinity, or its sum overflows.",
+							   j + 1, (long long) k)));
+		mean[j] = sum[j] / k;
 	}
 }
 
@@ -161,11 +315,12 @@ state_flush(StatsState *st)
 	int			k = st->nbuf;
 	double	   *bm;
 
+	Assert(st->npend == 0);
 	if (k == 0)
 		return;
 	Assert(st->m2 != NULL);
 	bm = palloc(sizeof(double) * d);
-	buffer_mean(st, bm);
+	column_mean(d, st->bsum, k, bm);
 	for (int i = 0; i < k; i++)
 	{
 		double	   *restrict row = st->buf + (int64) i * d;
@@ -180,40 +335,36 @@ state_flush(StatsState *st)
 	pfree(bm);
 }
 
-/* Switch a thin state to the dense form: allocate M2, apply the buffer. */
+/* Switch a thin state to the dense form: allocate M2, apply the rows. */
 static void
 state_densify(StatsState *st)
 {
 	if (st->m2 != NULL)
 		return;
+	state_materialize(st);
 	st->m2 = MemoryContextAllocZero(st->cxt, sizeof(double) * st->d * st->d);
 	state_flush(st);
-}
-
-/* row = x - shift and sum += row: the per-row hot loop (restrict: vectorizable). */
-static inline void
-shift_row(int d, const double *restrict x, const double *restrict shift,
-		  double *restrict row, double *restrict sum)
-{
-	for (int j = 0; j < d; j++)
+	/* the thin rows' buffer (d/2 rows) is larger than a block: give it back */
+	if (st->bufcap > BLOCK_ROWS)
 	{
-		row[j] = x[j] - shift[j];
-		sum[j] += row[j];
+		pfree(st->buf);
+		st->buf = NULL;
+		st->bufcap = 0;
 	}
 }
 
-/* Add one input row; it enters as x - shift. */
+/* Add one input row (its values); it enters as x - shift. */
 static void
 state_add_row(StatsState *st, const double *x)
 {
 	if (state_empty(st))
 		memcpy(st->shift, x, sizeof(double) * st->d);
-	if (st->m2 == NULL && st->nbuf >= PERPCA_STATS_THIN_MAX(st->d))
+	if (st->m2 == NULL && state_unmerged(st) >= PERPCA_STATS_THIN_MAX(st->d))
 		state_densify(st);
 	else if (st->m2 != NULL && st->nbuf >= BLOCK_ROWS)
 		state_flush(st);
-	if (st->nbuf == st->bufcap)
-		state_reserve(st, st->nbuf + 1);
+	state_materialize(st);
+	state_reserve(st, st->nbuf + 1);
 	shift_row(st->d, x, st->shift, st->buf + (int64) st->nbuf * st->d, st->bsum);
 	st->nbuf++;
 }
@@ -241,6 +392,7 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 {
 	if (s->n == 0)
 		return;
+	state_materialize(st);
 	if (s->form == PERPCA_FORM_THIN && st->m2 == NULL &&
 		st->nbuf + s->n <= PERPCA_STATS_THIN_MAX(st->d))
 	{
@@ -260,19 +412,55 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 	state_merge_moments(st, s->n, PERPCA_STATS_MEAN(s), PERPCA_STATS_MEAN_LO(s));
 }
 
+/* Append n pending rows (their TOAST pointers) to the state. */
+static void
+state_defer_many(StatsState *st, const PendingRow *rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		state_defer(st, PointerGetDatum(rows[i].ptr));
+}
+
+/* Make the empty state a an exact copy of b (combine into nothing). */
+static void
+state_copy(StatsState *a, const StatsState *b)
+{
+	int			d = a->d;
+
+	Assert(state_empty(a) && a->m2 == NULL);
+	a->n = b->n;
+	memcpy(a->shift, b->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	if (b->m2 != NULL)
+	{
+		a->m2 = MemoryContextAlloc(a->cxt, sizeof(double) * d * d);
+		memcpy(a->m2, b->m2, sizeof(double) * d * d);
+	}
+	if (b->nbuf > 0)
+	{
+		state_reserve(a, b->nbuf);
+		memcpy(a->buf, b->buf, sizeof(double) * b->nbuf * d);
+		a->nbuf = b->nbuf;
+	}
+	state_defer_many(a, b->pend, b->npend);
+}
+
 /* Merge state b into state a. */
 static void
 state_merge_state(StatsState *a, StatsState *b)
 {
 	if (state_empty(b))
 		return;
+	if (state_empty(a) && a->m2 == NULL)
+	{
+		state_copy(a, b);
+		return;
+	}
+	state_materialize(a);
+	state_materialize(b);
 	if (a->m2 == NULL && b->m2 == NULL &&
 		a->nbuf + b->nbuf <= PERPCA_STATS_THIN_MAX(a->d))
 	{
 		double	   *offset = palloc(sizeof(double) * a->d);
 
-		if (state_empty(a))
-			memcpy(a->shift, b->shift, sizeof(double) * a->d);
 		for (int j = 0; j < a->d; j++)
 			offset[j] = b->shift[j] - a->shift[j];
 		state_append(a, b->buf, b->nbuf, offset);
@@ -286,6 +474,11 @@ state_merge_state(StatsState *a, StatsState *b)
 	linalg_axpy((int64) a->d * a->d, 1.0, b->m2, a->m2);
 	state_merge_moments(a, b->n, b->shift, b->mu);
 }
+
+/* ------------------------------------------------------------------------
+ * The result
+ * ------------------------------------------------------------------------
+ */
 
 /* hi + lo = a + b exactly, hi = fl(a + b) (Knuth's TwoSum). */
 static void
@@ -306,23 +499,29 @@ store_mean(PerpcaStats *s, const double *shift, const double *mu)
 		two_sum(shift[j], mu[j], &PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j]);
 }
 
-/* A thin value from a thin state: its rows centred at their mean. */
+/*
+ * A thin value from a thin state: its rows centred at their mean, written
+ * straight into the value (pending rows fetched there); the state does not
+ * change.
+ */
 static PerpcaStats *
-thin_stats(StatsState *st)
+thin_stats(const StatsState *st)
 {
 	int			d = st->d;
-	PerpcaStats *s = perpca_stats_alloc(PERPCA_FORM_THIN, d, st->nbuf);
+	int			n = state_unmerged(st);
+	PerpcaStats *s = perpca_stats_alloc(PERPCA_FORM_THIN, d, n);
 	double	   *rows = PERPCA_STATS_BODY(s);
 	double	   *mu;
 
-	if (st->nbuf == 0)
+	if (n == 0)
 		return s;
 	mu = palloc(sizeof(double) * d);
-	buffer_mean(st, mu);
+	unmerged_rows(st, rows, mu);
+	column_mean(d, mu, n, mu);
 	store_mean(s, st->shift, mu);
-	for (int64 i = 0; i < st->nbuf; i++)
+	for (int64 i = 0; i < n; i++)
 		for (int j = 0; j < d; j++)
-			rows[i * d + j] = st->buf[i * d + j] - mu[j];
+			rows[i * d + j] -= mu[j];
 	pfree(mu);
 	return s;
 }
@@ -353,18 +552,122 @@ state_to_stats(StatsState *st)
 }
 
 /* ------------------------------------------------------------------------
+ * Serialized state (partial aggregation): the state itself, exactly
+ * ------------------------------------------------------------------------
+ */
+
+#define STATE_FORMAT 1
+
+/*
+ * Layout: this header, then shift, mu, bsum (d each), the nbuf buffered
+ * rows (minus shift), for a dense state the packed upper M2, and the npend
+ * pending rows' TOAST pointers.  The pointers stay valid in the process
+ * that deserializes: partial aggregation runs in workers of the same query,
+ * which share its snapshot (as tuples with TOAST pointers travel from
+ * workers to the leader through Gather).
+ */
+typedef struct SerialState
+{
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	uint8		format;			/* STATE_FORMAT */
+	uint8		dense;			/* 1 if the state holds M2 */
+	int16		unused;
+	int32		d;
+	int32		nbuf;
+	int32		npend;
+	int64		n;
+	double		data[FLEXIBLE_ARRAY_MEMBER];
+} SerialState;
+
+static int64
+serial_doubles(bool dense, int d, int nbuf)
+{
+	return 3 * (int64) d + (int64) nbuf * d + (dense ? PERPCA_STATS_PACKED(d) : 0);
+}
+
+static Size
+serial_size(bool dense, int d, int nbuf, int npend)
+{
+	return offsetof(SerialState, data) + sizeof(double) * serial_doubles(dense, d, nbuf) +
+		sizeof(PendingRow) * (Size) npend;
+}
+
+static bytea *
+state_serialize(const StatsState *st)
+{
+	int64		d = st->d;
+	Size		size = serial_size(st->m2 != NULL, st->d, st->nbuf, st->npend);
+	SerialState *ss = palloc0(size);
+	double	   *p = ss->data;
+
+	SET_VARSIZE(ss, size);
+	ss->format = STATE_FORMAT;
+	ss->dense = st->m2 != NULL;
+	ss->d = st->d;
+	ss->nbuf = st->nbuf;
+	ss->npend = st->npend;
+	ss->n = st->n;
+	memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
+	p += 3 * d + st->nbuf * d;
+	if (st->m2 != NULL)
+		for (int64 i = 0; i < d; i++)
+			for (int64 j = i; j < d; j++)
+				*p++ = st->m2[i * d + j];
+	memcpy(p, st->pend, sizeof(PendingRow) * st->npend);
+	return (bytea *) ss;
+}
+
+static StatsState *
+state_deserialize(MemoryContext cxt, const SerialState *ss)
+{
+	StatsState *st;
+	const double *p = ss->data;
+	int64		d;
+
+	if (VARSIZE(ss) < offsetof(SerialState, data) || ss->format != STATE_FORMAT ||
+		ss->d < 1 || ss->d > PERPCA_MAX_DIM || ss->nbuf < 0 || ss->npend < 0 ||
+		ss->n < 0 || (ss->dense && ss->npend > 0) ||
+		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf, ss->npend))
+		elog(ERROR, "serialized perpca_stats state is malformed");
+	d = ss->d;
+	st = state_create(cxt, ss->d);
+	st->n = ss->n;
+	memcpy(st->shift, p, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	p += 3 * d;
+	if (ss->dense)
+		st->m2 = MemoryContextAllocZero(cxt, sizeof(double) * d * d);
+	if (ss->nbuf > 0)
+	{
+		state_reserve(st, ss->nbuf);
+		memcpy(st->buf, p, sizeof(double) * ss->nbuf * d);
+		st->nbuf = ss->nbuf;
+		p += ss->nbuf * d;
+	}
+	if (ss->dense)
+		for (int64 i = 0; i < d; i++)
+			for (int64 j = i; j < d; j++)
+				st->m2[i * d + j] = *p++;
+	state_defer_many(st, (const PendingRow *) p, ss->npend);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
  * Aggregate support functions
  * ------------------------------------------------------------------------
  */
 
 /* Fetch the aggregate context or complain about a direct call. */
 static MemoryContext
-agg_context(FunctionCallInfo fcinfo, const char *fname)
+agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind)
 {
 	MemoryContext aggcxt;
+	int			k = AggCheckCallContext(fcinfo, &aggcxt);
 
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
+	if (!k)
 		elog(ERROR, "%s called in non-aggregate context", fname);
+	if (kind)
+		*kind = k;
 	return aggcxt;
 }
 
@@ -392,11 +695,16 @@ report_progress(MemoryContext aggcxt)
 	perpca_report_phase("perpca_stats: %lld rows aggregated", (long long) rows);
 }
 
-/* perpca_stats(float8[]) transition: NULL rows are skipped. */
+/*
+ * perpca_stats(float8[]) transition: NULL rows are skipped.  A row in TOAST
+ * waits there while its group is thin (not in a window, whose final
+ * function runs after every row).
+ */
 Datum
 perpca_stats_accum(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum");
+	int			kind;
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", &kind);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 	double	   *x;
 	int			d;
@@ -407,12 +715,19 @@ perpca_stats_accum(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(st);
 	}
-	x = perpca_vector_shape(PG_GETARG_ARRAYTYPE_P(1), &d, "input row");
-	if (st == NULL)
-		st = state_create(aggcxt, d);
-	else if (d != st->d)
-		perpca_dim_mismatch(st->d, d, "input row");
-	state_add_row(st, x);
+	if (st != NULL && kind == AGG_CONTEXT_AGGREGATE && st->m2 == NULL &&
+		!state_empty(st) && state_unmerged(st) < PERPCA_STATS_THIN_MAX(st->d) &&
+		row_deferrable(st, PG_GETARG_DATUM(1)))
+		state_defer(st, PG_GETARG_DATUM(1));
+	else
+	{
+		x = perpca_vector_shape(PG_GETARG_ARRAYTYPE_P(1), &d, "input row");
+		if (st == NULL)
+			st = state_create(aggcxt, d);
+		else if (d != st->d)
+			perpca_dim_mismatch(st->d, d, "input row");
+		state_add_row(st, x);
+	}
 	if (perpca_progress_rows > 0)
 		report_progress(aggcxt);
 	PG_RETURN_POINTER(st);
@@ -422,7 +737,7 @@ perpca_stats_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_merge_accum");
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_merge_accum", NULL);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 	PerpcaStats *s;
 
@@ -445,7 +760,7 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_combine");
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_combine", NULL);
 	StatsState *a = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 	StatsState *b = PG_ARGISNULL(1) ? NULL : (StatsState *) PG_GETARG_POINTER(1);
 
@@ -463,37 +778,27 @@ perpca_stats_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(a);
 }
 
-/* The serialized state is the stored value itself, as bytea. */
+/* The serialized state: the state exactly (pending rows as pointers), as bytea. */
 Datum
 perpca_stats_serialize(PG_FUNCTION_ARGS)
 {
-	agg_context(fcinfo, "perpca_stats_serialize");
-	PG_RETURN_POINTER(state_to_stats((StatsState *) PG_GETARG_POINTER(0)));
+	agg_context(fcinfo, "perpca_stats_serialize", NULL);
+	PG_RETURN_BYTEA_P(state_serialize((StatsState *) PG_GETARG_POINTER(0)));
 }
 
 Datum
 perpca_stats_deserialize(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_deserialize");
-	PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
-	StatsState *st;
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_deserialize", NULL);
 
-	if (VARSIZE(s) < offsetof(PerpcaStats, data))
-		elog(ERROR, "serialized perpca_stats state is too short");
-	perpca_stats_check_version(s);
-	if (s->dim < 1 || s->dim > PERPCA_MAX_DIM || s->n < 0 ||
-		VARSIZE(s) != offsetof(PerpcaStats, data) +
-		sizeof(double) * perpca_stats_nvalues(s->form, s->dim, s->n))
-		elog(ERROR, "serialized perpca_stats state has the wrong length");
-	st = state_create(aggcxt, s->dim);
-	state_merge_stats(st, s);
-	PG_RETURN_POINTER(st);
+	PG_RETURN_POINTER(state_deserialize(aggcxt,
+										(SerialState *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0))));
 }
 
 Datum
 perpca_stats_final(PG_FUNCTION_ARGS)
 {
-	agg_context(fcinfo, "perpca_stats_final");
+	agg_context(fcinfo, "perpca_stats_final", NULL);
 	perpca_restore_activity();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();

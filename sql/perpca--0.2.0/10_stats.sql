@@ -60,6 +60,13 @@ CREATE AGGREGATE perpca_stats(float8[]) (
     COMBINEFUNC = perpca_stats_combine,
     SERIALFUNC = perpca_stats_serialize,
     DESERIALFUNC = perpca_stats_deserialize,
+    -- bytes a group's state holds, for the planner's sizing of hash
+    -- aggregates: about a thin group's at d ~ 300-600 with its rows in
+    -- TOAST (mean, sums, first row) or a dense one's at d ~ 40 (d x d
+    -- co-moments, a block of rows); more with larger d.  200 groups (the
+    -- planner's guess for a table without statistics) still fit in the
+    -- default work_mem.
+    SSPACE = 16384,
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_stats(float8[]) IS
@@ -72,6 +79,7 @@ CREATE AGGREGATE perpca_merge(perpca_stats) (
     COMBINEFUNC = perpca_stats_combine,
     SERIALFUNC = perpca_stats_serialize,
     DESERIALFUNC = perpca_stats_deserialize,
+    SSPACE = 16384,                 -- as perpca_stats(float8[])
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_merge(perpca_stats) IS
