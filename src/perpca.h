@@ -17,6 +17,7 @@
  *   federated_shard.c   perpca_shard_*(): the client steps run on each shard
  *   federated.c         perpca_fit_federated(): the coordinator over libpq (federated.h)
  *   models.c            projection functions on a stored model, read by name and cached
+ *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
  *   project.c           projection functions on float8[] arrays
  */
 #ifndef PERPCA_H
