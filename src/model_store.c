@@ -26,11 +26,13 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/inval.h"
 #include "utils/syscache.h"
 
 #include "model_store.h"
 
 PG_FUNCTION_INFO_V1(perpca_run_as_owner);
+PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
 
 /* Argument positions of perpca_run_as_owner(relation, schema, command, VARIADIC args). */
 #define ARG_RELATION 0
@@ -156,4 +158,17 @@ perpca_run_as_owner(PG_FUNCTION_ARGS)
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
+}
+
+/*
+ * perpca_accept_invalidations() RETURNS void: process pending catalog
+ * invalidations, so that a model another session created while this one
+ * waited for the model's (advisory) lock is seen by the lookups that follow.
+ * Locking a relation does this; an advisory lock does not.
+ */
+Datum
+perpca_accept_invalidations(PG_FUNCTION_ARGS)
+{
+	AcceptInvalidationMessages();
+	PG_RETURN_VOID();
 }

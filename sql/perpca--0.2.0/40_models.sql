@@ -135,6 +135,12 @@ $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_check_owner(text, regrole) IS
     'internal: insufficient_privilege unless the current user has the privileges of the model''s owner';
 
+-- Process pending catalog invalidations (src/model_store.c).
+CREATE FUNCTION perpca_internal.perpca_accept_invalidations() RETURNS void
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.perpca_accept_invalidations() IS
+    'internal: processes pending catalog invalidations, so that lookups after an advisory lock see what other sessions committed meanwhile';
+
 -- Lock a model against other writers (readers go on): first a transaction
 -- advisory lock on its qualified name, which also serializes the creation
 -- of a new model, then its tables if they exist.  lock_not_available when
@@ -155,6 +161,8 @@ BEGIN
                   DETAIL = 'Another transaction holds the model''s lock.',
                   HINT = 'Try again when it has finished, or pass wait => true to wait for it.';
     END IF;
+    -- The model may have been created or dropped while this session waited.
+    PERFORM perpca_internal.perpca_accept_invalidations();
     IF to_regclass(format('%I.%I', schema_name, base || '_info')) IS NOT NULL THEN
         BEGIN
             EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE%s', tables,
@@ -425,6 +433,10 @@ DECLARE
 BEGIN
     IF clients IS NULL OR n_global IS NULL THEN
         RAISE EXCEPTION 'clients and n_global must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF t.present THEN
+        PERFORM perpca_internal.perpca_model_check_owner(model,
+                    perpca_internal.perpca_model_owner(t.schema_name, t.base));
     END IF;
     -- Lock first, then look: of sessions creating one model at once, one
     -- creates it and the others find it (and replace it, or fail cleanly).
