@@ -1,11 +1,11 @@
 /*
  * clients.c -- reading the clients of a fit
  *
- * perpca_fit and the federated shards (perpca_shard_open, _init) read the
- * same query, one (client, perpca_stats [, local rank]) row per client, with
- * the same checks and errors, and build the same S_i from it.  The option
- * parsers here are shared by perpca_fit and perpca_fit_federated, and the
- * component rows by perpca_fit and perpca_shard_result.
+ * perpca_fit and the federated shards read the same query, one (client,
+ * perpca_stats [, local rank]) row per client, with the same checks and
+ * errors (NULLs, dimensions, duplicate keys, ranks against d), and build
+ * the same clients from it: each S_i about the fit's centre, dense or thin
+ * (client.h).  The component rows of a result are written here too.
  */
 #include "postgres.h"
 
@@ -24,111 +24,6 @@
 
 /* Rows fetched from the query at a time: only these are held twice. */
 #define FETCH_ROWS 256
-
-const char *const clients_update_names[2] = {"stgd", "polar"};
-const char *const clients_retraction_names[2] = {"polar", "qr"};
-const char *const clients_center_names[3] = {"client", "global", "none"};
-const char *const clients_weights_names[2] = {"equal", "samples"};
-
-/* ------------------------------------------------------------------------
- * Options
- * ------------------------------------------------------------------------
- */
-
-/* Raise the error for a NULL option. */
-void
-clients_null_option(const char *option)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("option \"%s\" must not be NULL", option)));
-}
-
-/* Index of value among names, or an error listing the valid values. */
-int
-clients_choice(const char *value, const char *option, const char *const *names, int nnames)
-{
-	StringInfoData valid;
-
-	for (int i = 0; i < nnames; i++)
-		if (strcmp(value, names[i]) == 0)
-			return i;
-	initStringInfo(&valid);
-	for (int i = 0; i < nnames; i++)
-		appendStringInfo(&valid, "%s\"%s\"", i == 0 ? "" : (i == nnames - 1 ? " or " : ", "),
-						 names[i]);
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid value for option \"%s\": \"%s\"", option, value),
-			 errhint("Valid values are %s.", valid.data)));
-	return -1;					/* keep compiler quiet */
-}
-
-/* Text argument argno, or null_value_not_allowed naming the option. */
-char *
-clients_text_arg(FunctionCallInfo fcinfo, int argno, const char *option)
-{
-	if (PG_ARGISNULL(argno))
-		clients_null_option(option);
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
-}
-
-/* Index of the text argument among names, or an error listing the valid values. */
-int
-clients_choice_arg(FunctionCallInfo fcinfo, int argno, const char *option,
-				   const char *const *names, int nnames)
-{
-	return clients_choice(clients_text_arg(fcinfo, argno, option), option, names, nnames);
-}
-
-/* A non-NULL int4 argument that must be >= min. */
-int
-clients_int_arg(FunctionCallInfo fcinfo, int argno, const char *option, int min)
-{
-	int			value;
-
-	if (PG_ARGISNULL(argno))
-		clients_null_option(option);
-	value = PG_GETARG_INT32(argno);
-	if (value < min)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be at least %d, got %d", option, min, value)));
-	return value;
-}
-
-/* A non-NULL, finite, non-negative float8 argument. */
-double
-clients_nonnegative_arg(FunctionCallInfo fcinfo, int argno, const char *option)
-{
-	double		value;
-
-	if (PG_ARGISNULL(argno))
-		clients_null_option(option);
-	value = PG_GETARG_FLOAT8(argno);
-	if (!isfinite(value) || value < 0.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be a finite number >= 0", option)));
-	return value;
-}
-
-/* The step: 0 for NULL (derived from the spectrum), else a finite number > 0. */
-double
-clients_step_arg(FunctionCallInfo fcinfo, int argno)
-{
-	double		step;
-
-	if (PG_ARGISNULL(argno))
-		return 0.0;
-	step = PG_GETARG_FLOAT8(argno);
-	if (!isfinite(step) || step <= 0.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"step\" must be a finite number > 0"),
-				 errhint("Pass NULL to derive the step from the spectrum.")));
-	return step;
-}
 
 /* ------------------------------------------------------------------------
  * Reading the query
@@ -286,12 +181,48 @@ clients_read(FunctionCallInfo fcinfo, const char *query, int n_local, MemoryCont
 	return clients ? clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
 }
 
-/* Every client must have rows, one common dimension, and room for its components. */
+/* The clients sorted by name, for duplicate checks and look-ups. */
+static int
+client_name_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const ClientInput *const *) a)->name, (*(const ClientInput *const *) b)->name);
+}
+
+/* The first key that occurs twice, or NULL. */
+static const char *
+duplicate_key(const ClientInput *in, int n)
+{
+	const ClientInput **sorted = palloc(sizeof(ClientInput *) * Max(n, 1));
+	const char *dup = NULL;
+
+	for (int i = 0; i < n; i++)
+		sorted[i] = &in[i];
+	qsort(sorted, n, sizeof(ClientInput *), client_name_cmp);
+	for (int i = 1; i < n && dup == NULL; i++)
+		if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
+			dup = sorted[i]->name;
+	pfree(sorted);
+	return dup;
+}
+
+/*
+ * The checks every fit's input gets before any arithmetic: clients, rows, one
+ * common dimension within the limit, unique keys, and room for n_global +
+ * r2_i components (in 64-bit arithmetic: ranks cannot overflow).
+ */
 void
-clients_check(const ClientInput *in, int n, int n_global)
+clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 {
 	int			d = n > 0 ? in[0].stats->dim : 0;
+	const char *dup;
 
+	if (n == 0 && need_clients)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("query returned no clients"),
+				 errhint("A fit needs at least one (client, perpca_stats) row.")));
+	if (n > 0)
+		perpca_check_dim_limit(d);
 	for (int i = 0; i < n; i++)
 	{
 		if (in[i].stats->dim != d)
@@ -305,20 +236,21 @@ clients_check(const ClientInput *in, int n, int n_global)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_EXCEPTION),
 					 errmsg("client \"%s\" has no rows", in[i].name)));
-		if (n_global + in[i].r2 > d)
+		if ((int64) n_global + in[i].r2 > d)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("n_global + local components (%d + %d) exceed the dimension %d for client \"%s\"",
 							n_global, in[i].r2, d, in[i].name)));
 	}
+	if ((dup = duplicate_key(in, n)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg("client \"%s\" appears more than once in the query", dup),
+				 errdetail("Each client must be one row: its statistics are one perpca_stats value."),
+				 errhint("Group by the client key alone, or merge its rows with perpca_merge().")));
 }
 
-/* ------------------------------------------------------------------------
- * The clients' matrices
- * ------------------------------------------------------------------------
- */
-
-/* sum_i n_i mean_i (d = the clients' dimension) into mean_sum; returns sum_i n_i. */
+/* sum_i n_i mean_i into mean_sum (d); returns sum_i n_i. */
 double
 clients_mean_sum(const ClientInput *in, int n, double *mean_sum)
 {
@@ -336,9 +268,36 @@ clients_mean_sum(const ClientInput *in, int n, double *mean_sum)
 }
 
 /*
- * S_i about centre (NULL: the client's own mean): a thin value keeps its rows
- * (S_i = Y'Y/n + delta delta', never formed), a dense one becomes a d x d matrix.
+ * The centre of the S_i for opts->center given sum_i n_i mean_i over all
+ * clients (of every shard) and their rows: NULL (each client's own mean),
+ * the pooled mean, or zero.
  */
+double *
+clients_centre(FitCenter center, const double *mean_sum, double rows, int d)
+{
+	double	   *centre;
+
+	if (center == FIT_CENTER_CLIENT)
+		return NULL;
+	centre = palloc0(sizeof(double) * Max(d, 1));
+	if (center == FIT_CENTER_GLOBAL)
+		for (int j = 0; j < d; j++)
+			centre[j] = mean_sum[j] / rows;
+	return centre;
+}
+
+/* A client's random stream: the fit's seed mixed with its key (the same on any shard). */
+static uint64
+client_seed(const char *name, uint64 seed)
+{
+	uint64		h = UINT64CONST(1469598103934665603) ^ seed;
+
+	for (const unsigned char *p = (const unsigned char *) name; *p; p++)
+		h = (h ^ *p) * UINT64CONST(1099511628211);
+	return h;
+}
+
+/* S_i about centre (NULL: the client's own mean): thin rows kept as they are, else d x d. */
 static void
 client_matrix(FitClient *c, const PerpcaStats *stats, const double *centre)
 {
@@ -364,20 +323,23 @@ client_matrix(FitClient *c, const PerpcaStats *stats, const double *centre)
 	c->S = S;
 }
 
-/* Each client's S_i about centre, its local rank, and weight n_i (samples) or 1. */
-FitClient *
-clients_build(const ClientInput *in, int n, const double *centre, bool sample_weights)
+/* The fit's clients on this server: S_i about centre, rank, weight (1 or n_i), seed. */
+FitNode *
+clients_node(const ClientInput *in, int n, int n_global, const double *centre,
+			 const FitOptions *opts)
 {
 	FitClient  *clients = palloc0(sizeof(FitClient) * Max(n, 1));
+	int			d = n > 0 ? in[0].stats->dim : 0;
 
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		client_matrix(&clients[i], in[i].stats, centre);
 		clients[i].r2 = in[i].r2;
-		clients[i].weight = sample_weights ? (double) in[i].stats->n : 1.0;
+		clients[i].weight = opts->sample_weights ? (double) in[i].stats->n : 1.0;
+		clients[i].seed = client_seed(in[i].name, opts->seed);
 	}
-	return clients;
+	return node_create(d, n_global, n, clients);
 }
 
 /* ------------------------------------------------------------------------
@@ -385,7 +347,6 @@ clients_build(const ClientInput *in, int n, const double *centre, bool sample_we
  * ------------------------------------------------------------------------
  */
 
-/* Append one (client, kind, component, pc, variance) row; column j of A (d rows, stride lda). */
 void
 clients_put_component(ReturnSetInfo *rsinfo, const char *client, const char *kind,
 					  int component, const double *A, int d, int lda, int j, double variance)
@@ -404,16 +365,23 @@ clients_put_component(ReturnSetInfo *rsinfo, const char *client, const char *kin
 	pfree(buf);
 }
 
-/* Each client's local rows in query order: W[:, lfirst:k], numbered from 1. */
 void
-clients_put_local(ReturnSetInfo *rsinfo, const FitProblem *p, const ClientInput *in)
+clients_put_global(ReturnSetInfo *rsinfo, const FitResult *res, int d)
 {
-	for (int i = 0; i < p->nclients; i++)
+	for (int j = 0; j < res->rU; j++)
+		clients_put_component(rsinfo, NULL, "global", j + 1, res->U, d, res->rU, j,
+							  res->uvariance[j]);
+}
+
+void
+clients_put_local(ReturnSetInfo *rsinfo, const FitNode *node, const ClientInput *in)
+{
+	for (int i = 0; i < node->n; i++)
 	{
-		const FitClient *c = &p->clients[i];
+		const FitClient *c = &node->clients[i];
 
 		for (int j = c->lfirst; j < c->k; j++)
-			clients_put_component(rsinfo, in[i].name, "local", j - c->lfirst + 1, c->W, p->d,
+			clients_put_component(rsinfo, in[i].name, "local", j - c->lfirst + 1, c->W, node->d,
 								  c->k, j, c->variance[j]);
 	}
 }

@@ -1,427 +1,67 @@
 /*
- * federated.c -- the coordinator of perpca_fit_federated(): PerPCA rounds
- * where the data live (paper, Algorithm 2 over the network)
+ * federated.c -- perpca_fit_federated(): the fit engine with the clients on
+ * shards
  *
- * perpca_fit_federated() opens one libpq connection per shard for the whole
- * fit (so the same shard backend serves every round), sends each phase to
- * every shard before waiting for any (the shards work concurrently), and
- * runs the server step (fit_server_step(): average, then retract) itself.
- * The shards run the perpca_shard_* functions of federated_shard.c (the
- * protocol is in federated.h).  Only U (d x n_global) goes out and one
- * d x n_global sum per shard comes back each round.  Waits are
- * interruptible and every connection is closed (a busy one cancelled first)
- * on success and on error.
+ * The coordinator is a FitBackend whose operations run the same node
+ * functions on every shard over libpq (shard_conn.c), in parallel (each
+ * command goes to every shard before any answer is read), and add up the
+ * shards' FitSums.  fit_run() then runs exactly the loop it runs on one
+ * node: same starts, same solvers, same stopping rules and diagnostics.
+ * The shard side is federated_shard.c (functions in schema perpca_internal).
+ * Only U (d x n_global) goes out and d x n_global sums come back per round.
  */
 #include "postgres.h"
 
 #include <math.h>
 
-#include "libpq-fe.h"
-
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "portability/instr_time.h"
-#include "storage/latch.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "clients.h"
-#include "federated.h"
-#include "fit.h"
+#include "fit_options.h"
+#include "fit_sql.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "shard_conn.h"
 
 PG_FUNCTION_INFO_V1(perpca_fit_federated);
 PG_FUNCTION_INFO_V1(perpca_last_federated_fit);
-
-/* ------------------------------------------------------------------------
- * Coordinator: connections to the shards
- * ------------------------------------------------------------------------
- */
-
-/* One shard's connection and what crossed it. */
-typedef struct ShardConn
-{
-	PGconn	   *conn;			/* malloc'd by libpq: closed in fed_disconnect_all */
-	int			index;			/* 1-based, for messages */
-	char	   *schema;			/* quoted schema of perpca on the shard */
-	bool		busy;			/* a command was sent and its result not read */
-	int64		sent;			/* bytes of commands and parameters sent */
-	int64		received;		/* bytes of result values received */
-} ShardConn;
-
-/* A shard's answer: nrows x ncols text values (NULL for SQL NULL). */
-typedef struct ShardRows
-{
-	int			nrows;
-	int			ncols;
-	char	  **values;
-} ShardRows;
-
-#define SHARD_VALUE(r, i, j) ((r)->values[(i) * (r)->ncols + (j)])
-
-/* Non-superusers must give a password in the connection string (as dblink requires). */
-static void
-fed_check_conninfo(const char *conninfo, int index)
-{
-	char	   *err = NULL;
-	PQconninfoOption *opts = PQconninfoParse(conninfo, &err);
-	bool		has_password = false;
-
-	if (opts == NULL)
-	{
-		char	   *msg = pstrdup(err ? err : "out of memory");
-
-		PQfreemem(err);
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("invalid connection string for shard %d", index),
-				 errdetail("%s", pchomp(msg))));
-	}
-	for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
-		if (strcmp(o->keyword, "password") == 0 && o->val != NULL && o->val[0] != '\0')
-			has_password = true;
-	PQconninfoFree(opts);
-	if (!superuser() && !has_password)
-		ereport(ERROR,
-				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-				 errmsg("password is required for shard %d", index),
-				 errdetail("Non-superusers must provide a password in the connection string.")));
-}
-
-/* Wait (interruptibly) until the socket of conn is ready for the given events. */
-static void
-fed_wait_socket(PGconn *conn, int events)
-{
-	(void) WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
-							 PQsocket(conn), -1L, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-}
-
-/* Raise a connection failure of shard sc with libpq's message. */
-static void
-fed_connection_error(ShardConn *sc, const char *what)
-{
-	char	   *msg = pchomp(PQerrorMessage(sc->conn));
-
-	ereport(ERROR,
-			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-			 errmsg("could not %s shard %d", what, sc->index),
-			 errdetail("%s", msg),
-			 errhint("Check the shard's connection string and that its server is running.")));
-}
-
-/* Connect to one shard without blocking interrupts (connection polling on the latch). */
-static void
-fed_connect(ShardConn *sc, const char *conninfo)
-{
-	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-	/* the string may be key=value pairs or a URI; shards see the coordinator as application "perpca_fit_federated" */
-	static const char *const keywords[] = {"dbname", "fallback_application_name", NULL};
-	const char *values[] = {conninfo, "perpca_fit_federated", NULL};
-
-	fed_check_conninfo(conninfo, sc->index);
-	sc->conn = PQconnectStartParams(keywords, values, 1);
-	if (sc->conn == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	if (PQstatus(sc->conn) == CONNECTION_BAD)
-		fed_connection_error(sc, "connect to");
-	while (st != PGRES_POLLING_OK)
-	{
-		if (st == PGRES_POLLING_FAILED)
-			fed_connection_error(sc, "connect to");
-		fed_wait_socket(sc->conn, st == PGRES_POLLING_READING ? WL_SOCKET_READABLE
-						: WL_SOCKET_WRITEABLE);
-		st = PQconnectPoll(sc->conn);
-	}
-	if (!superuser() && !PQconnectionUsedPassword(sc->conn))
-		ereport(ERROR,
-				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-				 errmsg("password is required for shard %d", sc->index),
-				 errdetail("Non-superusers cannot connect if the server does not request a password.")));
-}
-
-/* Send one command with text parameters to a shard (its result is read by fed_get). */
-static void
-fed_send(ShardConn *sc, const char *sql, int nparams, const char *const *params)
-{
-	if (!PQsendQueryParams(sc->conn, sql, nparams, NULL, params, NULL, NULL, 0))
-		fed_connection_error(sc, "send a command to");
-	sc->busy = true;
-	sc->sent += strlen(sql);
-	for (int i = 0; i < nparams; i++)
-		sc->sent += params[i] ? strlen(params[i]) : 0;
-}
-
-/* Rethrow a shard's error with its SQLSTATE, message, detail and hint (res is cleared). */
-static void
-fed_remote_error(ShardConn *sc, PGresult *res)
-{
-	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	const char *prim = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
-	const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
-	int			code = state ? MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4])
-		: ERRCODE_CONNECTION_FAILURE;
-	char	   *m = pstrdup(prim ? prim : pchomp(PQerrorMessage(sc->conn)));
-	char	   *dt = detail ? pstrdup(detail) : NULL;
-	char	   *h = hint ? pstrdup(hint) : NULL;
-
-	PQclear(res);
-	ereport(ERROR,
-			(errcode(code),
-			 errmsg("shard %d: %s", sc->index, m),
-			 dt ? errdetail("%s", dt) : 0,
-			 h ? errhint("%s", h) : 0));
-}
-
-/* Copy a tuples result into palloc'd text values (and count its bytes); res is cleared. */
-static ShardRows *
-fed_copy_rows(ShardConn *sc, PGresult *res)
-{
-	ShardRows  *r = palloc(sizeof(ShardRows));
-
-	r->nrows = PQntuples(res);
-	r->ncols = PQnfields(res);
-	r->values = palloc(sizeof(char *) * Max(r->nrows * r->ncols, 1));
-	for (int i = 0; i < r->nrows; i++)
-		for (int j = 0; j < r->ncols; j++)
-		{
-			if (PQgetisnull(res, i, j))
-			{
-				SHARD_VALUE(r, i, j) = NULL;
-				continue;
-			}
-			SHARD_VALUE(r, i, j) = pstrdup(PQgetvalue(res, i, j));
-			sc->received += PQgetlength(res, i, j);
-		}
-	PQclear(res);
-	return r;
-}
-
-/* Wait for the result of the command sent to sc; the shard's error is rethrown. */
-static ShardRows *
-fed_get(ShardConn *sc)
-{
-	PGresult   *res,
-			   *first = NULL;
-
-	while (PQisBusy(sc->conn))
-	{
-		fed_wait_socket(sc->conn, WL_SOCKET_READABLE);
-		if (!PQconsumeInput(sc->conn))
-			fed_connection_error(sc, "read a result from");
-	}
-	/* one command: keep the first result, drain the rest (PQgetResult does not block now) */
-	while ((res = PQgetResult(sc->conn)) != NULL)
-	{
-		if (first == NULL)
-			first = res;
-		else
-			PQclear(res);
-		while (PQisBusy(sc->conn))
-		{
-			fed_wait_socket(sc->conn, WL_SOCKET_READABLE);
-			if (!PQconsumeInput(sc->conn))
-				fed_connection_error(sc, "read a result from");
-		}
-	}
-	sc->busy = false;
-	if (first == NULL || PQresultStatus(first) != PGRES_TUPLES_OK)
-		fed_remote_error(sc, first);
-	return fed_copy_rows(sc, first);
-}
-
-/* Cancel a busy shard's command and close every connection (never raises). */
-static void
-fed_disconnect_all(ShardConn *sc, int n)
-{
-	for (int s = 0; s < n; s++)
-	{
-		if (sc[s].conn == NULL)
-			continue;
-		if (sc[s].busy && PQstatus(sc[s].conn) == CONNECTION_OK)
-		{
-			PGcancel   *cancel = PQgetCancel(sc[s].conn);
-			char		errbuf[256];
-
-			if (cancel != NULL)
-			{
-				(void) PQcancel(cancel, errbuf, sizeof(errbuf));
-				PQfreeCancel(cancel);
-			}
-		}
-		PQfinish(sc[s].conn);
-		sc[s].conn = NULL;
-	}
-}
-
-/* Connect to every shard, check that perpca is installed there, and ask for exact floats. */
-static void
-fed_connect_all(ShardConn *sc, int n, char **conninfo)
-{
-	static const char *const setup =
-		"SELECT (SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
-		" JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'perpca'),"
-		" pg_catalog.set_config('extra_float_digits', '3', false)";
-
-	for (int s = 0; s < n; s++)
-		fed_connect(&sc[s], conninfo[s]);
-	for (int s = 0; s < n; s++)
-		fed_send(&sc[s], setup, 0, NULL);
-	for (int s = 0; s < n; s++)
-	{
-		ShardRows  *r = fed_get(&sc[s]);
-
-		if (r->nrows != 1 || SHARD_VALUE(r, 0, 0) == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("extension \"perpca\" is not installed on shard %d", sc[s].index),
-					 errhint("Run CREATE EXTENSION perpca in the shard's database.")));
-		sc[s].schema = SHARD_VALUE(r, 0, 0);
-	}
-}
-
-/* ------------------------------------------------------------------------
- * Coordinator: text forms of matrices
- * ------------------------------------------------------------------------
- */
-
-/* The m x n matrix A as a 2-D float8[] literal with exact (17-digit) values. */
-static char *
-fed_matrix_text(const double *A, int m, int n)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
-	for (int i = 0; i < m; i++)
-	{
-		appendStringInfoString(&buf, i == 0 ? "{" : ",{");
-		for (int j = 0; j < n; j++)
-			appendStringInfo(&buf, j == 0 ? "%.17g" : ",%.17g", A[(int64) i * n + j]);
-		appendStringInfoChar(&buf, '}');
-	}
-	appendStringInfoChar(&buf, '}');
-	return buf.data;
-}
-
-/*
- * A shard's float8[] value (text) as a checked matrix; *m and *n hold the
- * expected rows and columns (-1: any) and get the actual ones.
- */
-static double *
-fed_matrix_parse(const ShardConn *sc, const char *text, int *m, int *n, const char *what)
-{
-	ArrayType  *a;
-	int			r,
-				c;
-	double	   *x;
-
-	if (text == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("shard %d returned a NULL %s", sc->index, what)));
-	a = DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, FLOAT8OID, -1));
-	x = perpca_matrix_arg(a, &r, &c, what);
-	if ((*m >= 0 && r != *m) || (*n >= 0 && c != *n))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("shard %d returned a %d x %d %s, expected %d x %d",
-						sc->index, r, c, what, *m >= 0 ? *m : r, *n >= 0 ? *n : c)));
-	*m = r;
-	*n = c;
-	return x;
-}
-
-/* A shard's float8 value (text), checked to be finite. */
-static double
-fed_float_parse(const ShardConn *sc, const char *text, const char *what)
-{
-	double		x;
-
-	if (text == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("shard %d returned a NULL %s", sc->index, what)));
-	x = DatumGetFloat8(DirectFunctionCall1(float8in, CStringGetDatum(text)));
-	if (!isfinite(x))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("shard %d returned a non-finite %s", sc->index, what)));
-	return x;
-}
-
-/* ------------------------------------------------------------------------
- * Coordinator: the fit
- * ------------------------------------------------------------------------
- */
 
 /* Arguments of perpca_fit_federated, in SQL order. */
 enum
 {
 	FARG_SHARDS, FARG_QUERY, FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE,
 	FARG_STEP, FARG_UPDATE, FARG_RETRACTION, FARG_INIT, FARG_CENTER, FARG_WEIGHTS,
-	FARG_VERBOSE, FARG_ADAPTIVE
+	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SEED
 };
 
-/* Diagnostics of a federated fit (perpca_last_federated_fit()). */
-typedef struct FedDiagnostics
-{
-	int			rounds;
-	bool		converged;
-	double		objective;
-	double		kkt_residual;
-	double		step;
-	int			n_shards;
-	int			n_clients;
-	int			dim;
-	int64		setup_bytes;	/* open + init: commands out, answers back */
-	int64		round_bytes;	/* per round (average), commands out, answers back */
-	int64		result_bytes;	/* finish + result */
-	int64		round_binary_bytes; /* per round, as packed float8: 2 d n_global + 3 per shard */
-	int64		stats_binary_bytes; /* the clients' perpca_stats values (what shipping them costs) */
-	double		seconds;
-} FedDiagnostics;
-
-static FedDiagnostics last_fed;
-static bool have_last_fed = false;
+static const FitArgPositions fed_args = {
+	FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE, FARG_STEP, FARG_UPDATE,
+	FARG_RETRACTION, FARG_INIT, FARG_SEED, FARG_CENTER, FARG_WEIGHTS, -1,
+	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER
+};
 
 /* Everything the coordinator keeps during one fit. */
 typedef struct FedFit
 {
-	/* options */
+	FitOptions *opts;
 	char	   *query;
-	int			r1;
-	int			n_local;
-	int			rounds;
-	double		tolerance;
-	double		step;			/* 0: derived */
-	bool		adaptive;
-	int			update;
-	int			retraction;
-	int			init;
-	int			center;
-	int			weights;
-	bool		verbose;
-	/* shards */
 	int			nshards;
 	char	  **conninfo;
 	ShardConn  *sc;
 	bool	   *active;			/* shard has clients */
 	char		id[64];
-	/* problem */
 	int			d;
 	int			nclients;
-	double		W;				/* sum of all client weights (unnormalized) */
-	FitProblem *p;				/* one pseudo-client per shard, for fit_server_step */
-	FedDiagnostics diag;
+	FitBackend	be;
 } FedFit;
 
 /* Bytes sent and received over all connections so far. */
@@ -444,7 +84,9 @@ fed_shards_arg(FunctionCallInfo fcinfo, FedFit *f)
 	bool	   *nulls;
 
 	if (PG_ARGISNULL(FARG_SHARDS))
-		clients_null_option("shards");
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"shards\" must not be NULL")));
 	a = PG_GETARG_ARRAYTYPE_P(FARG_SHARDS);
 	if (ARR_NDIM(a) > 1)
 		ereport(ERROR,
@@ -466,94 +108,255 @@ fed_shards_arg(FunctionCallInfo fcinfo, FedFit *f)
 	}
 }
 
-/* Read and check every argument of perpca_fit_federated. */
-static void
-fed_parse(FunctionCallInfo fcinfo, FedFit *f)
-{
-	memset(f, 0, sizeof(FedFit));
-	fed_shards_arg(fcinfo, f);
-	f->query = clients_text_arg(fcinfo, FARG_QUERY, "query");
-	f->r1 = clients_int_arg(fcinfo, FARG_N_GLOBAL, "n_global", 1);
-	f->n_local = clients_int_arg(fcinfo, FARG_N_LOCAL, "n_local", 0);
-	f->rounds = clients_int_arg(fcinfo, FARG_ROUNDS, "rounds", 1);
-	f->tolerance = clients_nonnegative_arg(fcinfo, FARG_TOLERANCE, "tolerance");
-	f->step = clients_step_arg(fcinfo, FARG_STEP);
-	f->update = clients_choice_arg(fcinfo, FARG_UPDATE, "update", clients_update_names,
-								   lengthof(clients_update_names));
-	f->retraction = clients_choice_arg(fcinfo, FARG_RETRACTION, "retraction",
-									   clients_retraction_names,
-									   lengthof(clients_retraction_names));
-	f->init = clients_choice_arg(fcinfo, FARG_INIT, "init", federated_init_names,
-								 lengthof(federated_init_names));
-	f->center = clients_choice_arg(fcinfo, FARG_CENTER, "center", clients_center_names,
-								   lengthof(clients_center_names));
-	f->weights = clients_choice_arg(fcinfo, FARG_WEIGHTS, "weights", clients_weights_names,
-									lengthof(clients_weights_names));
-	if (PG_ARGISNULL(FARG_VERBOSE))
-		clients_null_option("verbose");
-	f->verbose = PG_GETARG_BOOL(FARG_VERBOSE);
-	/* adaptive NULL: adapt only the derived step, as perpca_fit does */
-	f->adaptive = PG_ARGISNULL(FARG_ADAPTIVE) ? PG_ARGISNULL(FARG_STEP) : PG_GETARG_BOOL(FARG_ADAPTIVE);
-}
+/* ------------------------------------------------------------------------
+ * Commands to every shard
+ * ------------------------------------------------------------------------
+ */
 
-/* A shard's 1-D float8[] value (text) of length d, checked. */
-static double *
-fed_vector_parse(const ShardConn *sc, const char *text, int d, const char *what)
-{
-	int			len;
-	double	   *x;
-
-	if (text == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("shard %d returned a NULL %s", sc->index, what)));
-	x = perpca_vector_arg(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text,
-																  FLOAT8OID, -1)),
-						  &len, what);
-	if (len != d)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("shard %d returned a %s of length %d, expected %d", sc->index, what, len, d)));
-	return x;
-}
-
-/* Send the same command to every shard that has clients. */
+/* Send perpca_internal.function(params) to every shard that has clients. */
 static void
 fed_send_active(FedFit *f, const char *function, int nparams, const char *const *params)
 {
-	for (int s = 0; s < f->nshards; s++)
-	{
-		StringInfoData sql;
+	StringInfoData sql;
 
-		if (!f->active[s])
-			continue;
-		initStringInfo(&sql);
-		appendStringInfo(&sql, "SELECT * FROM %s.%s(", f->sc[s].schema, function);
-		for (int i = 1; i <= nparams; i++)
-			appendStringInfo(&sql, i == 1 ? "$%d" : ", $%d", i);
-		appendStringInfoChar(&sql, ')');
-		fed_send(&f->sc[s], sql.data, nparams, params);
-	}
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT * FROM perpca_internal.%s(", function);
+	for (int i = 1; i <= nparams; i++)
+		appendStringInfo(&sql, i == 1 ? "$%d" : ", $%d", i);
+	appendStringInfoChar(&sql, ')');
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+			fed_send(&f->sc[s], sql.data, nparams, params);
 }
 
-/* Phase 1: open the fit on every shard; returns the sum of n_i mean_i, sets the row count. */
+/* The answer of shard s, which must be one row of ncols columns. */
+static ShardRows *
+fed_get_row(FedFit *f, int s, int ncols)
+{
+	ShardRows  *r = fed_get(&f->sc[s]);
+
+	if (r->nrows != 1 || r->ncols != ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned %d row(s) of %d column(s), expected one of %d",
+						s + 1, r->nrows, r->ncols, ncols)));
+	return r;
+}
+
+/* Add a shard's sums row (weight, objective, u, g, gv, change, gram, exact) into out. */
+static void
+fed_add_sums(FedFit *f, int s, FitSums *out)
+{
+	ShardRows  *r = fed_get_row(f, s, 8);
+	ShardConn  *sc = &f->sc[s];
+	int			d = f->d,
+				r1 = f->be.r1;
+
+	out->weight += fed_float_parse(sc, SHARD_VALUE(r, 0, 0), "weight");
+	out->objective += fed_float_parse(sc, SHARD_VALUE(r, 0, 1), "objective");
+	for (int j = 2; j <= 3 && r1 > 0; j++)
+		if (SHARD_VALUE(r, 0, j) != NULL)
+		{
+			int			m = d,
+						n = r1;
+
+			linalg_axpy((int64) d * r1, 1.0,
+						fed_matrix_parse(sc, SHARD_VALUE(r, 0, j), &m, &n, "sum"),
+						j == 2 ? out->U : out->G);
+		}
+	out->gv += fed_float_parse(sc, SHARD_VALUE(r, 0, 4), "gradient_v");
+	out->change = Max(out->change, fed_float_parse(sc, SHARD_VALUE(r, 0, 5), "change"));
+	if (SHARD_VALUE(r, 0, 6) != NULL && r1 > 0)
+	{
+		int			m = r1,
+					n = r1;
+
+		linalg_axpy((int64) r1 * r1, 1.0,
+					fed_matrix_parse(sc, SHARD_VALUE(r, 0, 6), &m, &n, "gram"), out->gram);
+	}
+	out->exact += (int) fed_float_parse(sc, SHARD_VALUE(r, 0, 7), "exact");
+}
+
+/* Send a sums-returning command to every active shard and add their answers. */
+static void
+fed_sums(FedFit *f, const char *function, int nparams, const char *const *params, FitSums *out)
+{
+	fed_send_active(f, function, nparams, params);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+			fed_add_sums(f, s, out);
+}
+
+/* ------------------------------------------------------------------------
+ * The backend: node operations on the shards
+ * ------------------------------------------------------------------------
+ */
+
 static double *
-fed_open(FedFit *f, int64 *rows)
+fed_basis(FitBackend *be, bool qu, bool exact, int *q)
+{
+	FedFit	   *f = be->state;
+	const char *params[3] = {f->id, qu ? "true" : "false", exact ? "true" : "false"};
+	double	  **B = palloc0(sizeof(double *) * f->nshards);
+	int		   *qs = palloc0(sizeof(int) * f->nshards);
+	int			Q = 0,
+				off = 0;
+	double	   *stacked;
+
+	fed_send_active(f, "shard_basis", 3, params);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+		{
+			int			m = f->d;
+
+			qs[s] = -1;
+			B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(fed_get_row(f, s, 1), 0, 0),
+									&m, &qs[s], "start basis");
+			Q += qs[s];
+		}
+	stacked = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * f->d * Max(Q, 1));
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+		{
+			linalg_copy(f->d, qs[s], B[s], qs[s], stacked + off, Q);
+			off += qs[s];
+		}
+	*q = Q;
+	return stacked;
+}
+
+static void
+fed_apply(FitBackend *be, const double *X, int q, double *out)
+{
+	FedFit	   *f = be->state;
+	const char *params[2] = {f->id, fed_matrix_text(X, f->d, q)};
+
+	memset(out, 0, sizeof(double) * f->d * q);
+	fed_send_active(f, "shard_apply", 2, params);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+		{
+			int			m = f->d,
+						n = q;
+
+			linalg_axpy((int64) f->d * q, 1.0,
+						fed_matrix_parse(&f->sc[s], SHARD_VALUE(fed_get_row(f, s, 1), 0, 0),
+										 &m, &n, "product"), out);
+		}
+}
+
+static void
+fed_start_local(FitBackend *be, const double *U, FitInit how)
+{
+	FedFit	   *f = be->state;
+	const char *params[3] = {f->id, fed_matrix_text(U, f->d, be->r1), fit_init_names[how]};
+
+	fed_send_active(f, "shard_start_local", 3, params);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+			(void) fed_get_row(f, s, 1);
+}
+
+static void
+fed_round(FitBackend *be, const double *U, double step, FitUpdate update,
+		  FitRetraction retraction, bool want_kkt, FitSums *out)
+{
+	FedFit	   *f = be->state;
+	char		stepbuf[32];
+	const char *params[6] = {f->id, fed_matrix_text(U, f->d, be->r1), stepbuf,
+	fit_update_names[update], fit_retraction_names[retraction], want_kkt ? "true" : "false"};
+
+	snprintf(stepbuf, sizeof(stepbuf), "%.17g", step);
+	fed_sums(f, "shard_round", 6, params, out);
+}
+
+static void
+fed_evaluate(FitBackend *be, const double *U, double tol, FitSums *out)
+{
+	FedFit	   *f = be->state;
+	char		tolbuf[32];
+	const char *params[3] = {f->id, fed_matrix_text(U, f->d, be->r1), tolbuf};
+
+	snprintf(tolbuf, sizeof(tolbuf), "%.17g", tol);
+	fed_sums(f, "shard_evaluate", 3, params, out);
+}
+
+static void
+fed_finish(FitBackend *be, const double *U, bool best_response, FitSums *out)
+{
+	FedFit	   *f = be->state;
+	const char *params[3] = {f->id, fed_matrix_text(U, f->d, be->r1),
+	best_response ? "true" : "false"};
+
+	fed_sums(f, "shard_finish", 3, params, out);
+}
+
+/* ------------------------------------------------------------------------
+ * Setup: open the fit on every shard, one set of clients, the centre
+ * ------------------------------------------------------------------------
+ */
+
+/* Refuse a client key that two shards both return, naming it and both shards. */
+static void
+fed_check_keys(FedFit *f, char ***keys, int *nkeys)
+{
+	for (int s = 0; s < f->nshards; s++)
+		for (int t = s + 1; t < f->nshards; t++)
+			for (int i = 0; i < nkeys[s]; i++)
+				for (int j = 0; j < nkeys[t]; j++)
+					if (strcmp(keys[s][i], keys[t][j]) == 0)
+						ereport(ERROR,
+								(errcode(ERRCODE_CARDINALITY_VIOLATION),
+								 errmsg("client \"%s\" is on shard %d and on shard %d", keys[s][i],
+										s + 1, t + 1),
+								 errdetail("Statistics never leave the shards, so one client's rows must all be on one shard."),
+								 errhint("Partition the data by the client key, or fit with perpca_fit on merged statistics.")));
+}
+
+/* The keys of a shard's clients (text[] value). */
+static char **
+fed_keys_parse(const ShardConn *sc, const char *value, int *n)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	char	  **keys;
+
+	if (value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned no client keys", sc->index)));
+	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) value,
+																  TEXTOID, -1)),
+					  TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
+	keys = palloc(sizeof(char *) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		keys[i] = TextDatumGetCString(elems[i]);
+	return keys;
+}
+
+/* Phase 1: open on every shard; the sum of n_i mean_i and the row count. */
+static double *
+fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 {
 	char		r1[16],
-				nl[16];
-	const char *params[5] = {f->id, f->query, r1, nl, clients_weights_names[f->weights]};
+				nl[16],
+				seed[32];
+	const char *params[6] = {f->id, f->query, r1, nl,
+	fit_weights_names[f->opts->sample_weights ? 1 : 0], seed};
 	double	   *mean_sum = NULL;
+	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
+	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
 
-	snprintf(r1, sizeof(r1), "%d", f->r1);
-	snprintf(nl, sizeof(nl), "%d", f->n_local);
+	snprintf(r1, sizeof(r1), "%d", f->opts->n_global);
+	snprintf(nl, sizeof(nl), "%d", f->opts->n_local);
+	snprintf(seed, sizeof(seed), "%lld", (long long) (int64) f->opts->seed);
 	for (int s = 0; s < f->nshards; s++)
 		f->active[s] = true;
-	fed_send_active(f, "perpca_shard_open", 5, params);
+	fed_send_active(f, "shard_open", 6, params);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
 	{
-		ShardRows  *r = fed_get(&f->sc[s]);
+		ShardRows  *r = fed_get_row(f, s, 6);
 		int			n = pg_strtoint32(SHARD_VALUE(r, 0, 0)),
 					d = pg_strtoint32(SHARD_VALUE(r, 0, 1));
 
@@ -565,214 +368,104 @@ fed_open(FedFit *f, int64 *rows)
 					(errcode(ERRCODE_DATA_EXCEPTION),
 					 errmsg("clients of shard %d have dimension %d, expected %d", s + 1, d, f->d),
 					 errdetail("All clients must have the same dimension.")));
-		perpca_check_dim_limit(d);
 		f->d = d;
 		f->nclients += n;
-		*rows += pg_strtoint64(SHARD_VALUE(r, 0, 2));
-		f->diag.stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
+		*rows += (double) pg_strtoint64(SHARD_VALUE(r, 0, 2));
+		diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
 		if (mean_sum == NULL)
 			mean_sum = palloc0(sizeof(double) * d);
-		linalg_axpy(d, 1.0, fed_vector_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), d, "mean sum"),
-					mean_sum);
+		{
+			int			one = 1,
+						dd = d;
+
+			linalg_axpy(d, 1.0, fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), &one, &dd,
+												 "mean sum"), mean_sum);
+		}
+		keys[s] = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), &nkeys[s]);
 	}
 	if (f->nclients == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("query returned no clients on any shard"),
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
+	fed_check_keys(f, keys, nkeys);
 	return mean_sum;
 }
 
-/* The centre of the S_i as a float8[] literal: NULL (center 'client'), the pooled mean or zero. */
-static char *
-fed_centre_text(FedFit *f, double *mean_sum, int64 rows)
-{
-	char	   *text;
-
-	if (f->center == 0)
-		return NULL;
-	for (int j = 0; j < f->d; j++)
-		mean_sum[j] = f->center == 1 ? mean_sum[j] / (double) rows : 0.0;
-	/* the single row "{{...}}" of a 1 x d matrix without its outer braces */
-	text = fed_matrix_text(mean_sum, 1, f->d) + 1;
-	text[strlen(text) - 1] = '\0';
-	return text;
-}
-
-/* One pseudo-client per shard: fit_server_step averages sum_s (1/W) usum_s. */
+/* Phase 2: the clients' S_i on every shard; the backend's weight and lambda_max. */
 static void
-fed_make_problem(FedFit *f)
+fed_init(FedFit *f, const double *centre)
 {
-	FitClient  *pseudo = palloc0(sizeof(FitClient) * f->nshards);
+	const char *params[2] = {f->id, centre ? fed_matrix_text(centre, 1, f->d) : NULL};
 
-	f->p = fit_problem_create(f->d, f->r1, f->nshards, pseudo);
-}
-
-/* Phase 2: build the S_i on every shard; U0 = top n_global left singular vectors of [B_1, B_2, ...]. */
-static void
-fed_init(FedFit *f, const char *centre)
-{
-	const char *params[5] = {f->id, centre, federated_init_names[f->init],
-	clients_update_names[f->update], clients_retraction_names[f->retraction]};
-	double	  **B = palloc0(sizeof(double *) * f->nshards);
-	int		   *q = palloc0(sizeof(int) * f->nshards);
-	int			Q = 0,
-				off = 0;
-	double	   *stacked;
-
-	fed_send_active(f, "perpca_shard_init", 5, params);
-	for (int s = 0; s < f->nshards; s++)
-	{
-		ShardRows  *r;
-		int			m = f->d;
-
-		if (!f->active[s])
-			continue;
-		r = fed_get(&f->sc[s]);
-		f->W += fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), "weight");
-		f->p->lambda_max = Max(f->p->lambda_max,
-							   fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), "lambda_max"));
-		q[s] = -1;
-		B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), &m, &q[s], "start basis");
-		Q += q[s];
-	}
-	if (Q < f->r1 || !(f->W > 0.0))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("the shards' start bases have %d columns, fewer than n_global = %d", Q, f->r1)));
-	stacked = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * f->d * Q);
+	fed_send_active(f, "shard_init", 2, params);
+	f->be.weight = 0.0;
+	f->be.lambda_max = 0.0;
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
-			linalg_copy(f->d, q[s], B[s], q[s], stacked + off, Q);
-			off += q[s];
+			ShardRows  *r = fed_get_row(f, s, 2);
+
+			f->be.weight += fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), "weight");
+			f->be.lambda_max = Max(f->be.lambda_max,
+								   fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), "lambda_max"));
 		}
-	fit_left_singular(f->p, f->d, Q, stacked, f->r1, f->p->U, f->r1, NULL);
-	pfree(stacked);
-	fit_initial_step(f->p, f->step);
 }
 
-
-/* One round: U out, every shard's sums back into the pseudo-clients; returns the objective, sets *change. */
-static double
-fed_round(FedFit *f, double step, double *change)
-{
-	FitProblem *p = f->p;
-	char		stepbuf[32];
-	const char *params[3] = {f->id, fed_matrix_text(p->U, f->d, f->r1), stepbuf};
-	double		objective = 0.0;
-
-	snprintf(stepbuf, sizeof(stepbuf), "%.17g", step);
-	fed_send_active(f, "perpca_shard_round", 3, params);
-	for (int s = 0; s < f->nshards; s++)
-	{
-		FitClient  *c = &p->clients[s];
-		ShardRows  *r;
-		int			m = f->d,
-					n = f->r1;
-
-		c->weight = 0.0;
-		if (!f->active[s])
-			continue;
-		r = fed_get(&f->sc[s]);
-		memcpy(c->Ui, fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &n, "U sum"),
-			   sizeof(double) * f->d * f->r1);
-		c->weight = 1.0 / f->W;
-		objective += fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), "objective");
-		*change = Max(*change, fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), "change"));
-	}
-	return objective * f->nclients / f->W;
-}
-
-/* Phase 3: rounds until the largest projector change falls below the tolerance. */
+/* The backend over the shards of f. */
 static void
-fed_rounds(FedFit *f)
+fed_backend(FedFit *f)
 {
-	FitProblem *p = f->p;
-	double		previous = -INFINITY;
-
-	for (int t = 1; t <= f->rounds; t++)
-	{
-		double		step = p->step,
-					change = 0.0;
-
-		CHECK_FOR_INTERRUPTS();
-		perpca_report_phase("perpca_fit_federated: round %d, %d shards", t, f->nshards);
-		p->objective = fed_round(f, step, &change);
-		fit_server_step(p, (FitRetraction) f->retraction, f->adaptive ? FIT_MOMENTUM : 0.0);
-		change = Max(change, fit_projector_distance(f->d, f->r1, p->Uprev, f->r1, p->U, f->r1,
-													 p->scratch));
-		f->diag.rounds = t;
-		if (f->verbose && (fit_report_round(t) || t == f->rounds))
-			ereport(NOTICE,
-					(errmsg("round %d: objective %.10g, change %.3e, step %.3e",
-							t, p->objective, change, step)));
-		if (f->tolerance > 0.0 && change < f->tolerance)
-		{
-			f->diag.converged = true;
-			break;
-		}
-		if (f->adaptive)
-			fit_adapt_step(p, previous, INFINITY);	/* no KKT residual per round here */
-		previous = p->objective;
-	}
-	f->diag.step = p->step;
+	f->be.state = f;
+	f->be.d = f->d;
+	f->be.r1 = f->opts->n_global;
+	f->be.nclients = f->nclients;
+	f->be.basis = fed_basis;
+	f->be.apply = fed_apply;
+	f->be.start_local = fed_start_local;
+	f->be.round = fed_round;
+	f->be.evaluate = fed_evaluate;
+	f->be.finish = fed_finish;
 }
 
-/* Phase 4: final feasibility on the shards; objective, KKT residual, U rotated to its variances. */
+/* ------------------------------------------------------------------------
+ * Results
+ * ------------------------------------------------------------------------
+ */
+
+/* A shard's 1-D float8[] value (text) of length d, checked. */
 static double *
-fed_finish(FedFit *f)
+fed_vector_parse(const ShardConn *sc, const char *text, int d)
 {
-	int			d = f->d,
-				r1 = f->r1;
-	const char *params[2] = {f->id, fed_matrix_text(f->p->U, d, r1)};
-	double	   *gram = palloc0(sizeof(double) * r1 * r1);
-	double	   *grad = palloc0(sizeof(double) * d * r1);
-	double	   *Q = palloc(sizeof(double) * r1 * r1);
-	double	   *uvariance = palloc(sizeof(double) * r1);
-	double	   *U = palloc(sizeof(double) * d * r1);
-	double		objective = 0.0,
-				gv = 0.0;
+	int			len;
+	double	   *x;
 
-	fed_send_active(f, "perpca_shard_finish", 2, params);
-	for (int s = 0; s < f->nshards; s++)
-	{
-		ShardRows  *r;
-		int			m1 = r1,
-					n1 = r1,
-					m2 = d,
-					n2 = r1;
-
-		if (!f->active[s])
-			continue;
-		r = fed_get(&f->sc[s]);
-		linalg_axpy(r1 * r1, 1.0 / f->W,
-					fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m1, &n1, "gram"), gram);
-		objective += fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), "objective");
-		linalg_axpy((int64) d * r1, 1.0 / f->W,
-					fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), &m2, &n2, "gradient"), grad);
-		gv += fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), "gradient_v");
-	}
-	f->diag.objective = objective * f->nclients / f->W;
-	f->diag.kkt_residual = linalg_dot((int64) d * r1, grad, grad) + gv / f->W;
-	/* U <- U Q, Q the eigenvectors of U'(sum_i w_i S_i)U, largest entry of each column positive */
-	fit_eigh_top(f->p, r1, gram, r1, uvariance, Q, r1);
-	memcpy(U, f->p->U, sizeof(double) * d * r1);
-	linalg_gemm(false, false, d, r1, r1, 1.0, U, r1, Q, r1, 0.0, f->p->U, r1);
-	linalg_fix_signs(d, r1, f->p->U, r1);
-	return uvariance;
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned a NULL component", sc->index)));
+	x = perpca_vector_arg(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text,
+																  FLOAT8OID, -1)),
+						  &len, "component");
+	if (len != d)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned a component of length %d, expected %d", sc->index, len, d)));
+	return x;
 }
 
-/* Phase 5: global rows, then each shard's local rows (shard order, then its query order). */
+/* Global rows, then each shard's local rows (shard order, then its query order); theta_est. */
 static void
-fed_results(FedFit *f, ReturnSetInfo *rsinfo, const double *uvariance)
+fed_results(FedFit *f, ReturnSetInfo *rsinfo, const FitResult *res, FitDiagnostics *diag)
 {
 	const char *params[1] = {f->id};
+	int			d = f->d;
+	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	bool		any = false;
 
-	for (int j = 0; j < f->r1; j++)
-		clients_put_component(rsinfo, NULL, "global", j + 1, f->p->U, f->d, f->r1, j,
-							  uvariance[j]);
-	fed_send_active(f, "perpca_shard_result", 1, params);
+	memset(A, 0, sizeof(double) * d * d);
+	clients_put_global(rsinfo, res, d);
+	fed_send_active(f, "shard_result", 1, params);
 	for (int s = 0; s < f->nshards; s++)
 	{
 		ShardRows  *r;
@@ -780,60 +473,86 @@ fed_results(FedFit *f, ReturnSetInfo *rsinfo, const double *uvariance)
 		if (!f->active[s])
 			continue;
 		r = fed_get(&f->sc[s]);
-		if (r->ncols != 5)
+		if (r->ncols != 6)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("shard %d returned %d result columns, expected 5", s + 1, r->ncols)));
+					 errmsg("shard %d returned %d result columns, expected 6", s + 1, r->ncols)));
 		for (int i = 0; i < r->nrows; i++)
 		{
-			double	   *pc = fed_vector_parse(&f->sc[s], SHARD_VALUE(r, i, 3), f->d, "component");
+			double	   *pc;
 
 			CHECK_FOR_INTERRUPTS();
 			if (SHARD_VALUE(r, i, 0) == NULL || SHARD_VALUE(r, i, 2) == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
 						 errmsg("shard %d returned a local component without client or number", s + 1)));
+			pc = fed_vector_parse(&f->sc[s], SHARD_VALUE(r, i, 3), d);
 			clients_put_component(rsinfo, SHARD_VALUE(r, i, 0), "local",
-								  pg_strtoint32(SHARD_VALUE(r, i, 2)), pc, f->d, 1, 0,
+								  pg_strtoint32(SHARD_VALUE(r, i, 2)), pc, d, 1, 0,
 								  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"));
+			linalg_gemm(false, true, d, d, 1, fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 5), "weight"),
+						pc, 1, pc, 1, 1.0, A, d);
+			any = true;
 		}
 	}
+	diag->theta_est = fit_theta(A, d, f->be.weight, any);
 }
+
+/* ------------------------------------------------------------------------
+ * perpca_fit_federated
+ * ------------------------------------------------------------------------
+ */
 
 /* The whole federated fit, phase by phase, counting the bytes of each. */
 static void
-fed_run(FedFit *f, ReturnSetInfo *rsinfo)
+fed_run(FedFit *f, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 {
 	static uint32 counter = 0;
-	int64		rows,
-				mark;
+	int64		mark;
+	double		rows;
 	double	   *mean_sum;
-	double	   *uvariance;
+	FitResult	res = {0};
 
 	snprintf(f->id, sizeof(f->id), "perpca_%d_%lld_%u", MyProcPid,
 			 (long long) GetCurrentTimestamp(), ++counter);
 	perpca_report_phase("perpca_fit_federated: connecting to %d shards", f->nshards);
 	fed_connect_all(f->sc, f->nshards, f->conninfo);
-	mark = fed_bytes(f);
 	perpca_report_phase("perpca_fit_federated: opening %d shards", f->nshards);
-	mean_sum = fed_open(f, &rows);
-	fed_make_problem(f);
-	fed_init(f, fed_centre_text(f, mean_sum, rows));
-	f->diag.setup_bytes = fed_bytes(f) - mark;
+	mean_sum = fed_open(f, &rows, diag);
+	fed_backend(f);
+	fed_init(f, clients_centre(f->opts->center, mean_sum, rows, f->d));
+	diag->setup_bytes = fed_bytes(f);
 	mark = fed_bytes(f);
-	fed_rounds(f);
-	f->diag.round_bytes = f->diag.rounds > 0 ? (fed_bytes(f) - mark) / f->diag.rounds : 0;
+	perpca_report_phase("perpca_fit_federated: fitting %d clients on %d shards", f->nclients,
+						f->nshards);
+	fit_run(&f->be, f->opts, &res, diag);
+	diag->round_bytes = diag->rounds > 0 ? (fed_bytes(f) - mark) / (diag->rounds + f->be.setup_rounds) : 0;
 	mark = fed_bytes(f);
 	perpca_report_phase("perpca_fit_federated: writing results");
-	uvariance = fed_finish(f);
-	fed_results(f, rsinfo, uvariance);
-	f->diag.result_bytes = fed_bytes(f) - mark;
-	f->diag.n_clients = f->nclients;
-	f->diag.dim = f->d;
+	fed_results(f, rsinfo, &res, diag);
+	diag->result_bytes = fed_bytes(f) - mark;
 	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-			f->diag.n_shards++;
-	f->diag.round_binary_bytes = (int64) f->diag.n_shards * (2 * 8 * (int64) f->d * f->r1 + 3 * 8);
+		diag->n_shards += f->active[s] ? 1 : 0;
+	diag->round_binary_bytes = (int64) diag->n_shards * (3 * 8 * (int64) f->d * f->be.r1 + 5 * 8);
+}
+
+/* Read the arguments: shards, query, the options (no method, no start). */
+static void
+fed_parse(FunctionCallInfo fcinfo, FedFit *f, FitOptions *opts)
+{
+	fed_shards_arg(fcinfo, f);
+	f->query = fit_text_arg(fcinfo, FARG_QUERY, "query");
+	fit_options_parse(fcinfo, &fed_args, opts);
+	if (opts->init == FIT_INIT_GIVEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("init 'given' is not available in perpca_fit_federated"),
+				 errhint("Use init 'best', 'dispca', 'qu', 'pooled' or 'random'.")));
+	f->opts = opts;
+	f->sc = palloc0(sizeof(ShardConn) * f->nshards);
+	f->active = palloc0(sizeof(bool) * f->nshards);
+	for (int s = 0; s < f->nshards; s++)
+		f->sc[s].index = s + 1;
 }
 
 /*
@@ -847,6 +566,7 @@ perpca_fit_federated(PG_FUNCTION_ARGS)
 	MemoryContext fitcxt,
 				old;
 	FedFit	   *f;
+	FitDiagnostics *diag;
 	instr_time	start,
 				elapsed;
 
@@ -856,27 +576,24 @@ perpca_fit_federated(PG_FUNCTION_ARGS)
 								   ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(fitcxt);
 	f = palloc0(sizeof(FedFit));
-	fed_parse(fcinfo, f);
-	f->sc = palloc0(sizeof(ShardConn) * f->nshards);
-	f->active = palloc0(sizeof(bool) * f->nshards);
-	for (int s = 0; s < f->nshards; s++)
-		f->sc[s].index = s + 1;
+	diag = palloc0(sizeof(FitDiagnostics));
 	PG_TRY();
 	{
-		fed_run(f, rsinfo);
+		fed_parse(fcinfo, f, &diag->opts);
+		fed_run(f, rsinfo, diag);
 	}
 	PG_FINALLY();
 	{
 		/* no shard connection outlives the call, whatever happened */
-		fed_disconnect_all(f->sc, f->nshards);
+		if (f->sc != NULL)
+			fed_disconnect_all(f->sc, f->nshards);
 		perpca_restore_activity();
 	}
 	PG_END_TRY();
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
-	f->diag.seconds = INSTR_TIME_GET_DOUBLE(elapsed);
-	last_fed = f->diag;
-	have_last_fed = true;
+	diag->seconds = INSTR_TIME_GET_DOUBLE(elapsed);
+	fit_sql_remember(diag, true);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(fitcxt);
 	return (Datum) 0;
@@ -887,26 +604,30 @@ Datum
 perpca_last_federated_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[14];
-	bool		nulls[14] = {0};
+	const FitDiagnostics *l = fit_sql_last(true);
+	Datum		values[17];
+	bool		nulls[17] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (!have_last_fed)
+	if (l == NULL)
 		return (Datum) 0;
-	values[0] = Int32GetDatum(last_fed.rounds);
-	values[1] = BoolGetDatum(last_fed.converged);
-	values[2] = Float8GetDatum(last_fed.objective);
-	values[3] = Float8GetDatum(last_fed.kkt_residual);
-	values[4] = Float8GetDatum(last_fed.step);
-	values[5] = Int32GetDatum(last_fed.n_shards);
-	values[6] = Int32GetDatum(last_fed.n_clients);
-	values[7] = Int32GetDatum(last_fed.dim);
-	values[8] = Int64GetDatum(last_fed.setup_bytes);
-	values[9] = Int64GetDatum(last_fed.round_bytes);
-	values[10] = Int64GetDatum(last_fed.result_bytes);
-	values[11] = Int64GetDatum(last_fed.round_binary_bytes);
-	values[12] = Int64GetDatum(last_fed.stats_binary_bytes);
-	values[13] = Float8GetDatum(last_fed.seconds);
+	values[0] = Int32GetDatum(l->rounds);
+	values[1] = BoolGetDatum(l->converged);
+	values[2] = fit_sql_float(l->objective, &nulls[2]);
+	values[3] = fit_sql_float(l->kkt_residual, &nulls[3]);
+	values[4] = fit_sql_float(l->step, &nulls[4]);
+	values[5] = Int32GetDatum(l->n_shards);
+	values[6] = Int32GetDatum(l->n_clients);
+	values[7] = Int32GetDatum(l->dim);
+	values[8] = Int64GetDatum(l->setup_bytes);
+	values[9] = Int64GetDatum(l->round_bytes);
+	values[10] = Int64GetDatum(l->result_bytes);
+	values[11] = Int64GetDatum(l->round_binary_bytes);
+	values[12] = Int64GetDatum(l->stats_binary_bytes);
+	values[13] = Float8GetDatum(l->seconds);
+	values[14] = CStringGetTextDatum(fit_solver_names[l->opts.solver]);
+	values[15] = fit_sql_float(l->theta_est, &nulls[15]);
+	values[16] = fit_sql_float(l->gradient_norm, &nulls[16]);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

@@ -1,16 +1,13 @@
 /*
- * federated_shard.c -- the shard side of perpca_fit_federated: the client
- * steps of PerPCA run where the data live
+ * federated_shard.c -- the shard side of perpca_fit_federated: the node
+ * functions of node.c behind SQL functions in schema perpca_internal
  *
- * perpca_shard_open() runs the user's query on the shard (clients.c) and
- * keeps its clients in a backend-local state (a memory context under
- * TopMemoryContext, found by a fit id).  perpca_shard_init() builds the S_i
- * and returns what the stacked-PC start needs, perpca_shard_round() runs
- * fit_client_step() for every local client against the U it is given and
- * returns the weighted sum of the clients' U_i, perpca_shard_finish() and
- * perpca_shard_result() make the local components feasible and emit them.
- * The state dies with perpca_shard_close() or with the backend.  The
- * numerical work is fit.c's; the coordinator is federated.c.
+ * shard_open runs the user's query here (clients.c) and keeps its clients in
+ * a backend-local state (a memory context under TopMemoryContext, found by
+ * the fit id); shard_init builds the node; shard_basis, _apply, _start_local,
+ * _round, _evaluate and _finish are node.c's operations, answering with the
+ * node's FitSums; shard_result emits the local components.  The state dies
+ * with shard_close or with the backend.  The coordinator is federated.c.
  */
 #include "postgres.h"
 
@@ -19,23 +16,25 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
 #include "clients.h"
-#include "federated.h"
-#include "fit.h"
+#include "fit_options.h"
 #include "linalg.h"
 #include "perpca.h"
 
 PG_FUNCTION_INFO_V1(perpca_shard_open);
 PG_FUNCTION_INFO_V1(perpca_shard_init);
+PG_FUNCTION_INFO_V1(perpca_shard_basis);
+PG_FUNCTION_INFO_V1(perpca_shard_apply);
+PG_FUNCTION_INFO_V1(perpca_shard_start_local);
 PG_FUNCTION_INFO_V1(perpca_shard_round);
+PG_FUNCTION_INFO_V1(perpca_shard_evaluate);
 PG_FUNCTION_INFO_V1(perpca_shard_finish);
 PG_FUNCTION_INFO_V1(perpca_shard_result);
 PG_FUNCTION_INFO_V1(perpca_shard_close);
-
-const char *const federated_init_names[2] = {"dispca", "qu"};
 
 /* The state of one federated fit in this backend. */
 typedef struct ShardFit
@@ -45,15 +44,10 @@ typedef struct ShardFit
 	MemoryContext cxt;			/* everything below lives here */
 	int			n;				/* clients */
 	int			d;
-	int			r1;
-	bool		sample_weights;
+	FitOptions	opts;			/* n_global, n_local, weights, seed */
 	ClientInput *in;			/* the clients, in query order */
-	FitProblem *p;				/* NULL until perpca_shard_init */
-	FitLocalPCs *pcs;			/* each client's top k_i eigenpairs, for the start */
-	FitUpdate	update;
-	FitRetraction retraction;
-	bool		v_ready;		/* V_i set from the PCs (first round) */
-	bool		finished;		/* perpca_shard_finish ran */
+	FitNode    *node;			/* NULL until shard_init */
+	bool		finished;
 } ShardFit;
 
 static ShardFit *shard_fits = NULL;
@@ -63,7 +57,7 @@ static ShardFit *shard_fits = NULL;
  * ------------------------------------------------------------------------
  */
 
-/* Build a composite result from values for a function returning a row type. */
+/* A composite result from values, for a function returning a row type. */
 static Datum
 shard_row(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
 {
@@ -75,7 +69,6 @@ shard_row(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
 	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 
-/* The open fit with this id, or NULL. */
 static ShardFit *
 shard_fit_find(const char *id)
 {
@@ -85,36 +78,30 @@ shard_fit_find(const char *id)
 	return NULL;
 }
 
-/* The open fit with this id, or undefined_object. */
+/* The open fit named by argument 0; with ready, it must have been initialized. */
 static ShardFit *
-shard_fit_get(FunctionCallInfo fcinfo)
+shard_fit_get(FunctionCallInfo fcinfo, bool ready)
 {
-	char	   *id = clients_text_arg(fcinfo, 0, "fit_id");
+	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
 	ShardFit   *sf = shard_fit_find(id);
 
 	if (sf == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("federated fit \"%s\" is not open in this session", id),
-				 errhint("perpca_shard_open must run first, in the same session.")));
-	return sf;
-}
-
-/* The open fit with this id, which perpca_shard_init must have prepared. */
-static ShardFit *
-shard_fit_ready(FunctionCallInfo fcinfo)
-{
-	ShardFit   *sf = shard_fit_get(fcinfo);
-
-	if (sf->p == NULL)
+				 errhint("shard_open must run first, in the same session.")));
+	if (ready && sf->node == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("federated fit \"%s\" has not been initialized", sf->id),
-				 errhint("Call perpca_shard_init first.")));
+				 errhint("Call shard_init first.")));
+	if (ready && sf->finished)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("federated fit \"%s\" is already finished", sf->id)));
 	return sf;
 }
 
-/* Unlink a fit and free everything it holds. */
 static void
 shard_fit_free(ShardFit *sf)
 {
@@ -126,9 +113,8 @@ shard_fit_free(ShardFit *sf)
 	MemoryContextDelete(sf->cxt);
 }
 
-/* A new fit under this id, registered in the list of open fits. */
 static ShardFit *
-shard_fit_new(const char *id, int r1, bool sample_weights)
+shard_fit_new(const char *id)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "perpca shard fit",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -136,21 +122,143 @@ shard_fit_new(const char *id, int r1, bool sample_weights)
 
 	sf->cxt = cxt;
 	sf->id = MemoryContextStrdup(cxt, id);
-	sf->r1 = r1;
-	sf->sample_weights = sample_weights;
 	sf->next = shard_fits;
 	shard_fits = sf;
 	return sf;
 }
 
-/* Read the query's clients into sf (in sf->cxt) and check them; the fit is freed on error. */
+/* Run f(sf, arg) in sf's memory context; on error the whole fit is freed. */
 static void
-shard_read(FunctionCallInfo fcinfo, ShardFit *sf, const char *query, int n_local)
+shard_in_fit(ShardFit *sf, void (*f) (ShardFit *, void *), void *arg)
 {
+	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
+
 	PG_TRY();
 	{
-		sf->in = clients_read(fcinfo, query, n_local, sf->cxt, &sf->n);
-		clients_check(sf->in, sf->n, sf->r1);
+		f(sf, arg);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		shard_fit_free(sf);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+}
+
+/* A 2-D float8[] argument of d rows (cols: expected columns, -1 any); *cols set. */
+static double *
+shard_matrix_arg(FunctionCallInfo fcinfo, int argno, int d, int *cols, const char *what)
+{
+	int			rows,
+				c;
+	double	   *A;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", what)));
+	A = perpca_matrix_arg(PG_GETARG_ARRAYTYPE_P(argno), &rows, &c, what);
+	if (rows != d || (*cols >= 0 && c != *cols))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("%s is %d x %d, expected %d x %d", what, rows, c, d, *cols >= 0 ? *cols : c)));
+	*cols = c;
+	return A;
+}
+
+/* U (d x n_global) from argument argno. */
+static double *
+shard_u_arg(FunctionCallInfo fcinfo, ShardFit *sf, int argno)
+{
+	int			r1 = sf->opts.n_global;
+
+	if (r1 == 0)
+		return palloc0(sizeof(double));
+	return shard_matrix_arg(fcinfo, argno, sf->d, &r1, "U");
+}
+
+/* The sums row (weight, objective, u, g, gv, change, gram, exact) of a node operation. */
+static Datum
+shard_sums_row(FunctionCallInfo fcinfo, ShardFit *sf, const FitSums *s, bool u, bool g, bool gram)
+{
+	int			d = sf->d,
+				r1 = sf->opts.n_global;
+	Datum		values[8];
+	bool		nulls[8] = {0};
+
+	values[0] = Float8GetDatum(s->weight);
+	values[1] = Float8GetDatum(s->objective);
+	nulls[2] = !u || r1 == 0;
+	values[2] = nulls[2] ? (Datum) 0 : PointerGetDatum(perpca_matrix_build(s->U, d, r1));
+	nulls[3] = !g || r1 == 0;
+	values[3] = nulls[3] ? (Datum) 0 : PointerGetDatum(perpca_matrix_build(s->G, d, r1));
+	values[4] = Float8GetDatum(s->gv);
+	values[5] = Float8GetDatum(s->change);
+	nulls[6] = !gram || r1 == 0;
+	values[6] = nulls[6] ? (Datum) 0 : PointerGetDatum(perpca_matrix_build(s->gram, r1, r1));
+	values[7] = Int32GetDatum(s->exact);
+	return shard_row(fcinfo, values, nulls);
+}
+
+/* ------------------------------------------------------------------------
+ * Open and init
+ * ------------------------------------------------------------------------
+ */
+
+typedef struct OpenArgs
+{
+	FunctionCallInfo fcinfo;
+	const char *query;
+} OpenArgs;
+
+static void
+shard_read(ShardFit *sf, void *arg)
+{
+	OpenArgs   *a = arg;
+
+	sf->in = clients_read(a->fcinfo, a->query, sf->opts.n_local, sf->cxt, &sf->n);
+	clients_check(sf->in, sf->n, sf->opts.n_global, false);
+	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
+}
+
+/* The keys of the shard's clients as text[]. */
+static Datum
+shard_keys(const ShardFit *sf)
+{
+	Datum	   *keys = palloc(sizeof(Datum) * Max(sf->n, 1));
+
+	for (int i = 0; i < sf->n; i++)
+		keys[i] = CStringGetTextDatum(sf->in[i].name);
+	return PointerGetDatum(construct_array(keys, sf->n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/*
+ * shard_open(fit_id, query, n_global, n_local, weights, seed)
+ *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes, keys)
+ */
+Datum
+perpca_shard_open(PG_FUNCTION_ARGS)
+{
+	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1};
+	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
+	OpenArgs	a = {fcinfo, fit_text_arg(fcinfo, 1, "query")};
+	ShardFit   *sf;
+	double	   *mean_sum;
+	double		rows;
+	int64		bytes = 0;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	if (shard_fit_find(id) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("federated fit \"%s\" is already open in this session", id)));
+	sf = shard_fit_new(id);
+	PG_TRY();
+	{
+		fit_options_parse(fcinfo, &pos, &sf->opts);
 	}
 	PG_CATCH();
 	{
@@ -158,38 +266,7 @@ shard_read(FunctionCallInfo fcinfo, ShardFit *sf, const char *query, int n_local
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
-}
-
-/*
- * perpca_shard_open(fit_id, query, n_global, n_local, weights)
- *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes)
- * Read this shard's clients; mean_sum = sum_i n_i mean_i (for center 'global').
- */
-Datum
-perpca_shard_open(PG_FUNCTION_ARGS)
-{
-	char	   *id = clients_text_arg(fcinfo, 0, "fit_id");
-	char	   *query = clients_text_arg(fcinfo, 1, "query");
-	ShardFit   *sf;
-	double	   *mean_sum;
-	double		rows;
-	int64		bytes = 0;
-	Datum		values[5];
-	bool		nulls[5] = {0};
-
-	if (PG_ARGISNULL(2) || PG_ARGISNULL(3) || PG_GETARG_INT32(2) < 1 || PG_GETARG_INT32(3) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_global must be at least 1 and n_local at least 0")));
-	if (shard_fit_find(id) != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("federated fit \"%s\" is already open in this session", id)));
-	sf = shard_fit_new(id, PG_GETARG_INT32(2),
-					   clients_choice_arg(fcinfo, 4, "weights", clients_weights_names,
-										  lengthof(clients_weights_names)) == 1);
-	shard_read(fcinfo, sf, query, PG_GETARG_INT32(3));
+	shard_in_fit(sf, shard_read, &a);
 	mean_sum = palloc0(sizeof(double) * Max(sf->d, 1));
 	rows = clients_mean_sum(sf->in, sf->n, mean_sum);
 	for (int i = 0; i < sf->n; i++)
@@ -197,323 +274,175 @@ perpca_shard_open(PG_FUNCTION_ARGS)
 	values[0] = Int32GetDatum(sf->n);
 	values[1] = Int32GetDatum(sf->d);
 	values[2] = Int64GetDatum((int64) rows);
-	values[3] = PointerGetDatum(perpca_vector_build(mean_sum, sf->d));
+	values[3] = PointerGetDatum(perpca_matrix_build(mean_sum, 1, Max(sf->d, 1)));
 	values[4] = Int64GetDatum(bytes);
+	values[5] = shard_keys(sf);
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
 }
 
-/* ------------------------------------------------------------------------
- * The start
- * ------------------------------------------------------------------------
- */
-
-/* Build the clients' S_i and the problem (in sf->cxt), and each client's top k_i eigenpairs. */
 static void
-shard_prepare(ShardFit *sf, const double *centre)
+shard_build(ShardFit *sf, void *arg)
 {
-	FitClient  *clients = clients_build(sf->in, sf->n, centre, sf->sample_weights);
-
-	sf->p = fit_problem_create(sf->d, sf->r1, sf->n, clients);
-	for (int i = 0; i < sf->n; i++)
-		clients[i].lfirst = sf->r1;
-	sf->pcs = fit_local_pcs(sf->p);
+	sf->node = clients_node(sf->in, sf->n, sf->opts.n_global, (const double *) arg, &sf->opts);
 }
 
-/*
- * The shard's part of the stacked-PC start, compressed: B (d x q) with
- * B B' = sum_i L_i D_i L_i' over its clients (D_i = I for dispca,
- * w_i lambda_ij for qu), q = min(d, sum k_i).  Returns B, sets *q.
- */
-static double *
-shard_start_basis(ShardFit *sf, bool qu, int *q)
-{
-	int			d = sf->d,
-				K;
-	double	   *B = fit_stacked_pcs(sf->p, sf->pcs, qu, &K),
-			   *Z,
-			   *sigma;
-
-	*q = K;
-	if (K <= d)
-		return B;
-	/* more columns than rows: B B' = Z diag(sigma^2) Z', send Z diag(sigma) */
-	Z = palloc(sizeof(double) * d * d);
-	sigma = palloc(sizeof(double) * d);
-	fit_left_singular(sf->p, d, K, B, d, Z, d, sigma);
-	for (int j = 0; j < d; j++)
-		linalg_scale_column(d, Z, d, j, sigma[j]);
-	*q = d;
-	return Z;
-}
-
-/* The centre argument: NULL (each client's own mean) or a d-vector. */
-static double *
-shard_centre_arg(FunctionCallInfo fcinfo, int argno, int d)
-{
-	double	   *centre;
-	int			len;
-
-	if (PG_ARGISNULL(argno))
-		return NULL;
-	centre = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(argno), &len, "centre");
-	if (len != d)
-		perpca_dim_mismatch(d, len, "centre");
-	return centre;
-}
-
-/* Check that sf can be initialized: not yet, and with clients. */
-static void
-shard_check_init(ShardFit *sf)
-{
-	if (sf->p != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" is already initialized", sf->id)));
-	if (sf->n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("federated fit \"%s\" has no clients on this shard", sf->id)));
-}
-
-/* shard_prepare in sf->cxt; a half-built problem is dropped on error (its memory goes with the fit). */
-static void
-shard_prepare_in_fit(ShardFit *sf, const double *centre)
-{
-	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
-
-	PG_TRY();
-	{
-		shard_prepare(sf, centre);
-	}
-	PG_CATCH();
-	{
-		sf->p = NULL;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * perpca_shard_init(fit_id, centre, init, update, retraction)
- *   RETURNS (weight, lambda_max, basis)
- * Build the S_i about centre (NULL: each client's own mean), return the sum
- * of the client weights, max_i lambda_max(S_i) and the start basis.
- */
+/* shard_init(fit_id, centre) RETURNS (weight, lambda_max): the clients' S_i about centre. */
 Datum
 perpca_shard_init(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo);
-	double	   *centre;
-	bool		qu;
-	double		weight = 0.0,
-				lmax = 0.0,
-			   *B;
-	int			q;
-	Datum		values[3];
-	bool		nulls[3] = {0};
+	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	double	   *centre = NULL;
+	Datum		values[2];
+	bool		nulls[2] = {0};
 
-	shard_check_init(sf);
-	centre = shard_centre_arg(fcinfo, 1, sf->d);
-	qu = clients_choice_arg(fcinfo, 2, "init", federated_init_names,
-							lengthof(federated_init_names)) == 1;
-	sf->update = (FitUpdate) clients_choice_arg(fcinfo, 3, "update", clients_update_names,
-												lengthof(clients_update_names));
-	sf->retraction = (FitRetraction) clients_choice_arg(fcinfo, 4, "retraction",
-														clients_retraction_names,
-														lengthof(clients_retraction_names));
-	shard_prepare_in_fit(sf, centre);
-	for (int i = 0; i < sf->n; i++)
+	if (sf->node != NULL || sf->n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
+	if (!PG_ARGISNULL(1))
 	{
-		weight += sf->p->clients[i].weight;
-		lmax = Max(lmax, sf->pcs[i].lambda[0]);
+		int			one = sf->d;
+
+		centre = shard_matrix_arg(fcinfo, 1, 1, &one, "centre");
 	}
-	B = shard_start_basis(sf, qu, &q);
-	values[0] = Float8GetDatum(weight);
-	values[1] = Float8GetDatum(lmax);
-	values[2] = PointerGetDatum(perpca_matrix_build(B, sf->d, q));
+	shard_in_fit(sf, shard_build, centre);
+	values[0] = Float8GetDatum(node_weight(sf->node));
+	values[1] = Float8GetDatum(node_lambda_max(sf->node));
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
 }
 
 /* ------------------------------------------------------------------------
- * Rounds and the end
+ * The node's operations
  * ------------------------------------------------------------------------
  */
 
-/* Read U (d x r1, 2-D float8[]) for fit sf from argument argno into the problem's U. */
-static void
-shard_u_arg(FunctionCallInfo fcinfo, ShardFit *sf, int argno)
+/* shard_basis(fit_id, qu, exact) RETURNS float8[]: B with B B' = the stacked local PCs. */
+Datum
+perpca_shard_basis(PG_FUNCTION_ARGS)
 {
-	int			rows,
-				cols;
-	double	   *U = perpca_matrix_arg(PG_GETARG_ARRAYTYPE_P(argno), &rows, &cols, "U");
+	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	int			q;
+	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
+	double	   *B = node_basis(sf->node, PG_GETARG_BOOL(1), PG_GETARG_BOOL(2), &q);
 
-	if (rows != sf->d || cols != sf->r1)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("U is %d x %d, expected %d x %d", rows, cols, sf->d, sf->r1)));
-	memcpy(sf->p->U, U, sizeof(double) * sf->d * sf->r1);
+	MemoryContextSwitchTo(old);
+	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(B, sf->d, q));
 }
 
-/* Client steps of one round against U; sums into usum (d x r1), objective, weight; max change. */
-static void
-shard_round(ShardFit *sf, double step, double *usum, double *objective, double *weight,
-			double *change)
+/* shard_apply(fit_id, x) RETURNS float8[]: sum_i w_i S_i X. */
+Datum
+perpca_shard_apply(PG_FUNCTION_ARGS)
 {
-	FitProblem *p = sf->p;
+	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	int			q = -1;
+	double	   *X = shard_matrix_arg(fcinfo, 1, sf->d, &q, "X");
+	double	   *out = palloc(sizeof(double) * sf->d * Max(q, 1));
 
-	for (int i = 0; i < sf->n; i++)
-	{
-		FitClient  *c = &p->clients[i];
-
-		CHECK_FOR_INTERRUPTS();
-		if (!sf->v_ready)
-			fit_init_local(p, c, &sf->pcs[i]);
-		fit_client_step(p, c, sf->update, sf->retraction, step);
-		linalg_axpy((int64) sf->d * sf->r1, c->weight, c->Ui, usum);
-		*objective += c->weight * c->objective;
-		*weight += c->weight;
-		*change = Max(*change, c->change);
-	}
-	sf->v_ready = true;
+	node_apply(sf->node, X, q, out);
+	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(out, sf->d, q));
 }
 
-/* The step argument of a round: a finite number > 0. */
-static double
-shard_step_arg(FunctionCallInfo fcinfo, int argno)
+/* shard_start_local(fit_id, u, init) RETURNS boolean: V_i start of the paper solver. */
+Datum
+perpca_shard_start_local(PG_FUNCTION_ARGS)
 {
-	double		step = PG_GETARG_FLOAT8(argno);
+	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	double	   *U = shard_u_arg(fcinfo, sf, 1);
+	FitInit		how = fit_choice(fit_text_arg(fcinfo, 2, "init"), "init", fit_init_names, 6);
+	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
+
+	node_start_local(sf->node, U, how);
+	MemoryContextSwitchTo(old);
+	PG_RETURN_BOOL(true);
+}
+
+/* shard_round(fit_id, u, step, update, retraction, want_kkt) RETURNS sums: the paper's client steps. */
+Datum
+perpca_shard_round(PG_FUNCTION_ARGS)
+{
+	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	double	   *U = shard_u_arg(fcinfo, sf, 1);
+	double		step = PG_GETARG_FLOAT8(2);
+	FitUpdate	update = fit_choice(fit_text_arg(fcinfo, 3, "update"), "update", fit_update_names, 2);
+	FitRetraction retraction = fit_choice(fit_text_arg(fcinfo, 4, "retraction"), "retraction",
+										  fit_retraction_names, 2);
+	bool		want_kkt = PG_GETARG_BOOL(5);
+	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
 
 	if (!isfinite(step) || step <= 0.0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("step must be a finite number > 0")));
-	return step;
+	node_round(sf->node, U, step, update, retraction, want_kkt, s);
+	return shard_sums_row(fcinfo, sf, s, true, want_kkt, false);
 }
 
-/*
- * perpca_shard_round(fit_id, u, step) RETURNS (u_sum, weight, objective, change)
- * One round's client steps: sum_i w_i U_i, sum_i w_i, sum_i w_i f_i and the
- * largest change of a local projector (w_i = 1, or n_i for weights 'samples').
- */
+/* shard_evaluate(fit_id, u, tol) RETURNS sums: best responses and gradient terms. */
 Datum
-perpca_shard_round(PG_FUNCTION_ARGS)
+perpca_shard_evaluate(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_ready(fcinfo);
-	double		step = shard_step_arg(fcinfo, 2);
-	double	   *usum = palloc0(sizeof(double) * sf->d * sf->r1);
-	double		objective = 0.0,
-				weight = 0.0,
-				change = 0.0;
-	Datum		values[4];
-	bool		nulls[4] = {0};
+	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	double	   *U = shard_u_arg(fcinfo, sf, 1);
+	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
 
-	if (sf->finished)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" is already finished", sf->id)));
-	shard_u_arg(fcinfo, sf, 1);
-	shard_round(sf, step, usum, &objective, &weight, &change);
-	values[0] = PointerGetDatum(perpca_matrix_build(usum, sf->d, sf->r1));
-	values[1] = Float8GetDatum(weight);
-	values[2] = Float8GetDatum(objective);
-	values[3] = Float8GetDatum(change);
-	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
+	node_evaluate(sf->node, U, PG_GETARG_FLOAT8(2), s);
+	return shard_sums_row(fcinfo, sf, s, true, false, false);
 }
 
-/*
- * Make one client feasible against U, then add its pieces: gram += w U'S U,
- * grad += w G_U (tangent gradient), *gv += w ||G_V||^2,
- * *objective += w 1/2 tr(W'SW); finally order its local components.
- */
-static void
-shard_finish_client(ShardFit *sf, FitClient *c, double *gram, double *grad, double *gv,
-					double *objective)
-{
-	int			d = sf->d,
-				r1 = sf->r1,
-				k = c->k;
-
-	fit_client_feasible(sf->p, c);
-	*objective += c->weight * fit_client_gradient(sf->p, c);
-	for (int a = 0; a < r1; a++)
-		for (int b = 0; b < r1; b++)
-			gram[a * r1 + b] += c->weight * c->M[a * k + b];
-	for (int row = 0; row < d; row++)
-	{
-		const double *g = c->SW + (int64) row * k;
-
-		for (int j = 0; j < r1; j++)
-			grad[row * r1 + j] += c->weight * g[j];
-		for (int j = r1; j < k; j++)
-			*gv += c->weight * g[j] * g[j];
-	}
-	fit_order_local(sf->p, c);
-}
-
-/*
- * perpca_shard_finish(fit_id, u) RETURNS (gram, objective, gradient, gradient_v, weight)
- * Final feasibility against U and the pieces of the fit's diagnostics:
- * sum_i w_i U'S_iU (n_global x n_global), sum_i w_i f_i, sum_i w_i G_U,i
- * (d x n_global), sum_i w_i ||G_V,i||^2 and sum_i w_i.
- */
+/* shard_finish(fit_id, u, best_response) RETURNS sums: feasible, ordered local components. */
 Datum
 perpca_shard_finish(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_ready(fcinfo);
-	int			d = sf->d,
-				r1 = sf->r1;
-	double	   *gram = palloc0(sizeof(double) * r1 * r1);
-	double	   *grad = palloc0(sizeof(double) * d * r1);
-	double		gv = 0.0,
-				objective = 0.0,
-				weight = 0.0;
-	Datum		values[5];
-	bool		nulls[5] = {0};
+	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	double	   *U = shard_u_arg(fcinfo, sf, 1);
+	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
 
-	if (!sf->v_ready)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("federated fit \"%s\" has not run a round", sf->id)));
-	shard_u_arg(fcinfo, sf, 1);
-	for (int i = 0; i < sf->n; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		shard_finish_client(sf, &sf->p->clients[i], gram, grad, &gv, &objective);
-		weight += sf->p->clients[i].weight;
-	}
+	node_finish(sf->node, U, PG_GETARG_BOOL(2), s);
 	sf->finished = true;
-	values[0] = PointerGetDatum(perpca_matrix_build(gram, r1, r1));
-	values[1] = Float8GetDatum(objective);
-	values[2] = PointerGetDatum(perpca_matrix_build(grad, d, r1));
-	values[3] = Float8GetDatum(gv);
-	values[4] = Float8GetDatum(weight);
-	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
+	return shard_sums_row(fcinfo, sf, s, false, true, true);
 }
 
-/* perpca_shard_result(fit_id) RETURNS TABLE (client, kind, component, pc, variance): the local rows. */
+/* shard_result(fit_id) RETURNS TABLE (client, kind, component, pc, variance, weight). */
 Datum
 perpca_shard_result(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ShardFit   *sf = shard_fit_ready(fcinfo);
+	ShardFit   *sf = shard_fit_get(fcinfo, false);
 
 	if (!sf->finished)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("federated fit \"%s\" is not finished", sf->id),
-				 errhint("Call perpca_shard_finish first.")));
+				 errhint("Call shard_finish first.")));
 	InitMaterializedSRF(fcinfo, 0);
-	clients_put_local(rsinfo, sf->p, sf->in);
+	for (int i = 0; i < sf->n; i++)
+	{
+		const FitClient *c = &sf->node->clients[i];
+
+		for (int j = c->lfirst; j < c->k; j++)
+		{
+			Datum		values[6];
+			bool		nulls[6] = {0};
+			double	   *pc = palloc(sizeof(double) * sf->d);
+
+			linalg_copy(sf->d, 1, c->W + j, c->k, pc, 1);
+			values[0] = CStringGetTextDatum(sf->in[i].name);
+			values[1] = CStringGetTextDatum("local");
+			values[2] = Int32GetDatum(j - c->lfirst + 1);
+			values[3] = PointerGetDatum(perpca_vector_build(pc, sf->d));
+			values[4] = Float8GetDatum(c->variance[j]);
+			values[5] = Float8GetDatum(c->weight);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
 	return (Datum) 0;
 }
 
-/* perpca_shard_close(fit_id) RETURNS boolean: free the fit's state; false if it was not open. */
+/* shard_close(fit_id) RETURNS boolean: free the fit's state; false if it was not open. */
 Datum
 perpca_shard_close(PG_FUNCTION_ARGS)
 {
-	char	   *id = clients_text_arg(fcinfo, 0, "fit_id");
-	ShardFit   *sf = shard_fit_find(id);
+	ShardFit   *sf = shard_fit_find(fit_text_arg(fcinfo, 0, "fit_id"));
 
 	if (sf == NULL)
 		PG_RETURN_BOOL(false);

@@ -1,11 +1,12 @@
 /*
- * fit_sql.c -- perpca_fit() and perpca_last_fit(): the SQL side of fit.c
+ * fit_sql.c -- perpca_fit() and the diagnostics of the last fit
  *
- * perpca_fit validates its options, reads one (client, perpca_stats
- * [, local rank]) row per client and turns each perpca_stats into its
- * second-moment matrix S_i (both with clients.c), reads an optional warm
- * start, calls fit_run() and returns the components as rows.  Everything
- * is allocated in a private memory context that is deleted before returning.
+ * perpca_fit parses its options (fit_options.c), reads and checks the
+ * clients (clients.c), reads an optional warm start, runs the fit on one
+ * node (fit.c or fit_baselines.c) and returns the components as rows.
+ * Everything is allocated in a private memory context deleted at the end.
+ * perpca_last_fit(), _starts() and _rounds() show the diagnostics that
+ * perpca_fit and perpca_fit_federated leave behind (fit_sql_remember).
  */
 #include "postgres.h"
 
@@ -18,150 +19,44 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 
 #include "clients.h"
-#include "fit.h"
+#include "fit_baselines.h"
+#include "fit_options.h"
+#include "fit_sql.h"
 #include "linalg.h"
 #include "perpca.h"
-#include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit);
+PG_FUNCTION_INFO_V1(perpca_last_fit_starts);
+PG_FUNCTION_INFO_V1(perpca_last_fit_rounds);
 
 /* Arguments of perpca_fit, in SQL order. */
 enum
 {
 	ARG_QUERY, ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP,
 	ARG_UPDATE, ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS,
-	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START
+	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START, ARG_SOLVER
 };
 
-typedef enum FitCenter
-{
-	CENTER_CLIENT, CENTER_GLOBAL, CENTER_NONE
-} FitCenter;
+static const FitArgPositions fit_args = {
+	ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP, ARG_UPDATE,
+	ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS, ARG_METHOD,
+	ARG_VERBOSE, ARG_ADAPTIVE, ARG_SOLVER
+};
 
-/* Everything perpca_fit needs besides fit.c's options. */
-typedef struct FitRequest
-{
-	char	   *query;
-	char	   *start;			/* query of the starting components (init 'given') */
-	int			n_global;
-	int			n_local;
-	FitCenter	center;
-	bool		sample_weights;
-	FitOptions	opts;
-} FitRequest;
-
-/* Diagnostics of the last perpca_fit in this backend. */
-static FitDiagnostics last_fit;
-static bool have_last_fit = false;
-
-static const char *const method_names[] = {"perpca", "dispca", "cpca", "indiv"};
-static const char *const init_names[] = {"best", "dispca", "qu", "pooled", "random", "given"};
-
-/* ------------------------------------------------------------------------
- * Options
- * ------------------------------------------------------------------------
- */
-
-/* Read and check every argument of perpca_fit. */
-static void
-parse_request(FunctionCallInfo fcinfo, FitRequest *req)
-{
-	FitOptions *o = &req->opts;
-
-	memset(req, 0, sizeof(FitRequest));
-	if (PG_ARGISNULL(ARG_QUERY))
-		clients_null_option("query");
-	req->query = text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUERY));
-	req->n_global = clients_int_arg(fcinfo, ARG_N_GLOBAL, "n_global", 0);
-	req->n_local = clients_int_arg(fcinfo, ARG_N_LOCAL, "n_local", 0);
-	o->n_local = req->n_local;
-	o->rounds = clients_int_arg(fcinfo, ARG_ROUNDS, "rounds", 0);
-	o->tolerance = clients_nonnegative_arg(fcinfo, ARG_TOLERANCE, "tolerance");
-	o->step = clients_step_arg(fcinfo, ARG_STEP);
-	o->update = (FitUpdate) clients_choice_arg(fcinfo, ARG_UPDATE, "update", clients_update_names,
-									   lengthof(clients_update_names));
-	o->retraction = (FitRetraction) clients_choice_arg(fcinfo, ARG_RETRACTION, "retraction",
-											   clients_retraction_names, lengthof(clients_retraction_names));
-	o->init = (FitInit) clients_choice_arg(fcinfo, ARG_INIT, "init", init_names, lengthof(init_names));
-	if (PG_ARGISNULL(ARG_SEED))
-		clients_null_option("seed");
-	o->seed = (uint64) PG_GETARG_INT64(ARG_SEED);
-	req->center = (FitCenter) clients_choice_arg(fcinfo, ARG_CENTER, "center", clients_center_names,
-										 lengthof(clients_center_names));
-	req->sample_weights = clients_choice_arg(fcinfo, ARG_WEIGHTS, "weights", clients_weights_names,
-									 lengthof(clients_weights_names)) == 1;
-	o->method = (FitMethod) clients_choice_arg(fcinfo, ARG_METHOD, "method", method_names,
-									   lengthof(method_names));
-	if (PG_ARGISNULL(ARG_VERBOSE))
-		clients_null_option("verbose");
-	o->verbose = PG_GETARG_BOOL(ARG_VERBOSE);
-	/* adaptive NULL: adapt only the derived step, keep a step the user gave */
-	o->adaptive = PG_ARGISNULL(ARG_ADAPTIVE) ? PG_ARGISNULL(ARG_STEP) : PG_GETARG_BOOL(ARG_ADAPTIVE);
-	req->start = PG_NARGS() <= ARG_START || PG_ARGISNULL(ARG_START) ? NULL :
-		text_to_cstring(PG_GETARG_TEXT_PP(ARG_START));
-	if ((o->init == FIT_INIT_GIVEN) != (req->start != NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"start\" goes with init => 'given', and only with it"),
-				 errhint("Pass init => 'given', start => 'SELECT client, kind, component, pc FROM ...'.")));
-}
-
-/* ------------------------------------------------------------------------
- * Reading the clients
- * ------------------------------------------------------------------------
- */
-
-/* Every client must have rows, one common dimension, and room for its components. */
-static void
-check_clients(const FitRequest *req, const ClientInput *in, int n)
-{
-	if (n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("query returned no clients"),
-				 errhint("perpca_fit needs at least one (client, perpca_stats) row.")));
-	clients_check(in, n, req->n_global);
-}
-
-/* S_i about the centre the request asks for, and the client weights (sum 1). */
-static FitClient *
-build_clients(const FitRequest *req, const ClientInput *in, int n)
-{
-	int			d = in[0].stats->dim;
-	double	   *pooled = palloc(sizeof(double) * d);
-	double		total = clients_mean_sum(in, n, pooled);
-	FitClient  *clients;
-
-	for (int j = 0; j < d; j++)
-		pooled[j] = req->center == CENTER_GLOBAL ? pooled[j] / total : 0.0;
-	clients = clients_build(in, n, req->center == CENTER_CLIENT ? NULL : pooled,
-							req->sample_weights);
-	for (int i = 0; i < n; i++)
-		clients[i].weight /= req->sample_weights ? total : (double) n;
-	return clients;
-}
+/* The last fit of each kind in this session, in their own memory context. */
+static MemoryContext last_cxt[2];
+static FitDiagnostics *last_diag[2];
+static int	last_kind = 0;
 
 /* ------------------------------------------------------------------------
  * Warm start: init => 'given', start => query of (client, kind, component, pc)
  * ------------------------------------------------------------------------
  */
-
-/* A client name and its position in the query, for bsearch. */
-typedef struct NamedClient
-{
-	const char *name;
-	int			index;
-} NamedClient;
-
-static int
-named_client_cmp(const void *a, const void *b)
-{
-	return strcmp(((const NamedClient *) a)->name, ((const NamedClient *) b)->name);
-}
 
 /* Check the start query's columns: (client, text kind, integer component, float8[] pc). */
 static void
@@ -173,121 +68,144 @@ check_start_shape(TupleDesc desc)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("start query must return columns (client, kind text, component integer, pc float8[])"),
+				 errdetail("It returned %d column(s).", desc->natts),
 				 errhint("A stored model's components table has this shape: SELECT client, kind, component, pc FROM model_components.")));
 }
 
-/* The pc column of a start row as a validated vector of length d; a NULL pc is an error. */
-static double *
-start_vector(HeapTuple tup, TupleDesc desc, int d)
+/* Column col (1-based) of a start row, or null_value_not_allowed naming it. */
+static Datum
+start_value(HeapTuple tup, TupleDesc desc, int col, const char *what)
 {
 	bool		isnull;
-	Datum		v = SPI_getbinval(tup, desc, 4, &isnull);
-	int			len;
-	double	   *x;
+	Datum		v = SPI_getbinval(tup, desc, col, &isnull);
 
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("start query returned a NULL pc")));
-	x = perpca_vector_arg(DatumGetArrayTypeP(v), &len, "pc of the start");
-	if (len != d)
-		perpca_dim_mismatch(d, len, "pc of the start");
-	return x;
+				 errmsg("start query returned a NULL %s", what)));
+	return v;
+}
+
+/* The index of the client named key, or -1. */
+static int
+find_client(const ClientInput *in, int n, const char *key)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(in[i].name, key) == 0)
+			return i;
+	return -1;
 }
 
 /* Put one start row into U0 (global) or the matching client's V0 (local); count what was set. */
 static void
-start_row(HeapTuple tup, TupleDesc desc, int d, int r1, double *U0, int *uset,
-		  NamedClient *names, int n, FitClient *clients, int *vset)
+start_row(HeapTuple tup, TupleDesc desc, const ClientInput *in, FitNode *node, double *U0,
+		  int *uset, int *vset)
 {
-	bool		isnull;
-	char	   *kind;
-	int			comp;
-	double	   *x;
-	NamedClient key,
-			   *hit;
-	FitClient  *c;
+	char	   *kind = TextDatumGetCString(start_value(tup, desc, 2, "kind"));
+	int			comp = DatumGetInt32(start_value(tup, desc, 3, "component"));
+	int			d = node->d,
+				len,
+				i;
+	double	   *x = perpca_vector_arg(DatumGetArrayTypeP(start_value(tup, desc, 4, "pc")), &len,
+									  "pc of the start");
 
-	kind = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
-	comp = isnull ? 0 : DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-	if (isnull || comp < 1)
-		return;					/* not a component row we can use */
-	x = start_vector(tup, desc, d);
-	if (strcmp(kind, "global") == 0)
+	if (len != d)
+		perpca_dim_mismatch(d, len, "pc of the start");
+	if (strcmp(kind, "global") != 0 && strcmp(kind, "local") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("start query returned kind \"%s\"", kind),
+				 errhint("kind must be 'global' or 'local'.")));
+	if (comp < 1)
+		return;					/* documented: rows with component < 1 are skipped */
+	if (kind[0] == 'g')
 	{
-		if (comp <= r1)
+		if (comp <= node->r1)
 		{
-			linalg_copy(d, 1, x, 1, U0 + comp - 1, r1);
+			linalg_copy(d, 1, x, 1, U0 + comp - 1, node->r1);
 			(*uset)++;
 		}
 		return;
 	}
-	key.name = SPI_getvalue(tup, desc, 1);
-	hit = key.name ? bsearch(&key, names, n, sizeof(NamedClient), named_client_cmp) : NULL;
-	if (strcmp(kind, "local") != 0 || hit == NULL)
-		return;					/* a client that is no longer in the query */
-	c = &clients[hit->index];
-	if (comp > c->r2)
-		return;
-	linalg_copy(d, 1, x, 1, (double *) c->V0 + comp - 1, Max(c->r2, 1));
-	vset[hit->index]++;
+	(void) start_value(tup, desc, 1, "client of a local component");
+	i = find_client(in, node->n, SPI_getvalue(tup, desc, 1));
+	if (i < 0 || comp > node->clients[i].r2)
+		return;					/* a client no longer in the query, or a component it no longer has */
+	linalg_copy(d, 1, x, 1, (double *) node->clients[i].V0 + comp - 1, Max(node->clients[i].r2, 1));
+	vset[i]++;
 }
 
 /*
- * Run the start query: U0 from its 'global' rows (all n_global components
- * must be there), each client's V0 from its 'local' rows; a client with
- * fewer local rows than it needs (a new client) gets the default start.
+ * Run the start query: U0 from its 'global' rows (all n_global must be
+ * there), each client's V0 from its 'local' rows; a client with fewer local
+ * rows than it needs (a new client) gets the default start.
  */
-static void
-read_start(FitRequest *req, const ClientInput *in, int n, FitClient *clients)
+static double *
+read_start(const char *query, const ClientInput *in, FitNode *node)
 {
-	int			d = in[0].stats->dim,
-				r1 = req->n_global;
-	double	   *U0 = palloc0(sizeof(double) * d * Max(r1, 1));
-	NamedClient *names = palloc(sizeof(NamedClient) * n);
-	int		   *vset = palloc0(sizeof(int) * n);
+	double	   *U0 = palloc0(sizeof(double) * node->d * Max(node->r1, 1));
+	int		   *vset = palloc0(sizeof(int) * Max(node->n, 1));
 	int			uset = 0;
 
-	for (int i = 0; i < n; i++)
-	{
-		names[i].name = in[i].name;
-		names[i].index = i;
-		clients[i].V0 = palloc0(sizeof(double) * d * Max(clients[i].r2, 1));
-	}
-	qsort(names, n, sizeof(NamedClient), named_client_cmp);
+	for (int i = 0; i < node->n; i++)
+		node->clients[i].V0 = palloc0(sizeof(double) * node->d * Max(node->clients[i].r2, 1));
 	SPI_connect();
-	if (SPI_execute(req->start, true, 0) != SPI_OK_SELECT)
+	if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("start query must be a SELECT")));
 	check_start_shape(SPI_tuptable->tupdesc);
 	for (uint64 row = 0; row < SPI_processed; row++)
-		start_row(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, d, r1, U0, &uset,
-				  names, n, clients, vset);
+		start_row(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, in, node, U0, &uset, vset);
 	SPI_finish();
-	if (uset < r1)
+	if (uset < node->r1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("start query has %d of the %d global components needed", uset, r1)));
-	for (int i = 0; i < n; i++)
-		if (vset[i] < clients[i].r2)
-			clients[i].V0 = NULL;
-	req->opts.U0 = U0;
+				 errmsg("start query has %d of the %d global components needed", uset, node->r1)));
+	for (int i = 0; i < node->n; i++)
+		if (vset[i] < node->clients[i].r2)
+			node->clients[i].V0 = NULL;
+	return U0;
+}
+
+/* The start argument: required with init 'given', optional with 'best', else refused. */
+static char *
+start_arg(FunctionCallInfo fcinfo, const FitOptions *opts)
+{
+	char	   *start = PG_NARGS() <= ARG_START || PG_ARGISNULL(ARG_START) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(ARG_START));
+
+	if ((opts->init == FIT_INIT_GIVEN && start == NULL) ||
+		(start != NULL && opts->init != FIT_INIT_GIVEN && opts->init != FIT_INIT_BEST))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"start\" goes with init => 'given' or init => 'best'"),
+				 errhint("Pass init => 'given', start => 'SELECT client, kind, component, pc FROM ...'.")));
+	if (start != NULL && opts->method != FIT_METHOD_PERPCA)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"start\" applies only to method 'perpca'")));
+	return start;
 }
 
 /* ------------------------------------------------------------------------
- * Result rows
+ * perpca_fit
  * ------------------------------------------------------------------------
  */
 
-/* Global rows first, then each client's local rows in query order. */
-static void
-put_results(ReturnSetInfo *rsinfo, const FitProblem *p, const ClientInput *in)
+/* theta_est of the node's local components (NaN without any). */
+static double
+node_theta(const FitNode *node, double W)
 {
-	for (int j = 0; j < p->rU; j++)
-		clients_put_component(rsinfo, NULL, "global", j + 1, p->U, p->d, p->rU, j,
-							  p->uvariance[j]);
-	clients_put_local(rsinfo, p, in);
+	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext,
+										   sizeof(double) * node->d * node->d);
+	bool		any = false;
+
+	memset(A, 0, sizeof(double) * node->d * node->d);
+	for (int i = 0; i < node->n; i++)
+		any |= node->clients[i].k > node->clients[i].lfirst;
+	node_local_projectors(node, A);
+	return fit_theta(A, node->d, W, any);
 }
 
 /* The fit itself, phase by phase; results go to rsinfo, diagnostics to diag. */
@@ -295,27 +213,42 @@ static void
 run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 		FitDiagnostics *diag)
 {
-	FitRequest	req;
+	FitOptions *opts = &diag->opts;
+	char	   *query = fit_text_arg(fcinfo, ARG_QUERY, "query");
+	char	   *start;
 	ClientInput *in;
-	FitClient  *clients;
-	FitProblem *p;
+	FitNode    *node;
+	FitBackend *be;
+	FitResult	res = {0};
+	double	   *mean_sum;
+	double		rows;
 	int			n;
 
-	parse_request(fcinfo, &req);
+	fit_options_parse(fcinfo, &fit_args, opts);
+	start = start_arg(fcinfo, opts);
 	perpca_report_phase("perpca_fit: reading clients");
-	in = clients_read(fcinfo, req.query, req.n_local, fitcxt, &n);
-	check_clients(&req, in, n);
-	perpca_check_dim_limit(in[0].stats->dim);
+	in = clients_read(fcinfo, query, opts->n_local, fitcxt, &n);
+	clients_check(in, n, opts->n_global, true);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
-	clients = build_clients(&req, in, n);
-	if (req.start != NULL)
-		read_start(&req, in, n, clients);
-	p = fit_problem_create(in[0].stats->dim, req.n_global, n, clients);
+	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
+	rows = clients_mean_sum(in, n, mean_sum);
+	node = clients_node(in, n, opts->n_global,
+						clients_centre(opts->center, mean_sum, rows, in[0].stats->dim), opts);
+	if (start != NULL)
+		opts->U0 = read_start(start, in, node);
+	be = node_backend(node);
 	perpca_report_phase("perpca_fit: fitting %d clients, d = %d, method %s",
-				 n, in[0].stats->dim, method_names[req.opts.method]);
-	fit_run(p, &req.opts, diag);
+						n, node->d, fit_method_names[opts->method]);
+	if (opts->method == FIT_METHOD_PERPCA)
+		fit_run(be, opts, &res, diag);
+	else
+		fit_baseline(node, be, opts, &res, diag);
+	diag->theta_est = opts->method == FIT_METHOD_PERPCA || opts->method == FIT_METHOD_DISPCA
+		? node_theta(node, be->weight) : NAN;
+	opts->U0 = NULL;
 	perpca_report_phase("perpca_fit: writing results");
-	put_results(rsinfo, p, in);
+	clients_put_global(rsinfo, &res, node->d);
+	clients_put_local(rsinfo, node, in);
 }
 
 /* perpca_fit(query, n_global, n_local, ...) RETURNS TABLE (client, kind, component, pc, variance) */
@@ -325,7 +258,7 @@ perpca_fit(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext fitcxt,
 				old;
-	FitDiagnostics diag;
+	FitDiagnostics *diag;
 	instr_time	start,
 				elapsed;
 
@@ -333,55 +266,151 @@ perpca_fit(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	fitcxt = AllocSetContextCreate(CurrentMemoryContext, "perpca_fit", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(fitcxt);
+	diag = palloc0(sizeof(FitDiagnostics));
 	PG_TRY();
 	{
-		run_fit(fcinfo, rsinfo, fitcxt, &diag);
+		run_fit(fcinfo, rsinfo, fitcxt, diag);
 	}
 	PG_FINALLY();
 	{
-		/* pg_stat_activity shows the statement again, whatever happened */
 		perpca_restore_activity();
 	}
 	PG_END_TRY();
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
-	diag.seconds = INSTR_TIME_GET_DOUBLE(elapsed);
-	last_fit = diag;
-	have_last_fit = true;
+	diag->seconds = INSTR_TIME_GET_DOUBLE(elapsed);
+	fit_sql_remember(diag, false);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(fitcxt);
 	return (Datum) 0;
 }
 
-/* A float8 datum, NULL for NaN (a diagnostic that does not apply). */
-static Datum
-float_or_null(double x, bool *isnull)
+/* ------------------------------------------------------------------------
+ * Diagnostics of the last fit
+ * ------------------------------------------------------------------------
+ */
+
+void
+fit_sql_remember(const FitDiagnostics *diag, bool federated)
 {
-	*isnull = isnan(x);
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "perpca last fit",
+											  ALLOCSET_SMALL_SIZES);
+	FitDiagnostics *copy = MemoryContextAlloc(cxt, sizeof(FitDiagnostics));
+
+	*copy = *diag;
+	copy->opts.U0 = NULL;
+	copy->trace = NULL;
+	if (diag->ntrace > 0)
+	{
+		copy->trace = MemoryContextAllocHuge(cxt, sizeof(FitTraceRow) * diag->ntrace);
+		memcpy(copy->trace, diag->trace, sizeof(FitTraceRow) * diag->ntrace);
+	}
+	for (int j = 0; j < diag->nstarts; j++)
+		copy->starts[j].name = MemoryContextStrdup(cxt, diag->starts[j].name);
+	if (last_cxt[federated])
+		MemoryContextDelete(last_cxt[federated]);
+	last_cxt[federated] = cxt;
+	last_diag[federated] = copy;
+	last_kind = federated ? 1 : 0;
+}
+
+/* The most recent fit of either kind (or NULL). */
+static const FitDiagnostics *
+last_any(void)
+{
+	return last_diag[last_kind];
+}
+
+const FitDiagnostics *
+fit_sql_last(bool federated)
+{
+	return last_diag[federated];
+}
+
+/* A float8 datum, NULL for NaN (a diagnostic that does not apply). */
+Datum
+fit_sql_float(double x, bool *isnull)
+{
+	*isnull = !isfinite(x);
 	return Float8GetDatum(x);
 }
 
-/* perpca_last_fit(): diagnostics of the last perpca_fit in this session (no row before one). */
+/* perpca_last_fit(): the diagnostics of the last perpca_fit in this session (no row before one). */
 Datum
 perpca_last_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		values[10];
-	bool		nulls[10] = {0};
+	const FitDiagnostics *l = last_diag[0];
+	Datum		values[14];
+	bool		nulls[14] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (!have_last_fit)
+	if (l == NULL)
 		return (Datum) 0;
-	values[0] = CStringGetTextDatum(method_names[last_fit.method]);
-	values[1] = Int32GetDatum(last_fit.rounds);
-	values[2] = BoolGetDatum(last_fit.converged);
-	values[3] = float_or_null(last_fit.objective, &nulls[3]);
-	values[4] = float_or_null(last_fit.kkt_residual, &nulls[4]);
-	values[5] = float_or_null(last_fit.theta_est, &nulls[5]);
-	values[6] = float_or_null(last_fit.step, &nulls[6]);
-	values[7] = Int32GetDatum(last_fit.n_clients);
-	values[8] = Int32GetDatum(last_fit.dim);
-	values[9] = Float8GetDatum(last_fit.seconds);
+	values[0] = CStringGetTextDatum(fit_method_names[l->opts.method]);
+	values[1] = Int32GetDatum(l->rounds);
+	values[2] = BoolGetDatum(l->converged);
+	values[3] = fit_sql_float(l->objective, &nulls[3]);
+	values[4] = fit_sql_float(l->kkt_residual, &nulls[4]);
+	values[5] = fit_sql_float(l->theta_est, &nulls[5]);
+	values[6] = fit_sql_float(l->step, &nulls[6]);
+	values[7] = Int32GetDatum(l->n_clients);
+	values[8] = Int32GetDatum(l->dim);
+	values[9] = Float8GetDatum(l->seconds);
+	values[10] = CStringGetTextDatum(fit_solver_names[l->opts.solver]);
+	nulls[10] = l->opts.method != FIT_METHOD_PERPCA;
+	nulls[11] = l->chosen < 0;
+	values[11] = nulls[11] ? (Datum) 0 : CStringGetTextDatum(l->starts[l->chosen].name);
+	values[12] = fit_sql_float(l->gradient_norm, &nulls[12]);
+	values[13] = DirectFunctionCall1(jsonb_in, CStringGetDatum(fit_options_json(&l->opts)));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+/* perpca_last_fit_starts(): one row per start of the last fit (either kind). */
+Datum
+perpca_last_fit_starts(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const FitDiagnostics *l = last_any();
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int j = 0; l != NULL && j < l->nstarts; j++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		values[0] = CStringGetTextDatum(l->starts[j].name);
+		values[1] = fit_sql_float(l->starts[j].objective, &nulls[1]);
+		values[2] = Int32GetDatum(l->starts[j].rounds);
+		values[3] = BoolGetDatum(l->starts[j].converged);
+		values[4] = BoolGetDatum(j == l->chosen);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* perpca_last_fit_rounds(): one row per round of the last fit (either kind). */
+Datum
+perpca_last_fit_rounds(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const FitDiagnostics *l = last_any();
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int j = 0; l != NULL && j < l->ntrace; j++)
+	{
+		const FitTraceRow *r = &l->trace[j];
+		Datum		values[6];
+		bool		nulls[6] = {0};
+
+		values[0] = CStringGetTextDatum(l->starts[r->start].name);
+		values[1] = Int32GetDatum(r->round);
+		values[2] = fit_sql_float(r->objective, &nulls[2]);
+		values[3] = fit_sql_float(r->gradient_norm, &nulls[3]);
+		values[4] = fit_sql_float(r->kkt_residual, &nulls[4]);
+		values[5] = fit_sql_float(r->step, &nulls[5]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	return (Datum) 0;
 }

@@ -1,13 +1,14 @@
 -- ==========================================================================
--- Fit: federated PerPCA rounds across the clients of a query (perpca_fit)
+-- Fit: global and local components across the clients of a query (perpca_fit)
 -- ==========================================================================
 
+-- Every option may be NULL, meaning its default (so wrappers pass theirs through).
 CREATE FUNCTION perpca_fit(
     query text,
     n_global int,
     n_local int,
     rounds int DEFAULT 5000,
-    tolerance float8 DEFAULT 1e-9,
+    tolerance float8 DEFAULT NULL,
     step float8 DEFAULT NULL,
     update text DEFAULT 'stgd',
     retraction text DEFAULT 'polar',
@@ -18,19 +19,36 @@ CREATE FUNCTION perpca_fit(
     method text DEFAULT 'perpca',
     verbose boolean DEFAULT false,
     adaptive boolean DEFAULT NULL,
-    start text DEFAULT NULL)
+    start text DEFAULT NULL,
+    solver text DEFAULT 'lbfgs')
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text) IS
-    'Personalized PCA: global components shared by all clients (rows of the query) and local components per client; init => ''given'' starts from the components returned by the start query (client, kind, component, pc)';
+COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text) IS
+    'Personalized PCA: global components shared by all clients (rows of the query) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2, with update and retraction); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); a NULL option means its default';
 
 CREATE FUNCTION perpca_last_fit()
 RETURNS TABLE (method text, rounds int, converged boolean, objective float8,
                kkt_residual float8, theta_est float8, step float8,
-               n_clients int, dim int, seconds float8)
+               n_clients int, dim int, seconds float8,
+               solver text, start text, gradient_norm float8, options jsonb)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit() IS
-    'diagnostics of the last perpca_fit call in this session (no row before the first)';
+    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm and the effective options (defaults filled in) as jsonb';
+
+CREATE FUNCTION perpca_last_fit_starts()
+RETURNS TABLE (start text, objective float8, rounds int, converged boolean, chosen boolean)
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION perpca_last_fit_starts() IS
+    'one row per start of the last perpca_fit or perpca_fit_federated in this session: its objective, rounds and convergence, and whether it was kept';
+
+CREATE FUNCTION perpca_last_fit_rounds()
+RETURNS TABLE (start text, round int, objective float8, gradient_norm float8,
+               kkt_residual float8, step float8)
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION perpca_last_fit_rounds() IS
+    'one row per round of the last perpca_fit or perpca_fit_federated in this session: objective, Riemannian gradient norm (solver lbfgs), KKT residual (solver paper) and step, for convergence plots';
 

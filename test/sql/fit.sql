@@ -62,22 +62,22 @@ CREATE TEMP TABLE fo_first AS SELECT * FROM fo;
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, init => 'random', seed => 3, rounds => 50)$$) AS rows;
 SELECT count(*) AS differing_rows FROM (SELECT * FROM fo EXCEPT SELECT * FROM fo_first) x;
 
--- 5. a fixed step (no adaptation) reaches the same optimum: choice 1's fixed points are the KKT points
-SELECT pg_temp.run(format($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, center => 'none', step => %s, rounds => 20000)$$,
+-- 5. solver 'paper' with a fixed step (no adaptation) reaches the same optimum: choice 1's fixed points are the KKT points
+SELECT pg_temp.run(format($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, center => 'none', step => %s, rounds => 20000, solver => 'paper')$$,
                           (SELECT 2 * value FROM val WHERE name = 'polar_step'))) AS rows,
        pg_temp.suberr('opt_none') < 1e-8 AS fixed_step;
 SELECT step = (SELECT 2 * value FROM val WHERE name = 'polar_step') AS step_kept, converged FROM perpca_last_fit();
 
 -- 6. update => 'polar' (choice 2 / Algorithm 1) converges to its own O(step)-shifted fixed point
 SELECT pg_temp.run(format($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, center => 'none', update => 'polar',
-                                        step => %s, rounds => 20000, tolerance => 1e-12)$$,
+                                        step => %s, rounds => 20000, tolerance => 1e-12, solver => 'paper')$$,
                           (SELECT value FROM val WHERE name = 'polar_step'))) AS rows,
        pg_temp.suberr('polar') < 1e-8 AS matches_oracle_choice2,
        pg_temp.suberr('opt_none') > 1e-8 AS biased_from_kkt_point,
        pg_temp.infeasibility() < 1e-10 AS feasible;
 
--- 7. rounds and tolerance: tolerance 0 runs exactly `rounds`
-SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 7, tolerance => 0)$$) AS rows,
+-- 7. rounds and tolerance: tolerance 0 runs exactly `rounds` (solver 'paper')
+SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 7, tolerance => 0, solver => 'paper')$$) AS rows,
        pg_temp.infeasibility() < 1e-10 AS feasible;
 SELECT method, rounds, converged FROM perpca_last_fit();
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 0)$$) AS rows,

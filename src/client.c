@@ -1,0 +1,796 @@
+/*
+ * client.c -- what one client computes from its S_i (see client.h)
+ *
+ * Sections: helpers (random numbers, LAPACK workspace, retractions); S_i
+ * (products, lambda_max, trace, exact eigenpairs, local PCs); the paper's
+ * client step; the best response of the L-BFGS solver; output order.
+ *
+ * Steps are in the paper's convention: the gradient of f_i is S_i W.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "client.h"
+#include "linalg.h"
+
+/* Power iterations used to estimate lambda_max of a dense S_i. */
+#define POWER_ITERATIONS 200
+/* Dimension up to which the best response is always the exact LAPACK solve. */
+#define BEST_RESPONSE_EXACT_DIM 96
+/* Subspace iterations of one best response before the exact solve takes over. */
+#define BEST_RESPONSE_MAX_ITER 60
+/* Subspace iterations of an approximate local-PC computation (starts). */
+#define LOCAL_PCS_ITER 8
+
+/* ------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------
+ */
+
+/* splitmix64: next 64 random bits of the state. */
+static uint64
+rng_next(uint64 *state)
+{
+	uint64		z = (*state += UINT64CONST(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Standard normal draw (Box-Muller on two uniforms in (0, 1]). */
+static double
+rng_gaussian(uint64 *state)
+{
+	double		u1 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
+	double		u2 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
+
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void
+fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
+{
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++)
+			A[(int64) i * ld + j] = rng_gaussian(state);
+}
+
+/* LAPACK workspace of at least n doubles (freed by the caller). */
+static double *
+lapack_work(int64 n)
+{
+	return MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * Max(n, 1));
+}
+
+void
+fit_retract(FitRetraction how, int m, int n, double *A, int lda)
+{
+	double	   *work;
+	int			info;
+
+	if (how == FIT_RETRACT_QR)
+	{
+		work = lapack_work(2 * (int64) n);
+		info = linalg_qr_orth(m, n, A, lda, work);
+	}
+	else
+	{
+		work = lapack_work(Max(LINALG_POLAR_GRAM_WORK(m, n), LINALG_POLAR_WORK(m, n)));
+		info = linalg_polar_gram(m, n, A, lda, work) == 0 ? 0 :
+			linalg_polar(m, n, A, lda, work);
+	}
+	pfree(work);
+	if (info != 0)
+		elog(ERROR, "retraction failed (LAPACK info %d)", info);
+}
+
+void
+fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz)
+{
+	double	   *work = lapack_work(LINALG_EIGH_WORK(d, k));
+	int			info = linalg_eigh_top(d, A, k, values, Z, ldz, work);
+
+	pfree(work);
+	if (info != 0)
+		elog(ERROR, "symmetric eigensolver failed (LAPACK info %d)", info);
+}
+
+void
+fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma)
+{
+	double	   *work = lapack_work(LINALG_LSV_WORK(m, n));
+	int			info = linalg_left_singular(m, n, A, k, Z, ldz, sigma, work);
+
+	pfree(work);
+	if (info != 0)
+		elog(ERROR, "singular value decomposition failed (LAPACK info %d)", info);
+}
+
+/* ||P_A - P_B||_F = sqrt(2) ||B - A A'B||_F for orthonormal A, B. */
+double
+fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb)
+{
+	double	   *AtB,
+			   *D,
+				norm;
+
+	if (r == 0)
+		return 0.0;
+	AtB = palloc(sizeof(double) * r * r);
+	D = palloc(sizeof(double) * m * r);
+	linalg_gemm(true, false, r, r, m, 1.0, A, lda, B, ldb, 0.0, AtB, r);
+	linalg_copy(m, r, B, ldb, D, r);
+	linalg_gemm(false, false, m, r, r, -1.0, A, lda, AtB, r, 1.0, D, r);
+	norm = sqrt(2.0 * linalg_dot((int64) m * r, D, D));
+	pfree(AtB);
+	pfree(D);
+	return norm;
+}
+
+/* The client's own workspace of at least n doubles (kept between calls). */
+static double *
+client_work(FitClient *c, int64 n)
+{
+	if (n > c->worklen)
+	{
+		if (c->work)
+			pfree(c->work);
+		c->work = MemoryContextAllocHuge(GetMemoryChunkContext(c->W), sizeof(double) * n);
+		c->worklen = n;
+	}
+	return c->work;
+}
+
+/* Orthonormalize A (spans only): Cholesky QR, else the chosen retraction. */
+static void
+orthonormalize(FitClient *c, FitRetraction how, int m, int n, double *A, int lda)
+{
+	if (linalg_chol_orth(m, n, A, lda, client_work(c, LINALG_CHOL_WORK(n))) != 0)
+		fit_retract(how, m, n, A, lda);
+}
+
+/* A' (I - U U') applied in place: A <- A - U (U'A), U d x r1, A d x n (stride lda). */
+static void
+deflate_block(int d, int r1, const double *U, int n, double *A, int lda)
+{
+	double	   *UtA;
+
+	if (r1 == 0 || n == 0)
+		return;
+	UtA = palloc(sizeof(double) * r1 * n);
+	linalg_gemm(true, false, r1, n, d, 1.0, U, r1, A, lda, 0.0, UtA, n);
+	linalg_gemm(false, false, d, n, r1, -1.0, U, r1, UtA, n, 1.0, A, lda);
+	pfree(UtA);
+}
+
+/* ------------------------------------------------------------------------
+ * S_i
+ * ------------------------------------------------------------------------
+ */
+
+void
+client_setup(FitClient *c, int d, int r1)
+{
+	c->d = d;
+	c->r1 = r1;
+	c->k = r1 + c->r2;
+	c->lfirst = r1;
+	c->W = palloc0(sizeof(double) * d * Max(c->k, 1));
+	c->SW = palloc0(sizeof(double) * d * Max(c->k, 1));
+	c->Ui = palloc0(sizeof(double) * d * Max(r1, 1));
+	c->tmp = palloc0(sizeof(double) * d * Max(c->k, 1));
+	c->M = palloc0(sizeof(double) * Max(c->k * c->k, 1));
+	c->variance = palloc0(sizeof(double) * Max(c->k, 1));
+}
+
+/*
+ * out (d x k) = S_i W: one product with a dense S_i, or yscale Y'(Y W) +
+ * delta (delta'W) with a thin one.  With client_add_dense and
+ * thin_factor, the only functions that read S_i.
+ */
+void
+client_apply(FitClient *c, const double *W, int k, double *out)
+{
+	int			d = c->d;
+	double	   *YW;
+
+	if (c->S != NULL)
+	{
+		/* S_i' W: S_i is symmetric, and OpenBLAS packs a transposed A faster */
+		linalg_gemm(true, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
+		return;
+	}
+	YW = palloc(sizeof(double) * Max(c->nrows + 1, 1) * Max(k, 1));
+	linalg_gemm(false, false, c->nrows, k, d, 1.0, c->Y, d, W, k, 0.0, YW, k);
+	linalg_gemm(true, false, d, k, c->nrows, c->yscale, c->Y, d, YW, k, 0.0, out, k);
+	if (c->delta != NULL)
+	{
+		linalg_gemm(false, false, 1, k, d, 1.0, c->delta, d, W, k, 0.0, YW, k);
+		linalg_gemm(false, false, d, k, 1, 1.0, c->delta, 1, YW, k, 1.0, out, k);
+	}
+	pfree(YW);
+}
+
+void
+client_add_dense(FitClient *c, double alpha, double *A)
+{
+	int			d = c->d;
+	double	   *T;
+
+	if (c->S != NULL)
+	{
+		linalg_axpy((int64) d * d, alpha, c->S, A);
+		return;
+	}
+	T = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	memset(T, 0, sizeof(double) * d * d);
+	linalg_syrk_upper(d, c->nrows, c->yscale, c->Y, T);
+	if (c->delta != NULL)
+		linalg_syr_upper(d, 1.0, c->delta, T);
+	linalg_symmetrize_upper(d, T);
+	linalg_axpy((int64) d * d, alpha, T, A);
+	pfree(T);
+}
+
+/* Columns of the thin factor F (d x m) with S_i = F F'. */
+static int
+thin_width(const FitClient *c)
+{
+	return c->nrows + (c->delta != NULL ? 1 : 0);
+}
+
+/* F (d x m) with S_i = F F': sqrt(yscale) Y' and delta. */
+static double *
+thin_factor(const FitClient *c)
+{
+	int			d = c->d,
+				m = thin_width(c);
+	double		scale = sqrt(c->yscale);
+	double	   *F = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * m);
+
+	for (int j = 0; j < d; j++)
+	{
+		for (int r = 0; r < c->nrows; r++)
+			F[(int64) j * m + r] = scale * c->Y[(int64) r * d + j];
+		if (c->delta != NULL)
+			F[(int64) j * m + c->nrows] = c->delta[j];
+	}
+	return F;
+}
+
+/* lambda_max of a thin S_i: the top eigenvalue of the m x m Gram F'F. */
+static double
+thin_lambda_max(FitClient *c)
+{
+	int			d = c->d,
+				m = thin_width(c);
+	double	   *F = thin_factor(c);
+	double	   *G = palloc(sizeof(double) * m * m);
+	double	   *z = palloc(sizeof(double) * m);
+	double		top = 0.0;
+
+	linalg_gemm(true, false, m, m, d, 1.0, F, m, F, m, 0.0, G, m);
+	fit_eigh_top(m, G, 1, &top, z, 1);
+	pfree(F);
+	pfree(G);
+	pfree(z);
+	return top;
+}
+
+/* lambda_max of a dense S_i by power iteration from a fixed start (Rayleigh quotient). */
+static double
+dense_lambda_max(FitClient *c)
+{
+	int			d = c->d;
+	double	   *x = palloc(sizeof(double) * d);
+	double	   *y = palloc(sizeof(double) * d);
+	uint64		state = UINT64CONST(20240101);
+	double		lambda = 0.0;
+
+	fit_fill_gaussian(&state, d, 1, x, 1);
+	for (int it = 0; it < POWER_ITERATIONS; it++)
+	{
+		double		norm = sqrt(linalg_dot(d, x, x));
+		double		rq;
+
+		if (norm == 0.0)
+			break;
+		linalg_scale_column(d, x, 1, 0, 1.0 / norm);
+		client_apply(c, x, 1, y);
+		rq = linalg_dot(d, x, y);
+		memcpy(x, y, sizeof(double) * d);
+		if (it > 10 && fabs(rq - lambda) <= 1e-13 * fabs(rq))
+		{
+			lambda = rq;
+			break;
+		}
+		lambda = rq;
+	}
+	pfree(x);
+	pfree(y);
+	return lambda;
+}
+
+double
+client_lambda_max(FitClient *c)
+{
+	if (c->lambda_max <= 0.0)
+		c->lambda_max = c->S != NULL ? dense_lambda_max(c) : thin_lambda_max(c);
+	return c->lambda_max;
+}
+
+double
+client_trace(const FitClient *c)
+{
+	int			d = c->d;
+	double		t = 0.0;
+
+	if (c->S != NULL)
+	{
+		for (int j = 0; j < d; j++)
+			t += c->S[(int64) j * d + j];
+		return t;
+	}
+	t = c->yscale * linalg_dot((int64) c->nrows * d, c->Y, c->Y);
+	if (c->delta != NULL)
+		t += linalg_dot(d, c->delta, c->delta);
+	return t;
+}
+
+/* Exact eigenpairs of the d x d matrix: S_i, deflated by U when given. */
+static void
+dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+{
+	int			d = c->d,
+				r1 = c->r1;
+	double	   *D = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+
+	memset(D, 0, sizeof(double) * d * d);
+	client_add_dense(c, 1.0, D);
+	if (U != NULL && r1 > 0)
+	{
+		/* D = S - U Y' - Y U' + U (U'Y) U' with Y = S U, as D -= U Y2' + Y2 U', Y2 = Y - U (U'Y)/2 */
+		double	   *Y = palloc(sizeof(double) * d * r1);
+		double	   *G = palloc(sizeof(double) * r1 * r1);
+
+		client_apply(c, U, r1, Y);
+		linalg_gemm(true, false, r1, r1, d, 1.0, U, r1, Y, r1, 0.0, G, r1);
+		linalg_gemm(false, false, d, r1, r1, -0.5, U, r1, G, r1, 1.0, Y, r1);
+		linalg_gemm(false, true, d, d, r1, -1.0, U, r1, Y, r1, 1.0, D, d);
+		linalg_gemm(false, true, d, d, r1, -1.0, Y, r1, U, r1, 1.0, D, d);
+		pfree(Y);
+		pfree(G);
+	}
+	fit_eigh_top(d, D, k, values, Z, ldz);
+	pfree(D);
+}
+
+/* Exact eigenpairs of a thin S_i (deflated by U when given): SVD of its d x m factor. */
+static void
+thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+{
+	int			m = thin_width(c);
+	double	   *F = thin_factor(c);
+
+	if (U != NULL)
+		deflate_block(c->d, c->r1, U, m, F, m);
+	fit_left_singular(c->d, m, F, k, Z, ldz, values);
+	for (int j = 0; j < k; j++)
+		values[j] *= values[j];
+	pfree(F);
+}
+
+void
+client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+{
+	if (k == 0)
+		return;
+	if (c->S == NULL && k <= Min(c->d, thin_width(c)))
+		thin_top_eigen(c, U, k, values, Z, ldz);
+	else
+		dense_top_eigen(c, U, k, values, Z, ldz);
+}
+
+/* ------------------------------------------------------------------------
+ * Subspace iteration with Rayleigh-Ritz on (I - UU')S_i(I - UU')
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * One Rayleigh-Ritz step on the orthonormal block X (d x b, X'U = 0):
+ * Y = (I - UU') S X; X <- X Q, Y <- Y Q with Q, theta the eigenpairs of
+ * X'Y.  When SU is not NULL the same product also gives S U into it.
+ * Returns the largest residual ||Y_j - theta_j X_j|| over the first nres.
+ */
+static double
+rayleigh_ritz(FitClient *c, const double *U, double *X, int b, double *Y, double *theta,
+			  int nres, double *SU)
+{
+	int			d = c->d,
+				r1 = U != NULL ? c->r1 : 0,
+				q = (SU != NULL ? r1 : 0) + b;
+	double	   *T = palloc(sizeof(double) * d * q);
+	double	   *ST = palloc(sizeof(double) * d * q);
+	double	   *H = palloc(sizeof(double) * b * b);
+	double	   *Q = palloc(sizeof(double) * b * b);
+	double		worst = 0.0;
+
+	if (SU != NULL && r1 > 0)
+		linalg_copy(d, r1, U, r1, T, q);
+	linalg_copy(d, b, X, b, T + (q - b), q);
+	client_apply(c, T, q, ST);
+	if (SU != NULL && r1 > 0)
+		linalg_copy(d, r1, ST, q, SU, r1);
+	linalg_copy(d, b, ST + (q - b), q, Y, b);
+	deflate_block(d, r1, U, b, Y, b);
+	linalg_gemm(true, false, b, b, d, 1.0, X, b, Y, b, 0.0, H, b);
+	for (int i = 0; i < b; i++)
+		for (int j = 0; j < i; j++)
+			H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
+	fit_eigh_top(b, H, b, theta, Q, b);
+	linalg_copy(d, b, X, b, T, b);
+	linalg_gemm(false, false, d, b, b, 1.0, T, b, Q, b, 0.0, X, b);
+	linalg_copy(d, b, Y, b, T, b);
+	linalg_gemm(false, false, d, b, b, 1.0, T, b, Q, b, 0.0, Y, b);
+	for (int j = 0; j < nres; j++)
+	{
+		double		r = 0.0;
+
+		for (int i = 0; i < d; i++)
+		{
+			double		e = Y[(int64) i * b + j] - theta[j] * X[(int64) i * b + j];
+
+			r += e * e;
+		}
+		worst = Max(worst, sqrt(r));
+	}
+	pfree(T);
+	pfree(ST);
+	pfree(H);
+	pfree(Q);
+	return worst;
+}
+
+/* Make X (d x b) orthonormal and orthogonal to U (r1 columns; U may be NULL). */
+static void
+orthonormal_complement(FitClient *c, const double *U, double *X, int b)
+{
+	if (U != NULL)
+		deflate_block(c->d, c->r1, U, b, X, b);
+	orthonormalize(c, FIT_RETRACT_QR, c->d, b, X, b);
+	if (U != NULL)
+	{
+		/* a second pass removes what rounding left of U */
+		deflate_block(c->d, c->r1, U, b, X, b);
+		orthonormalize(c, FIT_RETRACT_QR, c->d, b, X, b);
+	}
+}
+
+/*
+ * Subspace iteration from X (d x b) on the deflated S_i until the first
+ * nres Ritz pairs have residuals <= tol, at most maxit products; S U into
+ * SU on the first product.  Returns whether it converged.
+ */
+static bool
+subspace_iterate(FitClient *c, const double *U, double *X, int b, double *theta, int nres,
+				 double tol, int maxit, double *SU)
+{
+	double	   *Y = palloc(sizeof(double) * c->d * b);
+	bool		done = false;
+
+	for (int it = 0; it < maxit && !done; it++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		orthonormal_complement(c, U, X, b);
+		done = rayleigh_ritz(c, U, X, b, Y, theta, nres, it == 0 ? SU : NULL) <= tol;
+		if (!done)
+			memcpy(X, Y, sizeof(double) * c->d * b);
+	}
+	pfree(Y);
+	return done;
+}
+
+/* Block size of the subspace iteration: r2 plus some oversampling, within d - r1. */
+static int
+block_size(const FitClient *c, int r1, int r)
+{
+	return Min(c->d - r1, r + Max(2, Min(r, 10)));
+}
+
+void
+client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
+{
+	int			d = c->d,
+				k = c->k,
+				b = block_size(c, 0, k);
+	double	   *X,
+			   *theta;
+
+	CHECK_FOR_INTERRUPTS();
+	pcs->L = palloc(sizeof(double) * d * Max(k, 1));
+	pcs->lambda = palloc(sizeof(double) * Max(k, 1));
+	if (exact || d <= BEST_RESPONSE_EXACT_DIM || k == 0)
+	{
+		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
+		return;
+	}
+	X = palloc(sizeof(double) * d * b);
+	theta = palloc(sizeof(double) * b);
+	{
+		uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+
+		fit_fill_gaussian(&state, d, b, X, b);
+	}
+	subspace_iterate(c, NULL, X, b, theta, k, 0.0, LOCAL_PCS_ITER, NULL);
+	linalg_copy(d, k, X, b, pcs->L, k);
+	memcpy(pcs->lambda, theta, sizeof(double) * k);
+	pfree(X);
+	pfree(theta);
+}
+
+/* ------------------------------------------------------------------------
+ * The paper's client step (Algorithm 2)
+ * ------------------------------------------------------------------------
+ */
+
+void
+client_deflate(FitClient *c, FitRetraction retraction)
+{
+	int			r1 = c->r1,
+				r2 = c->r2,
+				k = c->k;
+	double	   *V = c->W + r1;
+	double	   *UtV = c->M;
+
+	if (r2 == 0)
+		return;
+	linalg_gemm(true, false, r1, r2, c->d, 1.0, c->W, k, V, k, 0.0, UtV, r2);
+	linalg_gemm(false, false, c->d, r2, r1, -1.0, c->W, k, UtV, r2, 1.0, V, k);
+	fit_retract(retraction, c->d, r2, V, k);
+}
+
+/* client_deflate inside a round: one Cholesky QR of [U, V_i], the explicit route when ill-conditioned. */
+static void
+client_deflate_fast(FitClient *c, FitRetraction retraction)
+{
+	if (linalg_deflate_orth(c->d, c->r1, c->r2, c->W, c->k,
+							client_work(c, LINALG_CHOL_WORK(c->k))) != 0)
+		client_deflate(c, retraction);
+}
+
+void
+client_feasible(FitClient *c, const double *U)
+{
+	linalg_copy(c->d, c->r1, U, c->r1, c->W, c->k);
+	client_deflate(c, FIT_RETRACT_POLAR);
+	client_deflate(c, FIT_RETRACT_POLAR);
+}
+
+double
+client_gradient(FitClient *c)
+{
+	int			d = c->d,
+				k = c->k;
+	double		trace = 0.0;
+
+	client_apply(c, c->W, k, c->SW);
+	linalg_gemm(true, false, k, k, d, 1.0, c->W, k, c->SW, k, 0.0, c->M, k);
+	for (int j = 0; j < k; j++)
+		trace += c->M[j * k + j];
+	linalg_gemm(false, false, d, k, k, -1.0, c->W, k, c->M, k, 1.0, c->SW, k);
+	return 0.5 * trace;
+}
+
+/*
+ * Choice 1: U_i = U + step G_U (unretracted), V_i = GR(V_i + step G_V).
+ * The change of P_V follows from G_V alone (V_i'G_V = 0).  With lazy_local
+ * V_i + step G_V stays unretracted, as the next deflation retracts its span.
+ */
+static void
+client_stgd(FitClient *c, const double *U, FitRetraction retraction, double step)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				k = c->k;
+
+	c->change = 0.0;
+	if (!c->skip_change)
+		c->change = linalg_step_change(d, c->r2, step, c->SW + r1, k,
+									   client_work(c, LINALG_STEP_CHANGE_WORK(c->r2)));
+	if (c->change < 0.0)
+		elog(ERROR, "projector change failed (I + step^2 G'G not positive definite)");
+	linalg_axpy((int64) d * k, step, c->SW, c->W);
+	linalg_copy(d, r1, c->W, k, c->Ui, r1);
+	if (!c->lazy_local)
+	{
+		orthonormalize(c, retraction, d, c->r2, c->W + r1, k);
+		linalg_copy(d, r1, U, r1, c->W, k);
+	}
+}
+
+/* Choice 2: [U_i, V_i] = polar(W + step S W), with S W = G + W M. */
+static void
+client_polar_step(FitClient *c, double step)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2,
+				k = c->k;
+	double	   *T = c->tmp;
+
+	linalg_copy(d, k, c->W, k, T, k);
+	linalg_axpy((int64) d * k, step, c->SW, T);
+	linalg_gemm(false, false, d, k, k, step, c->W, k, c->M, k, 1.0, T, k);
+	fit_retract(FIT_RETRACT_POLAR, d, k, T, k);
+	linalg_copy(d, r1, T, k, c->Ui, r1);
+	c->change = c->skip_change ? 0.0 :
+		fit_projector_distance(d, r2, c->W + r1, k, T + r1, k);
+	linalg_copy(d, r2, T + r1, k, c->W + r1, k);
+}
+
+void
+client_paper_step(FitClient *c, const double *U, FitUpdate update, FitRetraction retraction,
+				  double step)
+{
+	linalg_copy(c->d, c->r1, U, c->r1, c->W, c->k);
+	client_deflate_fast(c, retraction);
+	c->objective = client_gradient(c);
+	if (update == FIT_UPDATE_STGD)
+		client_stgd(c, U, retraction, step);
+	else
+		client_polar_step(c, step);
+}
+
+void
+client_end_rounds(FitClient *c, const double *U, FitRetraction retraction)
+{
+	if (c->lazy_local)
+	{
+		orthonormalize(c, retraction, c->d, c->r2, c->W + c->r1, c->k);
+		linalg_copy(c->d, c->r1, U, c->r1, c->W, c->k);
+	}
+	c->lazy_local = false;
+	c->skip_change = false;
+}
+
+/*
+ * V_i from the client's own PCs, given U: top r2_i left singular vectors of
+ * (I - P_U) L_i D_i, where D_i = sqrt(lambda_ij) plus a tiny floor so that no
+ * column vanishes; (I - P_U) L_i has rank >= r2_i, so V_i is well defined.
+ */
+void
+client_init_local(FitClient *c, const double *U, const FitLocalPCs *pcs)
+{
+	int			d = c->d,
+				r1 = c->r1;
+	double	   *T = c->tmp;
+	double		floor = 1e-8 * sqrt(Max(pcs->lambda[0], 0.0)) + 1e-300;
+
+	if (c->r2 == 0)
+		return;
+	linalg_copy(d, c->k, pcs->L, c->k, T, c->k);
+	for (int j = 0; j < c->k; j++)
+		linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs->lambda[j], 0.0)) + floor);
+	linalg_gemm(true, false, r1, c->k, d, 1.0, U, r1, T, c->k, 0.0, c->M, c->k);
+	linalg_gemm(false, false, d, c->k, r1, -1.0, U, r1, c->M, c->k, 1.0, T, c->k);
+	fit_left_singular(d, c->k, T, c->r2, c->W + r1, c->k, NULL);
+}
+
+void
+client_init_random(FitClient *c)
+{
+	uint64		state = c->seed;
+
+	fit_fill_gaussian(&state, c->d, c->r2, c->W + c->r1, c->k);
+}
+
+/* ------------------------------------------------------------------------
+ * The best response (L-BFGS)
+ * ------------------------------------------------------------------------
+ */
+
+/* A first block for the subspace iteration: seeded Gaussian (the start's V_i when set). */
+static void
+best_response_block(FitClient *c)
+{
+	uint64		state = c->seed ^ UINT64CONST(0xB5AD4ECEDA1CE2A9);
+
+	c->b = block_size(c, c->r1, c->r2);
+	c->X = MemoryContextAlloc(GetMemoryChunkContext(c->W), sizeof(double) * c->d * c->b);
+	c->ritz = MemoryContextAlloc(GetMemoryChunkContext(c->W), sizeof(double) * c->b);
+	fit_fill_gaussian(&state, c->d, c->b, c->X, c->b);
+}
+
+/* The exact best response: top b eigenpairs of the deflated S_i by LAPACK, and S U. */
+static void
+best_response_exact(FitClient *c, const double *U, double *SU)
+{
+	client_top_eigen(c, U, c->b, c->ritz, c->X, c->b);
+	if (c->r1 > 0)
+		client_apply(c, U, c->r1, SU);
+}
+
+double
+client_best_response(FitClient *c, const double *U, double tol, double scale, double *G,
+					 bool *exact)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2;
+	double	   *SU = palloc0(sizeof(double) * d * Max(r1, 1));
+	double		f = 0.0;
+
+	*exact = false;
+	if (c->X == NULL)
+		best_response_block(c);
+	if (r2 == 0)
+	{
+		if (r1 > 0)
+			client_apply(c, U, r1, SU);
+	}
+	else if (d <= BEST_RESPONSE_EXACT_DIM ||
+			 !subspace_iterate(c, U, c->X, c->b, c->ritz, r2, tol, BEST_RESPONSE_MAX_ITER, SU))
+	{
+		best_response_exact(c, U, SU);
+		*exact = true;
+	}
+	/* W = [U, V_i]; f_i and the gradient (I - V V')S U */
+	linalg_copy(d, r1, U, r1, c->W, c->k);
+	linalg_copy(d, r2, c->X, c->b, c->W + r1, c->k);
+	for (int j = 0; j < r2; j++)
+		f += c->ritz[j];
+	f += linalg_dot((int64) d * r1, U, SU);
+	if (r1 > 0 && r2 > 0)
+	{
+		double	   *VtSU = palloc(sizeof(double) * r2 * r1);
+
+		linalg_gemm(true, false, r2, r1, d, 1.0, c->W + r1, c->k, SU, r1, 0.0, VtSU, r1);
+		linalg_gemm(false, false, d, r1, r2, -1.0, c->W + r1, c->k, VtSU, r1, 1.0, SU, r1);
+		pfree(VtSU);
+	}
+	linalg_axpy((int64) d * r1, scale, SU, G);
+	pfree(SU);
+	c->objective = 0.5 * f;
+	return c->objective;
+}
+
+/* ------------------------------------------------------------------------
+ * Output
+ * ------------------------------------------------------------------------
+ */
+
+/* Rotate the m columns of A (stride lda) to the eigenvectors of A'S_iA; variances into values. */
+static void
+rotate_to_eigen(FitClient *c, double *A, int lda, int m, double *values)
+{
+	int			d = c->d;
+	double	   *X = palloc(sizeof(double) * d * m);
+	double	   *Y = palloc(sizeof(double) * d * m);
+	double	   *B = palloc(sizeof(double) * m * m);
+	double	   *Q = palloc(sizeof(double) * m * m);
+
+	linalg_copy(d, m, A, lda, X, m);
+	client_apply(c, X, m, Y);
+	linalg_gemm(true, false, m, m, d, 1.0, X, m, Y, m, 0.0, B, m);
+	fit_eigh_top(m, B, m, values, Q, m);
+	linalg_gemm(false, false, d, m, m, 1.0, X, m, Q, m, 0.0, A, lda);
+	linalg_fix_signs(d, m, A, lda);
+	pfree(X);
+	pfree(Y);
+	pfree(B);
+	pfree(Q);
+}
+
+void
+client_order_local(FitClient *c)
+{
+	int			m = c->k - c->lfirst;
+
+	if (m > 0)
+		rotate_to_eigen(c, c->W + c->lfirst, c->k, m, c->variance + c->lfirst);
+}

@@ -1,0 +1,159 @@
+/*
+ * client.h -- what one client of a fit computes, from its matrix S_i
+ *
+ * A client holds S_i either dense (a d x d matrix) or thin (S_i = yscale
+ * Y'Y + delta delta' with Y its nrows x d centred rows, never formed).
+ * Everything that reads S_i goes through client_apply(), so no caller can
+ * densify a thin client by accident; the exact eigensolvers pick the cheap
+ * route for each form.
+ *
+ * The client keeps W = [U, V_i] (d x k, k = r1 + r2_i, row-major, U in the
+ * first r1 columns).  Two kinds of work are done on it:
+ *   - the paper's client step (Algorithm 2): deflate, tangent gradient, an
+ *     St-GD (choice 1) or polar (choice 2) step;
+ *   - the best response of the L-BFGS solver: V_i = top r2_i eigenvectors of
+ *     (I - UU')S_i(I - UU'), by warm-started subspace iteration with
+ *     Rayleigh-Ritz (an exact LAPACK solve when that does not converge).
+ * Pure C over double arrays: no SPI, no fmgr.
+ */
+#ifndef PERPCA_CLIENT_H
+#define PERPCA_CLIENT_H
+
+#include "postgres.h"
+
+typedef enum FitUpdate
+{
+	FIT_UPDATE_STGD,			/* choice 1: tangent projection + gradient step */
+	FIT_UPDATE_POLAR			/* choice 2: polar([U,V_i] + eta S_i [U,V_i]) */
+} FitUpdate;
+
+typedef enum FitRetraction
+{
+	FIT_RETRACT_POLAR,
+	FIT_RETRACT_QR
+} FitRetraction;
+
+typedef struct FitClient
+{
+	/* S_i: dense, or thin (S == NULL) */
+	const double *S;			/* d x d, full symmetric, row-major; or NULL */
+	const double *Y;			/* thin: nrows x d */
+	int			nrows;
+	double		yscale;			/* thin: 1/n */
+	const double *delta;		/* thin: d, or NULL */
+	/* shape and weight */
+	int			d;
+	int			r1;
+	int			r2;				/* local components of this client */
+	int			k;				/* r1 + r2 */
+	double		weight;			/* w_i, unnormalized (1 or n_i) */
+	int			lfirst;			/* output local components are W[:, lfirst:k] */
+	uint64		seed;			/* this client's random stream (from its key) */
+	const double *V0;			/* d x r2 start for init 'given' (or NULL) */
+	/* iterate and scratch */
+	double	   *W;				/* d x k: [U, V_i] */
+	double	   *SW;				/* d x k: S_i W, then the tangent gradient */
+	double	   *Ui;				/* d x r1: what the paper's client step sends */
+	double	   *tmp;			/* d x k scratch */
+	double	   *M;				/* k x k: W'S_iW at the round's start */
+	double	   *variance;		/* k: w'S_iw of each output column */
+	double		objective;		/* 1/2 tr(W'S_iW) at the round's start */
+	double		change;			/* ||P_V(new) - P_V||_F of the last step */
+	double		lambda_max;		/* lambda_max(S_i), 0 until computed */
+	/* best response (L-BFGS): a warm block of b >= r2 columns orthogonal to U */
+	double	   *X;				/* d x b, or NULL before the first evaluation */
+	int			b;
+	double	   *ritz;			/* b Ritz values of the last best response */
+	bool		lazy_local;		/* paper rounds: V_i + step G_V left unretracted */
+	bool		skip_change;	/* paper rounds: change not needed */
+	double	   *work;			/* LAPACK workspace, grown on demand */
+	int64		worklen;
+} FitClient;
+
+/* One client's top k eigenpairs (local PCs): what the one-shot starts need. */
+typedef struct FitLocalPCs
+{
+	double	   *L;				/* d x k eigenvectors, descending */
+	double	   *lambda;			/* k eigenvalues */
+} FitLocalPCs;
+
+/* Allocate the iterate and scratch of a client whose S_i, r2, weight are set. */
+extern void client_setup(FitClient *c, int d, int r1);
+
+/* out (d x k) = S_i W (W d x k). */
+extern void client_apply(FitClient *c, const double *W, int k, double *out);
+
+/* A (d x d) += alpha S_i (forms a thin client's matrix: only for dense-only paths). */
+extern void client_add_dense(FitClient *c, double alpha, double *A);
+
+/* lambda_max(S_i) (cached). */
+extern double client_lambda_max(FitClient *c);
+
+/* tr(S_i) without forming a thin S_i. */
+extern double client_trace(const FitClient *c);
+
+/* Exact top k eigenpairs of S_i, or of (I - P_U)S_i(I - P_U) when U is given; Z d x k (stride ldz). */
+extern void client_top_eigen(FitClient *c, const double *U, int k, double *values,
+							 double *Z, int ldz);
+
+/* Top k_i eigenpairs of S_i: exact, or by a few subspace iterations when !exact. */
+extern void client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs);
+
+/* ---- the paper's client step (Algorithm 2) ---- */
+
+/* V_i <- GR(V_i - U U'V_i) against the U in W's first r1 columns. */
+extern void client_deflate(FitClient *c, FitRetraction retraction);
+
+/* W = [U, V_i] with V_i deflated against U twice (feasible to rounding). */
+extern void client_feasible(FitClient *c, const double *U);
+
+/* SW <- tangent gradient, M <- W'S_iW; returns 1/2 tr(W'S_iW). */
+extern double client_gradient(FitClient *c);
+
+/* One client step against U: deflate, gradient, St-GD or polar step; U_i into c->Ui. */
+extern void client_paper_step(FitClient *c, const double *U, FitUpdate update,
+							  FitRetraction retraction, double step);
+
+/* Leave the rounds' fast mode: V_i orthonormal again. */
+extern void client_end_rounds(FitClient *c, const double *U, FitRetraction retraction);
+
+/* V_i from the client's own PCs, given U (the one-shot starts' local part). */
+extern void client_init_local(FitClient *c, const double *U, const FitLocalPCs *pcs);
+
+/* Seeded Gaussian V_i (the paper's random start). */
+extern void client_init_random(FitClient *c);
+
+/* ---- the best response (L-BFGS) ---- */
+
+/*
+ * V_i = top r2 eigenvectors of (I - UU')S_i(I - UU') to a residual of tol
+ * (absolute), W = [U, V_i]; returns f_i = 1/2 [tr(U'S_iU) + sum of the r2
+ * eigenvalues] and adds the client's Euclidean gradient (I - V_iV_i')S_iU
+ * times scale into G (d x r1).  *exact is set when the exact solver was used.
+ */
+extern double client_best_response(FitClient *c, const double *U, double tol, double scale,
+								   double *G, bool *exact);
+
+/* ---- output ---- */
+
+/* Rotate the local components (W[:, lfirst:k]) to decreasing variance and fix their signs. */
+extern void client_order_local(FitClient *c);
+
+/* ---- helpers shared by the fit's layers ---- */
+
+/* Fill an m x n block (stride ld) with standard normal draws (splitmix64 state). */
+extern void fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld);
+
+/* Orthonormalize the m x n block A (stride lda): polar (SVD when ill-conditioned) or QR. */
+extern void fit_retract(FitRetraction how, int m, int n, double *A, int lda);
+
+/* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */
+extern void fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz);
+
+/* Top k left singular vectors of A (m x n, destroyed) into Z, singular values into sigma (or NULL). */
+extern void fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma);
+
+/* ||P_A - P_B||_F for orthonormal m x r blocks. */
+extern double fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb);
+
+#endif							/* PERPCA_CLIENT_H */

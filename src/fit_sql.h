@@ -1,0 +1,18 @@
+/*
+ * fit_sql.h -- what the SQL entry points of fits share (fit_sql.c)
+ */
+#ifndef PERPCA_FIT_SQL_H
+#define PERPCA_FIT_SQL_H
+
+#include "fit.h"
+
+/* Keep diag as the last fit of its kind in this session (perpca_last_fit, ..._federated_fit). */
+extern void fit_sql_remember(const FitDiagnostics *diag, bool federated);
+
+/* The last fit of a kind, or NULL. */
+extern const FitDiagnostics *fit_sql_last(bool federated);
+
+/* A float8 datum, NULL for NaN or infinity (a diagnostic that does not apply). */
+extern Datum fit_sql_float(double x, bool *isnull);
+
+#endif							/* PERPCA_FIT_SQL_H */

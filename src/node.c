@@ -1,0 +1,313 @@
+/*
+ * node.c -- the clients on this server, as weighted sums (see node.h)
+ *
+ * Every function loops over the node's clients, calls client.c, and adds
+ * w_i times the client's answer into a FitSums; the local backend at the
+ * end of the file is these functions behind FitBackend.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "linalg.h"
+#include "node.h"
+
+FitNode *
+node_create(int d, int r1, int n, FitClient *clients)
+{
+	FitNode    *node = palloc0(sizeof(FitNode));
+
+	node->d = d;
+	node->r1 = r1;
+	node->n = n;
+	node->clients = clients;
+	for (int i = 0; i < n; i++)
+		client_setup(&clients[i], d, r1);
+	return node;
+}
+
+double
+node_weight(const FitNode *node)
+{
+	double		w = 0.0;
+
+	for (int i = 0; i < node->n; i++)
+		w += node->clients[i].weight;
+	return w;
+}
+
+double
+node_lambda_max(FitNode *node)
+{
+	double		lmax = 0.0;
+
+	for (int i = 0; i < node->n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		lmax = Max(lmax, client_lambda_max(&node->clients[i]));
+	}
+	return lmax;
+}
+
+/* Each client's top k_i eigenpairs, computed once (exactly when asked to). */
+static FitLocalPCs *
+node_pcs(FitNode *node, bool exact)
+{
+	if (node->pcs != NULL && (node->pcs_exact || !exact))
+		return node->pcs;
+	node->pcs = palloc(sizeof(FitLocalPCs) * Max(node->n, 1));
+	for (int i = 0; i < node->n; i++)
+		client_local_pcs(&node->clients[i], exact, &node->pcs[i]);
+	node->pcs_exact = exact;
+	return node->pcs;
+}
+
+/* The d x sum k_i stacked local PCs, scaled by sqrt(w_i lambda_ij) for qu. */
+static double *
+stacked_pcs(FitNode *node, const FitLocalPCs *pcs, bool qu, int *ncols)
+{
+	int			d = node->d,
+				K = 0,
+				off = 0;
+	double	   *B;
+
+	for (int i = 0; i < node->n; i++)
+		K += node->clients[i].k;
+	B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * Max(K, 1));
+	for (int i = 0; i < node->n; i++)
+	{
+		const FitClient *c = &node->clients[i];
+
+		linalg_copy(d, c->k, pcs[i].L, c->k, B + off, K);
+		if (qu)
+			for (int j = 0; j < c->k; j++)
+				linalg_scale_column(d, B, K, off + j,
+									sqrt(c->weight * Max(pcs[i].lambda[j], 0.0)));
+		off += c->k;
+	}
+	*ncols = K;
+	return B;
+}
+
+double *
+node_basis(FitNode *node, bool qu, bool exact, int *q)
+{
+	int			d = node->d,
+				K;
+	double	   *B = stacked_pcs(node, node_pcs(node, exact), qu, &K),
+			   *Z,
+			   *sigma;
+
+	*q = K;
+	if (K <= d)
+		return B;
+	/* more columns than rows: B B' = Z diag(sigma^2) Z', keep Z diag(sigma) */
+	Z = palloc(sizeof(double) * d * d);
+	sigma = palloc(sizeof(double) * d);
+	fit_left_singular(d, K, B, d, Z, d, sigma);
+	for (int j = 0; j < d; j++)
+		linalg_scale_column(d, Z, d, j, sigma[j]);
+	pfree(B);
+	*q = d;
+	return Z;
+}
+
+void
+node_apply(FitNode *node, const double *X, int q, double *out)
+{
+	int			d = node->d;
+	double	   *T = palloc(sizeof(double) * d * Max(q, 1));
+
+	memset(out, 0, sizeof(double) * d * q);
+	for (int i = 0; i < node->n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		client_apply(&node->clients[i], X, q, T);
+		linalg_axpy((int64) d * q, node->clients[i].weight, T, out);
+	}
+	pfree(T);
+}
+
+void
+node_start_local(FitNode *node, const double *U, FitInit how)
+{
+	FitLocalPCs *pcs = (how == FIT_INIT_RANDOM) ? NULL : node_pcs(node, true);
+
+	for (int i = 0; i < node->n; i++)
+	{
+		FitClient  *c = &node->clients[i];
+
+		CHECK_FOR_INTERRUPTS();
+		if (how == FIT_INIT_RANDOM)
+			client_init_random(c);
+		else if (how == FIT_INIT_GIVEN && c->V0 != NULL)
+			linalg_copy(node->d, c->r2, c->V0, Max(c->r2, 1), c->W + node->r1, c->k);
+		else
+			client_init_local(c, U, &pcs[i]);
+	}
+}
+
+/* sums->G += w G_U and sums->gv += w ||G_V||^2 from the client's tangent gradient c->SW. */
+static void
+add_gradient(const FitClient *c, int d, int r1, FitSums *out)
+{
+	for (int row = 0; row < d; row++)
+	{
+		const double *g = c->SW + (int64) row * c->k;
+
+		for (int j = 0; j < r1; j++)
+			out->G[row * r1 + j] += c->weight * g[j];
+		for (int j = r1; j < c->k; j++)
+			out->gv += c->weight * g[j] * g[j];
+	}
+}
+
+void
+node_round(FitNode *node, const double *U, double step, FitUpdate update,
+		   FitRetraction retraction, bool want_kkt, FitSums *out)
+{
+	int			d = node->d,
+				r1 = node->r1;
+
+	for (int i = 0; i < node->n; i++)
+	{
+		FitClient  *c = &node->clients[i];
+
+		CHECK_FOR_INTERRUPTS();
+		c->lazy_local = true;
+		c->skip_change = false;
+		client_paper_step(c, U, update, retraction, step);
+		linalg_axpy((int64) d * r1, c->weight, c->Ui, out->U);
+		out->objective += c->weight * c->objective;
+		out->weight += c->weight;
+		out->change = Max(out->change, c->change);
+		if (want_kkt)
+			add_gradient(c, d, r1, out);
+	}
+}
+
+void
+node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
+{
+	for (int i = 0; i < node->n; i++)
+	{
+		FitClient  *c = &node->clients[i];
+		bool		exact;
+
+		CHECK_FOR_INTERRUPTS();
+		out->objective += c->weight * client_best_response(c, U, tol, c->weight, out->U, &exact);
+		out->weight += c->weight;
+		out->exact += exact ? 1 : 0;
+	}
+}
+
+void
+node_finish(FitNode *node, const double *U, bool best_response, FitSums *out)
+{
+	int			d = node->d,
+				r1 = node->r1;
+
+	for (int i = 0; i < node->n; i++)
+	{
+		FitClient  *c = &node->clients[i];
+
+		CHECK_FOR_INTERRUPTS();
+		c->lazy_local = false;
+		if (best_response)
+		{
+			bool		exact;
+			double	   *G = palloc0(sizeof(double) * d * Max(r1, 1));
+
+			/* a tight best response: the output V_i is the exact maximizer to rounding */
+			client_best_response(c, U, 1e-13 * client_lambda_max(c), 0.0, G, &exact);
+			pfree(G);
+		}
+		client_feasible(c, U);
+		out->objective += c->weight * client_gradient(c);
+		out->weight += c->weight;
+		for (int a = 0; a < r1; a++)
+			for (int b = 0; b < r1; b++)
+				out->gram[a * r1 + b] += c->weight * c->M[a * c->k + b];
+		add_gradient(c, d, r1, out);
+		client_order_local(c);
+	}
+}
+
+void
+node_local_projectors(const FitNode *node, double *A)
+{
+	for (int i = 0; i < node->n; i++)
+	{
+		const FitClient *c = &node->clients[i];
+		int			m = c->k - c->lfirst;
+
+		if (m > 0)
+			linalg_gemm(false, true, node->d, node->d, m, c->weight, c->W + c->lfirst, c->k,
+						c->W + c->lfirst, c->k, 1.0, A, node->d);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The local backend: node functions called directly
+ * ------------------------------------------------------------------------
+ */
+
+static double *
+local_basis(FitBackend *be, bool qu, bool exact, int *q)
+{
+	return node_basis((FitNode *) be->state, qu, exact, q);
+}
+
+static void
+local_apply(FitBackend *be, const double *X, int q, double *out)
+{
+	node_apply((FitNode *) be->state, X, q, out);
+}
+
+static void
+local_start_local(FitBackend *be, const double *U, FitInit how)
+{
+	node_start_local((FitNode *) be->state, U, how);
+}
+
+static void
+local_round(FitBackend *be, const double *U, double step, FitUpdate update,
+			FitRetraction retraction, bool want_kkt, FitSums *out)
+{
+	node_round((FitNode *) be->state, U, step, update, retraction, want_kkt, out);
+}
+
+static void
+local_evaluate(FitBackend *be, const double *U, double tol, FitSums *out)
+{
+	node_evaluate((FitNode *) be->state, U, tol, out);
+}
+
+static void
+local_finish(FitBackend *be, const double *U, bool best_response, FitSums *out)
+{
+	node_finish((FitNode *) be->state, U, best_response, out);
+}
+
+FitBackend *
+node_backend(FitNode *node)
+{
+	FitBackend *be = palloc0(sizeof(FitBackend));
+
+	be->state = node;
+	be->d = node->d;
+	be->r1 = node->r1;
+	be->nclients = node->n;
+	be->weight = node_weight(node);
+	be->lambda_max = node_lambda_max(node);
+	be->basis = local_basis;
+	be->apply = local_apply;
+	be->start_local = local_start_local;
+	be->round = local_round;
+	be->evaluate = local_evaluate;
+	be->finish = local_finish;
+	return be;
+}

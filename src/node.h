@@ -1,0 +1,55 @@
+/*
+ * node.h -- the clients of a fit that live on this server, as weighted sums
+ *
+ * A node owns its clients (client.c) and answers the fit's questions about
+ * all of them at once: the sums of FitSums.  perpca_fit runs its fit on one
+ * node through node_backend(); each shard of perpca_fit_federated runs the
+ * same node functions behind the perpca_internal.shard_* SQL functions.
+ */
+#ifndef PERPCA_NODE_H
+#define PERPCA_NODE_H
+
+#include "fit.h"
+
+typedef struct FitNode
+{
+	int			d;
+	int			r1;
+	int			n;				/* clients */
+	FitClient  *clients;
+	FitLocalPCs *pcs;			/* each client's top k_i eigenpairs, once computed */
+	bool		pcs_exact;
+} FitNode;
+
+/* A node over clients whose S_i, r2, weight and seed are set. */
+extern FitNode *node_create(int d, int r1, int n, FitClient *clients);
+
+extern double node_weight(const FitNode *node);
+extern double node_lambda_max(FitNode *node);
+
+/* The stacked local PCs, compressed to at most d columns: B B' = sum_i L_i D_i L_i'. */
+extern double *node_basis(FitNode *node, bool qu, bool exact, int *q);
+
+/* out (d x q) = sum_i w_i S_i X. */
+extern void node_apply(FitNode *node, const double *X, int q, double *out);
+
+/* V_i start for the paper solver, given U. */
+extern void node_start_local(FitNode *node, const double *U, FitInit how);
+
+/* One paper round's client steps; sums into out. */
+extern void node_round(FitNode *node, const double *U, double step, FitUpdate update,
+					   FitRetraction retraction, bool want_kkt, FitSums *out);
+
+/* One L-BFGS evaluation: best responses; sums into out. */
+extern void node_evaluate(FitNode *node, const double *U, double tol, FitSums *out);
+
+/* Final: V_i feasible (or best response) against U and ordered; sums into out. */
+extern void node_finish(FitNode *node, const double *U, bool best_response, FitSums *out);
+
+/* theta_est pieces: sum_i w_i V_i V_i' (d x d) added into A. */
+extern void node_local_projectors(const FitNode *node, double *A);
+
+/* A FitBackend that runs everything on this node. */
+extern FitBackend *node_backend(FitNode *node);
+
+#endif							/* PERPCA_NODE_H */

@@ -1,0 +1,90 @@
+-- The 0.2.0 fit engine: the L-BFGS solver against the oracle and the paper's
+-- solver, several starts, diagnostics, and the checks every input gets
+-- before any round (each of these failed or crashed on 0.1.0).
+SET extra_float_digits = 0;
+\i test/include/fit_helpers.sql
+CREATE TEMP TABLE b_stats (client int, n int, stats perpca_stats);
+\copy b_stats FROM 'test/data/fit_b_stats.csv' CSV HEADER
+\copy ref FROM 'test/data/fit_b_ref.csv' CSV HEADER
+CREATE TEMP TABLE e_stats (client int, n int, stats perpca_stats);
+\copy e_stats FROM 'test/data/fit_e_stats.csv' CSV HEADER
+CREATE TEMP TABLE e_ref (LIKE ref);
+\copy e_ref FROM 'test/data/fit_e_ref.csv' CSV HEADER
+INSERT INTO ref SELECT 'e_' || name, kind, client, k, vector FROM e_ref;
+
+-- an error as 'SQLSTATE: message' (the session goes on)
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- 1. The B2-like fixture (d = 15, 30 clients, 2 + 10): the default solver reaches the
+--    oracle's optimum in at most 50 rounds (0.1.0: 2,609); round counts are deterministic
+SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM b_stats', 2, 10)$$) AS rows,
+       pg_temp.suberr('opt_client') < 1e-8 AS matches_oracle,
+       pg_temp.infeasibility() < 1e-10 AS feasible;
+SELECT solver, converged, rounds <= 50 AS at_most_50_rounds, kkt_residual < 1e-12 AS kkt_small,
+       gradient_norm IS NOT NULL AS has_gradient_norm, start, options->>'init' AS init
+FROM perpca_last_fit();
+SELECT objective AS lbfgs_objective FROM perpca_last_fit() \gset
+-- every start is reported; the winner has the best objective
+SELECT count(*) AS starts, bool_or(chosen) AS one_chosen,
+       (SELECT objective FROM perpca_last_fit_starts() WHERE chosen) >= max(objective) - 1e-12 AS winner_best
+FROM perpca_last_fit_starts();
+SELECT count(*) = (SELECT rounds FROM perpca_last_fit()) AS one_trace_row_per_round,
+       bool_and(gradient_norm IS NOT NULL) AS gradient_norms
+FROM perpca_last_fit_rounds();
+
+-- 2. the paper's solver reaches the same optimum, in many more rounds
+SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM b_stats', 2, 10, solver => 'paper')$$) AS rows,
+       pg_temp.suberr('opt_client') < 1e-8 AS matches_oracle;
+SELECT solver, converged, rounds > 500 AS many_rounds,
+       abs(objective - :lbfgs_objective) < 1e-9 * abs(objective) AS same_objective
+FROM perpca_last_fit();
+
+-- 3. the part (e) fixture, every centre: the oracle's optimum and objective
+SELECT c AS center,
+       pg_temp.run(format($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, center => %L)$$, c)) AS rows,
+       pg_temp.suberr('e_opt_' || c) < 1e-8 AS matches_oracle,
+       pg_temp.infeasibility() < 1e-10 AS feasible
+FROM unnest(ARRAY['client', 'none', 'global']) c;
+
+-- 4. the default keeps the best of its starts: no seeded random start of the new
+--    solver reaches a better objective
+CREATE TEMP TABLE random_starts AS
+SELECT s AS seed, (SELECT count(*) FROM perpca_fit('SELECT client, stats FROM b_stats', 2, 10,
+                                                   init => 'random', seed => s)) AS rows,
+       (SELECT objective FROM perpca_last_fit()) AS objective
+FROM generate_series(1, 20) s;
+SELECT count(*) AS random_starts, max(objective) <= :lbfgs_objective * (1 + 1e-9) AS default_is_best
+FROM random_starts;
+
+-- 5. a fit that stops at the rounds cap says so (WARNING with the residual and a hint)
+SELECT count(*) FROM perpca_fit('SELECT client, stats FROM b_stats', 2, 10, rounds => 5, solver => 'paper');
+SELECT converged FROM perpca_last_fit();
+-- closed-form methods always converge, in 0 rounds
+SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', 2, 3, method => 'cpca');
+SELECT method, rounds, converged, solver FROM perpca_last_fit();
+
+-- 6. ranks are checked once, against d, before any arithmetic
+SELECT r1, r2, pg_temp.err(format($$SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', %s, %s, init => 'random')$$, r1, r2))
+FROM (VALUES (0, 0), (-1, 1), (1, -1), (10, 0), (11, 0), (1, 10), (2147483647, 1), (1, 2147483647)) v(r1, r2);
+
+-- 7. one client twice in the input: an error naming it, before any round
+SELECT pg_temp.err($$SELECT count(*) FROM perpca_fit('SELECT client % 2, stats FROM e_stats', 1, 1)$$);
+
+-- 8. the start query: NULLs, column counts and types give errors with SQLSTATEs
+SELECT pg_temp.err(format($$SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', 1, 1, init => 'given', start => %L)$$, q))
+FROM (VALUES ($$SELECT '1'::text, NULL::text, 1, array_fill(0.5::float8, ARRAY[10])$$),
+             ($$SELECT '1'::text, 'global'::text, NULL::int, array_fill(0.5::float8, ARRAY[10])$$),
+             ($$SELECT NULL::text, 'local'::text, 1, array_fill(0.5::float8, ARRAY[10])$$),
+             ($$SELECT NULL::text, 'global'::text, 1, NULL::float8[]$$),
+             ($$SELECT NULL::text, 'global'::text, 1$$),
+             ($$SELECT NULL::text, 'global'::text, 1, array_fill(0.5::float8, ARRAY[10]), 1$$),
+             ($$SELECT NULL::text, 'global'::text, 1::bigint, array_fill(0.5::float8, ARRAY[10])$$),
+             ($$SELECT NULL::text, 'global'::text, 1, array_fill(0.5::float8, ARRAY[9])$$),
+             ($$SELECT NULL::text, 'other'::text, 1, array_fill(0.5::float8, ARRAY[10])$$)) v(q);
+SELECT 1 AS session_goes_on;
