@@ -57,7 +57,8 @@ BEGIN
                adaptive => (m OPERATOR(pg_catalog.->>) 'adaptive')::boolean,
                start => CASE WHEN use_start
                              THEN pg_catalog.format('SELECT client, kind, component, pc FROM %s', components)
-                        END);
+                        END,
+               solver => m OPERATOR(pg_catalog.->>) 'solver');
 
     EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(client) FROM %s', clients) INTO after;
     EXECUTE pg_catalog.format('SELECT version FROM %s', info) INTO STRICT version;

@@ -327,7 +327,7 @@ CREATE FUNCTION perpca_internal.perpca_model_store(
     schema_name text, base text, source_query text, n_global int, n_local int,
     rounds int, tolerance float8, step float8, update text, retraction text, init text,
     seed bigint, center text, weights text, method text, verbose boolean, adaptive boolean,
-    start text)
+    start text, solver text)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
@@ -349,24 +349,12 @@ BEGIN
                format('SELECT client, stats%s FROM pg_temp.perpca_train_src',
                       CASE WHEN EXISTS (SELECT FROM pg_temp.perpca_train_src WHERE perpca_train_src.n_local IS NOT NULL)
                            THEN ', n_local' ELSE '' END),
-               n_global, n_local,
-               -- until the 0.2.0 engine (every option NULL = its default): 0.1.0's defaults
-               rounds => coalesce(rounds, 5000), tolerance => coalesce(tolerance, 1e-9), step => step,
-               update => coalesce($9, 'stgd'), retraction => coalesce(retraction, 'polar'),
-               init => coalesce(init, 'best'), seed => coalesce(seed, 0),
-               center => coalesce(center, 'client'), weights => coalesce(weights, 'equal'),
-               method => coalesce(method, 'perpca'), verbose => coalesce($16, false),
-               adaptive => adaptive, start => start) AS f;
+               n_global, n_local, rounds => rounds, tolerance => tolerance, step => step,
+               update => $9, retraction => retraction, init => init, seed => seed,
+               center => center, weights => weights, method => method, verbose => $16,
+               adaptive => adaptive, start => start, solver => solver) AS f;
     SELECT * INTO STRICT diag FROM @extschema@.perpca_last_fit();
     opts := to_jsonb(diag) -> 'options';
-    IF opts IS NULL THEN
-        -- until the 0.2.0 engine reports its effective options
-        opts := jsonb_build_object('rounds', coalesce(rounds, 5000), 'tolerance', coalesce(tolerance, 1e-9),
-                                   'step', step, 'adaptive', adaptive, 'update', coalesce($9, 'stgd'),
-                                   'retraction', coalesce(retraction, 'polar'), 'init', coalesce(init, 'best'),
-                                   'seed', coalesce(seed, 0), 'center', coalesce(center, 'client'),
-                                   'weights', coalesce(weights, 'equal'), 'method', diag.method);
-    END IF;
     SELECT @extschema@.perpca_mean(@extschema@.perpca_merge(s.stats)) INTO gmean FROM pg_temp.perpca_train_src s;
 
     -- Swap: lock out other writers of this model (readers go on), then replace the rows.
@@ -402,8 +390,9 @@ BEGIN
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                 $18, $19, $20, $21, $22, $23, $24, $25, $26, now(),
                 nextval('@extschema@.perpca_model_version'), $27, $28)$f$, info)
-    USING base, diag.dim, n_global, n_local, diag.n_clients, diag.method,
-          (opts ->> 'rounds')::int, (opts ->> 'tolerance')::float8, step, adaptive,
+    USING base, diag.dim, n_global, n_local, diag.n_clients, opts ->> 'method',
+          (opts ->> 'rounds')::int, (opts ->> 'tolerance')::float8, (opts ->> 'step')::float8,
+          (opts ->> 'adaptive')::boolean,
           opts ->> 'update', opts ->> 'retraction', opts ->> 'init', (opts ->> 'seed')::bigint,
           opts ->> 'center', opts ->> 'weights', source_query, diag.rounds, diag.converged, diag.objective,
           diag.kkt_residual, diag.theta_est, diag.step, diag.seconds, gmean, total, key_type, opts;
@@ -412,7 +401,7 @@ BEGIN
                         diag.objective, diag.theta_est;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text) IS
+COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text) IS
     'internal: fits the staged clients and stores (or replaces) the model''s rows, with the effective options';
 
 CREATE FUNCTION perpca_train(model text, clients text, n_global int, n_local int,
@@ -422,7 +411,8 @@ CREATE FUNCTION perpca_train(model text, clients text, n_global int, n_local int
                              seed bigint DEFAULT NULL, center text DEFAULT NULL,
                              weights text DEFAULT NULL, method text DEFAULT NULL,
                              verbose boolean DEFAULT false, adaptive boolean DEFAULT NULL,
-                             replace boolean DEFAULT false, start text DEFAULT NULL)
+                             replace boolean DEFAULT false, start text DEFAULT NULL,
+                             solver text DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
@@ -456,14 +446,14 @@ BEGIN
     IF owner::oid OPERATOR(pg_catalog.=) pg_catalog.current_user()::regrole::oid THEN
         RETURN QUERY SELECT * FROM perpca_internal.perpca_model_store(
                  t.schema_name, t.base, clients, n_global, n_local, rounds, tolerance, step, $8,
-                 retraction, init, seed, center, weights, method, $15, adaptive, start);
+                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver);
     ELSE
         -- Another role's model is written as that role.
         r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
                  'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.perpca_model_store($1, $2, $3, $4, $5, $6,
-                      $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) AS s',
+                      $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) AS s',
                  t.schema_name, t.base, clients, n_global, n_local, rounds, tolerance, step, $8,
-                 retraction, init, seed, center, weights, method, $15, adaptive, start);
+                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver);
         RETURN QUERY SELECT r OPERATOR(pg_catalog.->>) 'model_name', (r OPERATOR(pg_catalog.->>) 'd')::int,
                             (r OPERATOR(pg_catalog.->>) 'n_clients')::int,
                             (r OPERATOR(pg_catalog.->>) 'rounds_run')::int,
@@ -474,8 +464,8 @@ BEGIN
     DROP TABLE pg_temp.perpca_train_src;
 END
 $$;
-COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text) IS
-    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults; start is perpca_fit''s warm-start query (with init => ''given'')';
+COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text) IS
+    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); solver is perpca_fit''s';
 
 CREATE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
