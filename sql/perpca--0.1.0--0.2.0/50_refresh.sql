@@ -91,7 +91,7 @@ BEGIN
     owner := perpca_internal.perpca_model_owner(t.schema_name, t.base);
     PERFORM perpca_internal.perpca_model_check_owner(model, owner);
     -- Lock first, then read: a refresh that waited starts from the model the other one stored.
-    PERFORM perpca_internal.perpca_model_lock(t.schema_name, t.base, wait);
+    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, wait);
     PERFORM perpca_internal.perpca_stage_create(owner);
     r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
              'SELECT perpca_internal.perpca_model_refresh($1, $2, $3)', t.schema_name, t.base, warm);

@@ -145,7 +145,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_accept_invalidations() IS
 -- advisory lock on its qualified name, which also serializes the creation
 -- of a new model, then its tables if they exist.  lock_not_available when
 -- busy and not wait.
-CREATE FUNCTION perpca_internal.perpca_model_lock(schema_name text, base text, wait boolean) RETURNS void
+CREATE FUNCTION perpca_internal.perpca_model_lock(model text, schema_name text, base text, wait boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     -- 1885696624 = 'perp': perpca's class of advisory locks
@@ -156,7 +156,7 @@ BEGIN
     IF wait THEN
         PERFORM pg_advisory_xact_lock(1885696624, key);
     ELSIF NOT pg_try_advisory_xact_lock(1885696624, key) THEN
-        RAISE EXCEPTION 'model "%.%" is being refreshed or changed by another transaction', schema_name, base
+        RAISE EXCEPTION 'model "%" is being refreshed or changed by another transaction', model
             USING ERRCODE = 'lock_not_available',
                   DETAIL = 'Another transaction holds the model''s lock.',
                   HINT = 'Try again when it has finished, or pass wait => true to wait for it.';
@@ -168,7 +168,7 @@ BEGIN
             EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE%s', tables,
                            CASE WHEN wait THEN '' ELSE ' NOWAIT' END);
         EXCEPTION WHEN lock_not_available THEN
-            RAISE EXCEPTION 'model "%.%" is being refreshed or changed by another transaction', schema_name, base
+            RAISE EXCEPTION 'model "%" is being refreshed or changed by another transaction', model
                 USING ERRCODE = 'lock_not_available',
                       DETAIL = 'Another transaction holds a lock on the model''s tables that excludes writers.',
                       HINT = 'Try again when it has finished, or pass wait => true to wait for it.';
@@ -176,7 +176,7 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_lock(text, text, boolean) IS
+COMMENT ON FUNCTION perpca_internal.perpca_model_lock(text, text, text, boolean) IS
     'internal: takes a model''s advisory lock (also for a model not created yet), then locks its tables in SHARE ROW EXCLUSIVE mode (readers go on, writers wait), failing at once unless wait';
 
 -- Create the three tables of a model.
@@ -430,7 +430,7 @@ BEGIN
     END IF;
     -- Lock first, then look: of sessions creating one model at once, one
     -- creates it and the others find it (and replace it, or fail cleanly).
-    PERFORM perpca_internal.perpca_model_lock(t.schema_name, t.base, true);
+    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, true);
     t := perpca_internal.perpca_model_tables(model);
     IF t.present AND NOT coalesce(replace, false) THEN
         RAISE EXCEPTION 'model "%" already exists', model USING ERRCODE = 'duplicate_table',
@@ -485,7 +485,7 @@ BEGIN
         RAISE EXCEPTION 'table % is not the info table of a perpca model', t.info
             USING ERRCODE = 'wrong_object_type';
     END IF;
-    PERFORM perpca_internal.perpca_model_lock(t.schema_name, t.base, true);
+    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, true);
     EXECUTE pg_catalog.format('DROP TABLE %s, %s, %s', t.components, t.clients, t.info);
 END
 $$;
@@ -577,7 +577,7 @@ BEGIN
     END IF;
     owner := perpca_internal.perpca_model_owner(t.schema_name, t.base);
     PERFORM perpca_internal.perpca_model_check_owner(model, owner);
-    PERFORM perpca_internal.perpca_model_lock(t.schema_name, t.base, true);
+    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, true);
     EXECUTE pg_catalog.format('SELECT pg_catalog.to_jsonb(i) OPERATOR(pg_catalog.->>) %L FROM %s i',
                               'client_type', t.info) INTO model_key_type;
     key := perpca_internal.perpca_model_key(model, key_type, model_key_type, client);
