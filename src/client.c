@@ -19,8 +19,9 @@
 
 /* Power iterations used to estimate lambda_max of a dense S_i. */
 #define POWER_ITERATIONS 200
-/* Dimension up to which the best response is always the exact LAPACK solve. */
+/* Dimension up to which the best response is always the exact LAPACK solve (d-space; Gram route). */
 #define BEST_RESPONSE_EXACT_DIM 96
+#define BEST_RESPONSE_EXACT_GRAM 48
 /* Subspace iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 60
 /* Subspace iterations of an approximate local-PC computation (starts). */
@@ -282,39 +283,8 @@ thin_lambda_max(FitClient *c)
 	return top;
 }
 
-/* lambda_max of a dense S_i by power iteration from a fixed start (Rayleigh quotient). */
-static double
-dense_lambda_max(FitClient *c)
-{
-	int			d = c->d;
-	double	   *x = palloc(sizeof(double) * d);
-	double	   *y = palloc(sizeof(double) * d);
-	uint64		state = UINT64CONST(20240101);
-	double		lambda = 0.0;
-
-	fit_fill_gaussian(&state, d, 1, x, 1);
-	for (int it = 0; it < POWER_ITERATIONS; it++)
-	{
-		double		norm = sqrt(linalg_dot(d, x, x));
-		double		rq;
-
-		if (norm == 0.0)
-			break;
-		linalg_scale_column(d, x, 1, 0, 1.0 / norm);
-		client_apply(c, x, 1, y);
-		rq = linalg_dot(d, x, y);
-		memcpy(x, y, sizeof(double) * d);
-		if (it > 10 && fabs(rq - lambda) <= 1e-13 * fabs(rq))
-		{
-			lambda = rq;
-			break;
-		}
-		lambda = rq;
-	}
-	pfree(x);
-	pfree(y);
-	return lambda;
-}
+/* lambda_max of a dense S_i (block subspace iteration, below). */
+static double dense_lambda_max(FitClient *c);
 
 double
 client_lambda_max(FitClient *c)
@@ -397,51 +367,68 @@ client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z
 }
 
 /* ------------------------------------------------------------------------
- * Subspace iteration with Rayleigh-Ritz on (I - UU')S_i(I - UU')
+ * Subspace iteration with Rayleigh-Ritz on a symmetric operator: the
+ * deflated S_i in d-space, or a thin client's deflated Gram matrix in
+ * m-space (m = rows + 1)
  * ------------------------------------------------------------------------
  */
 
-/*
- * One Rayleigh-Ritz step on the orthonormal block X (d x b, X'U = 0):
- * Y = (I - UU') S X; X <- X Q, Y <- Y Q with Q, theta the eigenpairs of
- * X'Y.  When SU is not NULL the same product also gives S U into it.
- * Returns the largest residual ||Y_j - theta_j X_j|| over the first nres.
- */
-static double
-rayleigh_ritz(FitClient *c, const double *U, double *X, int b, double *Y, double *theta,
-			  int nres, double *SU)
+/* A symmetric positive semidefinite operator of dimension n. */
+typedef struct SymOp
 {
-	int			d = c->d,
-				r1 = U != NULL ? c->r1 : 0,
-				q = (SU != NULL ? r1 : 0) + b;
-	double	   *T = palloc(sizeof(double) * d * q);
-	double	   *ST = palloc(sizeof(double) * d * q);
+	int			n;
+	const double *U;			/* d-space: deflate against U (d x r1), or NULL */
+	const double *G;			/* m-space: the explicit n x n matrix, or NULL */
+} SymOp;
+
+/* Y (n x b) = A X. */
+static void
+op_apply(FitClient *c, const SymOp *op, const double *X, int b, double *Y)
+{
+	if (op->G != NULL)
+		linalg_gemm(false, false, op->n, b, op->n, 1.0, op->G, op->n, X, b, 0.0, Y, b);
+	else
+	{
+		client_apply(c, X, b, Y);
+		if (op->U != NULL)
+			deflate_block(c->d, c->r1, op->U, b, Y, b);
+	}
+}
+
+/* Make X (n x b) orthonormal (and orthogonal to U in d-space). */
+static void
+op_orthonormalize(FitClient *c, const SymOp *op, double *X, int b)
+{
+	for (int pass = 0; pass < (op->U != NULL ? 2 : 1); pass++)
+	{
+		if (op->U != NULL)
+			deflate_block(c->d, c->r1, op->U, b, X, b);
+		orthonormalize(c, FIT_RETRACT_QR, op->n, b, X, b);
+	}
+}
+
+double
+fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
+{
+	double	   *T = palloc(sizeof(double) * n * b);
 	double	   *H = palloc(sizeof(double) * b * b);
 	double	   *Q = palloc(sizeof(double) * b * b);
 	double		worst = 0.0;
 
-	if (SU != NULL && r1 > 0)
-		linalg_copy(d, r1, U, r1, T, q);
-	linalg_copy(d, b, X, b, T + (q - b), q);
-	client_apply(c, T, q, ST);
-	if (SU != NULL && r1 > 0)
-		linalg_copy(d, r1, ST, q, SU, r1);
-	linalg_copy(d, b, ST + (q - b), q, Y, b);
-	deflate_block(d, r1, U, b, Y, b);
-	linalg_gemm(true, false, b, b, d, 1.0, X, b, Y, b, 0.0, H, b);
+	linalg_gemm(true, false, b, b, n, 1.0, X, b, Y, b, 0.0, H, b);
 	for (int i = 0; i < b; i++)
 		for (int j = 0; j < i; j++)
 			H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
 	fit_eigh_top(b, H, b, theta, Q, b);
-	linalg_copy(d, b, X, b, T, b);
-	linalg_gemm(false, false, d, b, b, 1.0, T, b, Q, b, 0.0, X, b);
-	linalg_copy(d, b, Y, b, T, b);
-	linalg_gemm(false, false, d, b, b, 1.0, T, b, Q, b, 0.0, Y, b);
+	memcpy(T, X, sizeof(double) * n * b);
+	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
+	memcpy(T, Y, sizeof(double) * n * b);
+	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, Y, b);
 	for (int j = 0; j < nres; j++)
 	{
 		double		r = 0.0;
 
-		for (int i = 0; i < d; i++)
+		for (int i = 0; i < n; i++)
 		{
 			double		e = Y[(int64) i * b + j] - theta[j] * X[(int64) i * b + j];
 
@@ -450,56 +437,74 @@ rayleigh_ritz(FitClient *c, const double *U, double *X, int b, double *Y, double
 		worst = Max(worst, sqrt(r));
 	}
 	pfree(T);
-	pfree(ST);
 	pfree(H);
 	pfree(Q);
 	return worst;
 }
 
-/* Make X (d x b) orthonormal and orthogonal to U (r1 columns; U may be NULL). */
-static void
-orthonormal_complement(FitClient *c, const double *U, double *X, int b)
+/* One Rayleigh-Ritz step of the operator on the orthonormal block X (n x b); Y = A X. */
+static double
+rayleigh_ritz(FitClient *c, const SymOp *op, double *X, int b, double *Y, double *theta,
+			  int nres)
 {
-	if (U != NULL)
-		deflate_block(c->d, c->r1, U, b, X, b);
-	orthonormalize(c, FIT_RETRACT_QR, c->d, b, X, b);
-	if (U != NULL)
-	{
-		/* a second pass removes what rounding left of U */
-		deflate_block(c->d, c->r1, U, b, X, b);
-		orthonormalize(c, FIT_RETRACT_QR, c->d, b, X, b);
-	}
+	op_apply(c, op, X, b, Y);
+	return fit_rayleigh_ritz(op->n, b, X, Y, theta, nres);
 }
 
 /*
- * Subspace iteration from X (d x b) on the deflated S_i until the first
- * nres Ritz pairs have residuals <= tol, at most maxit products; S U into
- * SU on the first product.  Returns whether it converged.
+ * Subspace iteration from X (n x b) until the first nres Ritz pairs have
+ * residuals <= tol, at most maxit products.  Returns whether it converged.
  */
 static bool
-subspace_iterate(FitClient *c, const double *U, double *X, int b, double *theta, int nres,
-				 double tol, int maxit, double *SU)
+subspace_iterate(FitClient *c, const SymOp *op, double *X, int b, double *theta, int nres,
+				 double tol, int maxit)
 {
-	double	   *Y = palloc(sizeof(double) * c->d * b);
+	double	   *Y = palloc(sizeof(double) * op->n * b);
 	bool		done = false;
 
 	for (int it = 0; it < maxit && !done; it++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		orthonormal_complement(c, U, X, b);
-		done = rayleigh_ritz(c, U, X, b, Y, theta, nres, it == 0 ? SU : NULL) <= tol;
+		op_orthonormalize(c, op, X, b);
+		done = rayleigh_ritz(c, op, X, b, Y, theta, nres) <= tol;
 		if (!done)
-			memcpy(X, Y, sizeof(double) * c->d * b);
+			memcpy(X, Y, sizeof(double) * op->n * b);
 	}
 	pfree(Y);
 	return done;
 }
 
-/* Block size of the subspace iteration: r2 plus some oversampling, within d - r1. */
-static int
-block_size(const FitClient *c, int r1, int r)
+/*
+ * lambda_max of a dense S_i: block subspace iteration (8 columns, so BLAS 3
+ * and a convergence rate of lambda_9 / lambda_1) from a fixed start, to a
+ * residual of 1e-7 lambda (the value is then exact to ~1e-14).
+ */
+static double
+dense_lambda_max(FitClient *c)
 {
-	return Min(c->d - r1, r + Max(2, Min(r, 10)));
+	int			b = Min(c->d, 8);
+	SymOp		op = {c->d, NULL, NULL};
+	double	   *X = palloc(sizeof(double) * c->d * b);
+	double	   *theta = palloc(sizeof(double) * b);
+	uint64		state = UINT64CONST(20240101);
+	double		lambda;
+
+	fit_fill_gaussian(&state, c->d, b, X, b);
+	subspace_iterate(c, &op, X, b, theta, 1, 0.0, 1);
+	for (int round = 0; round < POWER_ITERATIONS / 10; round++)
+		if (subspace_iterate(c, &op, X, b, theta, 1, 1e-7 * Max(theta[0], 1e-300), 10))
+			break;
+	lambda = theta[0];
+	pfree(X);
+	pfree(theta);
+	return lambda;
+}
+
+/* Block size of the subspace iteration: r plus some oversampling, within n. */
+static int
+block_size(int n, int r)
+{
+	return Min(n, r + Max(2, Min(r, 10)));
 }
 
 void
@@ -507,7 +512,8 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 {
 	int			d = c->d,
 				k = c->k,
-				b = block_size(c, 0, k);
+				b = block_size(d, k);
+	SymOp		op = {d, NULL, NULL};
 	double	   *X,
 			   *theta;
 
@@ -526,7 +532,7 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 
 		fit_fill_gaussian(&state, d, b, X, b);
 	}
-	subspace_iterate(c, NULL, X, b, theta, k, 0.0, LOCAL_PCS_ITER, NULL);
+	subspace_iterate(c, &op, X, b, theta, k, 0.0, LOCAL_PCS_ITER);
 	linalg_copy(d, k, X, b, pcs->L, k);
 	memcpy(pcs->lambda, theta, sizeof(double) * k);
 	pfree(X);
@@ -694,25 +700,156 @@ client_init_random(FitClient *c)
  * ------------------------------------------------------------------------
  */
 
-/* A first block for the subspace iteration: seeded Gaussian (the start's V_i when set). */
-static void
-best_response_block(FitClient *c)
+/* Whether the best response works on the client's m x m Gram matrix (thin, and m > block). */
+static bool
+uses_gram(const FitClient *c)
 {
-	uint64		state = c->seed ^ UINT64CONST(0xB5AD4ECEDA1CE2A9);
-
-	c->b = block_size(c, c->r1, c->r2);
-	c->X = MemoryContextAlloc(GetMemoryChunkContext(c->W), sizeof(double) * c->d * c->b);
-	c->ritz = MemoryContextAlloc(GetMemoryChunkContext(c->W), sizeof(double) * c->b);
-	fit_fill_gaussian(&state, c->d, c->b, c->X, c->b);
+	return c->S == NULL && block_size(c->d - c->r1, c->r2) < thin_width(c);
 }
 
-/* The exact best response: top b eigenpairs of the deflated S_i by LAPACK, and S U. */
-static void
-best_response_exact(FitClient *c, const double *U, double *SU)
+/* F'F (m x m) of a thin client, computed once: [ys Y Y', sqrt(ys) Y delta; ., delta'delta]. */
+static const double *
+thin_gram(FitClient *c)
 {
-	client_top_eigen(c, U, c->b, c->ritz, c->X, c->b);
+	int			d = c->d,
+				n = c->nrows,
+				m = thin_width(c);
+	double	   *G;
+
+	if (c->FtF != NULL)
+		return c->FtF;
+	G = MemoryContextAllocHuge(GetMemoryChunkContext(c->W), sizeof(double) * m * m);
+	linalg_gemm(false, true, n, n, d, c->yscale, c->Y, d, c->Y, d, 0.0, G, m);
+	if (c->delta != NULL)
+	{
+		double	   *Yd = palloc(sizeof(double) * Max(n, 1));
+
+		linalg_gemm(false, false, n, 1, d, sqrt(c->yscale), c->Y, d, c->delta, 1, 0.0, Yd, 1);
+		for (int i = 0; i < n; i++)
+			G[(int64) i * m + n] = G[(int64) n * m + i] = Yd[i];
+		G[(int64) n * m + n] = linalg_dot(d, c->delta, c->delta);
+		pfree(Yd);
+	}
+	c->FtF = G;
+	return G;
+}
+
+/* F'U (m x r1) of a thin client: [sqrt(ys) Y U; delta'U]. */
+static double *
+thin_factor_t_u(FitClient *c, const double *U)
+{
+	int			d = c->d,
+				n = c->nrows,
+				r1 = c->r1,
+				m = thin_width(c);
+	double	   *FtU = palloc0(sizeof(double) * m * Max(r1, 1));
+
+	if (r1 == 0)
+		return FtU;
+	linalg_gemm(false, false, n, r1, d, sqrt(c->yscale), c->Y, d, U, r1, 0.0, FtU, r1);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, 1, r1, d, 1.0, c->delta, d, U, r1, 0.0, FtU + (int64) n * r1, r1);
+	return FtU;
+}
+
+/* The deflated Gram F'(I - UU')F = F'F - (F'U)(F'U)' (m x m). */
+static double *
+thin_deflated_gram(FitClient *c, const double *U)
+{
+	int			m = thin_width(c);
+	double	   *G = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * m * m);
+	double	   *FtU = thin_factor_t_u(c, U);
+
+	memcpy(G, thin_gram(c), sizeof(double) * m * m);
 	if (c->r1 > 0)
-		client_apply(c, U, c->r1, SU);
+		linalg_gemm(false, true, m, m, c->r1, -1.0, FtU, c->r1, FtU, c->r1, 1.0, G, m);
+	pfree(FtU);
+	return G;
+}
+
+/* V (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, from m-space vectors Z. */
+static void
+thin_local_from_gram(FitClient *c, const double *U, const double *Z, int ldz)
+{
+	int			d = c->d,
+				n = c->nrows,
+				r2 = c->r2;
+	double	   *V = palloc(sizeof(double) * d * r2);
+
+	linalg_gemm(true, false, d, r2, n, sqrt(c->yscale), c->Y, d, Z, ldz, 0.0, V, r2);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, d, r2, 1, 1.0, c->delta, 1, Z + (int64) n * ldz, ldz, 1.0, V, r2);
+	for (int j = 0; j < r2; j++)
+		linalg_scale_column(d, V, r2, j, 1.0 / sqrt(Max(c->ritz[j], 1e-300)));
+	deflate_block(d, c->r1, U, r2, V, r2);
+	orthonormalize(c, FIT_RETRACT_QR, d, r2, V, r2);
+	linalg_copy(d, r2, V, r2, c->W + c->r1, c->k);
+	pfree(V);
+}
+
+/* A first block for the subspace iteration (n x b): seeded Gaussian. */
+static void
+best_response_block(FitClient *c, int n)
+{
+	uint64		state = c->seed ^ UINT64CONST(0xB5AD4ECEDA1CE2A9);
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
+
+	c->b = block_size(uses_gram(c) ? n : c->d - c->r1, c->r2);
+	c->X = MemoryContextAllocHuge(cxt, sizeof(double) * n * c->b);
+	c->ritz = MemoryContextAlloc(cxt, sizeof(double) * c->b);
+	fit_fill_gaussian(&state, n, c->b, c->X, c->b);
+}
+
+void
+client_seed_response(FitClient *c, const FitLocalPCs *pcs)
+{
+	int			k = Min(c->k, c->d - c->r1);
+
+	if (c->X != NULL || c->r2 == 0 || uses_gram(c))
+		return;
+	best_response_block(c, c->d);
+	/* the client's own top components span most of the best response's start */
+	linalg_copy(c->d, Min(k, c->b), pcs->L, c->k, c->X, c->b);
+}
+
+/* V_i of a thin client from its deflated Gram matrix: iterated, or exact (LAPACK) when that fails. */
+static bool
+best_response_gram(FitClient *c, const double *U, double tol)
+{
+	int			m = thin_width(c);
+	double	   *G = thin_deflated_gram(c, U);
+	SymOp		op = {m, NULL, G};
+	bool		exact = false;
+
+	if (c->X == NULL)
+		best_response_block(c, m);
+	if (m <= BEST_RESPONSE_EXACT_GRAM ||
+		!subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER))
+	{
+		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
+		exact = true;
+	}
+	thin_local_from_gram(c, U, c->X, c->b);
+	pfree(G);
+	return exact;
+}
+
+/* V_i of a client in d-space: iterated on the deflated S_i, or exact when d is small or that fails. */
+static bool
+best_response_space(FitClient *c, const double *U, double tol)
+{
+	SymOp		op = {c->d, c->r1 > 0 ? U : NULL, NULL};
+	bool		exact = c->d <= BEST_RESPONSE_EXACT_DIM;
+
+	if (c->X == NULL)
+		best_response_block(c, c->d);
+	if (exact || !subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER))
+	{
+		client_top_eigen(c, c->r1 > 0 ? U : NULL, c->b, c->ritz, c->X, c->b);
+		exact = true;
+	}
+	linalg_copy(c->d, c->r2, c->X, c->b, c->W + c->r1, c->k);
+	return exact;
 }
 
 double
@@ -726,22 +863,12 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 	double		f = 0.0;
 
 	*exact = false;
-	if (c->X == NULL)
-		best_response_block(c);
-	if (r2 == 0)
-	{
-		if (r1 > 0)
-			client_apply(c, U, r1, SU);
-	}
-	else if (d <= BEST_RESPONSE_EXACT_DIM ||
-			 !subspace_iterate(c, U, c->X, c->b, c->ritz, r2, tol, BEST_RESPONSE_MAX_ITER, SU))
-	{
-		best_response_exact(c, U, SU);
-		*exact = true;
-	}
+	if (r2 > 0)
+		*exact = uses_gram(c) ? best_response_gram(c, U, tol) : best_response_space(c, U, tol);
 	/* W = [U, V_i]; f_i and the gradient (I - V V')S U */
 	linalg_copy(d, r1, U, r1, c->W, c->k);
-	linalg_copy(d, r2, c->X, c->b, c->W + r1, c->k);
+	if (r1 > 0)
+		client_apply(c, U, r1, SU);
 	for (int j = 0; j < r2; j++)
 		f += c->ritz[j];
 	f += linalg_dot((int64) d * r1, U, SU);

@@ -13,7 +13,10 @@
  *     St-GD (choice 1) or polar (choice 2) step;
  *   - the best response of the L-BFGS solver: V_i = top r2_i eigenvectors of
  *     (I - UU')S_i(I - UU'), by warm-started subspace iteration with
- *     Rayleigh-Ritz (an exact LAPACK solve when that does not converge).
+ *     Rayleigh-Ritz (an exact LAPACK solve when that does not converge) --
+ *     on the deflated S_i in d-space, or for a thin client on its m x m
+ *     deflated Gram matrix F'(I - UU')F (S_i = F F', m = rows), so that a
+ *     thin client never costs more than its rows.
  * Pure C over double arrays: no SPI, no fmgr.
  */
 #ifndef PERPCA_CLIENT_H
@@ -61,9 +64,10 @@ typedef struct FitClient
 	double		change;			/* ||P_V(new) - P_V||_F of the last step */
 	double		lambda_max;		/* lambda_max(S_i), 0 until computed */
 	/* best response (L-BFGS): a warm block of b >= r2 columns orthogonal to U */
-	double	   *X;				/* d x b, or NULL before the first evaluation */
+	double	   *X;				/* d x b (m x b for a thin client's Gram route), or NULL */
 	int			b;
 	double	   *ritz;			/* b Ritz values of the last best response */
+	double	   *FtF;			/* thin: F'F (m x m, m = rows + 1 with delta), once computed */
 	bool		lazy_local;		/* paper rounds: V_i + step G_V left unretracted */
 	bool		skip_change;	/* paper rounds: change not needed */
 	double	   *work;			/* LAPACK workspace, grown on demand */
@@ -134,6 +138,9 @@ extern void client_init_random(FitClient *c);
 extern double client_best_response(FitClient *c, const double *U, double tol, double scale,
 								   double *G, bool *exact);
 
+/* Start the best response's block from the client's own top components (d-space clients). */
+extern void client_seed_response(FitClient *c, const FitLocalPCs *pcs);
+
 /* ---- output ---- */
 
 /* Rotate the local components (W[:, lfirst:k]) to decreasing variance and fix their signs. */
@@ -152,6 +159,13 @@ extern void fit_eigh_top(int d, double *A, int k, double *values, double *Z, int
 
 /* Top k left singular vectors of A (m x n, destroyed) into Z, singular values into sigma (or NULL). */
 extern void fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma);
+
+/*
+ * One Rayleigh-Ritz step: X (n x b) orthonormal, Y = A X for a symmetric A;
+ * X <- X Q, Y <- Y Q with Q, theta (descending) the eigenpairs of X'Y.
+ * Returns the largest residual ||Y_j - theta_j X_j|| over the first nres.
+ */
+extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres);
 
 /* ||P_A - P_B||_F for orthonormal m x r blocks. */
 extern double fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb);

@@ -4,7 +4,7 @@
  * perpca_fit and the federated shards read the same query, one (client,
  * perpca_stats [, local rank]) row per client, with the same checks and
  * errors (NULLs, dimensions, duplicate keys, ranks against d), and build
- * the same clients from it: each S_i about the fit's centre, dense or thin
+ * the same clients from it: each S_i about the fit's center, dense or thin
  * (client.h).  The component rows of a result are written here too.
  */
 #include "postgres.h"
@@ -12,6 +12,13 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -30,17 +37,43 @@
  * ------------------------------------------------------------------------
  */
 
-/* OID of the perpca_stats type in the schema of the calling function. */
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
 static Oid
-stats_type_oid(FunctionCallInfo fcinfo)
+extension_schema(void)
 {
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-										CStringGetDatum("perpca_stats"),
-										ObjectIdGetDatum(nsp));
+	Oid			ext = get_extension_oid("perpca", true);
+	Oid			nsp = InvalidOid;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
 
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/* OID of the perpca_stats type: in the schema of the perpca extension. */
+static Oid
+stats_type_oid(void)
+{
+	Oid			nsp = extension_schema();
+	Oid			typid = InvalidOid;
+
+	if (OidIsValid(nsp))
+		typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
+								ObjectIdGetDatum(nsp));
 	if (!OidIsValid(typid))
-		elog(ERROR, "type perpca_stats not found next to the calling function");
+		elog(ERROR, "type perpca_stats of extension perpca not found");
 	return typid;
 }
 
@@ -145,10 +178,10 @@ open_query(const char *query)
  * time, so that the clients' statistics are in memory only once.
  */
 ClientInput *
-clients_read(FunctionCallInfo fcinfo, const char *query, int n_local, MemoryContext cxt,
+clients_read(const char *query, int n_local, MemoryContext cxt,
 			 int *nclients)
 {
-	Oid			stats_type = stats_type_oid(fcinfo);
+	Oid			stats_type = stats_type_oid();
 	ClientInput *clients = NULL;
 	int			n = 0,
 				cap = 0;
@@ -268,22 +301,22 @@ clients_mean_sum(const ClientInput *in, int n, double *mean_sum)
 }
 
 /*
- * The centre of the S_i for opts->center given sum_i n_i mean_i over all
+ * The center of the S_i for opts->center given sum_i n_i mean_i over all
  * clients (of every shard) and their rows: NULL (each client's own mean),
  * the pooled mean, or zero.
  */
 double *
-clients_centre(FitCenter center, const double *mean_sum, double rows, int d)
+clients_center(FitCenter how, const double *mean_sum, double rows, int d)
 {
-	double	   *centre;
+	double	   *center;
 
-	if (center == FIT_CENTER_CLIENT)
+	if (how == FIT_CENTER_CLIENT)
 		return NULL;
-	centre = palloc0(sizeof(double) * Max(d, 1));
-	if (center == FIT_CENTER_GLOBAL)
+	center = palloc0(sizeof(double) * Max(d, 1));
+	if (how == FIT_CENTER_GLOBAL)
 		for (int j = 0; j < d; j++)
-			centre[j] = mean_sum[j] / rows;
-	return centre;
+			center[j] = mean_sum[j] / rows;
+	return center;
 }
 
 /* A client's random stream: the fit's seed mixed with its key (the same on any shard). */
@@ -297,9 +330,9 @@ client_seed(const char *name, uint64 seed)
 	return h;
 }
 
-/* S_i about centre (NULL: the client's own mean): thin rows kept as they are, else d x d. */
+/* S_i about center (NULL: the client's own mean): thin rows kept as they are, else d x d. */
 static void
-client_matrix(FitClient *c, const PerpcaStats *stats, const double *centre)
+client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
 {
 	int			d = stats->dim;
 	double	   *S;
@@ -309,23 +342,23 @@ client_matrix(FitClient *c, const PerpcaStats *stats, const double *centre)
 		c->Y = perpca_stats_thin_rows(stats);
 		c->nrows = (int) stats->n;
 		c->yscale = 1.0 / (double) stats->n;
-		if (centre != NULL)
+		if (center != NULL)
 		{
 			double	   *delta = palloc(sizeof(double) * d);
 
-			perpca_stats_offset(stats, centre, delta);
+			perpca_stats_offset(stats, center, delta);
 			c->delta = delta;
 		}
 		return;
 	}
 	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	perpca_stats_moment(stats, centre, S);
+	perpca_stats_moment(stats, center, S);
 	c->S = S;
 }
 
-/* The fit's clients on this server: S_i about centre, rank, weight (1 or n_i), seed. */
+/* The fit's clients on this server: S_i about center, rank, weight (1 or n_i), seed. */
 FitNode *
-clients_node(const ClientInput *in, int n, int n_global, const double *centre,
+clients_node(const ClientInput *in, int n, int n_global, const double *center,
 			 const FitOptions *opts)
 {
 	FitClient  *clients = palloc0(sizeof(FitClient) * Max(n, 1));
@@ -334,7 +367,7 @@ clients_node(const ClientInput *in, int n, int n_global, const double *centre,
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		client_matrix(&clients[i], in[i].stats, centre);
+		client_matrix(&clients[i], in[i].stats, center);
 		clients[i].r2 = in[i].r2;
 		clients[i].weight = opts->sample_weights ? (double) in[i].stats->n : 1.0;
 		clients[i].seed = client_seed(in[i].name, opts->seed);

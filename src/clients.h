@@ -23,7 +23,7 @@ typedef struct ClientInput
 } ClientInput;
 
 /* Run query through a cursor; the clients, copied into cxt, and their number. */
-extern ClientInput *clients_read(FunctionCallInfo fcinfo, const char *query, int n_local,
+extern ClientInput *clients_read(const char *query, int n_local,
 								 MemoryContext cxt, int *nclients);
 
 /*
@@ -36,11 +36,11 @@ extern void clients_check(const ClientInput *in, int n, int n_global, bool need_
 /* sum_i n_i mean_i into mean_sum (d, zeroed here); returns sum_i n_i. */
 extern double clients_mean_sum(const ClientInput *in, int n, double *mean_sum);
 
-/* The centre of the S_i: NULL (own means), pooled mean (mean_sum / rows) or zero. */
-extern double *clients_centre(FitCenter center, const double *mean_sum, double rows, int d);
+/* The center of the S_i: NULL (own means), pooled mean (mean_sum / rows) or zero. */
+extern double *clients_center(FitCenter how, const double *mean_sum, double rows, int d);
 
-/* The node of these clients: S_i about centre, weights 1 or n_i, seeds from their keys. */
-extern FitNode *clients_node(const ClientInput *in, int n, int n_global, const double *centre,
+/* The node of these clients: S_i about center, weights 1 or n_i, seeds from their keys. */
+extern FitNode *clients_node(const ClientInput *in, int n, int n_global, const double *center,
 							 const FitOptions *opts);
 
 /* Append (client, kind, component, pc, variance): pc is column j of A (d rows, stride lda). */

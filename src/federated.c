@@ -207,11 +207,11 @@ fed_basis(FitBackend *be, bool qu, bool exact, int *q)
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
+			ShardRows  *r = fed_get_row(f, s, 1);
 			int			m = f->d;
 
 			qs[s] = -1;
-			B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(fed_get_row(f, s, 1), 0, 0),
-									&m, &qs[s], "start basis");
+			B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &qs[s], "start basis");
 			Q += qs[s];
 		}
 	stacked = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * f->d * Max(Q, 1));
@@ -236,12 +236,12 @@ fed_apply(FitBackend *be, const double *X, int q, double *out)
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
+			ShardRows  *r = fed_get_row(f, s, 1);
 			int			m = f->d,
 						n = q;
 
 			linalg_axpy((int64) f->d * q, 1.0,
-						fed_matrix_parse(&f->sc[s], SHARD_VALUE(fed_get_row(f, s, 1), 0, 0),
-										 &m, &n, "product"), out);
+						fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &n, "product"), out);
 		}
 }
 
@@ -292,7 +292,7 @@ fed_finish(FitBackend *be, const double *U, bool best_response, FitSums *out)
 }
 
 /* ------------------------------------------------------------------------
- * Setup: open the fit on every shard, one set of clients, the centre
+ * Setup: open the fit on every shard, one set of clients, the center
  * ------------------------------------------------------------------------
  */
 
@@ -394,9 +394,9 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 
 /* Phase 2: the clients' S_i on every shard; the backend's weight and lambda_max. */
 static void
-fed_init(FedFit *f, const double *centre)
+fed_init(FedFit *f, const double *center)
 {
-	const char *params[2] = {f->id, centre ? fed_matrix_text(centre, 1, f->d) : NULL};
+	const char *params[2] = {f->id, center ? fed_matrix_text(center, 1, f->d) : NULL};
 
 	fed_send_active(f, "shard_init", 2, params);
 	f->be.weight = 0.0;
@@ -520,7 +520,7 @@ fed_run(FedFit *f, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 	perpca_report_phase("perpca_fit_federated: opening %d shards", f->nshards);
 	mean_sum = fed_open(f, &rows, diag);
 	fed_backend(f);
-	fed_init(f, clients_centre(f->opts->center, mean_sum, rows, f->d));
+	fed_init(f, clients_center(f->opts->center, mean_sum, rows, f->d));
 	diag->setup_bytes = fed_bytes(f);
 	mark = fed_bytes(f);
 	perpca_report_phase("perpca_fit_federated: fitting %d clients on %d shards", f->nclients,

@@ -209,7 +209,6 @@ shard_sums_row(FunctionCallInfo fcinfo, ShardFit *sf, const FitSums *s, bool u, 
 
 typedef struct OpenArgs
 {
-	FunctionCallInfo fcinfo;
 	const char *query;
 } OpenArgs;
 
@@ -218,7 +217,7 @@ shard_read(ShardFit *sf, void *arg)
 {
 	OpenArgs   *a = arg;
 
-	sf->in = clients_read(a->fcinfo, a->query, sf->opts.n_local, sf->cxt, &sf->n);
+	sf->in = clients_read(a->query, sf->opts.n_local, sf->cxt, &sf->n);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
 }
@@ -243,7 +242,7 @@ perpca_shard_open(PG_FUNCTION_ARGS)
 {
 	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1};
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
-	OpenArgs	a = {fcinfo, fit_text_arg(fcinfo, 1, "query")};
+	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query")};
 	ShardFit   *sf;
 	double	   *mean_sum;
 	double		rows;
@@ -286,12 +285,12 @@ shard_build(ShardFit *sf, void *arg)
 	sf->node = clients_node(sf->in, sf->n, sf->opts.n_global, (const double *) arg, &sf->opts);
 }
 
-/* shard_init(fit_id, centre) RETURNS (weight, lambda_max): the clients' S_i about centre. */
+/* shard_init(fit_id, center) RETURNS (weight, lambda_max): the clients' S_i about center. */
 Datum
 perpca_shard_init(PG_FUNCTION_ARGS)
 {
 	ShardFit   *sf = shard_fit_get(fcinfo, false);
-	double	   *centre = NULL;
+	double	   *center = NULL;
 	Datum		values[2];
 	bool		nulls[2] = {0};
 
@@ -303,9 +302,9 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 	{
 		int			one = sf->d;
 
-		centre = shard_matrix_arg(fcinfo, 1, 1, &one, "centre");
+		center = shard_matrix_arg(fcinfo, 1, 1, &one, "center");
 	}
-	shard_in_fit(sf, shard_build, centre);
+	shard_in_fit(sf, shard_build, center);
 	values[0] = Float8GetDatum(node_weight(sf->node));
 	values[1] = Float8GetDatum(node_lambda_max(sf->node));
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));

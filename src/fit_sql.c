@@ -227,13 +227,13 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	fit_options_parse(fcinfo, &fit_args, opts);
 	start = start_arg(fcinfo, opts);
 	perpca_report_phase("perpca_fit: reading clients");
-	in = clients_read(fcinfo, query, opts->n_local, fitcxt, &n);
+	in = clients_read(query, opts->n_local, fitcxt, &n);
 	clients_check(in, n, opts->n_global, true);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
 	rows = clients_mean_sum(in, n, mean_sum);
 	node = clients_node(in, n, opts->n_global,
-						clients_centre(opts->center, mean_sum, rows, in[0].stats->dim), opts);
+						clients_center(opts->center, mean_sum, rows, in[0].stats->dim), opts);
 	if (start != NULL)
 		opts->U0 = read_start(start, in, node);
 	be = node_backend(node);

@@ -49,9 +49,6 @@ fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact)
 				b = Min(d, r + Max(2, Min(r, 10)));
 	double	   *X = palloc(sizeof(double) * d * b),
 			   *Y = palloc(sizeof(double) * d * b),
-			   *T = palloc(sizeof(double) * d * b),
-			   *H = palloc(sizeof(double) * b * b),
-			   *Q = palloc(sizeof(double) * b * b),
 			   *theta = palloc(sizeof(double) * b);
 	double		tol = (exact ? 1e-13 : 1e-6) * Max(be->lambda_max, 1e-300) * be->weight;
 	uint64		state = UINT64CONST(0x243F6A8885A308D3);
@@ -59,30 +56,11 @@ fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact)
 	fit_fill_gaussian(&state, d, b, X, b);
 	for (int it = 0; it < POOLED_ITERATIONS; it++)
 	{
-		double		worst = 0.0;
-
 		CHECK_FOR_INTERRUPTS();
 		fit_retract(FIT_RETRACT_QR, d, b, X, b);
 		be->apply(be, X, b, Y);
 		be->setup_rounds++;
-		linalg_gemm(true, false, b, b, d, 1.0, X, b, Y, b, 0.0, H, b);
-		for (int i = 0; i < b; i++)
-			for (int j = 0; j < i; j++)
-				H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
-		fit_eigh_top(b, H, b, theta, Q, b);
-		memcpy(T, X, sizeof(double) * d * b);
-		linalg_gemm(false, false, d, b, b, 1.0, T, b, Q, b, 0.0, X, b);
-		memcpy(T, Y, sizeof(double) * d * b);
-		linalg_gemm(false, false, d, b, b, 1.0, T, b, Q, b, 0.0, Y, b);
-		for (int j = 0; j < r; j++)
-		{
-			double		e = 0.0;
-
-			for (int i = 0; i < d; i++)
-				e += pow(Y[(int64) i * b + j] - theta[j] * X[(int64) i * b + j], 2);
-			worst = Max(worst, sqrt(e));
-		}
-		if (worst <= tol)
+		if (fit_rayleigh_ritz(d, b, X, Y, theta, r) <= tol)
 			break;
 		memcpy(X, Y, sizeof(double) * d * b);
 	}
@@ -92,9 +70,6 @@ fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact)
 			values[j] = theta[j] / be->weight;
 	pfree(X);
 	pfree(Y);
-	pfree(T);
-	pfree(H);
-	pfree(Q);
 	pfree(theta);
 }
 

@@ -56,12 +56,17 @@ node_lambda_max(FitNode *node)
 static FitLocalPCs *
 node_pcs(FitNode *node, bool exact)
 {
+	MemoryContext old;
+
 	if (node->pcs != NULL && (node->pcs_exact || !exact))
 		return node->pcs;
+	/* kept with the node (a shard's node outlives the call that computes them) */
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(node));
 	node->pcs = palloc(sizeof(FitLocalPCs) * Max(node->n, 1));
 	for (int i = 0; i < node->n; i++)
 		client_local_pcs(&node->clients[i], exact, &node->pcs[i]);
 	node->pcs_exact = exact;
+	MemoryContextSwitchTo(old);
 	return node->pcs;
 }
 
@@ -192,12 +197,15 @@ node_round(FitNode *node, const double *U, double step, FitUpdate update,
 void
 node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
 {
+	FitLocalPCs *pcs = node_pcs(node, false);
+
 	for (int i = 0; i < node->n; i++)
 	{
 		FitClient  *c = &node->clients[i];
 		bool		exact;
 
 		CHECK_FOR_INTERRUPTS();
+		client_seed_response(c, &pcs[i]);
 		out->objective += c->weight * client_best_response(c, U, tol, c->weight, out->U, &exact);
 		out->weight += c->weight;
 		out->exact += exact ? 1 : 0;

@@ -58,15 +58,20 @@ _PG_init(void)
 #endif
 }
 
-/* Show a long call's phase in pg_stat_activity.query (printf-style). */
+/*
+ * Show a long call's phase in pg_stat_activity.query (printf-style), as a
+ * comment in front of the statement, "/\* phase *\/ statement": the operator
+ * still sees which statement runs.
+ */
 void
 perpca_report_phase(const char *fmt,...)
 {
-	char		buf[256];
+	char		phase[256];
+	char	   *buf;
 	va_list		args;
 
 	va_start(args, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, args);
+	vsnprintf(phase, sizeof(phase), fmt, args);
 	va_end(args);
 	if (!phase_shown)
 	{
@@ -75,7 +80,9 @@ perpca_report_phase(const char *fmt,...)
 		strlcpy(saved_activity, debug_query_string ? debug_query_string : "",
 				pgstat_track_activity_query_size);
 	}
+	buf = psprintf("/* %s */ %s", phase, saved_activity);
 	pgstat_report_activity(STATE_RUNNING, buf);
+	pfree(buf);
 	phase_shown = true;
 }
 

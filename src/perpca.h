@@ -7,15 +7,23 @@
  *   stats.c             the perpca_stats type: I/O, send/receive, moments (stats.h)
  *   stats_agg.c         the perpca_stats aggregates: transition, combine, serialize
  *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
- *   fit.c               the PerPCA algorithm: reading S_i, client step, server step,
- *                       rounds, output and diagnostics (fit.h, fit_internal.h)
- *   fit_start.c         starting points (local PCs, disPCA/Qu, pooled, random, given,
- *                       'best') and the one-shot baselines dispca, cpca, indiv
- *   clients.c           reading a fit's clients with SPI, their checks and S_i,
- *                       shared options and result rows (clients.h)
- *   fit_sql.c           perpca_fit(), perpca_last_fit(): options, start, results
- *   federated_shard.c   perpca_shard_*(): the client steps run on each shard
- *   federated.c         perpca_fit_federated(): the coordinator over libpq (federated.h)
+ *   The fit, one engine in layers (fit.h draws them; data flow one way):
+ *   client.c            what one client computes from S_i: products, eigenpairs,
+ *                       the paper's client step, the best response (client.h)
+ *   node.c              the clients on this server as weighted sums; the local
+ *                       backend (node.h)
+ *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
+ *   solver_lbfgs.c      Riemannian L-BFGS over U (best-response V_i): the default
+ *   fit_start.c         starting U: disPCA, Qu, pooled, random, given
+ *   fit.c               one fit: starts x solver, the best start, output, diagnostics
+ *   fit_baselines.c     the one-shot methods dispca, cpca, indiv (fit_baselines.h)
+ *   fit_options.c       the options of a fit, parsed once, one set of defaults
+ *   clients.c           the input: the user's query, its checks, the clients' S_i,
+ *                       result rows (clients.h)
+ *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
+ *   federated.c         perpca_fit_federated(): the fit with a backend on shards
+ *   shard_conn.c        libpq connections from the coordinator to the shards
+ *   federated_shard.c   perpca_internal.shard_*(): node.c behind SQL on each shard
  *   models.c            projection functions on a stored model, read by name and cached
  *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
  *   project.c           projection functions on float8[] arrays

@@ -66,9 +66,9 @@ static double
 response_tolerance(const Lbfgs *lb)
 {
 	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
-	double		rel = isfinite(lb->gnorm) ? 1e-2 * lb->gnorm / lmax : 1e-6;
+	double		rel = isfinite(lb->gnorm) ? 1e-2 * lb->gnorm / lmax : 1e-4;
 
-	return lmax * Max(Min(rel, 1e-6), 1e-13);
+	return lmax * Max(Min(rel, 1e-3), 1e-13);
 }
 
 /* One round: f and the Riemannian gradient at U into *f, G; returns ||G||. */

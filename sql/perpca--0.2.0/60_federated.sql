@@ -13,11 +13,11 @@ CREATE FUNCTION perpca_internal.shard_open(fit_id text, query text, n_global int
 COMMENT ON FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint) IS
     'federated fit, shard side: runs the query (client, perpca_stats [, local rank]) here and keeps its clients in this session under fit_id; returns their count, dimension, rows, sum of n_i mean_i (1 x d), the bytes of their statistics and their keys';
 
-CREATE FUNCTION perpca_internal.shard_init(fit_id text, centre float8[],
+CREATE FUNCTION perpca_internal.shard_init(fit_id text, center float8[],
                                   OUT weight float8, OUT lambda_max float8)
     AS 'MODULE_PATHNAME', 'perpca_shard_init' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_init(text, float8[]) IS
-    'federated fit, shard side: builds each client''s S_i about centre (1 x d; NULL: its own mean); returns the sum of the client weights and max lambda_max(S_i)';
+    'federated fit, shard side: builds each client''s S_i about center (1 x d; NULL: its own mean); returns the sum of the client weights and max lambda_max(S_i)';
 
 CREATE FUNCTION perpca_internal.shard_basis(fit_id text, qu boolean, exact boolean) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_shard_basis' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
