@@ -2,8 +2,9 @@
 -- Models (0.1.0 -> 0.2.0): the internal model functions move to schema
 -- perpca_internal (perpca_fit_option goes: perpca_fit takes NULL as its
 -- default), perpca_train/perpca_drop are replaced, perpca_personalize takes
--- its client key in any type.  Generated from sql/perpca--0.2.0/40_models.sql
--- minus what 0.1.0 already has; test/t/060_upgrade.pl checks the result.
+-- its client key in any type.  The definitions are those of
+-- sql/perpca--0.2.0/40_models.sql (keep the two in step), minus what 0.1.0
+-- already has; test/t/060_upgrade.pl checks that both give one catalog.
 -- ==========================================================================
 
 DROP FUNCTION perpca_model_tables(text);

@@ -1,8 +1,9 @@
 -- ==========================================================================
 -- Refresh (0.1.0 -> 0.2.0): perpca_refresh runs as the model's owner inside a
 -- security-restricted operation; perpca_model_lock moves to perpca_internal.
--- Generated from sql/perpca--0.2.0/50_refresh.sql minus what 0.1.0 already
--- has; test/t/060_upgrade.pl checks the result.
+-- The definitions are those of sql/perpca--0.2.0/50_refresh.sql (keep the
+-- two in step), minus what 0.1.0 already has; test/t/060_upgrade.pl checks
+-- that both give one catalog.
 -- ==========================================================================
 
 DROP FUNCTION perpca_model_lock(text, record, boolean);
