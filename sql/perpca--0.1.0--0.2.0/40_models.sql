@@ -610,3 +610,43 @@ END
 $$;
 COMMENT ON FUNCTION perpca_personalize(text, anyelement, perpca_stats, int) IS
     'perpca_personalize with the client key in its own type (int, bigint, uuid, date, ...), which must be the type of the model''s keys; matched as its text form';
+
+
+-- Until 45_model_functions.sql of this directory replaces them: the two
+-- 0.1.0 functions of that area that called perpca_model_tables_existing in
+-- the extension's schema call it in perpca_internal (same text as in
+-- sql/perpca--0.2.0/45_model_functions.sql).
+CREATE OR REPLACE FUNCTION perpca_component_info(model text)
+RETURNS TABLE (client text, kind text, component int, variance float8,
+               explained_variance_ratio float8, cumulative_explained_variance_ratio float8)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    t record := perpca_internal.perpca_model_tables_existing(model);
+BEGIN
+    RETURN QUERY EXECUTE pg_catalog.format($f$
+        SELECT NULL::text, 'global'::text, c.component, c.variance, c.variance / i.total_variance,
+               sum(c.variance) OVER (ORDER BY c.component) / i.total_variance
+          FROM %s c CROSS JOIN %s i
+         WHERE c.kind = 'global'
+        UNION ALL
+        SELECT c.client, 'local', c.component, c.variance, c.variance / k.total_variance,
+               k.global_ratio + sum(c.variance) OVER (PARTITION BY c.client ORDER BY c.component)
+                                / k.total_variance
+          FROM %s c JOIN %s k ON k.client = c.client
+         WHERE c.kind = 'local'
+         ORDER BY 1 NULLS FIRST, 3$f$, t.components, t.info, t.components, t.clients);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION perpca_model_theta(model text, threshold float8 DEFAULT 0.05,
+                                   OUT theta_est float8, OUT hint text)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    t record := perpca_internal.perpca_model_tables_existing(model);
+BEGIN
+    EXECUTE pg_catalog.format('SELECT theta_est FROM %s', t.info) INTO theta_est;
+    IF theta_est < threshold THEN
+        hint := 'theta_est is small: the local components of the clients are nearly aligned, so global and local parts are not separable; lower n_local';
+    END IF;
+END
+$$;

@@ -9,7 +9,7 @@ RETURNS TABLE (client text, kind text, component int, variance float8,
                explained_variance_ratio float8, cumulative_explained_variance_ratio float8)
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
-    t record := @extschema@.perpca_model_tables_existing(model);
+    t record := perpca_internal.perpca_model_tables_existing(model);
 BEGIN
     RETURN QUERY EXECUTE pg_catalog.format($f$
         SELECT NULL::text, 'global'::text, c.component, c.variance, c.variance / i.total_variance,
@@ -32,7 +32,7 @@ CREATE FUNCTION perpca_model_theta(model text, threshold float8 DEFAULT 0.05,
                                    OUT theta_est float8, OUT hint text)
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
-    t record := @extschema@.perpca_model_tables_existing(model);
+    t record := perpca_internal.perpca_model_tables_existing(model);
 BEGIN
     EXECUTE pg_catalog.format('SELECT theta_est FROM %s', t.info) INTO theta_est;
     IF theta_est < threshold THEN
