@@ -247,6 +247,30 @@ finish(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *d
 	diag->gradient_norm = sqrt(gg);
 }
 
+/* The WARNING of a fit that did not converge: at the round cap, or stalled. */
+static void
+warn_not_converged(const FitOptions *opts, const FitDiagnostics *diag)
+{
+	const FitStartReport *won = &diag->starts[diag->chosen];
+
+	if (diag->rounds >= opts->rounds)
+		ereport(WARNING,
+				(errmsg("perpca fit stopped at the round limit (%d rounds) before converging",
+						opts->rounds),
+				 errdetail("KKT residual %.3e, gradient norm %.3e, objective %.12g.",
+						   diag->kkt_residual, diag->gradient_norm, diag->objective),
+				 errhint("Scale the features if their variances differ widely, try solver => '%s', or allow more rounds.",
+						 opts->solver == FIT_SOLVER_LBFGS ? "paper" : "lbfgs")));
+	else
+		ereport(WARNING,
+				(errmsg("perpca fit stopped before converging: no step improves the objective of start %s after %d rounds",
+						won->name, won->rounds),
+				 errdetail("Gradient norm %.3e, KKT residual %.3e, objective %.12g; the tolerance asks for a gradient norm of %.3e.",
+						   diag->gradient_norm, diag->kkt_residual, diag->objective,
+						   opts->tolerance * diag->lambda_max),
+				 errhint("The arithmetic cannot resolve the optimum further: pass a larger tolerance, or scale the features.")));
+}
+
 void
 fit_run(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *diag)
 {
@@ -254,6 +278,7 @@ fit_run(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *
 	int			n = start_list(opts, list);
 
 	diag->chosen = -1;
+	diag->lambda_max = be->lambda_max;
 	diag->n_clients = be->nclients;
 	diag->dim = be->d;
 	res->U = palloc0(sizeof(double) * be->d * Max(be->r1, 1));
@@ -264,13 +289,7 @@ fit_run(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *
 	diag->converged = diag->starts[diag->chosen].converged;
 	finish(be, opts, res, diag);
 	if (!diag->converged && opts->tolerance > 0.0 && opts->rounds > 0)
-		ereport(WARNING,
-				(errmsg("perpca fit stopped at the round limit (%d rounds) before converging",
-						opts->rounds),
-				 errdetail("KKT residual %.3e, gradient norm %.3e, objective %.12g.",
-						   diag->kkt_residual, diag->gradient_norm, diag->objective),
-				 errhint("Scale the features if their variances differ widely, try solver => '%s', or allow more rounds.",
-						 opts->solver == FIT_SOLVER_LBFGS ? "paper" : "lbfgs")));
+		warn_not_converged(opts, diag);
 }
 
 /* theta_est = 1 - lambda_max(A / W) for A = sum_i w_i V_i V_i' (d x d, destroyed); NaN without locals. */

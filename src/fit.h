@@ -163,6 +163,7 @@ typedef struct FitDiagnostics
 	double		gradient_norm;	/* ||Riemannian gradient of f/N|| at the end */
 	double		theta_est;
 	double		step;
+	double		lambda_max;		/* max_i lambda_max(S_i): the scale of the tolerance */
 	int			n_clients;
 	int			dim;
 	double		seconds;

@@ -279,6 +279,12 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 		gprev = lb.gnorm;
 		if (!iterate(&lb, p, Unew, Gnew, s, y))
 		{
+			/* no step along the quasi-Newton direction: forget the pairs, try the gradient */
+			if (lb.npairs > 0 && lb.rounds < rounds)
+			{
+				lb.npairs = 0;
+				continue;
+			}
 			/* no step improves f or the gradient: as far as the arithmetic goes */
 			*converged = lb.gnorm <= 10.0 * opts->tolerance * lmax;
 			break;
