@@ -5,6 +5,9 @@
 #
 #   bash scripts/demo.sh           run the demo, then stop and remove the cluster
 #   bash scripts/demo.sh --keep    leave the cluster running and print how to connect
+#   bash scripts/demo.sh --examples  also run the examples (examples/*.sql: digits,
+#                                  video) and draw their pictures into docs/examples/
+#                                  (installs python3-matplotlib, python3-psycopg2)
 #
 # The SQL lives in scripts/demo.sql (data and statistics) and
 # scripts/demo_fit.sql (run only if the extension has a function perpca_fit).
@@ -15,13 +18,36 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 KEEP=0
+EXAMPLES=0
 for arg in "$@"; do
 	case "$arg" in
 		--keep) KEEP=1 ;;
-		-h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		--examples) EXAMPLES=1 ;;
+		-h | --help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		*) die "unknown argument: $arg (try --help)" ;;
 	esac
 done
+
+if [ "$EXAMPLES" = 1 ]; then
+	PERPCA_PACKAGES+=(python3-matplotlib python3-psycopg2)
+	# Started as root: the run happens as another user in a copy of the tree;
+	# the pictures come back through a scratch directory it may write to.
+	if [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ]; then
+		PERPCA_EXAMPLES_OUT=$(mktemp -d /tmp/perpca-examples.XXXXXX)
+		chmod 777 "$PERPCA_EXAMPLES_OUT"
+		export PERPCA_EXAMPLES_OUT
+		rc=0
+		(prepare_user demo.sh "$KEEP" "$@") || rc=$?
+		if [ "$rc" -eq 0 ]; then
+			mkdir -p "$REPO_ROOT/docs/examples"
+			cp "$PERPCA_EXAMPLES_OUT"/*.png "$REPO_ROOT/docs/examples/"
+			chown -R --reference="$REPO_ROOT" "$REPO_ROOT/docs/examples"
+			say "pictures written to $REPO_ROOT/docs/examples/"
+		fi
+		rm -rf "$PERPCA_EXAMPLES_OUT"
+		exit "$rc"
+	fi
+fi
 
 prepare_user demo.sh "$KEEP" "$@"
 
@@ -37,6 +63,20 @@ DB=perpca_demo
 "$PGBIN/createdb" "$DB"
 say "running scripts/demo.sql"
 "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$BUILD/scripts/demo.sql"
+
+if [ "$EXAMPLES" = 1 ]; then
+	# The examples read their data by paths relative to the tree's root.
+	for ex in digits video; do
+		say "running examples/$ex.sql"
+		(cd "$BUILD" && "$PGBIN/psql" -X -v ON_ERROR_STOP=1 -d "$DB" -f "examples/$ex.sql")
+	done
+	say "drawing the pictures (examples/plot.py)"
+	PGDATABASE=$DB /usr/bin/python3 "$BUILD/examples/plot.py" \
+		--out "${PERPCA_EXAMPLES_OUT:-$REPO_ROOT/docs/examples}"
+else
+	say "pictures of examples on real data: docs/examples/*.png (README, section Examples);"
+	say "run them yourself with: bash scripts/demo.sh --examples"
+fi
 
 if [ "$KEEP" = 1 ]; then
 	# shellcheck disable=SC2034 # read by finish() in lib.sh

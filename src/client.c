@@ -21,7 +21,7 @@
 #define POWER_ITERATIONS 200
 /* Dimension up to which the best response is always the exact LAPACK solve (d-space; Gram route). */
 #define BEST_RESPONSE_EXACT_DIM 96
-#define BEST_RESPONSE_EXACT_GRAM 48
+#define BEST_RESPONSE_EXACT_GRAM 24
 /* Subspace iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 60
 /* Subspace iterations of an approximate local-PC computation (starts). */
@@ -378,7 +378,9 @@ typedef struct SymOp
 {
 	int			n;
 	const double *U;			/* d-space: deflate against U (d x r1), or NULL */
-	const double *G;			/* m-space: the explicit n x n matrix, or NULL */
+	const double *G;			/* m-space: A = G - L L', G n x n, or NULL */
+	const double *L;			/* m-space: n x r, or NULL */
+	int			r;
 } SymOp;
 
 /* Y (n x b) = A X. */
@@ -386,7 +388,17 @@ static void
 op_apply(FitClient *c, const SymOp *op, const double *X, int b, double *Y)
 {
 	if (op->G != NULL)
+	{
 		linalg_gemm(false, false, op->n, b, op->n, 1.0, op->G, op->n, X, b, 0.0, Y, b);
+		if (op->L != NULL && op->r > 0)
+		{
+			double	   *LtX = palloc(sizeof(double) * op->r * b);
+
+			linalg_gemm(true, false, op->r, b, op->n, 1.0, op->L, op->r, X, b, 0.0, LtX, b);
+			linalg_gemm(false, false, op->n, b, op->r, -1.0, op->L, op->r, LtX, b, 1.0, Y, b);
+			pfree(LtX);
+		}
+	}
 	else
 	{
 		client_apply(c, X, b, Y);
@@ -413,13 +425,16 @@ fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
 	double	   *T = palloc(sizeof(double) * n * b);
 	double	   *H = palloc(sizeof(double) * b * b);
 	double	   *Q = palloc(sizeof(double) * b * b);
+	double	   *work = lapack_work(LINALG_EIGH_SMALL_WORK(b));
 	double		worst = 0.0;
 
 	linalg_gemm(true, false, b, b, n, 1.0, X, b, Y, b, 0.0, H, b);
 	for (int i = 0; i < b; i++)
 		for (int j = 0; j < i; j++)
 			H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
-	fit_eigh_top(b, H, b, theta, Q, b);
+	if (linalg_eigh_small(b, H, theta, Q, b, work) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", b, b);
+	pfree(work);
 	memcpy(T, X, sizeof(double) * n * b);
 	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
 	memcpy(T, Y, sizeof(double) * n * b);
@@ -483,7 +498,7 @@ static double
 dense_lambda_max(FitClient *c)
 {
 	int			b = Min(c->d, 8);
-	SymOp		op = {c->d, NULL, NULL};
+	SymOp		op = {c->d, NULL, NULL, NULL, 0};
 	double	   *X = palloc(sizeof(double) * c->d * b);
 	double	   *theta = palloc(sizeof(double) * b);
 	uint64		state = UINT64CONST(20240101);
@@ -513,7 +528,7 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 	int			d = c->d,
 				k = c->k,
 				b = block_size(d, k);
-	SymOp		op = {d, NULL, NULL};
+	SymOp		op = {d, NULL, NULL, NULL, 0};
 	double	   *X,
 			   *theta;
 
@@ -752,19 +767,30 @@ thin_factor_t_u(FitClient *c, const double *U)
 	return FtU;
 }
 
-/* The deflated Gram F'(I - UU')F = F'F - (F'U)(F'U)' (m x m). */
+/* The deflated Gram F'(I - UU')F = F'F - (F'U)(F'U)' (m x m), explicitly (for LAPACK). */
 static double *
-thin_deflated_gram(FitClient *c, const double *U)
+thin_deflated_gram(FitClient *c, const double *FtU)
 {
 	int			m = thin_width(c);
 	double	   *G = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * m * m);
-	double	   *FtU = thin_factor_t_u(c, U);
 
 	memcpy(G, thin_gram(c), sizeof(double) * m * m);
 	if (c->r1 > 0)
 		linalg_gemm(false, true, m, m, c->r1, -1.0, FtU, c->r1, FtU, c->r1, 1.0, G, m);
-	pfree(FtU);
 	return G;
+}
+
+/* S U = F (F'U) of a thin client (d x r1) from F'U. */
+static void
+thin_su(FitClient *c, const double *FtU, double *SU)
+{
+	int			d = c->d,
+				n = c->nrows,
+				r1 = c->r1;
+
+	linalg_gemm(true, false, d, r1, n, sqrt(c->yscale), c->Y, d, FtU, r1, 0.0, SU, r1);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, d, r1, 1, 1.0, c->delta, 1, FtU + (int64) n * r1, r1, 1.0, SU, r1);
 }
 
 /* V (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, from m-space vectors Z. */
@@ -812,13 +838,17 @@ client_seed_response(FitClient *c, const FitLocalPCs *pcs)
 	linalg_copy(c->d, Min(k, c->b), pcs->L, c->k, c->X, c->b);
 }
 
-/* V_i of a thin client from its deflated Gram matrix: iterated, or exact (LAPACK) when that fails. */
+/*
+ * V_i of a thin client from its deflated Gram matrix F'F - (F'U)(F'U)':
+ * iterated on the implicit operator, or exact (LAPACK on the explicit
+ * matrix) when m is small or the iteration fails; S U into SU.
+ */
 static bool
-best_response_gram(FitClient *c, const double *U, double tol)
+best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 {
 	int			m = thin_width(c);
-	double	   *G = thin_deflated_gram(c, U);
-	SymOp		op = {m, NULL, G};
+	double	   *FtU = thin_factor_t_u(c, U);
+	SymOp		op = {m, NULL, thin_gram(c), FtU, c->r1};
 	bool		exact = false;
 
 	if (c->X == NULL)
@@ -826,11 +856,16 @@ best_response_gram(FitClient *c, const double *U, double tol)
 	if (m <= BEST_RESPONSE_EXACT_GRAM ||
 		!subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER))
 	{
+		double	   *G = thin_deflated_gram(c, FtU);
+
 		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
+		pfree(G);
 		exact = true;
 	}
 	thin_local_from_gram(c, U, c->X, c->b);
-	pfree(G);
+	if (c->r1 > 0)
+		thin_su(c, FtU, SU);
+	pfree(FtU);
 	return exact;
 }
 
@@ -838,7 +873,7 @@ best_response_gram(FitClient *c, const double *U, double tol)
 static bool
 best_response_space(FitClient *c, const double *U, double tol)
 {
-	SymOp		op = {c->d, c->r1 > 0 ? U : NULL, NULL};
+	SymOp		op = {c->d, c->r1 > 0 ? U : NULL, NULL, NULL, 0};
 	bool		exact = c->d <= BEST_RESPONSE_EXACT_DIM;
 
 	if (c->X == NULL)
@@ -863,12 +898,17 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 	double		f = 0.0;
 
 	*exact = false;
-	if (r2 > 0)
-		*exact = uses_gram(c) ? best_response_gram(c, U, tol) : best_response_space(c, U, tol);
+	if (r2 > 0 && uses_gram(c))
+		*exact = best_response_gram(c, U, tol, SU);
+	else
+	{
+		if (r2 > 0)
+			*exact = best_response_space(c, U, tol);
+		if (r1 > 0)
+			client_apply(c, U, r1, SU);
+	}
 	/* W = [U, V_i]; f_i and the gradient (I - V V')S U */
 	linalg_copy(d, r1, U, r1, c->W, c->k);
-	if (r1 > 0)
-		client_apply(c, U, r1, SU);
 	for (int j = 0; j < r2; j++)
 		f += c->ritz[j];
 	f += linalg_dot((int64) d * r1, U, SU);

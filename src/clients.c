@@ -356,6 +356,16 @@ client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
 	c->S = S;
 }
 
+void
+clients_one(const PerpcaStats *stats, const double *center, int r1, int r2, FitClient *c)
+{
+	memset(c, 0, sizeof(FitClient));
+	client_matrix(c, stats, center);
+	c->r2 = r2;
+	c->weight = 1.0;
+	client_setup(c, stats->dim, r1);
+}
+
 /* The fit's clients on this server: S_i about center, rank, weight (1 or n_i), seed. */
 FitNode *
 clients_node(const ClientInput *in, int n, int n_global, const double *center,

@@ -39,6 +39,10 @@ extern double clients_mean_sum(const ClientInput *in, int n, double *mean_sum);
 /* The center of the S_i: NULL (own means), pooled mean (mean_sum / rows) or zero. */
 extern double *clients_center(FitCenter how, const double *mean_sum, double rows, int d);
 
+/* One client from one statistics value (thin or dense, as the value is): S about center (NULL: its mean). */
+extern void clients_one(const PerpcaStats *stats, const double *center, int r1, int r2,
+						FitClient *c);
+
 /* The node of these clients: S_i about center, weights 1 or n_i, seeds from their keys. */
 extern FitNode *clients_node(const ClientInput *in, int n, int n_global, const double *center,
 							 const FitOptions *opts);

@@ -256,6 +256,33 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 	return 0;
 }
 
+/*
+ * Every eigenpair of a small symmetric n x n matrix (dsyev, QR iteration:
+ * cheaper than dsyevr's setup for the tiny Rayleigh-Ritz problems).  The
+ * row-major A is symmetric, so LAPACK reads it column-major as is; its
+ * eigenvectors come back as the columns of the column-major result, i.e.
+ * the rows of A, which are copied out descending.
+ */
+int
+linalg_eigh_small(int n, double *A, double *values, double *Z, int ldz, double *work)
+{
+	double	   *w = work;
+	double	   *lw = work + n;
+	int			info;
+
+	if (n == 0)
+		return 0;
+	info = LAPACKE_dsyev_work(LAPACK_COL_MAJOR, 'V', 'U', n, A, n, w, lw, LINALG_EIGH_SMALL_LWORK(n));
+	if (info != 0)
+		return info;
+	for (int j = 0; j < n; j++)
+	{
+		values[j] = w[n - 1 - j];
+		cblas_dcopy(n, A + (int64_t) (n - 1 - j) * n, 1, Z + j, ldz);
+	}
+	return 0;
+}
+
 /* Thin SVD without right vectors; keep the first k left singular vectors. */
 int
 linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma,

@@ -75,6 +75,15 @@ extern int	linalg_eigh_top(int d, double *A, int k, double *values, double *Z, i
 /* Doubles of workspace that linalg_eigh_top needs. */
 #define LINALG_EIGH_WORK(d, k) ((int64_t) (d) + (int64_t) (d) * (k) + 2 * (int64_t) (k) + 2)
 
+/* LAPACK workspace of linalg_eigh_small beyond the n eigenvalues. */
+#define LINALG_EIGH_SMALL_LWORK(n) (3 * (n) + 64 * (n))
+
+/* Doubles of workspace that linalg_eigh_small needs. */
+#define LINALG_EIGH_SMALL_WORK(n) ((int64_t) (n) + LINALG_EIGH_SMALL_LWORK(n))
+
+/* All eigenpairs of a small symmetric A (n x n, destroyed): values descending, vectors as columns of Z (stride ldz). */
+extern int	linalg_eigh_small(int n, double *A, double *values, double *Z, int ldz, double *work);
+
 /* Top k left singular vectors of A (m x n, destroyed) as columns of Z (m x k, stride ldz), and their singular values into sigma (if not NULL); k <= min(m, n). */
 extern int	linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz,
 								 double *sigma, double *work);

@@ -1,20 +1,23 @@
 /*
- * models.c -- projection functions that read a stored model by name
+ * models.c -- SQL functions on a stored model read by name
  *
- * A model "m" is three ordinary tables written by perpca_train():
- * m_components, m_clients and m_info (one row, with a version number that
- * every change of the model renews).  The model is read with SPI once and
- * kept in a per-backend cache, keyed by the info table's OID.
- *
- * Each calling expression keeps a ModelBinding in fn_extra.  The binding is
- * checked against the database only when the snapshot changes (in practice
- * once per statement): then one SPI query reads the model's version and the
- * cache reloads the model if it was replaced.  Rows of the same statement
- * use the bound data directly, so the per-row cost is that of the pure
- * array functions plus a client lookup.
+ * The model is found, checked and read by model_read.c (never with SQL, so
+ * the model's owner cannot make a caller run her code) and cached per
+ * backend.  Each calling expression keeps a ModelBinding in fn_extra.  The
+ * binding is checked against the database only when the snapshot changes (in
+ * practice once per statement): then the model's tables are looked up and
+ * checked again, its version read, and the cache reloads the model if it was
+ * replaced.  Rows of the same statement use the bound data directly, so the
+ * per-row cost is that of the pure array functions plus a client lookup.
  *
  * Loaded data are reference-counted: a binding holds a reference until its
  * query's memory is released, so a reload never frees data in use.
+ *
+ * Client keys: the model keeps them as text, the output of the key type's
+ * output function (what the fit stored).  The row functions take the key in
+ * any type and convert it the same way.  A key the model does not have is,
+ * with unknown => 'global' (the default), projected on the global components
+ * only, with one NOTICE per statement; with unknown => 'error' it is an error.
  *
  * Decomposition of a row x of client i with centre c (the client's mean,
  * the pooled mean or zero, as the fit's center option), y = x - c:
@@ -28,12 +31,11 @@
 
 #include <math.h>
 
-#include "catalog/namespace.h"
+#include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "utils/array.h"
@@ -41,9 +43,9 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/varlena.h"
 
 #include "linalg.h"
+#include "model_read.h"
 #include "perpca.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_scores);
@@ -53,50 +55,20 @@ PG_FUNCTION_INFO_V1(perpca_model_reconstruct);
 PG_FUNCTION_INFO_V1(perpca_model_residual);
 PG_FUNCTION_INFO_V1(perpca_model_error);
 PG_FUNCTION_INFO_V1(perpca_similarity);
+PG_FUNCTION_INFO_V1(perpca_component_info);
+PG_FUNCTION_INFO_V1(perpca_model_theta);
 
-typedef enum ModelCenter
-{
-	CENTER_CLIENT,				/* each client's own mean */
-	CENTER_GLOBAL,				/* the pooled mean of all rows */
-	CENTER_NONE					/* no centering */
-} ModelCenter;
+#if PG_VERSION_NUM >= 170000
+#define MY_LXID (MyProc->vxid.lxid)
+#else
+#define MY_LXID (MyProc->lxid)
+#endif
 
-/* One client of a loaded model. */
-typedef struct ModelClient
-{
-	char	   *name;
-	int			namelen;
-	int			r2;				/* local components */
-	double	   *V;				/* r2 x d, rows */
-	double	   *mean;			/* d */
-} ModelClient;
-
-/* One loaded version of a model, in its own memory context. */
-typedef struct ModelData
-{
-	Oid			info_oid;
-	int64		version;
-	int			refcount;		/* bindings using these data */
-	bool		current;		/* still the cache's entry for info_oid */
-	MemoryContext cxt;
-	int			d;
-	int			r1;
-	int			r2max;
-	ModelCenter center;
-	double	   *U;				/* r1 x d, rows */
-	double	   *global_mean;	/* d */
-	int			nclients;
-	ModelClient *clients;		/* sorted by name (bytewise) */
-} ModelData;
-
-/* The cache: the current data of every model this backend has read. */
-typedef struct CacheEntry
-{
-	ModelData  *data;
-	struct CacheEntry *next;
-} CacheEntry;
-
-static CacheEntry *model_cache = NULL;
+/* Arguments of the row functions: (model, client, x[, unknown]). */
+#define ARG_MODEL 0
+#define ARG_CLIENT 1
+#define ARG_X 2
+#define ARG_UNKNOWN 3
 
 /* What a calling expression keeps in fn_extra. */
 typedef struct ModelBinding
@@ -109,6 +81,13 @@ typedef struct ModelBinding
 	TransactionId xmin;
 	TransactionId xmax;
 	CommandId	curcid;
+	/* the client key's type and output function (set on first use) */
+	Oid			key_type;
+	bool		key_is_text;
+	bool		key_byval;		/* keys compared as Datums before conversion */
+	FmgrInfo	key_out;
+	Datum		last_key;		/* the by-value key of client (when set) */
+	bool		key_type_checked;	/* against data, at the first unknown key */
 	/* the last client looked up, and scratch space */
 	const ModelClient *client;
 	double	   *y;				/* d */
@@ -117,327 +96,9 @@ typedef struct ModelBinding
 } ModelBinding;
 
 /* ------------------------------------------------------------------------
- * Finding a model and reading it with SPI
+ * The per-expression binding
  * ------------------------------------------------------------------------
  */
-
-/* OID of the model's info table; raises undefined_object when there is none. */
-static Oid
-model_info_oid(text *model, char **base)
-{
-	List	   *names = textToQualifiedNameList(model);
-	RangeVar   *rv;
-	Oid			oid;
-
-	if (list_length(names) > 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("improper model name \"%s\"", text_to_cstring(model)),
-				 errdetail("A model name is a table name prefix, optionally qualified by a schema name.")));
-	rv = makeRangeVarFromNameList(names);
-	*base = rv->relname;
-	rv->relname = psprintf("%s_info", *base);
-	oid = RangeVarGetRelid(rv, NoLock, true);
-	if (!OidIsValid(oid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model \"%s\" does not exist", text_to_cstring(model)),
-				 errhint("Create it with perpca_train().")));
-	return oid;
-}
-
-/* Quoted "schema"."<base>_<suffix>", in the schema of the info table. */
-static char *
-model_table(Oid info_oid, const char *base, const char *suffix)
-{
-	char	   *nsp = get_namespace_name(get_rel_namespace(info_oid));
-
-	return quote_qualified_identifier(nsp, psprintf("%s_%s", base, suffix));
-}
-
-/* Raise the error for a model whose tables do not fit together. */
-static void
-model_damaged(const char *base, const char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("model \"%s\" is inconsistent", base),
-			 errdetail_internal("%s", detail),
-			 errhint("Train it again with perpca_train(..., replace => true).")));
-}
-
-/* Run a read-only query under the current snapshot. */
-static void
-spi_read(const char *sql)
-{
-	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute failed: %s", sql);
-}
-
-/* Column col of SPI result row i, NULL-checked. */
-static Datum
-spi_value(uint64 i, int col, bool *isnull)
-{
-	return SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, isnull);
-}
-
-/* Column col of row i as a float8[] of length d, copied into cxt (NULL stays NULL). */
-static double *
-spi_vector(uint64 i, int col, int d, MemoryContext cxt, const char *what)
-{
-	bool		isnull;
-	Datum		v = spi_value(i, col, &isnull);
-	int			n;
-	double	   *x;
-	double	   *copy;
-
-	if (isnull)
-		return NULL;
-	x = perpca_vector_arg(DatumGetArrayTypeP(v), &n, what);
-	if (n != d)
-		perpca_dim_mismatch(d, n, what);
-	copy = MemoryContextAlloc(cxt, sizeof(double) * d);
-	memcpy(copy, x, sizeof(double) * d);
-	return copy;
-}
-
-/* Column col of row i as a C string in cxt, or NULL. */
-static char *
-spi_text(uint64 i, int col, MemoryContext cxt)
-{
-	bool		isnull;
-	Datum		v = spi_value(i, col, &isnull);
-
-	return isnull ? NULL : MemoryContextStrdup(cxt, TextDatumGetCString(v));
-}
-
-/* The version of the model (its single info row). */
-static int64
-model_version(const char *info, const char *base)
-{
-	bool		isnull;
-	Datum		v;
-
-	spi_read(psprintf("SELECT version FROM %s", info));
-	if (SPI_processed != 1)
-		model_damaged(base, "The info table must have exactly one row.");
-	v = spi_value(0, 1, &isnull);
-	if (isnull)
-		model_damaged(base, "The model has no version.");
-	return DatumGetInt64(v);
-}
-
-/* Byte-wise order of client names (COLLATE "C"). */
-static int
-client_cmp(const char *a, int alen, const char *b, int blen)
-{
-	int			c = memcmp(a, b, Min(alen, blen));
-
-	return c != 0 ? c : alen - blen;
-}
-
-/* The client of m with this name, or NULL. */
-static ModelClient *
-client_find(const ModelData *m, const char *name, int len)
-{
-	int			lo = 0;
-	int			hi = m->nclients - 1;
-
-	while (lo <= hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		ModelClient *c = &m->clients[mid];
-		int			cmp = client_cmp(name, len, c->name, c->namelen);
-
-		if (cmp == 0)
-			return c;
-		if (cmp < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
-}
-
-/* Read the info row: dimension, centering, pooled mean. */
-static void
-load_info(ModelData *m, const char *info, const char *base)
-{
-	bool		isnull;
-	char	   *center;
-
-	spi_read(psprintf("SELECT d, center, global_mean FROM %s", info));
-	if (SPI_processed != 1)
-		model_damaged(base, "The info table must have exactly one row.");
-	m->d = DatumGetInt32(spi_value(0, 1, &isnull));
-	if (isnull || m->d < 1 || m->d > PERPCA_MAX_DIM)
-		model_damaged(base, "The info table has no valid dimension d.");
-	center = spi_text(0, 2, CurrentMemoryContext);
-	if (center && strcmp(center, "client") == 0)
-		m->center = CENTER_CLIENT;
-	else if (center && strcmp(center, "global") == 0)
-		m->center = CENTER_GLOBAL;
-	else if (center && strcmp(center, "none") == 0)
-		m->center = CENTER_NONE;
-	else
-		model_damaged(base, "The center option must be client, global or none.");
-	m->global_mean = spi_vector(0, 3, m->d, m->cxt, "global_mean");
-	if (m->global_mean == NULL)
-		model_damaged(base, "The info table has no global_mean.");
-}
-
-/* Read the clients (sorted by name) and their means. */
-static void
-load_clients(ModelData *m, const char *clients, const char *base)
-{
-	spi_read(psprintf("SELECT client, mean FROM %s ORDER BY client COLLATE \"C\"", clients));
-	m->nclients = (int) SPI_processed;
-	m->clients = MemoryContextAllocZero(m->cxt, sizeof(ModelClient) * Max(m->nclients, 1));
-	for (int i = 0; i < m->nclients; i++)
-	{
-		ModelClient *c = &m->clients[i];
-
-		c->name = spi_text(i, 1, m->cxt);
-		if (c->name == NULL)
-			model_damaged(base, "A client name is NULL.");
-		c->namelen = strlen(c->name);
-		c->mean = spi_vector(i, 2, m->d, m->cxt, "mean");
-		if (c->mean == NULL && m->center == CENTER_CLIENT)
-			model_damaged(base, psprintf("Client \"%s\" has no mean.", c->name));
-	}
-}
-
-/* Copy rows [from, to) of the SPI result's pc column (4) into a k x d matrix. */
-static double *
-spi_rows(uint64 from, uint64 to, int d, MemoryContext cxt)
-{
-	double	   *A = MemoryContextAlloc(cxt, sizeof(double) * d * Max(to - from, 1));
-
-	for (uint64 i = from; i < to; i++)
-	{
-		double	   *pc = spi_vector(i, 4, d, CurrentMemoryContext, "pc");
-
-		if (pc == NULL)
-			elog(ERROR, "unexpected NULL component");
-		memcpy(A + (i - from) * d, pc, sizeof(double) * d);
-	}
-	return A;
-}
-
-/* The kind column of row i ("" when NULL). */
-static const char *
-spi_kind(uint64 i)
-{
-	char	   *kind = spi_text(i, 1, CurrentMemoryContext);
-
-	return kind ? kind : "";
-}
-
-/* Read the components: U, then each client's V_i (rows grouped by client). */
-static void
-load_components(ModelData *m, const char *components, const char *base)
-{
-	uint64		i = 0;
-	uint64		n;
-
-	spi_read(psprintf("SELECT kind, client, component, pc FROM %s WHERE pc IS NOT NULL "
-					  "ORDER BY kind, client COLLATE \"C\", component", components));
-	n = SPI_processed;
-	while (i < n && strcmp(spi_kind(i), "global") == 0)
-		i++;
-	m->r1 = (int) i;
-	m->U = spi_rows(0, i, m->d, m->cxt);
-	while (i < n)
-	{
-		char	   *name = spi_text(i, 2, CurrentMemoryContext);
-		uint64		end = i;
-		ModelClient *c;
-
-		if (name == NULL || strcmp(spi_kind(i), "local") != 0)
-			model_damaged(base, "Components must be global (client NULL) or local (client set).");
-		while (end < n && spi_text(end, 2, CurrentMemoryContext) != NULL &&
-			   strcmp(spi_text(end, 2, CurrentMemoryContext), name) == 0)
-			end++;
-		c = client_find(m, name, strlen(name));
-		if (c == NULL)
-			model_damaged(base, psprintf("Client \"%s\" has local components but no row in the clients table.", name));
-		c->r2 = (int) (end - i);
-		c->V = spi_rows(i, end, m->d, m->cxt);
-		m->r2max = Max(m->r2max, c->r2);
-		i = end;
-	}
-}
-
-/* Read one version of a model into a new memory context under TopMemoryContext. */
-static ModelData *
-model_load(Oid info_oid, const char *base, int64 version)
-{
-	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "perpca model",
-											  ALLOCSET_DEFAULT_SIZES);
-	ModelData  *m = MemoryContextAllocZero(cxt, sizeof(ModelData));
-
-	m->cxt = cxt;
-	m->info_oid = info_oid;
-	m->version = version;
-	PG_TRY();
-	{
-		load_info(m, model_table(info_oid, base, "info"), base);
-		load_clients(m, model_table(info_oid, base, "clients"), base);
-		load_components(m, model_table(info_oid, base, "components"), base);
-	}
-	PG_CATCH();
-	{
-		MemoryContextDelete(cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	return m;
-}
-
-/* ------------------------------------------------------------------------
- * The per-backend cache and the per-expression binding
- * ------------------------------------------------------------------------
- */
-
-/* Drop one reference; free data that are no longer current nor used. */
-static void
-model_unref(ModelData *m)
-{
-	m->refcount--;
-	if (m->refcount == 0 && !m->current)
-		MemoryContextDelete(m->cxt);
-}
-
-/* The current data of a model at this version, reading it if needed. */
-static ModelData *
-cache_get(Oid info_oid, const char *base, int64 version)
-{
-	CacheEntry *e;
-	ModelData  *m;
-
-	for (e = model_cache; e != NULL; e = e->next)
-		if (e->data->info_oid == info_oid)
-			break;
-	if (e != NULL && e->data->version == version)
-		return e->data;
-	m = model_load(info_oid, base, version);
-	m->current = true;
-	if (e == NULL)
-	{
-		e = MemoryContextAllocZero(TopMemoryContext, sizeof(CacheEntry));
-		e->next = model_cache;
-		model_cache = e;
-	}
-	else
-	{
-		/* The replaced version lives on while bindings still use it. */
-		e->data->current = false;
-		if (e->data->refcount == 0)
-			MemoryContextDelete(e->data->cxt);
-	}
-	e->data = m;
-	return m;
-}
 
 /* True when two text values (either may be NULL) hold the same bytes. */
 static bool
@@ -460,20 +121,11 @@ binding_release(void *arg)
 	b->data = NULL;
 }
 
-/* Check the binding against the database and bind it to the model's current data. */
+/* Check the model against the database and bind to its current data. */
 static void
 binding_refresh(ModelBinding *b, text *model, MemoryContext fcxt)
 {
-	char	   *base;
-	Oid			info_oid = model_info_oid(model, &base);
-	ModelData  *m;
-	int64		version;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	version = model_version(model_table(info_oid, base, "info"), base);
-	m = cache_get(info_oid, base, version);
-	SPI_finish();
+	ModelData  *m = model_open(model);
 
 	if (b->data != m)
 	{
@@ -482,6 +134,7 @@ binding_refresh(ModelBinding *b, text *model, MemoryContext fcxt)
 		m->refcount++;
 		b->data = m;
 		b->client = NULL;
+		b->key_type_checked = false;
 		b->y = MemoryContextAlloc(fcxt, sizeof(double) * m->d);
 		b->out = MemoryContextAlloc(fcxt, sizeof(double) * m->d);
 		b->s = MemoryContextAlloc(fcxt, sizeof(double) * (m->r1 + m->r2max));
@@ -502,7 +155,7 @@ binding_snapshot_changed(ModelBinding *b)
 	if (!ActiveSnapshotSet())
 		return true;
 	snap = GetActiveSnapshot();
-	return b->lxid != MyProc->lxid || b->xmin != snap->xmin ||
+	return b->lxid != MY_LXID || b->xmin != snap->xmin ||
 		b->xmax != snap->xmax || b->curcid != snap->curcid;
 }
 
@@ -512,7 +165,7 @@ binding_snapshot_save(ModelBinding *b)
 {
 	Snapshot	snap;
 
-	b->lxid = MyProc->lxid;
+	b->lxid = MY_LXID;
 	if (!ActiveSnapshotSet())
 		return;
 	snap = GetActiveSnapshot();
@@ -544,17 +197,244 @@ model_bind(FunctionCallInfo fcinfo, text *model)
 	return b;
 }
 
-/* The bound model's client of this name, or NULL for a client it has never seen. */
-static const ModelClient *
-model_client(ModelBinding *b, text *client)
-{
-	const char *name = VARDATA_ANY(client);
-	int			len = VARSIZE_ANY_EXHDR(client);
+/* ------------------------------------------------------------------------
+ * Client keys of any type, and clients the model does not know
+ * ------------------------------------------------------------------------
+ */
 
-	if (b->client != NULL && b->client->namelen == len &&
-		memcmp(b->client->name, name, len) == 0)
+/* The key argument's type: from the call, else (no expression) as declared if not polymorphic. */
+static Oid
+key_arg_type(FunctionCallInfo fcinfo)
+{
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
+	Oid		   *argtypes;
+	int			nargs;
+
+	if (OidIsValid(type))
+		return type;
+	get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
+	return nargs > ARG_CLIENT && argtypes[ARG_CLIENT] == TEXTOID ? TEXTOID : InvalidOid;
+}
+
+/* The key argument's type and output function, looked up once per call site. */
+static void
+key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
+{
+	Oid			type = key_arg_type(fcinfo);
+	Oid			outfunc;
+	bool		isvarlena;
+
+	if (!OidIsValid(type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+				 errmsg("could not determine the type of the client key")));
+	b->key_type = type;
+	b->key_is_text = (type == TEXTOID);
+	b->key_byval = get_typbyval(type);
+	if (!b->key_is_text)
+	{
+		getTypeOutputInfo(type, &outfunc, &isvarlena);
+		fmgr_info_cxt(outfunc, &b->key_out, fcinfo->flinfo->fn_mcxt);
+	}
+}
+
+/* The key as the model stores it: its bytes (not terminated) and length. */
+static const char *
+key_text(FunctionCallInfo fcinfo, ModelBinding *b, int *len)
+{
+	const char *str;
+
+	if (b->key_is_text)
+	{
+		text	   *t = PG_GETARG_TEXT_PP(ARG_CLIENT);
+
+		*len = VARSIZE_ANY_EXHDR(t);
+		return VARDATA_ANY(t);
+	}
+	str = OutputFunctionCall(&b->key_out, PG_GETARG_DATUM(ARG_CLIENT));
+	*len = strlen(str);
+	return str;
+}
+
+/* True when str is the canonical text of an integer ("0", "-12", not "012" or "+1"). */
+static bool
+is_integer_text(const char *str)
+{
+	const char *p = str[0] == '-' ? str + 1 : str;
+
+	if (p[0] == '\0' || (p[0] == '0' && (p[1] != '\0' || p != str)))
+		return false;
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+/* True when str is the canonical text of a uuid (lower-case, 8-4-4-4-12). */
+static bool
+is_uuid_text(const char *str)
+{
+	if (strlen(str) != 36)
+		return false;
+	for (int i = 0; i < 36; i++)
+	{
+		bool		dash = (i == 8 || i == 13 || i == 18 || i == 23);
+
+		if (dash ? str[i] != '-' : !((str[i] >= '0' && str[i] <= '9') || (str[i] >= 'a' && str[i] <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+/* Whether a key stored as str could be the output of a value of type (true when unknown). */
+static bool
+key_could_be(Oid type, const char *str)
+{
+	switch (type)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+			return is_integer_text(str);
+		case UUIDOID:
+			return is_uuid_text(str);
+		default:
+			return true;
+	}
+}
+
+/*
+ * Keys of this type can never match the model's: none of its keys is the
+ * text of a value of the type (checked for integer and uuid keys).  An error,
+ * whatever the unknown option: every row would miss.
+ */
+static void
+key_type_check(ModelBinding *b)
+{
+	const ModelData *m = b->data;
+
+	b->key_type_checked = true;
+	if (b->key_is_text || m->nclients == 0)
+		return;
+	for (int i = 0; i < m->nclients; i++)
+		if (key_could_be(b->key_type, m->clients[i].name))
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("client keys of type %s cannot match model \"%s\"",
+					format_type_be(b->key_type), text_to_cstring(b->model)),
+			 errdetail("None of the model's %d client keys is the text of a %s value, for example \"%s\".",
+					   m->nclients, format_type_be(b->key_type), m->clients[0].name),
+			 errhint("Pass the key in the type of the training query's client column, or as text.")));
+}
+
+typedef enum UnknownMode
+{
+	UNKNOWN_GLOBAL,				/* global components only, one NOTICE per statement */
+	UNKNOWN_ERROR				/* an error */
+} UnknownMode;
+
+/* The unknown option (absent under the 0.1.0 signatures: 'global'). */
+static UnknownMode
+unknown_arg(FunctionCallInfo fcinfo)
+{
+	text	   *t;
+	int			len;
+
+	if (PG_NARGS() <= ARG_UNKNOWN)
+		return UNKNOWN_GLOBAL;
+	t = PG_GETARG_TEXT_PP(ARG_UNKNOWN);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len == 6 && memcmp(VARDATA_ANY(t), "global", 6) == 0)
+		return UNKNOWN_GLOBAL;
+	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
+		return UNKNOWN_ERROR;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown must be 'global' or 'error', not \"%s\"", text_to_cstring(t))));
+	return UNKNOWN_GLOBAL;		/* keep the compiler quiet */
+}
+
+/* The models an unknown-client NOTICE was raised for in the current statement. */
+#define NOTICED_MAX 16
+static struct
+{
+	LocalTransactionId lxid;
+	TimestampTz statement;
+	int			n;
+	Oid			info_oid[NOTICED_MAX];
+} unknown_noticed;
+
+/* True the first time per statement for a model (and for up to NOTICED_MAX models). */
+static bool
+unknown_first_in_statement(Oid info_oid)
+{
+	TimestampTz now = GetCurrentStatementStartTimestamp();
+
+	if (unknown_noticed.lxid != MY_LXID || unknown_noticed.statement != now)
+	{
+		unknown_noticed.lxid = MY_LXID;
+		unknown_noticed.statement = now;
+		unknown_noticed.n = 0;
+	}
+	for (int i = 0; i < unknown_noticed.n; i++)
+		if (unknown_noticed.info_oid[i] == info_oid)
+			return false;
+	if (unknown_noticed.n == NOTICED_MAX)
+		return false;
+	unknown_noticed.info_oid[unknown_noticed.n++] = info_oid;
+	return true;
+}
+
+/* A client the model does not know: an error, or the statement's one NOTICE. */
+static void
+unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
+{
+	int			n = b->data->nclients;
+
+	if (!b->key_type_checked)
+		key_type_check(b);
+	if (mode == UNKNOWN_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(b->model)),
+				 errdetail("The model knows %d client%s%s%s%s; keys are compared as text.", n,
+						   n == 1 ? "" : "s", n > 0 ? ", for example \"" : "",
+						   n > 0 ? b->data->clients[0].name : "", n > 0 ? "\"" : ""),
+				 errhint("Check the key, or add the client with perpca_personalize().")));
+	if (!unknown_first_in_statement(b->data->info_oid))
+		return;
+	ereport(NOTICE,
+			(errmsg("client \"%s\" is not in model \"%s\": projected on the global components only",
+					pnstrdup(key, len), text_to_cstring(b->model)),
+			 errdetail("The model knows %d client%s. Further unknown clients in this statement are not reported.",
+					   n, n == 1 ? "" : "s"),
+			 errhint("Pass unknown => 'error' to make an unknown client an error, or add the client with perpca_personalize().")));
+}
+
+/* The bound model's client for the key argument, or NULL for one it does not know. */
+static const ModelClient *
+model_client(FunctionCallInfo fcinfo, ModelBinding *b)
+{
+	UnknownMode mode = unknown_arg(fcinfo);
+	int			len;
+	const char *key;
+
+	if (b->key_type == InvalidOid)
+		key_type_setup(fcinfo, b);
+	/* Rows come grouped by client: the same by-value key needs no conversion. */
+	if (b->client != NULL && b->key_byval && !b->key_is_text &&
+		PG_GETARG_DATUM(ARG_CLIENT) == b->last_key)
 		return b->client;
-	b->client = client_find(b->data, name, len);
+	key = key_text(fcinfo, b, &len);
+	if (b->client != NULL && b->client->namelen == len &&
+		memcmp(b->client->name, key, len) == 0)
+		return b->client;
+	b->client = model_find_client(b->data, key, len);
+	b->last_key = PG_GETARG_DATUM(ARG_CLIENT);
+	if (b->client == NULL)
+		unknown_client(b, mode, key, len);
 	return b->client;
 }
 
@@ -579,14 +459,14 @@ typedef struct RowProjection
 static void
 row_project(FunctionCallInfo fcinfo, RowProjection *p)
 {
-	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(0));
+	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
 	const ModelData *m = b->data;
 	int			d;
 	const double *x;
 
 	p->m = m;
-	p->c = model_client(b, PG_GETARG_TEXT_PP(1));
-	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(2), &d, "x");
+	p->c = model_client(fcinfo, b);
+	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
 	if (m->center == CENTER_NONE)
@@ -692,15 +572,34 @@ perpca_model_error(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
+/* rho between two clients' local subspaces; G is r2max x r2max scratch. */
+static double
+client_distance(const ModelData *m, const ModelClient *a, const ModelClient *c, double *G)
+{
+	double		inner = 0.0;
+
+	if (a == c || a->r2 + c->r2 == 0)
+		return 0.0;
+	if (a->r2 > 0 && c->r2 > 0)
+	{
+		linalg_gemm(false, true, a->r2, c->r2, m->d, 1.0, a->V, m->d,
+					c->V, m->d, 0.0, G, c->r2);
+		inner = linalg_dot((int64) a->r2 * c->r2, G, G);
+	}
+	return Max(a->r2 + c->r2 - 2.0 * inner, 0.0) / (0.5 * (a->r2 + c->r2));
+}
+
 /*
- * rho_ij = ||P_Vi - P_Vj||_F^2 / r2 for every ordered pair of clients, where
- * ||P_Vi - P_Vj||_F^2 = r_i + r_j - 2 ||V_i V_j^T||_F^2 and r2 = (r_i + r_j) / 2
- * (the paper's r2 when all clients have the same local rank).
+ * rho_ab = ||P_Va - P_Vb||_F^2 / r2 for each unordered pair of clients, a < b
+ * (bytewise), or with all_pairs every ordered pair and each client with
+ * itself.  ||P_Va - P_Vb||_F^2 = r_a + r_b - 2 ||V_a V_b^T||_F^2 and
+ * r2 = (r_a + r_b) / 2 (the paper's r2 when all clients have the same local rank).
  */
 Datum
 perpca_similarity(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
 	ModelBinding *b;
 	const ModelData *m;
 	double	   *G;
@@ -711,32 +610,123 @@ perpca_similarity(PG_FUNCTION_ARGS)
 	G = palloc(sizeof(double) * Max(m->r2max * m->r2max, 1));
 	for (int i = 0; i < m->nclients; i++)
 	{
-		const ModelClient *a = &m->clients[i];
-
 		CHECK_FOR_INTERRUPTS();
-		for (int j = 0; j < m->nclients; j++)
+		for (int j = all_pairs ? 0 : i + 1; j < m->nclients; j++)
 		{
-			const ModelClient *c = &m->clients[j];
 			Datum		row[3];
 			bool		nulls[3] = {false, false, false};
-			double		inner = 0.0;
-			double		dist = 0.0;
 
-			if (i != j && a->r2 + c->r2 > 0)
-			{
-				if (a->r2 > 0 && c->r2 > 0)
-				{
-					linalg_gemm(false, true, a->r2, c->r2, m->d, 1.0, a->V, m->d,
-								c->V, m->d, 0.0, G, c->r2);
-					inner = linalg_dot((int64) a->r2 * c->r2, G, G);
-				}
-				dist = Max(a->r2 + c->r2 - 2.0 * inner, 0.0) / (0.5 * (a->r2 + c->r2));
-			}
-			row[0] = CStringGetTextDatum(a->name);
-			row[1] = CStringGetTextDatum(c->name);
-			row[2] = Float8GetDatum(dist);
+			row[0] = CStringGetTextDatum(m->clients[i].name);
+			row[1] = CStringGetTextDatum(m->clients[j].name);
+			row[2] = Float8GetDatum(client_distance(m, &m->clients[i], &m->clients[j], G));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 		}
 	}
 	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Component info and theta
+ * ------------------------------------------------------------------------
+ */
+
+/* a / b, or NULL when either is NULL or b is 0. */
+static ModelFloat
+ratio(ModelFloat a, ModelFloat b)
+{
+	ModelFloat	r = {0.0, a.isnull || b.isnull || b.value == 0.0};
+
+	if (!r.isnull)
+		r.value = a.value / b.value;
+	return r;
+}
+
+/*
+ * Rows of one block of components (the global ones, or one client's local
+ * ones): variance, variance / total and base + running sum / total (the
+ * running sum skips NULL variances, as SQL's sum does).
+ */
+static void
+component_info_rows(ReturnSetInfo *rsinfo, const char *client, const int *number,
+					const ModelFloat *variance, int k, ModelFloat total, ModelFloat base)
+{
+	ModelFloat	sum = {0.0, true};
+
+	for (int j = 0; j < k; j++)
+	{
+		ModelFloat	share = ratio(variance[j], total);
+		ModelFloat	cumulative;
+		Datum		row[6];
+		bool		nulls[6];
+
+		if (!variance[j].isnull)
+		{
+			sum.value += variance[j].value;
+			sum.isnull = false;
+		}
+		cumulative = ratio(sum, total);
+		cumulative.isnull |= base.isnull;
+		cumulative.value += base.value;
+		row[0] = client ? CStringGetTextDatum(client) : (Datum) 0;
+		row[1] = CStringGetTextDatum(client ? "local" : "global");
+		row[2] = Int32GetDatum(number[j]);
+		row[3] = Float8GetDatum(variance[j].value);
+		row[4] = Float8GetDatum(share.value);
+		row[5] = Float8GetDatum(cumulative.value);
+		nulls[0] = client == NULL;
+		nulls[1] = nulls[2] = false;
+		nulls[3] = variance[j].isnull;
+		nulls[4] = share.isnull;
+		nulls[5] = cumulative.isnull;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+}
+
+/*
+ * Variance, explained-variance ratio and cumulative ratio of each component:
+ * global components against the fit's weighted mean total variance, local
+ * ones against their client's total variance, cumulated on top of the
+ * client's global share.  Rows: global first, then clients bytewise.
+ */
+Datum
+perpca_component_info(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m;
+	ModelFloat	zero = {0.0, false};
+
+	InitMaterializedSRF(fcinfo, 0);
+	m = model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
+	component_info_rows(rsinfo, NULL, m->global_number, m->global_variance, m->r1, m->total_variance, zero);
+	for (int i = 0; i < m->nclients; i++)
+	{
+		const ModelClient *c = &m->clients[i];
+
+		component_info_rows(rsinfo, c->name, c->number, c->variance, c->r2, c->total_variance,
+							c->global_ratio);
+	}
+	return (Datum) 0;
+}
+
+/* The model's theta_est, with a hint when it is below the threshold. */
+Datum
+perpca_model_theta(PG_FUNCTION_ARGS)
+{
+	double		threshold = PG_GETARG_FLOAT8(1);
+	const ModelData *m = model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {m->theta_est.isnull, true};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_model_theta must return a record");
+	desc = BlessTupleDesc(desc);
+	values[0] = Float8GetDatum(m->theta_est.value);
+	values[1] = (Datum) 0;
+	if (!m->theta_est.isnull && m->theta_est.value < threshold)
+	{
+		values[1] = CStringGetTextDatum("theta_est is small: the local components of the clients are nearly aligned, so global and local parts are not separable; lower n_local");
+		nulls[1] = false;
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

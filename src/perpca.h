@@ -24,9 +24,15 @@
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
  *   federated_shard.c   perpca_internal.shard_*(): node.c behind SQL on each shard
- *   models.c            projection functions on a stored model, read by name and cached
+ *   model_read.c        finding a stored model, checking its tables (plain, one owner,
+ *                       readable by the caller) and reading them without SQL; the
+ *                       per-backend model cache (model_read.h)
+ *   models.c            SQL functions on a stored model: row-wise projection with
+ *                       client keys of any type, similarity, component info, theta
  *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
  *   project.c           projection functions on float8[] arrays
+ *   evaluate.c          held-out evaluation of a stored model from statistics
+ *                       (perpca_evaluate's per-client arithmetic), query column types
  */
 #ifndef PERPCA_H
 #define PERPCA_H

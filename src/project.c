@@ -6,10 +6,12 @@
  *   scores          s = C y
  *   reconstruction  mean + C^T s
  *   residual        y - C^T s
- * The variance helpers read a perpca_stats value: the second moment S about
- * a centre c, S = M2/n + (mean - c)(mean - c)^T, its trace, the variance
- * captured by components tr(C S C^T), and the top eigenvectors of S after
- * deflating given global components (local components with U frozen).
+ * The variance helpers read a perpca_stats value as one fit client
+ * (client.h): the second moment S about a centre c, S = M2/n + (mean -
+ * c)(mean - c)^T, its trace, the variance captured by components
+ * tr(C S C^T), and the top eigenvectors of S after deflating given global
+ * components (local components with U frozen) -- a thin group through its
+ * rows, never as a d x d matrix.
  */
 #include "postgres.h"
 
@@ -21,6 +23,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
+#include "clients.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "stats.h"
@@ -111,13 +114,16 @@ perpca_residual(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
-/* The d x d second moment of argument 0 about the centre in argument argno (own mean if absent). */
-static double *
-stats_moment_arg(FunctionCallInfo fcinfo, int argno, int *dim)
+/*
+ * The group of argument 0 as one fit client (clients.c): S about the center
+ * in argument argno (its own mean if absent), thin or dense as the value is,
+ * so these helpers never form the d x d matrix of a thin group.
+ */
+static void
+stats_client_arg(FunctionCallInfo fcinfo, int argno, int r1, int r2, FitClient *c)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 	const double *center = NULL;
-	double	   *S;
 
 	perpca_stats_validate(s);
 	if (s->n == 0)
@@ -132,10 +138,28 @@ stats_moment_arg(FunctionCallInfo fcinfo, int argno, int *dim)
 		if (dc != s->dim)
 			perpca_dim_mismatch(s->dim, dc, "center");
 	}
-	S = palloc(sizeof(double) * s->dim * s->dim);
-	perpca_stats_moment(s, center, S);
-	*dim = s->dim;
-	return S;
+	clients_one(s, center, r1, r2, c);
+}
+
+/* The dimension of the statistics in argument 0. */
+static int
+stats_dim_arg(FunctionCallInfo fcinfo)
+{
+	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
+
+	perpca_stats_validate(s);
+	return s->dim;
+}
+
+/* The k x d rows C as a d x k matrix of columns. */
+static double *
+columns_of(const double *C, int k, int d)
+{
+	double	   *T = palloc(sizeof(double) * d * Max(k, 1));
+
+	for (int j = 0; j < k; j++)
+		linalg_copy(d, 1, C + (int64) j * d, 1, T + j, k);
+	return T;
 }
 
 /* Components argument argno, checked against dimension d. */
@@ -154,29 +178,26 @@ components_arg(FunctionCallInfo fcinfo, int argno, int d, int *k, const char *wh
 Datum
 perpca_total_variance(PG_FUNCTION_ARGS)
 {
-	int			d;
-	double	   *S = stats_moment_arg(fcinfo, 1, &d);
-	double		trace = 0.0;
+	FitClient	c;
 
-	for (int i = 0; i < d; i++)
-		trace += S[(int64) i * d + i];
-	PG_RETURN_FLOAT8(trace);
+	stats_client_arg(fcinfo, 1, 0, 0, &c);
+	PG_RETURN_FLOAT8(client_trace(&c));
 }
 
 /* tr(C S C^T): the variance of a group about a centre captured by the components C. */
 Datum
 perpca_explained_variance(PG_FUNCTION_ARGS)
 {
-	int			d;
+	int			d = stats_dim_arg(fcinfo);
 	int			k;
-	double	   *S = stats_moment_arg(fcinfo, 2, &d);
 	const double *C = components_arg(fcinfo, 1, d, &k, "components");
-	double	   *CS = palloc(sizeof(double) * k * d);
-	double		sum = 0.0;
+	double	   *Ct = columns_of(C, k, d);
+	double	   *SCt = palloc(sizeof(double) * d * Max(k, 1));
+	FitClient	c;
 
-	linalg_gemm(false, false, k, d, d, 1.0, C, d, S, d, 0.0, CS, d);
-	sum = linalg_dot((int64) k * d, CS, C);
-	PG_RETURN_FLOAT8(sum);
+	stats_client_arg(fcinfo, 2, 0, 0, &c);
+	client_apply(&c, Ct, k, SCt);
+	PG_RETURN_FLOAT8(linalg_dot((int64) d * k, Ct, SCt));
 }
 
 /*
@@ -187,15 +208,14 @@ Datum
 perpca_local_pcs(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			d;
+	int			d = stats_dim_arg(fcinfo);
 	int			r1;
 	int			k = PG_GETARG_INT32(2);
-	double	   *S = stats_moment_arg(fcinfo, 3, &d);
 	const double *U = components_arg(fcinfo, 1, d, &r1, "global_pcs");
-	double	   *D = palloc(sizeof(double) * d * d);
-	double	   *T = palloc(sizeof(double) * d * d);
+	double	   *T = palloc(sizeof(double) * d);
 	double	   *values;
 	double	   *Z;
+	FitClient	c;
 
 	if (k < 1 || k > d - r1)
 		ereport(ERROR,
@@ -203,19 +223,10 @@ perpca_local_pcs(PG_FUNCTION_ARGS)
 				 errmsg("n_local must be between 1 and %d, not %d", d - r1, k),
 				 errdetail("The local components live in the %d-dimensional complement of the %d global components.",
 						   d - r1, r1)));
-
-	/* D = I - U^T U; S <- D S D. */
-	linalg_gemm(true, false, d, d, r1, -1.0, U, d, U, d, 0.0, D, d);
-	for (int i = 0; i < d; i++)
-		D[(int64) i * d + i] += 1.0;
-	linalg_gemm(false, false, d, d, d, 1.0, D, d, S, d, 0.0, T, d);
-	linalg_gemm(false, false, d, d, d, 1.0, T, d, D, d, 0.0, S, d);
-
-	/* The eigenvectors come back as the columns of Z (d x k). */
+	stats_client_arg(fcinfo, 3, r1, k, &c);
 	values = palloc(sizeof(double) * k);
 	Z = palloc(sizeof(double) * d * k);
-	if (linalg_eigh_top(d, S, k, values, Z, k, palloc(sizeof(double) * LINALG_EIGH_WORK(d, k))) != 0)
-		elog(ERROR, "eigendecomposition of a %d x %d matrix failed", d, d);
+	client_top_eigen(&c, r1 > 0 ? columns_of(U, r1, d) : NULL, k, values, Z, k);
 	linalg_fix_signs(d, k, Z, k);
 
 	InitMaterializedSRF(fcinfo, 0);

@@ -73,6 +73,7 @@ sub clear_err { $_[0]->{stderr} = ''; return; }
 
 # ---- 1. a cached model is replaced by another session --------------------
 my $reader = $node->background_psql('postgres', on_error_stop => 0);
+$reader->query_safe('SET client_min_messages = warning');    # the unseen client's NOTICE
 $reader->set_query_timer_restart;
 my $scores_sql = q{SELECT array_length(perpca_model_scores('m', 'a', x), 1) FROM obs WHERE client = 'a' AND obs = 1};
 is($reader->query_safe($scores_sql), '4', 'reader: 2 global + 2 local scores (model cached)');
@@ -88,6 +89,7 @@ is($reader->query_safe($scores_sql), '3',
 	'reader: the next statement after the replace committed uses the new model');
 
 my $writer = $node->background_psql('postgres', on_error_stop => 0);
+$writer->query_safe('SET client_min_messages = warning');    # the unseen client's NOTICE
 $writer->set_query_timer_restart;
 $writer->query_safe('BEGIN');
 $writer->query_safe(
@@ -138,6 +140,7 @@ like($stderr, qr/ERROR:  55P03: model "m" is being refreshed or changed by anoth
 like($stderr, qr/HINT:  .*wait => true/, '... and a hint to wait');
 
 my $waiter = $node->background_psql('postgres', on_error_stop => 0);
+$waiter->query_safe('SET client_min_messages = warning');    # the unseen client's NOTICE
 $waiter->set_query_timer_restart;
 $waiter->query_until(qr/waiting/,
 	"\\echo waiting\nSELECT 'queued', version FROM perpca_refresh('m', wait => true);\n");

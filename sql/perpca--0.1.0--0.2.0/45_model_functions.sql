@@ -1,0 +1,89 @@
+-- ==========================================================================
+-- Reading a stored model (0.1.0 -> 0.2.0): the model-aware functions read
+-- the model's tables without SQL after checking them (issue: a model's owner
+-- could make a caller run her code), take the client key in any type and an
+-- unknown option, and perpca_similarity returns each pair once.  Functions
+-- whose signature changed are dropped and created again; component_info and
+-- theta keep theirs and are replaced (from PL/pgSQL to C), keeping their OIDs.
+-- ==========================================================================
+
+DROP FUNCTION perpca_model_scores(text, text, float8[]);
+DROP FUNCTION perpca_model_global_part(text, text, float8[]);
+DROP FUNCTION perpca_model_local_part(text, text, float8[]);
+DROP FUNCTION perpca_model_reconstruct(text, text, float8[]);
+DROP FUNCTION perpca_model_residual(text, text, float8[]);
+DROP FUNCTION perpca_model_error(text, text, float8[]);
+DROP FUNCTION perpca_similarity(text);
+
+CREATE OR REPLACE FUNCTION perpca_component_info(model text)
+RETURNS TABLE (client text, kind text, component int, variance float8,
+               explained_variance_ratio float8, cumulative_explained_variance_ratio float8)
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_component_info(text) IS
+    'variance, explained-variance ratio and cumulative ratio of each component (as ML.PRINCIPAL_COMPONENT_INFO), global rows first, then each client''s local rows.  Global rows divide by <model>_info.total_variance, the fit''s weighted mean over clients (weights option) of each client''s total variance about its centre; their cumulative ratio runs over the global components.  Local rows divide by their own client''s total variance about its centre (<model>_clients.total_variance); their cumulative ratio starts at the client''s global_ratio (the share of its variance the global components capture), so the last local row is global_ratio + local_ratio.  A ratio is NULL when its total is NULL or 0';
+
+CREATE OR REPLACE FUNCTION perpca_model_theta(model text, threshold float8 DEFAULT 0.05,
+                                   OUT theta_est float8, OUT hint text)
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_model_theta(text, float8) IS
+    'the model''s misalignment theta_est = 1 - lambda_max(mean of the local projectors), with a hint when it is below threshold';
+
+-- Row-wise projection on a stored model (read once per backend and cached).
+-- Each takes the client key as text (also for literals such as 'c1') or in
+-- any other type (int, bigint, uuid, date, ...), converted to text by the
+-- type's output function as the fit stored it.
+CREATE FUNCTION perpca_model_scores(model text, client text, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_scores(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_global_part(model text, client text, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_global_part(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_local_part(model text, client text, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_local_part(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_reconstruct(model text, client text, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_reconstruct(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_residual(model text, client text, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_residual(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_error(model text, client text, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8 AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_model_error(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+    RETURNS float8 AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION perpca_similarity(model text, all_pairs boolean DEFAULT false,
+                                  OUT client_a text, OUT client_b text, OUT distance float8)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION perpca_model_scores(text, text, float8[], text) IS
+    'scores of a row x of a client: n_global global scores then the client''s local scores, after centering as the fit did; a client the model has never seen gets the global scores only (unknown => ''global'', one NOTICE per statement) or an error (unknown => ''error'')';
+COMMENT ON FUNCTION perpca_model_scores(text, anyelement, float8[], text) IS
+    'perpca_model_scores with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+COMMENT ON FUNCTION perpca_model_global_part(text, text, float8[], text) IS
+    'global part of x, centre + U U^T (x - centre): what the clients share (the background); global part + local part + residual = x';
+COMMENT ON FUNCTION perpca_model_global_part(text, anyelement, float8[], text) IS
+    'perpca_model_global_part with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+COMMENT ON FUNCTION perpca_model_local_part(text, text, float8[], text) IS
+    'local part of x, V V^T (x - centre): what is unique to the client (the foreground); zero for a client the model has never seen';
+COMMENT ON FUNCTION perpca_model_local_part(text, anyelement, float8[], text) IS
+    'perpca_model_local_part with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+COMMENT ON FUNCTION perpca_model_reconstruct(text, text, float8[], text) IS
+    'reconstruction of x from the global and the client''s local components (global part + local part)';
+COMMENT ON FUNCTION perpca_model_reconstruct(text, anyelement, float8[], text) IS
+    'perpca_model_reconstruct with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+COMMENT ON FUNCTION perpca_model_residual(text, text, float8[], text) IS
+    'residual of x: x minus its reconstruction from the global and the client''s local components';
+COMMENT ON FUNCTION perpca_model_residual(text, anyelement, float8[], text) IS
+    'perpca_model_residual with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+COMMENT ON FUNCTION perpca_model_error(text, text, float8[], text) IS
+    'reconstruction error of x, the squared norm of its residual (an anomaly score); its mean over a client''s training rows is the client''s train_error';
+COMMENT ON FUNCTION perpca_model_error(text, anyelement, float8[], text) IS
+    'perpca_model_error with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+COMMENT ON FUNCTION perpca_similarity(text, boolean) IS
+    'client distance rho = ||P_Va - P_Vb||_F^2 / r2 between the local subspaces of each unordered pair of clients, once with client_a < client_b (byte order), for clustering clients by what makes them different; all_pairs => true gives every ordered pair and each client with itself (distance 0)';

@@ -1,0 +1,734 @@
+/*
+ * model_read.c -- finding a stored model, checking it and reading it safely
+ *
+ * A model "m" is three tables written by perpca_train(): m_info (one row),
+ * m_clients and m_components.  Whoever owns them can replace them by views,
+ * give them row-level security policies or columns of her own types, so
+ * reading them with SQL as the caller would run her code with the caller's
+ * privileges (a superuser's, say).  This file never runs SQL on them:
+ *
+ *   1. the three relations are looked up and locked as a SELECT would;
+ *   2. each must be a plain table (relkind 'r'), all three of one owner;
+ *   3. the caller must have SELECT on the columns read, and no row-level
+ *      security may apply to the caller (a policy is code we would have to
+ *      run, and skipping it would show rows the owner hid);
+ *   4. the columns read must exist with the built-in types perpca_train
+ *      gives them (nothing to call but built-in detoasting);
+ *   5. the rows are read straight from the table access method under the
+ *      statement's snapshot, and sorted and checked here in C.
+ *
+ * Steps 1-4 and the read of the version run once per statement (cheap:
+ * syscache lookups and a one-row scan); the full read happens only when the
+ * backend's cache has no data for the model's current version.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relation.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/varlena.h"
+
+#include "model_read.h"
+#include "perpca.h"
+
+/* ------------------------------------------------------------------------
+ * The relations and columns of a model
+ * ------------------------------------------------------------------------
+ */
+
+enum
+{
+	REL_INFO, REL_CLIENTS, REL_COMPONENTS, NRELS
+};
+static const char *const rel_suffix[NRELS] = {"info", "clients", "components"};
+
+/* A column read from a model table, and the type it must have. */
+typedef struct ColumnSpec
+{
+	const char *name;
+	Oid			type;
+} ColumnSpec;
+
+enum
+{
+	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_NCOLS
+};
+static const ColumnSpec info_columns[I_NCOLS] = {
+	{"version", INT8OID}, {"d", INT4OID}, {"center", TEXTOID},
+	{"global_mean", FLOAT8ARRAYOID}, {"total_variance", FLOAT8OID}, {"theta_est", FLOAT8OID}
+};
+
+enum
+{
+	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_NCOLS
+};
+static const ColumnSpec clients_columns[C_NCOLS] = {
+	{"client", TEXTOID}, {"mean", FLOAT8ARRAYOID}, {"total_variance", FLOAT8OID},
+	{"global_ratio", FLOAT8OID}
+};
+
+enum
+{
+	K_KIND, K_CLIENT, K_COMPONENT, K_PC, K_VARIANCE, K_NCOLS
+};
+static const ColumnSpec components_columns[K_NCOLS] = {
+	{"kind", TEXTOID}, {"client", TEXTOID}, {"component", INT4OID}, {"pc", FLOAT8ARRAYOID},
+	{"variance", FLOAT8OID}
+};
+
+static const ColumnSpec *const rel_columns[NRELS] = {info_columns, clients_columns, components_columns};
+static const int rel_ncolumns[NRELS] = {I_NCOLS, C_NCOLS, K_NCOLS};
+
+#define MAX_COLUMNS I_NCOLS		/* the longest of the three lists */
+
+/* The opened relations of a model and the attribute numbers of its columns. */
+typedef struct ModelRels
+{
+	const char *model;			/* the name as given, for messages */
+	Relation	rel[NRELS];
+	AttrNumber	att[NRELS][MAX_COLUMNS];
+} ModelRels;
+
+/* Raise the error for a model whose tables do not fit together. */
+static void
+model_damaged(const char *model, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("model \"%s\" is inconsistent", model),
+			 errdetail_internal("%s", detail),
+			 errhint("Train it again with perpca_train(..., replace => true).")));
+}
+
+/* Split a model name into an optional schema and a base name. */
+static RangeVar *
+model_rangevar(text *model)
+{
+	List	   *names = textToQualifiedNameList(model);
+
+	if (list_length(names) > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("improper model name \"%s\"", text_to_cstring(model)),
+				 errdetail("A model name is a table name prefix, optionally qualified by a schema name.")));
+	return makeRangeVarFromNameList(names);
+}
+
+/* Look up and lock (AccessShareLock) schema.base_suffix; InvalidOid when missing. */
+static Oid
+model_relid(const char *schema, const char *base, const char *suffix)
+{
+	RangeVar   *rv = makeRangeVar((char *) schema, psprintf("%s_%s", base, suffix), -1);
+
+	return RangeVarGetRelidExtended(rv, AccessShareLock, RVR_MISSING_OK, NULL, NULL);
+}
+
+/* Find, lock and open the three relations of a model. */
+static void
+rels_open(ModelRels *r, text *model)
+{
+	RangeVar   *rv = model_rangevar(model);
+	Oid			oid = model_relid(rv->schemaname, rv->relname, rel_suffix[REL_INFO]);
+	char	   *schema;
+
+	r->model = text_to_cstring(model);
+	if (!OidIsValid(oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", r->model),
+				 errhint("Create it with perpca_train().")));
+	r->rel[REL_INFO] = relation_open(oid, NoLock);
+	/* The other two tables live in the schema the info table was found in. */
+	schema = get_namespace_name(RelationGetNamespace(r->rel[REL_INFO]));
+	for (int i = REL_CLIENTS; i < NRELS; i++)
+	{
+		oid = model_relid(schema, rv->relname, rel_suffix[i]);
+		if (!OidIsValid(oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("model \"%s\" is incomplete", r->model),
+					 errdetail("Relation %s does not exist.",
+							   quote_qualified_identifier(schema, psprintf("%s_%s", rv->relname, rel_suffix[i])))));
+		r->rel[i] = relation_open(oid, NoLock);
+	}
+}
+
+/* Close the relations, keeping the locks until the end of the transaction (as a SELECT does). */
+static void
+rels_close(ModelRels *r)
+{
+	for (int i = 0; i < NRELS; i++)
+		relation_close(r->rel[i], NoLock);
+}
+
+/* Quoted qualified name of a relation, for messages. */
+static char *
+rel_name(Relation rel)
+{
+	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+}
+
+/* Every relation a plain table, all of one owner. */
+static void
+rels_check_kind_owner(const ModelRels *r)
+{
+	Oid			owner = r->rel[REL_INFO]->rd_rel->relowner;
+
+	for (int i = 0; i < NRELS; i++)
+	{
+		Relation	rel = r->rel[i];
+
+		if (rel->rd_rel->relkind != RELKIND_RELATION)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("model \"%s\" is not stored in plain tables", r->model),
+					 errdetail("%s is not a table (relkind '%c').", rel_name(rel), rel->rd_rel->relkind),
+					 errhint("perpca reads a model only from the tables perpca_train() creates; drop \"%s\" and train the model again.",
+							 RelationGetRelationName(rel))));
+		if (rel->rd_rel->relowner != owner)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("the tables of model \"%s\" have different owners", r->model),
+					 errdetail("%s is owned by role \"%s\", %s by role \"%s\".",
+							   rel_name(r->rel[REL_INFO]), GetUserNameFromId(owner, true),
+							   rel_name(rel), GetUserNameFromId(rel->rd_rel->relowner, true)),
+					 errhint("All three tables of a model must belong to one role.")));
+	}
+}
+
+/* Attribute number of a column of rel with the given type; errors when missing or of another type. */
+static AttrNumber
+column_attnum(const ModelRels *r, Relation rel, const ColumnSpec *col)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || strcmp(NameStr(att->attname), col->name) != 0)
+			continue;
+		if (att->atttypid != col->type)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of %s has type %s, expected %s",
+							col->name, rel_name(rel), format_type_be(att->atttypid),
+							format_type_be(col->type)),
+					 errdetail("Model \"%s\" is not as perpca_train() stores it.", r->model)));
+		return att->attnum;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("column \"%s\" of %s does not exist", col->name, rel_name(rel)),
+			 errdetail("Model \"%s\" is not as perpca_train() stores it.", r->model)));
+	return InvalidAttrNumber;	/* keep the compiler quiet */
+}
+
+/* The caller may SELECT the columns read, and no row-level security applies to the caller. */
+static void
+rel_check_access(const ModelRels *r, Relation rel, const AttrNumber *att, int ncols)
+{
+	Oid			relid = RelationGetRelid(rel);
+	Oid			user = GetUserId();
+
+	if (pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK)
+	{
+		for (int c = 0; c < ncols; c++)
+			if (pg_attribute_aclcheck(relid, att[c], user, ACL_SELECT) != ACLCHECK_OK)
+				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(rel));
+	}
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("model \"%s\" cannot be read under row-level security", r->model),
+				 errdetail("Row-level security of %s applies to role \"%s\".",
+						   rel_name(rel), GetUserNameFromId(user, true)),
+				 errhint("perpca reads a model whole; disable row-level security on the model's tables.")));
+}
+
+/* Open a model's relations and run every check of steps 1-4. */
+static void
+rels_open_checked(ModelRels *r, text *model)
+{
+	rels_open(r, model);
+	rels_check_kind_owner(r);
+	for (int i = 0; i < NRELS; i++)
+	{
+		for (int c = 0; c < rel_ncolumns[i]; c++)
+			r->att[i][c] = column_attnum(r, r->rel[i], &rel_columns[i][c]);
+		rel_check_access(r, r->rel[i], r->att[i], rel_ncolumns[i]);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Reading rows straight from a table
+ * ------------------------------------------------------------------------
+ */
+
+/* A scan of one model table under the statement's snapshot. */
+typedef struct ModelScan
+{
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+} ModelScan;
+
+static void
+scan_begin(ModelScan *s, Relation rel)
+{
+	Snapshot	snap = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+
+	s->scan = table_beginscan(rel, snap, 0, NULL);
+	s->slot = table_slot_create(rel, NULL);
+}
+
+static bool
+scan_next(ModelScan *s)
+{
+	CHECK_FOR_INTERRUPTS();
+	return table_scan_getnextslot(s->scan, ForwardScanDirection, s->slot);
+}
+
+static void
+scan_end(ModelScan *s)
+{
+	ExecDropSingleTupleTableSlot(s->slot);
+	table_endscan(s->scan);
+}
+
+/* A column of the current row (NULL-flagged). */
+static Datum
+scan_value(ModelScan *s, AttrNumber att, bool *isnull)
+{
+	return slot_getattr(s->slot, att, isnull);
+}
+
+static ModelFloat
+scan_float(ModelScan *s, AttrNumber att)
+{
+	ModelFloat	f;
+	Datum		v = scan_value(s, att, &f.isnull);
+
+	f.value = f.isnull ? 0.0 : DatumGetFloat8(v);
+	return f;
+}
+
+/* A text column as a C string in cxt, or NULL. */
+static char *
+scan_text(ModelScan *s, AttrNumber att, MemoryContext cxt)
+{
+	bool		isnull;
+	Datum		v = scan_value(s, att, &isnull);
+	char	   *str;
+	char	   *copy;
+
+	if (isnull)
+		return NULL;
+	str = TextDatumGetCString(v);
+	copy = MemoryContextStrdup(cxt, str);
+	pfree(str);
+	return copy;
+}
+
+/* A float8[] column of length d copied into cxt (NULL stays NULL); finite values only. */
+static double *
+scan_vector(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *model, const char *what)
+{
+	bool		isnull;
+	Datum		v = scan_value(s, att, &isnull);
+	ArrayType  *a;
+	double	   *x;
+	double	   *copy;
+	int			n;
+
+	if (isnull)
+		return NULL;
+	a = DatumGetArrayTypeP(v);
+	x = perpca_vector_shape(a, &n, what);
+	if (n != d)
+		model_damaged(model, psprintf("A %s has %d values, the model's dimension is %d.", what, n, d));
+	for (int i = 0; i < d; i++)
+		if (!isfinite(x[i]))
+			model_damaged(model, psprintf("A %s has a NaN or infinite value.", what));
+	copy = MemoryContextAlloc(cxt, sizeof(double) * d);
+	memcpy(copy, x, sizeof(double) * d);
+	if ((Pointer) a != DatumGetPointer(v))
+		pfree(a);
+	return copy;
+}
+
+/* Move to the info table's first row; an empty info table is an error. */
+static void
+info_single_row(ModelScan *s, const char *model)
+{
+	if (!scan_next(s))
+		model_damaged(model, "The info table must have exactly one row.");
+}
+
+/* The model's version, from its single info row. */
+static int64
+read_version(const ModelRels *r)
+{
+	ModelScan	s;
+	bool		isnull;
+	int64		version;
+
+	scan_begin(&s, r->rel[REL_INFO]);
+	info_single_row(&s, r->model);
+	version = DatumGetInt64(scan_value(&s, r->att[REL_INFO][I_VERSION], &isnull));
+	if (isnull)
+		model_damaged(r->model, "The model has no version.");
+	if (scan_next(&s))
+		model_damaged(r->model, "The info table must have exactly one row.");
+	scan_end(&s);
+	return version;
+}
+
+/* ------------------------------------------------------------------------
+ * Loading a model
+ * ------------------------------------------------------------------------
+ */
+
+/* The info row: dimension, centering, pooled mean, total variance, theta. */
+static void
+load_info(ModelData *m, const ModelRels *r)
+{
+	const AttrNumber *att = r->att[REL_INFO];
+	ModelScan	s;
+	bool		isnull;
+	char	   *center;
+
+	scan_begin(&s, r->rel[REL_INFO]);
+	info_single_row(&s, r->model);
+	m->d = DatumGetInt32(scan_value(&s, att[I_D], &isnull));
+	if (isnull || m->d < 1 || m->d > PERPCA_MAX_DIM)
+		model_damaged(r->model, "The info table has no valid dimension d.");
+	center = scan_text(&s, att[I_CENTER], CurrentMemoryContext);
+	if (center && strcmp(center, "client") == 0)
+		m->center = CENTER_CLIENT;
+	else if (center && strcmp(center, "global") == 0)
+		m->center = CENTER_GLOBAL;
+	else if (center && strcmp(center, "none") == 0)
+		m->center = CENTER_NONE;
+	else
+		model_damaged(r->model, "The center option must be client, global or none.");
+	m->global_mean = scan_vector(&s, att[I_GLOBAL_MEAN], m->d, m->cxt, r->model, "global_mean");
+	if (m->global_mean == NULL)
+		model_damaged(r->model, "The info table has no global_mean.");
+	m->total_variance = scan_float(&s, att[I_TOTAL_VARIANCE]);
+	m->theta_est = scan_float(&s, att[I_THETA]);
+	scan_end(&s);
+}
+
+/* Byte-wise order of client names (COLLATE "C"). */
+static int
+client_cmp(const char *a, int alen, const char *b, int blen)
+{
+	int			c = memcmp(a, b, Min(alen, blen));
+
+	return c != 0 ? c : alen - blen;
+}
+
+static int
+client_qsort_cmp(const void *a, const void *b)
+{
+	const ModelClient *x = a;
+	const ModelClient *y = b;
+
+	return client_cmp(x->name, x->namelen, y->name, y->namelen);
+}
+
+/* The clients, sorted by name, with their means and variance figures. */
+static void
+load_clients(ModelData *m, const ModelRels *r)
+{
+	const AttrNumber *att = r->att[REL_CLIENTS];
+	ModelScan	s;
+	int			cap = 16;
+
+	m->clients = MemoryContextAllocZero(m->cxt, sizeof(ModelClient) * cap);
+	scan_begin(&s, r->rel[REL_CLIENTS]);
+	while (scan_next(&s))
+	{
+		ModelClient *c;
+
+		if (m->nclients == cap)
+		{
+			cap *= 2;
+			m->clients = repalloc(m->clients, sizeof(ModelClient) * cap);
+		}
+		c = &m->clients[m->nclients++];
+		memset(c, 0, sizeof(ModelClient));
+		c->name = scan_text(&s, att[C_CLIENT], m->cxt);
+		if (c->name == NULL)
+			model_damaged(r->model, "A client name is NULL.");
+		c->namelen = strlen(c->name);
+		c->mean = scan_vector(&s, att[C_MEAN], m->d, m->cxt, r->model, "client mean");
+		if (c->mean == NULL && m->center == CENTER_CLIENT)
+			model_damaged(r->model, psprintf("Client \"%s\" has no mean.", c->name));
+		c->total_variance = scan_float(&s, att[C_TOTAL_VARIANCE]);
+		c->global_ratio = scan_float(&s, att[C_GLOBAL_RATIO]);
+	}
+	scan_end(&s);
+	qsort(m->clients, m->nclients, sizeof(ModelClient), client_qsort_cmp);
+	for (int i = 1; i < m->nclients; i++)
+		if (client_qsort_cmp(&m->clients[i - 1], &m->clients[i]) == 0)
+			model_damaged(r->model, psprintf("Client \"%s\" has two rows.", m->clients[i].name));
+}
+
+/* One row of the components table, as read. */
+typedef struct ComponentRow
+{
+	bool		global;
+	char	   *client;			/* NULL for a global component */
+	int			clientlen;
+	int			component;
+	double	   *pc;
+	ModelFloat	variance;
+} ComponentRow;
+
+/* Global first, then by client (bytewise), then by component number. */
+static int
+component_cmp(const void *a, const void *b)
+{
+	const ComponentRow *x = a;
+	const ComponentRow *y = b;
+	int			c;
+
+	if (x->global != y->global)
+		return x->global ? -1 : 1;
+	if (!x->global && (c = client_cmp(x->client, x->clientlen, y->client, y->clientlen)) != 0)
+		return c;
+	return (x->component > y->component) - (x->component < y->component);
+}
+
+/* Read one component row into row (pc and names in the current context). */
+static void
+component_row(ModelScan *s, const ModelRels *r, int d, ComponentRow *row)
+{
+	const AttrNumber *att = r->att[REL_COMPONENTS];
+	char	   *kind = scan_text(s, att[K_KIND], CurrentMemoryContext);
+	bool		isnull;
+	Datum		v;
+
+	row->client = scan_text(s, att[K_CLIENT], CurrentMemoryContext);
+	row->global = kind != NULL && strcmp(kind, "global") == 0;
+	if (kind == NULL || (row->global != (row->client == NULL)) ||
+		(!row->global && strcmp(kind, "local") != 0))
+		model_damaged(r->model, "Components must be global (client NULL) or local (client set).");
+	row->clientlen = row->client ? strlen(row->client) : 0;
+	v = scan_value(s, att[K_COMPONENT], &isnull);
+	if (isnull)
+		model_damaged(r->model, "A component has no number.");
+	row->component = DatumGetInt32(v);
+	row->pc = scan_vector(s, att[K_PC], d, CurrentMemoryContext, r->model, "component");
+	if (row->pc == NULL)
+		model_damaged(r->model, "A component has no pc.");
+	row->variance = scan_float(s, att[K_VARIANCE]);
+}
+
+/* Copy rows [from, to) into a k x d matrix, their numbers and variances, in cxt. */
+static void
+component_block(const ComponentRow *rows, int from, int to, int d, MemoryContext cxt,
+				double **A, int **number, ModelFloat **variance)
+{
+	int			k = to - from;
+
+	*A = MemoryContextAlloc(cxt, sizeof(double) * d * Max(k, 1));
+	*number = MemoryContextAlloc(cxt, sizeof(int) * Max(k, 1));
+	*variance = MemoryContextAlloc(cxt, sizeof(ModelFloat) * Max(k, 1));
+	for (int i = 0; i < k; i++)
+	{
+		memcpy(*A + (int64) i * d, rows[from + i].pc, sizeof(double) * d);
+		(*number)[i] = rows[from + i].component;
+		(*variance)[i] = rows[from + i].variance;
+	}
+}
+
+/* The components: U, then each client's V_i. */
+static void
+load_components(ModelData *m, const ModelRels *r)
+{
+	ModelScan	s;
+	ComponentRow *rows;
+	int			n = 0;
+	int			cap = 16;
+	int			i = 0;
+
+	rows = palloc(sizeof(ComponentRow) * cap);
+	scan_begin(&s, r->rel[REL_COMPONENTS]);
+	while (scan_next(&s))
+	{
+		if (n == cap)
+		{
+			cap *= 2;
+			rows = repalloc(rows, sizeof(ComponentRow) * cap);
+		}
+		component_row(&s, r, m->d, &rows[n++]);
+	}
+	scan_end(&s);
+	qsort(rows, n, sizeof(ComponentRow), component_cmp);
+	for (int j = 1; j < n; j++)
+		if (component_cmp(&rows[j - 1], &rows[j]) == 0)
+			model_damaged(r->model, psprintf("Component %d of %s appears twice.", rows[j].component,
+											 rows[j].global ? "the global components" : rows[j].client));
+	while (i < n && rows[i].global)
+		i++;
+	m->r1 = i;
+	component_block(rows, 0, i, m->d, m->cxt, &m->U, &m->global_number, &m->global_variance);
+	while (i < n)
+	{
+		int			end = i;
+		ModelClient *c = (ModelClient *) model_find_client(m, rows[i].client, rows[i].clientlen);
+
+		while (end < n && client_cmp(rows[end].client, rows[end].clientlen,
+									 rows[i].client, rows[i].clientlen) == 0)
+			end++;
+		if (c == NULL)
+			model_damaged(r->model, psprintf("Client \"%s\" has local components but no row in the clients table.",
+											 rows[i].client));
+		c->r2 = end - i;
+		component_block(rows, i, end, m->d, m->cxt, &c->V, &c->number, &c->variance);
+		m->r2max = Max(m->r2max, c->r2);
+		i = end;
+	}
+}
+
+/* Read one version of a model into a new memory context under TopMemoryContext. */
+static ModelData *
+model_load(const ModelRels *r, int64 version)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "perpca model",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "perpca model load",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+	ModelData  *m = MemoryContextAllocZero(cxt, sizeof(ModelData));
+
+	m->cxt = cxt;
+	m->info_oid = RelationGetRelid(r->rel[REL_INFO]);
+	m->clients_oid = RelationGetRelid(r->rel[REL_CLIENTS]);
+	m->components_oid = RelationGetRelid(r->rel[REL_COMPONENTS]);
+	m->version = version;
+	PG_TRY();
+	{
+		load_info(m, r);
+		load_clients(m, r);
+		load_components(m, r);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(tmp);
+	return m;
+}
+
+/* ------------------------------------------------------------------------
+ * The per-backend cache
+ * ------------------------------------------------------------------------
+ */
+
+/* The current data of every model this backend has read. */
+typedef struct CacheEntry
+{
+	ModelData  *data;
+	struct CacheEntry *next;
+} CacheEntry;
+
+static CacheEntry *model_cache = NULL;
+
+void
+model_unref(ModelData *m)
+{
+	m->refcount--;
+	if (m->refcount == 0 && !m->current)
+		MemoryContextDelete(m->cxt);
+}
+
+/* The cached data when they are of this version and these tables, else a fresh read. */
+static ModelData *
+cache_get(const ModelRels *r, int64 version)
+{
+	Oid			info_oid = RelationGetRelid(r->rel[REL_INFO]);
+	CacheEntry *e;
+	ModelData  *m;
+
+	for (e = model_cache; e != NULL; e = e->next)
+		if (e->data->info_oid == info_oid)
+			break;
+	if (e != NULL && e->data->version == version &&
+		e->data->clients_oid == RelationGetRelid(r->rel[REL_CLIENTS]) &&
+		e->data->components_oid == RelationGetRelid(r->rel[REL_COMPONENTS]))
+		return e->data;
+	m = model_load(r, version);
+	m->current = true;
+	if (e == NULL)
+	{
+		e = MemoryContextAllocZero(TopMemoryContext, sizeof(CacheEntry));
+		e->next = model_cache;
+		model_cache = e;
+	}
+	else
+	{
+		/* The replaced version lives on while bindings still use it. */
+		e->data->current = false;
+		if (e->data->refcount == 0)
+			MemoryContextDelete(e->data->cxt);
+	}
+	e->data = m;
+	return m;
+}
+
+ModelData *
+model_open(text *model)
+{
+	ModelRels	r;
+	ModelData  *m;
+
+	rels_open_checked(&r, model);
+	m = cache_get(&r, read_version(&r));
+	rels_close(&r);
+	return m;
+}
+
+const ModelClient *
+model_find_client(const ModelData *m, const char *name, int len)
+{
+	int			lo = 0;
+	int			hi = m->nclients - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		const ModelClient *c = &m->clients[mid];
+		int			cmp = client_cmp(name, len, c->name, c->namelen);
+
+		if (cmp == 0)
+			return c;
+		if (cmp < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}

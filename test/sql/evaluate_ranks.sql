@@ -1,0 +1,96 @@
+--
+-- Choosing the ranks (perpca_choose_ranks): a planted problem with 2 global
+-- and 1 local component (test/fixtures/gen_evaluate.py) must be recognised
+-- from held-out error and theta_est; the held-out error at the planted
+-- ranks is compared with the numpy oracle's fit.
+--
+CREATE SCHEMA perpca_ranks;
+SET search_path = perpca_ranks, public;
+SET extra_float_digits = 0;
+CREATE FUNCTION close(a float8, b float8, tol float8) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$ SELECT abs(a - b) <= tol * greatest(abs(b), 1e-300) $$;
+
+CREATE TABLE obs (client text, obs int, heldout boolean, x float8[]);
+\copy obs from 'test/data/ranks_obs.csv' csv header
+CREATE TABLE expected (n_global int, n_local int, heldout_error float8);
+\copy expected from 'test/data/ranks_expected.csv' csv header
+
+-- A held-out query.  The NOTICE per pair is checked separately below; the
+-- overparametrized pairs (3, 1), (3, 2) may stop at the round cap with a
+-- WARNING (flat directions), which does not matter for the choice.
+SET client_min_messages = error;
+CREATE TABLE scan AS
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                                  'SELECT client, x FROM obs WHERE heldout',
+                                  global_ranks => '{0,1,2,3}', local_ranks => '{0,1,2}');
+RESET client_min_messages;
+SELECT n_global, n_local, recommended FROM scan WHERE recommended;
+SELECT count(*) AS pairs, count(*) FILTER (WHERE recommended) AS recommended,
+       bool_and(train_error > 0 AND heldout_error > 0 AND seconds >= 0 AND rounds_run >= 1) AS figures,
+       bool_and((n_local = 0) = (theta_est IS NULL)) AS theta_only_with_local
+  FROM scan;
+-- At the planted ranks the fit is numpy's: the same held-out error.
+SELECT s.n_global, s.n_local, close(s.heldout_error, e.heldout_error, 1e-7) AS heldout_error
+  FROM scan s JOIN expected e USING (n_global, n_local);
+-- Why the neighbours lose: too few components leave signal in the error;
+-- moving a global component to the clients (1, 2) keeps the error but the
+-- clients' local subspaces then share a direction (theta_est near 0).
+SELECT (SELECT heldout_error FROM scan WHERE (n_global, n_local) = (1, 1))
+         > 1.05 * (SELECT heldout_error FROM scan WHERE (n_global, n_local) = (2, 1)) AS fewer_is_worse,
+       (SELECT heldout_error FROM scan WHERE (n_global, n_local) = (1, 2))
+         <= 1.05 * (SELECT heldout_error FROM scan WHERE (n_global, n_local) = (2, 1)) AS local_copy_fits_as_well,
+       (SELECT theta_est FROM scan WHERE (n_global, n_local) = (1, 2)) < 0.05 AS but_is_aligned,
+       (SELECT theta_est FROM scan WHERE (n_global, n_local) = (2, 1)) > 0.5 AS planted_is_not;
+-- Training error falls with the ranks; objective is the fit's.
+SELECT bool_and(a.train_error >= b.train_error - 1e-9) AS train_error_monotone
+  FROM scan a JOIN scan b ON b.n_global = a.n_global AND b.n_local = a.n_local + 1;
+
+-- The split by a hash of a row key: repeatable, about holdout of the rows held out.
+SET client_min_messages = warning;
+CREATE TABLE split1 AS SELECT * FROM perpca_choose_ranks('SELECT client, x, obs FROM obs', NULL,
+                                       '{2}', '{1}', holdout => 0.3);
+CREATE TABLE split2 AS SELECT * FROM perpca_choose_ranks('SELECT client, x, obs FROM obs', NULL,
+                                       '{2}', '{1}', holdout => 0.3);
+RESET client_min_messages;
+SELECT close(a.heldout_error, b.heldout_error, 1e-12) AS repeatable, a.recommended
+  FROM split1 a, split2 b;
+SELECT round(avg((abs(hashtextextended(obs::text, 0) % 10000) < 3000)::int), 1) AS held_out_share FROM obs;
+
+-- A NOTICE per pair, and the recommendation rule on its own.
+SELECT n_global, n_local FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                                                  'SELECT client, x FROM obs WHERE heldout', '{2}', '{0}');
+SELECT perpca_internal.recommend_ranks('{1.0, 0.50, 0.51, 0.49}', '{1, 2, 3, 3}', '{NULL, 0.01, 0.3, 0.4}',
+                                       '{0, 1, 2, 2}', 0.02, 0.05, 10) AS theta_rules_out_2,
+       perpca_internal.recommend_ranks('{1.0, 0.50, 0.51, 0.49}', '{1, 2, 3, 3}', '{NULL, 0.2, 0.3, 0.4}',
+                                       '{0, 1, 2, 2}', 0.02, 0.05, 10) AS smallest_within,
+       perpca_internal.recommend_ranks('{1.0, 0.50, 0.51, 0.49}', '{1, 2, 3, 3}', '{NULL, 0.2, 0.3, 0.4}',
+                                       '{0, 1, 2, 2}', 0.0005, 0.05, 10) AS tighter,
+       perpca_internal.recommend_ranks('{1.0, 0.50}', '{1, 2}', '{NULL, 0.01}', '{0, 1}', 0.02, 0.05, 10) AS none;
+
+-- Errors.
+\set VERBOSITY terse
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs');
+SELECT * FROM perpca_choose_ranks('SELECT client, x, obs FROM obs', holdout => 1.5);
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
+                                  '{0}', '{0}');
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE false', 'SELECT client, x FROM obs');
+SELECT * FROM perpca_choose_ranks(NULL);
+\set VERBOSITY default
+-- solver passes to perpca_train when it has that option, else a clear error.
+CREATE FUNCTION solver_passes() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    supported boolean := EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'perpca_train' AND 'solver' = ANY (proargnames));
+BEGIN
+    PERFORM * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                                       'SELECT client, x FROM obs WHERE heldout', '{1}', '{1}', solver => 'paper');
+    RETURN CASE WHEN supported THEN 'as perpca_train supports it' ELSE 'accepted without support' END;
+EXCEPTION WHEN feature_not_supported THEN
+    RETURN CASE WHEN supported THEN 'refused with support' ELSE 'as perpca_train supports it' END;
+END
+$$;
+SET client_min_messages = error;
+SELECT solver_passes();
+RESET client_min_messages;
+
+SET client_min_messages = warning;
+DROP SCHEMA perpca_ranks CASCADE;
