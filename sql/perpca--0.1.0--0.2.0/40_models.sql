@@ -95,8 +95,9 @@ BEGIN
            count(DISTINCT c.relowner), min(c.relowner::oid)::regrole
       INTO bad, owners, owner
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = schema_name
-       AND c.relname IN (base || '_components', base || '_clients', base || '_info');
+     WHERE c.oid IN (to_regclass(format('%I.%I', schema_name, base || '_components')),
+                     to_regclass(format('%I.%I', schema_name, base || '_clients')),
+                     to_regclass(format('%I.%I', schema_name, base || '_info')));
     IF bad IS NOT NULL THEN
         RAISE EXCEPTION 'model "%.%" is not made of plain tables', schema_name, base
             USING ERRCODE = 'wrong_object_type',
