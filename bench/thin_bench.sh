@@ -21,12 +21,21 @@ PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
+# Planted structure: each row is 2 shared patterns (sines) and 3 patterns of
+# its client, with random scores, plus small uniform noise.
 "${PSQL[@]}" -c "DROP TABLE IF EXISTS tb_stats; CREATE TABLE tb_stats AS
   SELECT c AS client, perpca_stats(x) AS stats
     FROM (SELECT r % $CLIENTS AS c,
-                 ARRAY(SELECT random() * (1 + (j % 17 = r % $CLIENTS % 17)::int * 2) + 0.01 * j / $D
-                         FROM generate_series(1, $D) j WHERE r > 0) AS x
-            FROM generate_series(1, $CLIENTS * $ROWS) r) s
+                 ARRAY(SELECT a1 * sin(j * 0.013) + a2 * cos(j * 0.029)
+                              + b1 * sin(j * (0.05 + 0.001 * (r % $CLIENTS)))
+                              + b2 * cos(j * (0.07 + 0.0013 * (r % $CLIENTS)))
+                              + b3 * sin(j * (0.11 + 0.0007 * (r % $CLIENTS)) + 1)
+                              + 0.3 * (random() - 0.5)
+                         FROM generate_series(1, $D) j) AS x
+            FROM (SELECT r, 3 * (random() - 0.5) AS a1, 2.5 * (random() - 0.5) AS a2,
+                         2 * (random() - 0.5) AS b1, 1.5 * (random() - 0.5) AS b2,
+                         1.2 * (random() - 0.5) AS b3
+                    FROM generate_series(1, $CLIENTS * $ROWS) r) s) t
    GROUP BY c"
 size=$("${PSQL[@]}" -c "SELECT pg_size_pretty(sum(pg_column_size(stats))), sum(pg_column_size(stats)), min(perpca_stats_form(stats)), max(perpca_stats_form(stats)) FROM tb_stats")
 echo "statistics: $CLIENTS clients x $ROWS rows, d = $D: $size (size | bytes | forms)"

@@ -17,8 +17,9 @@
 #include "fit.h"
 #include "linalg.h"
 
-/* Subspace iterations for the pooled start (each is one round trip). */
+/* Subspace iterations for the pooled start (each is one round trip): exact (paper solver), or a start for L-BFGS. */
 #define POOLED_ITERATIONS 300
+#define POOLED_ITERATIONS_APPROX 50
 
 /* U = top r1 left singular vectors of the backend's stacked-PC basis. */
 static void
@@ -54,7 +55,7 @@ fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact)
 	uint64		state = UINT64CONST(0x243F6A8885A308D3);
 
 	fit_fill_gaussian(&state, d, b, X, b);
-	for (int it = 0; it < POOLED_ITERATIONS; it++)
+	for (int it = 0; it < (exact ? POOLED_ITERATIONS : POOLED_ITERATIONS_APPROX); it++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		fit_retract(FIT_RETRACT_QR, d, b, X, b);

@@ -15,6 +15,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "miscadmin.h"
@@ -222,6 +223,18 @@ iterate(Lbfgs *lb, double *p, double *Unew, double *Gnew, double *s, double *y)
 	return true;
 }
 
+/*
+ * The gradient norm below which a stalled iteration counts as converged:
+ * when no step changes f above rounding, f cannot resolve a gradient much
+ * below sqrt(eps) lambda_max, so that -- or 10 x the tolerance, if larger --
+ * is as converged as the arithmetic allows.
+ */
+static double
+stalled_tolerance(const FitOptions *opts, double lmax)
+{
+	return Max(10.0 * opts->tolerance, sqrt(DBL_EPSILON)) * lmax;
+}
+
 /* NOTICE of the current iterate (verbose). */
 static void
 report(const Lbfgs *lb, int iteration)
@@ -286,14 +299,14 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 				continue;
 			}
 			/* no step improves f or the gradient: as far as the arithmetic goes */
-			*converged = lb.gnorm <= 10.0 * opts->tolerance * lmax;
+			*converged = lb.gnorm <= stalled_tolerance(opts, lmax);
 			break;
 		}
 		iteration++;
 		stall = (lb.f - fprev <= ROUNDING * fabs(lb.f) && lb.gnorm > 0.5 * gprev) ? stall + 1 : 0;
 		if (stall >= STALL_ROUNDS)
 		{
-			*converged = lb.gnorm <= 10.0 * opts->tolerance * lmax;
+			*converged = lb.gnorm <= stalled_tolerance(opts, lmax);
 			break;
 		}
 	}
