@@ -1,4 +1,4 @@
-# 060_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0 gives 0.2.0.
+# 065_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0 gives 0.2.0.
 #
 # Database "fresh" gets CREATE EXTENSION perpca (the default version);
 # database "upgraded" gets perpca 0.1.0, statistics values and a stored
