@@ -40,3 +40,13 @@ sql/perpca--0.2.0.sql: $(sort $(wildcard sql/perpca--0.2.0/*.sql))
 	cat $^ > $@
 sql/perpca--0.1.0--0.2.0.sql: $(sort $(wildcard sql/perpca--0.1.0--0.2.0/*.sql))
 	cat $^ > $@
+
+# Release tarball: the committed tree at HEAD as perpca-<version>.tar.gz (what
+# PGXN takes); the 0.2.0 scripts are built from sql/perpca--*/ by `make`.
+# The version comes from perpca.control and must match META.json.
+PERPCA_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" perpca.control)
+.PHONY: dist
+dist:
+	@grep -q '"version": "$(PERPCA_VERSION)"' META.json || { echo "META.json does not say version $(PERPCA_VERSION)"; exit 1; }
+	git archive --format=tar.gz --prefix=perpca-$(PERPCA_VERSION)/ -o perpca-$(PERPCA_VERSION).tar.gz HEAD
+	@echo "perpca-$(PERPCA_VERSION).tar.gz"

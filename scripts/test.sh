@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- build perpca and run every test on a private throwaway cluster
 #
-#   bash scripts/test.sh            everything (what CI runs)
+#   bash scripts/test.sh            everything (what CI runs), then the sanitizer run
 #   bash scripts/test.sh --quick    skip the slow TAP group (test/t/9[0-9][0-9]_*.pl)
+#                                   and the sanitizer run
 #
 # Steps: build with -Werror; install into a private copy of PostgreSQL 15;
 # pg_regress on test/sql/*.sql (compared with expected/*.out) against a
@@ -11,6 +12,10 @@
 # Ends with one line "N passed, M failed" (pg_regress tests + TAP files);
 # exit status 0 only if nothing failed.  Works as root (installs missing
 # packages, then runs as the unprivileged user "perpca") or as a normal user.
+# The sanitizer run (scripts/sanitize.sh: the suite under ASan/UBSan against a
+# cached ASan build of PostgreSQL) ends a full run; PERPCA_SANITIZE=0 skips it.
+# As root the ASan build is made on first use; a normal user without it gets
+# a warning and the run goes on without sanitizers.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,10 +24,19 @@ QUICK=0
 for arg in "$@"; do
 	case "$arg" in
 		--quick) QUICK=1 ;;
-		-h | --help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		*) die "unknown argument: $arg (try --help)" ;;
 	esac
 done
+
+SANITIZE=1
+[ "$QUICK" = 1 ] || [ "${PERPCA_SANITIZE:-1}" = 0 ] && SANITIZE=0
+ASAN_PREFIX=${PERPCA_ASAN_PREFIX:-/var/cache/perpca/pg15-asan}
+if [ "$SANITIZE" = 1 ] && [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ]; then
+	# Needs root (apt-get); cached, so only the first run pays for it.
+	say "ASan PostgreSQL for the sanitizer run: $ASAN_PREFIX"
+	bash "$REPO_ROOT/scripts/asan-postgres.sh" "$ASAN_PREFIX" || die "could not build the ASan PostgreSQL"
+fi
 
 prepare_user test.sh 0 "$@"
 
@@ -137,6 +151,26 @@ if [ ${#tap_files[@]} -gt 0 ]; then
 	done
 else
 	say "TAP: no tests in test/t"
+fi
+
+# ---- sanitizers: the suite again under ASan/UBSan ----------------------------
+if [ "$SANITIZE" = 1 ]; then
+	if [ -x "$ASAN_PREFIX/bin/postgres" ] && [ -f "$ASAN_PREFIX/.asan-built" ]; then
+		say "sanitizer run (scripts/sanitize.sh)"
+		rc=0
+		bash "$REPO_ROOT/scripts/sanitize.sh" 2>&1 | tee "$WORK/sanitize.log" || rc=$?
+		counts=$(tail -n 1 "$WORK/sanitize.log")
+		if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+			PASSED=$((PASSED + BASH_REMATCH[1]))
+			FAILED=$((FAILED + BASH_REMATCH[2]))
+			[ "${BASH_REMATCH[2]}" -gt 0 ] && FAILED_NAMES+=("$(grep '^failed: ' "$WORK/sanitize.log" | tail -n 1)")
+		fi
+		if [ "$rc" -ne 0 ] && ! [[ "$counts" =~ [1-9][0-9]*\ failed$ ]]; then
+			FAILED=$((FAILED + 1)); FAILED_NAMES+=(sanitize.sh)
+		fi
+	else
+		warn "no ASan PostgreSQL in $ASAN_PREFIX: sanitizer run skipped (run as root once, or see README, Sanitizers)"
+	fi
 fi
 
 if [ $((PASSED + FAILED)) -eq 0 ]; then

@@ -29,6 +29,7 @@
  *                       per-backend model cache (model_read.h)
  *   models.c            SQL functions on a stored model: row-wise projection with
  *                       client keys of any type, similarity, component info, theta
+ *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
  *   project.c           projection functions on float8[] arrays
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types

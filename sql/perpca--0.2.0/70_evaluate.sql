@@ -53,7 +53,7 @@ RETURNS TABLE (client text, known boolean, n bigint, error float8, total_varianc
                global_ratio float8, local_ratio float8, explained_ratio float8)
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
 DECLARE
-    t record := @extschema@.perpca_model_tables_existing(model);
+    t record := perpca_internal.perpca_model_tables_existing(model);
 BEGIN
     RETURN QUERY EXECUTE pg_catalog.format($f$
         WITH i AS (SELECT center, global_mean, d FROM %s),

@@ -133,11 +133,12 @@ SELECT * FROM perpca_refresh('a.b.c');
 \set VERBOSITY default
 SELECT count(*) AS null_model_rows FROM perpca_refresh(NULL);
 SELECT perpca_merge(NULL::perpca_stats, NULL::perpca_stats) IS NULL AS merge_of_nulls;
-SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args, p.provolatile, p.proisstrict, p.proparallel,
-       obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
+SELECT p.pronamespace::regnamespace AS schema, p.proname, pg_get_function_identity_arguments(p.oid) AS args,
+       p.provolatile, p.proisstrict, p.proparallel, obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
   FROM pg_proc p
- WHERE p.proname IN ('perpca_refresh', 'perpca_merge', 'perpca_model_lock') AND p.prokind = 'f'
- ORDER BY 1, 2;
+ WHERE p.proname IN ('perpca_refresh', 'perpca_merge', 'perpca_model_lock', 'perpca_model_refresh',
+                     'perpca_run_as_owner') AND p.prokind = 'f'
+ ORDER BY 2, 3;
 
 SET client_min_messages = warning;
 DROP SCHEMA perpca_refresh CASCADE;

@@ -1,0 +1,236 @@
+# 070_model_owner.pl -- who a model's maintenance runs as, and concurrent creation.
+#
+# 1. Six sessions train one new model at once: the model's lock is taken
+#    before its existence is checked, so one creates it and the others fail
+#    with duplicate_table (42P07, "already exists"), or all succeed in turn
+#    with replace => true.  None fails with a catalog error.  (0.1.0: five of
+#    six failed on pg_type_typname_nsp_index.)
+# 2. perpca_refresh runs the stored source query as the model's owner, inside
+#    a security-restricted operation: a low-privileged role's model, refreshed
+#    by a superuser, can do nothing the role could not (read a table only the
+#    superuser may read, create a temporary object, SET ROLE, fire a trigger
+#    as the superuser).  A non-owner's refresh fails with 42501.
+# 3. A replace or a personalize of another role's model by a superuser also
+#    writes as the owner (the owner's trigger sees the owner).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PerpcaTest;
+
+my $node = start_node('main', "max_connections = 40\n");
+$node->safe_psql('postgres', obs_feed_sql(qw(a b c d)) . q{
+CREATE TABLE gate (g int);
+INSERT INTO gate VALUES (1);
+});
+
+# ---- 1. six sessions create one model ---------------------------------------
+# Run SQL in six sessions at once, all held at a gate (a table that a
+# seventh session locks) inside the clients query; then open the gate.
+sub six_at_once
+{
+	my ($sql) = @_;
+	my $gate = $node->background_psql('postgres');
+	$gate->query_safe('BEGIN');
+	$gate->query_safe('LOCK TABLE gate IN ACCESS EXCLUSIVE MODE');
+	my @runs;
+	for my $i (1 .. 6)
+	{
+		my ($out, $err) = ('', '');
+		my $h = IPC::Run::start(
+			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'), '-c', $sql ],
+			'>', \$out, '2>', \$err);
+		push @runs, [ $h, \$out, \$err ];
+	}
+	# All six wait for a lock: the gate (the first one) or the model's lock.
+	$node->poll_query_until('postgres',
+		q{SELECT count(*) = 6 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%perpca_train%'})
+	  or diag('not all six sessions were seen waiting');
+	$gate->query_safe('COMMIT');
+	$gate->quit;
+	my @results;
+	for my $r (@runs)
+	{
+		$r->[0]->finish;
+		push @results, { rc => $r->[0]->result(0), out => ${ $r->[1] }, err => ${ $r->[2] } };
+	}
+	return @results;
+}
+
+my $train = q{SELECT model_name FROM perpca_train('six', 'SELECT client, perpca_stats(x) FROM public.feed_rows, public.gate GROUP BY client', 2, 1%s)};
+my @first = six_at_once(sprintf($train, ''));
+my @ok = grep { $_->{rc} == 0 } @first;
+my @dup = grep { $_->{rc} != 0 && $_->{err} =~ /42P07: model "six" already exists/ } @first;
+is(scalar(@ok), 1, 'six sessions create one new model: one succeeds');
+is(scalar(@dup), 5, 'the five others fail with duplicate_table, after waiting')
+  or diag(join("\n", map { $_->{err} } @first));
+unlike(join('', map { $_->{err} } @first), qr/pg_type_typname_nsp_index|23505|XX000/,
+	'no catalog error');
+
+my @second = six_at_once(sprintf($train, ', replace => true'));
+is(scalar(grep { $_->{rc} == 0 } @second), 6, 'with replace => true all six succeed in turn')
+  or diag(join("\n", map { $_->{err} } @second));
+is($node->safe_psql('postgres', q{SELECT n_clients, version > 1 FROM six_info}), '4|t',
+	'the model is whole afterwards');
+
+# ---- 2. refresh as the owner -------------------------------------------------
+$node->safe_psql('postgres', q{
+CREATE ROLE alice LOGIN;
+CREATE ROLE bob LOGIN;
+CREATE ROLE alice_friend LOGIN IN ROLE alice;
+CREATE SCHEMA alice AUTHORIZATION alice;
+GRANT USAGE ON SCHEMA alice TO bob;
+GRANT SELECT ON feed_rows TO alice;
+CREATE TABLE secret (s text);
+INSERT INTO secret VALUES ('only the superuser may read this');
+CREATE TABLE audit (who text, what text);
+GRANT INSERT, SELECT ON audit TO PUBLIC;
+});
+# alice trains a model on a view of her own; she may read feed_rows.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+CREATE TABLE alice.rows AS SELECT * FROM public.feed_rows;
+SELECT model_name FROM perpca_train('alice.m', 'SELECT client, perpca_stats(x) FROM alice.rows GROUP BY client', 2, 1);
+});
+is($node->safe_psql('postgres', q{SELECT relowner::regrole FROM pg_class WHERE oid = 'alice.m_info'::regclass}),
+	'alice', 'alice owns her model');
+
+# She rewrites the stored source query to call her function, which tries
+# what she may not: read the secret, and reports who it runs as.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+CREATE FUNCTION alice.probe(x float8[]) RETURNS float8[] LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.audit VALUES (current_user, 'ran');
+    BEGIN
+        PERFORM * FROM public.secret;
+        INSERT INTO public.audit VALUES (current_user, 'read the secret');
+    EXCEPTION WHEN insufficient_privilege THEN
+        INSERT INTO public.audit VALUES (current_user, 'secret denied');
+    END;
+    BEGIN
+        CREATE TEMPORARY TABLE hijack (x int);
+        INSERT INTO public.audit VALUES (current_user, 'created a temporary table');
+    EXCEPTION WHEN OTHERS THEN
+        INSERT INTO public.audit VALUES (current_user, 'temporary table refused: ' || SQLSTATE);
+    END;
+    BEGIN
+        SET ROLE alice;
+        INSERT INTO public.audit VALUES (current_user, 'set role');
+    EXCEPTION WHEN OTHERS THEN
+        INSERT INTO public.audit VALUES (current_user, 'set role refused: ' || SQLSTATE);
+    END;
+    RETURN x;
+END
+$$;
+UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(alice.probe(x)) FROM alice.rows GROUP BY client';
+});
+
+my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
+my $su = $node->safe_psql('postgres', q{
+SELECT n_clients, warm_start FROM perpca_refresh('alice.m');
+SELECT current_user;
+SELECT DISTINCT who, what FROM audit ORDER BY 1, 2;
+SELECT relowner::regrole FROM pg_class WHERE oid = 'alice.m_info'::regclass;
+});
+my @su = split /\n/, $su;
+is($su[0], '4|t', 'the superuser refreshed alice\'s model');
+is($su[1], $superuser, 'and is still the superuser afterwards');
+my $audit = join("\n", @su[ 2 .. $#su - 1 ]);
+like($audit, qr/^alice\|ran$/m, 'the source query ran as alice, not as the superuser');
+like($audit, qr/^alice\|secret denied$/m, 'it could not read what only the superuser may read');
+unlike($audit, qr/read the secret|created a temporary table|\|set role$|^\Q$superuser\E\|/m,
+	'nothing ran with the superuser\'s privileges');
+like($audit, qr/^alice\|temporary table refused: 42501$/m,
+	'no temporary object (security-restricted operation)');
+like($audit, qr/^alice\|set role refused: 42501$/m, 'no SET ROLE (security-restricted operation)');
+is($su[-1], 'alice', 'the model still belongs to alice');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'hijack'}), '0',
+	'no temporary table was left behind');
+
+# The search_path of the refresh is fixed: the caller's does not reach it.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+CREATE FUNCTION alice.path_probe() RETURNS text LANGUAGE sql AS $$ SELECT current_setting('search_path') $$;
+});
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(x) FROM alice.rows, (SELECT alice.path_probe() AS p) s WHERE pg_catalog.length(s.p) > 0 AND pg_catalog.textregexeq(s.p, ''^pg_catalog, public, pg_temp$'') GROUP BY client';
+});
+is($node->safe_psql('postgres', q{
+SET search_path = alice, public;
+SELECT n_clients FROM perpca_refresh('alice.m');
+}), '4', 'the source query runs with search_path = pg_catalog, <perpca schema>, pg_temp');
+
+# A role that is not alice (nor a member of alice) may not refresh: 42501.
+my ($rc, $out, $err) = $node->psql('postgres', q{
+\set VERBOSITY verbose
+SET ROLE bob;
+SELECT * FROM perpca_refresh('alice.m');
+});
+isnt($rc, 0, 'bob cannot refresh alice\'s model');
+like($err, qr/42501: must be owner of model "alice.m"/, 'he gets insufficient_privilege (42501)');
+
+# A member of alice may, and the refresh still runs as alice.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(alice.probe(x)) FROM alice.rows GROUP BY client';
+});
+$node->safe_psql('postgres', 'TRUNCATE audit');
+is($node->safe_psql('postgres', q{
+SET ROLE alice_friend;
+SELECT n_clients FROM perpca_refresh('alice.m');
+RESET ROLE;
+SELECT DISTINCT who FROM audit;
+}), "4\nalice", 'a member of the owning role refreshes, as the owner');
+
+# perpca_run_as_owner itself checks the caller, whatever calls it.
+($rc, $out, $err) = $node->psql('postgres', q{
+\set VERBOSITY verbose
+SET ROLE bob;
+SELECT perpca_internal.perpca_run_as_owner('alice.m_info'::regclass, 'public'::regnamespace,
+                                           'SELECT pg_catalog.to_jsonb(current_user)', 0);
+});
+like($err, qr/42501: must be owner of table m_info/, 'perpca_run_as_owner refuses a non-member (42501)');
+
+# ---- 3. replace and personalize of alice's model by the superuser ---------------
+$node->safe_psql('postgres', q{
+TRUNCATE audit;
+SET ROLE alice;
+CREATE FUNCTION alice.note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.audit VALUES (current_user, TG_OP || ' ' || TG_TABLE_NAME);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER note AFTER INSERT ON alice.m_components FOR EACH STATEMENT EXECUTE FUNCTION alice.note();
+});
+$node->safe_psql('postgres', q{
+SELECT model_name FROM perpca_train('alice.m', 'SELECT client, perpca_stats(x) FROM public.feed_rows GROUP BY client', 2, 1, replace => true);
+SELECT count(*) FROM perpca_personalize('alice.m', 'z', (SELECT perpca_stats(x) FROM public.obs WHERE client = 'e'));
+});
+is($node->safe_psql('postgres', q{SELECT who, count(*) FROM audit GROUP BY 1}), 'alice|2',
+	'the superuser\'s replace and personalize wrote alice\'s tables as alice (her trigger saw alice)');
+($rc, $out, $err) = $node->psql('postgres', q{
+\set VERBOSITY verbose
+SET ROLE bob;
+SELECT * FROM perpca_train('alice.m', 'SELECT client, perpca_stats(x) FROM public.feed_rows GROUP BY client', 2, 1, replace => true);
+});
+like($err, qr/42501: must be owner of model "alice.m"/, 'bob cannot replace it');
+
+# A view in place of a model table is refused before anything runs.
+$node->safe_psql('postgres', q{
+SET ROLE alice;
+ALTER TABLE alice.m_info RENAME TO m_info_real;
+CREATE VIEW alice.m_info AS SELECT * FROM alice.m_info_real;
+});
+($rc, $out, $err) = $node->psql('postgres', q{
+\set VERBOSITY verbose
+SELECT * FROM perpca_refresh('alice.m');
+});
+like($err, qr/42809: model "alice.m" is not made of plain tables/, 'a view as <model>_info is refused (42809)');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,321 @@
+# 080_stats_fuzz.pl -- seeded fuzzing of perpca_stats values from outside.
+#
+# Valid values (dense and thin, d = 1..5) are mutated, with a fixed seed, and
+# fed to the server three ways:
+#   text    the type's input function (INSERT ... 'mutated'::perpca_stats);
+#   binary  the receive function (COPY ... FROM file (FORMAT binary), one
+#           file per case);
+#   raw     the stored bytes themselves (a bytea reinterpreted as perpca_stats
+#           by an identity function), which is what the aggregates'
+#           merge transition and deserialize function check: accessors and
+#           perpca_merge run on them.
+# Besides random mutations, targeted classes: a thin form whose rows disagree
+# with n, a mean_lo that overflows, huge n, NaN/Inf, absurd d.
+# Checks: the backend never crashes; every rejection carries a SQLSTATE
+# outside class XX (internal error); every accepted value is consistent
+# (dimension, count, mean, text and binary round trips, merge counts).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PerpcaTest;
+
+my $SEED = 20261123;
+my $N_TEXT = 3000;
+my $N_BINARY = 1500;
+my $N_RAW = 1500;
+srand($SEED);
+
+my $node = start_node('main');
+my $dir = PostgreSQL::Test::Utils::tempdir();
+$node->safe_psql('postgres', q{
+CREATE EXTENSION perpca;
+CREATE TABLE base (id serial, v perpca_stats);
+-- dense (n > d/2) and thin (n <= d/2) values, d = 1..5, and one of each merged
+INSERT INTO base (v)
+SELECT perpca_stats(ARRAY(SELECT sin(i * 7 + j * 3 + d) * 10 ^ (j % 3) FROM generate_series(1, d) AS j))
+  FROM generate_series(1, 5) AS d, generate_series(1, 12) AS i
+ GROUP BY d;
+INSERT INTO base (v)
+SELECT perpca_stats(ARRAY(SELECT cos(i + j * d) FROM generate_series(1, d) AS j))
+  FROM generate_series(2, 5) AS d, generate_series(1, 1) AS i
+ GROUP BY d;
+INSERT INTO base (v) SELECT perpca_merge(v) FROM base WHERE perpca_dim(v) = 4;
+CREATE TABLE accepted (how text, id int, v perpca_stats);
+CREATE TABLE bin_in (v perpca_stats);
+-- The bytes of a value as they are stored, and back (byteasend copies a varlena as it is).
+CREATE FUNCTION raw_stats(bytea) RETURNS perpca_stats LANGUAGE internal IMMUTABLE STRICT AS 'byteasend';
+CREATE FUNCTION stats_bytes(perpca_stats) RETURNS bytea LANGUAGE internal IMMUTABLE STRICT AS 'byteasend';
+});
+my @text = split /\n/, $node->safe_psql('postgres', 'SELECT v::text FROM base ORDER BY id');
+my @bin = map { pack('H*', $_) }
+  split /\n/, $node->safe_psql('postgres', q{SELECT encode(perpca_stats_send(v), 'hex') FROM base ORDER BY id});
+my @raw = map { pack('H*', $_) }
+  split /\n/, $node->safe_psql('postgres', q{SELECT encode(stats_bytes(v), 'hex') FROM base ORDER BY id});
+cmp_ok(scalar(@text), '>=', 10, scalar(@text) . ' valid values to start from');
+like(join(' ', @text), qr/ rows=\{/, 'thin values among them');
+like(join(' ', @text), qr/ m2=\{/, 'dense values among them');
+
+# ---- mutations -----------------------------------------------------------------
+my @numbers = ('0', '-0', '1', '-1', '1e308', '-1e308', '1e309', '1e-320', '1e-400', 'NaN', 'Infinity',
+	'-Infinity', '9223372036854775807', '9223372036854775808', '-9223372036854775808', '2147483647',
+	'2147483648', '4096', '4097', '99999999999999999999', '0x10', '1.5', '');
+my @chars = split //, '0123456789-+.eE,{}()[]=: vdnNaIf';
+
+sub pick { return $_[ int(rand(@_)) ]; }
+
+sub mutate_text
+{
+	my ($s) = @_;
+	my $kind = int(rand(9));
+	my $pos = int(rand(length($s) + 1));
+	if ($kind == 0) { substr($s, $pos, 1, '') if $pos < length($s); }    # delete a char
+	elsif ($kind == 1) { substr($s, $pos, 0, pick(@chars)); }              # insert a char
+	elsif ($kind == 2) { substr($s, $pos, 1, pick(@chars)) if $pos < length($s); }
+	elsif ($kind == 3) { $s = substr($s, 0, $pos); }                        # truncate
+	elsif ($kind == 4)
+	{                                                                       # replace one number
+		my @m;
+		push @m, [ $-[0], $+[0] - $-[0] ] while $s =~ /-?[0-9][0-9.eE+-]*/g;
+		if (@m) { my $m = pick(@m); substr($s, $m->[0], $m->[1], pick(@numbers)); }
+	}
+	elsif ($kind == 5) { $s =~ s/n=\d+/'n=' . pick(0, 1, 2, 3, 7, 100, 2147483648, '9223372036854775807')/e; }
+	elsif ($kind == 6) { $s =~ s/d=\d+/'d=' . pick(0, 1, 2, 3, 6, 4097, 2147483647)/e; }
+	elsif ($kind == 7)
+	{                                                                       # drop or duplicate a list element
+		my $dup = rand() < 0.5;
+		$s =~ s/\{([^,{}]+),/$dup ? "{$1,$1," : "{"/e;
+	}
+	else { $s =~ s/mean_lo=\{[^}]*\}/'mean_lo={' . join(',', ('1e308') x 5) . '}'/e; }
+	return $s;
+}
+
+sub mutate_bytes
+{
+	my ($b, $header) = @_;    # header: bytes before the doubles (14 for send, 20 for raw)
+	my $kind = int(rand(7));
+	my $len = length($b);
+	return $b . chr(int(rand(256))) if $len <= $header;
+	my $pos = int(rand($len));
+	if ($kind == 0) { substr($b, $pos, 1, chr(ord(substr($b, $pos, 1)) ^ (1 << int(rand(8))))); }
+	elsif ($kind == 1) { substr($b, $pos, 1, chr(int(rand(256)))); }
+	elsif ($kind == 2) { $b = substr($b, 0, $pos); }
+	elsif ($kind == 3) { $b .= substr($b, $header, 8 * (1 + int(rand(4)))); }
+	elsif ($kind == 4)
+	{                         # a header byte
+		my $p = int(rand($header));
+		substr($b, $p, 1, chr(pick(0, 1, 2, 3, 127, 128, 255)));
+	}
+	elsif ($kind == 5)
+	{                         # a double becomes NaN, Inf, huge or tiny
+		my $nd = int(($len - $header) / 8);
+		if ($nd > 0)
+		{
+			my $p = $header + 8 * int(rand($nd));
+			substr($b, $p, 8, pack('d>', pick(9**9**9, -9**9**9, (9**9**9) / (9**9**9), 1e308, 5e-324)));
+		}
+	}
+	else { $b = substr($b, 0, $header) . substr($b, $header, int(rand($len - $header + 1))); }
+	return $b;
+}
+
+# Run SQL in one psql session without stopping at errors; returns the
+# SQLSTATEs of its errors (one per failed statement) and psql's exit code.
+sub run_cases
+{
+	my ($sql) = @_;
+	my ($out, $err) = ('', '');
+	my $rc = IPC::Run::run(
+		[ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr('postgres'), '-f', '-' ],
+		'<', \$sql, '>', \$out, '2>', \$err);
+	my @errors = ($err =~ /^psql:[^\n]*ERROR:  ([0-9A-Z]{5}): /mg);
+	my $all = () = ($err =~ /ERROR:/g);
+	return (\@errors, $all, $rc ? 0 : 1, $err);
+}
+
+sub check_rejections
+{
+	my ($how, $cases, $errors, $all, $rc, $err) = @_;
+	my $accepted = $node->safe_psql('postgres', "SELECT count(*) FROM accepted WHERE how = '$how'");
+	is($rc, 0, "$how: psql ran every case (the backend did not crash)")
+	  or diag(substr($err, -2000));
+	is(scalar(@$errors), $all, "$how: every rejection carries a SQLSTATE");
+	is($accepted + $all, $cases, "$how: $cases cases = $accepted accepted + $all rejected");
+	my %classes;
+	$classes{$_}++ for @$errors;
+	my @internal = grep { /^XX/ } keys %classes;
+	is_deeply(\@internal, [], "$how: no rejection is an internal error (class XX)")
+	  or diag(explain(\%classes));
+	note("$how SQLSTATEs: " . join(', ', map { "$_ x$classes{$_}" } sort keys %classes));
+	return;
+}
+
+# ---- text input ---------------------------------------------------------------------
+my $sql = '';
+for my $i (1 .. $N_TEXT)
+{
+	my $s = mutate_text(pick(@text));
+	$s = mutate_text($s) if rand() < 0.3;
+	$sql .= "INSERT INTO accepted VALUES ('text', $i, \$f\$$s\$f\$::perpca_stats);\n";
+}
+# targeted: thin rows disagreeing with n, mean_lo overflow, huge n
+for my $t (@text)
+{
+	(my $a = $t) =~ s/n=(\d+)/'n=' . ($1 + 1)/e;
+	my ($d) = $t =~ / d=(\d+)/;
+	my $lo = 'mean_lo={' . join(',', ('1e308') x $d) . '}';
+	(my $b = $t) =~ s/mean_lo=\{[^}]*\}/$lo/;
+	(my $c = $t) =~ s/n=\d+/n=9223372036854775807/;
+	$sql .= "INSERT INTO accepted VALUES ('text', 0, \$f\$$_\$f\$::perpca_stats);\n" for ($a, $b, $c);
+}
+my $text_cases = $N_TEXT + 3 * @text;
+check_rejections('text', $text_cases, run_cases($sql));
+
+# ---- binary receive (COPY FORMAT binary) -----------------------------------------------
+$sql = '';
+for my $i (1 .. $N_BINARY)
+{
+	my $b = mutate_bytes(pick(@bin), 14);
+	$b = mutate_bytes($b, 14) if rand() < 0.3;
+	my $file = "$dir/case$i.bin";
+	open my $fh, '>:raw', $file or die "$file: $!";
+	print $fh "PGCOPY\n\377\r\n\0", pack('N N', 0, 0), pack('n N', 1, length($b)), $b, pack('n', 0xFFFF);
+	close $fh;
+	$sql .= "COPY bin_in FROM '$file' (FORMAT binary);\n"
+	  . "INSERT INTO accepted SELECT 'binary', $i, v FROM bin_in;\nTRUNCATE bin_in;\n";
+}
+check_rejections('binary', $N_BINARY, run_cases($sql));
+
+# ---- raw bytes as the deserialize function admits them ------------------------------------
+# perpca_stats_deserialize checks a state's version, form, 1 <= d <= 4096,
+# n >= 0 and that the length matches d and n, then merges the numbers as
+# they are (state_merge_stats), as perpca_merge's transition does with a
+# stored value.  Mutated bytes that pass the same structural checks (the
+# numbers may be anything: NaN, Inf, huge, a thin form with n > d/2) go to
+# perpca_merge and the accessors.  (Stored values are trusted like core
+# types' values: bytes that fail these checks never reach them.)
+# Numbers anywhere (NaN, Inf, huge, tiny, random bits), or a thin value
+# with more rows than a thin value holds (its rows repeated, n adjusted).
+sub mutate_numbers
+{
+	my ($b) = @_;
+	my ($version, $form, $unused, $d, $pad, $n) = unpack('C C s< l< l< q<', $b);
+	if ($form == 1 && rand() < 0.2)
+	{
+		my $rows = substr($b, 20 + 16 * $d);
+		my $extra = 1 + int(rand(4));
+		return substr($b, 0, 12) . pack('q<', $n + $extra * $n) . substr($b, 20) . ($rows x $extra) if $n > 0;
+	}
+	my $nd = int((length($b) - 20) / 8);
+	for (1 .. 1 + int(rand(3)))
+	{
+		my $p = 20 + 8 * int(rand($nd));
+		my $x = rand() < 0.7 ? pack('d<', pick(9**9**9, -9**9**9, (9**9**9) / (9**9**9), 1e308, -1e308, 5e-324, 0))
+		  : pack('C8', map { int(rand(256)) } 1 .. 8);
+		substr($b, $p, 8, $x);
+	}
+	return $b;
+}
+
+sub deserialize_admits
+{
+	my ($b) = @_;
+	return 0 if length($b) < 20;
+	my ($version, $form, $unused, $d, $pad, $n) = unpack('C C s< l< l< q<', $b);
+	return 0 unless $version == 1 && ($form == 0 || $form == 1) && $d >= 1 && $d <= 4096 && $n >= 0;
+	return 0 if $form == 1 && $n > 1_000_000;
+	my $values = 2 * $d + ($form == 1 ? $n * $d : $d * ($d + 1) / 2);
+	return length($b) == 20 + 8 * $values;
+}
+$sql = '';
+my $raw_cases = 0;
+my $raw_tries = 0;
+while ($raw_cases < $N_RAW && $raw_tries < 50 * $N_RAW)
+{
+	$raw_tries++;
+	my $b = rand() < 0.3 ? mutate_bytes(pick(@raw), 20) : mutate_numbers(pick(@raw));
+	next unless deserialize_admits($b);
+	$raw_cases++;
+	my $hex = unpack('H*', $b);
+	$sql .= "INSERT INTO accepted SELECT 'raw', $raw_cases, r.v FROM (SELECT raw_stats('\\x$hex'::bytea) AS v) r "
+	  . "WHERE perpca_count(r.v) >= 0 AND perpca_dim(r.v) >= 1 AND perpca_stats_form(r.v) IS NOT NULL "
+	  . "AND (perpca_mean(r.v) IS NULL OR perpca_mean(r.v) IS NOT NULL) AND length(r.v::text) > 0 "
+	  . "AND (SELECT perpca_count(perpca_merge(x)) FROM (VALUES (r.v), (r.v)) AS m(x)) >= 0;\n";
+}
+cmp_ok($raw_cases, '>=', $N_RAW / 2, "raw: $raw_cases cases that the deserialize checks admit");
+my ($raw_errors, $raw_all, $raw_rc, $raw_err) = run_cases($sql);
+is($raw_rc, 0, 'raw: psql ran every case (the backend did not crash)') or diag(substr($raw_err, -2000));
+is(scalar(@$raw_errors), $raw_all, 'raw: every rejection carries a SQLSTATE');
+my %raw_classes;
+$raw_classes{$_}++ for @$raw_errors;
+note('raw SQLSTATEs: ' . join(', ', map { "$_ x$raw_classes{$_}" } sort keys %raw_classes));
+is_deeply([ grep { /^XX/ } keys %raw_classes ], [], 'raw: no rejection is an internal error (class XX)');
+
+# ---- every accepted value is consistent --------------------------------------------------------
+$node->safe_psql('postgres', q{
+CREATE FUNCTION inconsistent(v perpca_stats) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    d int := perpca_dim(v);
+    n bigint := perpca_count(v);
+    mean float8[] := perpca_mean(v);
+BEGIN
+    IF d < 1 OR d > 4096 THEN RETURN 'dimension ' || d; END IF;
+    IF n < 0 THEN RETURN 'count ' || n; END IF;
+    IF n > 0 AND (array_length(mean, 1) <> d
+                  OR EXISTS (SELECT FROM unnest(mean) AS m WHERE m IN ('NaN', 'Infinity', '-Infinity'))) THEN
+        RETURN format('mean: n = %s, d = %s, mean = %s', n, d, mean);
+    END IF;
+    IF v::text::perpca_stats::text <> v::text THEN RETURN 'text round trip'; END IF;
+    BEGIN
+        IF perpca_count(perpca_merge(v, v))::numeric <> 2 * n::numeric THEN
+            RETURN format('merge count: n = %s, d = %s, %s, merged n = %s', n, d, perpca_stats_form(v),
+                          perpca_count(perpca_merge(v, v)));
+        END IF;
+    EXCEPTION WHEN data_exception OR program_limit_exceeded THEN
+        NULL;  -- merging a value with itself may overflow (huge n or values): a clear error is right
+    END;
+    IF perpca_stats_form(v) NOT IN ('dense', 'thin') THEN RETURN 'form'; END IF;
+    RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+    RETURN 'error on an accepted value: ' || SQLSTATE || ' ' || SQLERRM;
+END
+$$;
+});
+my @bad = split /\n/, $node->safe_psql('postgres', q{
+SELECT how || '|' || id || '|' || inconsistent(v) FROM accepted
+ WHERE how <> 'raw' AND inconsistent(v) IS NOT NULL ORDER BY how, id
+});
+# Two known defects of the statistics code (src/stats*.c, not this test's
+# area), kept visible as TODO tests until they are fixed:
+#  - merging values whose counts sum past 2^63 wraps n around silently
+#    (n = 9223372036854775807 merged with itself gives n = -2);
+#  - text input accepts mean and mean_lo that are finite one by one but
+#    whose sum (the mean) overflows to infinity.
+my @known_n = grep { /merge count: n = \d+, .* merged n = -/ } @bad;
+my @known_mean = grep { /\|mean: .*Infinity/ } @bad;
+my %known = map { $_ => 1 } @known_n, @known_mean;
+is(join("\n", grep { !$known{$_} } @bad), '', 'every value accepted by text input or binary receive is consistent');
+TODO:
+{
+	local $TODO = 'stats: perpca_merge does not check n for overflow';
+	is(scalar(@known_n), 0, 'merging huge counts errors instead of wrapping around')
+	  or diag(join("\n", @known_n[ 0 .. ($#known_n < 2 ? $#known_n : 2) ]));
+}
+TODO:
+{
+	local $TODO = 'stats: input does not check that mean + mean_lo is finite';
+	is(scalar(@known_mean), 0, 'no accepted value has an infinite mean')
+	  or diag(join("\n", @known_mean[ 0 .. ($#known_mean < 2 ? $#known_mean : 2) ]));
+}
+my $stats = $node->safe_psql('postgres', q{SELECT how, count(*) FROM accepted GROUP BY 1 ORDER BY 1});
+note("accepted: $stats");
+
+# The server is still the one that started: no backend crashed (a crash restarts all).
+$node->safe_psql('postgres', 'SELECT 1');
+my $log = slurp_file($node->logfile);
+unlike($log, qr/terminated by signal|server process .* was terminated/, 'no backend crashed');
+
+$node->stop;
+done_testing();
