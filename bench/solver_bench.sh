@@ -93,7 +93,7 @@ for c in $CASES; do
 		best=$("${PSQL[@]}" -c "SELECT max(o) FROM (SELECT (SELECT count(*) FROM perpca_fit($q, $r1, $r2, init => 'random', seed => s)) AS n,
 		                                                    (SELECT objective FROM perpca_last_fit()) AS o
 		                                               FROM generate_series(1, $RANDOM_STARTS) s) t")
-		best="$best ($(echo "$obj >= $best * (1 - 1e-9)" | bc -l | sed 's/1/default matches/; s/0/DEFAULT IS WORSE/'))"
+		best="$best ($(awk -v a="$obj" -v b="$best" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "default matches" : "DEFAULT IS WORSE" }'))"
 	fi
 	printf '%-7s | %-6s | %-22s | %7s | %6s | %6s | %-16.10g | %s\n' "$c" lbfgs "$rounds" "$wall" "$cpu" "$read_s" "$obj" "$best"
 	if [ "$PAPER" = 1 ]; then
