@@ -114,6 +114,9 @@ perpca_stats_validate(const PerpcaStats *s)
 		if (s->n == 0 && s->data[i] != 0.0)
 			invalid_stats("A value with no rows must have zero mean and co-moments.");
 	}
+	for (int j = 0; j < s->dim; j++)
+		if (!isfinite(PERPCA_STATS_MEAN(s)[j] + PERPCA_STATS_MEAN_LO(s)[j]))
+			invalid_stats("The mean (mean + mean_lo) must be finite.");
 	if (s->form == PERPCA_FORM_DENSE)
 		check_diagonal(s);
 }

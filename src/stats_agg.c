@@ -33,6 +33,8 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
+
 #include <math.h>
 
 #include "access/detoast.h"
@@ -271,9 +273,17 @@ static void
 state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const double *mu_b)
 {
 	int64		na = st->n;
-	double		w = (double) nb / (double) (na + nb);
+	int64		total;
+	double		w;
 	double	   *delta;
 
+	if (pg_add_s64_overflow(na, nb, &total))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("perpca_stats row count out of range"),
+				 errdetail("Merging %lld and %lld rows exceeds the largest count.",
+						   (long long) na, (long long) nb)));
+	w = (double) nb / (double) total;
 	if (na == 0)
 	{
 		memcpy(st->shift, shift_b, sizeof(double) * st->d);
@@ -287,7 +297,7 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 	linalg_syr_upper(st->d, (double) na * w, delta, st->m2);
 	for (int j = 0; j < st->d; j++)
 		st->mu[j] += w * delta[j];
-	st->n = na + nb;
+	st->n = total;
 	pfree(delta);
 }
 

@@ -287,28 +287,15 @@ my @bad = split /\n/, $node->safe_psql('postgres', q{
 SELECT how || '|' || id || '|' || inconsistent(v) FROM accepted
  WHERE how <> 'raw' AND inconsistent(v) IS NOT NULL ORDER BY how, id
 });
-# Two known defects of the statistics code (src/stats*.c, not this test's
-# area), kept visible as TODO tests until they are fixed:
-#  - merging values whose counts sum past 2^63 wraps n around silently
-#    (n = 9223372036854775807 merged with itself gives n = -2);
-#  - text input accepts mean and mean_lo that are finite one by one but
-#    whose sum (the mean) overflows to infinity.
+# Two defects this test found (fixed): merging values whose counts sum past
+# 2^63 wrapped n around (n = 9223372036854775807 merged with itself gave
+# n = -2), and text input accepted mean and mean_lo finite one by one whose
+# sum (the mean) overflowed to infinity.
 my @known_n = grep { /merge count: n = \d+, .* merged n = -/ } @bad;
 my @known_mean = grep { /\|mean: .*Infinity/ } @bad;
-my %known = map { $_ => 1 } @known_n, @known_mean;
-is(join("\n", grep { !$known{$_} } @bad), '', 'every value accepted by text input or binary receive is consistent');
-TODO:
-{
-	local $TODO = 'stats: perpca_merge does not check n for overflow';
-	is(scalar(@known_n), 0, 'merging huge counts errors instead of wrapping around')
-	  or diag(join("\n", @known_n[ 0 .. ($#known_n < 2 ? $#known_n : 2) ]));
-}
-TODO:
-{
-	local $TODO = 'stats: input does not check that mean + mean_lo is finite';
-	is(scalar(@known_mean), 0, 'no accepted value has an infinite mean')
-	  or diag(join("\n", @known_mean[ 0 .. ($#known_mean < 2 ? $#known_mean : 2) ]));
-}
+is(join("\n", @bad), '', 'every value accepted by text input or binary receive is consistent');
+is(scalar(@known_n), 0, 'merging huge counts errors instead of wrapping around');
+is(scalar(@known_mean), 0, 'no accepted value has an infinite mean');
 my $stats = $node->safe_psql('postgres', q{SELECT how, count(*) FROM accepted GROUP BY 1 ORDER BY 1});
 note("accepted: $stats");
 
