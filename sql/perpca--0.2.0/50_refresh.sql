@@ -55,7 +55,10 @@ BEGIN
                step => (m OPERATOR(pg_catalog.->>) 'step')::float8,
                update => m OPERATOR(pg_catalog.->>) 'update',
                retraction => m OPERATOR(pg_catalog.->>) 'retraction',
-               init => CASE WHEN use_start THEN 'given'
+               -- warm: the stored U is one of the L-BFGS solver's starts (init 'best'
+               -- keeps the best objective); the paper's solver continues from it
+               init => CASE WHEN use_start AND (m OPERATOR(pg_catalog.->>) 'solver') OPERATOR(pg_catalog.=) 'paper' THEN 'given'
+                            WHEN use_start THEN 'best'
                             WHEN (m OPERATOR(pg_catalog.->>) 'init') OPERATOR(pg_catalog.=) 'given' THEN NULL
                             ELSE m OPERATOR(pg_catalog.->>) 'init' END,
                seed => (m OPERATOR(pg_catalog.->>) 'seed')::bigint,

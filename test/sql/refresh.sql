@@ -38,10 +38,15 @@ SELECT version AS v0, rounds AS cold_rounds_before FROM r_info \gset
 SELECT client, array_length(perpca_model_scores('r', client, x), 1) AS scores
   FROM obs WHERE obs = 1 AND client IN ('a', 'e') ORDER BY 1;
 
--- Nothing changed: a warm refresh starts at the optimum and stops almost at once.
+-- Nothing changed: a warm refresh runs the stored U as one of its starts; that
+-- start is at the optimum and stops almost at once, and the best start wins.
 SELECT model_name, version > :v0 AS new_version, n_clients, clients_added, clients_dropped, warm_start,
-       converged, rounds_run < :cold_rounds_before / 4 AS few_rounds
+       converged
   FROM perpca_refresh('r');
+SELECT rounds < :cold_rounds_before / 4 AS stored_start_few_rounds, converged
+  FROM perpca_last_fit_starts() WHERE start = 'given';
+SELECT bool_or(chosen AND objective >= (SELECT max(objective) FROM perpca_last_fit_starts())) AS best_start_kept
+  FROM perpca_last_fit_starts();
 SELECT init, source_query FROM r_info;
 
 -- New rows for a..c, a new client e, client d gone.
