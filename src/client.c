@@ -264,20 +264,20 @@ thin_factor(const FitClient *c)
 	return F;
 }
 
+/* F'F of a thin client, computed once (with the best response, below). */
+static const double *thin_gram(FitClient *c);
+
 /* lambda_max of a thin S_i: the top eigenvalue of the m x m Gram F'F. */
 static double
 thin_lambda_max(FitClient *c)
 {
-	int			d = c->d,
-				m = thin_width(c);
-	double	   *F = thin_factor(c);
+	int			m = thin_width(c);
 	double	   *G = palloc(sizeof(double) * m * m);
 	double	   *z = palloc(sizeof(double) * m);
 	double		top = 0.0;
 
-	linalg_gemm(true, false, m, m, d, 1.0, F, m, F, m, 0.0, G, m);
+	memcpy(G, thin_gram(c), sizeof(double) * m * m);
 	fit_eigh_top(m, G, 1, &top, z, 1);
-	pfree(F);
 	pfree(G);
 	pfree(z);
 	return top;
