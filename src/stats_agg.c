@@ -211,7 +211,7 @@ unmerged_rows(const StatsState *st, double *rows, double *sum)
 {
 	int			d = st->d;
 
-	if (rows != st->buf)
+	if (rows != st->buf && st->nbuf > 0)
 		memcpy(rows, st->buf, sizeof(double) * st->nbuf * d);
 	if (sum != st->bsum)
 		memcpy(sum, st->bsum, sizeof(double) * d);
@@ -618,13 +618,15 @@ state_serialize(const StatsState *st)
 	ss->npend = st->npend;
 	ss->n = st->n;
 	memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
-	memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
+	if (st->nbuf > 0)
+		memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
 	p += 3 * d + st->nbuf * d;
 	if (st->m2 != NULL)
 		for (int64 i = 0; i < d; i++)
 			for (int64 j = i; j < d; j++)
 				*p++ = st->m2[i * d + j];
-	memcpy(p, st->pend, sizeof(PendingRow) * st->npend);
+	if (st->npend > 0)
+		memcpy(p, st->pend, sizeof(PendingRow) * st->npend);
 	return (bytea *) ss;
 }
 
