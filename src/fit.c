@@ -22,76 +22,6 @@
 #define PAPER_PROBE_ROUNDS 10
 
 /* ------------------------------------------------------------------------
- * Sums and trace
- * ------------------------------------------------------------------------
- */
-
-FitSums *
-fit_sums_create(int d, int r1)
-{
-	FitSums    *s = palloc0(sizeof(FitSums));
-
-	s->U = palloc0(sizeof(double) * d * Max(r1, 1));
-	s->G = palloc0(sizeof(double) * d * Max(r1, 1));
-	s->gram = palloc0(sizeof(double) * Max(r1 * r1, 1));
-	return s;
-}
-
-void
-fit_sums_zero(FitSums *s, int d, int r1)
-{
-	s->weight = s->objective = s->gv = s->change = 0.0;
-	s->exact = 0;
-	memset(s->U, 0, sizeof(double) * d * r1);
-	memset(s->G, 0, sizeof(double) * d * r1);
-	memset(s->gram, 0, sizeof(double) * r1 * r1);
-}
-
-void
-fit_sums_add(FitSums *a, const FitSums *b, int d, int r1)
-{
-	a->weight += b->weight;
-	a->objective += b->objective;
-	a->gv += b->gv;
-	a->change = Max(a->change, b->change);
-	a->exact += b->exact;
-	linalg_axpy((int64) d * r1, 1.0, b->U, a->U);
-	linalg_axpy((int64) d * r1, 1.0, b->G, a->G);
-	linalg_axpy((int64) r1 * r1, 1.0, b->gram, a->gram);
-}
-
-void
-fit_trace(FitDiagnostics *diag, int round, double objective, double gnorm, double kkt,
-		  double step)
-{
-	FitTraceRow *row;
-
-	if (diag->ntrace == diag->tracecap)
-	{
-		if (diag->tracecap >= 1000000)
-			return;				/* keep the trace bounded */
-		diag->tracecap = Max(64, diag->tracecap * 2);
-		diag->trace = diag->trace ? repalloc_huge(diag->trace, sizeof(FitTraceRow) * diag->tracecap)
-			: palloc(sizeof(FitTraceRow) * diag->tracecap);
-	}
-	row = &diag->trace[diag->ntrace++];
-	row->start = diag->nstarts - 1;
-	row->round = round;
-	row->objective = objective;
-	row->gradient_norm = gnorm;
-	row->kkt_residual = kkt;
-	row->step = step;
-}
-
-bool
-fit_report_round(int t)
-{
-	while (t >= 10 && t % 10 == 0)
-		t /= 10;
-	return t == 1 || t == 2 || t == 5;
-}
-
-/* ------------------------------------------------------------------------
  * Starts
  * ------------------------------------------------------------------------
  */
@@ -290,19 +220,4 @@ fit_run(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *
 	finish(be, opts, res, diag);
 	if (!diag->converged && opts->tolerance > 0.0 && opts->rounds > 0)
 		warn_not_converged(opts, diag);
-}
-
-/* theta_est = 1 - lambda_max(A / W) for A = sum_i w_i V_i V_i' (d x d, destroyed); NaN without locals. */
-double
-fit_theta(double *A, int d, double W, bool any)
-{
-	double		top = 0.0;
-	double	   *Z;
-
-	if (!any)
-		return NAN;
-	Z = palloc(sizeof(double) * d);
-	fit_eigh_top(d, A, 1, &top, Z, 1);
-	pfree(Z);
-	return 1.0 - top / W;
 }

@@ -16,6 +16,7 @@
  *   fit_start.c      starting U: disPCA, Qu, pooled, random, given
  *   fit.c            orchestration: starts x solver, the best start, the output
  *   fit_options.c    options parsed once, with one set of defaults
+ *   fit_sums.c       the sums, the trace and theta_est that the layers share
  * Only U (d x r1) and d x r1 sums cross the backend in a round.
  */
 #ifndef PERPCA_FIT_H
