@@ -66,6 +66,5 @@ for fit in "perpca_fit('SELECT client, stats FROM tb_stats', $R1, $R2)" \
 	read -r fwall fcpu fhwm < <(measure "SELECT count(*) FROM $fit;")
 	echo "$fit: ${fwall} s wall (${fcpu} s CPU) = $(echo "scale=1; $fwall / $rwall" | bc)x the read; peak ${fhwm} kB"
 done
-"${PSQL[@]}" -c "SELECT 'last fit: ' || rounds || ' rounds, converged ' || converged FROM perpca_last_fit()" || true
 "${PSQL[@]}" -c "DROP TABLE tb_stats"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
