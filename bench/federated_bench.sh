@@ -66,7 +66,7 @@ Q="'SELECT client, s FROM stats ORDER BY client'"
 \\pset footer off
 SELECT count(*) AS rows FROM perpca_fit_federated(ARRAY[$SHARD_LIST], $Q, $NG, $NL) \\g /dev/null
 CREATE TEMP TABLE fed AS SELECT * FROM perpca_last_federated_fit();
-SELECT count(*) AS rows FROM perpca_fit($Q, $NG, $NL, init => 'dispca') \\g /dev/null
+SELECT count(*) AS rows FROM perpca_fit($Q, $NG, $NL) \\g /dev/null
 CREATE TEMP TABLE single AS SELECT * FROM perpca_last_fit();
 \\echo d = $D, $CLIENTS clients x $ROWS rows, $SHARDS shards, n_global $NG, n_local $NL
 SELECT 'federated' AS fit, rounds, converged, round(seconds::numeric, 3) AS seconds,
