@@ -669,18 +669,6 @@ client_paper_step(FitClient *c, const double *U, FitUpdate update, FitRetraction
 		client_polar_step(c, step);
 }
 
-void
-client_end_rounds(FitClient *c, const double *U, FitRetraction retraction)
-{
-	if (c->lazy_local)
-	{
-		orthonormalize(c, retraction, c->d, c->r2, c->W + c->r1, c->k);
-		linalg_copy(c->d, c->r1, U, c->r1, c->W, c->k);
-	}
-	c->lazy_local = false;
-	c->skip_change = false;
-}
-
 /*
  * V_i from the client's own PCs, given U: top r2_i left singular vectors of
  * (I - P_U) L_i D_i, where D_i = sqrt(lambda_ij) plus a tiny floor so that no

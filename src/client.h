@@ -118,9 +118,6 @@ extern double client_gradient(FitClient *c);
 extern void client_paper_step(FitClient *c, const double *U, FitUpdate update,
 							  FitRetraction retraction, double step);
 
-/* Leave the rounds' fast mode: V_i orthonormal again. */
-extern void client_end_rounds(FitClient *c, const double *U, FitRetraction retraction);
-
 /* V_i from the client's own PCs, given U (the one-shot starts' local part). */
 extern void client_init_local(FitClient *c, const double *U, const FitLocalPCs *pcs);
 

@@ -104,8 +104,6 @@ typedef struct FitSums
 /* Allocate the sums for d x r1 (zeroed). */
 extern FitSums *fit_sums_create(int d, int r1);
 extern void fit_sums_zero(FitSums *s, int d, int r1);
-/* a += b (the coordinator adds the shards' sums) */
-extern void fit_sums_add(FitSums *a, const FitSums *b, int d, int r1);
 
 /* Where the clients are: one node (local) or shards (federated.c). */
 typedef struct FitBackend FitBackend;
@@ -174,7 +172,6 @@ typedef struct FitDiagnostics
 	int			ntrace;
 	int			tracecap;
 	FitTraceRow *trace;
-	int			exact_responses;
 	/* federated only */
 	int			n_shards;
 	int64		setup_bytes;
@@ -220,7 +217,7 @@ extern int	solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int r
 
 /* ---- starts (fit_start.c) ---- */
 
-/* U (d x r1) of a start; returns false if the start is not available. */
+/* U (d x r1) of a start (not FIT_INIT_BEST). */
 extern void fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, double *U);
 
 /* Top r eigenvectors of sum_i w_i S_i (subspace iteration through be->apply) into U (d x r). */

@@ -33,19 +33,6 @@ fit_sums_zero(FitSums *s, int d, int r1)
 }
 
 void
-fit_sums_add(FitSums *a, const FitSums *b, int d, int r1)
-{
-	a->weight += b->weight;
-	a->objective += b->objective;
-	a->gv += b->gv;
-	a->change = Max(a->change, b->change);
-	a->exact += b->exact;
-	linalg_axpy((int64) d * r1, 1.0, b->U, a->U);
-	linalg_axpy((int64) d * r1, 1.0, b->G, a->G);
-	linalg_axpy((int64) r1 * r1, 1.0, b->gram, a->gram);
-}
-
-void
 fit_trace(FitDiagnostics *diag, int round, double objective, double gnorm, double kkt,
 		  double step)
 {

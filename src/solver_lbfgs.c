@@ -82,8 +82,6 @@ evaluate(Lbfgs *lb, const double *U, double *f, double *G)
 	fit_sums_zero(s, lb->d, lb->r1);
 	lb->be->evaluate(lb->be, U, response_tolerance(lb), s);
 	lb->rounds++;
-	if (lb->diag != NULL)
-		lb->diag->exact_responses += s->exact;
 	*f = s->objective / s->weight;
 	memcpy(G, s->U, sizeof(double) * lb->n);
 	linalg_scale_column((int) lb->n, G, 1, 0, 1.0 / s->weight);
