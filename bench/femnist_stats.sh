@@ -20,8 +20,9 @@
 # tables build quickly); every row is stored separately, out of line as a
 # real table's rows of d = 784 are.  Tables are dropped at the end
 # (KEEP=1 keeps them; REUSE=1 uses femnist_inter and femnist_clust if they
-# exist).  The "parallel" plan (2 workers, work_mem 4MB, parallel costs 0)
-# reports the Partial HashAggregate's batches and memory per process.
+# exist).  The parallel plans (2 workers, parallel costs 0, work_mem 4MB
+# and 4GB) report the Partial HashAggregate's batches and memory per
+# process; their CPU time includes the workers'.
 set -euo pipefail
 N=${N:-355}
 [ "${FULL:-0}" = 1 ] && N=3550
@@ -63,31 +64,35 @@ fi
 size=$(q -c "SELECT pg_size_pretty(pg_total_relation_size('femnist_inter'))")
 
 BASE="SET max_parallel_workers_per_gather = 0; SET jit = off;"
+PAR="SET jit = off; SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;
+     SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET enable_sort = off;"
 declare -A SET=(
 	[hash_4MB]="$BASE SET work_mem = '4MB'; SET enable_sort = off;"
 	[hash_4GB]="$BASE SET work_mem = '4GB'; SET enable_sort = off;"
 	[sort_4MB]="$BASE SET work_mem = '4MB'; SET enable_hashagg = off;"
 	[default]="$BASE"
-	[parallel]="SET jit = off; SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;
-	            SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
+	[par_4MB]="$PAR SET work_mem = '4MB';"
+	[par_4GB]="$PAR SET work_mem = '4GB';"
 )
-PLANS=(hash_4MB hash_4GB sort_4MB default parallel)
+PLANS=(hash_4MB hash_4GB sort_4MB default par_4MB par_4GB)
 TABLES=(femnist_inter femnist_clust)
 query() { echo "SELECT sum(perpca_count(s)) FROM (SELECT client, perpca_stats(x) AS s FROM $1 GROUP BY client) q"; }
 
-# run SETTINGS SQL: "wall_ms cpu_ms" of one run; cpu = the backend's user +
-# system time from /proc (the server must run on this machine), which other
-# load on the machine disturbs much less than the wall time
+# run SETTINGS SQL: "wall_ms cpu_ms" of one run; cpu = user + system time
+# from /proc (the server must run on this machine) of the backend and of
+# its parallel workers (the postmaster's reaped children: run on a cluster
+# of your own, as other sessions' exits count there too), which other load
+# on the machine disturbs much less than the wall time
 run() {
-	q <<SQL | awk 'NR == 1 {c0 = $1} /^Time:/ {w = $2} END {print w, ($1 - c0) * 10}'
+	q <<SQL | awk '/^CPU/ {c[++n] = $2 + $3} /^Time:/ {w = $2} END {print w, (c[2] - c[1]) * 10}'
 $1
 SELECT pg_backend_pid() AS bpid \gset
 \setenv BPID :bpid
-\! awk '{print \$14 + \$15}' /proc/\$BPID/stat
+\! sleep 0.3; awk '{print \$4}' /proc/\$BPID/stat | { read -r pm; echo CPU \$(awk '{print \$14 + \$15}' /proc/\$BPID/stat) \$(awk '{print \$16 + \$17}' /proc/\$pm/stat); }
 \timing on
 $2 \g /dev/null
 \timing off
-\! awk '{print \$14 + \$15}' /proc/\$BPID/stat
+\! sleep 0.3; awk '{print \$4}' /proc/\$BPID/stat | { read -r pm; echo CPU \$(awk '{print \$14 + \$15}' /proc/\$BPID/stat) \$(awk '{print \$16 + \$17}' /proc/\$pm/stat); }
 SQL
 }
 
@@ -116,11 +121,13 @@ for p in aggs(json.load(sys.stdin)[0]["Plan"]):
 print("; ".join(out))'
 }
 
-q -c "$BASE" -c "$(query femnist_inter)" >/dev/null	# warm the cache
 declare -A W C
 load0=$(cut -d" " -f1-3 /proc/loadavg)
 for rep in $(seq "$REPS"); do
 	for t in "${TABLES[@]}"; do
+		# warm the caches with this table (untimed): otherwise the first plan
+		# after switching tables reads the TOAST table back into shared buffers
+		q -c "$BASE" -c "$(query "$t")" >/dev/null
 		for p in "${PLANS[@]}"; do
 			read -r w c < <(run "${SET[$p]}" "$(query "$t")")
 			W[$t.$p]="${W[$t.$p]:-} $w"
@@ -136,7 +143,7 @@ best() { echo "$1" | tr ' ' '\n' | grep . | sort -g | head -1; }
 
 echo
 echo "perpca_stats(x) GROUP BY client: $N groups x $ROWS_PER rows, d=$D, table $size; $REPS runs each (min-max)"
-echo "$(nproc) cores, load average $load0 before, $load1 after; cpu = the backend's own CPU time (workers' not counted)"
+echo "$(nproc) cores, load average $load0 before, $load1 after; cpu = CPU time of the backend and its parallel workers"
 printf '%-9s %-12s %-12s %-12s %-12s  %s\n' "plan" "inter wall s" "inter cpu s" "clust wall s" "clust cpu s" \
 	"shape (interleaved; batches and memory: leader/workers)"
 for p in "${PLANS[@]}"; do
@@ -154,8 +161,12 @@ for t in "${TABLES[@]}"; do
 				t, k, n[1], v[1] / 1000, n[NR], v[NR] / 1000, v[NR] / v[1] }'
 	done
 	bs=$(for p in hash_4MB hash_4GB sort_4MB default; do echo "${W[$t.$p]}"; done | tr ' ' '\n' | grep . | sort -g | head -1)
-	awk -v t="$t" -v b="$bs" -v p="$(best "${W[$t.parallel]}")" 'BEGIN {
-		printf "%s: parallel (2 workers) %.2f s wall, best serial %.2f s: speed-up %.2fx\n", t, p / 1000, b / 1000, b / p }'
+	cs=$(for p in hash_4MB hash_4GB sort_4MB default; do echo "${C[$t.$p]}"; done | tr ' ' '\n' | grep . | sort -g | head -1)
+	for p in par_4MB par_4GB; do
+		awk -v t="$t" -v b="$bs" -v p="$(best "${W[$t.$p]}")" -v cb="$cs" -v cp="$(best "${C[$t.$p]}")" -v n="$p" 'BEGIN {
+			printf "%s: %s (2 workers) %.2f s wall, best serial %.2f s: speed-up %.2fx; CPU %.2f s against %.2f s (%.2fx)\n",
+				t, n, p / 1000, b / 1000, b / p, cp / 1000, cb / 1000, cp / cb }'
+	done
 done
 if [ "${KEEP:-0}" != 1 ]; then
 	q -c "DROP TABLE femnist_inter, femnist_clust"
