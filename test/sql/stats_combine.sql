@@ -44,17 +44,10 @@ BEGIN
             WHERE jsonb_typeof(n) = 'object' AND n ->> 'Node Type' = 'Aggregate');
 END $$;
 -- top_agg_kb(query): peak memory (kB) of the topmost aggregate node, from EXPLAIN ANALYZE
-CREATE FUNCTION top_agg_kb(query text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE
-    node jsonb;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || query INTO node;
-    node := node -> 0 -> 'Plan';
-    WHILE node ->> 'Node Type' <> 'Aggregate' LOOP
-        node := node -> 'Plans' -> 0;
-    END LOOP;
-    RETURN (node ->> 'Peak Memory Usage')::int;
-END $$;
+\i test/include/agg_plan.sql
+CREATE FUNCTION top_agg_kb(query text) RETURNS int LANGUAGE sql AS $$
+    SELECT (node ->> 'Peak Memory Usage')::int FROM agg_plan(query)
+$$;
 
 CREATE TABLE ref AS SELECT g, perpca_stats(x) AS s FROM flat GROUP BY g;
 CREATE TABLE serial_kb AS

@@ -51,16 +51,13 @@ FROM (SELECT g, perpca_stats(x) AS s FROM plan_small GROUP BY g) q GROUP BY 1 OR
 
 -- plan_shape(query): the aggregate node's strategy, and for a hash
 -- aggregate whether it spilled, from EXPLAIN ANALYZE
+\i test/include/agg_plan.sql
 CREATE FUNCTION plan_shape(query text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     plan jsonb;
     node jsonb;
 BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || query INTO plan;
-    node := plan -> 0 -> 'Plan';
-    WHILE node ->> 'Node Type' <> 'Aggregate' LOOP
-        node := node -> 'Plans' -> 0;
-    END LOOP;
+    SELECT * INTO plan, node FROM agg_plan(query);
     RETURN concat_ws(' ', node ->> 'Partial Mode', node ->> 'Strategy',
         CASE WHEN node ->> 'Strategy' = 'Hashed' THEN
             CASE WHEN (node ->> 'HashAgg Batches')::int > 1 THEN 'spilled' ELSE 'in memory' END END,
@@ -160,4 +157,4 @@ EXPLAIN (COSTS OFF) SELECT g, perpca_stats(x) FROM plan_groups GROUP BY g;
 RESET work_mem;
 
 DROP TABLE plan_small, plan_toast, plan_small_p, plan_toast_p, plan_results, plan_groups;
-DROP FUNCTION plan_shape(text), run_plan(text, text);
+DROP FUNCTION plan_shape(text), run_plan(text, text), agg_plan(text);
