@@ -285,6 +285,7 @@ two_sum(double a, double b, double *hi, double *lo)
 static void
 state_rebase(StatsState *st)
 {
+	Assert(state_unmerged(st) == 0);	/* no rows relative to the old point */
 	for (int j = 0; j < st->d; j++)
 	{
 		double		hi,
