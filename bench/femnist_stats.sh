@@ -7,9 +7,11 @@
 # planner picks at default settings; each on rows interleaved across groups
 # (client = i % N) and clustered by group (client = i / ROWS_PER).  Serial
 # plans, jit off.  The plans take turns REPS times, so that other load on
-# the machine hits them alike; each cell prints min-max over the runs of
-# the wall time and of the backend's CPU time, and the batches and memory
-# of one EXPLAIN ANALYZE.  Goal: the worst plan within 1.3x of the best.
+# the machine hits them alike, each table warmed by an untimed run before
+# its plans; each cell prints min-max over the runs of the wall time and of
+# the CPU time of the backend and its parallel workers, and the batches and
+# memory of one EXPLAIN ANALYZE.  Goal: the worst serial plan within 1.3x
+# of the best.
 #
 #   PGHOST=... PGPORT=... PGUSER=<superuser> PGDATABASE=... bash bench/femnist_stats.sh
 #   sizes: N=355 (default: a tenth of FEMNIST) D=784 ROWS_PER=89 REPS=3
