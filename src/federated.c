@@ -40,13 +40,13 @@ enum
 {
 	FARG_SHARDS, FARG_QUERY, FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE,
 	FARG_STEP, FARG_UPDATE, FARG_RETRACTION, FARG_INIT, FARG_CENTER, FARG_WEIGHTS,
-	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SEED
+	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SEED, FARG_SCALE
 };
 
 static const FitArgPositions fed_args = {
 	FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE, FARG_STEP, FARG_UPDATE,
 	FARG_RETRACTION, FARG_INIT, FARG_SEED, FARG_CENTER, FARG_WEIGHTS, -1,
-	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER
+	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SCALE
 };
 
 /* Everything the coordinator keeps during one fit. */
@@ -548,6 +548,11 @@ fed_parse(FunctionCallInfo fcinfo, FedFit *f, FitOptions *opts)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("init 'given' is not available in perpca_fit_federated"),
 				 errhint("Use init 'best', 'dispca', 'qu', 'pooled' or 'random'.")));
+	if (opts->scale != FIT_SCALE_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("scale 'standard' is not available in perpca_fit_federated"),
+				 errhint("Divide each feature by its standard deviation in the shards' query, or fit with perpca_fit or perpca_train.")));
 	f->opts = opts;
 	f->sc = palloc0(sizeof(ShardConn) * f->nshards);
 	f->active = palloc0(sizeof(bool) * f->nshards);
