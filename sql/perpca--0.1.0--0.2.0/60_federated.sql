@@ -90,13 +90,14 @@ CREATE FUNCTION perpca_fit_federated(
     verbose boolean DEFAULT false,
     adaptive boolean DEFAULT NULL,
     solver text DEFAULT 'lbfgs',
-    seed bigint DEFAULT 0)
+    seed bigint DEFAULT 0,
+    scale text DEFAULT 'none')
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint) IS
-    'Personalized PCA with the clients on shards (libpq connection strings): the query runs on every shard, only U and d x n_global sums per shard cross the network each round; the same fit engine, options and rows as perpca_fit (a client key on two shards is an error)';
+COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text) IS
+    'Personalized PCA with the clients on shards (libpq connection strings): the query runs on every shard, only U and d x n_global sums per shard cross the network each round; the same fit engine, options and rows as perpca_fit (a client key on two shards is an error); scale ''standard'' is not available here (feature_not_supported)';
 -- It opens connections with the server's credentials: superusers, and roles granted EXECUTE.
-REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text) FROM PUBLIC;
 
 CREATE FUNCTION perpca_last_federated_fit()
 RETURNS TABLE (rounds int, converged boolean, objective float8, kkt_residual float8, step float8,
