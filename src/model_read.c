@@ -72,7 +72,7 @@ enum
 static const ColumnSpec info_columns[I_NCOLS] = {
 	{"version", INT8OID, false}, {"d", INT4OID, false}, {"center", TEXTOID, false},
 	{"global_mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false}, {"theta_est", FLOAT8OID, false},
-	{"scale", FLOAT8ARRAYOID, true}	/* models stored before 0.2.0's scale option: unscaled */
+	{"scale_factors", FLOAT8ARRAYOID, true}	/* models stored before 0.2.0's scale option: unscaled */
 };
 
 enum
@@ -446,10 +446,10 @@ load_info(ModelData *m, const ModelRels *r)
 	m->total_variance = scan_float(&s, att[I_TOTAL_VARIANCE]);
 	m->theta_est = scan_float(&s, att[I_THETA]);
 	m->scale = AttributeNumberIsValid(att[I_SCALE]) ?
-		scan_vector(&s, att[I_SCALE], m->d, m->cxt, r->model, "scale") : NULL;
+		scan_vector(&s, att[I_SCALE], m->d, m->cxt, r->model, "scale_factors") : NULL;
 	for (int j = 0; m->scale != NULL && j < m->d; j++)
 		if (!(m->scale[j] > 0.0))
-			model_damaged(r->model, "The scale of the info table must hold positive divisors.");
+			model_damaged(r->model, "The scale_factors of the info table must hold positive divisors.");
 	scan_end(&s);
 }
 

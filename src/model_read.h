@@ -63,7 +63,7 @@ typedef struct ModelData
 	int		   *global_number;	/* r1: component numbers, ascending */
 	ModelFloat *global_variance;	/* r1 */
 	double	   *global_mean;	/* d, in the data's units */
-	double	   *scale;			/* d divisors of the features (fit option scale), or NULL */
+	double	   *scale;			/* d divisors of the features (info.scale_factors), or NULL */
 	ModelFloat	total_variance; /* the fit's weighted mean total variance */
 	ModelFloat	theta_est;
 	int			nclients;

@@ -21,7 +21,7 @@
  *
  * Decomposition of a row x of client i with centre c (the client's mean,
  * the pooled mean or zero, as the fit's center option), y = D^-1 (x - c)
- * with D the diagonal of the model's scale divisors (the identity for an
+ * with D the diagonal of the model's scale_factors (the identity for an
  * unscaled model):
  *   scores       [U y; V_i y]                (standardized units)
  *   global part  c + D U^T U y      local part  D V_i^T V_i y

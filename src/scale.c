@@ -5,9 +5,9 @@
  * them (clients.c); the stored-model functions in SQL scale held-out
  * statistics and centres with the divisors the model stored:
  *   perpca_scale_factors(s)                  the divisors of one (merged) value
- *   perpca_internal.scale_stats(s, scale)    statistics of the rows D^-1 x
- *   perpca_internal.scale_vector(x, scale)   D^-1 x
- * A NULL scale means unscaled: both internal functions return their input.
+ *   perpca_internal.scale_stats(s, f)        statistics of the rows D^-1 x
+ *   perpca_internal.scale_vector(x, f)       D^-1 x
+ * (D = diag(f), f the scale_factors); a NULL f means unscaled: both internal functions return their input.
  */
 #include "postgres.h"
 
@@ -137,27 +137,27 @@ scale_report_constant(const bool *constant, int d)
 					count, count == 1 ? "" : "s", list.data),
 			 errdetail("A feature whose standard deviation is at most %g times its root mean square keeps divisor 1.",
 					   SCALE_CONSTANT_RELATIVE),
-			 errhint("The model lists them in <model>_info.constant_features (1-based).")));
+			 errhint("A stored model lists them in <model>_info.constant_features (1-based).")));
 }
 
-/* A scale argument of length d: positive finite divisors. */
+/* A scale_factors argument of length d: positive finite divisors. */
 static double *
 scale_arg(ArrayType *a, int d)
 {
 	int			n;
-	double	   *s = perpca_vector_arg(a, &n, "scale");
+	double	   *s = perpca_vector_arg(a, &n, "scale_factors");
 
 	if (n != d)
-		perpca_dim_mismatch(d, n, "scale");
+		perpca_dim_mismatch(d, n, "scale_factors");
 	for (int j = 0; j < d; j++)
 		if (!(s[j] > 0.0))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("scale must hold positive divisors, element %d is %g", j + 1, s[j])));
+					 errmsg("scale_factors must hold positive divisors, element %d is %g", j + 1, s[j])));
 	return s;
 }
 
-/* perpca_scale_factors(s perpca_stats, OUT scale float8[], OUT constant_features int[]) */
+/* perpca_scale_factors(s perpca_stats, OUT scale_factors float8[], OUT constant_features int[]) */
 Datum
 perpca_scale_factors(PG_FUNCTION_ARGS)
 {

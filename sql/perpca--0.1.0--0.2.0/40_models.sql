@@ -245,7 +245,7 @@ BEGIN
             version bigint NOT NULL,
             client_type text,
             options jsonb,
-            scale float8[],
+            scale_factors float8[],
             constant_features int[])$f$, info);
     EXECUTE format('COMMENT ON TABLE %s IS %L', components,
         'perpca model ' || base || ': global (client NULL) and local principal components');
@@ -262,12 +262,12 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_create(text, text) IS 'internal
 CREATE FUNCTION perpca_internal.perpca_model_fill_clients(schema_name text, base text, src text, center text,
                                                           global_mean float8[], source text,
                                                           one_client text, one_stats perpca_stats,
-                                                          scale float8[])
+                                                          scale_factors float8[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     -- Means in the data's units; variances, ratios and errors in the units
-    -- the fit saw (standardized by scale, NULL = unscaled).
+    -- the fit saw (divided by scale_factors, NULL = unscaled).
     EXECUTE format($f$
         WITH r AS (
             SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s),
@@ -298,11 +298,11 @@ BEGIN
                train_error = excluded.train_error, source = excluded.source$f$,
         src, schema_name, base || '_components', schema_name, base || '_components',
         schema_name, base || '_clients')
-    USING center, global_mean, source, one_client, one_stats, scale;
+    USING center, global_mean, source, one_client, one_stats, scale_factors;
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]) IS
-    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale, NULL = unscaled) from statistics';
+    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics';
 
 -- The clients of a train or refresh, staged once: the fit and the per-client
 -- figures read the same rows.  A temporary table, created by the caller (a
@@ -382,7 +382,7 @@ BEGIN
     SELECT @extschema@.perpca_merge(s.stats) INTO merged FROM pg_temp.perpca_train_src s;
     gmean := @extschema@.perpca_mean(merged);
     -- The divisors the fit used, from the same pooled statistics (NULL: unscaled).
-    SELECT NULL::float8[] AS scale, NULL::int[] AS constant_features INTO factors;
+    SELECT NULL::float8[] AS scale_factors, NULL::int[] AS constant_features INTO factors;
     IF opts ->> 'scale' = 'standard' THEN
         SELECT * INTO STRICT factors FROM @extschema@.perpca_scale_factors(merged);
     END IF;
@@ -399,8 +399,8 @@ BEGIN
             EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS client_type text, ADD COLUMN options jsonb', info);
         END IF;
         IF NOT EXISTS (SELECT FROM pg_attribute
-                        WHERE attrelid = info::regclass AND attname = 'scale' AND NOT attisdropped) THEN
-            EXECUTE format('ALTER TABLE %s ADD COLUMN scale float8[], ADD COLUMN constant_features int[]', info);
+                        WHERE attrelid = info::regclass AND attname = 'scale_factors' AND NOT attisdropped) THEN
+            EXECUTE format('ALTER TABLE %s ADD COLUMN scale_factors float8[], ADD COLUMN constant_features int[]', info);
         END IF;
     ELSE
         PERFORM perpca_internal.perpca_model_create(schema_name, base);
@@ -411,7 +411,7 @@ BEGIN
                       FROM unnest($1) AS u',
                    components) USING fitted;
     PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, 'pg_temp.perpca_train_src',
-                                                      opts ->> 'center', gmean, 'fit', NULL, NULL, factors.scale);
+                                                      opts ->> 'center', gmean, 'fit', NULL, NULL, factors.scale_factors);
     EXECUTE format('SELECT CASE WHEN $1 = %L THEN avg(total_variance)
                                 ELSE sum(n::float8 * total_variance) / sum(n::float8) END FROM %s',
                    'equal', clients)
@@ -421,7 +421,7 @@ BEGIN
                         adaptive, update, retraction, init, seed, center, weights, source_query,
                         rounds, converged, objective, kkt_residual, theta_est, step_used,
                         fit_seconds, global_mean, total_variance, fitted_at, version, client_type, options,
-                        scale, constant_features)
+                        scale_factors, constant_features)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                 $18, $19, $20, $21, $22, $23, $24, $25, $26, now(),
                 nextval('@extschema@.perpca_model_version'), $27, $28, $29, $30)$f$, info)
@@ -431,7 +431,7 @@ BEGIN
           opts ->> 'update', opts ->> 'retraction', opts ->> 'init', (opts ->> 'seed')::bigint,
           opts ->> 'center', opts ->> 'weights', source_query, diag.rounds_run, diag.converged, diag.objective,
           diag.kkt_residual, diag.theta_est, diag.step, diag.seconds, gmean, total, key_type, opts,
-          factors.scale, factors.constant_features;
+          factors.scale_factors, factors.constant_features;
 
     RETURN QUERY SELECT base, diag.d, diag.n_clients, diag.rounds_run, diag.converged,
                         diag.objective, diag.theta_est;
@@ -501,7 +501,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text) IS
-    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); solver is perpca_fit''s; scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale and applied by every function that reads the model';
+    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); solver is perpca_fit''s; scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model';
 
 CREATE OR REPLACE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
@@ -541,7 +541,7 @@ DECLARE
     m record;
     u float8[];
     centre float8[];
-    scale float8[] := perpca_internal.perpca_model_scale(info);
+    factors float8[] := perpca_internal.perpca_model_scale_factors(info);
     scaled @extschema@.perpca_stats;
     result jsonb;
 BEGIN
@@ -553,9 +553,9 @@ BEGIN
     EXECUTE format('SELECT array_agg(pc ORDER BY component) FROM %s WHERE kind = %L', components, 'global')
         INTO u;
     -- The local components live where the model's components do: in the scaled features.
-    scaled := perpca_internal.scale_stats(stats, scale);
+    scaled := perpca_internal.scale_stats(stats, factors);
     centre := CASE m.center WHEN 'client' THEN @extschema@.perpca_mean(scaled)
-                            WHEN 'global' THEN perpca_internal.scale_vector(m.global_mean, scale)
+                            WHEN 'global' THEN perpca_internal.scale_vector(m.global_mean, factors)
                             ELSE array_fill(0::float8, ARRAY[m.d]) END;
     EXECUTE format('DELETE FROM %s WHERE kind = %L AND client = $1', components, 'local') USING client;
     EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
@@ -565,7 +565,7 @@ BEGIN
         USING client, scaled, u, coalesce(n_local, m.n_local), centre;
     PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
                                                       m.center, m.global_mean, 'personalize', client, stats,
-                                                      scale);
+                                                      factors);
     EXECUTE format('UPDATE %s SET version = nextval(%L)', info, '@extschema@.perpca_model_version');
     EXECUTE format('SELECT jsonb_agg(jsonb_build_object(''component'', component, ''pc'', pc, ''variance'', variance)
                                      ORDER BY component)

@@ -56,19 +56,19 @@ DECLARE
     t record := perpca_internal.perpca_model_tables_existing(model);
 BEGIN
     RETURN QUERY EXECUTE pg_catalog.format($f$
-        WITH i AS (SELECT center, global_mean, d, perpca_internal.perpca_model_scale(%L) AS scale FROM %s),
+        WITH i AS (SELECT center, global_mean, d, perpca_internal.perpca_model_scale_factors(%L) AS scale_factors FROM %s),
         u AS (SELECT pg_catalog.array_agg(pc ORDER BY component) AS u FROM %s WHERE kind = 'global'),
         v AS (SELECT client, pg_catalog.array_agg(pc ORDER BY component) AS v
                 FROM %s WHERE kind = 'local' GROUP BY client),
         q AS (%s),
         e AS (
             SELECT q.client, k.client IS NOT NULL AS known,
-                   perpca_internal.scale_stats(q.stats, i.scale) AS stats, u.u, v.v,
+                   perpca_internal.scale_stats(q.stats, i.scale_factors) AS stats, u.u, v.v,
                    perpca_internal.scale_vector(
                        CASE i.center WHEN 'client' THEN coalesce(k.mean, i.global_mean)
                                      WHEN 'global' THEN i.global_mean
                                      ELSE pg_catalog.array_fill(0::float8, ARRAY[i.d]) END,
-                       i.scale) AS centre
+                       i.scale_factors) AS centre
               FROM q CROSS JOIN i CROSS JOIN u
               LEFT JOIN %s k ON k.client = q.client
               LEFT JOIN v ON v.client = q.client AND k.client IS NOT NULL)
@@ -81,7 +81,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION perpca_evaluate(text, text) IS
-    'held-out evaluation of a stored model on a query of rows (client, x float8[]) or statistics (client, perpca_stats): per client the rows n, the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both; a client the model has never seen (known false) is evaluated on the global components only; a scaled model (scale ''standard'') divides the rows by its stored scale first, so error, total_variance and the ratios are in standardized units, as perpca_model_error';
+    'held-out evaluation of a stored model on a query of rows (client, x float8[]) or statistics (client, perpca_stats): per client the rows n, the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both; a client the model has never seen (known false) is evaluated on the global components only; a scaled model (scale ''standard'') divides the rows by its stored scale_factors first, so error, total_variance and the ratios are in standardized units, as perpca_model_error';
 
 CREATE FUNCTION perpca_evaluate_summary(model text, query text,
                                         OUT clients int, OUT unseen_clients int, OUT n bigint,

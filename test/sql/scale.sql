@@ -33,7 +33,7 @@ CREATE TABLE ref_perpca (kind text, client text, value float8[]);
 CREATE TABLE wine_stats AS SELECT client, perpca_stats(x) AS stats FROM wine GROUP BY client;
 
 -- The divisors from the statistics are StandardScaler's (ddof 0); none is constant.
-SELECT arrays_close(f.scale, (SELECT value FROM ref WHERE kind = 'scale'), 1e-13, 1e-300) AS scale_ok,
+SELECT arrays_close(f.scale_factors, (SELECT value FROM ref WHERE kind = 'scale'), 1e-13, 1e-300) AS scale_ok,
        f.constant_features
   FROM wine_stats s0, LATERAL (SELECT * FROM perpca_scale_factors((SELECT perpca_merge(stats) FROM wine_stats))) f
  LIMIT 1;
@@ -85,7 +85,7 @@ SELECT (SELECT array_agg(pc ORDER BY component) FROM fit_none) =
 SELECT model_name, d, n_clients, converged
   FROM perpca_train('wine_cpca', 'SELECT client, stats FROM perpca_scale.wine_stats', 3, 0, method => 'cpca',
                     center => 'global', weights => 'samples', scale => 'standard');
-SELECT arrays_close(scale, (SELECT value FROM ref WHERE kind = 'scale'), 1e-13, 1e-300) AS scale_stored,
+SELECT arrays_close(scale_factors, (SELECT value FROM ref WHERE kind = 'scale'), 1e-13, 1e-300) AS scale_stored,
        constant_features, options ->> 'scale' AS scale_option,
        arrays_close(global_mean, (SELECT value FROM ref WHERE kind = 'mean'), 1e-13, 1e-300) AS mean_in_data_units
   FROM wine_cpca_info;
@@ -139,7 +139,7 @@ SELECT arrays_close(projector((SELECT array_agg(pc) FROM wine_pp_components WHER
 
 -- perpca_refresh reuses the stored scale option.
 SELECT model_name, n_clients, converged FROM perpca_refresh('wine_pp');
-SELECT options ->> 'scale' AS scale_option, scale IS NOT NULL AS scale_stored FROM wine_pp_info;
+SELECT options ->> 'scale' AS scale_option, scale_factors IS NOT NULL AS scale_stored FROM wine_pp_info;
 
 -- perpca_choose_ranks passes scale to perpca_train: its held-out error is the scaled model's.
 CREATE TABLE scan AS
@@ -155,9 +155,9 @@ SELECT close((SELECT heldout_error FROM scan), error, 1e-9) AS scan_is_scaled
 -- ---- a model stored before the scale option: read as unscaled ---------------
 SELECT model_name FROM perpca_train('wine_old', 'SELECT client, stats FROM perpca_scale.wine_stats', 3, 0,
                                     method => 'cpca', center => 'global', weights => 'samples');
-SELECT scale IS NULL AS unscaled, constant_features IS NULL AS no_constant FROM wine_old_info;
+SELECT scale_factors IS NULL AS unscaled, constant_features IS NULL AS no_constant FROM wine_old_info;
 CREATE TABLE old_errors AS SELECT row, perpca_model_error('wine_old', client, x) AS error FROM wine;
-ALTER TABLE wine_old_info DROP COLUMN scale, DROP COLUMN constant_features;
+ALTER TABLE wine_old_info DROP COLUMN scale_factors, DROP COLUMN constant_features;
 SELECT bool_and(o.error = perpca_model_error('wine_old', w.client, w.x)) AS same_errors
   FROM wine w JOIN old_errors o USING (row);
 SELECT count(*) AS clients FROM perpca_evaluate('wine_old', 'SELECT client, x FROM perpca_scale.wine');
@@ -165,7 +165,7 @@ SELECT count(*) FROM perpca_personalize('wine_old', 'c9', (SELECT stats FROM win
 -- Replacing it adds the columns.
 SELECT model_name FROM perpca_train('wine_old', 'SELECT client, stats FROM perpca_scale.wine_stats', 3, 0,
                                     method => 'cpca', center => 'global', scale => 'standard', replace => true);
-SELECT scale IS NOT NULL AS scaled FROM wine_old_info;
+SELECT scale_factors IS NOT NULL AS scaled FROM wine_old_info;
 
 -- ---- a constant feature: left unscaled, named in a NOTICE and in the model ---
 CREATE TABLE flat (client text, x float8[]);
@@ -175,7 +175,7 @@ SELECT 'g' || (i % 3), ARRAY[sin(i), 7.5, 100 * cos(3 * i), 0, (i % 5)::float8]
 SELECT * FROM perpca_scale_factors((SELECT perpca_stats(x) FROM flat));
 SELECT model_name FROM perpca_train('flat_m', 'SELECT client, perpca_stats(x) FROM perpca_scale.flat GROUP BY client',
                                     1, 1, scale => 'standard');
-SELECT scale[2] AS s2, scale[4] AS s4, constant_features FROM flat_m_info;
+SELECT scale_factors[2] AS s2, scale_factors[4] AS s4, constant_features FROM flat_m_info;
 SELECT bool_and(abs(pc[2]) < 1e-12 AND abs(pc[4]) < 1e-12) AS flat_features_unused FROM flat_m_components;
 SELECT bool_and(arrays_close(add(add(perpca_model_global_part('flat_m', client, x),
                                      perpca_model_local_part('flat_m', client, x)),
