@@ -99,6 +99,10 @@ SELECT count(*) AS rows,
                                      perpca_model_local_part('wine_cpca', w.client, w.x)),
                                  perpca_model_residual('wine_cpca', w.client, w.x)), w.x, 1e-12)) AS parts_sum_to_x
   FROM wine w JOIN ref_rows r USING (row);
+-- perpca_component_info: standardized variances; the global ratios are sklearn's explained_variance_ratio_.
+SELECT i.component, close(i.explained_variance_ratio, q.value[1], 1e-10) AS ratio_ok
+  FROM perpca_component_info('wine_cpca') i JOIN ref q ON q.kind = 'ratio' AND q.component = i.component
+ ORDER BY i.component;
 -- perpca_evaluate on rows and on statistics: the mean of perpca_model_error per client.
 SELECT e.client, e.n,
        close(e.error, (SELECT avg(r.error) FROM ref_rows r JOIN wine w USING (row) WHERE w.client = e.client), 1e-9) AS rows_ok,
