@@ -295,21 +295,35 @@ clients_scale(ClientInput *in, int n, FitScale how)
 
 	if (how == FIT_SCALE_NONE || n == 0)
 		return;
-	stats = palloc(sizeof(PerpcaStats *) * n);
+	stats = clients_stats(in, n);
 	scale = palloc(sizeof(double) * d);
 	constant = palloc(sizeof(bool) * d);
-	for (int i = 0; i < n; i++)
-		stats[i] = in[i].stats;
 	if (scale_factors(stats, n, d, scale, constant) > 0)
 		scale_report_constant(constant, d);
+	clients_scale_by(in, n, scale);
+	pfree(stats);
+	pfree(scale);
+	pfree(constant);
+}
+
+void
+clients_scale_by(ClientInput *in, int n, const double *scale)
+{
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		scale_stats_inplace(in[i].stats, scale);
 	}
-	pfree(stats);
-	pfree(scale);
-	pfree(constant);
+}
+
+PerpcaStats **
+clients_stats(const ClientInput *in, int n)
+{
+	PerpcaStats **stats = palloc(sizeof(PerpcaStats *) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		stats[i] = in[i].stats;
+	return stats;
 }
 
 /* sum_i n_i mean_i into mean_sum (d); returns sum_i n_i. */

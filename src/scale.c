@@ -42,13 +42,46 @@ comoment_diagonal(const PerpcaStats *s, int j)
 	return sum;
 }
 
+void
+scale_pooled_sums(PerpcaStats *const *stats, int n, int d, const double *mean, double *sums)
+{
+	double	   *delta = palloc(sizeof(double) * Max(d, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		perpca_stats_offset(stats[i], mean, delta);
+		for (int j = 0; j < d; j++)
+			sums[j] += comoment_diagonal(stats[i], j) + (double) stats[i]->n * delta[j] * delta[j];
+	}
+	pfree(delta);
+}
+
+int
+scale_finish(const double *sums, const double *mean, double rows, int d, double *scale,
+			 bool *constant)
+{
+	int			nconstant = 0;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		sd = sqrt(sums[j] / rows);
+		bool		flat = !(sd > SCALE_CONSTANT_RELATIVE * sqrt(mean[j] * mean[j] + sd * sd));
+
+		scale[j] = flat ? 1.0 : sd;
+		nconstant += flat;
+		if (constant)
+			constant[j] = flat;
+	}
+	return nconstant;
+}
+
 int
 scale_factors(PerpcaStats *const *stats, int n, int d, double *scale, bool *constant)
 {
 	double	   *mean = palloc0(sizeof(double) * Max(d, 1));
-	double	   *delta = palloc(sizeof(double) * Max(d, 1));
+	double	   *sums = palloc0(sizeof(double) * Max(d, 1));
 	double		rows = 0.0;
-	int			nconstant = 0;
+	int			nconstant;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -58,28 +91,11 @@ scale_factors(PerpcaStats *const *stats, int n, int d, double *scale, bool *cons
 				(PERPCA_STATS_MEAN(stats[i])[j] + PERPCA_STATS_MEAN_LO(stats[i])[j]);
 	}
 	for (int j = 0; j < d; j++)
-	{
 		mean[j] /= rows;
-		scale[j] = 0.0;
-	}
-	for (int i = 0; i < n; i++)
-	{
-		perpca_stats_offset(stats[i], mean, delta);
-		for (int j = 0; j < d; j++)
-			scale[j] += comoment_diagonal(stats[i], j) + (double) stats[i]->n * delta[j] * delta[j];
-	}
-	for (int j = 0; j < d; j++)
-	{
-		double		sd = sqrt(scale[j] / rows);
-		bool		flat = !(sd > SCALE_CONSTANT_RELATIVE * sqrt(mean[j] * mean[j] + sd * sd));
-
-		scale[j] = flat ? 1.0 : sd;
-		nconstant += flat;
-		if (constant)
-			constant[j] = flat;
-	}
+	scale_pooled_sums(stats, n, d, mean, sums);
+	nconstant = scale_finish(sums, mean, rows, d, scale, constant);
 	pfree(mean);
-	pfree(delta);
+	pfree(sums);
 	return nconstant;
 }
 

@@ -31,6 +31,16 @@
  */
 extern int	scale_factors(PerpcaStats *const *stats, int n, int d, double *scale, bool *constant);
 
+/*
+ * The same in two steps, for statistics spread over shards: each adds
+ * sum_i [M2_i,jj + n_i (mean_i,j - mean_j)^2] of its values about the pooled
+ * mean into sums; then the divisors from the sums of all, the mean and the rows.
+ */
+extern void scale_pooled_sums(PerpcaStats *const *stats, int n, int d, const double *mean,
+							  double *sums);
+extern int	scale_finish(const double *sums, const double *mean, double rows, int d,
+						 double *scale, bool *constant);
+
 /* Divide the features of a statistics value by scale, in place (a private copy). */
 extern void scale_stats_inplace(PerpcaStats *s, const double *scale);
 

@@ -198,7 +198,7 @@ SELECT * FROM perpca_choose_ranks('SELECT client, stats FROM perpca_scale.wine_s
 \echo :LAST_ERROR_SQLSTATE
 \set VERBOSITY default
 SELECT count(*) FROM perpca_fit_federated(ARRAY['dbname=nowhere'], 'SELECT client, stats FROM wine_stats', 2, 0,
-                                          scale => 'standard');
+                                          scale => 'unit');
 \echo :LAST_ERROR_SQLSTATE
 SELECT perpca_internal.scale_vector(ARRAY[1, 2]::float8[], ARRAY[1, 0]::float8[]);
 \echo :LAST_ERROR_SQLSTATE
