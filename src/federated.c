@@ -9,6 +9,8 @@
  * node: same starts, same solvers, same stopping rules and diagnostics.
  * The shard side is federated_shard.c (functions in schema perpca_internal).
  * Only U (d x n_global) goes out and d x n_global sums come back per round.
+ * With scale 'standard' the setup has one more round trip: each shard's d
+ * sums about the pooled mean (shard_scale), the divisors back with shard_init.
  */
 #include "postgres.h"
 
