@@ -5,10 +5,10 @@
  * shard_open runs the user's query here (clients.c) and keeps its clients in
  * a backend-local state (a memory context under TopMemoryContext, found by
  * the fit id); with scale 'standard', shard_scale sends the shard's sums for
- * the pooled standard deviations (scale.h) and shard_init divides the
- * statistics by the coordinator's divisors; shard_init builds the node; shard_basis, _apply, _start_local,
- * _round, _evaluate and _finish are node.c's operations, answering with the
- * node's FitSums; shard_result emits the local components.  The state dies
+ * the pooled standard deviations (scale.h); shard_init divides the
+ * statistics by the coordinator's divisors, if any, and builds the node;
+ * shard_basis, _apply, _start_local, _round, _evaluate and _finish are
+ * node.c's operations, answering with the node's FitSums; shard_result emits the local components.  The state dies
  * with shard_close or with the backend.  The coordinator is federated.c.
  */
 #include "postgres.h"
