@@ -1,8 +1,8 @@
 -- ==========================================================================
 -- Feature scaling (fit option scale => 'standard'): the divisors come from
 -- the statistics (the pooled standard deviation of each feature, ddof 0); a
--- model stores them in <model>_info.scale_factors and every function that reads the
--- model applies them (src/scale.c).
+-- model stores them in <model>_info.scale_factors and every function that
+-- reads the model applies them (src/scale.c).
 -- ==========================================================================
 
 CREATE FUNCTION perpca_scale_factors(s perpca_stats, OUT scale_factors float8[], OUT constant_features int[])

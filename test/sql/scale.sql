@@ -3,7 +3,8 @@
 -- standard deviation (from the statistics), stored in the model and applied
 -- by every function that reads it.  References: sklearn's StandardScaler +
 -- PCA and the numpy oracle on the pre-scaled UCI wine data
--- (test/fixtures/gen_scale.py).
+-- (test/fixtures/gen_scale.py).  perpca_fit_federated's scaling is tested
+-- against perpca_fit in test/t/040_federated.pl.
 --
 CREATE SCHEMA perpca_scale;
 SET search_path = perpca_scale, public;
