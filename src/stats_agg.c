@@ -265,45 +265,9 @@ state_append(StatsState *st, const double *restrict src, int nrows,
 	st->nbuf += nrows;
 }
 
-/* hi + lo = a + b exactly, hi = fl(a + b) (Knuth's TwoSum). */
-static void
-two_sum(double a, double b, double *hi, double *lo)
-{
-	double		s = a + b;
-	double		bb = s - a;
-
-	*hi = s;
-	*lo = (a - (s - bb)) + (b - bb);
-}
-
-/*
- * Move a dense state's reference point to its mean: shift + mu becomes
- * shift' + mu' exactly, with shift' = fl(shift + mu) and mu' the rounding
- * residual.  The rows of the next block then enter centred at about the
- * mean of the rows before them (see state_flush).
- */
-static void
-state_rebase(StatsState *st)
-{
-	Assert(state_unmerged(st) == 0);	/* no rows relative to the old point */
-	for (int j = 0; j < st->d; j++)
-	{
-		double		hi,
-					lo;
-
-		two_sum(st->shift[j], st->mu[j], &hi, &lo);
-		if (isfinite(hi))
-		{
-			st->shift[j] = hi;
-			st->mu[j] = lo;
-		}
-	}
-}
-
 /*
  * Fold nb rows with mean shift_b + mu_b (their co-moment already added to
  * m2) into st.  shift_b - st->shift is exact when the two points are close.
- * The buffer is empty: the state is rebased at its new mean.
  */
 static void
 state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const double *mu_b)
@@ -326,7 +290,6 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 			memcpy(st->shift, shift_b, sizeof(double) * st->d);
 		memcpy(st->mu, mu_b, sizeof(double) * st->d);
 		st->n = nb;
-		state_rebase(st);
 		return;
 	}
 	delta = palloc(sizeof(double) * st->d);
@@ -337,7 +300,6 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 		st->mu[j] += w * delta[j];
 	st->n = total;
 	pfree(delta);
-	state_rebase(st);
 }
 
 /* mean = sum / k for k rows; rejects non-finite sums. */
@@ -356,21 +318,7 @@ column_mean(int d, const double *sum, int64 k, double *mean)
 	}
 }
 
-/*
- * Apply the buffered block of k rows y (rows minus shift) with column mean
- * bm: its co-moment sum (y - bm)(y - bm)^T into m2, then the merge.
- *
- * The first block of a group (n = 0) is relative to the group's first row,
- * so it is centred at bm in a second pass before the dsyrk.  Every later
- * block entered relative to the mean of the rows before it (the state is
- * rebased after each merge), so bm is small next to the rows' spread when
- * the data are stationary, and the co-moments come from one pass:
- *   sum (y - bm)(y - bm)^T = Y^T Y - k bm bm^T.
- * When the data drift, k bm bm^T is of the order of the merge term
- * n k / (n + k) delta delta^T that Chan's formula adds anyway, so the
- * rounding stays of the order of the merged values (no cancellation of
- * large sums as in sum x x^T - n mean mean^T).
- */
+/* Apply the buffered block: one dsyrk on the block centred at its own mean. */
 static void
 state_flush(StatsState *st)
 {
@@ -384,25 +332,17 @@ state_flush(StatsState *st)
 	Assert(st->m2 != NULL);
 	bm = palloc(sizeof(double) * d);
 	column_mean(d, st->bsum, k, bm);
-	if (st->n == 0)
+	for (int i = 0; i < k; i++)
 	{
-		for (int i = 0; i < k; i++)
-		{
-			double	   *restrict row = st->buf + (int64) i * d;
+		double	   *restrict row = st->buf + (int64) i * d;
 
-			for (int j = 0; j < d; j++)
-				row[j] -= bm[j];
-		}
-		linalg_syrk_upper(d, k, 1.0, st->buf, st->m2);
+		for (int j = 0; j < d; j++)
+			row[j] -= bm[j];
 	}
-	else
-	{
-		linalg_syrk_upper(d, k, 1.0, st->buf, st->m2);
-		linalg_syr_upper(d, -(double) k, bm, st->m2);
-	}
+	linalg_syrk_upper(d, k, 1.0, st->buf, st->m2);
+	state_merge_moments(st, k, st->shift, bm);
 	memset(st->bsum, 0, sizeof(double) * d);
 	st->nbuf = 0;
-	state_merge_moments(st, k, st->shift, bm);
 	pfree(bm);
 }
 
@@ -560,6 +500,17 @@ state_merge_state(StatsState *a, StatsState *b)
  * The result
  * ------------------------------------------------------------------------
  */
+
+/* hi + lo = a + b exactly, hi = fl(a + b) (Knuth's TwoSum). */
+static void
+two_sum(double a, double b, double *hi, double *lo)
+{
+	double		s = a + b;
+	double		bb = s - a;
+
+	*hi = s;
+	*lo = (a - (s - bb)) + (b - bb);
+}
 
 /* The stored mean (mean, mean_lo) = shift + mu. */
 static void
