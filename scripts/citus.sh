@@ -109,7 +109,7 @@ compile_citus() {
 cmd_build() {
 	local out
 	find_tarball
-	command -v pg_config >/dev/null || skip "pg_config not found"
+	command -v pg_config >/dev/null || ensure_build_packages
 	out=$(build_dir_for "$TARBALL")
 	if [ -f "$out/.citus-built" ]; then
 		echo "$out"

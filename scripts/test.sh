@@ -41,7 +41,10 @@ fi
 # Citus for test/t/045_citus.pl: built (cached) as root before dropping root,
 # so that apt-get can install its build packages; the unprivileged run gets
 # the build's directory, a skip reason or the failure in PERPCA_CITUS_*.
-citus_prepare
+if [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ]; then
+	ensure_packages
+	citus_prepare
+fi
 
 prepare_user test.sh 0 "$@"
 

@@ -25,6 +25,7 @@
 #include "access/stratnum.h"
 #include "access/tableam.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "executor/tuptable.h"
 #include "storage/lmgr.h"
@@ -33,6 +34,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "citus_placement.h"
 
@@ -131,6 +133,22 @@ citus_single_shard(Oid relid)
 	return shardid;
 }
 
+/* Do the two relations have the same owner? */
+static bool
+owned_alike(Oid a, Oid b)
+{
+	HeapTuple	ta = SearchSysCache1(RELOID, ObjectIdGetDatum(a));
+	HeapTuple	tb = SearchSysCache1(RELOID, ObjectIdGetDatum(b));
+	bool		same;
+
+	if (!HeapTupleIsValid(ta) || !HeapTupleIsValid(tb))
+		elog(ERROR, "cache lookup failed for relation %u or %u", a, b);
+	same = ((Form_pg_class) GETSTRUCT(ta))->relowner == ((Form_pg_class) GETSTRUCT(tb))->relowner;
+	ReleaseSysCache(ta);
+	ReleaseSysCache(tb);
+	return same;
+}
+
 Oid
 perpca_citus_local_placement(Oid relid, const char *model)
 {
@@ -163,5 +181,10 @@ perpca_citus_local_placement(Oid relid, const char *model)
 				 errdetail("%s is a Citus table without a placement on this node.", name),
 				 errhint("Make the three tables of the model reference tables with create_reference_table().")));
 	LockRelationOid(shardrel, AccessShareLock);
+	if (!owned_alike(shardrel, relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the local copy of model \"%s\" has another owner than its table", model),
+				 errdetail("Relation %s is not owned by the owner of %s.", shard, name)));
 	return shardrel;
 }
