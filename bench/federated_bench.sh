@@ -69,10 +69,10 @@ CREATE TEMP TABLE fed AS SELECT * FROM perpca_last_federated_fit();
 SELECT count(*) AS rows FROM perpca_fit($Q, $NG, $NL) \\g /dev/null
 CREATE TEMP TABLE single AS SELECT * FROM perpca_last_fit();
 \\echo d = $D, $CLIENTS clients x $ROWS rows, $SHARDS shards, n_global $NG, n_local $NL
-SELECT 'federated' AS fit, rounds, converged, round(seconds::numeric, 3) AS seconds,
+SELECT 'federated' AS fit, rounds_run, converged, round(seconds::numeric, 3) AS seconds,
        round(objective::numeric, 6) AS objective FROM fed
 UNION ALL
-SELECT 'single node', rounds, converged, round(seconds::numeric, 3), round(objective::numeric, 6) FROM single;
+SELECT 'single node', rounds_run, converged, round(seconds::numeric, 3), round(objective::numeric, 6) FROM single;
 SELECT setup_bytes, round_bytes, round_binary_bytes, result_bytes,
        setup_bytes + rounds * round_bytes + result_bytes AS federated_total,
        stats_binary_bytes AS stats_binary,

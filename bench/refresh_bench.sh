@@ -57,7 +57,7 @@ run() {
 BEGIN;
 SELECT clock_timestamp() AS t0 \gset
 $1;
-SELECT rounds, round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000, 1) FROM perpca_last_fit();
+SELECT rounds_run, round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000, 1) FROM perpca_last_fit();
 ROLLBACK;
 SQL
 }

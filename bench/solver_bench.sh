@@ -85,7 +85,7 @@ for c in $CASES; do
 	read -r r1 r2 < <(load_case "$c" | tail -1)
 	q="'SELECT client, stats FROM sb_stats ORDER BY client'"
 	read_s=$("${PSQL[@]}" -c "\\timing on" -c "SELECT count(*) FROM sb_stats WHERE stats IS NOT NULL AND perpca_dim(stats) > 0" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | awk '{printf "%.2f", $1 / 1000}')
-	echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2); SELECT (SELECT rounds FROM perpca_last_fit_starts() WHERE chosen) || ' / ' || l.rounds, round(l.seconds::numeric, 2), l.objective FROM perpca_last_fit() l;" >"$TMP/lbfgs.sql"
+	echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2); SELECT (SELECT rounds_run FROM perpca_last_fit_starts() WHERE chosen) || ' / ' || l.rounds_run, round(l.seconds::numeric, 2), l.objective FROM perpca_last_fit() l;" >"$TMP/lbfgs.sql"
 	cpu=$(backend_cpu "$TMP/lbfgs.sql")
 	IFS='|' read -r rounds wall obj < <(tail -1 "$TMP/out")
 	best="-"
@@ -97,7 +97,7 @@ for c in $CASES; do
 	fi
 	printf '%-7s | %-6s | %-22s | %7s | %6s | %6s | %-16.10g | %s\n' "$c" lbfgs "$rounds" "$wall" "$cpu" "$read_s" "$obj" "$best"
 	if [ "$PAPER" = 1 ]; then
-		echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2, solver => 'paper'); SELECT l.rounds || CASE WHEN l.converged THEN '' ELSE ' (not converged)' END, round(l.seconds::numeric, 2), l.objective FROM perpca_last_fit() l;" >"$TMP/paper.sql"
+		echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2, solver => 'paper'); SELECT l.rounds_run || CASE WHEN l.converged THEN '' ELSE ' (not converged)' END, round(l.seconds::numeric, 2), l.objective FROM perpca_last_fit() l;" >"$TMP/paper.sql"
 		cpu=$(backend_cpu "$TMP/paper.sql")
 		IFS='|' read -r rounds wall obj < <(tail -1 "$TMP/out")
 		printf '%-7s | %-6s | %-22s | %7s | %6s | %6s | %-16.10g |\n' "$c" paper "$rounds" "$wall" "$cpu" "$read_s" "$obj"

@@ -13,7 +13,7 @@ FROM perpca_fit(
 
 \echo
 \echo '-- diagnostics of the fit'
-SELECT method, rounds, converged, round(objective::numeric, 4) AS objective,
+SELECT method, rounds_run, converged, round(objective::numeric, 4) AS objective,
        n_clients, dim
 FROM perpca_last_fit();
 

@@ -4,6 +4,9 @@
 #   bash scripts/test.sh            everything (what CI runs), then the sanitizer run
 #   bash scripts/test.sh --quick    skip the slow TAP group (test/t/9[0-9][0-9]_*.pl)
 #                                   and the sanitizer run
+#   bash scripts/test.sh --quick --only=REGEX
+#                                   only the tests whose name (fit, 090_reference)
+#                                   matches the extended regular expression
 #
 # Steps: build with -Werror; install into a private copy of PostgreSQL 15;
 # pg_regress on test/sql/*.sql (compared with expected/*.out) against a
@@ -21,10 +24,12 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 QUICK=0
+ONLY=
 for arg in "$@"; do
 	case "$arg" in
 		--quick) QUICK=1 ;;
-		-h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		--only=*) ONLY=${arg#--only=} ;;
+		-h | --help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		*) die "unknown argument: $arg (try --help)" ;;
 	esac
 done
@@ -91,13 +96,17 @@ citus_install "$INST"
 
 # ---- pg_regress: test/sql/*.sql -------------------------------------------
 shopt -s nullglob
-regress_files=("$BUILD"/test/sql/*.sql)
+regress_files=()
+for f in "$BUILD"/test/sql/*.sql; do
+	if [ -z "$ONLY" ] || [[ "$(basename "$f" .sql)" =~ $ONLY ]]; then regress_files+=("$f"); fi
+done
+regress_names=$(for f in "${regress_files[@]}"; do basename "$f" .sql; done | tr '\n' ' ')
 if [ ${#regress_files[@]} -gt 0 ]; then
 	cluster_start
 	say "pg_regress: ${#regress_files[@]} test(s)"
 	rc=0
 	# TAP_TESTS= : the TAP tests run below, with the private binaries in PATH.
-	make -C "$BUILD" installcheck TAP_TESTS= bindir="$PGBIN" \
+	make -C "$BUILD" installcheck TAP_TESTS= bindir="$PGBIN" ${ONLY:+REGRESS="$regress_names"} \
 		PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
 		2>&1 | tee "$WORK/regress.log" || rc=$?
 	ok=$(grep -cE '^(test +| +)[^ ]+ +\.\.\. ok' "$WORK/regress.log" || true)
@@ -134,7 +143,7 @@ for f in "$BUILD"/test/t/*.pl; do
 				continue
 			fi ;;
 	esac
-	tap_files+=("$f")
+	if [ -z "$ONLY" ] || [[ "$(basename "$f" .pl)" =~ $ONLY ]]; then tap_files+=("$f"); fi
 done
 if [ ${#tap_files[@]} -gt 0 ]; then
 	say "TAP: ${#tap_files[@]} file(s)"

@@ -120,14 +120,17 @@ model_damaged(const char *model, const char *detail)
 static RangeVar *
 model_rangevar(text *model)
 {
-	List	   *names = textToQualifiedNameList(model);
+	char	   *raw = text_to_cstring(model);
+	List	   *parts;
 
-	if (list_length(names) > 2)
+	if (!SplitIdentifierString(pstrdup(raw), '.', &parts) ||
+		list_length(parts) < 1 || list_length(parts) > 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("improper model name \"%s\"", text_to_cstring(model)),
-				 errdetail("A model name is a table name prefix, optionally qualified by a schema name.")));
-	return makeRangeVarFromNameList(names);
+				 errmsg("improper model name \"%s\"", raw),
+				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
+				 errhint("%s", MODEL_NAME_RULE)));
+	return makeRangeVarFromNameList(textToQualifiedNameList(model));
 }
 
 /*
@@ -156,7 +159,12 @@ rels_open(ModelRels *r, text *model)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" does not exist", r->model),
-				 errhint("Create it with perpca_train().")));
+				 rv->schemaname ?
+				 errdetail("No table %s was found.",
+						   quote_qualified_identifier(rv->schemaname, psprintf("%s_info", rv->relname))) :
+				 errdetail("No table %s was found in the search_path.",
+						   quote_identifier(psprintf("%s_info", rv->relname))),
+				 errhint("Create it with perpca_train(). %s", MODEL_NAME_RULE)));
 	r->rel[REL_INFO] = relation_open(oid, NoLock);
 	/* The other two tables live in the schema the info table was found in. */
 	schema = get_namespace_name(RelationGetNamespace(r->rel[REL_INFO]));

@@ -12,6 +12,11 @@
 
 #include "postgres.h"
 
+/* The naming rule, for the hints of errors about model names. */
+#define MODEL_NAME_RULE \
+	"A model name follows SQL identifier rules and may be schema-qualified (schema.model): " \
+	"unquoted names fold to lower case, so 'MyModel' is mymodel; write '\"MyModel\"' to keep the case."
+
 typedef enum ModelCenter
 {
 	CENTER_CLIENT,				/* each client's own mean */

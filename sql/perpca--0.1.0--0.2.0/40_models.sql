@@ -18,19 +18,39 @@ DROP FUNCTION IF EXISTS perpca_train(text, text, int, int, int, float8, float8, 
 CREATE TYPE perpca_internal.perpca_fit_row AS (client text, kind text, component int, pc float8[], variance float8);
 COMMENT ON TYPE perpca_internal.perpca_fit_row IS 'internal: a row of perpca_fit''s result';
 
+-- How model names are written: for the hints of errors about them.
+CREATE FUNCTION perpca_internal.perpca_model_name_rule() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT text 'A model name follows SQL identifier rules and may be schema-qualified (schema.model): unquoted names fold to lower case, so ''MyModel'' is mymodel; write ''"MyModel"'' to keep the case.'
+$$;
+COMMENT ON FUNCTION perpca_internal.perpca_model_name_rule() IS
+    'internal: the naming rule of models, for error hints';
+
+-- One or two identifiers joined by a dot, as parse_ident() reads them (any
+-- non-ASCII character counts as a letter, as in the SQL lexer).
+CREATE FUNCTION perpca_internal.perpca_model_name_pattern() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $body$
+    SELECT text $re$^\s*("([^"]|"")+"|([A-Za-z_]|[^\x01-\x7F])([A-Za-z0-9_$]|[^\x01-\x7F])*)(\s*\.\s*("([^"]|"")+"|([A-Za-z_]|[^\x01-\x7F])([A-Za-z0-9_$]|[^\x01-\x7F])*))?\s*$$re$
+$body$;
+COMMENT ON FUNCTION perpca_internal.perpca_model_name_pattern() IS
+    'internal: regular expression of a valid model name (one or two identifiers)';
+
 -- The tables of a model: name parts and quoted qualified table names.
 CREATE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name text, OUT base text,
                                     OUT components text, OUT clients text, OUT info text,
                                     OUT present boolean)
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
-    parts text[] := pg_catalog.parse_ident(model);
-    n int := pg_catalog.cardinality(parts);
+    parts text[];
+    n int;
 BEGIN
-    IF n OPERATOR(pg_catalog.>) 2 THEN
+    IF model OPERATOR(pg_catalog.!~) perpca_internal.perpca_model_name_pattern() THEN
         RAISE EXCEPTION 'improper model name "%"', model USING ERRCODE = 'invalid_name',
-            DETAIL = 'A model name is a table name prefix, optionally qualified by a schema name.';
+            DETAIL = 'A model name is a table name prefix, optionally qualified by a schema name.',
+            HINT = perpca_internal.perpca_model_name_rule();
     END IF;
+    parts := pg_catalog.parse_ident(model);
+    n := pg_catalog.cardinality(parts);
     base := parts[n];
     IF pg_catalog.octet_length(base) OPERATOR(pg_catalog.>) 52 THEN
         RAISE EXCEPTION 'model name "%" is too long', base USING ERRCODE = 'name_too_long',
@@ -70,7 +90,8 @@ DECLARE
 BEGIN
     IF NOT t.present THEN
         RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            HINT = 'Create it with perpca_train().';
+            DETAIL = pg_catalog.format('No table %s was found.', t.info),
+            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
     END IF;
     components := t.components;
     clients := t.clients;
@@ -384,21 +405,21 @@ BEGIN
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                 $18, $19, $20, $21, $22, $23, $24, $25, $26, now(),
                 nextval('@extschema@.perpca_model_version'), $27, $28)$f$, info)
-    USING base, diag.dim, n_global, n_local, diag.n_clients, opts ->> 'method',
+    USING base, diag.d, n_global, n_local, diag.n_clients, opts ->> 'method',
           (opts ->> 'rounds')::int, (opts ->> 'tolerance')::float8, (opts ->> 'step')::float8,
           (opts ->> 'adaptive')::boolean,
           opts ->> 'update', opts ->> 'retraction', opts ->> 'init', (opts ->> 'seed')::bigint,
-          opts ->> 'center', opts ->> 'weights', source_query, diag.rounds, diag.converged, diag.objective,
+          opts ->> 'center', opts ->> 'weights', source_query, diag.rounds_run, diag.converged, diag.objective,
           diag.kkt_residual, diag.theta_est, diag.step, diag.seconds, gmean, total, key_type, opts;
 
-    RETURN QUERY SELECT base, diag.dim, diag.n_clients, diag.rounds, diag.converged,
+    RETURN QUERY SELECT base, diag.d, diag.n_clients, diag.rounds_run, diag.converged,
                         diag.objective, diag.theta_est;
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text) IS
     'internal: fits the staged clients and stores (or replaces) the model''s rows, with the effective options';
 
-CREATE FUNCTION perpca_train(model text, clients text, n_global int, n_local int,
+CREATE FUNCTION perpca_train(model text, query text, n_global int, n_local int,
                              rounds int DEFAULT NULL, tolerance float8 DEFAULT NULL,
                              step float8 DEFAULT NULL, update text DEFAULT NULL,
                              retraction text DEFAULT NULL, init text DEFAULT NULL,
@@ -415,8 +436,8 @@ DECLARE
     owner regrole;
     r jsonb;
 BEGIN
-    IF clients IS NULL OR n_global IS NULL THEN
-        RAISE EXCEPTION 'clients and n_global must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    IF $2 IS NULL OR n_global IS NULL THEN
+        RAISE EXCEPTION 'query and n_global must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF t.present THEN
         PERFORM perpca_internal.perpca_model_check_owner(model,
@@ -436,17 +457,17 @@ BEGIN
 
     -- The caller's query runs as the caller, once.
     PERFORM perpca_internal.perpca_stage_create(owner);
-    PERFORM perpca_internal.perpca_stage_fill(clients);
+    PERFORM perpca_internal.perpca_stage_fill($2);
     IF owner::oid OPERATOR(pg_catalog.=) pg_catalog.current_user()::regrole::oid THEN
         RETURN QUERY SELECT * FROM perpca_internal.perpca_model_store(
-                 t.schema_name, t.base, clients, n_global, n_local, rounds, tolerance, step, $8,
+                 t.schema_name, t.base, $2, n_global, n_local, rounds, tolerance, step, $8,
                  retraction, init, seed, center, weights, method, $15, adaptive, start, solver);
     ELSE
         -- Another role's model is written as that role.
         r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
                  'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.perpca_model_store($1, $2, $3, $4, $5, $6,
                       $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) AS s',
-                 t.schema_name, t.base, clients, n_global, n_local, rounds, tolerance, step, $8,
+                 t.schema_name, t.base, $2, n_global, n_local, rounds, tolerance, step, $8,
                  retraction, init, seed, center, weights, method, $15, adaptive, start, solver);
         RETURN QUERY SELECT r OPERATOR(pg_catalog.->>) 'model_name', (r OPERATOR(pg_catalog.->>) 'd')::int,
                             (r OPERATOR(pg_catalog.->>) 'n_clients')::int,
@@ -471,7 +492,9 @@ BEGIN
             RAISE NOTICE 'model "%" does not exist, skipping', model;
             RETURN;
         END IF;
-        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object';
+        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
+            DETAIL = pg_catalog.format('No table %s was found.', t.info),
+            HINT = 'Pass if_exists => true to skip a missing model. ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
                     WHERE attrelid OPERATOR(pg_catalog.=) t.info::regclass
@@ -564,7 +587,8 @@ DECLARE
 BEGIN
     IF NOT t.present THEN
         RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            HINT = 'Create it with perpca_train().';
+            DETAIL = pg_catalog.format('No table %s was found.', t.info),
+            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
     END IF;
     IF client IS NULL OR stats IS NULL THEN
         RAISE EXCEPTION 'client and stats must not be NULL' USING ERRCODE = 'null_value_not_allowed';

@@ -90,7 +90,8 @@ DECLARE
 BEGIN
     IF NOT t.present THEN
         RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            HINT = 'Create it with perpca_train().';
+            DETAIL = pg_catalog.format('No table %s was found.', t.info),
+            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
     END IF;
     owner := perpca_internal.perpca_model_owner(t.schema_name, t.base);
     PERFORM perpca_internal.perpca_model_check_owner(model, owner);

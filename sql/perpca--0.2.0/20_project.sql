@@ -30,17 +30,17 @@ COMMENT ON FUNCTION perpca_residual(float8[], float8[], float8[]) IS
 
 CREATE FUNCTION perpca_total_variance(s perpca_stats) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_total_variance(s perpca_stats, center float8[]) RETURNS float8
+CREATE FUNCTION perpca_total_variance(s perpca_stats, mean float8[]) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION perpca_explained_variance(s perpca_stats, components float8[]) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_explained_variance(s perpca_stats, components float8[], center float8[]) RETURNS float8
+CREATE FUNCTION perpca_explained_variance(s perpca_stats, components float8[], mean float8[]) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local int,
                                  OUT component int, OUT pc float8[], OUT variance float8)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
-CREATE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local int, center float8[],
+CREATE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local int, mean float8[],
                                  OUT component int, OUT pc float8[], OUT variance float8)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
@@ -48,13 +48,13 @@ CREATE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local in
 COMMENT ON FUNCTION perpca_total_variance(perpca_stats) IS
     'total variance tr(S) of a group about its own mean (sum of the eigenvalues of its covariance)';
 COMMENT ON FUNCTION perpca_total_variance(perpca_stats, float8[]) IS
-    'total second moment tr(S) of a group about the given centre (a zero centre gives the uncentered moment)';
+    'total second moment tr(S) of a group about the point mean (a zero mean gives the uncentered moment)';
 COMMENT ON FUNCTION perpca_explained_variance(perpca_stats, float8[]) IS
     'variance of a group about its own mean captured by the k x d orthonormal components C: tr(C S C^T)';
 COMMENT ON FUNCTION perpca_explained_variance(perpca_stats, float8[], float8[]) IS
-    'second moment of a group about the given centre captured by the k x d orthonormal components C: tr(C S C^T)';
+    'second moment of a group about the point mean captured by the k x d orthonormal components C: tr(C S C^T)';
 COMMENT ON FUNCTION perpca_local_pcs(perpca_stats, float8[], int) IS
     'local components of a group with the global components frozen: top n_local eigenvectors of its covariance deflated by the global components (largest entry positive)';
 COMMENT ON FUNCTION perpca_local_pcs(perpca_stats, float8[], int, float8[]) IS
-    'local components of a group about the given centre with the global components frozen: top n_local eigenvectors of the deflated second moment';
+    'local components of a group about the point mean with the global components frozen: top n_local eigenvectors of the deflated second moment';
 

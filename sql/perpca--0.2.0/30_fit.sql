@@ -28,9 +28,9 @@ COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, 
     'Personalized PCA: global components shared by all clients (rows of the query) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2, with update and retraction); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); a NULL option means its default';
 
 CREATE FUNCTION perpca_last_fit()
-RETURNS TABLE (method text, rounds int, converged boolean, objective float8,
+RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
                kkt_residual float8, theta_est float8, step float8,
-               n_clients int, dim int, seconds float8,
+               n_clients int, d int, seconds float8,
                solver text, start text, gradient_norm float8, options jsonb)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
@@ -38,7 +38,7 @@ COMMENT ON FUNCTION perpca_last_fit() IS
     'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm and the effective options (defaults filled in) as jsonb';
 
 CREATE FUNCTION perpca_last_fit_starts()
-RETURNS TABLE (start text, objective float8, rounds int, converged boolean, chosen boolean)
+RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit_starts() IS

@@ -95,8 +95,8 @@ COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, fl
 REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint) FROM PUBLIC;
 
 CREATE FUNCTION perpca_last_federated_fit()
-RETURNS TABLE (rounds int, converged boolean, objective float8, kkt_residual float8, step float8,
-               n_shards int, n_clients int, dim int, setup_bytes bigint, round_bytes bigint,
+RETURNS TABLE (rounds_run int, converged boolean, objective float8, kkt_residual float8, step float8,
+               n_shards int, n_clients int, d int, setup_bytes bigint, round_bytes bigint,
                result_bytes bigint, round_binary_bytes bigint, stats_binary_bytes bigint,
                seconds float8, solver text, theta_est float8, gradient_norm float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;

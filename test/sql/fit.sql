@@ -18,11 +18,11 @@ CREATE TEMP TABLE val (name text, value float8);
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats ORDER BY client', 2, 3, center => 'none')$$) AS rows;
 SELECT pg_temp.suberr('opt_none') < 1e-8 AS matches_oracle,
        pg_temp.infeasibility() < 1e-10 AS feasible;
-SELECT l.method, l.converged, l.rounds < 5000 AS under_default_rounds,
+SELECT l.method, l.converged, l.rounds_run < 5000 AS under_default_rounds,
        abs(l.objective - (SELECT value FROM val WHERE name = 'objective_none')) < 1e-8 AS objective_ok,
        l.kkt_residual < 1e-12 AS kkt_small,
        abs(l.theta_est - (SELECT value FROM val WHERE name = 'theta_est_none')) < 1e-8 AS theta_ok,
-       l.n_clients, l.dim
+       l.n_clients, l.d
 FROM perpca_last_fit() l;
 -- rows: global first, component order by decreasing variance, unit vectors, sign convention
 SELECT kind, client, component, round(variance::numeric, 6) AS variance
@@ -79,10 +79,10 @@ SELECT pg_temp.run(format($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3
 -- 7. rounds and tolerance: tolerance 0 runs exactly `rounds` (solver 'paper')
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 7, tolerance => 0, solver => 'paper')$$) AS rows,
        pg_temp.infeasibility() < 1e-10 AS feasible;
-SELECT method, rounds, converged FROM perpca_last_fit();
+SELECT method, rounds_run, converged FROM perpca_last_fit();
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 0)$$) AS rows,
        pg_temp.infeasibility() < 1e-10 AS feasible_start;
-SELECT rounds, converged FROM perpca_last_fit();
+SELECT rounds_run, converged FROM perpca_last_fit();
 
 -- 8. verbose: a NOTICE at rounds 1, 2, 5, 10, ... and the last
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 3, tolerance => 0,
@@ -91,7 +91,7 @@ SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', 2, 3, round
 -- 9. baselines
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, center => 'none', method => 'dispca')$$) AS rows,
        pg_temp.suberr('dispca') < 1e-8 AS dispca, pg_temp.infeasibility() < 1e-10 AS feasible;
-SELECT method, rounds, abs(objective - (SELECT value FROM val WHERE name = 'objective_dispca')) < 1e-8 AS objective_ok,
+SELECT method, rounds_run, abs(objective - (SELECT value FROM val WHERE name = 'objective_dispca')) < 1e-8 AS objective_ok,
        kkt_residual > 1e-6 AS not_stationary, step IS NULL AS no_step
 FROM perpca_last_fit();
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM e_stats', 2, 3, center => 'none', method => 'cpca', weights => 'samples')$$) AS rows,
@@ -120,4 +120,4 @@ SELECT kind, client, component FROM perpca_fit('SELECT ''c'' || client, stats FR
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM b_stats', 2, 10)$$) AS rows,
        pg_temp.suberr('b_opt_client') < 1e-8 AS matches_oracle,
        pg_temp.infeasibility() < 1e-10 AS feasible;
-SELECT converged, rounds < 5000 AS under_default_rounds FROM perpca_last_fit();
+SELECT converged, rounds_run < 5000 AS under_default_rounds FROM perpca_last_fit();

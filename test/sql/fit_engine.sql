@@ -26,7 +26,7 @@ END $$;
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM b_stats', 2, 10)$$) AS rows,
        pg_temp.suberr('opt_client') < 1e-8 AS matches_oracle,
        pg_temp.infeasibility() < 1e-10 AS feasible;
-SELECT solver, converged, rounds <= 50 AS at_most_50_rounds, kkt_residual < 1e-12 AS kkt_small,
+SELECT solver, converged, rounds_run <= 50 AS at_most_50_rounds, kkt_residual < 1e-12 AS kkt_small,
        gradient_norm IS NOT NULL AS has_gradient_norm, start IN ('dispca', 'pooled') AS start_named,
        options->>'init' AS init
 FROM perpca_last_fit();
@@ -35,14 +35,14 @@ SELECT objective AS lbfgs_objective FROM perpca_last_fit() \gset
 SELECT count(*) AS starts, bool_or(chosen) AS one_chosen,
        (SELECT objective FROM perpca_last_fit_starts() WHERE chosen) >= max(objective) - 1e-12 AS winner_best
 FROM perpca_last_fit_starts();
-SELECT count(*) = (SELECT rounds FROM perpca_last_fit()) AS one_trace_row_per_round,
+SELECT count(*) = (SELECT rounds_run FROM perpca_last_fit()) AS one_trace_row_per_round,
        bool_and(gradient_norm IS NOT NULL) AS gradient_norms
 FROM perpca_last_fit_rounds();
 
 -- 2. the paper's solver reaches the same optimum, in many more rounds
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM b_stats', 2, 10, solver => 'paper')$$) AS rows,
        pg_temp.suberr('opt_client') < 1e-8 AS matches_oracle;
-SELECT solver, converged, rounds > 500 AS many_rounds,
+SELECT solver, converged, rounds_run > 500 AS many_rounds,
        abs(objective - :lbfgs_objective) < 1e-9 * abs(objective) AS same_objective
 FROM perpca_last_fit();
 
@@ -68,7 +68,7 @@ SELECT count(*) FROM perpca_fit('SELECT client, stats FROM b_stats', 2, 10, roun
 SELECT converged FROM perpca_last_fit();
 -- closed-form methods always converge, in 0 rounds
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', 2, 3, method => 'cpca');
-SELECT method, rounds, converged, solver FROM perpca_last_fit();
+SELECT method, rounds_run, converged, solver FROM perpca_last_fit();
 
 -- 6. ranks are checked once, against d, before any arithmetic
 SELECT r1, r2, pg_temp.err(format($$SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', %s, %s, init => 'random')$$, r1, r2))

@@ -29,12 +29,12 @@ FROM unnest(ARRAY['dispca', 'cpca', 'indiv']) m;
 
 -- 2. Warm start from a converged fit: U and each V_i from the start query
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM thin_stats', 2, 2)$$) AS rows;
-SELECT rounds AS cold_rounds_over_10 FROM (SELECT rounds > 10 AS rounds FROM perpca_last_fit()) q;
+SELECT rounds_run AS cold_rounds_over_10 FROM (SELECT rounds_run > 10 AS rounds_run FROM perpca_last_fit()) q;
 CREATE TEMP TABLE start_fit AS SELECT * FROM fo;
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM thin_stats', 2, 2,
                                 init => 'given', start => 'SELECT client, kind, component, pc FROM start_fit')$$) AS rows,
        pg_temp.suberr('opt_client') < 1e-8 AS matches_oracle;
-SELECT converged, rounds <= 3 AS warm_rounds_at_most_3 FROM perpca_last_fit();
+SELECT converged, rounds_run <= 3 AS warm_rounds_at_most_3 FROM perpca_last_fit();
 -- a start that lacks a client (a new client) and has one the query lacks (a dropped client)
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM thin_stats', 2, 2,
                                 init => 'given',

@@ -235,6 +235,16 @@ SELECT * FROM perpca_train(repeat('x', 53), 'SELECT 1', 1, 1);
 SELECT perpca_drop('no_such_model');
 SELECT perpca_drop('no_such_model', if_exists => true);
 
+-- Model names are SQL identifiers: unquoted ones fold to lower case, quoted
+-- ones keep it; the error for a missing one says which table it looked for.
+SELECT model_name FROM perpca_train('CaseModel', $$SELECT client, perpca_stats(x) FROM obs WHERE client <> 'new' GROUP BY client$$, 1, 1);
+SELECT relname FROM pg_class WHERE relname LIKE 'casemodel\_%' ORDER BY 1;
+SELECT perpca_model_error('casemodel', 'a', x) = perpca_model_error('CASEMODEL', 'a', x) AS folded
+  FROM obs WHERE client = 'a' LIMIT 1;
+SELECT perpca_model_error('"CaseModel"', 'a', '{1,2,3,4,5,6,7,8}');
+SELECT perpca_model_error('case model', 'a', '{1,2,3,4,5,6,7,8}');
+SELECT perpca_drop('casemodel');
+
 -- Dropping a model removes its tables; the cache notices.
 SELECT perpca_drop('m_ranks');
 SELECT count(*) AS tables_left FROM pg_class WHERE relname LIKE 'm\_ranks%';

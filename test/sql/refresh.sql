@@ -43,7 +43,7 @@ SELECT client, array_length(perpca_model_scores('r', client, x), 1) AS scores
 SELECT model_name, version > :v0 AS new_version, n_clients, clients_added, clients_dropped, warm_start,
        converged
   FROM perpca_refresh('r');
-SELECT rounds < :cold_rounds_before / 4 AS stored_start_few_rounds, converged
+SELECT rounds_run < :cold_rounds_before / 4 AS stored_start_few_rounds, converged
   FROM perpca_last_fit_starts() WHERE start = 'given';
 SELECT bool_or(chosen AND objective >= (SELECT max(objective) FROM perpca_last_fit_starts())) AS best_start_kept
   FROM perpca_last_fit_starts();

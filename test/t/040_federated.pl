@@ -126,12 +126,12 @@ SELECT suberr('SELECT * FROM fed', 'SELECT * FROM single') < 1e-8,
          WHERE abs(f.variance - s.variance) <= 1e-8 * greatest(abs(s.variance), 1)) = (SELECT count(*) FROM single)});
 	is($err, 't|t|t|t|t', "$ref: federated = single node = oracle (subspaces 1e-8), feasible, same rows and variances");
 	my $diag = $coord->safe_psql('postgres', q{
-SELECT f.converged, f.n_shards, f.n_clients, f.dim,
+SELECT f.converged, f.n_shards, f.n_clients, f.d,
        abs(f.objective - s.objective) <= 1e-8 * abs(s.objective), f.kkt_residual < 1e-12
   FROM fed_diag f, single_diag s});
 	is($diag, 't|2|20|10|t|t', "$ref: converged over 2 shards and 20 clients, same objective, KKT residual small");
 	my $bytes = $coord->safe_psql('postgres', q{
-SELECT rounds, setup_bytes, round_bytes, round_binary_bytes, result_bytes, stats_binary_bytes FROM fed_diag});
+SELECT rounds_run, setup_bytes, round_bytes, round_binary_bytes, result_bytes, stats_binary_bytes FROM fed_diag});
 	my ($rounds, $setup, $round, $binary, $result, $stats) = split /\|/, $bytes;
 	note "$ref: $rounds rounds; bytes: setup $setup, per round $round (packed float8: $binary), "
 	  . "result $result; total " . ($setup + $rounds * $round + $result)
@@ -161,14 +161,14 @@ CREATE TABLE single AS SELECT $cols FROM perpca_fit($query, 2, 3, $opts);
 CREATE TABLE single_diag AS SELECT * FROM perpca_last_fit();
 });
 	is( $coord->safe_psql('postgres', q{
-SELECT f.converged = s.converged, abs(f.rounds - s.rounds) <= 2, f.solver = s.solver,
+SELECT f.converged = s.converged, abs(f.rounds_run - s.rounds_run) <= 2, f.solver = s.solver,
        abs(f.objective - s.objective) <= 1e-10 * abs(s.objective),
        suberr('SELECT * FROM fed', 'SELECT * FROM single') < 1e-10,
        (SELECT count(*) FROM fed) = (SELECT count(*) FROM single)
   FROM fed_diag f, single_diag s}),
 		't|t|t|t|t|t', "same rounds and answer as perpca_fit: $opts");
 	note "$opts: " . $coord->safe_psql('postgres', q{
-SELECT format('%s rounds federated, %s single node, %s bytes per round, %s s', f.rounds, s.rounds,
+SELECT format('%s rounds federated, %s single node, %s bytes per round, %s s', f.rounds_run, s.rounds_run,
               f.round_bytes, round(f.seconds::numeric, 3)) FROM fed_diag f, single_diag s});
 }
 

@@ -60,7 +60,7 @@ $bg->{stderr} = '';
 $out = $bg->query_safe(
 	"RESET statement_timeout; "
 	  . "SELECT count(*) FROM perpca_fit('SELECT client, s FROM st', 2, 3, rounds => 50, tolerance => 0, solver => 'paper'); "
-	  . "SELECT rounds FROM perpca_last_fit()");
+	  . "SELECT rounds_run FROM perpca_last_fit()");
 is($out, "62\n50", 'a fit after the cancels runs to completion in the same session');
 
 # 4. a long statistics scan with perpca.progress_rows shows its progress, and cancels

@@ -1,7 +1,8 @@
 # 090_reference.pl -- the README's reference matches the catalog: every
 # function and aggregate in the extension's own schema (what \df perpca*
 # shows a user) is named in the README's Reference tables, and every
-# perpca_* name those tables give exists there -- so neither can drift.
+# perpca_* name those tables give exists there -- so neither can drift; and
+# every output column and every column of a model's tables is explained there.
 use strict;
 use warnings;
 
@@ -42,6 +43,50 @@ my @undocumented = grep { !$readme{$_} } sort keys %catalog;
 is_deeply(\@undocumented, [], 'every function in the extension schema is in the README reference');
 my @unknown = grep { !$catalog{$_} } sort keys %readme;
 is_deeply(\@unknown, [], 'every perpca_* name of the README reference exists in the extension schema');
+
+# Every output column of those functions, and every column of a model's
+# tables, is named (in backquotes) somewhere in the Reference section.
+my $reference = '';
+open($fh, '<', test_path('README.md')) or die "README.md: $!";
+$in_reference = 0;
+while (my $line = <$fh>)
+{
+	$in_reference = 1 if $line =~ /^## Reference\b/;
+	last if $in_reference && $line =~ /^## / && $line !~ /^## Reference\b/;
+	$reference .= $line if $in_reference;
+}
+close($fh);
+my %named = map { $_ => 1 } ($reference =~ /`([a-z_0-9]+)`/g);
+
+my @outputs = split /\n/, $node->safe_psql(
+	'postgres', q{
+SELECT DISTINCT p.proname || '.' || a.name
+  FROM pg_catalog.pg_proc p
+  JOIN pg_catalog.pg_depend dp ON dp.classid = 'pg_catalog.pg_proc'::regclass AND dp.objid = p.oid
+                             AND dp.deptype = 'e'
+  JOIN pg_catalog.pg_extension e ON e.oid = dp.refobjid AND e.extname = 'perpca'
+  CROSS JOIN LATERAL unnest(p.proargnames, p.proargmodes) AS a(name, mode)
+ WHERE p.pronamespace = e.extnamespace AND a.mode IN ('o', 't', 'b')
+ ORDER BY 1});
+ok(scalar(@outputs) > 50, 'the functions have output columns');
+my @unexplained = grep { my ($f, $c) = split /\./; !$named{$c} } @outputs;
+is_deeply(\@unexplained, [], 'every output column is named in the README reference');
+
+$node->safe_psql('postgres', q{
+CREATE TABLE ref_rows AS
+SELECT 'c' || (i % 3) AS client, ARRAY[i % 7, i % 5, i % 3, i % 11]::float8[] AS x
+  FROM generate_series(1, 60) i;
+SELECT * FROM perpca_train('ref_model', 'SELECT client, perpca_stats(x) FROM ref_rows GROUP BY client', 1, 1)});
+my @model_columns = split /\n/, $node->safe_psql(
+	'postgres', q{
+SELECT c.relname || '.' || a.attname
+  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+ WHERE c.relname IN ('ref_model_info', 'ref_model_clients', 'ref_model_components')
+   AND a.attnum > 0 AND NOT a.attisdropped
+ ORDER BY 1});
+ok(scalar(@model_columns) > 30, 'a model has its three tables');
+my @unexplained_columns = grep { my ($t, $c) = split /\./; !$named{$c} } @model_columns;
+is_deeply(\@unexplained_columns, [], "every column of a model's tables is named in the README reference");
 
 $node->stop;
 done_testing();
