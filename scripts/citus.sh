@@ -58,16 +58,9 @@ pg_minor() { pg_config --version | awk '{print $2}'; }
 
 build_dir_for() { echo "$(cache_root)/citus-$(citus_version "$1")-pg$(pg_minor)"; }
 
-missing_build_packages() {
-	local p
-	for p in "${CITUS_BUILD_PACKAGES[@]}"; do
-		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed || echo "$p"
-	done
-}
-
 ensure_build_packages() {
 	local missing
-	missing=$(missing_build_packages | tr '\n' ' ')
+	missing=$(missing_from "${CITUS_BUILD_PACKAGES[@]}" | tr '\n' ' ')
 	missing=${missing% }
 	[ -z "$missing" ] && return 0
 	if [ "$(id -u)" -ne 0 ]; then

@@ -31,14 +31,17 @@ say() { printf '==> %s\n' "$*"; }
 warn() { printf 'warning: %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# Packages from PERPCA_PACKAGES that are not installed, one per line.
-missing_packages() {
+# The packages among the arguments that are not installed, one per line.
+missing_from() {
 	local p
-	for p in "${PERPCA_PACKAGES[@]}"; do
+	for p in "$@"; do
 		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
 			grep -qx installed || echo "$p"
 	done
 }
+
+# Packages from PERPCA_PACKAGES that are not installed, one per line.
+missing_packages() { missing_from "${PERPCA_PACKAGES[@]}"; }
 
 # Root: apt-get the missing packages.  Others: fail with the command to run.
 ensure_packages() {
