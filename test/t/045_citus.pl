@@ -264,15 +264,31 @@ SELECT count(*), count(*) FILTER (WHERE a.e = b.e)
   FULL JOIN (@{[ sprintf($errors, 'm', 'readings_local') ]}) b USING (client)};
 is($coord->safe_psql('postgres', $proj_same), "$nclients|$nclients",
 	'perpca_model_error on the workers, model in reference tables: the coordinator\'s errors over the plain table, bit for bit');
+# Every row-wise model function, row by row (the plain table's side runs
+# on the coordinator, which reads its own copy of the reference tables).
+my $row_fns = join(' || ',
+	map { "coalesce($_('m', client, x)::text, 'NULL')" }
+	  qw(perpca_model_scores perpca_model_global_part perpca_model_local_part
+	  perpca_model_reconstruct perpca_model_residual perpca_model_error));
+$plan = plan_of("SELECT $row_fns FROM readings");
+is(scalar(grep { $_->[1] =~ /perpca_model_local_part\('m'::text, client, x/ } tasks_of($plan)),
+	$shards, 'the row-wise model functions run on the workers');
+is( $coord->safe_psql(
+		'postgres', qq{
+SELECT count(*), count(*) FILTER (WHERE a.v = b.v)
+  FROM (SELECT client, row_number() OVER (PARTITION BY client ORDER BY x::text) AS k, v
+          FROM (SELECT client, x, $row_fns AS v FROM readings) s) a
+  FULL JOIN (SELECT client, row_number() OVER (PARTITION BY client ORDER BY x::text) AS k, $row_fns AS v
+               FROM readings_local) b
+       USING (client, k)}),
+	($nclients - 1) * $rows + 2 . '|' . (($nclients - 1) * $rows + 2),
+	'scores, parts, reconstruction, residual and error of every row: the coordinator\'s, bit for bit');
 is( $coord->safe_psql(
 		'postgres', q{
-SELECT count(*), count(*) FILTER (WHERE a.sc::text IS NOT DISTINCT FROM b.sc::text)
-  FROM (SELECT client, row_number() OVER (PARTITION BY client) AS k,
-               perpca_model_scores('m', client, x) AS sc FROM readings WHERE client IN (3, 10)) a
-  FULL JOIN (SELECT client, row_number() OVER (PARTITION BY client) AS k,
-               perpca_model_scores('m', client, x) AS sc FROM readings_local WHERE client IN (3, 10)) b
-       USING (client, k)}),
-	($rows + 2) . '|' . ($rows + 2), 'perpca_model_scores row by row: the same scores');
+SELECT count(*), count(*) FILTER (WHERE a.error = b.error AND a.explained_ratio = b.explained_ratio)
+  FROM perpca_evaluate('m', 'SELECT client, x FROM readings') a
+  FULL JOIN perpca_evaluate('m', 'SELECT client, x FROM readings_local') b USING (client)}),
+	"$nclients|$nclients", 'perpca_evaluate over the distributed table: the plain table\'s figures');
 
 # A refresh on the coordinator writes the reference tables; the workers see
 # the new version at once.
