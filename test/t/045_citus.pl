@@ -199,6 +199,26 @@ like(plan_of('SELECT perpca_stats_distributed(x) FROM readings'),
 	qr/worker_partial_agg.*FROM public\.readings_\d+ readings WHERE true$/m,
 	'whole table: aggregated on the workers');
 
+# Wide rows (d = 300, stored out of line): a thin group's state keeps its
+# rows' TOAST pointers on the worker until the state is output there.
+$coord->safe_psql(
+	'postgres', q{
+CREATE TABLE wide (client int NOT NULL, region int NOT NULL, x float8[]);
+ALTER TABLE wide ALTER COLUMN x SET STORAGE EXTERNAL;
+SELECT create_distributed_table('wide', 'client', colocate_with => 'readings');
+INSERT INTO wide
+SELECT c, c % 3, ARRAY(SELECT sin(i * 0.37 + j * 1.1 + c) * 10 + cos(j) FROM generate_series(1, 300) AS j)
+  FROM generate_series(1, 9) AS c, generate_series(1, 40) AS i ORDER BY c, i;
+CREATE TABLE wide_local AS SELECT * FROM wide;
+});
+is( $coord->safe_psql(
+		'postgres', q{
+SELECT count(*), count(*) FILTER (WHERE perpca_stats_form(a.s) = 'thin'),
+       count(*) FILTER (WHERE stats_close(a.s, b.s, 1e-12))
+  FROM (SELECT region, perpca_stats_distributed(x) AS s FROM wide GROUP BY region) a
+  FULL JOIN (SELECT region, perpca_stats(x) AS s FROM wide_local GROUP BY region) b USING (region)}),
+	'3|3|3', 'd = 300, rows in TOAST, thin groups: the plain table\'s statistics');
+
 # perpca_merge_distributed: per-client statistics stored in a distributed
 # table, merged by region on the workers.
 $coord->safe_psql(
