@@ -21,9 +21,9 @@
  * perpca_stats(float8[]) would return for them.  The combine function merges
  * such a value as perpca_merge does.
  *
- * The expanded object lives in a memory context under the aggregate context,
- * so that the executor (and Citus, which copies nodeAgg's rule) keeps it as
- * the state without copying it.
+ * The expanded object lives in a memory context whose parent is the
+ * aggregate context, so that the executor (and Citus, which copies nodeAgg's
+ * rule) keeps it as the state without copying it.
  */
 #include "postgres.h"
 
@@ -110,12 +110,31 @@ is_our_state(Datum d)
 		DatumGetEOHP(d)->eoh_methods == &dist_methods;
 }
 
-/* A new state holding stats_agg.c's state `inner`, in a context under aggcxt. */
+#define STATES_CONTEXT_NAME "perpca_stats_distributed states"
+
+/*
+ * The context of the states under aggcxt: one child context that every
+ * group's state shares.  A context per state would be simpler, but a hash
+ * aggregate measures its memory over all child contexts for every new group
+ * (quadratic in the number of groups), and each would cost a 1 kB block.
+ * Nothing deletes one state alone: the executor deletes an expanded state
+ * only when the transition returns another datum, and ours always returns
+ * the state it was given; the states go when the aggregate context is reset.
+ */
+static MemoryContext
+states_context(MemoryContext aggcxt)
+{
+	for (MemoryContext c = aggcxt->firstchild; c != NULL; c = c->nextchild)
+		if (strcmp(c->name, STATES_CONTEXT_NAME) == 0)
+			return c;
+	return AllocSetContextCreate(aggcxt, STATES_CONTEXT_NAME, ALLOCSET_DEFAULT_SIZES);
+}
+
+/* A new state holding stats_agg.c's state `inner`, in the states' context under aggcxt. */
 static DistStats *
 dist_create(MemoryContext aggcxt, fmNodePtr aggnode, Datum inner)
 {
-	MemoryContext cxt = AllocSetContextCreate(aggcxt, "perpca_stats_distributed state",
-											  ALLOCSET_SMALL_SIZES);
+	MemoryContext cxt = states_context(aggcxt);
 	DistStats  *ds = MemoryContextAllocZero(cxt, sizeof(DistStats));
 
 	EOH_init_header(&ds->hdr, &dist_methods, cxt);
