@@ -17,7 +17,7 @@ set -euo pipefail
 REPS=${REPS:-5}
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
 SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '2GB'; SET jit = off;"
-trap '"${PSQL[@]}" -c "DROP TABLE IF EXISTS sdb_64, sdb_784thin, sdb_784" >/dev/null 2>&1 || true' EXIT
+trap '"${PSQL[@]}" -c "DROP TABLE IF EXISTS sdb_64, sdb_784thin, sdb_784, sdb_many" >/dev/null 2>&1 || true' EXIT
 
 # best AGG TABLE: the smallest of REPS timings, in ms
 best() {
@@ -50,3 +50,4 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 run_case sdb_64 64 300000 20
 run_case sdb_784thin 784 60000 1500
 run_case sdb_784 784 30000 4
+run_case sdb_many 6 500000 50000
