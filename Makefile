@@ -36,10 +36,15 @@ PROVE_FLAGS += -I test/t
 # PGXS does not track header dependencies: rebuild everything when a header changes.
 $(OBJS): $(wildcard src/*.h)
 
+# Areas new in 0.2.0 have no upgrade part of their own: the upgrade script
+# takes the install script's part, so the two cannot drift.  Parts are
+# concatenated in the order of their file names (00_header, 10_stats, ...).
+NEW_AREAS = 35_scale 70_evaluate
+UPGRADE_PARTS = $(wildcard sql/perpca--0.1.0--0.2.0/*.sql) $(NEW_AREAS:%=sql/perpca--0.2.0/%.sql)
 sql/perpca--0.2.0.sql: $(sort $(wildcard sql/perpca--0.2.0/*.sql))
 	cat $^ > $@
-sql/perpca--0.1.0--0.2.0.sql: $(sort $(wildcard sql/perpca--0.1.0--0.2.0/*.sql))
-	cat $^ > $@
+sql/perpca--0.1.0--0.2.0.sql: $(UPGRADE_PARTS)
+	for f in $^; do echo "$${f##*/} $$f"; done | sort | cut -d' ' -f2 | xargs cat > $@
 
 # Release tarball: the committed tree at HEAD as perpca-<version>.tar.gz (what
 # PGXN takes); the 0.2.0 scripts are built from sql/perpca--*/ by `make`.

@@ -28,6 +28,7 @@
 #include "clients.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "scale.h"
 
 /* Rows fetched from the query at a time: only these are held twice. */
 #define FETCH_ROWS 256
@@ -281,6 +282,48 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 				 errmsg("client \"%s\" appears more than once in the query", dup),
 				 errdetail("Each client must be one row: its statistics are one perpca_stats value."),
 				 errhint("Group by the client key alone, or merge its rows with perpca_merge().")));
+}
+
+/* The statistics are private copies (read_client): scaled in place, before any S_i is built. */
+void
+clients_scale(ClientInput *in, int n, FitScale how)
+{
+	int			d = n > 0 ? in[0].stats->dim : 0;
+	PerpcaStats **stats;
+	double	   *scale;
+	bool	   *constant;
+
+	if (how == FIT_SCALE_NONE || n == 0)
+		return;
+	stats = clients_stats(in, n);
+	scale = palloc(sizeof(double) * d);
+	constant = palloc(sizeof(bool) * d);
+	if (scale_factors(stats, n, d, scale, constant) > 0)
+		scale_report_constant(constant, d);
+	clients_scale_by(in, n, scale);
+	pfree(stats);
+	pfree(scale);
+	pfree(constant);
+}
+
+void
+clients_scale_by(ClientInput *in, int n, const double *scale)
+{
+	for (int i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		scale_stats_inplace(in[i].stats, scale);
+	}
+}
+
+PerpcaStats **
+clients_stats(const ClientInput *in, int n)
+{
+	PerpcaStats **stats = palloc(sizeof(PerpcaStats *) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		stats[i] = in[i].stats;
+	return stats;
 }
 
 /* sum_i n_i mean_i into mean_sum (d); returns sum_i n_i. */

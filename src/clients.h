@@ -33,6 +33,19 @@ extern ClientInput *clients_read(const char *query, int n_local,
  */
 extern void clients_check(const ClientInput *in, int n, int n_global, bool need_clients);
 
+/*
+ * Scale 'standard': every client's statistics divided, in place, by the
+ * pooled standard deviations of all of them (scale.h); constant features
+ * are left unscaled and reported in a NOTICE.  Nothing for 'none'.
+ */
+extern void clients_scale(ClientInput *in, int n, FitScale how);
+
+/* Every client's statistics divided, in place, by the given d divisors. */
+extern void clients_scale_by(ClientInput *in, int n, const double *scale);
+
+/* The clients' stats as an array (for scale.c). */
+extern PerpcaStats **clients_stats(const ClientInput *in, int n);
+
 /* sum_i n_i mean_i into mean_sum (d, zeroed here); returns sum_i n_i. */
 extern double clients_mean_sum(const ClientInput *in, int n, double *mean_sum);
 

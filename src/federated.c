@@ -9,6 +9,8 @@
  * node: same starts, same solvers, same stopping rules and diagnostics.
  * The shard side is federated_shard.c (functions in schema perpca_internal).
  * Only U (d x n_global) goes out and d x n_global sums come back per round.
+ * With scale 'standard' the setup has one more round trip: each shard's d
+ * sums about the pooled mean (shard_scale), the divisors back with shard_init.
  */
 #include "postgres.h"
 
@@ -30,6 +32,7 @@
 #include "fit_sql.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "scale.h"
 #include "shard_conn.h"
 
 PG_FUNCTION_INFO_V1(perpca_fit_federated);
@@ -40,13 +43,13 @@ enum
 {
 	FARG_SHARDS, FARG_QUERY, FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE,
 	FARG_STEP, FARG_UPDATE, FARG_RETRACTION, FARG_INIT, FARG_CENTER, FARG_WEIGHTS,
-	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SEED
+	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SEED, FARG_SCALE
 };
 
 static const FitArgPositions fed_args = {
 	FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE, FARG_STEP, FARG_UPDATE,
 	FARG_RETRACTION, FARG_INIT, FARG_SEED, FARG_CENTER, FARG_WEIGHTS, -1,
-	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER
+	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SCALE
 };
 
 /* Everything the coordinator keeps during one fit. */
@@ -392,13 +395,51 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	return mean_sum;
 }
 
-/* Phase 2: the clients' S_i on every shard; the backend's weight and lambda_max. */
-static void
-fed_init(FedFit *f, const double *center)
+/*
+ * Phase 1b, scale 'standard': the pooled standard deviations from each
+ * shard's sums about the pooled mean (scale.h); mean_sum becomes that of the
+ * scaled rows.  Returns the divisors.
+ */
+static double *
+fed_scale(FedFit *f, double *mean_sum, double rows)
 {
-	const char *params[2] = {f->id, center ? fed_matrix_text(center, 1, f->d) : NULL};
+	int			d = f->d;
+	double	   *mean = palloc(sizeof(double) * d);
+	double	   *sums = palloc0(sizeof(double) * d);
+	double	   *scale = palloc(sizeof(double) * d);
+	bool	   *constant = palloc(sizeof(bool) * d);
+	const char *params[2];
 
-	fed_send_active(f, "shard_init", 2, params);
+	for (int j = 0; j < d; j++)
+		mean[j] = mean_sum[j] / rows;
+	params[0] = f->id;
+	params[1] = fed_matrix_text(mean, 1, d);
+	fed_send_active(f, "shard_scale", 2, params);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+		{
+			ShardRows  *r = fed_get_row(f, s, 1);
+			int			one = 1,
+						dd = d;
+
+			linalg_axpy(d, 1.0, fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &one, &dd,
+												 "scale sums"), sums);
+		}
+	if (scale_finish(sums, mean, rows, d, scale, constant) > 0)
+		scale_report_constant(constant, d);
+	for (int j = 0; j < d; j++)
+		mean_sum[j] /= scale[j];
+	return scale;
+}
+
+/* Phase 2: the clients' S_i on every shard (scaled first); the backend's weight and lambda_max. */
+static void
+fed_init(FedFit *f, const double *center, const double *scale)
+{
+	const char *params[3] = {f->id, center ? fed_matrix_text(center, 1, f->d) : NULL,
+	scale ? fed_matrix_text(scale, 1, f->d) : NULL};
+
+	fed_send_active(f, "shard_init", 3, params);
 	f->be.weight = 0.0;
 	f->be.lambda_max = 0.0;
 	for (int s = 0; s < f->nshards; s++)
@@ -511,6 +552,7 @@ fed_run(FedFit *f, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 	int64		mark;
 	double		rows;
 	double	   *mean_sum;
+	double	   *scale;
 	FitResult	res = {0};
 
 	snprintf(f->id, sizeof(f->id), "perpca_%d_%lld_%u", MyProcPid,
@@ -519,8 +561,9 @@ fed_run(FedFit *f, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 	fed_connect_all(f->sc, f->nshards, f->conninfo);
 	perpca_report_phase("perpca_fit_federated: opening %d shards", f->nshards);
 	mean_sum = fed_open(f, &rows, diag);
+	scale = f->opts->scale == FIT_SCALE_STANDARD ? fed_scale(f, mean_sum, rows) : NULL;
 	fed_backend(f);
-	fed_init(f, clients_center(f->opts->center, mean_sum, rows, f->d));
+	fed_init(f, clients_center(f->opts->center, mean_sum, rows, f->d), scale);
 	diag->setup_bytes = fed_bytes(f);
 	mark = fed_bytes(f);
 	perpca_report_phase("perpca_fit_federated: fitting %d clients on %d shards", f->nclients,

@@ -4,9 +4,11 @@
  *
  * shard_open runs the user's query here (clients.c) and keeps its clients in
  * a backend-local state (a memory context under TopMemoryContext, found by
- * the fit id); shard_init builds the node; shard_basis, _apply, _start_local,
- * _round, _evaluate and _finish are node.c's operations, answering with the
- * node's FitSums; shard_result emits the local components.  The state dies
+ * the fit id); with scale 'standard', shard_scale sends the shard's sums for
+ * the pooled standard deviations (scale.h); shard_init divides the
+ * statistics by the coordinator's divisors, if any, and builds the node;
+ * shard_basis, _apply, _start_local, _round, _evaluate and _finish are
+ * node.c's operations, answering with the node's FitSums; shard_result emits the local components.  The state dies
  * with shard_close or with the backend.  The coordinator is federated.c.
  */
 #include "postgres.h"
@@ -24,9 +26,11 @@
 #include "fit_options.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "scale.h"
 
 PG_FUNCTION_INFO_V1(perpca_shard_open);
 PG_FUNCTION_INFO_V1(perpca_shard_init);
+PG_FUNCTION_INFO_V1(perpca_shard_scale);
 PG_FUNCTION_INFO_V1(perpca_shard_basis);
 PG_FUNCTION_INFO_V1(perpca_shard_apply);
 PG_FUNCTION_INFO_V1(perpca_shard_start_local);
@@ -240,7 +244,7 @@ shard_keys(const ShardFit *sf)
 Datum
 perpca_shard_open(PG_FUNCTION_ARGS)
 {
-	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1};
+	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1, -1};
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
 	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query")};
 	ShardFit   *sf;
@@ -285,7 +289,34 @@ shard_build(ShardFit *sf, void *arg)
 	sf->node = clients_node(sf->in, sf->n, sf->opts.n_global, (const double *) arg, &sf->opts);
 }
 
-/* shard_init(fit_id, center) RETURNS (weight, lambda_max): the clients' S_i about center. */
+/*
+ * shard_scale(fit_id, mean) RETURNS float8[]: 1 x d, for scale 'standard',
+ * sum_i [M2_i,jj + n_i (mean_i,j - mean_j)^2] of this shard's clients about
+ * the pooled mean of all shards (scale.h).
+ */
+Datum
+perpca_shard_scale(PG_FUNCTION_ARGS)
+{
+	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	int			d = sf->d;
+	double	   *mean;
+	double	   *sums = palloc0(sizeof(double) * Max(d, 1));
+	PerpcaStats **stats = clients_stats(sf->in, sf->n);
+
+	if (sf->node != NULL || sf->n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
+	mean = shard_matrix_arg(fcinfo, 1, 1, &d, "mean");
+	scale_pooled_sums(stats, sf->n, sf->d, mean, sums);
+	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(sums, 1, sf->d));
+}
+
+/*
+ * shard_init(fit_id, center, scale_factors) RETURNS (weight, lambda_max):
+ * the clients' statistics divided by scale_factors (1 x d; NULL: unscaled),
+ * then their S_i about center.
+ */
 Datum
 perpca_shard_init(PG_FUNCTION_ARGS)
 {
@@ -303,6 +334,18 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 		int			one = sf->d;
 
 		center = shard_matrix_arg(fcinfo, 1, 1, &one, "center");
+	}
+	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+	{
+		int			one = sf->d;
+		double	   *scale = shard_matrix_arg(fcinfo, 2, 1, &one, "scale_factors");
+
+		for (int j = 0; j < sf->d; j++)
+			if (!(scale[j] > 0.0 && isfinite(scale[j])))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("scale_factors must hold positive divisors")));
+		clients_scale_by(sf->in, sf->n, scale);
 	}
 	shard_in_fit(sf, shard_build, center);
 	values[0] = Float8GetDatum(node_weight(sf->node));

@@ -57,6 +57,12 @@ typedef enum FitCenter
 	FIT_CENTER_NONE				/* no centring (the paper's S_i) */
 } FitCenter;
 
+typedef enum FitScale
+{
+	FIT_SCALE_NONE,				/* features as they are */
+	FIT_SCALE_STANDARD			/* each feature divided by its pooled standard deviation (scale.h) */
+} FitScale;
+
 /* Every option of a fit, after defaults: what a model records and refresh reads back. */
 typedef struct FitOptions
 {
@@ -74,6 +80,7 @@ typedef struct FitOptions
 	FitInit		init;
 	uint64		seed;
 	FitCenter	center;
+	FitScale	scale;			/* applied to the input by clients.c: the solvers never see it */
 	bool		sample_weights;
 	bool		verbose;
 	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
@@ -84,6 +91,7 @@ extern const char *const fit_method_names[4];
 extern const char *const fit_solver_names[2];
 extern const char *const fit_init_names[6];
 extern const char *const fit_center_names[3];
+extern const char *const fit_scale_names[2];
 extern const char *const fit_update_names[2];
 extern const char *const fit_retraction_names[2];
 extern const char *const fit_weights_names[2];

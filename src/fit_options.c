@@ -18,6 +18,7 @@ const char *const fit_method_names[4] = {"perpca", "dispca", "cpca", "indiv"};
 const char *const fit_solver_names[2] = {"lbfgs", "paper"};
 const char *const fit_init_names[6] = {"best", "dispca", "qu", "pooled", "random", "given"};
 const char *const fit_center_names[3] = {"client", "global", "none"};
+const char *const fit_scale_names[2] = {"none", "standard"};
 const char *const fit_update_names[2] = {"stgd", "polar"};
 const char *const fit_retraction_names[2] = {"polar", "qr"};
 const char *const fit_weights_names[2] = {"equal", "samples"};
@@ -149,6 +150,7 @@ fit_options_parse(FunctionCallInfo fcinfo, const FitArgPositions *pos, FitOption
 	o->init = choice_arg(fcinfo, pos->init, "init", fit_init_names, 6, FIT_INIT_BEST);
 	o->seed = given(fcinfo, pos->seed) ? (uint64) PG_GETARG_INT64(pos->seed) : 0;
 	o->center = choice_arg(fcinfo, pos->center, "center", fit_center_names, 3, FIT_CENTER_CLIENT);
+	o->scale = choice_arg(fcinfo, pos->scale, "scale", fit_scale_names, 2, FIT_SCALE_NONE);
 	o->sample_weights = choice_arg(fcinfo, pos->weights, "weights", fit_weights_names, 2, 0) == 1;
 	o->verbose = bool_arg(fcinfo, pos->verbose, false);
 }
@@ -176,8 +178,9 @@ fit_options_json(const FitOptions *o)
 	appendStringInfo(&buf, ", \"adaptive\": %s, \"update\": \"%s\", \"retraction\": \"%s\"",
 					 o->adaptive ? "true" : "false", fit_update_names[o->update],
 					 fit_retraction_names[o->retraction]);
-	appendStringInfo(&buf, ", \"init\": \"%s\", \"seed\": %lld, \"center\": \"%s\", \"weights\": \"%s\"}",
+	appendStringInfo(&buf, ", \"init\": \"%s\", \"seed\": %lld, \"center\": \"%s\", \"weights\": \"%s\", \"scale\": \"%s\"}",
 					 fit_init_names[o->init], (long long) (int64) o->seed,
-					 fit_center_names[o->center], fit_weights_names[o->sample_weights ? 1 : 0]);
+					 fit_center_names[o->center], fit_weights_names[o->sample_weights ? 1 : 0],
+					 fit_scale_names[o->scale]);
 	return buf.data;
 }

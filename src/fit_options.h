@@ -30,6 +30,7 @@ typedef struct FitArgPositions
 	int			verbose;
 	int			adaptive;
 	int			solver;
+	int			scale;
 } FitArgPositions;
 
 /* Read and check every option; defaults for NULL or absent arguments. */

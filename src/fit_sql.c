@@ -39,13 +39,13 @@ enum
 {
 	ARG_QUERY, ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP,
 	ARG_UPDATE, ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS,
-	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START, ARG_SOLVER
+	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START, ARG_SOLVER, ARG_SCALE
 };
 
 static const FitArgPositions fit_args = {
 	ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP, ARG_UPDATE,
 	ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS, ARG_METHOD,
-	ARG_VERBOSE, ARG_ADAPTIVE, ARG_SOLVER
+	ARG_VERBOSE, ARG_ADAPTIVE, ARG_SOLVER, ARG_SCALE
 };
 
 /* The last fit of each kind in this session, in their own memory context. */
@@ -229,6 +229,7 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	perpca_report_phase("perpca_fit: reading clients");
 	in = clients_read(query, opts->n_local, fitcxt, &n);
 	clients_check(in, n, opts->n_global, true);
+	clients_scale(in, n, opts->scale);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
 	rows = clients_mean_sum(in, n, mean_sum);

@@ -58,20 +58,22 @@ enum
 };
 static const char *const rel_suffix[NRELS] = {"info", "clients", "components"};
 
-/* A column read from a model table, and the type it must have. */
+/* A column read from a model table, the type it must have, and whether older models lack it. */
 typedef struct ColumnSpec
 {
 	const char *name;
 	Oid			type;
+	bool		optional;		/* absent: InvalidAttrNumber (read as NULL) */
 } ColumnSpec;
 
 enum
 {
-	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_NCOLS
+	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_NCOLS
 };
 static const ColumnSpec info_columns[I_NCOLS] = {
-	{"version", INT8OID}, {"d", INT4OID}, {"center", TEXTOID},
-	{"global_mean", FLOAT8ARRAYOID}, {"total_variance", FLOAT8OID}, {"theta_est", FLOAT8OID}
+	{"version", INT8OID, false}, {"d", INT4OID, false}, {"center", TEXTOID, false},
+	{"global_mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false}, {"theta_est", FLOAT8OID, false},
+	{"scale_factors", FLOAT8ARRAYOID, true}	/* models stored before 0.2.0's scale option: unscaled */
 };
 
 enum
@@ -79,8 +81,8 @@ enum
 	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_NCOLS
 };
 static const ColumnSpec clients_columns[C_NCOLS] = {
-	{"client", TEXTOID}, {"mean", FLOAT8ARRAYOID}, {"total_variance", FLOAT8OID},
-	{"global_ratio", FLOAT8OID}
+	{"client", TEXTOID, false}, {"mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false},
+	{"global_ratio", FLOAT8OID, false}
 };
 
 enum
@@ -88,8 +90,8 @@ enum
 	K_KIND, K_CLIENT, K_COMPONENT, K_PC, K_VARIANCE, K_NCOLS
 };
 static const ColumnSpec components_columns[K_NCOLS] = {
-	{"kind", TEXTOID}, {"client", TEXTOID}, {"component", INT4OID}, {"pc", FLOAT8ARRAYOID},
-	{"variance", FLOAT8OID}
+	{"kind", TEXTOID, false}, {"client", TEXTOID, false}, {"component", INT4OID, false}, {"pc", FLOAT8ARRAYOID, false},
+	{"variance", FLOAT8OID, false}
 };
 
 static const ColumnSpec *const rel_columns[NRELS] = {info_columns, clients_columns, components_columns};
@@ -246,6 +248,8 @@ column_attnum(const ModelRels *r, Relation rel, const ColumnSpec *col)
 					 errdetail("Model \"%s\" is not as perpca_train() stores it.", r->model)));
 		return att->attnum;
 	}
+	if (col->optional)
+		return InvalidAttrNumber;
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_COLUMN),
 			 errmsg("column \"%s\" of %s does not exist", col->name, rel_name(rel)),
@@ -263,7 +267,8 @@ rel_check_access(const ModelRels *r, Relation rel, const AttrNumber *att, int nc
 	if (pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK)
 	{
 		for (int c = 0; c < ncols; c++)
-			if (pg_attribute_aclcheck(relid, att[c], user, ACL_SELECT) != ACLCHECK_OK)
+			if (AttributeNumberIsValid(att[c]) &&
+				pg_attribute_aclcheck(relid, att[c], user, ACL_SELECT) != ACLCHECK_OK)
 				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(rel));
 	}
 	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
@@ -445,6 +450,11 @@ load_info(ModelData *m, const ModelRels *r)
 		model_damaged(r->model, "The info table has no global_mean.");
 	m->total_variance = scan_float(&s, att[I_TOTAL_VARIANCE]);
 	m->theta_est = scan_float(&s, att[I_THETA]);
+	m->scale = AttributeNumberIsValid(att[I_SCALE]) ?
+		scan_vector(&s, att[I_SCALE], m->d, m->cxt, r->model, "scale_factors") : NULL;
+	for (int j = 0; m->scale != NULL && j < m->d; j++)
+		if (!(m->scale[j] > 0.0))
+			model_damaged(r->model, "The scale_factors of the info table must hold positive divisors.");
 	scan_end(&s);
 }
 

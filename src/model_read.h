@@ -62,7 +62,8 @@ typedef struct ModelData
 	double	   *U;				/* r1 x d, rows */
 	int		   *global_number;	/* r1: component numbers, ascending */
 	ModelFloat *global_variance;	/* r1 */
-	double	   *global_mean;	/* d */
+	double	   *global_mean;	/* d, in the data's units */
+	double	   *scale;			/* d divisors of the features (info.scale_factors), or NULL */
 	ModelFloat	total_variance; /* the fit's weighted mean total variance */
 	ModelFloat	theta_est;
 	int			nclients;

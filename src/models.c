@@ -20,9 +20,13 @@
  * only, with one NOTICE per statement; with unknown => 'error' it is an error.
  *
  * Decomposition of a row x of client i with centre c (the client's mean,
- * the pooled mean or zero, as the fit's center option), y = x - c:
- *   global part  c + U^T U y      local part  V_i^T V_i y
- *   residual     y - U^T U y - V_i^T V_i y   (the three parts sum to x)
+ * the pooled mean or zero, as the fit's center option), y = D^-1 (x - c)
+ * with D the diagonal of the model's scale_factors (the identity for an
+ * unscaled model):
+ *   scores       [U y; V_i y]                (standardized units)
+ *   global part  c + D U^T U y      local part  D V_i^T V_i y
+ *   residual     D (y - U^T U y - V_i^T V_i y)   (the three parts sum to x)
+ *   error        ||y - U^T U y - V_i^T V_i y||^2  (standardized units, what the fit minimized)
  * U holds the global and V_i the local components as rows.  A client the
  * model has never seen is projected on the global components only, centred
  * at the pooled mean under center 'client'; its local part is zero.
@@ -481,6 +485,9 @@ row_project(FunctionCallInfo fcinfo, RowProjection *p)
 	p->out = b->out;
 	for (int i = 0; i < d; i++)
 		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
+	if (m->scale != NULL)
+		for (int i = 0; i < d; i++)
+			p->y[i] /= m->scale[i];
 	linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
 	if (p->r2 > 0)
 		linalg_matvec(false, p->r2, d, 1.0, p->c->V, p->y, 0.0, p->s + m->r1);
@@ -502,6 +509,32 @@ row_combine(RowProjection *p, const double *base, double alpha, bool global, boo
 		linalg_matvec(true, p->r2, d, alpha, p->c->V, p->s + p->m->r1, 1.0, p->out);
 }
 
+/* out = (centre if with_center) + D (U^T s_global if global + V^T s_local if local): data units. */
+static void
+row_part(RowProjection *p, bool global, bool local, bool with_center)
+{
+	const double *scale = p->m->scale;
+
+	if (scale == NULL)
+	{
+		row_combine(p, with_center ? p->center : NULL, 1.0, global, local);
+		return;
+	}
+	row_combine(p, NULL, 1.0, global, local);
+	for (int i = 0; i < p->m->d; i++)
+		p->out[i] = p->out[i] * scale[i] + (with_center && p->center ? p->center[i] : 0.0);
+}
+
+/* out = the residual y - U^T s_global - V^T s_local, times D when in data units. */
+static void
+row_residual(RowProjection *p, bool data_units)
+{
+	row_combine(p, p->y, -1.0, true, true);
+	if (data_units && p->m->scale != NULL)
+		for (int i = 0; i < p->m->d; i++)
+			p->out[i] *= p->m->scale[i];
+}
+
 /* Scores of x: the global scores, then the client's local scores. */
 Datum
 perpca_model_scores(PG_FUNCTION_ARGS)
@@ -519,7 +552,7 @@ perpca_model_global_part(PG_FUNCTION_ARGS)
 	RowProjection p;
 
 	row_project(fcinfo, &p);
-	row_combine(&p, p.center, 1.0, true, false);
+	row_part(&p, true, false, true);
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
 }
 
@@ -530,7 +563,7 @@ perpca_model_local_part(PG_FUNCTION_ARGS)
 	RowProjection p;
 
 	row_project(fcinfo, &p);
-	row_combine(&p, NULL, 1.0, false, true);
+	row_part(&p, false, true, false);
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
 }
 
@@ -541,7 +574,7 @@ perpca_model_reconstruct(PG_FUNCTION_ARGS)
 	RowProjection p;
 
 	row_project(fcinfo, &p);
-	row_combine(&p, p.center, 1.0, true, true);
+	row_part(&p, true, true, true);
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
 }
 
@@ -552,18 +585,18 @@ perpca_model_residual(PG_FUNCTION_ARGS)
 	RowProjection p;
 
 	row_project(fcinfo, &p);
-	row_combine(&p, p.y, -1.0, true, true);
+	row_residual(&p, true);
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
 }
 
-/* Squared norm of the residual: the reconstruction error of x, an anomaly score. */
+/* Squared norm of the (standardized) residual: the reconstruction error of x, an anomaly score. */
 Datum
 perpca_model_error(PG_FUNCTION_ARGS)
 {
 	RowProjection p;
 
 	row_project(fcinfo, &p);
-	row_combine(&p, p.y, -1.0, true, true);
+	row_residual(&p, false);
 	PG_RETURN_FLOAT8(linalg_dot(p.m->d, p.out, p.out));
 }
 

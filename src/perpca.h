@@ -21,6 +21,8 @@
  *   fit.c               one fit: starts x solver, the best start, output, diagnostics
  *   fit_baselines.c     the one-shot methods dispca, cpca, indiv (fit_baselines.h)
  *   fit_options.c       the options of a fit, parsed once, one set of defaults
+ *   scale.c             feature scaling (scale => 'standard'): pooled standard
+ *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
  *   clients.c           the input: the user's query, its checks, the clients' S_i,
  *                       result rows (clients.h)

@@ -244,7 +244,9 @@ BEGIN
             fitted_at timestamptz NOT NULL,
             version bigint NOT NULL,
             client_type text,
-            options jsonb)$f$, info);
+            options jsonb,
+            scale_factors float8[],
+            constant_features int[])$f$, info);
     EXECUTE format('COMMENT ON TABLE %s IS %L', components,
         'perpca model ' || base || ': global (client NULL) and local principal components');
     EXECUTE format('COMMENT ON TABLE %s IS %L', clients,
@@ -259,22 +261,27 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_create(text, text) IS 'internal
 -- src (client text, stats perpca_stats), which may use $4 and $5.
 CREATE FUNCTION perpca_internal.perpca_model_fill_clients(schema_name text, base text, src text, center text,
                                                           global_mean float8[], source text,
-                                                          one_client text, one_stats perpca_stats)
+                                                          one_client text, one_stats perpca_stats,
+                                                          scale_factors float8[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    -- Means in the data's units; variances, ratios and errors in the units
+    -- the fit saw (divided by scale_factors, NULL = unscaled).
     EXECUTE format($f$
-        WITH c AS (
-            SELECT s.client, s.stats,
-                   CASE $1 WHEN 'client' THEN @extschema@.perpca_mean(s.stats)
-                           WHEN 'global' THEN $2
-                           ELSE array_fill(0::float8, ARRAY[@extschema@.perpca_dim(s.stats)]) END AS centre
-              FROM %s s),
+        WITH r AS (
+            SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s),
+        c AS (
+            SELECT r.client, r.raw, r.stats,
+                   CASE $1 WHEN 'client' THEN @extschema@.perpca_mean(r.stats)
+                           WHEN 'global' THEN perpca_internal.scale_vector($2, $6)
+                           ELSE array_fill(0::float8, ARRAY[@extschema@.perpca_dim(r.stats)]) END AS centre
+              FROM r),
         u AS (SELECT array_agg(pc ORDER BY component) AS u FROM %I.%I WHERE kind = 'global'),
         v AS (SELECT client, array_agg(pc ORDER BY component) AS v, count(*)::int AS r2
                 FROM %I.%I WHERE kind = 'local' GROUP BY client),
         f AS (
-            SELECT c.client, @extschema@.perpca_count(c.stats) AS n, @extschema@.perpca_mean(c.stats) AS mean,
+            SELECT c.client, @extschema@.perpca_count(c.stats) AS n, @extschema@.perpca_mean(c.raw) AS mean,
                    coalesce(v.r2, 0) AS r2,
                    @extschema@.perpca_total_variance(c.stats, c.centre) AS tv,
                    coalesce(@extschema@.perpca_explained_variance(c.stats, u.u, c.centre), 0) AS gv,
@@ -291,11 +298,11 @@ BEGIN
                train_error = excluded.train_error, source = excluded.source$f$,
         src, schema_name, base || '_components', schema_name, base || '_components',
         schema_name, base || '_clients')
-    USING center, global_mean, source, one_client, one_stats;
+    USING center, global_mean, source, one_client, one_stats, scale_factors;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats) IS
-    'internal: writes the clients rows of a model (mean, variance ratios, training error) from statistics';
+COMMENT ON FUNCTION perpca_internal.perpca_model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]) IS
+    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics';
 
 -- The clients of a train or refresh, staged once: the fit and the per-client
 -- figures read the same rows.  A temporary table, created by the caller (a
@@ -342,7 +349,7 @@ CREATE FUNCTION perpca_internal.perpca_model_store(
     schema_name text, base text, source_query text, n_global int, n_local int,
     rounds int, tolerance float8, step float8, update text, retraction text, init text,
     seed bigint, center text, weights text, method text, verbose boolean, adaptive boolean,
-    start text, solver text)
+    start text, solver text, scale text)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
@@ -355,6 +362,8 @@ DECLARE
     opts jsonb;
     key_type text;
     gmean float8[];
+    merged @extschema@.perpca_stats;
+    factors record;
     total float8;
 BEGIN
     SELECT format_type(s.client_type, NULL) INTO key_type FROM pg_temp.perpca_train_src s LIMIT 1;
@@ -367,10 +376,16 @@ BEGIN
                n_global, n_local, rounds => rounds, tolerance => tolerance, step => step,
                update => $9, retraction => retraction, init => init, seed => seed,
                center => center, weights => weights, method => method, verbose => $16,
-               adaptive => adaptive, start => start, solver => solver) AS f;
+               adaptive => adaptive, start => start, solver => solver, scale => scale) AS f;
     SELECT * INTO STRICT diag FROM @extschema@.perpca_last_fit();
     opts := to_jsonb(diag) -> 'options';
-    SELECT @extschema@.perpca_mean(@extschema@.perpca_merge(s.stats)) INTO gmean FROM pg_temp.perpca_train_src s;
+    SELECT @extschema@.perpca_merge(s.stats) INTO merged FROM pg_temp.perpca_train_src s;
+    gmean := @extschema@.perpca_mean(merged);
+    -- The divisors the fit used, from the same pooled statistics (NULL: unscaled).
+    SELECT NULL::float8[] AS scale_factors, NULL::int[] AS constant_features INTO factors;
+    IF opts ->> 'scale' = 'standard' THEN
+        SELECT * INTO STRICT factors FROM @extschema@.perpca_scale_factors(merged);
+    END IF;
 
     -- Swap: lock out other writers of this model (readers go on), then replace the rows.
     IF to_regclass(info) IS NOT NULL THEN
@@ -383,6 +398,10 @@ BEGIN
                         WHERE attrelid = info::regclass AND attname = 'options' AND NOT attisdropped) THEN
             EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS client_type text, ADD COLUMN options jsonb', info);
         END IF;
+        IF NOT EXISTS (SELECT FROM pg_attribute
+                        WHERE attrelid = info::regclass AND attname = 'scale_factors' AND NOT attisdropped) THEN
+            EXECUTE format('ALTER TABLE %s ADD COLUMN scale_factors float8[], ADD COLUMN constant_features int[]', info);
+        END IF;
     ELSE
         PERFORM perpca_internal.perpca_model_create(schema_name, base);
     END IF;
@@ -392,7 +411,7 @@ BEGIN
                       FROM unnest($1) AS u',
                    components) USING fitted;
     PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, 'pg_temp.perpca_train_src',
-                                                      opts ->> 'center', gmean, 'fit', NULL, NULL);
+                                                      opts ->> 'center', gmean, 'fit', NULL, NULL, factors.scale_factors);
     EXECUTE format('SELECT CASE WHEN $1 = %L THEN avg(total_variance)
                                 ELSE sum(n::float8 * total_variance) / sum(n::float8) END FROM %s',
                    'equal', clients)
@@ -401,22 +420,24 @@ BEGIN
         INSERT INTO %s (model, d, n_global, n_local, n_clients, method, rounds_max, tolerance, step,
                         adaptive, update, retraction, init, seed, center, weights, source_query,
                         rounds, converged, objective, kkt_residual, theta_est, step_used,
-                        fit_seconds, global_mean, total_variance, fitted_at, version, client_type, options)
+                        fit_seconds, global_mean, total_variance, fitted_at, version, client_type, options,
+                        scale_factors, constant_features)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                 $18, $19, $20, $21, $22, $23, $24, $25, $26, now(),
-                nextval('@extschema@.perpca_model_version'), $27, $28)$f$, info)
+                nextval('@extschema@.perpca_model_version'), $27, $28, $29, $30)$f$, info)
     USING base, diag.d, n_global, n_local, diag.n_clients, opts ->> 'method',
           (opts ->> 'rounds')::int, (opts ->> 'tolerance')::float8, (opts ->> 'step')::float8,
           (opts ->> 'adaptive')::boolean,
           opts ->> 'update', opts ->> 'retraction', opts ->> 'init', (opts ->> 'seed')::bigint,
           opts ->> 'center', opts ->> 'weights', source_query, diag.rounds_run, diag.converged, diag.objective,
-          diag.kkt_residual, diag.theta_est, diag.step, diag.seconds, gmean, total, key_type, opts;
+          diag.kkt_residual, diag.theta_est, diag.step, diag.seconds, gmean, total, key_type, opts,
+          factors.scale_factors, factors.constant_features;
 
     RETURN QUERY SELECT base, diag.d, diag.n_clients, diag.rounds_run, diag.converged,
                         diag.objective, diag.theta_est;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text) IS
+COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text) IS
     'internal: fits the staged clients and stores (or replaces) the model''s rows, with the effective options';
 
 CREATE FUNCTION perpca_train(model text, query text, n_global int, n_local int,
@@ -427,7 +448,7 @@ CREATE FUNCTION perpca_train(model text, query text, n_global int, n_local int,
                              weights text DEFAULT NULL, method text DEFAULT NULL,
                              verbose boolean DEFAULT false, adaptive boolean DEFAULT NULL,
                              replace boolean DEFAULT false, start text DEFAULT NULL,
-                             solver text DEFAULT NULL)
+                             solver text DEFAULT NULL, scale text DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
@@ -461,14 +482,14 @@ BEGIN
     IF owner::oid OPERATOR(pg_catalog.=) pg_catalog.current_user()::regrole::oid THEN
         RETURN QUERY SELECT * FROM perpca_internal.perpca_model_store(
                  t.schema_name, t.base, $2, n_global, n_local, rounds, tolerance, step, $8,
-                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver);
+                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver, scale);
     ELSE
         -- Another role's model is written as that role.
         r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
                  'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.perpca_model_store($1, $2, $3, $4, $5, $6,
-                      $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) AS s',
+                      $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) AS s',
                  t.schema_name, t.base, $2, n_global, n_local, rounds, tolerance, step, $8,
-                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver);
+                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver, scale);
         RETURN QUERY SELECT r OPERATOR(pg_catalog.->>) 'model_name', (r OPERATOR(pg_catalog.->>) 'd')::int,
                             (r OPERATOR(pg_catalog.->>) 'n_clients')::int,
                             (r OPERATOR(pg_catalog.->>) 'rounds_run')::int,
@@ -479,8 +500,8 @@ BEGIN
     DROP TABLE pg_temp.perpca_train_src;
 END
 $$;
-COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text) IS
-    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); solver is perpca_fit''s';
+COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text) IS
+    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); solver is perpca_fit''s; scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model';
 
 CREATE OR REPLACE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
@@ -520,6 +541,8 @@ DECLARE
     m record;
     u float8[];
     centre float8[];
+    factors float8[] := perpca_internal.perpca_model_scale_factors(info);
+    scaled @extschema@.perpca_stats;
     result jsonb;
 BEGIN
     EXECUTE format('SELECT d, n_local, center, global_mean FROM %s', info) INTO STRICT m;
@@ -529,17 +552,20 @@ BEGIN
     END IF;
     EXECUTE format('SELECT array_agg(pc ORDER BY component) FROM %s WHERE kind = %L', components, 'global')
         INTO u;
-    centre := CASE m.center WHEN 'client' THEN @extschema@.perpca_mean(stats)
-                            WHEN 'global' THEN m.global_mean
+    -- The local components live where the model's components do: in the scaled features.
+    scaled := perpca_internal.scale_stats(stats, factors);
+    centre := CASE m.center WHEN 'client' THEN @extschema@.perpca_mean(scaled)
+                            WHEN 'global' THEN perpca_internal.scale_vector(m.global_mean, factors)
                             ELSE array_fill(0::float8, ARRAY[m.d]) END;
     EXECUTE format('DELETE FROM %s WHERE kind = %L AND client = $1', components, 'local') USING client;
     EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
                     SELECT $1, %L, l.component, l.pc, l.variance
                       FROM @extschema@.perpca_local_pcs($2, $3, $4, $5) l',
                    components, 'local')
-        USING client, stats, u, coalesce(n_local, m.n_local), centre;
+        USING client, scaled, u, coalesce(n_local, m.n_local), centre;
     PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
-                                                      m.center, m.global_mean, 'personalize', client, stats);
+                                                      m.center, m.global_mean, 'personalize', client, stats,
+                                                      factors);
     EXECUTE format('UPDATE %s SET version = nextval(%L)', info, '@extschema@.perpca_model_version');
     EXECUTE format('SELECT jsonb_agg(jsonb_build_object(''component'', component, ''pc'', pc, ''variance'', variance)
                                      ORDER BY component)

@@ -70,7 +70,9 @@ BEGIN
                start => CASE WHEN use_start
                              THEN pg_catalog.format('SELECT client, kind, component, pc FROM %s', components)
                         END,
-               solver => m OPERATOR(pg_catalog.->>) 'solver');
+               solver => m OPERATOR(pg_catalog.->>) 'solver',
+               -- models stored before the scale option have none: unscaled
+               scale => m OPERATOR(pg_catalog.->>) 'scale');
 
     EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(client) FROM %s', clients) INTO after;
     EXECUTE pg_catalog.format('SELECT version FROM %s', info) INTO STRICT version;

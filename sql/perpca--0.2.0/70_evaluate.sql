@@ -56,16 +56,19 @@ DECLARE
     t record := perpca_internal.perpca_model_tables_existing(model);
 BEGIN
     RETURN QUERY EXECUTE pg_catalog.format($f$
-        WITH i AS (SELECT center, global_mean, d FROM %s),
+        WITH i AS (SELECT center, global_mean, d, perpca_internal.perpca_model_scale_factors(%L) AS scale_factors FROM %s),
         u AS (SELECT pg_catalog.array_agg(pc ORDER BY component) AS u FROM %s WHERE kind = 'global'),
         v AS (SELECT client, pg_catalog.array_agg(pc ORDER BY component) AS v
                 FROM %s WHERE kind = 'local' GROUP BY client),
         q AS (%s),
         e AS (
-            SELECT q.client, k.client IS NOT NULL AS known, q.stats, u.u, v.v,
-                   CASE i.center WHEN 'client' THEN coalesce(k.mean, i.global_mean)
-                                 WHEN 'global' THEN i.global_mean
-                                 ELSE pg_catalog.array_fill(0::float8, ARRAY[i.d]) END AS centre
+            SELECT q.client, k.client IS NOT NULL AS known,
+                   perpca_internal.scale_stats(q.stats, i.scale_factors) AS stats, u.u, v.v,
+                   perpca_internal.scale_vector(
+                       CASE i.center WHEN 'client' THEN coalesce(k.mean, i.global_mean)
+                                     WHEN 'global' THEN i.global_mean
+                                     ELSE pg_catalog.array_fill(0::float8, ARRAY[i.d]) END,
+                       i.scale_factors) AS centre
               FROM q CROSS JOIN i CROSS JOIN u
               LEFT JOIN %s k ON k.client = q.client
               LEFT JOIN v ON v.client = q.client AND k.client IS NOT NULL)
@@ -74,11 +77,11 @@ BEGIN
                (r.global_variance + r.local_variance) / r.total_variance
           FROM e CROSS JOIN LATERAL perpca_internal.evaluate_stats(e.client, e.stats, e.centre, e.u, e.v) r
          ORDER BY e.client COLLATE "C"$f$,
-        t.info, t.components, t.components, perpca_internal.stats_query(query), t.clients);
+        t.info, t.info, t.components, t.components, perpca_internal.stats_query(query), t.clients);
 END
 $$;
 COMMENT ON FUNCTION perpca_evaluate(text, text) IS
-    'held-out evaluation of a stored model on a query of rows (client, x float8[]) or statistics (client, perpca_stats): per client the rows n, the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both; a client the model has never seen (known false) is evaluated on the global components only';
+    'held-out evaluation of a stored model on a query of rows (client, x float8[]) or statistics (client, perpca_stats): per client the rows n, the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both; a client the model has never seen (known false) is evaluated on the global components only; a scaled model (scale ''standard'') divides the rows by its stored scale_factors first, so error, total_variance and the ratios are in standardized units, as perpca_model_error';
 
 CREATE FUNCTION perpca_evaluate_summary(model text, query text,
                                         OUT clients int, OUT unseen_clients int, OUT n bigint,
@@ -140,7 +143,7 @@ CREATE FUNCTION perpca_choose_ranks(
     rounds int DEFAULT NULL, tolerance float8 DEFAULT NULL, step float8 DEFAULT NULL,
     update text DEFAULT NULL, retraction text DEFAULT NULL, init text DEFAULT NULL,
     seed bigint DEFAULT NULL, center text DEFAULT NULL, weights text DEFAULT NULL,
-    adaptive boolean DEFAULT NULL, solver text DEFAULT NULL)
+    adaptive boolean DEFAULT NULL, solver text DEFAULT NULL, scale text DEFAULT NULL)
 RETURNS TABLE (n_global int, n_local int, objective float8, train_error float8,
                heldout_error float8, heldout_error_samples float8, heldout_explained_ratio float8,
                theta_est float8, rounds_run int, converged boolean, seconds float8, recommended boolean)
@@ -231,7 +234,8 @@ BEGIN
         || coalesce(', center => ' || pg_catalog.quote_literal(center), '')
         || coalesce(', weights => ' || pg_catalog.quote_literal(weights), '')
         || coalesce(', adaptive => ' || adaptive, '')
-        || coalesce(', solver => ' || pg_catalog.quote_literal(solver), '');
+        || coalesce(', solver => ' || pg_catalog.quote_literal(solver), '')
+        || coalesce(', scale => ' || pg_catalog.quote_literal(scale), '');
 
     SELECT pg_catalog.array_agg(ARRAY[a.g, b.l] ORDER BY a.g, b.l) INTO pairs
       FROM (SELECT DISTINCT x AS g FROM pg_catalog.unnest(global_ranks) AS x) a,
@@ -281,5 +285,5 @@ BEGIN
     DROP TABLE pg_temp.perpca_ranks_train, pg_temp.perpca_ranks_heldout, pg_temp.perpca_ranks_result;
 END
 $$;
-COMMENT ON FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text) IS
+COMMENT ON FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text) IS
     'fits PerPCA for every pair of global_ranks x local_ranks on the query''s training rows and evaluates each on held-out rows (the heldout query, or a repeatable split of the query''s rows (client, x, key) by a hash of key, holdout of them held out); per pair the training objective, train and held-out error (equal weights; _samples per row), theta_est, rounds and seconds; recommended marks the smallest n_global + n_local whose held-out error is at most within x (held-out total variance) above the best pair''s and whose theta_est >= min_theta; fit options pass to perpca_train (NULL = its default)';

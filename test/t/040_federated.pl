@@ -150,7 +150,9 @@ my @same = (
 	q{solver => 'lbfgs', init => 'dispca', center => 'global'},
 	q{solver => 'lbfgs', init => 'qu', weights => 'samples'},
 	q{solver => 'lbfgs', init => 'pooled', center => 'none'},
-	q{solver => 'lbfgs', init => 'random', seed => 7});
+	q{solver => 'lbfgs', init => 'random', seed => 7},
+	q{solver => 'lbfgs', scale => 'standard'},
+	q{solver => 'lbfgs', scale => 'standard', center => 'global', weights => 'samples'});
 for my $opts (@same)
 {
 	$coord->safe_psql('postgres', qq{
@@ -187,6 +189,19 @@ SELECT suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($thin_query,
   FROM perpca_last_federated_fit()}),
 		't|t|t|26|t|12', "thin and dense clients, center $center: federated = single node = oracle");
 }
+
+# Scale 'standard' with thin clients: the shards scale their rows with the
+# divisors pooled over both shards, as perpca_fit does on one node.
+is( $coord->safe_psql('postgres', qq{
+DROP TABLE IF EXISTS fed;
+CREATE TABLE fed AS SELECT $cols FROM perpca_fit_federated($shards, $thin_query, 2, 2, center => 'global',
+                                                          scale => 'standard');
+SELECT suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($thin_query, 2, 2, center => 'global',
+                                                                   scale => 'standard')\$\$) < 1e-8,
+       suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($thin_query, 2, 2, center => 'global')\$\$) > 1e-4,
+       converged
+  FROM perpca_last_federated_fit()}),
+	't|t|t', 'thin and dense clients, scale standard: federated = single node, and not the unscaled fit');
 
 # The comparison can fail: a fit with other ranks is told apart.
 is( $coord->safe_psql('postgres', qq{
