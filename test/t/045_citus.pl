@@ -249,12 +249,11 @@ is($coord->safe_psql('postgres', sprintf($fit_same, sprintf($fit, $q_partial), s
 	(2 + $nclients) . '|' . (2 + $nclients), 'perpca_fit over perpca_stats_distributed: the same');
 
 # perpca_train stages the query's rows in a temporary table with INSERT ...
-# SELECT, which on Citus does not keep the query's order: the fit sees the
-# clients in another order than on the plain table, and converges to the same
-# components within the solver's tolerance (not bit for bit).
+# SELECT, which on Citus does not keep the query's order; the fit reads the
+# staged clients in the byte order of their keys, so it sees them in the same
+# order as on the plain table and stores the same model, bit for bit.
 my $model_close = q{
-SELECT count(*), count(*) FILTER (WHERE arrays_close(a.pc, b.pc, 1e-6)
-                                    AND abs(a.variance - b.variance) <= 1e-6 * abs(b.variance))
+SELECT count(*), count(*) FILTER (WHERE a.pc::text = b.pc::text AND a.variance = b.variance)
   FROM m_components a
   FULL JOIN m_local_components b
     ON a.kind = b.kind AND a.component = b.component AND a.client IS NOT DISTINCT FROM b.client};
@@ -265,7 +264,7 @@ SELECT perpca_train('m_local', '$q_local', 2, 1);
 });
 is($coord->safe_psql('postgres', $model_close),
 	(2 + $nclients) . '|' . (2 + $nclients),
-	'perpca_train over the distributed table: the plain table\'s model within 1e-6');
+	'perpca_train over the distributed table: the plain table\'s model, bit for bit');
 
 # ---- projection inside distributed queries ----------------------------------
 
@@ -323,9 +322,21 @@ SELECT perpca_refresh('m_local');
 is($coord->safe_psql('postgres', 'SELECT version > 1 FROM m_info'), 't', 'the model was refreshed');
 is($coord->safe_psql('postgres', $model_close),
 	(2 + $nclients) . '|' . (2 + $nclients),
-	'perpca_refresh over the distributed table: the plain table\'s model within 1e-6');
+	'perpca_refresh over the distributed table: the plain table\'s model, bit for bit');
 is($coord->safe_psql('postgres', $proj_same), "$nclients|$nclients",
 	'after the refresh the workers project with the new model');
+
+# perpca_personalize writes the reference tables from the coordinator: the
+# new client's local components equal those of the plain-table model.
+$coord->safe_psql(
+	'postgres', q{
+CREATE TABLE newcomer AS SELECT perpca_stats(x) AS s FROM readings_local WHERE client = 1;
+SELECT count(*) FROM perpca_personalize('m', 'newcomer', (SELECT s FROM newcomer));
+SELECT count(*) FROM perpca_personalize('m_local', 'newcomer', (SELECT s FROM newcomer));
+});
+is($coord->safe_psql('postgres', $model_close),
+	(2 + $nclients + 1) . '|' . (2 + $nclients + 1),
+	'perpca_personalize on a model in reference tables: the plain table\'s components');
 
 # Model tables distributed by a column are refused with a clear error.
 $coord->safe_psql(
