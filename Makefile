@@ -39,7 +39,7 @@ $(OBJS): $(wildcard src/*.h)
 # Areas new in 0.2.0 have no upgrade part of their own: the upgrade script
 # takes the install script's part, so the two cannot drift.  Parts are
 # concatenated in the order of their file names (00_header, 10_stats, ...).
-NEW_AREAS = 35_scale 70_evaluate
+NEW_AREAS = 35_scale 70_evaluate 80_citus
 UPGRADE_PARTS = $(wildcard sql/perpca--0.1.0--0.2.0/*.sql) $(NEW_AREAS:%=sql/perpca--0.2.0/%.sql)
 sql/perpca--0.2.0.sql: $(sort $(wildcard sql/perpca--0.2.0/*.sql))
 	cat $^ > $@

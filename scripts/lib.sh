@@ -31,14 +31,17 @@ say() { printf '==> %s\n' "$*"; }
 warn() { printf 'warning: %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# Packages from PERPCA_PACKAGES that are not installed, one per line.
-missing_packages() {
+# The packages among the arguments that are not installed, one per line.
+missing_from() {
 	local p
-	for p in "${PERPCA_PACKAGES[@]}"; do
+	for p in "$@"; do
 		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
 			grep -qx installed || echo "$p"
 	done
 }
+
+# Packages from PERPCA_PACKAGES that are not installed, one per line.
+missing_packages() { missing_from "${PERPCA_PACKAGES[@]}"; }
 
 # Root: apt-get the missing packages.  Others: fail with the command to run.
 ensure_packages() {
@@ -278,4 +281,33 @@ finish() {
 	fi
 	[ -n "${WORK:-}" ] && rm -rf "$WORK"
 	case "${SOCK:-}" in /tmp/perpca-sock.*) rm -rf "$SOCK" ;; esac
+}
+
+# Citus for the Citus TAP test (scripts/citus.sh): unless done already, build it
+# (cached) and export PERPCA_CITUS_BUILD (its directory), or PERPCA_CITUS_SKIP
+# (why the test skips: no source, ...) or PERPCA_CITUS_FAILED (the build failed:
+# the test fails).
+citus_prepare() {
+	[ -n "${PERPCA_CITUS_BUILD:-}${PERPCA_CITUS_SKIP:-}${PERPCA_CITUS_FAILED:-}" ] && return 0
+	local out rc=0
+	out=$(bash "$REPO_ROOT/scripts/citus.sh" build) || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		export PERPCA_CITUS_BUILD=$out
+		say "Citus build: $out"
+	elif [ "$rc" -eq 3 ]; then
+		export PERPCA_CITUS_SKIP=${out#skip: }
+		say "Citus test will skip: $PERPCA_CITUS_SKIP"
+	else
+		export PERPCA_CITUS_FAILED="scripts/citus.sh build failed (exit $rc)"
+		warn "$PERPCA_CITUS_FAILED"
+	fi
+}
+
+# Copy the Citus build (if any) into the private installation INST.
+citus_install() {
+	[ -n "${PERPCA_CITUS_BUILD:-}" ] || return 0
+	if ! bash "$REPO_ROOT/scripts/citus.sh" install "$PERPCA_CITUS_BUILD" "$1"; then
+		export PERPCA_CITUS_FAILED="could not install $PERPCA_CITUS_BUILD into $1"
+		warn "$PERPCA_CITUS_FAILED"
+	fi
 }

@@ -43,6 +43,14 @@ if [ "$SANITIZE" = 1 ] && [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ];
 	bash "$REPO_ROOT/scripts/asan-postgres.sh" "$ASAN_PREFIX" || die "could not build the ASan PostgreSQL"
 fi
 
+# Citus for test/t/045_citus.pl: built (cached) as root before dropping root,
+# so that apt-get can install its build packages; the unprivileged run gets
+# the build's directory, a skip reason or the failure in PERPCA_CITUS_*.
+if [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ]; then
+	ensure_packages
+	citus_prepare
+fi
+
 prepare_user test.sh 0 "$@"
 
 T0=$SECONDS
@@ -83,6 +91,8 @@ if ! private_install; then
 	FAILED=$((FAILED + 1)); FAILED_NAMES+=(install)
 	exit 1
 fi
+citus_prepare
+citus_install "$INST"
 
 # ---- pg_regress: test/sql/*.sql -------------------------------------------
 shopt -s nullglob

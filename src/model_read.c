@@ -43,6 +43,7 @@
 #include "utils/snapmgr.h"
 #include "utils/varlena.h"
 
+#include "citus_placement.h"
 #include "model_read.h"
 #include "perpca.h"
 
@@ -134,13 +135,17 @@ model_rangevar(text *model)
 	return makeRangeVarFromNameList(textToQualifiedNameList(model));
 }
 
-/* Look up and lock (AccessShareLock) schema.base_suffix; InvalidOid when missing. */
+/*
+ * Look up and lock (AccessShareLock) schema.base_suffix; InvalidOid when
+ * missing.  On Citus, a reference table's rows are in this node's shard.
+ */
 static Oid
 model_relid(const char *schema, const char *base, const char *suffix)
 {
 	RangeVar   *rv = makeRangeVar((char *) schema, psprintf("%s_%s", base, suffix), -1);
+	Oid			oid = RangeVarGetRelidExtended(rv, AccessShareLock, RVR_MISSING_OK, NULL, NULL);
 
-	return RangeVarGetRelidExtended(rv, AccessShareLock, RVR_MISSING_OK, NULL, NULL);
+	return OidIsValid(oid) ? perpca_citus_local_placement(oid, base) : oid;
 }
 
 /* Find, lock and open the three relations of a model. */

@@ -6,6 +6,9 @@
  *   arrays.c            validating and building float8[] values (vectors, matrices)
  *   stats.c             the perpca_stats type: I/O, send/receive, moments (stats.h)
  *   stats_agg.c         the perpca_stats aggregates: transition, combine, serialize
+ *   stats_dist_agg.c    perpca_stats_distributed / perpca_merge_distributed: stats_agg.c's
+ *                       state behind a perpca_stats-typed (expanded) state, which Citus
+ *                       splits across its workers
  *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
  *   The fit, one engine in layers (fit.h draws them; data flow one way):
  *   client.c            what one client computes from S_i: products, eigenpairs,
@@ -30,6 +33,8 @@
  *   model_read.c        finding a stored model, checking its tables (plain, one owner,
  *                       readable by the caller) and reading them without SQL; the
  *                       per-backend model cache (model_read.h)
+ *   citus_placement.c   on Citus: a model table that is a reference table, read through
+ *                       this node's local shard (citus_placement.h)
  *   models.c            SQL functions on a stored model: row-wise projection with
  *                       client keys of any type, similarity, component info, theta
  *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)

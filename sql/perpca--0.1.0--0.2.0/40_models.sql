@@ -370,7 +370,7 @@ BEGIN
 
     SELECT array_agg(ROW(f.client, f.kind, f.component, f.pc, f.variance)::perpca_internal.perpca_fit_row) INTO fitted
       FROM @extschema@.perpca_fit(
-               format('SELECT client, stats%s FROM pg_temp.perpca_train_src',
+               format('SELECT client, stats%s FROM pg_temp.perpca_train_src ORDER BY client COLLATE "C"',
                       CASE WHEN EXISTS (SELECT FROM pg_temp.perpca_train_src WHERE perpca_train_src.n_local IS NOT NULL)
                            THEN ', n_local' ELSE '' END),
                n_global, n_local, rounds => rounds, tolerance => tolerance, step => step,
@@ -379,7 +379,7 @@ BEGIN
                adaptive => adaptive, start => start, solver => solver, scale => scale) AS f;
     SELECT * INTO STRICT diag FROM @extschema@.perpca_last_fit();
     opts := to_jsonb(diag) -> 'options';
-    SELECT @extschema@.perpca_merge(s.stats) INTO merged FROM pg_temp.perpca_train_src s;
+    SELECT @extschema@.perpca_merge(s.stats ORDER BY s.client COLLATE "C") INTO merged FROM pg_temp.perpca_train_src s;
     gmean := @extschema@.perpca_mean(merged);
     -- The divisors the fit used, from the same pooled statistics (NULL: unscaled).
     SELECT NULL::float8[] AS scale_factors, NULL::int[] AS constant_features INTO factors;
@@ -566,7 +566,8 @@ BEGIN
     PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
                                                       m.center, m.global_mean, 'personalize', client, stats,
                                                       factors);
-    EXECUTE format('UPDATE %s SET version = nextval(%L)', info, '@extschema@.perpca_model_version');
+    -- nextval() first: Citus refuses it inside an UPDATE of a reference table.
+    EXECUTE format('UPDATE %s SET version = $1', info) USING nextval('@extschema@.perpca_model_version');
     EXECUTE format('SELECT jsonb_agg(jsonb_build_object(''component'', component, ''pc'', pc, ''variance'', variance)
                                      ORDER BY component)
                       FROM %s WHERE kind = %L AND client = $1', components, 'local')

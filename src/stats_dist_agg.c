@@ -1,0 +1,308 @@
+/*
+ * stats_dist_agg.c -- perpca_stats_distributed(float8[]) and
+ * perpca_merge_distributed(perpca_stats): the statistics aggregates with a
+ * perpca_stats transition state, which Citus splits across its workers
+ *
+ * perpca_stats(float8[]) keeps its state as `internal` (stats_agg.c).  Citus
+ * runs an aggregate on the workers and combines the partial states on the
+ * coordinator (worker_partial_agg / coord_combine_agg) only when the state
+ * type is a real type, because it moves the states as text through the type's
+ * output and input functions; with an `internal` state it ships every raw row
+ * to the coordinator instead.
+ *
+ * These aggregates declare the state type perpca_stats, but the state they
+ * pass around is an expanded object (utils/expandeddatum.h) that holds the
+ * very state of perpca_stats(float8[]): the transition calls stats_agg.c's
+ * own support functions on it, so the work per row, the speed and the bits of
+ * the result are those of perpca_stats(float8[]) for the same rows in the same
+ * order.  Whenever PostgreSQL or Citus needs the state as a value (the output
+ * function on a Citus worker, a tuple leaving a parallel worker), the object
+ * flattens into the perpca_stats value of the rows so far -- what
+ * perpca_stats(float8[]) would return for them.  The combine function merges
+ * such a value as perpca_merge does.
+ *
+ * The expanded object lives in a memory context whose parent is the
+ * aggregate context, so that the executor (and Citus, which copies nodeAgg's
+ * rule) keeps it as the state without copying it.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/expandeddatum.h"
+#include "utils/memutils.h"
+
+#include "perpca.h"
+#include "stats.h"
+
+/* stats_agg.c's support functions of perpca_stats(float8[]) and perpca_merge(). */
+extern Datum perpca_stats_accum(PG_FUNCTION_ARGS);
+extern Datum perpca_stats_merge_accum(PG_FUNCTION_ARGS);
+extern Datum perpca_stats_final(PG_FUNCTION_ARGS);
+
+PG_FUNCTION_INFO_V1(perpca_stats_dist_accum);
+PG_FUNCTION_INFO_V1(perpca_stats_dist_combine);
+PG_FUNCTION_INFO_V1(perpca_stats_dist_final);
+
+/* The transition state: stats_agg.c's state, seen as a perpca_stats value. */
+typedef struct DistStats
+{
+	ExpandedObjectHeader hdr;
+	fmNodePtr	aggnode;		/* the aggregate's fcinfo->context (AggState, ...) */
+	Datum		inner;			/* stats_agg.c's state (internal); never NULL */
+	PerpcaStats *flat;			/* the value of the rows so far, once asked for */
+} DistStats;
+
+static Size dist_get_flat_size(ExpandedObjectHeader *eohptr);
+static void dist_flatten_into(ExpandedObjectHeader *eohptr, void *result, Size allocated_size);
+
+static const ExpandedObjectMethods dist_methods = {
+	dist_get_flat_size,
+	dist_flatten_into
+};
+
+/*
+ * Call one of stats_agg.c's support functions with up to two arguments (a
+ * NULL second one when nargs is 1) under the aggregate call context
+ * `context`; its result, and whether it is NULL.
+ */
+static Datum
+inner_call(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
+		   Datum b, bool bnull, bool *isnull)
+{
+	LOCAL_FCINFO(f, 2);
+	FmgrInfo	flinfo;
+	Datum		result;
+
+	MemSet(&flinfo, 0, sizeof(flinfo));
+	flinfo.fn_addr = fn;
+	flinfo.fn_oid = InvalidOid;
+	flinfo.fn_nargs = nargs;
+	flinfo.fn_mcxt = CurrentMemoryContext;
+	InitFunctionCallInfoData(*f, &flinfo, nargs, InvalidOid, context, NULL);
+	f->args[0].value = a;
+	f->args[0].isnull = anull;
+	if (nargs > 1)
+	{
+		f->args[1].value = b;
+		f->args[1].isnull = bnull;
+	}
+	result = fn(f);
+	*isnull = f->isnull;
+	return result;
+}
+
+/* The aggregate context, or an error for a call outside an aggregate. */
+static MemoryContext
+dist_agg_context(FunctionCallInfo fcinfo, const char *fname)
+{
+	MemoryContext aggcxt;
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "%s called in non-aggregate context", fname);
+	return aggcxt;
+}
+
+/* Is this datum (not NULL) our read-write state? */
+static bool
+is_our_state(Datum d)
+{
+	return VARATT_IS_EXTERNAL_EXPANDED_RW(DatumGetPointer(d)) &&
+		DatumGetEOHP(d)->eoh_methods == &dist_methods;
+}
+
+#define STATES_CONTEXT_NAME "perpca_stats_distributed states"
+
+/*
+ * The context of the states under aggcxt: one child context that every
+ * group's state shares.  A context per state would be simpler, but a hash
+ * aggregate measures its memory over all child contexts for every new group
+ * (quadratic in the number of groups), and each would cost a 1 kB block.
+ * Nothing deletes one state alone: the executor deletes an expanded state
+ * only when the transition returns another datum, and ours always returns
+ * the state it was given; the states go when the aggregate context is reset.
+ */
+static MemoryContext
+states_context(MemoryContext aggcxt)
+{
+	for (MemoryContext c = aggcxt->firstchild; c != NULL; c = c->nextchild)
+		if (strcmp(c->name, STATES_CONTEXT_NAME) == 0)
+			return c;
+	return AllocSetContextCreate(aggcxt, STATES_CONTEXT_NAME, ALLOCSET_DEFAULT_SIZES);
+}
+
+/* A new state holding stats_agg.c's state `inner`, in the states' context under aggcxt. */
+static DistStats *
+dist_create(MemoryContext aggcxt, fmNodePtr aggnode, Datum inner)
+{
+	MemoryContext cxt = states_context(aggcxt);
+	DistStats  *ds = MemoryContextAllocZero(cxt, sizeof(DistStats));
+
+	EOH_init_header(&ds->hdr, &dist_methods, cxt);
+	ds->aggnode = aggnode;
+	ds->inner = inner;
+	return ds;
+}
+
+/* The state is about to change: forget its flattened value. */
+static void
+dist_changed(DistStats *ds)
+{
+	if (ds->flat != NULL)
+	{
+		pfree(ds->flat);
+		ds->flat = NULL;
+	}
+}
+
+/*
+ * Merge the perpca_stats value `value` (flat, or any expanded form) into
+ * state ds, or into a new state when ds is NULL.  Returns the state.
+ */
+static DistStats *
+dist_merge_value(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, Datum value)
+{
+	bool		isnull;
+	Datum		inner;
+
+	if (ds != NULL)
+		dist_changed(ds);
+	inner = inner_call(perpca_stats_merge_accum, fcinfo->context, 2,
+					   ds ? ds->inner : (Datum) 0, ds == NULL, value, false, &isnull);
+	Assert(!isnull);
+	if (ds == NULL)
+		ds = dist_create(aggcxt, fcinfo->context, inner);
+	ds->inner = inner;
+	return ds;
+}
+
+/*
+ * The state in argument 0: ours as it is; a perpca_stats value that is not
+ * our state (an initial value, a copy the executor made) becomes a new state
+ * holding it; NULL stays NULL.
+ */
+static DistStats *
+dist_state_arg(FunctionCallInfo fcinfo, MemoryContext aggcxt)
+{
+	if (PG_ARGISNULL(0))
+		return NULL;
+	if (is_our_state(PG_GETARG_DATUM(0)))
+		return (DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0));
+	return dist_merge_value(fcinfo, aggcxt, NULL, PG_GETARG_DATUM(0));
+}
+
+static Datum
+dist_result(DistStats *ds)
+{
+	if (ds == NULL)
+		return (Datum) 0;
+	return EOHPGetRWDatum(&ds->hdr);
+}
+
+/* perpca_stats_distributed(float8[]) transition: perpca_stats(float8[])'s. */
+Datum
+perpca_stats_dist_accum(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt = dist_agg_context(fcinfo, "perpca_stats_dist_accum");
+	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
+	bool		isnull;
+	Datum		inner;
+
+	if (PG_ARGISNULL(1))
+	{
+		if (ds == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(dist_result(ds));
+	}
+	if (ds != NULL)
+		dist_changed(ds);
+	inner = inner_call(perpca_stats_accum, fcinfo->context, 2,
+					   ds ? ds->inner : (Datum) 0, ds == NULL,
+					   PG_GETARG_DATUM(1), false, &isnull);
+	Assert(!isnull);
+	if (ds == NULL)
+		ds = dist_create(aggcxt, fcinfo->context, inner);
+	ds->inner = inner;
+	PG_RETURN_DATUM(dist_result(ds));
+}
+
+/*
+ * Combine function of both aggregates, and the transition of
+ * perpca_merge_distributed(perpca_stats): merges a perpca_stats value (a
+ * partial state from a worker, or a stored value) into the state.
+ */
+Datum
+perpca_stats_dist_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt = dist_agg_context(fcinfo, "perpca_stats_dist_combine");
+	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
+
+	if (PG_ARGISNULL(1))
+	{
+		if (ds == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(dist_result(ds));
+	}
+	ds = dist_merge_value(fcinfo, aggcxt, ds, PG_GETARG_DATUM(1));
+	PG_RETURN_DATUM(dist_result(ds));
+}
+
+/* Final function: the flat perpca_stats value, as perpca_stats_final builds it. */
+Datum
+perpca_stats_dist_final(PG_FUNCTION_ARGS)
+{
+	DistStats  *ds;
+	bool		isnull;
+	Datum		result;
+
+	dist_agg_context(fcinfo, "perpca_stats_dist_final");
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (!VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(PG_GETARG_DATUM(0))) ||
+		DatumGetEOHP(PG_GETARG_DATUM(0))->eoh_methods != &dist_methods)
+		PG_RETURN_DATUM(PointerGetDatum(PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(0))));
+	ds = (DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0));
+	result = inner_call(perpca_stats_final, fcinfo->context, 1, ds->inner, false,
+						(Datum) 0, true, &isnull);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/* ------------------------------------------------------------------------
+ * Flattening: the state as a perpca_stats value
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Build (once per change) the value of the rows so far with
+ * perpca_stats_final, under the call context of the aggregate that owns the
+ * state (the executor flattens while that aggregate's query runs).
+ */
+static Size
+dist_get_flat_size(ExpandedObjectHeader *eohptr)
+{
+	DistStats  *ds = (DistStats *) eohptr;
+
+	if (ds->flat == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(ds->hdr.eoh_context);
+		bool		isnull;
+		Datum		v = inner_call(perpca_stats_final, ds->aggnode, 1, ds->inner, false,
+								   (Datum) 0, true, &isnull);
+
+		if (isnull)
+			elog(ERROR, "perpca_stats_distributed state without a value");
+		ds->flat = (PerpcaStats *) DatumGetPointer(v);
+		MemoryContextSwitchTo(old);
+	}
+	return VARSIZE(ds->flat);
+}
+
+static void
+dist_flatten_into(ExpandedObjectHeader *eohptr, void *result, Size allocated_size)
+{
+	DistStats  *ds = (DistStats *) eohptr;
+
+	Assert(ds->flat != NULL && allocated_size == VARSIZE(ds->flat));
+	memcpy(result, ds->flat, allocated_size);
+}
