@@ -53,3 +53,30 @@ RETURNS TABLE (start text, round int, objective float8, gradient_norm float8,
 COMMENT ON FUNCTION perpca_last_fit_rounds() IS
     'one row per round of the last perpca_fit or perpca_fit_federated in this session: objective, Riemannian gradient norm (solver lbfgs), KKT residual (solver paper) and step, for convergence plots';
 
+-- The options of a fit, checked before a caller runs its (possibly long)
+-- input query: perpca_fit parses every option before it reads any client, so
+-- a fit of no clients fails on a bad option first, else with "no clients".
+-- It runs in the caller's search_path, as the start query will.
+CREATE FUNCTION perpca_internal.check_fit_options(
+    rounds int, tolerance float8, step float8, update text, retraction text, init text,
+    seed bigint, center text, weights text, method text, adaptive boolean, start text,
+    solver text, scale text) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+    state text;
+BEGIN
+    PERFORM pg_catalog.count(*) FROM @extschema@.perpca_fit(
+        'SELECT NULL::text, NULL::@extschema@.perpca_stats WHERE false', 1, 0,
+        rounds => rounds, tolerance => tolerance, step => step, update => $4,
+        retraction => retraction, init => init, seed => seed, center => center,
+        weights => weights, method => method, adaptive => adaptive, start => start,
+        solver => solver, scale => scale);
+EXCEPTION WHEN data_exception THEN
+    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE;
+    IF state OPERATOR(pg_catalog.<>) '22000' THEN   -- 22000: no clients, so every option was valid
+        RAISE;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.check_fit_options(int, float8, float8, text, text, text, bigint, text, text, text, boolean, text, text, text) IS
+    'internal: raises perpca_fit''s error for an invalid option (22023 naming it), before a caller reads its input';

@@ -447,6 +447,25 @@ $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text) IS
     'internal: fits the staged clients and stores (or replaces) the model''s rows, with the effective options';
 
+-- Run a warm-start query (client, kind, component, pc) once into a temporary
+-- table, as the caller and with the caller's search_path (the fit itself
+-- runs with a fixed one), readable by reader.
+CREATE FUNCTION perpca_internal.perpca_stage_start(query text, reader regrole) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
+BEGIN
+    IF pg_catalog.to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
+        DROP TABLE pg_temp.perpca_train_start;
+    END IF;
+    EXECUTE pg_catalog.concat('CREATE TEMPORARY TABLE perpca_train_start AS ',
+                              pg_catalog.regexp_replace(query, '[;[:space:]]+$', ''));
+    IF reader::oid OPERATOR(pg_catalog.<>) pg_catalog.current_user()::regrole::oid THEN
+        EXECUTE pg_catalog.format('GRANT SELECT ON pg_temp.perpca_train_start TO %s', reader);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.perpca_stage_start(text, regrole) IS
+    'internal: runs perpca_train''s warm-start query once, as the caller, into a temporary table usable by reader';
+
 CREATE FUNCTION perpca_train(model text, query text, n_global int, n_local int,
                              rounds int DEFAULT NULL, tolerance float8 DEFAULT NULL,
                              step float8 DEFAULT NULL, update text DEFAULT NULL,
@@ -482,6 +501,12 @@ BEGIN
     owner := CASE WHEN t.present THEN perpca_internal.perpca_model_owner(t.schema_name, t.base)
                   ELSE pg_catalog.current_user()::regrole END;
     PERFORM perpca_internal.perpca_model_check_owner(model, owner);
+    IF start IS NOT NULL THEN
+        PERFORM perpca_internal.perpca_stage_start(start, owner);
+        start := 'SELECT * FROM pg_temp.perpca_train_start';
+    END IF;
+    PERFORM perpca_internal.check_fit_options(rounds, tolerance, step, $8, retraction, init, seed,
+                                              center, weights, method, adaptive, start, solver, scale);
 
     -- The caller's query runs as the caller, once.
     PERFORM perpca_internal.perpca_stage_create(owner);
@@ -505,6 +530,9 @@ BEGIN
                             (r OPERATOR(pg_catalog.->>) 'theta_est')::float8;
     END IF;
     DROP TABLE pg_temp.perpca_train_src;
+    IF pg_catalog.to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
+        DROP TABLE pg_temp.perpca_train_start;
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text) IS

@@ -184,6 +184,8 @@ BEGIN
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Leave solver NULL: the scan then fits with perpca_fit''s default solver.';
     END IF;
+    PERFORM perpca_internal.check_fit_options(rounds, tolerance, step, $11, retraction, init, seed,
+                                              center, weights, NULL, adaptive, NULL, solver, scale);
     IF heldout IS NOT NULL THEN
         train_q := query;
         held_q := heldout;

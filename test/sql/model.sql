@@ -235,6 +235,23 @@ SELECT * FROM perpca_train(repeat('x', 53), 'SELECT 1', 1, 1);
 SELECT perpca_drop('no_such_model');
 SELECT perpca_drop('no_such_model', if_exists => true);
 
+-- Options are checked before the input query runs (1/0 would fail if it ran).
+\set VERBOSITY terse
+SELECT * FROM perpca_train('m_bad', 'SELECT 1/0', 1, 1, scale => 'stdandard');
+SELECT * FROM perpca_train('m_bad', 'SELECT 1/0', 1, 1, rounds => -1);
+SELECT * FROM perpca_choose_ranks('SELECT 1/0', center => 'x');
+\set VERBOSITY default
+
+-- A warm start query runs as the caller, with the caller's search_path
+-- (unqualified m_client_components here; it ran with the fit's fixed
+-- search_path before, where the table is not found).
+SELECT model_name, converged
+  FROM perpca_train('m_warm', $$SELECT client, perpca_stats(x) FROM obs WHERE client <> 'new' GROUP BY client$$,
+                    2, 2, tolerance => 1e-11, init => 'given',
+                    start => 'SELECT client, kind, component, pc FROM m_client_components');
+SELECT start FROM perpca_last_fit();
+SELECT perpca_drop('m_warm');
+
 -- Model names are SQL identifiers: unquoted ones fold to lower case, quoted
 -- ones keep it; the error for a missing one says which table it looked for.
 SELECT model_name FROM perpca_train('CaseModel', $$SELECT client, perpca_stats(x) FROM obs WHERE client <> 'new' GROUP BY client$$, 1, 1);
