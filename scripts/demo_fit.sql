@@ -14,7 +14,7 @@ FROM perpca_fit(
 \echo
 \echo '-- diagnostics of the fit'
 SELECT method, rounds_run, converged, round(objective::numeric, 4) AS objective,
-       n_clients, dim
+       n_clients, d
 FROM perpca_last_fit();
 
 \echo
