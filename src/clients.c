@@ -285,25 +285,24 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 }
 
 /* The statistics are private copies (read_client): scaled in place, before any S_i is built. */
-void
-clients_scale(ClientInput *in, int n, FitScale how)
+double *
+clients_scale(ClientInput *in, int n, FitScale how, bool **constant)
 {
 	int			d = n > 0 ? in[0].stats->dim : 0;
 	PerpcaStats **stats;
 	double	   *scale;
-	bool	   *constant;
 
+	*constant = NULL;
 	if (how == FIT_SCALE_NONE || n == 0)
-		return;
+		return NULL;
 	stats = clients_stats(in, n);
 	scale = palloc(sizeof(double) * d);
-	constant = palloc(sizeof(bool) * d);
-	if (scale_factors(stats, n, d, scale, constant) > 0)
-		scale_report_constant(constant, d);
+	*constant = palloc(sizeof(bool) * d);
+	if (scale_factors(stats, n, d, scale, *constant) > 0)
+		scale_report_constant(*constant, d);
 	clients_scale_by(in, n, scale);
 	pfree(stats);
-	pfree(scale);
-	pfree(constant);
+	return scale;
 }
 
 void

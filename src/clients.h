@@ -36,9 +36,10 @@ extern void clients_check(const ClientInput *in, int n, int n_global, bool need_
 /*
  * Scale 'standard': every client's statistics divided, in place, by the
  * pooled standard deviations of all of them (scale.h); constant features
- * are left unscaled and reported in a NOTICE.  Nothing for 'none'.
+ * are left unscaled, flagged in *constant and reported in a NOTICE.
+ * Returns the d divisors; NULL (and *constant NULL) for 'none'.
  */
-extern void clients_scale(ClientInput *in, int n, FitScale how);
+extern double *clients_scale(ClientInput *in, int n, FitScale how, bool **constant);
 
 /* Every client's statistics divided, in place, by the given d divisors. */
 extern void clients_scale_by(ClientInput *in, int n, const double *scale);

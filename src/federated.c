@@ -398,10 +398,10 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 /*
  * Phase 1b, scale 'standard': the pooled standard deviations from each
  * shard's sums about the pooled mean (scale.h); mean_sum becomes that of the
- * scaled rows.  Returns the divisors.
+ * scaled rows.  Returns the divisors, and the constant features in *constant_out.
  */
 static double *
-fed_scale(FedFit *f, double *mean_sum, double rows)
+fed_scale(FedFit *f, double *mean_sum, double rows, bool **constant_out)
 {
 	int			d = f->d;
 	double	   *mean = palloc(sizeof(double) * d);
@@ -429,6 +429,7 @@ fed_scale(FedFit *f, double *mean_sum, double rows)
 		scale_report_constant(constant, d);
 	for (int j = 0; j < d; j++)
 		mean_sum[j] /= scale[j];
+	*constant_out = constant;
 	return scale;
 }
 
@@ -561,7 +562,8 @@ fed_run(FedFit *f, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 	fed_connect_all(f->sc, f->nshards, f->conninfo);
 	perpca_report_phase("perpca_fit_federated: opening %d shards", f->nshards);
 	mean_sum = fed_open(f, &rows, diag);
-	scale = f->opts->scale == FIT_SCALE_STANDARD ? fed_scale(f, mean_sum, rows) : NULL;
+	scale = f->opts->scale == FIT_SCALE_STANDARD ? fed_scale(f, mean_sum, rows, &diag->constant) : NULL;
+	diag->scale_factors = scale;
 	fed_backend(f);
 	fed_init(f, clients_center(f->opts->center, mean_sum, rows, f->d), scale);
 	diag->setup_bytes = fed_bytes(f);

@@ -173,6 +173,8 @@ typedef struct FitDiagnostics
 	double		lambda_max;		/* max_i lambda_max(S_i): the scale of the tolerance */
 	int			n_clients;
 	int			dim;
+	double	   *scale_factors;	/* dim divisors the input was divided by (scale 'standard'), or NULL */
+	bool	   *constant;		/* dim: the features left at divisor 1 (zero variance), or NULL */
 	double		seconds;
 	int			chosen;			/* index of the winning start, -1 if none */
 	int			nstarts;

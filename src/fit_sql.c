@@ -6,7 +6,9 @@
  * node (fit.c or fit_baselines.c) and returns the components as rows.
  * Everything is allocated in a private memory context deleted at the end.
  * perpca_last_fit(), _starts() and _rounds() show the diagnostics that
- * perpca_fit and perpca_fit_federated leave behind (fit_sql_remember).
+ * perpca_fit and perpca_fit_federated leave behind (fit_sql_remember);
+ * perpca_internal.last_fit_scale_factors() the divisors a scaled
+ * perpca_fit used, which perpca_train stores with the model.
  */
 #include "postgres.h"
 
@@ -28,11 +30,13 @@
 #include "fit_sql.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "scale.h"
 
 PG_FUNCTION_INFO_V1(perpca_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit_starts);
 PG_FUNCTION_INFO_V1(perpca_last_fit_rounds);
+PG_FUNCTION_INFO_V1(perpca_last_fit_scale_factors);
 
 /* Arguments of perpca_fit, in SQL order. */
 enum
@@ -229,7 +233,7 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	perpca_report_phase("perpca_fit: reading clients");
 	in = clients_read(query, opts->n_local, fitcxt, &n);
 	clients_check(in, n, opts->n_global, true);
-	clients_scale(in, n, opts->scale);
+	diag->scale_factors = clients_scale(in, n, opts->scale, &diag->constant);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
 	rows = clients_mean_sum(in, n, mean_sum);
@@ -308,6 +312,13 @@ fit_sql_remember(const FitDiagnostics *diag, bool federated)
 	}
 	for (int j = 0; j < diag->nstarts; j++)
 		copy->starts[j].name = MemoryContextStrdup(cxt, diag->starts[j].name);
+	if (diag->scale_factors != NULL)
+	{
+		copy->scale_factors = MemoryContextAlloc(cxt, sizeof(double) * diag->dim);
+		memcpy(copy->scale_factors, diag->scale_factors, sizeof(double) * diag->dim);
+		copy->constant = MemoryContextAlloc(cxt, sizeof(bool) * diag->dim);
+		memcpy(copy->constant, diag->constant, sizeof(bool) * diag->dim);
+	}
 	if (last_cxt[federated])
 		MemoryContextDelete(last_cxt[federated]);
 	last_cxt[federated] = cxt;
@@ -414,4 +425,19 @@ perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * perpca_internal.last_fit_scale_factors(OUT scale_factors, OUT
+ * constant_features): the divisors the last perpca_fit of this session
+ * divided its input by (NULLs when unscaled, or before any fit).
+ */
+Datum
+perpca_last_fit_scale_factors(PG_FUNCTION_ARGS)
+{
+	const FitDiagnostics *l = fit_sql_last(false);
+
+	if (l == NULL)
+		PG_RETURN_DATUM(scale_record(fcinfo, NULL, NULL, 0));
+	PG_RETURN_DATUM(scale_record(fcinfo, l->scale_factors, l->constant, l->dim));
 }

@@ -173,6 +173,29 @@ scale_arg(ArrayType *a, int d)
 	return s;
 }
 
+Datum
+scale_record(FunctionCallInfo fcinfo, const double *scale, const bool *constant, int d)
+{
+	Datum	   *flat = palloc(sizeof(Datum) * Max(d, 1));
+	int			nflat = 0;
+	TupleDesc	desc;
+	Datum		values[2] = {0, 0};
+	bool		nulls[2] = {scale == NULL, scale == NULL};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "a record of scale_factors and constant_features was expected");
+	desc = BlessTupleDesc(desc);
+	if (scale != NULL)
+	{
+		for (int j = 0; j < d; j++)
+			if (constant[j])
+				flat[nflat++] = Int32GetDatum(j + 1);
+		values[0] = PointerGetDatum(perpca_vector_build(scale, d));
+		values[1] = PointerGetDatum(construct_array(flat, nflat, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+	}
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
 /* perpca_scale_factors(s perpca_stats, OUT scale_factors float8[], OUT constant_features int[]) */
 Datum
 perpca_scale_factors(PG_FUNCTION_ARGS)
@@ -181,26 +204,13 @@ perpca_scale_factors(PG_FUNCTION_ARGS)
 	int			d = s->dim;
 	double	   *scale = palloc(sizeof(double) * Max(d, 1));
 	bool	   *constant = palloc(sizeof(bool) * Max(d, 1));
-	Datum	   *flat = palloc(sizeof(Datum) * Max(d, 1));
-	int			nflat = 0;
-	TupleDesc	desc;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
 
 	if (s->n <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("perpca_scale_factors needs statistics of at least one row")));
 	scale_factors(&s, 1, d, scale, constant);
-	for (int j = 0; j < d; j++)
-		if (constant[j])
-			flat[nflat++] = Int32GetDatum(j + 1);
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "perpca_scale_factors must return a record");
-	desc = BlessTupleDesc(desc);
-	values[0] = PointerGetDatum(perpca_vector_build(scale, d));
-	values[1] = PointerGetDatum(construct_array(flat, nflat, INT4OID, sizeof(int32), true, TYPALIGN_INT));
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	PG_RETURN_DATUM(scale_record(fcinfo, scale, constant, d));
 }
 
 /* perpca_internal.scale_stats(s, scale): the statistics of the rows D^-1 x (NULL scale: s). */

@@ -47,4 +47,11 @@ extern void scale_stats_inplace(PerpcaStats *s, const double *scale);
 /* A NOTICE naming the constant features (1-based), if any. */
 extern void scale_report_constant(const bool *constant, int d);
 
+/*
+ * The record (scale_factors float8[], constant_features int[]) of the
+ * calling function: the d divisors and the 1-based constant features, or
+ * two NULLs when scale is NULL (unscaled).
+ */
+extern Datum scale_record(FunctionCallInfo fcinfo, const double *scale, const bool *constant, int d);
+
 #endif							/* PERPCA_SCALE_H */

@@ -388,11 +388,8 @@ BEGIN
     opts := to_jsonb(diag) -> 'options';
     SELECT @extschema@.perpca_merge(s.stats ORDER BY s.client COLLATE "C") INTO merged FROM pg_temp.perpca_train_src s;
     gmean := @extschema@.perpca_mean(merged);
-    -- The divisors the fit used, from the same pooled statistics (NULL: unscaled).
-    SELECT NULL::float8[] AS scale_factors, NULL::int[] AS constant_features INTO factors;
-    IF opts ->> 'scale' = 'standard' THEN
-        SELECT * INTO STRICT factors FROM @extschema@.perpca_scale_factors(merged);
-    END IF;
+    -- The divisors the fit divided its input by (NULL: unscaled).
+    SELECT * INTO STRICT factors FROM perpca_internal.last_fit_scale_factors();
 
     -- Swap: lock out other writers of this model (readers go on), then replace the rows.
     IF to_regclass(info) IS NOT NULL THEN
