@@ -155,18 +155,19 @@ dist_changed(DistStats *ds)
 }
 
 /*
- * Merge the perpca_stats value `value` (flat, or any expanded form) into
- * state ds, or into a new state when ds is NULL.  Returns the state.
+ * One step of stats_agg.c's transition fn (perpca_stats_accum: a row;
+ * perpca_stats_merge_accum: a perpca_stats value, flat or expanded) on
+ * state ds, or on a new state when ds is NULL.  Returns the state.
  */
 static DistStats *
-dist_merge_value(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, Datum value)
+dist_step(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn, Datum value)
 {
 	bool		isnull;
 	Datum		inner;
 
 	if (ds != NULL)
 		dist_changed(ds);
-	inner = inner_call(perpca_stats_merge_accum, fcinfo->context, 2,
+	inner = inner_call(fn, fcinfo->context, 2,
 					   ds ? ds->inner : (Datum) 0, ds == NULL, value, false, &isnull);
 	Assert(!isnull);
 	if (ds == NULL)
@@ -187,7 +188,7 @@ dist_state_arg(FunctionCallInfo fcinfo, MemoryContext aggcxt)
 		return NULL;
 	if (is_our_state(PG_GETARG_DATUM(0)))
 		return (DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0));
-	return dist_merge_value(fcinfo, aggcxt, NULL, PG_GETARG_DATUM(0));
+	return dist_step(fcinfo, aggcxt, NULL, perpca_stats_merge_accum, PG_GETARG_DATUM(0));
 }
 
 static Datum
@@ -204,8 +205,6 @@ perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcxt = dist_agg_context(fcinfo, "perpca_stats_dist_accum");
 	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
-	bool		isnull;
-	Datum		inner;
 
 	if (PG_ARGISNULL(1))
 	{
@@ -213,15 +212,7 @@ perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_DATUM(dist_result(ds));
 	}
-	if (ds != NULL)
-		dist_changed(ds);
-	inner = inner_call(perpca_stats_accum, fcinfo->context, 2,
-					   ds ? ds->inner : (Datum) 0, ds == NULL,
-					   PG_GETARG_DATUM(1), false, &isnull);
-	Assert(!isnull);
-	if (ds == NULL)
-		ds = dist_create(aggcxt, fcinfo->context, inner);
-	ds->inner = inner;
+	ds = dist_step(fcinfo, aggcxt, ds, perpca_stats_accum, PG_GETARG_DATUM(1));
 	PG_RETURN_DATUM(dist_result(ds));
 }
 
@@ -242,7 +233,7 @@ perpca_stats_dist_combine(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_DATUM(dist_result(ds));
 	}
-	ds = dist_merge_value(fcinfo, aggcxt, ds, PG_GETARG_DATUM(1));
+	ds = dist_step(fcinfo, aggcxt, ds, perpca_stats_merge_accum, PG_GETARG_DATUM(1));
 	PG_RETURN_DATUM(dist_result(ds));
 }
 
