@@ -118,21 +118,29 @@ model_damaged(const char *model, const char *detail)
 			 errhint("Train it again with perpca_train(..., replace => true).")));
 }
 
+List *
+model_name_parts(const char *model)
+{
+	List	   *parts;
+
+	if (!SplitIdentifierString(pstrdup(model), '.', &parts) ||
+		list_length(parts) < 1 || list_length(parts) > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("improper model name \"%s\"", model),
+				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
+				 errhint("%s", MODEL_NAME_RULE)));
+	return parts;
+}
+
 /* Split a model name into an optional schema and a base name. */
 static RangeVar *
 model_rangevar(text *model)
 {
-	char	   *raw = text_to_cstring(model);
-	List	   *parts;
+	List	   *parts = model_name_parts(text_to_cstring(model));
 
-	if (!SplitIdentifierString(pstrdup(raw), '.', &parts) ||
-		list_length(parts) < 1 || list_length(parts) > 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("improper model name \"%s\"", raw),
-				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
-				 errhint("%s", MODEL_NAME_RULE)));
-	return makeRangeVarFromNameList(textToQualifiedNameList(model));
+	return list_length(parts) == 2 ? makeRangeVar(linitial(parts), lsecond(parts), -1)
+		: makeRangeVar(NULL, linitial(parts), -1);
 }
 
 /*

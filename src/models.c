@@ -52,6 +52,8 @@
 #include "model_read.h"
 #include "perpca.h"
 
+PG_FUNCTION_INFO_V1(perpca_model_name_parts);
+PG_FUNCTION_INFO_V1(perpca_model_name_rule);
 PG_FUNCTION_INFO_V1(perpca_model_scores);
 PG_FUNCTION_INFO_V1(perpca_model_global_part);
 PG_FUNCTION_INFO_V1(perpca_model_local_part);
@@ -762,4 +764,25 @@ perpca_model_theta(PG_FUNCTION_ARGS)
 		nulls[1] = false;
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/* perpca_internal.model_name_parts(model text) RETURNS text[]: {[schema,] base} (model_read.h). */
+Datum
+perpca_model_name_parts(PG_FUNCTION_ARGS)
+{
+	List	   *parts = model_name_parts(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	Datum		elems[2];
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, parts)
+		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* perpca_internal.perpca_model_name_rule() RETURNS text: MODEL_NAME_RULE, for the SQL functions' hints. */
+Datum
+perpca_model_name_rule(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(MODEL_NAME_RULE));
 }

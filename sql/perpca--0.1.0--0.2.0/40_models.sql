@@ -18,22 +18,16 @@ DROP FUNCTION IF EXISTS perpca_train(text, text, int, int, int, float8, float8, 
 CREATE TYPE perpca_internal.perpca_fit_row AS (client text, kind text, component int, pc float8[], variance float8);
 COMMENT ON TYPE perpca_internal.perpca_fit_row IS 'internal: a row of perpca_fit''s result';
 
--- How model names are written: for the hints of errors about them.
+-- How model names are written and read: the naming rule for error hints,
+-- and the parts of a name (src/model_read.c, one reader for C and SQL).
 CREATE FUNCTION perpca_internal.perpca_model_name_rule() RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT text 'A model name follows SQL identifier rules and may be schema-qualified (schema.model): unquoted names fold to lower case, so ''MyModel'' is mymodel; write ''"MyModel"'' to keep the case.'
-$$;
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.perpca_model_name_rule() IS
     'internal: the naming rule of models, for error hints';
-
--- One or two identifiers joined by a dot, as parse_ident() reads them (any
--- non-ASCII character counts as a letter, as in the SQL lexer).
-CREATE FUNCTION perpca_internal.perpca_model_name_pattern() RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $body$
-    SELECT text $re$^\s*("([^"]|"")+"|([A-Za-z_]|[^\x01-\x7F])([A-Za-z0-9_$]|[^\x01-\x7F])*)(\s*\.\s*("([^"]|"")+"|([A-Za-z_]|[^\x01-\x7F])([A-Za-z0-9_$]|[^\x01-\x7F])*))?\s*$$re$
-$body$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_name_pattern() IS
-    'internal: regular expression of a valid model name (one or two identifiers)';
+CREATE FUNCTION perpca_internal.model_name_parts(model text) RETURNS text[]
+    AS 'MODULE_PATHNAME', 'perpca_model_name_parts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_internal.model_name_parts(text) IS
+    'internal: {[schema,] base} of a model name read as SQL identifiers, or the improper-name error with the naming rule';
 
 -- The tables of a model: name parts and quoted qualified table names.
 CREATE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name text, OUT base text,
@@ -41,16 +35,9 @@ CREATE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name 
                                     OUT present boolean)
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
-    parts text[];
-    n int;
+    parts text[] := perpca_internal.model_name_parts(model);
+    n int := pg_catalog.cardinality(parts);
 BEGIN
-    IF model OPERATOR(pg_catalog.!~) perpca_internal.perpca_model_name_pattern() THEN
-        RAISE EXCEPTION 'improper model name "%"', model USING ERRCODE = 'invalid_name',
-            DETAIL = 'A model name is a table name prefix, optionally qualified by a schema name.',
-            HINT = perpca_internal.perpca_model_name_rule();
-    END IF;
-    parts := pg_catalog.parse_ident(model);
-    n := pg_catalog.cardinality(parts);
     base := parts[n];
     IF pg_catalog.octet_length(base) OPERATOR(pg_catalog.>) 52 THEN
         RAISE EXCEPTION 'model name "%" is too long', base USING ERRCODE = 'name_too_long',

@@ -260,6 +260,7 @@ SELECT perpca_model_error('casemodel', 'a', x) = perpca_model_error('CASEMODEL',
   FROM obs WHERE client = 'a' LIMIT 1;
 SELECT perpca_model_error('"CaseModel"', 'a', '{1,2,3,4,5,6,7,8}');
 SELECT perpca_model_error('case model', 'a', '{1,2,3,4,5,6,7,8}');
+SELECT perpca_drop('perpca_model.casemodel.extra');
 SELECT perpca_drop('casemodel');
 
 -- Dropping a model removes its tables; the cache notices.
