@@ -8,12 +8,7 @@ CREATE SCHEMA perpca_model;
 SET search_path = perpca_model, public;
 SET extra_float_digits = 0;
 \i test/include/compare.sql
-CREATE FUNCTION close(a float8, b float8, tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$ SELECT abs(a - b) <= tol * greatest(abs(b), 1) $$;
-CREATE FUNCTION add(a float8[], b float8[]) RETURNS float8[]
-LANGUAGE sql IMMUTABLE AS $$ SELECT array_agg(x + y) FROM unnest(a, b) AS u(x, y) $$;
-CREATE FUNCTION absolute(a float8[]) RETURNS float8[]
-LANGUAGE sql IMMUTABLE AS $$ SELECT array_agg(abs(x)) FROM unnest(a) AS u(x) $$;
+\i test/include/row_helpers.sql
 
 CREATE TABLE obs (client text, obs int, x float8[]);
 \copy obs from 'test/data/project_obs.csv' csv header

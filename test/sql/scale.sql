@@ -10,12 +10,7 @@ CREATE SCHEMA perpca_scale;
 SET search_path = perpca_scale, public;
 SET extra_float_digits = 0;
 \i test/include/compare.sql
-CREATE FUNCTION close(a float8, b float8, tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$ SELECT abs(a - b) <= tol * greatest(abs(b), 1) $$;
-CREATE FUNCTION add(a float8[], b float8[]) RETURNS float8[]
-LANGUAGE sql IMMUTABLE AS $$ SELECT array_agg(x + y) FROM unnest(a, b) AS u(x, y) $$;
-CREATE FUNCTION absolute(a float8[]) RETURNS float8[]
-LANGUAGE sql IMMUTABLE AS $$ SELECT array_agg(abs(x)) FROM unnest(a) AS u(x) $$;
+\i test/include/row_helpers.sql
 -- The d x d projector of k x d orthonormal rows, flattened row-major.
 CREATE FUNCTION projector(a float8[]) RETURNS float8[]
 LANGUAGE sql IMMUTABLE AS $$
