@@ -1,12 +1,15 @@
 # perpca -- PGXS build.  `make`, `make install`, `make installcheck`.
 PG_CONFIG ?= pg_config
-EXTENSION   = perpca
+# perpca_vector: the companion extension for pgvector's types (requires perpca
+# and vector); its functions live in perpca's module, so nothing here needs
+# pgvector to build.
+EXTENSION   = perpca perpca_vector
 MODULE_big  = perpca
 OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 # The 0.2.0 install and upgrade scripts are assembled from one file per area
 # (sql/perpca--0.2.0/*.sql, sql/perpca--0.1.0--0.2.0/*.sql, in name order);
 # the 0.1.0 script is kept as it shipped, for upgrades.
-DATA        = sql/perpca--0.1.0.sql
+DATA        = sql/perpca--0.1.0.sql $(wildcard sql/perpca_vector--*.sql)
 DATA_built  = sql/perpca--0.2.0.sql sql/perpca--0.1.0--0.2.0.sql
 
 # pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out
