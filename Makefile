@@ -4,13 +4,15 @@ PG_CONFIG ?= pg_config
 # and vector); its functions live in perpca's module, so nothing here needs
 # pgvector to build.
 EXTENSION   = perpca perpca_vector
+PERPCA_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" perpca.control)
 MODULE_big  = perpca
 OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-# The 0.2.0 install and upgrade scripts are assembled from one file per area
-# (sql/perpca--0.2.0/*.sql, sql/perpca--0.1.0--0.2.0/*.sql, in name order);
-# the 0.1.0 script is kept as it shipped, for upgrades.
-DATA        = sql/perpca--0.1.0.sql $(wildcard sql/perpca_vector--*.sql)
-DATA_built  = sql/perpca--0.2.0.sql sql/perpca--0.1.0--0.2.0.sql
+# The install and upgrade scripts are assembled from one definition of each
+# object (sql/README): sql/create_once/*.sql, sql/create_or_replace/*.sql and
+# a short hand-written prologue per upgrade in sql/upgrade/.  Released scripts
+# are kept as they shipped, in sql/released/.
+DATA        = $(wildcard sql/released/*.sql) $(wildcard sql/perpca_vector--*.sql)
+DATA_built  = sql/perpca--$(PERPCA_VERSION).sql sql/perpca--0.2.0--$(PERPCA_VERSION).sql
 
 # pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out
 # (PostgreSQL 15's pg_regress looks in test/expected, a symlink to ../expected).
@@ -39,20 +41,20 @@ PROVE_FLAGS += -I test/t
 # PGXS does not track header dependencies: rebuild everything when a header changes.
 $(OBJS): $(wildcard src/*.h)
 
-# Areas new in 0.2.0 have no upgrade part of their own: the upgrade script
-# takes the install script's part, so the two cannot drift.  Parts are
-# concatenated in the order of their file names (00_header, 10_stats, ...).
-NEW_AREAS = 35_scale 70_evaluate 80_citus
-UPGRADE_PARTS = $(wildcard sql/perpca--0.1.0--0.2.0/*.sql) $(NEW_AREAS:%=sql/perpca--0.2.0/%.sql)
-sql/perpca--0.2.0.sql: $(sort $(wildcard sql/perpca--0.2.0/*.sql))
+# Parts are concatenated in the order of their file names.  An upgrade runs
+# the prologue, the create-once parts new in this version, then every
+# create-or-replace part: the same text a fresh install runs.
+ONCE_PARTS     = $(sort $(wildcard sql/create_once/*.sql))
+REPLACE_PARTS  = $(sort $(wildcard sql/create_or_replace/*.sql))
+NEW_ONCE_0_3_0 =
+sql/perpca--$(PERPCA_VERSION).sql: $(ONCE_PARTS) $(REPLACE_PARTS)
 	cat $^ > $@
-sql/perpca--0.1.0--0.2.0.sql: $(UPGRADE_PARTS)
-	for f in $^; do echo "$${f##*/} $$f"; done | sort | cut -d' ' -f2 | xargs cat > $@
+sql/perpca--0.2.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.2.0--$(PERPCA_VERSION).sql $(NEW_ONCE_0_3_0) $(REPLACE_PARTS)
+	cat $^ > $@
 
 # Release tarball: the committed tree at HEAD as perpca-<version>.tar.gz (what
-# PGXN takes); the 0.2.0 scripts are built from sql/perpca--*/ by `make`.
+# PGXN takes); the current scripts are built from sql/ by `make`.
 # The version comes from perpca.control and must match META.json.
-PERPCA_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" perpca.control)
 .PHONY: dist
 dist:
 	@grep -q '"version": "$(PERPCA_VERSION)"' META.json || { echo "META.json does not say version $(PERPCA_VERSION)"; exit 1; }

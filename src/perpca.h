@@ -10,9 +10,10 @@
  *                       state behind a perpca_stats-typed (expanded) state, which Citus
  *                       splits across its workers
  *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
- *   The fit, one engine in layers (fit.h draws them; data flow one way):
- *   client.c            what one client computes from S_i: products, eigenpairs,
- *                       the paper's client step, the best response (client.h)
+ *   The fit, one engine in layers (fit.h draws them; data flow one way; the
+ *   types they share are in fit_types.h, below them all):
+ *   client_math.c       what one client computes from S_i: products, eigenpairs,
+ *                       the paper's client step, the best response (client_math.h)
  *   node.c              the clients on this server as weighted sums; the local
  *                       backend (node.h)
  *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
@@ -24,8 +25,8 @@
  *   scale.c             feature scaling (scale => 'standard'): pooled standard
  *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
- *   clients.c           the input: the user's query, its checks, the clients' S_i,
- *                       result rows (clients.h)
+ *   fit_input.c         the input: the user's query, its checks, the clients' S_i,
+ *                       result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards

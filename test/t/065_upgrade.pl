@@ -1,4 +1,5 @@
-# 065_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0 gives 0.2.0.
+# 065_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0 and from 0.2.0
+# gives the default version, object for object.
 #
 # Database "fresh" gets CREATE EXTENSION perpca (the default version);
 # database "upgraded" gets perpca 0.1.0, statistics values and a stored
@@ -139,6 +140,30 @@ for my $k (@differ)
 {
 	diag("---- fresh:\n$fresh{$k}\n---- upgraded:\n$upgraded{$k}");
 }
+
+# The same from 0.2.0 (its released script in sql/released/), with a model
+# that 0.2.0 trained and that the update must keep refreshable.
+$node->safe_psql('postgres', 'CREATE DATABASE from020');
+$node->safe_psql('from020', qq{
+CREATE EXTENSION perpca VERSION '0.2.0';
+CREATE TABLE obs (client text, obs int, x float8[]);
+\\copy obs from '$data' csv header
+SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.obs WHERE client <> ''new'' GROUP BY client', 2, 2);
+});
+my $model020_before = $node->safe_psql('from020', $model_sql =~ s/o\.obs <= 3/true/r);
+$node->safe_psql('from020', 'ALTER EXTENSION perpca UPDATE');
+is($node->safe_psql('from020', $ext_sql), $node->safe_psql('fresh', $ext_sql),
+	'from 0.2.0: version, schema and configuration tables equal a fresh install');
+my %from020 = map { (split /\n/, $_)[0] => $_ } split /\n(?=\S)/, $node->safe_psql('from020', $members_sql);
+is_deeply([ grep { !exists $from020{$_} } sort keys %fresh ], [], 'from 0.2.0: no object of a fresh install is missing');
+is_deeply([ grep { !exists $fresh{$_} } sort keys %from020 ], [], 'from 0.2.0: no object a fresh install does not have');
+my @differ020 = grep { exists $from020{$_} && $from020{$_} ne $fresh{$_} } sort keys %fresh;
+is_deeply(\@differ020, [], 'from 0.2.0: every object is defined as in a fresh install');
+diag("---- fresh:\n$fresh{$_}\n---- from 0.2.0:\n$from020{$_}") for @differ020;
+is($node->safe_psql('from020', $model_sql =~ s/o\.obs <= 3/true/r), $model020_before,
+	'from 0.2.0: the 0.2.0 model projects rows as before the update');
+is($node->safe_psql('from020', q{SELECT model_name, n_clients FROM perpca_refresh('m')}), 'm|5',
+	'from 0.2.0: the 0.2.0 model refreshes after the update');
 
 # ---- 2. old values and models ---------------------------------------------------
 is($node->safe_psql('upgraded', $values_sql), $values_before,

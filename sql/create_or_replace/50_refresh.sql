@@ -10,14 +10,14 @@
 -- ==========================================================================
 
 -- Two perpca_stats values merged (NULLs skipped), for upserts of per-period statistics.
-CREATE FUNCTION perpca_merge(a perpca_stats, b perpca_stats) RETURNS perpca_stats
+CREATE OR REPLACE FUNCTION perpca_merge(a perpca_stats, b perpca_stats) RETURNS perpca_stats
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN (SELECT @extschema@.perpca_merge(v.s) FROM (VALUES (a), (b)) AS v(s));
 COMMENT ON FUNCTION perpca_merge(perpca_stats, perpca_stats) IS
     'merges two perpca_stats values as the perpca_merge aggregate does (a NULL is skipped), e.g. in INSERT ... ON CONFLICT DO UPDATE SET stats = perpca_merge(t.stats, excluded.stats)';
 
 -- Run one SQL command as the owner of relation (src/model_store.c).
-CREATE FUNCTION perpca_internal.perpca_run_as_owner(relation regclass, schema regnamespace, command text,
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_run_as_owner(relation regclass, schema regnamespace, command text,
                                                     VARIADIC args "any")
 RETURNS jsonb
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -26,7 +26,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_run_as_owner(regclass, regnamespace, 
 
 -- The refresh itself, run as the model's owner: the source query into the
 -- stage, the fit and the store, and what changed.
-CREATE FUNCTION perpca_internal.perpca_model_refresh(schema_name text, base text, warm boolean)
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_refresh(schema_name text, base text, warm boolean)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
 DECLARE
@@ -89,7 +89,7 @@ $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_refresh(text, text, boolean) IS
     'internal: the body of perpca_refresh, run as the model''s owner: stages the source query, refits, stores';
 
-CREATE FUNCTION perpca_refresh(model text, warm boolean DEFAULT true, wait boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION perpca_refresh(model text, warm boolean DEFAULT true, wait boolean DEFAULT false)
 RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int, clients_dropped int,
                warm_start boolean, rounds_run int, converged boolean, objective float8)
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$

@@ -6,14 +6,14 @@
 -- cannot make the caller run her code), and cache it per backend.
 -- ==========================================================================
 
-CREATE FUNCTION perpca_component_info(model text)
+CREATE OR REPLACE FUNCTION perpca_component_info(model text)
 RETURNS TABLE (client text, kind text, component int, variance float8,
                explained_variance_ratio float8, cumulative_explained_variance_ratio float8)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_component_info(text) IS
     'variance, explained-variance ratio and cumulative ratio of each component (as ML.PRINCIPAL_COMPONENT_INFO), global rows first, then each client''s local rows.  Global rows divide by <model>_info.total_variance, the fit''s weighted mean over clients (weights option) of each client''s total variance about its centre; their cumulative ratio runs over the global components.  Local rows divide by their own client''s total variance about its centre (<model>_clients.total_variance); their cumulative ratio starts at the client''s global_ratio (the share of its variance the global components capture), so the last local row is global_ratio + local_ratio.  A ratio is NULL when its total is NULL or 0';
 
-CREATE FUNCTION perpca_model_theta(model text, threshold float8 DEFAULT 0.05,
+CREATE OR REPLACE FUNCTION perpca_model_theta(model text, threshold float8 DEFAULT 0.05,
                                    OUT theta_est float8, OUT hint text)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_model_theta(text, float8) IS
@@ -23,31 +23,31 @@ COMMENT ON FUNCTION perpca_model_theta(text, float8) IS
 -- Each takes the client key as text (also for literals such as 'c1') or in
 -- any other type (int, bigint, uuid, date, ...), converted to text by the
 -- type's output function as the fit stored it.
-CREATE FUNCTION perpca_model_scores(model text, client text, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_scores(model text, client text, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_scores(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_scores(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_global_part(model text, client text, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_global_part(model text, client text, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_global_part(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_global_part(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_local_part(model text, client text, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_local_part(model text, client text, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_local_part(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_local_part(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_reconstruct(model text, client text, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_reconstruct(model text, client text, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_reconstruct(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_reconstruct(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_residual(model text, client text, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_residual(model text, client text, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_residual(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_residual(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
     RETURNS float8[] AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_error(model text, client text, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_error(model text, client text, x float8[], unknown text DEFAULT 'global')
     RETURNS float8 AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_model_error(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
+CREATE OR REPLACE FUNCTION perpca_model_error(model text, client anyelement, x float8[], unknown text DEFAULT 'global')
     RETURNS float8 AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_similarity(model text, all_pairs boolean DEFAULT false,
+CREATE OR REPLACE FUNCTION perpca_similarity(model text, all_pairs boolean DEFAULT false,
                                   OUT client_a text, OUT client_b text, OUT distance float8)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;

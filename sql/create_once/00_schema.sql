@@ -1,4 +1,4 @@
--- perpca 0.2.0: Personalized PCA in SQL
+-- perpca: Personalized PCA in SQL (created once: what an upgrade from 0.2.0 already has)
 \echo Use "CREATE EXTENSION perpca" to load this file. \quit
 
 -- Internal functions (called by perpca's own SQL and by the federated

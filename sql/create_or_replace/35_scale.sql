@@ -5,28 +5,28 @@
 -- reads the model applies them (src/scale.c).
 -- ==========================================================================
 
-CREATE FUNCTION perpca_scale_factors(s perpca_stats, OUT scale_factors float8[], OUT constant_features int[])
+CREATE OR REPLACE FUNCTION perpca_scale_factors(s perpca_stats, OUT scale_factors float8[], OUT constant_features int[])
     AS 'MODULE_PATHNAME', 'perpca_scale_factors' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_scale_factors(perpca_stats) IS
     'the divisors of scale => ''standard'' for these (merged) statistics: each feature''s standard deviation about the mean of all rows (population, ddof 0, as sklearn''s StandardScaler), from the statistics alone; a feature whose standard deviation is at most 1e-12 times its root mean square keeps divisor 1 and is listed in constant_features (1-based)';
 
-CREATE FUNCTION perpca_internal.scale_stats(s perpca_stats, scale_factors float8[]) RETURNS perpca_stats
+CREATE OR REPLACE FUNCTION perpca_internal.scale_stats(s perpca_stats, scale_factors float8[]) RETURNS perpca_stats
     AS 'MODULE_PATHNAME', 'perpca_scale_stats' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.scale_stats(perpca_stats, float8[]) IS
     'internal: the statistics of the rows with each feature divided by scale_factors (mean / s, M2 / s s''); a NULL scale_factors returns s unchanged';
 
-CREATE FUNCTION perpca_internal.scale_vector(x float8[], scale_factors float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_internal.scale_vector(x float8[], scale_factors float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_scale_vector' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.scale_vector(float8[], float8[]) IS
     'internal: x divided elementwise by scale_factors; a NULL scale_factors returns x unchanged';
 
 -- The stored divisors of a model (NULL: unscaled, also for a model stored before the scale option).
-CREATE FUNCTION perpca_internal.last_fit_scale_factors(OUT scale_factors float8[], OUT constant_features int[])
+CREATE OR REPLACE FUNCTION perpca_internal.last_fit_scale_factors(OUT scale_factors float8[], OUT constant_features int[])
     AS 'MODULE_PATHNAME', 'perpca_last_fit_scale_factors' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION perpca_internal.last_fit_scale_factors() IS
     'internal: the divisors the last perpca_fit of this session divided its input by, and its constant features (NULLs when unscaled); perpca_train stores them with the model';
 
-CREATE FUNCTION perpca_internal.perpca_model_scale_factors(info text) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_scale_factors(info text) RETURNS float8[]
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     result float8[];

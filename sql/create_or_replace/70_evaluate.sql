@@ -3,7 +3,7 @@
 -- stored model (perpca_evaluate), and choosing the ranks (perpca_choose_ranks)
 -- ==========================================================================
 
-CREATE FUNCTION perpca_internal.evaluate_stats(client text, s @extschema@.perpca_stats, centre float8[],
+CREATE OR REPLACE FUNCTION perpca_internal.evaluate_stats(client text, s @extschema@.perpca_stats, centre float8[],
                                                u float8[], v float8[],
                                                OUT error float8, OUT total_variance float8,
                                                OUT global_variance float8, OUT local_variance float8)
@@ -11,13 +11,13 @@ CREATE FUNCTION perpca_internal.evaluate_stats(client text, s @extschema@.perpca
 COMMENT ON FUNCTION perpca_internal.evaluate_stats(text, @extschema@.perpca_stats, float8[], float8[], float8[]) IS
     'internal: mean squared residual tr((I-Q) M (I-Q)), total tr M, tr(U M U'') and tr(V M V'') of a client''s rows with second moment M about centre, Q = W''W for W = [u; v] (NULL figures for NULL statistics)';
 
-CREATE FUNCTION perpca_internal.query_columns(query text) RETURNS regtype[]
+CREATE OR REPLACE FUNCTION perpca_internal.query_columns(query text) RETURNS regtype[]
     AS 'MODULE_PATHNAME', 'perpca_query_columns' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.query_columns(text) IS
     'internal: the types of the columns a query returns, from its plan (the query is not run)';
 
 -- A query (client, x float8[]) or (client, perpca_stats) as (client text, stats perpca_stats), one row per client.
-CREATE FUNCTION perpca_internal.stats_query(query text, what text DEFAULT 'query') RETURNS text
+CREATE OR REPLACE FUNCTION perpca_internal.stats_query(query text, what text DEFAULT 'query') RETURNS text
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
 DECLARE
     types regtype[] := perpca_internal.query_columns(query);
@@ -48,7 +48,7 @@ $$;
 COMMENT ON FUNCTION perpca_internal.stats_query(text, text) IS
     'internal: wraps a query of rows (client, x float8[]) or statistics (client, perpca_stats) into one returning (client text, stats perpca_stats), one row per client';
 
-CREATE FUNCTION perpca_evaluate(model text, query text)
+CREATE OR REPLACE FUNCTION perpca_evaluate(model text, query text)
 RETURNS TABLE (client text, known boolean, n bigint, error float8, total_variance float8,
                global_ratio float8, local_ratio float8, explained_ratio float8)
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
@@ -83,7 +83,7 @@ $$;
 COMMENT ON FUNCTION perpca_evaluate(text, text) IS
     'held-out evaluation of a stored model on a query of rows (client, x float8[]) or statistics (client, perpca_stats): per client the rows n, the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both; a client the model has never seen (known false) is evaluated on the global components only; a scaled model (scale ''standard'') divides the rows by its stored scale_factors first, so error, total_variance and the ratios are in standardized units, as perpca_model_error';
 
-CREATE FUNCTION perpca_evaluate_summary(model text, query text,
+CREATE OR REPLACE FUNCTION perpca_evaluate_summary(model text, query text,
                                         OUT clients int, OUT unseen_clients int, OUT n bigint,
                                         OUT error float8, OUT error_samples float8,
                                         OUT global_ratio float8, OUT global_ratio_samples float8,
@@ -111,7 +111,7 @@ COMMENT ON FUNCTION perpca_evaluate_summary(text, text) IS
 -- ---- choosing the ranks --------------------------------------------------
 
 -- The recommendation rule of perpca_choose_ranks over a finished scan.
-CREATE FUNCTION perpca_internal.recommend_ranks(heldout_errors float8[], totals int[], theta float8[],
+CREATE OR REPLACE FUNCTION perpca_internal.recommend_ranks(heldout_errors float8[], totals int[], theta float8[],
                                                 n_locals int[], within float8, min_theta float8,
                                                 variance float8)
 RETURNS int
@@ -132,7 +132,7 @@ END;
 COMMENT ON FUNCTION perpca_internal.recommend_ranks(float8[], int[], float8[], int[], float8, float8, float8) IS
     'internal: position of the recommended pair of a rank scan: the smallest n_global + n_local whose held-out error exceeds the best by at most within x variance (the held-out total variance) and whose theta_est is at least min_theta (pairs without local components need no theta), the lower held-out error on ties';
 
-CREATE FUNCTION perpca_choose_ranks(
+CREATE OR REPLACE FUNCTION perpca_choose_ranks(
     query text,
     heldout text DEFAULT NULL,
     global_ranks int[] DEFAULT '{0,1,2,3,4}',

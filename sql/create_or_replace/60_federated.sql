@@ -5,7 +5,7 @@
 -- The perpca_internal.shard_* functions are the shard side of that protocol.
 -- ==========================================================================
 
-CREATE FUNCTION perpca_internal.shard_open(fit_id text, query text, n_global int, n_local int,
+CREATE OR REPLACE FUNCTION perpca_internal.shard_open(fit_id text, query text, n_global int, n_local int,
                                   weights text, seed bigint,
                                   OUT n_clients int, OUT dim int, OUT n_rows bigint,
                                   OUT mean_sum float8[], OUT stats_bytes bigint, OUT keys text[])
@@ -13,33 +13,33 @@ CREATE FUNCTION perpca_internal.shard_open(fit_id text, query text, n_global int
 COMMENT ON FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint) IS
     'federated fit, shard side: runs the query (client, perpca_stats [, local rank]) here and keeps its clients in this session under fit_id; returns their count, dimension, rows, sum of n_i mean_i (1 x d), the bytes of their statistics and their keys';
 
-CREATE FUNCTION perpca_internal.shard_scale(fit_id text, mean float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_internal.shard_scale(fit_id text, mean float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_shard_scale' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_scale(text, float8[]) IS
     'federated fit, shard side, scale ''standard'': sum over this shard''s clients of M2_i,jj + n_i (mean_i,j - mean_j)^2 about the pooled mean (1 x d each), from which the coordinator takes the pooled standard deviations';
 
-CREATE FUNCTION perpca_internal.shard_init(fit_id text, center float8[], scale_factors float8[] DEFAULT NULL,
+CREATE OR REPLACE FUNCTION perpca_internal.shard_init(fit_id text, center float8[], scale_factors float8[] DEFAULT NULL,
                                   OUT weight float8, OUT lambda_max float8)
     AS 'MODULE_PATHNAME', 'perpca_shard_init' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_init(text, float8[], float8[]) IS
     'federated fit, shard side: divides the clients'' statistics by scale_factors (1 x d; NULL: unscaled), then builds each client''s S_i about center (1 x d; NULL: its own mean); returns the sum of the client weights and max lambda_max(S_i)';
 
-CREATE FUNCTION perpca_internal.shard_basis(fit_id text, qu boolean, exact boolean) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_internal.shard_basis(fit_id text, qu boolean, exact boolean) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_shard_basis' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_basis(text, boolean, boolean) IS
     'federated fit, shard side: a d x q basis B with B B'' = the sum over the clients of their stacked local PCs (scaled for qu), for the disPCA and Qu starts';
 
-CREATE FUNCTION perpca_internal.shard_apply(fit_id text, x float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_internal.shard_apply(fit_id text, x float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_shard_apply' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_apply(text, float8[]) IS
     'federated fit, shard side: sum_i w_i S_i X for a d x q matrix X (the pooled start)';
 
-CREATE FUNCTION perpca_internal.shard_start_local(fit_id text, u float8[], init text) RETURNS boolean
+CREATE OR REPLACE FUNCTION perpca_internal.shard_start_local(fit_id text, u float8[], init text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'perpca_shard_start_local' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_start_local(text, float8[], text) IS
     'federated fit, shard side: the paper solver''s start of every client''s local components given U';
 
-CREATE FUNCTION perpca_internal.shard_round(fit_id text, u float8[], step float8, update text,
+CREATE OR REPLACE FUNCTION perpca_internal.shard_round(fit_id text, u float8[], step float8, update text,
                                    retraction text, want_kkt boolean,
                                    OUT weight float8, OUT objective float8, OUT u_sum float8[],
                                    OUT g_sum float8[], OUT gradient_v float8, OUT change float8,
@@ -48,7 +48,7 @@ CREATE FUNCTION perpca_internal.shard_round(fit_id text, u float8[], step float8
 COMMENT ON FUNCTION perpca_internal.shard_round(text, float8[], float8, text, text, boolean) IS
     'federated fit, shard side: one round of the paper''s client steps against U; weighted sums over the clients';
 
-CREATE FUNCTION perpca_internal.shard_evaluate(fit_id text, u float8[], tol float8,
+CREATE OR REPLACE FUNCTION perpca_internal.shard_evaluate(fit_id text, u float8[], tol float8,
                                    OUT weight float8, OUT objective float8, OUT u_sum float8[],
                                    OUT g_sum float8[], OUT gradient_v float8, OUT change float8,
                                    OUT gram float8[], OUT exact int)
@@ -56,7 +56,7 @@ CREATE FUNCTION perpca_internal.shard_evaluate(fit_id text, u float8[], tol floa
 COMMENT ON FUNCTION perpca_internal.shard_evaluate(text, float8[], float8) IS
     'federated fit, shard side: one L-BFGS evaluation: every client''s best response to U; sum_i w_i f_i and sum_i w_i of the gradient terms';
 
-CREATE FUNCTION perpca_internal.shard_finish(fit_id text, u float8[], best_response boolean,
+CREATE OR REPLACE FUNCTION perpca_internal.shard_finish(fit_id text, u float8[], best_response boolean,
                                    OUT weight float8, OUT objective float8, OUT u_sum float8[],
                                    OUT g_sum float8[], OUT gradient_v float8, OUT change float8,
                                    OUT gram float8[], OUT exact int)
@@ -64,18 +64,18 @@ CREATE FUNCTION perpca_internal.shard_finish(fit_id text, u float8[], best_respo
 COMMENT ON FUNCTION perpca_internal.shard_finish(text, float8[], boolean) IS
     'federated fit, shard side: local components feasible against the final U and ordered; sums for the diagnostics and the order of U';
 
-CREATE FUNCTION perpca_internal.shard_result(fit_id text)
+CREATE OR REPLACE FUNCTION perpca_internal.shard_result(fit_id text)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8, weight float8)
     AS 'MODULE_PATHNAME', 'perpca_shard_result' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_result(text) IS
     'federated fit, shard side: the local components of this shard''s clients after shard_finish, with each client''s weight';
 
-CREATE FUNCTION perpca_internal.shard_close(fit_id text) RETURNS boolean
+CREATE OR REPLACE FUNCTION perpca_internal.shard_close(fit_id text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'perpca_shard_close' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_close(text) IS
     'federated fit, shard side: frees the state of fit_id in this session (false if it was not open); it is also freed when the session ends';
 
-CREATE FUNCTION perpca_fit_federated(
+CREATE OR REPLACE FUNCTION perpca_fit_federated(
     shards text[],
     query text,
     n_global int,
@@ -100,7 +100,7 @@ COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, fl
 -- It opens connections with the server's credentials: superusers, and roles granted EXECUTE.
 REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text) FROM PUBLIC;
 
-CREATE FUNCTION perpca_last_federated_fit()
+CREATE OR REPLACE FUNCTION perpca_last_federated_fit()
 RETURNS TABLE (rounds_run int, converged boolean, objective float8, kkt_residual float8, step float8,
                n_shards int, n_clients int, d int, setup_bytes bigint, round_bytes bigint,
                result_bytes bigint, round_binary_bytes bigint, stats_binary_bytes bigint,

@@ -1,49 +1,19 @@
 -- ==========================================================================
--- Statistics: the perpca_stats type and its aggregates
+-- Statistics: the aggregates over perpca_stats (the type: create_once/10_stats_type.sql)
 -- ==========================================================================
 
-CREATE TYPE perpca_stats;
-
-CREATE FUNCTION perpca_stats_in(cstring) RETURNS perpca_stats
-    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_out(perpca_stats) RETURNS cstring
-    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_recv(internal) RETURNS perpca_stats
-    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_send(perpca_stats) RETURNS bytea
-    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-
-CREATE TYPE perpca_stats (
-    INPUT = perpca_stats_in,
-    OUTPUT = perpca_stats_out,
-    RECEIVE = perpca_stats_recv,
-    SEND = perpca_stats_send,
-    INTERNALLENGTH = VARIABLE,
-    ALIGNMENT = double,
-    -- out of line without compression: floating-point data rarely compress,
-    -- and trying costs time on every large value
-    STORAGE = external
-);
-
-COMMENT ON TYPE perpca_stats IS
-    'sufficient statistics of one group: row count, dimension, mean and centered co-moment matrix';
-COMMENT ON FUNCTION perpca_stats_in(cstring) IS 'text input of perpca_stats';
-COMMENT ON FUNCTION perpca_stats_out(perpca_stats) IS 'text output of perpca_stats (round-trips bit-exactly)';
-COMMENT ON FUNCTION perpca_stats_recv(internal) IS 'binary input of perpca_stats';
-COMMENT ON FUNCTION perpca_stats_send(perpca_stats) IS 'binary output of perpca_stats';
-
 -- Aggregate support functions (internal state).
-CREATE FUNCTION perpca_stats_accum(internal, float8[]) RETURNS internal
+CREATE OR REPLACE FUNCTION perpca_stats_accum(internal, float8[]) RETURNS internal
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_merge_accum(internal, perpca_stats) RETURNS internal
+CREATE OR REPLACE FUNCTION perpca_stats_merge_accum(internal, perpca_stats) RETURNS internal
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_combine(internal, internal) RETURNS internal
+CREATE OR REPLACE FUNCTION perpca_stats_combine(internal, internal) RETURNS internal
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_serialize(internal) RETURNS bytea
+CREATE OR REPLACE FUNCTION perpca_stats_serialize(internal) RETURNS bytea
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_deserialize(bytea, internal) RETURNS internal
+CREATE OR REPLACE FUNCTION perpca_stats_deserialize(bytea, internal) RETURNS internal
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_stats_final(internal) RETURNS perpca_stats
+CREATE OR REPLACE FUNCTION perpca_stats_final(internal) RETURNS perpca_stats
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION perpca_stats_accum(internal, float8[]) IS 'transition function of perpca_stats(float8[])';
@@ -53,7 +23,7 @@ COMMENT ON FUNCTION perpca_stats_serialize(internal) IS 'serialize function of t
 COMMENT ON FUNCTION perpca_stats_deserialize(bytea, internal) IS 'deserialize function of the perpca_stats aggregates';
 COMMENT ON FUNCTION perpca_stats_final(internal) IS 'final function of the perpca_stats aggregates';
 
-CREATE AGGREGATE perpca_stats(float8[]) (
+CREATE OR REPLACE AGGREGATE perpca_stats(float8[]) (
     SFUNC = perpca_stats_accum,
     STYPE = internal,
     FINALFUNC = perpca_stats_final,
@@ -72,7 +42,7 @@ CREATE AGGREGATE perpca_stats(float8[]) (
 COMMENT ON AGGREGATE perpca_stats(float8[]) IS
     'count, mean and centered co-moment matrix of the (non-NULL) rows of a group';
 
-CREATE AGGREGATE perpca_merge(perpca_stats) (
+CREATE OR REPLACE AGGREGATE perpca_merge(perpca_stats) (
     SFUNC = perpca_stats_merge_accum,
     STYPE = internal,
     FINALFUNC = perpca_stats_final,
@@ -86,16 +56,16 @@ COMMENT ON AGGREGATE perpca_merge(perpca_stats) IS
     'merges perpca_stats values exactly as if their rows had been aggregated together';
 
 -- Accessors.
-CREATE FUNCTION perpca_count(perpca_stats) RETURNS bigint
+CREATE OR REPLACE FUNCTION perpca_count(perpca_stats) RETURNS bigint
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_dim(perpca_stats) RETURNS int
+CREATE OR REPLACE FUNCTION perpca_dim(perpca_stats) RETURNS int
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_mean(perpca_stats) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_mean(perpca_stats) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_covariance(s perpca_stats, centered boolean DEFAULT true) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_covariance(s perpca_stats, centered boolean DEFAULT true) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION perpca_stats_form(perpca_stats) RETURNS text
+CREATE OR REPLACE FUNCTION perpca_stats_form(perpca_stats) RETURNS text
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_stats_form(perpca_stats) IS
     'how the value stores its co-moments: ''thin'' (the centred rows, while n <= d/2) or ''dense'' (packed d x d matrix)';

@@ -2,17 +2,17 @@
 -- Projection: pure functions on float8[] components (rows orthonormal)
 -- ==========================================================================
 
-CREATE FUNCTION perpca_scores(x float8[], components float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_scores(x float8[], components float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_scores(x float8[], components float8[], mean float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_scores(x float8[], components float8[], mean float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_reconstruct(x float8[], components float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_reconstruct(x float8[], components float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_reconstruct(x float8[], components float8[], mean float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_reconstruct(x float8[], components float8[], mean float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_residual(x float8[], components float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_residual(x float8[], components float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_residual(x float8[], components float8[], mean float8[]) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_residual(x float8[], components float8[], mean float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION perpca_scores(float8[], float8[]) IS
@@ -28,19 +28,19 @@ COMMENT ON FUNCTION perpca_residual(float8[], float8[]) IS
 COMMENT ON FUNCTION perpca_residual(float8[], float8[], float8[]) IS
     'residual (x - mean) - C^T C (x - mean) of x after centering and projecting on the components C';
 
-CREATE FUNCTION perpca_total_variance(s perpca_stats) RETURNS float8
+CREATE OR REPLACE FUNCTION perpca_total_variance(s perpca_stats) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_total_variance(s perpca_stats, mean float8[]) RETURNS float8
+CREATE OR REPLACE FUNCTION perpca_total_variance(s perpca_stats, mean float8[]) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_explained_variance(s perpca_stats, components float8[]) RETURNS float8
+CREATE OR REPLACE FUNCTION perpca_explained_variance(s perpca_stats, components float8[]) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_explained_variance(s perpca_stats, components float8[], mean float8[]) RETURNS float8
+CREATE OR REPLACE FUNCTION perpca_explained_variance(s perpca_stats, components float8[], mean float8[]) RETURNS float8
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local int,
+CREATE OR REPLACE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local int,
                                  OUT component int, OUT pc float8[], OUT variance float8)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;
-CREATE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local int, mean float8[],
+CREATE OR REPLACE FUNCTION perpca_local_pcs(s perpca_stats, global_pcs float8[], n_local int, mean float8[],
                                  OUT component int, OUT pc float8[], OUT variance float8)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 5;

@@ -1,36 +1,31 @@
 -- ==========================================================================
--- Models (0.1.0 -> 0.2.0): the internal model functions move to schema
--- perpca_internal (perpca_fit_option goes: perpca_fit takes NULL as its
--- default), perpca_train/perpca_drop are replaced, perpca_personalize takes
--- its client key in any type.  The definitions are those of
--- sql/perpca--0.2.0/40_models.sql (keep the two in step), minus what 0.1.0
--- already has; test/t/060_upgrade.pl checks that both give one catalog.
+-- Models: a fit stored as plain tables <model>_components, <model>_clients
+-- and <model>_info, and the functions that write them
+--
+-- Search path: the entry points resolve an unqualified model name (and run
+-- the caller's clients query) through the caller's search_path, so they
+-- qualify every function and operator they use (OPERATOR(pg_catalog.=),
+-- pg_catalog.format, ...).  The internal functions that only compute and
+-- write pin search_path = pg_catalog, pg_temp.
+--
+-- Ownership: a model that belongs to another role is written as that role,
+-- inside a security-restricted operation (perpca_internal.perpca_run_as_owner,
+-- see 50_refresh.sql), never with the caller's privileges.
 -- ==========================================================================
-
-DROP FUNCTION perpca_model_tables(text);
-DROP FUNCTION perpca_model_tables_existing(text);
-DROP FUNCTION perpca_fit_option(text, text);
-DROP FUNCTION perpca_model_create(record);
-DROP FUNCTION perpca_model_fill_clients(record, text, text, float8[], text);
-DROP FUNCTION IF EXISTS perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text);
-
--- One row of perpca_fit's result, as a model holds it between the fit and the store.
-CREATE TYPE perpca_internal.perpca_fit_row AS (client text, kind text, component int, pc float8[], variance float8);
-COMMENT ON TYPE perpca_internal.perpca_fit_row IS 'internal: a row of perpca_fit''s result';
 
 -- How model names are written and read: the naming rule for error hints,
 -- and the parts of a name (src/model_read.c, one reader for C and SQL).
-CREATE FUNCTION perpca_internal.perpca_model_name_rule() RETURNS text
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_name_rule() RETURNS text
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.perpca_model_name_rule() IS
     'internal: the naming rule of models, for error hints';
-CREATE FUNCTION perpca_internal.model_name_parts(model text) RETURNS text[]
+CREATE OR REPLACE FUNCTION perpca_internal.model_name_parts(model text) RETURNS text[]
     AS 'MODULE_PATHNAME', 'perpca_model_name_parts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.model_name_parts(text) IS
     'internal: {[schema,] base} of a model name read as SQL identifiers, or the improper-name error with the naming rule';
 
 -- The tables of a model: name parts and quoted qualified table names.
-CREATE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name text, OUT base text,
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name text, OUT base text,
                                     OUT components text, OUT clients text, OUT info text,
                                     OUT present boolean)
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
@@ -70,7 +65,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_tables(text) IS
     'internal: schema, base name and quoted table names of a model, and whether it exists';
 
 -- The model's tables, raising undefined_object when it does not exist.
-CREATE FUNCTION perpca_internal.perpca_model_tables_existing(model text, OUT components text, OUT clients text, OUT info text)
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_tables_existing(model text, OUT components text, OUT clients text, OUT info text)
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
 DECLARE
     t record := perpca_internal.perpca_model_tables(model);
@@ -91,7 +86,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_tables_existing(text) IS
 -- The owner of an existing model, after checking that its three relations
 -- are plain tables of one owner (a view or a foreign table in their place
 -- could run another role's code for whoever reads or writes the model).
-CREATE FUNCTION perpca_internal.perpca_model_owner(schema_name text, base text) RETURNS regrole
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_owner(schema_name text, base text) RETURNS regrole
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     bad text;
@@ -124,7 +119,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_owner(text, text) IS
     'internal: the owner of a model, after checking that its relations are plain tables with one owner';
 
 -- Raise insufficient_privilege unless the current user has the privileges of the model's owner.
-CREATE FUNCTION perpca_internal.perpca_model_check_owner(model text, owner regrole) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_check_owner(model text, owner regrole) RETURNS void
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
@@ -138,7 +133,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_check_owner(text, regrole) IS
     'internal: insufficient_privilege unless the current user has the privileges of the model''s owner';
 
 -- Process pending catalog invalidations (src/model_store.c).
-CREATE FUNCTION perpca_internal.perpca_accept_invalidations() RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_accept_invalidations() RETURNS void
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.perpca_accept_invalidations() IS
     'internal: processes pending catalog invalidations, so that lookups after an advisory lock see what other sessions committed meanwhile';
@@ -147,7 +142,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_accept_invalidations() IS
 -- advisory lock on its qualified name, which also serializes the creation
 -- of a new model, then its tables if they exist.  lock_not_available when
 -- busy and not wait.
-CREATE FUNCTION perpca_internal.perpca_model_lock(model text, schema_name text, base text, wait boolean) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_lock(model text, schema_name text, base text, wait boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     -- 1885696624 = 'perp': perpca's class of advisory locks
@@ -182,7 +177,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_lock(text, text, text, boolean)
     'internal: takes a model''s advisory lock (also for a model not created yet), then locks its tables in SHARE ROW EXCLUSIVE mode (readers go on, writers wait), failing at once unless wait';
 
 -- Create the three tables of a model.
-CREATE FUNCTION perpca_internal.perpca_model_create(schema_name text, base text) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_create(schema_name text, base text) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     components text := format('%I.%I', schema_name, base || '_components');
@@ -246,7 +241,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_create(text, text) IS 'internal
 
 -- Write the clients rows of a model from the statistics of the FROM item
 -- src (client text, stats perpca_stats), which may use $4 and $5.
-CREATE FUNCTION perpca_internal.perpca_model_fill_clients(schema_name text, base text, src text, center text,
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_fill_clients(schema_name text, base text, src text, center text,
                                                           global_mean float8[], source text,
                                                           one_client text, one_stats perpca_stats,
                                                           scale_factors float8[])
@@ -295,7 +290,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_fill_clients(text, text, text, 
 -- figures read the same rows.  A temporary table, created by the caller (a
 -- security-restricted operation may not create one) and usable by role
 -- reader (the model's owner when the model is written as its owner).
-CREATE FUNCTION perpca_internal.perpca_stage_create(reader regrole) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_stage_create(reader regrole) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF to_regclass('pg_temp.perpca_train_src') IS NOT NULL THEN
@@ -314,7 +309,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_stage_create(regrole) IS
 -- Run a clients query (client, perpca_stats[, n_local]) once into the stage,
 -- with the search_path of the caller (train) or of the owner's restricted
 -- refresh, recording the type of the client key.
-CREATE FUNCTION perpca_internal.perpca_stage_fill(query text) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_stage_fill(query text) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
 BEGIN
     EXECUTE pg_catalog.format(
@@ -332,7 +327,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_stage_fill(text) IS
 -- (new, or replacing the rows of an existing one); the caller holds the
 -- model's lock.  Options pass through to perpca_fit by name; the effective
 -- ones are recorded in <model>_info.
-CREATE FUNCTION perpca_internal.perpca_model_store(
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_store(
     schema_name text, base text, source_query text, n_global int, n_local int,
     rounds int, tolerance float8, step float8, update text, retraction text, init text,
     seed bigint, center text, weights text, method text, verbose boolean, adaptive boolean,
@@ -427,7 +422,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, in
 -- Run a warm-start query (client, kind, component, pc) once into a temporary
 -- table, as the caller and with the caller's search_path (the fit itself
 -- runs with a fixed one), readable by reader.
-CREATE FUNCTION perpca_internal.perpca_stage_start(query text, reader regrole) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_stage_start(query text, reader regrole) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
 BEGIN
     IF pg_catalog.to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
@@ -443,7 +438,7 @@ $$;
 COMMENT ON FUNCTION perpca_internal.perpca_stage_start(text, regrole) IS
     'internal: runs perpca_train''s warm-start query once, as the caller, into a temporary table usable by reader';
 
-CREATE FUNCTION perpca_train(model text, query text, n_global int, n_local int,
+CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_local int,
                              rounds int DEFAULT NULL, tolerance float8 DEFAULT NULL,
                              step float8 DEFAULT NULL, update text DEFAULT NULL,
                              retraction text DEFAULT NULL, init text DEFAULT NULL,
@@ -543,7 +538,7 @@ COMMENT ON FUNCTION perpca_drop(text, boolean) IS
     'drops the tables of a model; with if_exists => true a missing model is only a notice';
 
 -- Local components of one client, computed and stored; the caller holds the model's lock.
-CREATE FUNCTION perpca_internal.perpca_model_personalize(schema_name text, base text, client text,
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_personalize(schema_name text, base text, client text,
                                                          stats perpca_stats, n_local int)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp SET extra_float_digits = 3 AS $$
@@ -591,7 +586,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_personalize(text, text, text, p
     'internal: computes and stores the local components of one client with the global components frozen';
 
 -- The text form of a client key, after checking that its type can match the model's keys.
-CREATE FUNCTION perpca_internal.perpca_model_key(model text, key_type regtype, model_key_type text, key text)
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_key(model text, key_type regtype, model_key_type text, key text)
 RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -613,7 +608,7 @@ COMMENT ON FUNCTION perpca_internal.perpca_model_key(text, regtype, text, text) 
     'internal: the text form of a client key whose type matches the model''s key type (or is a string type)';
 
 -- perpca_personalize with the client key's type given: the key's type must match the model's.
-CREATE FUNCTION perpca_internal.perpca_personalize_key(model text, key_type regtype, client text,
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_personalize_key(model text, key_type regtype, client text,
                                                        stats perpca_stats, n_local int)
 RETURNS TABLE (component int, pc float8[], variance float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
@@ -664,7 +659,7 @@ END;
 COMMENT ON FUNCTION perpca_personalize(text, text, perpca_stats, int) IS
     'computes local components for a (new) client from its statistics with the global components frozen and stores them in the model; n_local defaults to the model''s; another role''s model is written as its owner';
 
-CREATE FUNCTION perpca_personalize(model text, client anyelement, stats perpca_stats, n_local int DEFAULT NULL)
+CREATE OR REPLACE FUNCTION perpca_personalize(model text, client anyelement, stats perpca_stats, n_local int DEFAULT NULL)
 RETURNS TABLE (component int, pc float8[], variance float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
 BEGIN

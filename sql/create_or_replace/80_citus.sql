@@ -8,13 +8,13 @@
 -- combines one state per group and shard on the coordinator
 -- (coord_combine_agg).  The work per row is perpca_stats(float8[])'s.
 
-CREATE FUNCTION perpca_internal.stats_dist_accum(@extschema@.perpca_stats, float8[])
+CREATE OR REPLACE FUNCTION perpca_internal.stats_dist_accum(@extschema@.perpca_stats, float8[])
     RETURNS @extschema@.perpca_stats
     AS 'MODULE_PATHNAME', 'perpca_stats_dist_accum' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION perpca_internal.stats_dist_combine(@extschema@.perpca_stats, @extschema@.perpca_stats)
+CREATE OR REPLACE FUNCTION perpca_internal.stats_dist_combine(@extschema@.perpca_stats, @extschema@.perpca_stats)
     RETURNS @extschema@.perpca_stats
     AS 'MODULE_PATHNAME', 'perpca_stats_dist_combine' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION perpca_internal.stats_dist_final(@extschema@.perpca_stats)
+CREATE OR REPLACE FUNCTION perpca_internal.stats_dist_final(@extschema@.perpca_stats)
     RETURNS @extschema@.perpca_stats
     AS 'MODULE_PATHNAME', 'perpca_stats_dist_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
@@ -25,7 +25,7 @@ COMMENT ON FUNCTION perpca_internal.stats_dist_combine(@extschema@.perpca_stats,
 COMMENT ON FUNCTION perpca_internal.stats_dist_final(@extschema@.perpca_stats) IS
     'internal: final function of perpca_stats_distributed and perpca_merge_distributed (the state as a plain perpca_stats value)';
 
-CREATE AGGREGATE perpca_stats_distributed(float8[]) (
+CREATE OR REPLACE AGGREGATE perpca_stats_distributed(float8[]) (
     SFUNC = perpca_internal.stats_dist_accum,
     STYPE = @extschema@.perpca_stats,
     FINALFUNC = perpca_internal.stats_dist_final,
@@ -36,7 +36,7 @@ CREATE AGGREGATE perpca_stats_distributed(float8[]) (
 COMMENT ON AGGREGATE perpca_stats_distributed(float8[]) IS
     'perpca_stats(float8[]) with a perpca_stats transition state, for Citus: aggregates on the workers for any GROUP BY (one state per group and shard reaches the coordinator); the same bits as perpca_stats(float8[]) for the same rows in the same order';
 
-CREATE AGGREGATE perpca_merge_distributed(@extschema@.perpca_stats) (
+CREATE OR REPLACE AGGREGATE perpca_merge_distributed(@extschema@.perpca_stats) (
     SFUNC = perpca_internal.stats_dist_combine,
     STYPE = @extschema@.perpca_stats,
     FINALFUNC = perpca_internal.stats_dist_final,

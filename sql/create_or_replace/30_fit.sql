@@ -1,12 +1,9 @@
--- Fit: perpca_fit gains solver (and NULL options mean their defaults);
--- perpca_last_fit gains solver, start, gradient_norm and options; per-start
--- and per-round diagnostics.  perpca_train calls perpca_fit, so it is
--- re-created by 40_models.sql after these.
-DROP FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text);
-DROP FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text);
-DROP FUNCTION perpca_last_fit();
+-- ==========================================================================
+-- Fit: global and local components across the clients of a query (perpca_fit)
+-- ==========================================================================
+
 -- Every option may be NULL, meaning its default (so wrappers pass theirs through).
-CREATE FUNCTION perpca_fit(
+CREATE OR REPLACE FUNCTION perpca_fit(
     query text,
     n_global int,
     n_local int,
@@ -31,7 +28,7 @@ RETURNS TABLE (client text, kind text, component int, pc float8[], variance floa
 COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text) IS
     'Personalized PCA: global components shared by all clients (rows of the query) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2, with update and retraction); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); scale ''standard'' divides each feature by its pooled standard deviation (perpca_scale_factors) before the fit, so components and variances are in standardized units (default ''none''); a NULL option means its default';
 
-CREATE FUNCTION perpca_last_fit()
+CREATE OR REPLACE FUNCTION perpca_last_fit()
 RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
                kkt_residual float8, theta_est float8, step float8,
                n_clients int, d int, seconds float8,
@@ -41,14 +38,14 @@ RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
 COMMENT ON FUNCTION perpca_last_fit() IS
     'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm and the effective options (defaults filled in) as jsonb';
 
-CREATE FUNCTION perpca_last_fit_starts()
+CREATE OR REPLACE FUNCTION perpca_last_fit_starts()
 RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit_starts() IS
     'one row per start of the last perpca_fit or perpca_fit_federated in this session: its objective, rounds and convergence, and whether it was kept';
 
-CREATE FUNCTION perpca_last_fit_rounds()
+CREATE OR REPLACE FUNCTION perpca_last_fit_rounds()
 RETURNS TABLE (start text, round int, objective float8, gradient_norm float8,
                kkt_residual float8, step float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
@@ -60,7 +57,7 @@ COMMENT ON FUNCTION perpca_last_fit_rounds() IS
 -- input query: perpca_fit parses every option before it reads any client, so
 -- a fit of no clients fails on a bad option first, else with "no clients".
 -- It runs in the caller's search_path, as the start query will.
-CREATE FUNCTION perpca_internal.check_fit_options(
+CREATE OR REPLACE FUNCTION perpca_internal.check_fit_options(
     rounds int, tolerance float8, step float8, update text, retraction text, init text,
     seed bigint, center text, weights text, method text, adaptive boolean, start text,
     solver text, scale text) RETURNS void
