@@ -52,6 +52,8 @@
 #include "fmgr.h"
 #include "utils/array.h"
 
+#include "pg_compat.h"
+
 /* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
 #define PERPCA_MAX_DIM 4096
 
@@ -78,7 +80,7 @@ extern double *perpca_vector_shape(ArrayType *a, int *dim, const char *what);
 extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);
 
 /* Raise the standard error for two different dimensions. */
-extern void perpca_dim_mismatch(int expected, int got, const char *what) pg_attribute_noreturn();
+extern pg_noreturn void perpca_dim_mismatch(int expected, int got, const char *what);
 
 /* Raise program_limit_exceeded when d is above PERPCA_MAX_DIM. */
 extern void perpca_check_dim_limit(int d);
