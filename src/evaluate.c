@@ -31,6 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/plancache.h"
 
+#include "evaluate.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "stats.h"
@@ -44,15 +45,6 @@ PG_FUNCTION_INFO_V1(perpca_query_columns);
 #define ARG_CENTRE 2
 #define ARG_U 3
 #define ARG_V 4
-
-/* The figures of one client. */
-typedef struct EvalFigures
-{
-	double		error;			/* mean squared residual per row */
-	double		total;			/* tr M */
-	double		global;			/* tr(U M U^T) */
-	double		local;			/* tr(V M V^T) */
-} EvalFigures;
 
 /* A k x d components argument (NULL or empty: k = 0), checked against d. */
 static double *
@@ -90,9 +82,8 @@ stack_rows(const double *U, int r1, const double *V, int r2, int d)
 	return W;
 }
 
-/* The figures from M (d x d, full) and W = [U; V] (k = r1 + r2 rows). */
-static EvalFigures
-figures(const double *M, int d, const double *W, int r1, int r2)
+EvalFigures
+evaluate_figures(const double *M, int d, const double *W, int r1, int r2)
 {
 	int			k = r1 + r2;
 	EvalFigures f = {0, 0, 0, 0};
@@ -178,7 +169,7 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 
 	M = palloc(sizeof(double) * d * d);
 	perpca_stats_moment(s, centre, M);
-	f = figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
+	f = evaluate_figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
 
 	values[0] = Float8GetDatum(f.error);
 	values[1] = Float8GetDatum(f.total);
