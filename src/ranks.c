@@ -110,35 +110,6 @@ typedef struct RankScan
  * ------------------------------------------------------------------------
  */
 
-/* Types of the columns a query returns, from its plan (not run); *natts set. */
-static Oid *
-query_types(const char *query, int *natts)
-{
-	SPIPlanPtr	plan;
-	List	   *sources;
-	TupleDesc	desc;
-	Oid		   *types;
-	MemoryContext caller = CurrentMemoryContext;
-
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	sources = SPI_plan_get_plan_sources(plan);
-	if (list_length(sources) != 1 ||
-		(desc = ((CachedPlanSource *) linitial(sources))->resultDesc) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the query must be a single statement that returns rows"),
-				 errhint("Pass a SELECT returning (client, x float8[]) or (client, perpca_stats).")));
-	*natts = desc->natts;
-	types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
-	for (int i = 0; i < desc->natts; i++)
-		types[i] = TupleDescAttr(desc, i)->atttypid;
-	SPI_finish();
-	return types;
-}
-
 /* Whether a type is the perpca_stats type of the extension's schema nsp. */
 static bool
 is_stats_type(Oid type, Oid nsp)
@@ -147,46 +118,12 @@ is_stats_type(Oid type, Oid nsp)
 								   ObjectIdGetDatum(nsp));
 }
 
-/*
- * The query (client, x float8[] or another numeric array, ...) or (client,
- * perpca_stats, ...) as one returning (client text, perpca_stats), one row per
- * client with rows; what names it in errors.
- */
+/* The clients' statistics of a query of rows or statistics (evaluate.c's wrapper), clients without rows left out. */
 static char *
-stats_query(const char *query, const char *schema, Oid nsp, const char *what)
+stats_query(const char *query, Oid nsp, const char *what)
 {
-	int			natts;
-	Oid		   *types = query_types(query, &natts);
-	const char *agg;
-
-	if (natts < 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the %s must return at least two columns, (client, x float8[]) or (client, perpca_stats)", what)));
-	switch (types[1])
-	{
-		case FLOAT8ARRAYOID:
-			agg = psprintf("%s.perpca_stats(q.x)", schema);
-			break;
-		case FLOAT4ARRAYOID:
-		case NUMERICARRAYOID:
-		case INT2ARRAYOID:
-		case INT4ARRAYOID:
-		case INT8ARRAYOID:
-			agg = psprintf("%s.perpca_stats(q.x::pg_catalog.float8[])", schema);
-			break;
-		default:
-			if (!is_stats_type(types[1], nsp))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("the second column of the %s has type %s, not float8[] or perpca_stats",
-								what, format_type_be(types[1])),
-						 errhint("Return (client, x float8[]) rows or (client, perpca_stats(x)) statistics.")));
-			agg = psprintf("%s.perpca_merge(q.x)", schema);
-			break;
-	}
-	return psprintf("SELECT q.client::pg_catalog.text AS client, %s AS stats FROM (%s) AS q(client, x) "
-					"WHERE q.x IS NOT NULL GROUP BY 1", agg, query);
+	return psprintf("SELECT s.client, s.stats FROM (%s) AS s WHERE s.stats IS NOT NULL",
+					evaluate_stats_query(query, what, nsp));
 }
 
 /* The training or held-out part of rows (client, x, key): a repeatable split on a hash of key. */
@@ -194,7 +131,7 @@ static char *
 split_query(const char *query, Oid nsp, int cut, bool heldout)
 {
 	int			natts;
-	Oid		   *types = query_types(query, &natts);
+	Oid		   *types = evaluate_query_types(query, &natts);
 
 	if (natts < 3 || is_stats_type(types[1], nsp))
 		ereport(ERROR,
@@ -694,8 +631,7 @@ static RankData *
 read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryContext cxt)
 {
 	RankData   *data = palloc0(sizeof(RankData));
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-	const char *schema = quote_identifier(get_namespace_name(nsp));
+	Oid			nsp = perpca_extension_schema();
 	char	   *query = fit_text_arg(fcinfo, A_QUERY, "query");
 	char	   *train_q,
 			   *held_q;
@@ -719,13 +655,13 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 		held_q = split_query(query, nsp, cut, true);
 	}
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
-	data->train = clients_read(stats_query(train_q, schema, nsp, "query"), 0, cxt, &data->ntrain);
+	data->train = clients_read(stats_query(train_q, nsp, "query"), 0, cxt, &data->ntrain);
 	if (data->ntrain == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("the training part of the query has no rows")));
 	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
-	data->held = clients_read(stats_query(held_q, schema, nsp, "held-out query"), 0, cxt, &data->nheld);
+	data->held = clients_read(stats_query(held_q, nsp, "held-out query"), 0, cxt, &data->nheld);
 	clients_check(data->train, data->ntrain, 0, true);
 	data->d = data->train[0].stats->dim;
 	for (int h = 0; h < data->nheld; h++)
