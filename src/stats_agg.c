@@ -304,12 +304,23 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 	pfree(delta);
 }
 
-/* mean = sum / k for k rows; rejects non-finite sums. */
+/*
+ * mean = sum / k for k rows; rejects non-finite sums: NaN from a NaN (or
+ * opposite infinities), infinity from an infinite value or from finite
+ * values too far apart (the rows enter shifted by the first row, so 1e308
+ * and -1e308 differ by more than float8 holds).
+ */
 static void
 column_mean(int d, const double *sum, int64 k, double *mean)
 {
 	for (int j = 0; j < d; j++)
 	{
+		if (isinf(sum[j]))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("input rows hold an infinite value, or values too far apart for float8"),
+					 errdetail("In column %d of a block of %lld rows, a value or the differences between the values exceed the float8 range (about 1.8e308).",
+							   j + 1, (long long) k)));
 		if (!isfinite(sum[j]))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_EXCEPTION),
@@ -562,8 +573,17 @@ dense_stats(StatsState *st)
 	store_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
 	for (int64 i = 0, k = 0; i < d; i++)
+	{
+		/* finite rows whose spread overflows: the diagonal shows it first */
+		if (!isfinite(st->m2[i * d + i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("input rows hold values too far apart for float8"),
+					 errdetail("The sum of squared deviations of column %lld exceeds the float8 range (about 1.8e308).",
+							   (long long) i + 1)));
 		for (int64 j = i; j < d; j++)
 			m2[k++] = st->m2[i * d + j];
+	}
 	return s;
 }
 
@@ -690,7 +710,10 @@ agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind)
 	int			k = AggCheckCallContext(fcinfo, &aggcxt);
 
 	if (!k)
-		elog(ERROR, "%s called in non-aggregate context", fname);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s called in non-aggregate context", fname),
+				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
 	if (kind)
 		*kind = k;
 	return aggcxt;
