@@ -27,9 +27,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "clients.h"
+#include "fit.h"
+#include "fit_input.h"
 #include "fit_options.h"
 #include "fit_sql.h"
+#include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "scale.h"

@@ -2,7 +2,7 @@
  * federated_shard.c -- the shard side of perpca_fit_federated: the node
  * functions of node.c behind SQL functions in schema perpca_internal
  *
- * shard_open runs the user's query here (clients.c) and keeps its clients in
+ * shard_open runs the user's query here (fit_input.c) and keeps its clients in
  * a backend-local state (a memory context under TopMemoryContext, found by
  * the fit id); with scale 'standard', shard_scale sends the shard's sums for
  * the pooled standard deviations (scale.h); shard_init divides the
@@ -22,8 +22,9 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "clients.h"
+#include "fit_input.h"
 #include "fit_options.h"
+#include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "scale.h"

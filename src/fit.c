@@ -16,7 +16,12 @@
 #include "utils/memutils.h"
 
 #include "fit.h"
+#include "fit_options.h"
+#include "fit_start.h"
+#include "fit_sums.h"
 #include "linalg.h"
+#include "solver_lbfgs.h"
+#include "solver_paper.h"
 
 /* Rounds of each candidate start that the paper solver's init 'best' probes. */
 #define PAPER_PROBE_ROUNDS 10

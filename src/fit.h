@@ -7,7 +7,7 @@
  * sum_i w_i 1/2 [tr(U'S_iU) + tr(V_i'S_iV_i)] / sum_i w_i.
  *
  * Layers, each on top of the previous one, data flowing one way:
- *   client.c         what one client computes (paper step, best response)
+ *   client_math.c    what one client computes (paper step, best response)
  *   node.c           the clients on this server, as weighted sums
  *   FitBackend       where the node operations run: node.c directly (local)
  *                    or on shards over libpq (federated.c) -- same sums
@@ -17,220 +17,21 @@
  *   fit.c            orchestration: starts x solver, the best start, the output
  *   fit_options.c    options parsed once, with one set of defaults
  *   fit_sums.c       the sums, the trace and theta_est that the layers share
+ * Headers: fit_types.h holds the types every layer shares (options, sums,
+ * backend, diagnostics) and sits below them all; each layer's functions are
+ * in its own header (fit_sums.h, fit_start.h, solver_paper.h, solver_lbfgs.h,
+ * fit.h), so an include never runs back up the layers.
  * Only U (d x r1) and d x r1 sums cross the backend in a round.
  */
 #ifndef PERPCA_FIT_H
 #define PERPCA_FIT_H
 
-#include "postgres.h"
-
-#include "client.h"
-
-typedef enum FitMethod
-{
-	FIT_METHOD_PERPCA,			/* global + local components (a solver) */
-	FIT_METHOD_DISPCA,			/* one-shot personalized distributed PCA */
-	FIT_METHOD_CPCA,			/* PCA of the pooled matrix, r1 + r2 components */
-	FIT_METHOD_INDIV			/* each client alone, r1 + r2_i components */
-} FitMethod;
-
-typedef enum FitSolver
-{
-	FIT_SOLVER_LBFGS,			/* best-response V_i, L-BFGS over U (default) */
-	FIT_SOLVER_PAPER			/* the paper's Algorithm 2 */
-} FitSolver;
-
-typedef enum FitInit
-{
-	FIT_INIT_BEST,				/* lbfgs: keep the best of several starts; paper: short probe */
-	FIT_INIT_DISPCA,			/* U of the personalized disPCA (stacked local PCs) */
-	FIT_INIT_QU,				/* the paper's one-round distributed PCA (Qu et al.) */
-	FIT_INIT_POOLED,			/* top r1 of sum_i w_i S_i */
-	FIT_INIT_RANDOM,			/* seeded Gaussian */
-	FIT_INIT_GIVEN				/* U0 (and each client's V0) of a warm start */
-} FitInit;
-
-typedef enum FitCenter
-{
-	FIT_CENTER_CLIENT,			/* each client's own mean */
-	FIT_CENTER_GLOBAL,			/* the pooled mean */
-	FIT_CENTER_NONE				/* no centring (the paper's S_i) */
-} FitCenter;
-
-typedef enum FitScale
-{
-	FIT_SCALE_NONE,				/* features as they are */
-	FIT_SCALE_STANDARD			/* each feature divided by its pooled standard deviation (scale.h) */
-} FitScale;
-
-/* Every option of a fit, after defaults: what a model records and refresh reads back. */
-typedef struct FitOptions
-{
-	int			n_global;
-	int			n_local;
-	FitMethod	method;
-	FitSolver	solver;
-	int			rounds;			/* most rounds (evaluations) in all */
-	double		tolerance;
-	double		step;			/* paper: <= 0 = derived from the spectrum */
-	bool		step_given;
-	bool		adaptive;		/* paper: adapt the step between rounds */
-	FitUpdate	update;
-	FitRetraction retraction;
-	FitInit		init;
-	uint64		seed;
-	FitCenter	center;
-	FitScale	scale;			/* applied to the input by clients.c: the solvers never see it */
-	bool		sample_weights;
-	bool		verbose;
-	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
-} FitOptions;
-
-/* Names of the option values, in enum order (fit_options.c). */
-extern const char *const fit_method_names[4];
-extern const char *const fit_solver_names[2];
-extern const char *const fit_init_names[6];
-extern const char *const fit_center_names[3];
-extern const char *const fit_scale_names[2];
-extern const char *const fit_update_names[2];
-extern const char *const fit_retraction_names[2];
-extern const char *const fit_weights_names[2];
-
-/* Weighted sums over clients (raw weights w_i = 1 or n_i) that a node returns. */
-typedef struct FitSums
-{
-	double		weight;			/* sum w_i */
-	double		objective;		/* sum w_i f_i */
-	double	   *U;				/* d x r1: paper round sum w_i U_i; L-BFGS: sum w_i grad_i */
-	double	   *G;				/* d x r1: sum w_i G_U,i (paper round and finish) */
-	double		gv;				/* sum w_i ||G_V,i||^2 */
-	double		change;			/* largest local projector change */
-	double	   *gram;			/* r1 x r1: sum w_i U'S_iU (finish) */
-	int			exact;			/* best responses solved exactly */
-} FitSums;
-
-/* Allocate the sums for d x r1 (zeroed). */
-extern FitSums *fit_sums_create(int d, int r1);
-extern void fit_sums_zero(FitSums *s, int d, int r1);
-
-/* Where the clients are: one node (local) or shards (federated.c). */
-typedef struct FitBackend FitBackend;
-struct FitBackend
-{
-	void	   *state;
-	int			d;
-	int			r1;
-	int			nclients;
-	double		weight;			/* sum_i w_i */
-	double		lambda_max;		/* max_i lambda_max(S_i) */
-	int64		setup_rounds;	/* round trips spent on starts (apply, basis) */
-	/* d x q basis B, B B' = sum_i L_i D_i L_i' (D_i = I, or w_i Lambda_i for qu) */
-	double	   *(*basis) (FitBackend *be, bool qu, bool exact, int *q);
-	/* out (d x q) = sum_i w_i S_i X */
-	void		(*apply) (FitBackend *be, const double *X, int q, double *out);
-	/* the paper solver's V_i start given U: own PCs, random or given */
-	void		(*start_local) (FitBackend *be, const double *U, FitInit how);
-	/* one paper round: client steps against U */
-	void		(*round) (FitBackend *be, const double *U, double step, FitUpdate update,
-						  FitRetraction retraction, bool want_kkt, FitSums *out);
-	/* one L-BFGS evaluation: best responses against U to residual tol */
-	void		(*evaluate) (FitBackend *be, const double *U, double tol, FitSums *out);
-	/* final: V_i feasible against U (best response for L-BFGS), ordered */
-	void		(*finish) (FitBackend *be, const double *U, bool best_response, FitSums *out);
-};
-
-/* One start's outcome (perpca_last_fit_starts). */
-typedef struct FitStartReport
-{
-	const char *name;
-	double		objective;
-	int			rounds;
-	bool		converged;
-} FitStartReport;
-
-/* One round of the trace (perpca_last_fit_rounds). */
-typedef struct FitTraceRow
-{
-	int			start;			/* index into the starts */
-	int			round;
-	double		objective;
-	double		gradient_norm;
-	double		kkt_residual;
-	double		step;
-} FitTraceRow;
-
-/* Diagnostics of one fit (perpca_last_fit and friends). */
-typedef struct FitDiagnostics
-{
-	FitOptions	opts;			/* effective options */
-	int			rounds;			/* rounds of all starts (0 for one-shot methods) */
-	bool		converged;
-	double		objective;		/* sum_i N w_i f_i / sum w_i (the paper's f for equal weights) */
-	double		kkt_residual;
-	double		gradient_norm;	/* ||Riemannian gradient of f/N|| at the end */
-	double		theta_est;
-	double		step;
-	double		lambda_max;		/* max_i lambda_max(S_i): the scale of the tolerance */
-	int			n_clients;
-	int			dim;
-	double	   *scale_factors;	/* dim divisors the input was divided by (scale 'standard'), or NULL */
-	bool	   *constant;		/* dim: the features left at divisor 1 (zero variance), or NULL */
-	double		seconds;
-	int			chosen;			/* index of the winning start, -1 if none */
-	int			nstarts;
-	FitStartReport starts[8];
-	int			ntrace;
-	int			tracecap;
-	FitTraceRow *trace;
-	/* federated only */
-	int			n_shards;
-	int64		setup_bytes;
-	int64		round_bytes;
-	int64		result_bytes;
-	int64		round_binary_bytes;
-	int64		stats_binary_bytes;
-} FitDiagnostics;
-
-/* The result of a fit: U and its variances; local components are in the backend's nodes. */
-typedef struct FitResult
-{
-	double	   *U;				/* d x rU */
-	int			rU;
-	double	   *uvariance;		/* rU */
-} FitResult;
+#include "fit_types.h"
 
 /* Run the PerPCA method of opts on be: starts, solver, final U; V_i left in the nodes. */
 extern void fit_run(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *diag);
 
 /* res->U <- res->U Q, Q the eigenvectors of gram / W (destroyed); variances into res. */
 extern void fit_order_global(FitBackend *be, double *gram, FitResult *res);
-
-/* theta_est = 1 - lambda_max(A / W), A = sum_i w_i V_i V_i' (destroyed); NaN unless any. */
-extern double fit_theta(double *A, int d, double W, bool any);
-
-/* Append one row to the trace (solvers). */
-extern void fit_trace(FitDiagnostics *diag, int round, double objective, double gnorm,
-					  double kkt, double step);
-
-/* Whether round t gets a verbose NOTICE (1, 2, 5, 10, 20, 50, ...). */
-extern bool fit_report_round(int t);
-
-/* ---- solvers (solver_paper.c, solver_lbfgs.c) ---- */
-
-/* Paper rounds from U (updated in place); returns rounds run, sets *converged, *step. */
-extern int	solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds,
-						 double *step, bool *converged, double *objective, FitDiagnostics *diag);
-
-/* L-BFGS from U (updated in place); returns rounds run, sets *converged, *objective, *gnorm. */
-extern int	solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds,
-						 bool *converged, double *objective, double *gnorm, FitDiagnostics *diag);
-
-/* ---- starts (fit_start.c) ---- */
-
-/* U (d x r1) of a start (not FIT_INIT_BEST). */
-extern void fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, double *U);
-
-/* Top r eigenvectors of sum_i w_i S_i (subspace iteration through be->apply) into U (d x r). */
-extern void fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact);
 
 #endif							/* PERPCA_FIT_H */

@@ -13,7 +13,9 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "fit.h"
 #include "fit_baselines.h"
+#include "fit_sums.h"
 #include "linalg.h"
 
 /* disPCA: U from the exact stacked basis, V_i exact, both ordered by the node's finish. */

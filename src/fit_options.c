@@ -2,7 +2,7 @@
  * fit_options.c -- the options of a fit: names, defaults, checks, JSON
  *
  * The one place that knows an option's default.  Ranks are checked against
- * the dimension later, when the clients are known (clients.c).
+ * the dimension later, when the clients are known (fit_input.c).
  */
 #include "postgres.h"
 

@@ -2,7 +2,7 @@
  * fit_sql.c -- perpca_fit() and the diagnostics of the last fit
  *
  * perpca_fit parses its options (fit_options.c), reads and checks the
- * clients (clients.c), reads an optional warm start, runs the fit on one
+ * clients (fit_input.c), reads an optional warm start, runs the fit on one
  * node (fit.c or fit_baselines.c) and returns the components as rows.
  * Everything is allocated in a private memory context deleted at the end.
  * perpca_last_fit(), _starts() and _rounds() show the diagnostics that
@@ -24,10 +24,12 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
-#include "clients.h"
+#include "fit.h"
 #include "fit_baselines.h"
+#include "fit_input.h"
 #include "fit_options.h"
 #include "fit_sql.h"
+#include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "scale.h"

@@ -4,7 +4,7 @@
 #ifndef PERPCA_FIT_SQL_H
 #define PERPCA_FIT_SQL_H
 
-#include "fit.h"
+#include "fit_types.h"
 
 /* Keep diag as the last fit of its kind in this session (perpca_last_fit, ..._federated_fit). */
 extern void fit_sql_remember(const FitDiagnostics *diag, bool federated);

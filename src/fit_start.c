@@ -14,7 +14,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
-#include "fit.h"
+#include "fit_start.h"
 #include "linalg.h"
 
 /* Subspace iterations for the pooled start (each is one round trip): exact (paper solver), or a start for L-BFGS. */

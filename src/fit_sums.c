@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#include "fit.h"
+#include "fit_sums.h"
 #include "linalg.h"
 
 FitSums *

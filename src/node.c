@@ -1,7 +1,7 @@
 /*
  * node.c -- the clients on this server, as weighted sums (see node.h)
  *
- * Every function loops over the node's clients, calls client.c, and adds
+ * Every function loops over the node's clients, calls client_math.c, and adds
  * w_i times the client's answer into a FitSums; the local backend at the
  * end of the file is these functions behind FitBackend.
  */

@@ -1,7 +1,7 @@
 /*
  * node.h -- the clients of a fit that live on this server, as weighted sums
  *
- * A node owns its clients (client.c) and answers the fit's questions about
+ * A node owns its clients (client_math.c) and answers the fit's questions about
  * all of them at once: the sums of FitSums.  perpca_fit runs its fit on one
  * node through node_backend(); each shard of perpca_fit_federated runs the
  * same node functions behind the perpca_internal.shard_* SQL functions.
@@ -9,7 +9,7 @@
 #ifndef PERPCA_NODE_H
 #define PERPCA_NODE_H
 
-#include "fit.h"
+#include "fit_types.h"
 
 typedef struct FitNode
 {

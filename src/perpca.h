@@ -10,9 +10,10 @@
  *                       state behind a perpca_stats-typed (expanded) state, which Citus
  *                       splits across its workers
  *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
- *   The fit, one engine in layers (fit.h draws them; data flow one way):
- *   client.c            what one client computes from S_i: products, eigenpairs,
- *                       the paper's client step, the best response (client.h)
+ *   The fit, one engine in layers (fit.h draws them; data flow one way; the
+ *   types they share are in fit_types.h, below them all):
+ *   client_math.c       what one client computes from S_i: products, eigenpairs,
+ *                       the paper's client step, the best response (client_math.h)
  *   node.c              the clients on this server as weighted sums; the local
  *                       backend (node.h)
  *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
@@ -24,8 +25,8 @@
  *   scale.c             feature scaling (scale => 'standard'): pooled standard
  *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
- *   clients.c           the input: the user's query, its checks, the clients' S_i,
- *                       result rows (clients.h)
+ *   fit_input.c         the input: the user's query, its checks, the clients' S_i,
+ *                       result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
@@ -47,6 +48,8 @@
 
 #include "postgres.h"
 #include "utils/array.h"
+
+#include "pg_compat.h"
 
 /* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
 #define PERPCA_MAX_DIM 4096
@@ -82,7 +85,7 @@ extern int	perpca_first_null(ArrayType *a);
 extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);
 
 /* Raise the standard error for two different dimensions. */
-extern void perpca_dim_mismatch(int expected, int got, const char *what) pg_attribute_noreturn();
+extern pg_noreturn void perpca_dim_mismatch(int expected, int got, const char *what);
 
 /* Raise program_limit_exceeded when d is above PERPCA_MAX_DIM. */
 extern void perpca_check_dim_limit(int d);

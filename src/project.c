@@ -7,7 +7,7 @@
  *   reconstruction  mean + C^T s
  *   residual        y - C^T s
  * The variance helpers read a perpca_stats value as one fit client
- * (client.h): the second moment S about a centre c, S = M2/n + (mean -
+ * (client_math.h): the second moment S about a centre c, S = M2/n + (mean -
  * c)(mean - c)^T, its trace, the variance captured by components
  * tr(C S C^T), and the top eigenvectors of S after deflating given global
  * components (local components with U frozen) -- a thin group through its
@@ -23,7 +23,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
-#include "clients.h"
+#include "fit_input.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "stats.h"
@@ -115,7 +115,7 @@ perpca_residual(PG_FUNCTION_ARGS)
  */
 
 /*
- * The group of argument 0 as one fit client (clients.c): S about the center
+ * The group of argument 0 as one fit client (fit_input.c): S about the center
  * in argument argno (its own mean if absent), thin or dense as the value is,
  * so these helpers never form the d x d matrix of a thin group.
  */

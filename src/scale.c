@@ -2,7 +2,7 @@
  * scale.c -- feature scaling from statistics (see scale.h)
  *
  * The fit scales its clients' statistics here before anything else reads
- * them (clients.c); the stored-model functions in SQL scale held-out
+ * them (fit_input.c); the stored-model functions in SQL scale held-out
  * statistics and centres with the divisors the model stored:
  *   perpca_scale_factors(s)                  the divisors of one (merged) value
  *   perpca_internal.scale_stats(s, f)        statistics of the rows D^-1 x

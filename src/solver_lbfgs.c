@@ -20,8 +20,9 @@
 
 #include "miscadmin.h"
 
-#include "fit.h"
+#include "fit_sums.h"
 #include "linalg.h"
+#include "solver_lbfgs.h"
 
 #define MEMORY 10				/* (s, y) pairs kept */
 #define ARMIJO 1e-4

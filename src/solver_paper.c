@@ -13,8 +13,9 @@
 
 #include "miscadmin.h"
 
-#include "fit.h"
+#include "fit_sums.h"
 #include "linalg.h"
+#include "solver_paper.h"
 
 /* Default step (times 1/max_i lambda_max(S_i)) and bounds of the adaptive step. */
 #define STEP_SCALE 0.5

@@ -1,5 +1,5 @@
 /*
- * client.h -- what one client of a fit computes, from its matrix S_i
+ * client_math.h -- what one client of a fit computes, from its matrix S_i
  *
  * A client holds S_i either dense (a d x d matrix) or thin (S_i = yscale
  * Y'Y + delta delta' with Y its nrows x d centred rows, never formed).
@@ -19,8 +19,8 @@
  *     thin client never costs more than its rows.
  * Pure C over double arrays: no SPI, no fmgr.
  */
-#ifndef PERPCA_CLIENT_H
-#define PERPCA_CLIENT_H
+#ifndef PERPCA_CLIENT_MATH_H
+#define PERPCA_CLIENT_MATH_H
 
 #include "postgres.h"
 
@@ -167,4 +167,4 @@ extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *thet
 /* ||P_A - P_B||_F for orthonormal m x r blocks. */
 extern double fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb);
 
-#endif							/* PERPCA_CLIENT_H */
+#endif							/* PERPCA_CLIENT_MATH_H */

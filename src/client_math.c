@@ -1,5 +1,5 @@
 /*
- * client.c -- what one client computes from its S_i (see client.h)
+ * client_math.c -- what one client computes from its S_i (see client_math.h)
  *
  * Sections: helpers (random numbers, LAPACK workspace, retractions); S_i
  * (products, lambda_max, trace, exact eigenpairs, local PCs); the paper's
@@ -14,7 +14,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
-#include "client.h"
+#include "client_math.h"
 #include "linalg.h"
 
 /* Power iterations used to estimate lambda_max of a dense S_i. */

@@ -1,11 +1,11 @@
 /*
- * clients.c -- reading the clients of a fit
+ * fit_input.c -- reading the clients of a fit
  *
  * perpca_fit and the federated shards read the same query, one (client,
  * perpca_stats [, local rank]) row per client, with the same checks and
  * errors (NULLs, dimensions, duplicate keys, ranks against d), and build
  * the same clients from it: each S_i about the fit's center, dense or thin
- * (client.h).  The component rows of a result are written here too.
+ * (client_math.h).  The component rows of a result are written here too.
  */
 #include "postgres.h"
 
@@ -25,7 +25,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-#include "clients.h"
+#include "fit_input.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "scale.h"

@@ -1,10 +1,10 @@
 /*
- * clients.h -- the input of a fit (perpca_fit and the federated shards): the
+ * fit_input.h -- the input of a fit (perpca_fit and the federated shards): the
  * user's (client, perpca_stats [, local rank]) query, its checks, the
  * clients built from it, and the component rows of a result.
  */
-#ifndef PERPCA_CLIENTS_H
-#define PERPCA_CLIENTS_H
+#ifndef PERPCA_FIT_INPUT_H
+#define PERPCA_FIT_INPUT_H
 
 #include "postgres.h"
 
@@ -72,4 +72,4 @@ extern void clients_put_global(ReturnSetInfo *rsinfo, const FitResult *res, int 
 /* Every client's local rows (query order), components numbered from 1. */
 extern void clients_put_local(ReturnSetInfo *rsinfo, const FitNode *node, const ClientInput *in);
 
-#endif							/* PERPCA_CLIENTS_H */
+#endif							/* PERPCA_FIT_INPUT_H */
