@@ -79,35 +79,36 @@ missing_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 int
-missing_read_row(ArrayType *a, int d, MissingMode mode, const double **x, double *buf, bool *obs)
+missing_read_row(ArrayType *a, MissingMode mode, int *d, const double **x, const bool **obs)
 {
-	int			adim;
-	const double *data = perpca_vector_shape_nulls(a, &adim, "x");
+	const double *data = perpca_vector_shape_nulls(a, d, "x");
 	const bits8 *bitmap = ARR_NULLBITMAP(a);
+	double	   *buf;
+	bool	   *seen;
 	int			nobs = 0;
 
-	if (adim != d)
-		perpca_dim_mismatch(d, adim, "x");
-	if (bitmap == NULL && perpca_first_nonfinite(data, d) < 0)
+	if (bitmap == NULL && perpca_first_nonfinite(data, *d) < 0)
 	{
 		/* the common case: a complete row, read in place */
 		*x = data;
-		for (int j = 0; j < d; j++)
-			obs[j] = true;
-		return d;
+		*obs = NULL;
+		return *d;
 	}
-	for (int j = 0; j < d; j++)
+	buf = palloc(sizeof(double) * *d);
+	seen = palloc(sizeof(bool) * *d);
+	for (int j = 0; j < *d; j++)
 	{
 		bool		isnull = bitmap != NULL && !(bitmap[j / 8] & (1 << (j % 8)));
 		double		v = isnull ? 0.0 : *data++;
 
 		if (mode == MISSING_ERROR && (isnull || !isfinite(v)))
-			perpca_row_element_error("x", j, d, isnull, v, OBSERVED_HINT);
-		obs[j] = !isnull && isfinite(v);
-		buf[j] = obs[j] ? v : 0.0;
-		nobs += obs[j];
+			perpca_row_element_error("x", j, *d, isnull, v, OBSERVED_HINT);
+		seen[j] = !isnull && isfinite(v);
+		buf[j] = seen[j] ? v : 0.0;
+		nobs += seen[j];
 	}
 	*x = buf;
+	*obs = seen;
 	return nobs;
 }
 
@@ -235,7 +236,7 @@ missing_posterior(const ModelData *m, const ModelClient *c, const double *y, con
 		double		t = 0.0;
 
 		for (int j = 0; j < d; j++)
-			if (obs[j])
+			if (obs == NULL || obs[j])
 				t += wa[j] * y[j];
 		z[a] = root[a] * t;
 		for (int b = 0; b <= a; b++)
@@ -244,7 +245,7 @@ missing_posterior(const ModelData *m, const ModelClient *c, const double *y, con
 			double		g = 0.0;
 
 			for (int j = 0; j < d; j++)
-				if (obs[j])
+				if (obs == NULL || obs[j])
 					g += wa[j] * wb[j];
 			G[a * r + b] = root[a] * root[b] * g + (a == b ? s2 : 0.0);
 		}

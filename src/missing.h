@@ -21,17 +21,19 @@ typedef enum MissingMode
 extern MissingMode missing_arg(FunctionCallInfo fcinfo, int argno);
 
 /*
- * Read the row x of dimension d (checked): *x points at its d values (in
- * place for a complete row, else in buf with 0 at the gaps), obs[j] says
- * whether value j is observed.  Returns the number observed.  Under
- * MISSING_ERROR a NULL, NaN or infinite element is an error naming it.
+ * Read the row x (its shape checked; *d its dimension): *x points at its
+ * values (in place for a complete row, else a palloc'd copy with 0 at the
+ * gaps) and *obs says which are observed (NULL: all of them).  Returns the
+ * number observed.  Under MISSING_ERROR a NULL, NaN or infinite element is
+ * an error naming it.
  */
-extern int	missing_read_row(ArrayType *a, int d, MissingMode mode, const double **x,
-							 double *buf, bool *obs);
+extern int	missing_read_row(ArrayType *a, MissingMode mode, int *d, const double **x,
+							 const bool **obs);
 
 /*
  * The posterior mean z (r1 + r2 values, r2 = 0 for c NULL) of the scores of
- * y (standardized units; the values where obs is false are not read) under
+ * y (standardized units; the values where obs is false are not read; obs
+ * NULL: all observed) under
  * the model's probabilistic PCA form for client c.
  */
 extern void missing_posterior(const ModelData *m, const ModelClient *c, const double *y,

@@ -7,3 +7,16 @@
 -- what CREATE OR REPLACE cannot do: dropping objects that 0.3.0 no longer
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
+-- The row-wise model functions gain missing => 'error' | 'observed' (issue 25).
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_scores(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_scores(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_global_part(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_global_part(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_local_part(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_local_part(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_reconstruct(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_reconstruct(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_residual(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_residual(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, anyelement, float8[], text);
