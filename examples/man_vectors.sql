@@ -20,10 +20,13 @@ CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE;
 DROP TABLE IF EXISTS man_pages, man_terms;
 CREATE TABLE man_pages (section text, page text, v vector(768), id serial PRIMARY KEY);
 CREATE TABLE man_terms (term text PRIMARY KEY, v vector(768));
+-- (\copy takes its line as it is: the commands are put together in variables)
 \set docs_csv :dir '/docs.csv'
 \set terms_csv :dir '/terms.csv'
-\copy man_pages (section, page, v) FROM :'docs_csv' csv
-\copy man_terms FROM :'terms_csv' csv
+\set load_docs '\\copy man_pages (section, page, v) FROM ' :'docs_csv' ' csv'
+\set load_terms '\\copy man_terms FROM ' :'terms_csv' ' csv'
+:load_docs
+:load_terms
 ANALYZE man_pages;
 SELECT section, count(*) AS pages FROM man_pages GROUP BY section ORDER BY section;
 
@@ -92,44 +95,39 @@ JOIN (SELECT row_number() OVER () AS rank, page FROM
          ORDER BY e.v <-> (SELECT v FROM man_pages WHERE page = 'fork.2') LIMIT 10) s) x USING (rank)
 ORDER BY rank;
 
--- Recall@10 over every 10th page (the page itself left out): the 10 nearest by
--- the k-dimensional scores against the 10 nearest by the full vectors.
-RESET enable_seqscan;
-CREATE TEMP TABLE exact AS
-SELECT q.id AS qid, q.section, n.id
-FROM man_pages q CROSS JOIN LATERAL
-     (SELECT e.id FROM man_pages e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) n
-WHERE q.id % 10 = 0;
-CREATE TEMP TABLE exact_section AS
-SELECT q.id AS qid, n.id
-FROM man_pages q CROSS JOIN LATERAL
-     (SELECT e.id FROM man_pages e WHERE e.id <> q.id AND e.section = q.section
-      ORDER BY e.v <-> q.v LIMIT 10) n
-WHERE q.id % 10 = 0;
+-- Recall@10 over every 10th page (the page itself left out): how many of the
+-- 10 nearest by the full vectors are among the 10 nearest by the k-dimensional
+-- scores, found through the HNSW indexes.
 SET enable_seqscan = off;
+EXPLAIN (COSTS OFF)
+SELECT (SELECT count(*) FROM
+          (SELECT e.id FROM man_pages e WHERE e.id <> q.id ORDER BY e.s_pp <-> q.s_pp LIMIT 10) a
+          JOIN (SELECT e.id FROM man_pages e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) x USING (id))
+FROM man_pages q WHERE q.id % 10 = 0;
 SELECT 'whole corpus' AS search, 'Personalized PCA, 32 global scores (HNSW)' AS projection,
-       round(count(*) / (SELECT 10.0 * count(DISTINCT qid) FROM exact), 3) AS recall_at_10
-FROM exact x JOIN LATERAL
-     (SELECT e.id FROM man_pages e, man_pages q WHERE q.id = x.qid AND e.id <> q.id
-      ORDER BY e.s_pp <-> q.s_pp LIMIT 10) a USING (id)
+       round(avg((SELECT count(*) FROM
+          (SELECT e.id FROM man_pages e WHERE e.id <> q.id ORDER BY e.s_pp <-> q.s_pp LIMIT 10) a
+          JOIN (SELECT e.id FROM man_pages e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) x USING (id))) / 10, 3)
+       AS recall_at_10
+FROM man_pages q WHERE q.id % 10 = 0
 UNION ALL
 SELECT 'whole corpus', 'pooled PCA (cpca), 32 scores (HNSW)',
-       round(count(*) / (SELECT 10.0 * count(DISTINCT qid) FROM exact), 3)
-FROM exact x JOIN LATERAL
-     (SELECT e.id FROM man_pages e, man_pages q WHERE q.id = x.qid AND e.id <> q.id
-      ORDER BY e.s_cpca <-> q.s_cpca LIMIT 10) a USING (id);
+       round(avg((SELECT count(*) FROM
+          (SELECT e.id FROM man_pages e WHERE e.id <> q.id ORDER BY e.s_cpca <-> q.s_cpca LIMIT 10) a
+          JOIN (SELECT e.id FROM man_pages e WHERE e.id <> q.id ORDER BY e.v <-> q.v LIMIT 10) x USING (id))) / 10, 3)
+FROM man_pages q WHERE q.id % 10 = 0;
 RESET enable_seqscan;
 -- Within the page's own section (exact search over the scores): 40 numbers a
 -- page either way, 32 shared + 8 of the section's own, or 40 pooled.
 SELECT 'own section' AS search, p AS projection,
-       round(count(*) / (SELECT 10.0 * count(DISTINCT qid) FROM exact_section), 3) AS recall_at_10
+       round(avg((SELECT count(*) FROM
+          (SELECT e.id FROM man_pages e WHERE e.id <> q.id AND e.section = q.section
+           ORDER BY CASE p WHEN 'Personalized PCA, 32 global scores' THEN e.s_pp <-> q.s_pp
+                           WHEN 'Personalized PCA, 32 global + 8 own scores' THEN e.s_pp40 <-> q.s_pp40
+                           ELSE e.s_cpca40 <-> q.s_cpca40 END LIMIT 10) a
+          JOIN (SELECT e.id FROM man_pages e WHERE e.id <> q.id AND e.section = q.section
+                ORDER BY e.v <-> q.v LIMIT 10) x USING (id))) / 10, 3) AS recall_at_10
 FROM (VALUES ('Personalized PCA, 32 global scores'), ('Personalized PCA, 32 global + 8 own scores'),
              ('pooled PCA (cpca), 40 scores')) AS v(p)
-CROSS JOIN exact_section x
-JOIN LATERAL (SELECT e.id FROM man_pages e, man_pages q
-              WHERE q.id = x.qid AND e.id <> q.id AND e.section = q.section
-              ORDER BY CASE p WHEN 'Personalized PCA, 32 global scores' THEN e.s_pp <-> q.s_pp
-                              WHEN 'Personalized PCA, 32 global + 8 own scores' THEN e.s_pp40 <-> q.s_pp40
-                              ELSE e.s_cpca40 <-> q.s_cpca40 END
-              LIMIT 10) a USING (id)
+CROSS JOIN man_pages q WHERE q.id % 10 = 0
 GROUP BY p ORDER BY p;
