@@ -7,3 +7,6 @@
 -- what CREATE OR REPLACE cannot do: dropping objects that 0.3.0 no longer
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
+-- perpca_choose_ranks moves to C (75_ranks.sql) and gains target_explained_ratio and a note column.
+DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text);
+DROP FUNCTION perpca_internal.recommend_ranks(float8[], int[], float8[], int[], float8, float8, float8);
