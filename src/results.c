@@ -19,7 +19,9 @@
  * 10 runs) groups its rows; here with a fixed seed, so the clusters are the
  * same on every call.  Clusters are numbered by their first client
  * (bytewise).  With k NULL, k is the one with the largest gap
- * mu_k - mu_{k+1} among the top eigenvalues mu of D^-1/2 A D^-1/2 (k <= 20).
+ * mu_k - mu_{k+1} among the top eigenvalues mu of D^-1/2 A D^-1/2, for
+ * 2 <= k <= 20 (mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are
+ * not perfectly apart, so k = 1 would win too often).
  */
 #include "postgres.h"
 
@@ -437,19 +439,19 @@ perpca_clusters(PG_FUNCTION_ARGS)
 	{
 		double		gap = -1.0;
 
-		for (int j = 0; j + 1 < top; j++)
+		/* k >= 2: mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are not perfectly apart */
+		k = Min(n, 2);
+		for (int j = 1; j + 1 < top; j++)
 			if (values[j] - values[j + 1] > gap)
 			{
 				gap = values[j] - values[j + 1];
 				k = j + 1;
 			}
-		if (top == 1)
-			k = 1;
 		ereport(NOTICE,
 				(errmsg("perpca_clusters: k = %d, chosen by the largest eigengap (mu_%d - mu_%d = %.3g)",
 						k, k, k + 1, gap > 0 ? gap : 0.0),
-				 errdetail("The top eigenvalues of the normalized affinity D^-1/2 A D^-1/2 were compared for k = 1 .. %d.",
-						   Max(top - 1, 1))));
+				 errdetail("The eigenvalues mu of the normalized affinity D^-1/2 A D^-1/2 were compared for k = 2 .. %d.",
+						   Max(top - 1, 2))));
 	}
 	/* The embedding: row i of the top k eigenvectors, divided by sqrt(D_ii). */
 	X = palloc(sizeof(double) * n * k);
