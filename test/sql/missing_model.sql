@@ -100,6 +100,29 @@ SELECT arrays_close(perpca_model_impute('m_client', 'a'::varchar, x), perpca_mod
 -- a complete row comes back unchanged
 SELECT perpca_model_impute('m_client', 'a', x) = x AS complete_unchanged FROM obs WHERE client = 'a' AND obs = 9;
 
+-- A fit over statistics that skipped rows: one NOTICE, and perpca_last_fit()
+-- counts them; the model is the one of the complete rows, bit for bit.
+CREATE TABLE gappy AS
+SELECT client, obs, CASE WHEN obs % 10 = 0 THEN ARRAY[NULL::float8] || x[2:8]
+                         WHEN obs % 25 = 0 THEN x[1:7] || 'NaN'::float8 ELSE x END AS x
+  FROM obs WHERE client <> 'new';
+SELECT model_name, n_clients
+  FROM perpca_train('m_skip', $$SELECT client, perpca_stats(x, 'skip') FROM gappy GROUP BY client$$,
+                    2, 2, tolerance => 1e-11, center => 'client');
+SELECT rows_skipped, (SELECT count(*) FROM gappy WHERE observed(x) < 8) AS incomplete_rows FROM perpca_last_fit();
+SELECT model_name FROM perpca_train('m_complete', $$SELECT client, perpca_stats(x) FROM gappy WHERE observed(x) = 8 GROUP BY client$$,
+                    2, 2, tolerance => 1e-11, center => 'client');
+SELECT rows_skipped FROM perpca_last_fit();
+SELECT count(*) AS components, bool_and(a.pc = b.pc AND a.variance = b.variance) AS identical
+  FROM m_skip_components a JOIN m_complete_components b USING (kind, client, component);
+-- a client whose every row was skipped
+\set VERBOSITY default
+SELECT * FROM perpca_fit($$SELECT client, perpca_stats(CASE WHEN client = 'a' THEN x || NULL::float8 ELSE x || 1.0::float8 END, 'skip')
+                            FROM gappy GROUP BY client$$, 2, 2);
+\set VERBOSITY terse
+
 RESET ALL;
+SELECT perpca_drop('perpca_missing_model.m_skip');
+SELECT perpca_drop('perpca_missing_model.m_complete');
 SELECT perpca_drop('perpca_missing_model.m_client');
 DROP SCHEMA perpca_missing_model CASCADE;
