@@ -121,6 +121,32 @@ SELECT * FROM perpca_fit($$SELECT client, perpca_stats(CASE WHEN client = 'a' TH
                             FROM gappy GROUP BY client$$, 2, 2);
 \set VERBOSITY terse
 
+-- Masked evaluation: hide a share of the observed entries at random (seeded), fill them,
+-- compare with the client's mean.
+CREATE TABLE ev AS SELECT * FROM perpca_evaluate_imputation('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 0.2, 7);
+SELECT client, n, hidden BETWEEN 0.1 * 8 * n AND 0.3 * 8 * n AS about_share, ratio < 1 AS beats_mean,
+       round(ratio::numeric, 2) AS ratio
+  FROM ev ORDER BY client;
+-- the same seed hides the same entries whatever the order of the rows (the sums differ in
+-- their last bits), another seed others
+CREATE FUNCTION ev_text(model text, query text, seed bigint) RETURNS text LANGUAGE sql AS $$
+    SELECT string_agg(concat_ws(' ', client, n, hidden, round(error::numeric, 9), round(mean_error::numeric, 9)), '; ' ORDER BY client)
+      FROM perpca_evaluate_imputation(model, query, 0.2, seed)
+$$;
+SET client_min_messages = warning;
+SELECT ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 7) =
+       ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs ORDER BY obs DESC, client', 7) AS order_free,
+       ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 7) <>
+       ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 8) AS seed_matters;
+RESET client_min_messages;
+-- rows with their own gaps: only observed entries are hidden and scored; keys of any type
+SELECT client, n, hidden <= 8 * n AS bounded
+  FROM perpca_evaluate_imputation('m_client', 'SELECT client::varchar, x FROM perpca_missing_model.rows', 0.5)
+ ORDER BY client;
+SELECT perpca_evaluate_imputation('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 1.5);
+SELECT perpca_evaluate_imputation('m_client', 'SELECT client, obs FROM perpca_missing_model.obs');
+SELECT perpca_evaluate_imputation('m_client', 'SELECT NULL::text, x FROM perpca_missing_model.obs');
+
 RESET ALL;
 SELECT perpca_drop('perpca_missing_model.m_skip');
 SELECT perpca_drop('perpca_missing_model.m_complete');
