@@ -393,7 +393,8 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
-	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL) && m->r1 + c->r2 > 0)
+	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL || c->mean == NULL) &&
+		m->r1 + c->r2 > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("model \"%s\" has no control statistics for client \"%s\"",
