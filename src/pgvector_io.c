@@ -60,15 +60,15 @@ PG_FUNCTION_INFO_V1(perpca_model_error_vector);
 #define ARG_X 2
 
 /*
- * Check a detoasted value's header against its size: dim >= 1 values of
- * elemsize bytes each, unused zero, dim within perpca's limit.
+ * Check a detoasted value's header against its size: a header of `header`
+ * bytes, then dim >= 1 values of elemsize bytes each; unused zero; dim within
+ * perpca's limit.
  */
 static void
-check_layout(const void *p, int dim, int unused, Size elemsize, const char *type,
-			 const char *what)
+check_layout(const void *p, int dim, int unused, Size header, Size elemsize,
+			 const char *type, const char *what)
 {
-	if (dim < 1 || unused != 0 ||
-		VARSIZE(p) != offsetof(PgVector, x) + elemsize * (Size) dim)
+	if (dim < 1 || unused != 0 || VARSIZE(p) != header + elemsize * (Size) dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("%s is not a valid %s value", what, type),
@@ -83,7 +83,7 @@ vector_arg(Datum arg, const char *what)
 {
 	const PgVector *v = (const PgVector *) PG_DETOAST_DATUM(arg);
 
-	check_layout(v, v->dim, v->unused, sizeof(float), "vector", what);
+	check_layout(v, v->dim, v->unused, offsetof(PgVector, x), sizeof(float), "vector", what);
 	return v;
 }
 
@@ -93,7 +93,8 @@ halfvec_arg(Datum arg, const char *what)
 {
 	const PgHalfVector *v = (const PgHalfVector *) PG_DETOAST_DATUM(arg);
 
-	check_layout(v, v->dim, v->unused, sizeof(uint16), "halfvec", what);
+	check_layout(v, v->dim, v->unused, offsetof(PgHalfVector, x), sizeof(uint16),
+				 "halfvec", what);
 	return v;
 }
 
