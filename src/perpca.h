@@ -79,6 +79,14 @@ extern double *perpca_vector_arg(ArrayType *a, int *dim, const char *what);
 /* The same checks except finiteness (for callers that check it while copying). */
 extern double *perpca_vector_shape(ArrayType *a, int *dim, const char *what);
 
+/*
+ * The shape checks only (1-D float8[] of at most PERPCA_MAX_DIM elements):
+ * the array may hold NULLs, and then its data are not d doubles in a row
+ * (perpca_first_null tells where the first NULL is, or -1).
+ */
+extern double *perpca_vector_shape_nulls(ArrayType *a, int *dim, const char *what);
+extern int	perpca_first_null(ArrayType *a);
+
 /* Validate a 2-D float8[] (rows x cols) without NULLs; return its data (row-major). */
 extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);
 
