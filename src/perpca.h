@@ -39,6 +39,10 @@
  *   models.c            SQL functions on a stored model: row-wise projection with
  *                       client keys of any type, similarity, component info, theta
  *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
+ *   missing.c           rows with missing coordinates on a model: missing => 'observed'
+ *                       (posterior mean under probabilistic PCA), perpca_model_impute's
+ *                       arithmetic, the count of rows too sparse to score (missing.h)
+ *   missing_eval.c      perpca_evaluate_imputation(): entries hidden at random, filled, scored
  *   project.c           projection functions on float8[] arrays
  *   pgvector_io.c       perpca_vector: pgvector's vector and halfvec read and written in
  *                       place, for perpca_stats(vector) and the model row functions

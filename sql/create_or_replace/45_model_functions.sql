@@ -98,3 +98,10 @@ COMMENT ON FUNCTION perpca_model_impute(text, text, float8[], text) IS
     'x with each NULL, NaN or infinite element replaced by its conditional expectation given the observed elements, under the model''s probabilistic PCA form for the client (its global and local components with their variances and isotropic noise, the client''s mean and the model''s scale), in the data''s units; observed elements are returned unchanged, bit for bit; a row with nothing observed gets the client''s centre';
 COMMENT ON FUNCTION perpca_model_impute(text, anyelement, float8[], text) IS
     'perpca_model_impute with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+
+CREATE OR REPLACE FUNCTION perpca_evaluate_imputation(model text, query text, share float8 DEFAULT 0.1,
+                                                      seed bigint DEFAULT 0)
+RETURNS TABLE (client text, n bigint, hidden bigint, error float8, mean_error float8, ratio float8)
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_evaluate_imputation(text, text, float8, bigint) IS
+    'masked evaluation: the query returns rows (client, x float8[]); each observed entry is hidden with probability share (seeded by seed and the row, so the same rows hide the same entries in any order), filled by perpca_model_impute, and scored per client: rows n, hidden entries, error (mean squared error of the model''s filling on the hidden entries, in the data''s units), mean_error (that of filling with the client''s centre, its mean under center ''client'') and ratio = error / mean_error';

@@ -24,3 +24,5 @@ DROP FUNCTION IF EXISTS @extschema@.perpca_model_residual(text, text, float8[], 
 DROP FUNCTION IF EXISTS @extschema@.perpca_model_residual(text, anyelement, float8[], text);
 DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, text, float8[], text);
 DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, anyelement, float8[], text);
+-- perpca_last_fit gains the column rows_skipped (issue 25).
+DROP FUNCTION @extschema@.perpca_last_fit();

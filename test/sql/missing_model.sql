@@ -100,6 +100,55 @@ SELECT arrays_close(perpca_model_impute('m_client', 'a'::varchar, x), perpca_mod
 -- a complete row comes back unchanged
 SELECT perpca_model_impute('m_client', 'a', x) = x AS complete_unchanged FROM obs WHERE client = 'a' AND obs = 9;
 
+-- A fit over statistics that skipped rows: one NOTICE, and perpca_last_fit()
+-- counts them; the model is the one of the complete rows, bit for bit.
+CREATE TABLE gappy AS
+SELECT client, obs, CASE WHEN obs % 10 = 0 THEN ARRAY[NULL::float8] || x[2:8]
+                         WHEN obs % 25 = 0 THEN x[1:7] || 'NaN'::float8 ELSE x END AS x
+  FROM obs WHERE client <> 'new';
+SELECT model_name, n_clients
+  FROM perpca_train('m_skip', $$SELECT client, perpca_stats(x, 'skip') FROM gappy GROUP BY client$$,
+                    2, 2, tolerance => 1e-11, center => 'client');
+SELECT rows_skipped, (SELECT count(*) FROM gappy WHERE observed(x) < 8) AS incomplete_rows FROM perpca_last_fit();
+SELECT model_name FROM perpca_train('m_complete', $$SELECT client, perpca_stats(x) FROM gappy WHERE observed(x) = 8 GROUP BY client$$,
+                    2, 2, tolerance => 1e-11, center => 'client');
+SELECT rows_skipped FROM perpca_last_fit();
+SELECT count(*) AS components, bool_and(a.pc = b.pc AND a.variance = b.variance) AS identical
+  FROM m_skip_components a JOIN m_complete_components b USING (kind, client, component);
+-- a client whose every row was skipped
+\set VERBOSITY default
+SELECT * FROM perpca_fit($$SELECT client, perpca_stats(CASE WHEN client = 'a' THEN x || NULL::float8 ELSE x || 1.0::float8 END, 'skip')
+                            FROM gappy GROUP BY client$$, 2, 2);
+\set VERBOSITY terse
+
+-- Masked evaluation: hide a share of the observed entries at random (seeded), fill them,
+-- compare with the client's mean.
+CREATE TABLE ev AS SELECT * FROM perpca_evaluate_imputation('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 0.2, 7);
+SELECT client, n, hidden BETWEEN 0.1 * 8 * n AND 0.3 * 8 * n AS about_share, ratio < 1 AS beats_mean,
+       round(ratio::numeric, 2) AS ratio
+  FROM ev ORDER BY client;
+-- the same seed hides the same entries whatever the order of the rows (the sums differ in
+-- their last bits), another seed others
+CREATE FUNCTION ev_text(model text, query text, seed bigint) RETURNS text LANGUAGE sql AS $$
+    SELECT string_agg(concat_ws(' ', client, n, hidden, round(error::numeric, 9), round(mean_error::numeric, 9)), '; ' ORDER BY client)
+      FROM perpca_evaluate_imputation(model, query, 0.2, seed)
+$$;
+SET client_min_messages = warning;
+SELECT ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 7) =
+       ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs ORDER BY obs DESC, client', 7) AS order_free,
+       ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 7) <>
+       ev_text('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 8) AS seed_matters;
+RESET client_min_messages;
+-- rows with their own gaps: only observed entries are hidden and scored; keys of any type
+SELECT client, n, hidden <= 8 * n AS bounded
+  FROM perpca_evaluate_imputation('m_client', 'SELECT client::varchar, x FROM perpca_missing_model.rows', 0.5)
+ ORDER BY client;
+SELECT perpca_evaluate_imputation('m_client', 'SELECT client, x FROM perpca_missing_model.obs', 1.5);
+SELECT perpca_evaluate_imputation('m_client', 'SELECT client, obs FROM perpca_missing_model.obs');
+SELECT perpca_evaluate_imputation('m_client', 'SELECT NULL::text, x FROM perpca_missing_model.obs');
+
 RESET ALL;
+SELECT perpca_drop('perpca_missing_model.m_skip');
+SELECT perpca_drop('perpca_missing_model.m_complete');
 SELECT perpca_drop('perpca_missing_model.m_client');
 DROP SCHEMA perpca_missing_model CASCADE;
