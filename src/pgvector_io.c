@@ -65,21 +65,26 @@ PG_FUNCTION_INFO_V1(perpca_model_error_vector);
 #define ARG_X 2
 
 /*
- * Check a detoasted value's header against its size: a header of `header`
- * bytes, then dim >= 1 values of elemsize bytes each; unused zero; dim within
- * perpca's limit.
+ * Check a detoasted value against its size: a header (varlena header, int16
+ * dim, int16 unused, as both types have it) of `header` bytes, then dim >= 1
+ * values of elemsize bytes each; unused zero; dim within perpca's limit.
  */
 static void
-check_layout(const void *p, int dim, int unused, Size header, Size elemsize,
-			 const char *type, const char *what)
+check_layout(const PgVector *p, Size header, Size elemsize, const char *type,
+			 const char *what)
 {
-	if (dim < 1 || unused != 0 || VARSIZE(p) != header + elemsize * (Size) dim)
+	if (VARSIZE(p) < header)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s is not a valid %s value", what, type),
+				 errdetail("It has %u bytes, fewer than a header.", (unsigned) VARSIZE(p))));
+	if (p->dim < 1 || p->unused != 0 || VARSIZE(p) != header + elemsize * (Size) p->dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("%s is not a valid %s value", what, type),
 				 errdetail("Its header says %d dimensions (unused field %d) in %u bytes.",
-						   dim, unused, (unsigned) VARSIZE(p))));
-	perpca_check_dim_limit(dim);
+						   p->dim, p->unused, (unsigned) VARSIZE(p))));
+	perpca_check_dim_limit(p->dim);
 }
 
 /* A vector argument, detoasted and checked. */
@@ -88,18 +93,20 @@ vector_arg(Datum arg, const char *what)
 {
 	const PgVector *v = (const PgVector *) PG_DETOAST_DATUM(arg);
 
-	check_layout(v, v->dim, v->unused, offsetof(PgVector, x), sizeof(float), "vector", what);
+	check_layout(v, offsetof(PgVector, x), sizeof(float), "vector", what);
 	return v;
 }
 
-/* A halfvec argument, detoasted and checked. */
+/* A halfvec argument, detoasted and checked (its header is a vector's). */
 static const PgHalfVector *
 halfvec_arg(Datum arg, const char *what)
 {
 	const PgHalfVector *v = (const PgHalfVector *) PG_DETOAST_DATUM(arg);
 
-	check_layout(v, v->dim, v->unused, offsetof(PgHalfVector, x), sizeof(uint16),
-				 "halfvec", what);
+	StaticAssertStmt(offsetof(PgHalfVector, dim) == offsetof(PgVector, dim) &&
+					 offsetof(PgHalfVector, unused) == offsetof(PgVector, unused),
+					 "vector and halfvec headers differ");
+	check_layout((const PgVector *) v, offsetof(PgHalfVector, x), sizeof(uint16), "halfvec", what);
 	return v;
 }
 

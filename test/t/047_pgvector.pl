@@ -198,6 +198,8 @@ error_is(q{SELECT perpca_stats('\x020001000000803f00000040'::bytea::vector)},
 	'XX001', qr/not a valid vector value.*unused field 1/s, 'vector: unused field not zero');
 error_is(q{SELECT perpca_stats('\x00000000'::bytea::vector)},
 	'XX001', qr/not a valid vector value/, 'vector: zero dimensions');
+error_is(q{SELECT perpca_stats('\x0100'::bytea::vector)},
+	'XX001', qr/not a valid vector value.*fewer than a header/s, 'vector: shorter than its header');
 error_is(q{SELECT perpca_stats('\x02000000003c'::bytea::halfvec)},
 	'XX001', qr/input row is not a valid halfvec value/, 'halfvec: dimension inconsistent with the size');
 error_is(q{SELECT perpca_stats('\x020000000000c07f00000040'::bytea::vector)},
@@ -265,6 +267,8 @@ error_is("SELECT perpca_model_global_part('vm', 2, '[1,2,3]'::vector)",
 	'22000', qr/x has dimension 3, expected 12/, 'a row of the wrong dimension: an error');
 error_is(q{SELECT perpca_model_residual('vm', 2, '\x010001000000803f'::bytea::vector)},
 	'XX001', qr/x is not a valid vector value/, 'a malformed vector row: an error');
+error_is(q{SELECT perpca_model_scores('vm', 2, ''::bytea::vector)},
+	'XX001', qr/x is not a valid vector value.*fewer than a header/s, 'vector x: empty');
 error_is(q{SELECT perpca_model_error('vm', 2, '\x010000000000c07f'::bytea::vector)},
 	'22000', qr/x element 1 of 1 is NaN/, 'a NaN in a vector row: an error');
 is(sql("SELECT perpca_model_scores('vm', 2, NULL::vector) IS NULL"), 't', 'a NULL row: NULL (STRICT)');
@@ -322,6 +326,19 @@ SELECT round(avg(hits) / 10, 3) FROM (
 });
 diag("recall\@10 of exact search over the first 2 scores: $recall2");
 cmp_ok($recall2, '<', 0.7, 'two scores of six: the recall falls (the measure is not blind)');
+
+# ---- Dump and restore ------------------------------------------------------------------
+# The database (perpca, vector, perpca_vector, the models, the vector columns and the
+# HNSW index) restored into a new one: the vector functions give the same results.
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+$node->command_ok([ 'pg_dump', '-Fc', '-d', $db, '-f', "$tmp/db.dump" ], 'pg_dump -Fc');
+$node->safe_psql($db, 'CREATE DATABASE restored');
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'restored', "$tmp/db.dump" ],
+	'pg_restore with perpca_vector');
+my $check = "SELECT md5(string_agg(perpca_model_scores('em', g, v)::text, '' ORDER BY i)) "
+  . "|| (SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM (SELECT g, perpca_stats(v) AS s FROM emb GROUP BY g) q) FROM emb";
+is($node->safe_psql('restored', $check), sql($check),
+	'restored: perpca_model_scores(vector) and perpca_stats(vector) as before');
 
 $node->stop;
 done_testing();
