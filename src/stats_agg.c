@@ -864,7 +864,10 @@ agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind)
 	int			k = AggCheckCallContext(fcinfo, &aggcxt);
 
 	if (!k)
-		elog(ERROR, "%s called in non-aggregate context", fname);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s called in non-aggregate context", fname),
+				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
 	if (kind)
 		*kind = k;
 	return aggcxt;
