@@ -35,7 +35,8 @@ BEGIN
                     WHERE attrelid = info::regclass AND attname = 'scale_factors' AND NOT attisdropped) THEN
         RETURN NULL;
     END IF;
-    EXECUTE format('SELECT scale_factors FROM %s', info) INTO result;
+    -- info::regclass: a name, never SQL text spliced in
+    EXECUTE format('SELECT scale_factors FROM %s', info::regclass) INTO result;
     RETURN result;
 END
 $$;
