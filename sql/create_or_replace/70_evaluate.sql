@@ -184,8 +184,10 @@ BEGIN
             USING ERRCODE = 'feature_not_supported',
                   HINT = 'Leave solver NULL: the scan then fits with perpca_fit''s default solver.';
     END IF;
-    PERFORM perpca_internal.check_fit_options(rounds, tolerance, step, $11, retraction, init, seed,
-                                              center, weights, NULL, adaptive, NULL, solver, scale);
+    PERFORM perpca_internal.fit_options(pg_catalog.jsonb_build_object('n_global', 1, 'n_local', 0,
+        'rounds', rounds, 'tolerance', tolerance, 'step', step, 'update', $11, 'retraction', retraction,
+        'init', init, 'seed', seed, 'center', center, 'weights', weights, 'adaptive', adaptive,
+        'solver', solver, 'scale', scale));
     IF heldout IS NOT NULL THEN
         train_q := query;
         held_q := heldout;

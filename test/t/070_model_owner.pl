@@ -186,14 +186,13 @@ RESET ROLE;
 SELECT DISTINCT who FROM audit;
 }), "4\nalice", 'a member of the owning role refreshes, as the owner');
 
-# perpca_run_as_owner itself checks the caller, whatever calls it.
+# perpca_internal.run_as itself checks the caller, whatever calls it.
 ($rc, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SET ROLE bob;
-SELECT perpca_internal.perpca_run_as_owner('alice.m_info'::regclass, 'public'::regnamespace,
-                                           'SELECT pg_catalog.to_jsonb(current_user)', 0);
+SELECT perpca_internal.run_as('alice'::regrole, 'SELECT pg_catalog.to_jsonb(current_user)', 0);
 });
-like($err, qr/42501: must be owner of table m_info/, 'perpca_run_as_owner refuses a non-member (42501)');
+like($err, qr/42501: must be a member of role alice/, 'run_as refuses a non-member (42501)');
 
 # ---- 3. replace and personalize of alice's model by the superuser ---------------
 $node->safe_psql('postgres', q{

@@ -1,0 +1,307 @@
+/*
+ * model_write.c -- the entry points that write a model: perpca_train() and
+ * perpca_refresh(), and the resolution of a model name for writing
+ *
+ * The caller's side stays here, in C, where the caller's search_path can do
+ * nothing by accident: the model name is resolved (an unqualified one
+ * through the caller's search_path, as a table name would be), the fit
+ * options are parsed and checked (fit_options.c), and the search_path in
+ * effect is recorded as a list of schema names.  The rest runs in the
+ * internal SQL functions of sql/create_or_replace/40_models.sql and
+ * 50_refresh.sql, every one of them with search_path = pg_catalog, pg_temp,
+ * called from here under that same search_path:
+ *
+ *   perpca_internal.train(schema, base, model, query, options, replace, path)
+ *   perpca_internal.refresh(schema, base, model, warm, wait)
+ *
+ * The query of a model runs with the recorded search_path, at train and at
+ * every refresh, as the model's owner inside a security-restricted
+ * operation (run_as_owner.c), so a model refreshes from any session as it
+ * was trained, and a query that cannot run that way fails at train time.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "fit_options.h"
+#include "model_read.h"
+#include "perpca.h"
+
+PG_FUNCTION_INFO_V1(perpca_train);
+PG_FUNCTION_INFO_V1(perpca_refresh);
+PG_FUNCTION_INFO_V1(perpca_model_tables);
+PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
+
+/* A model name has at most this many bytes, so that "<model>_components" is a table name. */
+#define MODEL_NAME_MAX (NAMEDATALEN - 1 - (int) strlen("_components"))
+
+/* Where a model is, or would be created. */
+typedef struct ModelPlace
+{
+	char	   *schema;
+	char	   *base;
+	bool		present;		/* its info table exists */
+} ModelPlace;
+
+/* The OID of relation schema.base || suffix, or InvalidOid (schema may be pg_temp). */
+static Oid
+model_relid(const char *schema, const char *base, const char *suffix)
+{
+	RangeVar   *rv = makeRangeVar(pstrdup(schema), psprintf("%s%s", base, suffix), -1);
+
+	return RangeVarGetRelid(rv, NoLock, true);
+}
+
+/*
+ * Resolve a model name: [schema.]base.  An unqualified name is the model
+ * whose info table the caller's search_path finds, or a new model in the
+ * caller's current schema.
+ */
+static ModelPlace
+model_place(const char *model)
+{
+	List	   *parts = model_name_parts(model);
+	ModelPlace	p = {0};
+
+	p.base = (char *) llast(parts);	/* SplitIdentifierString: a list of strings */
+	if ((int) strlen(p.base) > MODEL_NAME_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("model name \"%s\" is too long", p.base),
+				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
+						   MODEL_NAME_MAX)));
+	if (list_length(parts) == 2)
+		p.schema = (char *) linitial(parts);
+	else
+	{
+		Oid			relid = RelnameGetRelid(psprintf("%s_info", p.base));
+		List	   *path;
+
+		if (OidIsValid(relid))
+			p.schema = get_namespace_name(get_rel_namespace(relid));
+		else if ((path = fetch_search_path(false)) != NIL)
+			p.schema = get_namespace_name(linitial_oid(path));
+		if (p.schema == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+					 errmsg("no schema has been selected to create the model in"),
+					 errhint("Qualify the model name with a schema or set search_path.")));
+	}
+	p.present = OidIsValid(model_relid(p.schema, p.base, "_info"));
+	if (p.present && (!OidIsValid(model_relid(p.schema, p.base, "_components")) ||
+					  !OidIsValid(model_relid(p.schema, p.base, "_clients"))))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" is incomplete", model),
+				 errdetail("Table %s exists but %s or %s does not.",
+						   quote_qualified_identifier(p.schema, psprintf("%s_info", p.base)),
+						   quote_qualified_identifier(p.schema, psprintf("%s_components", p.base)),
+						   quote_qualified_identifier(p.schema, psprintf("%s_clients", p.base)))));
+	return p;
+}
+
+/*
+ * The caller's search_path as schema names: the schemas it names that exist
+ * ("$user" resolved), in order, without the session's temporary schema (no
+ * other session sees it).  What a model's query runs with, at train and at
+ * every refresh.
+ */
+static char *
+caller_search_path(void)
+{
+	List	   *path = fetch_search_path(false);
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, path)
+	{
+		Oid			nsp = lfirst_oid(lc);
+		char	   *name;
+
+		if (isAnyTempNamespace(nsp) || (name = get_namespace_name(nsp)) == NULL)
+			continue;
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", quote_identifier(name));
+	}
+	return buf.data;
+}
+
+/* The position of the argument named name in the called function, or -1. */
+static int
+arg_position(FunctionCallInfo fcinfo, const char *name)
+{
+	HeapTuple	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	Oid		   *types;
+	char	  **names;
+	char	   *modes;
+	int			nargs,
+				found = -1;
+
+	if (!HeapTupleIsValid(proc))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	nargs = get_func_arg_info(proc, &types, &names, &modes);
+	ReleaseSysCache(proc);
+	for (int i = 0; i < nargs && names != NULL; i++)
+		if (names[i] != NULL && strcmp(names[i], name) == 0)
+			found = i;
+	return found;
+}
+
+/* A non-NULL text argument by name, or 22004. */
+static char *
+text_arg(FunctionCallInfo fcinfo, const char *name)
+{
+	int			i = arg_position(fcinfo, name);
+
+	if (i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", name)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+/* A boolean argument by name; dflt when NULL. */
+static bool
+bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
+{
+	int			i = arg_position(fcinfo, name);
+
+	return i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i) ? dflt : PG_GETARG_BOOL(i);
+}
+
+/*
+ * Run sql (an internal function's call) with search_path = pg_catalog,
+ * pg_temp and return its rows as the calling function's result set.
+ */
+static Datum
+run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			nestlevel;
+
+	InitMaterializedSRF(fcinfo, 0);
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", sql);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
+	return (Datum) 0;
+}
+
+/*
+ * perpca_train(model, query, n_global, n_local, <fit options>, replace)
+ *   RETURNS TABLE (model_name, d, n_clients, rounds_run, converged, objective, theta_est)
+ */
+Datum
+perpca_train(PG_FUNCTION_ARGS)
+{
+	char	   *model = text_arg(fcinfo, "model");
+	char	   *query = text_arg(fcinfo, "query");
+	FitOptions	opts;
+	Jsonb	   *options;
+	ModelPlace	p;
+	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID, TEXTOID};
+	Datum		values[7];
+
+	/* Every option is checked before anything runs. */
+	options = fit_options_from_call(fcinfo);
+	fit_options_parse(options, &opts);
+	p = model_place(model);
+	values[0] = CStringGetTextDatum(p.schema);
+	values[1] = CStringGetTextDatum(p.base);
+	values[2] = CStringGetTextDatum(model);
+	values[3] = CStringGetTextDatum(query);
+	values[4] = JsonbPGetDatum(options);
+	values[5] = BoolGetDatum(bool_arg(fcinfo, "replace", false));
+	values[6] = CStringGetTextDatum(caller_search_path());
+	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7)",
+						7, types, values);
+}
+
+/*
+ * perpca_refresh(model, warm, wait) RETURNS TABLE (model_name, version,
+ *   n_clients, clients_added, clients_dropped, warm_start, rounds_run,
+ *   converged, objective)
+ */
+Datum
+perpca_refresh(PG_FUNCTION_ARGS)
+{
+	char	   *model = text_arg(fcinfo, "model");
+	ModelPlace	p = model_place(model);
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID};
+	Datum		values[5];
+
+	if (!p.present)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", model),
+				 errdetail("No table %s was found.",
+						   quote_qualified_identifier(p.schema, psprintf("%s_info", p.base))),
+				 errhint("Create it with perpca_train(). %s", MODEL_NAME_RULE)));
+	values[0] = CStringGetTextDatum(p.schema);
+	values[1] = CStringGetTextDatum(p.base);
+	values[2] = CStringGetTextDatum(model);
+	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
+	values[4] = BoolGetDatum(bool_arg(fcinfo, "wait", false));
+	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
+						5, types, values);
+}
+
+/*
+ * perpca_internal.perpca_model_tables(model, OUT schema_name, OUT base,
+ *   OUT components, OUT clients, OUT info, OUT present): where a model is
+ * (or would be created) and its quoted table names.
+ */
+Datum
+perpca_model_tables(PG_FUNCTION_ARGS)
+{
+	ModelPlace	p = model_place(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	TupleDesc	desc;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_model_tables must return a record");
+	desc = BlessTupleDesc(desc);
+	values[0] = CStringGetTextDatum(p.schema);
+	values[1] = CStringGetTextDatum(p.base);
+	values[2] = CStringGetTextDatum(quote_qualified_identifier(p.schema, psprintf("%s_components", p.base)));
+	values[3] = CStringGetTextDatum(quote_qualified_identifier(p.schema, psprintf("%s_clients", p.base)));
+	values[4] = CStringGetTextDatum(quote_qualified_identifier(p.schema, psprintf("%s_info", p.base)));
+	values[5] = BoolGetDatum(p.present);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * perpca_internal.perpca_accept_invalidations() RETURNS void: process
+ * pending catalog invalidations, so that a model another session created
+ * while this one waited for the model's (advisory) lock is seen by the
+ * lookups that follow.  Locking a relation does this; an advisory lock does not.
+ */
+Datum
+perpca_accept_invalidations(PG_FUNCTION_ARGS)
+{
+	AcceptInvalidationMessages();
+	PG_RETURN_VOID();
+}
