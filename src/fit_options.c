@@ -312,8 +312,9 @@ json_get(Jsonb *j, const char *key)
 	return findJsonbValueFromContainer(&j->root, JB_FOBJECT, &k);
 }
 
-void
-fit_options_parse(Jsonb *given, FitOptions *o)
+/* The parse; without ranks (a rank scan sets them per pair) n_global and n_local stay 0. */
+static void
+parse(Jsonb *given, FitOptions *o, bool ranks)
 {
 	if (given != NULL && !JB_ROOT_IS_OBJECT(given))
 		ereport(ERROR,
@@ -325,10 +326,12 @@ fit_options_parse(Jsonb *given, FitOptions *o)
 		const OptionDef *def = &option_defs[i];
 		JsonbValue *v = json_get(given, def->name);
 
+		if (def->kind == OPT_RANK && !ranks)
+			continue;
 		set_option(o, def, v);
 		if (def->offset == FIELD(step))
 			o->step_given = v != NULL && v->type != jbvNull;
-		if (def->offset == FIELD(method) && o->n_global + o->n_local == 0)
+		if (def->offset == FIELD(method) && ranks && o->n_global + o->n_local == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("n_global and n_local are both 0: there are no components to fit"),
@@ -342,9 +345,21 @@ fit_options_parse(Jsonb *given, FitOptions *o)
 }
 
 void
+fit_options_parse(Jsonb *given, FitOptions *o)
+{
+	parse(given, o, true);
+}
+
+void
 fit_options_parse_call(FunctionCallInfo fcinfo, FitOptions *o)
 {
-	fit_options_parse(fit_options_from_call(fcinfo), o);
+	parse(fit_options_from_call(fcinfo), o, true);
+}
+
+void
+fit_options_parse_call_no_ranks(FunctionCallInfo fcinfo, FitOptions *o)
+{
+	parse(fit_options_from_call(fcinfo), o, false);
 }
 
 /* ------------------------------------------------------------------------

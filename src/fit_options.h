@@ -45,6 +45,10 @@ extern void fit_options_parse(Jsonb *given, FitOptions *opts);
 /* fit_options_parse(fit_options_from_call(fcinfo), opts). */
 extern void fit_options_parse_call(FunctionCallInfo fcinfo, FitOptions *opts);
 
+/* The same for a function without rank arguments (a rank scan sets n_global
+ * and n_local per pair; they are left 0 and not checked here). */
+extern void fit_options_parse_call_no_ranks(FunctionCallInfo fcinfo, FitOptions *opts);
+
 /* The effective options as a JSON object (text), without the ranks, verbose and start. */
 extern char *fit_options_json(const FitOptions *opts);
 

@@ -43,6 +43,8 @@ PG_FUNCTION_INFO_V1(perpca_last_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit_starts);
 PG_FUNCTION_INFO_V1(perpca_last_fit_rounds);
 PG_FUNCTION_INFO_V1(perpca_internal_fit);
+/* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
+PG_FUNCTION_INFO_V1(perpca_last_fit_scale_factors);
 
 /* The last fit of each kind in this session, in their own memory context. */
 static MemoryContext last_cxt[2];
@@ -530,4 +532,19 @@ perpca_internal_fit(PG_FUNCTION_ARGS)
 	tuplestore_end(rs.setResult);
 	MemoryContextDelete(fitcxt);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(resdesc, values, nulls)));
+}
+
+/*
+ * perpca_internal.last_fit_scale_factors(): 0.2.0's perpca_train read the
+ * divisors of its fit back from the session with it (0.3.0 takes them from
+ * perpca_internal.fit); kept for the SQL of 0.2.0 until the update.
+ */
+Datum
+perpca_last_fit_scale_factors(PG_FUNCTION_ARGS)
+{
+	const FitDiagnostics *l = fit_sql_last(false);
+
+	if (l == NULL)
+		PG_RETURN_DATUM(scale_record(fcinfo, NULL, NULL, 0));
+	PG_RETURN_DATUM(scale_record(fcinfo, l->scale_factors, l->constant, l->dim));
 }

@@ -12,7 +12,11 @@
  * called from here under that same search_path:
  *
  *   perpca_internal.train(schema, base, model, query, options, replace, path)
- *   perpca_internal.refresh(schema, base, model, warm, wait)
+ *   perpca_internal.refresh(schema, base, model, warm)
+ *
+ * The model is locked here first, through model_lock.c (the one lock order
+ * of every function that touches a model), and stays locked to the end of
+ * the transaction.
  *
  * The query of a model runs with the recorded search_path, at train and at
  * every refresh, as the model's owner inside a security-restricted
@@ -33,22 +37,18 @@
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #include "fit_options.h"
+#include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
 PG_FUNCTION_INFO_V1(perpca_model_tables);
-PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
-
-/* A model name has at most this many bytes, so that "<model>_components" is a table name. */
-#define MODEL_NAME_MAX (NAMEDATALEN - 1 - (int) strlen("_components"))
 
 /* Where a model is, or would be created. */
 typedef struct ModelPlace
@@ -78,13 +78,7 @@ model_place(const char *model)
 	List	   *parts = model_name_parts(model);
 	ModelPlace	p = {0};
 
-	p.base = (char *) llast(parts);	/* SplitIdentifierString: a list of strings */
-	if ((int) strlen(p.base) > MODEL_NAME_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("model name \"%s\" is too long", p.base),
-				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
-						   MODEL_NAME_MAX)));
+	p.base = (char *) llast(parts);	/* at most MODEL_BASE_MAX bytes (model_name_parts) */
 	if (list_length(parts) == 2)
 		p.schema = (char *) linitial(parts);
 	else
@@ -220,16 +214,18 @@ perpca_train(PG_FUNCTION_ARGS)
 	char	   *query = text_arg(fcinfo, "query");
 	FitOptions	opts;
 	Jsonb	   *options;
-	ModelPlace	p;
+	ModelLock	ml;
 	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID, TEXTOID};
 	Datum		values[7];
 
-	/* Every option is checked before anything runs. */
+	/* Every option is checked before anything runs or is locked. */
 	options = fit_options_from_call(fcinfo);
 	fit_options_parse(options, &opts);
-	p = model_place(model);
-	values[0] = CStringGetTextDatum(p.schema);
-	values[1] = CStringGetTextDatum(p.base);
+	/* Lock first, then look: of sessions creating one model at once, one
+	 * creates it and the others find it (and replace it, or fail cleanly). */
+	model_lock(&ml, model, MODEL_LOCK_WRITE, true, false);
+	values[0] = CStringGetTextDatum(ml.schema);
+	values[1] = CStringGetTextDatum(ml.base);
 	values[2] = CStringGetTextDatum(model);
 	values[3] = CStringGetTextDatum(query);
 	values[4] = JsonbPGetDatum(options);
@@ -248,24 +244,20 @@ Datum
 perpca_refresh(PG_FUNCTION_ARGS)
 {
 	char	   *model = text_arg(fcinfo, "model");
-	ModelPlace	p = model_place(model);
-	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID};
+	ModelLock	ml;
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, BOOLOID};
 	Datum		values[5];
 
-	if (!p.present)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model \"%s\" does not exist", model),
-				 errdetail("No table %s was found.",
-						   quote_qualified_identifier(p.schema, psprintf("%s_info", p.base))),
-				 errhint("Create it with perpca_train(). %s", MODEL_NAME_RULE)));
-	values[0] = CStringGetTextDatum(p.schema);
-	values[1] = CStringGetTextDatum(p.base);
+	/* Lock first, then read: a refresh that waited starts from the model the other one stored. */
+	model_lock(&ml, model, MODEL_LOCK_WRITE, bool_arg(fcinfo, "wait", false), false);
+	if (!ml.present)
+		model_missing_error(model, ml.schema, ml.base, NULL);
+	values[0] = CStringGetTextDatum(ml.schema);
+	values[1] = CStringGetTextDatum(ml.base);
 	values[2] = CStringGetTextDatum(model);
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
-	values[4] = BoolGetDatum(bool_arg(fcinfo, "wait", false));
-	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
-						5, types, values);
+	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4)",
+						4, types, values);
 }
 
 /*
@@ -291,17 +283,4 @@ perpca_model_tables(PG_FUNCTION_ARGS)
 	values[4] = CStringGetTextDatum(quote_qualified_identifier(p.schema, psprintf("%s_info", p.base)));
 	values[5] = BoolGetDatum(p.present);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-}
-
-/*
- * perpca_internal.perpca_accept_invalidations() RETURNS void: process
- * pending catalog invalidations, so that a model another session created
- * while this one waited for the model's (advisory) lock is seen by the
- * lookups that follow.  Locking a relation does this; an advisory lock does not.
- */
-Datum
-perpca_accept_invalidations(PG_FUNCTION_ARGS)
-{
-	AcceptInvalidationMessages();
-	PG_RETURN_VOID();
 }

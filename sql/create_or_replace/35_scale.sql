@@ -30,7 +30,8 @@ BEGIN
                     WHERE attrelid = info::regclass AND attname = 'scale_factors' AND NOT attisdropped) THEN
         RETURN NULL;
     END IF;
-    EXECUTE format('SELECT scale_factors FROM %s', info) INTO result;
+    -- As a regclass, never spliced as text: a table name cannot carry SQL in.
+    EXECUTE format('SELECT scale_factors FROM %s', info::regclass) INTO result;
     RETURN result;
 END
 $$;

@@ -70,9 +70,9 @@ $$;
 COMMENT ON FUNCTION perpca_internal.model_refresh(text, text, boolean) IS
     'internal: the body of perpca_refresh, run as the model''s owner: stages the source query with the recorded search_path, refits with the recorded options, stores';
 
--- The body of perpca_refresh (src/model_write.c resolved the name).
-CREATE OR REPLACE FUNCTION perpca_internal.refresh(schema_name text, base text, model text, warm boolean,
-                                                   wait boolean)
+-- The body of perpca_refresh (src/model_write.c resolved the name and
+-- locked the model with model_lock.c, which checked its owner).
+CREATE OR REPLACE FUNCTION perpca_internal.refresh(schema_name text, base text, model text, warm boolean)
 RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int, clients_dropped int,
                warm_start boolean, rounds_run int, converged boolean, objective float8)
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
@@ -81,8 +81,6 @@ DECLARE
     r jsonb;
 BEGIN
     PERFORM perpca_internal.perpca_model_check_owner(model, owner);
-    -- Lock first, then read: a refresh that waited starts from the model the other one stored.
-    PERFORM perpca_internal.perpca_model_lock(model, schema_name, base, wait);
     PERFORM perpca_internal.stage_create(owner);
     r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
                                 schema_name, base, warm);
@@ -93,8 +91,8 @@ BEGIN
                         (r ->> 'converged')::boolean, (r ->> 'objective')::float8;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.refresh(text, text, text, boolean, boolean) IS
-    'internal: the body of perpca_refresh: checks the owner, locks the model, stages and refits it as the owner';
+COMMENT ON FUNCTION perpca_internal.refresh(text, text, text, boolean) IS
+    'internal: the body of perpca_refresh (the caller holds the model''s write lock): stages and refits the model as its owner';
 
 CREATE OR REPLACE FUNCTION perpca_refresh(model text, warm boolean DEFAULT true, wait boolean DEFAULT false)
 RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int, clients_dropped int,

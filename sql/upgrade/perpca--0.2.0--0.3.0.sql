@@ -19,3 +19,6 @@ DROP FUNCTION perpca_internal.perpca_stage_fill(text);
 DROP FUNCTION perpca_internal.perpca_stage_create(regrole);
 DROP FUNCTION perpca_internal.perpca_stage_start(text, regrole);
 DROP FUNCTION perpca_internal.perpca_model_create(text, text);
+-- onesource: names are resolved and models locked in C (model_write.c, model_lock.c)
+DROP FUNCTION perpca_internal.perpca_model_tables_existing(text);
+DROP FUNCTION perpca_internal.perpca_accept_invalidations();

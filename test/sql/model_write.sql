@@ -16,7 +16,7 @@ SELECT p.proname, count(*) AS options,
        bool_and(a.dflt LIKE 'NULL::%' OR a.name IN ('verbose', 'replace')) AS defaults_null
   FROM pg_proc p,
        LATERAL (SELECT split_part(s, ' DEFAULT ', 1) AS head, split_part(s, ' DEFAULT ', 2) AS dflt,
-                       split_part(s, ' ', 1) AS name
+                       trim(both '"' from split_part(s, ' ', 1)) AS name
                   FROM unnest(string_to_array(pg_get_function_arguments(p.oid), ', ')) AS s
                  WHERE s LIKE '% DEFAULT %') a
  WHERE p.proname IN ('perpca_fit', 'perpca_train', 'perpca_fit_federated') AND p.pronamespace = 'public'::regnamespace

@@ -150,19 +150,20 @@ is($su[-1], 'alice', 'the model still belongs to alice');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'hijack'}), '0',
 	'no temporary table was left behind');
 
-# The search_path of the refresh is fixed: the caller's does not reach it.
+# The search_path of the refresh is the one recorded when alice trained the
+# model ("$user", public resolved to alice, public): the caller's does not reach it.
 $node->safe_psql('postgres', q{
 SET ROLE alice;
 CREATE FUNCTION alice.path_probe() RETURNS text LANGUAGE sql AS $$ SELECT current_setting('search_path') $$;
 });
 $node->safe_psql('postgres', q{
 SET ROLE alice;
-UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(x) FROM alice.rows, (SELECT alice.path_probe() AS p) s WHERE pg_catalog.length(s.p) > 0 AND pg_catalog.textregexeq(s.p, ''^pg_catalog, public, pg_temp$'') GROUP BY client';
+UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(x) FROM alice.rows, (SELECT alice.path_probe() AS p) s WHERE pg_catalog.length(s.p) > 0 AND pg_catalog.textregexeq(s.p, ''^alice, public$'') GROUP BY client';
 });
 is($node->safe_psql('postgres', q{
-SET search_path = alice, public;
+SET search_path = public, pg_temp;
 SELECT n_clients FROM perpca_refresh('alice.m');
-}), '4', 'the source query runs with search_path = pg_catalog, <perpca schema>, pg_temp');
+}), '4', 'the source query runs with the search_path recorded at train, not the caller\'s');
 
 # A role that is not alice (nor a member of alice) may not refresh: 42501.
 my ($rc, $out, $err) = $node->psql('postgres', q{
