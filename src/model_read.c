@@ -69,12 +69,13 @@ typedef struct ColumnSpec
 
 enum
 {
-	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_NCOLS
+	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_CLIENT_TYPE, I_NCOLS
 };
 static const ColumnSpec info_columns[I_NCOLS] = {
 	{"version", INT8OID, false}, {"d", INT4OID, false}, {"center", TEXTOID, false},
 	{"global_mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false}, {"theta_est", FLOAT8OID, false},
-	{"scale_factors", FLOAT8ARRAYOID, true}	/* models stored before 0.2.0's scale option: unscaled */
+	{"scale_factors", FLOAT8ARRAYOID, true},	/* models stored before 0.2.0's scale option: unscaled */
+	{"client_type", TEXTOID, true}	/* models stored by 0.1.0: text keys */
 };
 
 enum
@@ -396,6 +397,8 @@ load_info(ModelData *m, const ModelRels *r)
 		model_damaged(r->model, "The info table has no global_mean.");
 	m->total_variance = scan_float(&s, att[I_TOTAL_VARIANCE]);
 	m->theta_est = scan_float(&s, att[I_THETA]);
+	m->client_type = AttributeNumberIsValid(att[I_CLIENT_TYPE]) ?
+		scan_text(&s, att[I_CLIENT_TYPE], m->cxt) : NULL;
 	m->scale = AttributeNumberIsValid(att[I_SCALE]) ?
 		scan_vector(&s, att[I_SCALE], m->d, m->cxt, r->model, "scale_factors") : NULL;
 	for (int j = 0; m->scale != NULL && j < m->d; j++)

@@ -74,6 +74,7 @@ typedef struct ModelData
 	ModelFloat *global_variance;	/* r1 */
 	double	   *global_mean;	/* d, in the data's units */
 	double	   *scale;			/* d divisors of the features (info.scale_factors), or NULL */
+	char	   *client_type;	/* the type of the fit's client keys (info.client_type), NULL: text */
 	ModelFloat	total_variance; /* the fit's weighted mean total variance */
 	ModelFloat	theta_est;
 	int			nclients;

@@ -48,66 +48,6 @@
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
-PG_FUNCTION_INFO_V1(perpca_model_tables);
-
-/* Where a model is, or would be created. */
-typedef struct ModelPlace
-{
-	char	   *schema;
-	char	   *base;
-	bool		present;		/* its info table exists */
-} ModelPlace;
-
-/* The OID of relation schema.base || suffix, or InvalidOid (schema may be pg_temp). */
-static Oid
-model_relid(const char *schema, const char *base, const char *suffix)
-{
-	RangeVar   *rv = makeRangeVar(pstrdup(schema), psprintf("%s%s", base, suffix), -1);
-
-	return RangeVarGetRelid(rv, NoLock, true);
-}
-
-/*
- * Resolve a model name: [schema.]base.  An unqualified name is the model
- * whose info table the caller's search_path finds, or a new model in the
- * caller's current schema.
- */
-static ModelPlace
-model_place(const char *model)
-{
-	List	   *parts = model_name_parts(model);
-	ModelPlace	p = {0};
-
-	p.base = (char *) llast(parts);	/* at most MODEL_BASE_MAX bytes (model_name_parts) */
-	if (list_length(parts) == 2)
-		p.schema = (char *) linitial(parts);
-	else
-	{
-		Oid			relid = RelnameGetRelid(psprintf("%s_info", p.base));
-		List	   *path;
-
-		if (OidIsValid(relid))
-			p.schema = get_namespace_name(get_rel_namespace(relid));
-		else if ((path = fetch_search_path(false)) != NIL)
-			p.schema = get_namespace_name(linitial_oid(path));
-		if (p.schema == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_SCHEMA_NAME),
-					 errmsg("no schema has been selected to create the model in"),
-					 errhint("Qualify the model name with a schema or set search_path.")));
-	}
-	p.present = OidIsValid(model_relid(p.schema, p.base, "_info"));
-	if (p.present && (!OidIsValid(model_relid(p.schema, p.base, "_components")) ||
-					  !OidIsValid(model_relid(p.schema, p.base, "_clients"))))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("model \"%s\" is incomplete", model),
-				 errdetail("Table %s exists but %s or %s does not.",
-						   quote_qualified_identifier(p.schema, psprintf("%s_info", p.base)),
-						   quote_qualified_identifier(p.schema, psprintf("%s_components", p.base)),
-						   quote_qualified_identifier(p.schema, psprintf("%s_clients", p.base)))));
-	return p;
-}
 
 /*
  * The caller's search_path as schema names: the schemas it names that exist
@@ -258,29 +198,4 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
 	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4)",
 						4, types, values);
-}
-
-/*
- * perpca_internal.perpca_model_tables(model, OUT schema_name, OUT base,
- *   OUT components, OUT clients, OUT info, OUT present): where a model is
- * (or would be created) and its quoted table names.
- */
-Datum
-perpca_model_tables(PG_FUNCTION_ARGS)
-{
-	ModelPlace	p = model_place(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	TupleDesc	desc;
-	Datum		values[6];
-	bool		nulls[6] = {0};
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "perpca_model_tables must return a record");
-	desc = BlessTupleDesc(desc);
-	values[0] = CStringGetTextDatum(p.schema);
-	values[1] = CStringGetTextDatum(p.base);
-	values[2] = CStringGetTextDatum(quote_qualified_identifier(p.schema, psprintf("%s_components", p.base)));
-	values[3] = CStringGetTextDatum(quote_qualified_identifier(p.schema, psprintf("%s_clients", p.base)));
-	values[4] = CStringGetTextDatum(quote_qualified_identifier(p.schema, psprintf("%s_info", p.base)));
-	values[5] = BoolGetDatum(p.present);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -24,16 +24,6 @@ CREATE OR REPLACE FUNCTION perpca_internal.model_name_parts(model text) RETURNS 
 COMMENT ON FUNCTION perpca_internal.model_name_parts(text) IS
     'internal: {[schema,] base} of a model name read as SQL identifiers, or the improper-name error with the naming rule';
 
--- The tables of a model: where it is, or would be created (an unqualified
--- name through the caller's search_path), and quoted qualified table names
--- (src/model_write.c).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name text, OUT base text,
-                                    OUT components text, OUT clients text, OUT info text,
-                                    OUT present boolean)
-    AS 'MODULE_PATHNAME', 'perpca_model_tables' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION perpca_internal.perpca_model_tables(text) IS
-    'internal: schema, base name and quoted table names of a model, and whether it exists';
-
 -- The owner of an existing model, after checking that its three relations
 -- are plain tables of one owner (a view or a foreign table in their place
 -- could run another role's code for whoever reads or writes the model).

@@ -21,4 +21,8 @@ DROP FUNCTION perpca_internal.perpca_stage_start(text, regrole);
 DROP FUNCTION perpca_internal.perpca_model_create(text, text);
 -- onesource: names are resolved and models locked in C (model_write.c, model_lock.c)
 DROP FUNCTION perpca_internal.perpca_model_tables_existing(text);
+DROP FUNCTION perpca_internal.perpca_model_tables(text);
 DROP FUNCTION perpca_internal.perpca_accept_invalidations();
+-- perpca_choose_ranks moves to C (75_ranks.sql) and gains target_explained_ratio and a note column.
+DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text);
+DROP FUNCTION perpca_internal.recommend_ranks(float8[], int[], float8[], int[], float8, float8, float8);
