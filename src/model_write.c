@@ -163,7 +163,7 @@ perpca_train(PG_FUNCTION_ARGS)
 	fit_options_parse(options, &opts);
 	/* Lock first, then look: of sessions creating one model at once, one
 	 * creates it and the others find it (and replace it, or fail cleanly). */
-	model_lock(&ml, model, MODEL_LOCK_WRITE, true, false);
+	model_lock(&ml, model, MODEL_LOCK_WRITE, true, true);	/* may create it */
 	values[0] = CStringGetTextDatum(ml.schema);
 	values[1] = CStringGetTextDatum(ml.base);
 	values[2] = CStringGetTextDatum(model);
