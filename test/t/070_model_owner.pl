@@ -230,7 +230,7 @@ CREATE VIEW alice.m_info AS SELECT * FROM alice.m_info_real;
 \set VERBOSITY verbose
 SELECT * FROM perpca_refresh('alice.m');
 });
-like($err, qr/42809: model "alice.m" is not made of plain tables/, 'a view as <model>_info is refused (42809)');
+like($err, qr/42809: model "alice.m" is not stored in plain tables/, 'a view as <model>_info is refused (42809)');
 
 $node->stop;
 done_testing();
