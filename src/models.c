@@ -60,6 +60,7 @@
 #include "linalg.h"
 #include "missing.h"
 #include "model_read.h"
+#include "model_rows.h"
 #include "perpca.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_name_parts);
@@ -89,7 +90,7 @@ PG_FUNCTION_INFO_V1(perpca_model_theta);
 #define ARG_MISSING 4			/* (..., unknown, missing) of the float8[] row functions */
 
 /* What a calling expression keeps in fn_extra. */
-typedef struct ModelBinding
+struct ModelBinding
 {
 	text	   *model;			/* the model name it was bound for */
 	ModelData  *data;
@@ -112,7 +113,13 @@ typedef struct ModelBinding
 	double	   *s;				/* r1 + r2max */
 	double	   *out;			/* d */
 	void	   *too_few;		/* missing.c's count of rows with too few (missing_too_few) */
-} ModelBinding;
+};
+
+const ModelData *
+model_bound_data(const ModelBinding *b)
+{
+	return b->data;
+}
 
 /* ------------------------------------------------------------------------
  * The per-expression binding
@@ -194,7 +201,7 @@ binding_snapshot_save(ModelBinding *b)
 }
 
 /* The binding of this call site, checked once per snapshot and whenever the model name changes. */
-static ModelBinding *
+ModelBinding *
 model_bind(FunctionCallInfo fcinfo, text *model)
 {
 	FmgrInfo   *flinfo = fcinfo->flinfo;
@@ -436,7 +443,13 @@ unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 static const ModelClient *
 model_client(FunctionCallInfo fcinfo, ModelBinding *b)
 {
-	UnknownMode mode = unknown_arg(fcinfo);
+	return model_bound_client(fcinfo, b, unknown_arg(fcinfo) == UNKNOWN_ERROR);
+}
+
+const ModelClient *
+model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
+{
+	UnknownMode mode = unknown_error ? UNKNOWN_ERROR : UNKNOWN_GLOBAL;
 	int			len;
 	const char *key;
 
@@ -759,8 +772,8 @@ perpca_model_impute(PG_FUNCTION_ARGS)
  */
 
 /* rho between two clients' local subspaces; G is r2max x r2max scratch. */
-static double
-client_distance(const ModelData *m, const ModelClient *a, const ModelClient *c, double *G)
+double
+model_client_distance(const ModelData *m, const ModelClient *a, const ModelClient *c, double *G)
 {
 	double		inner = 0.0;
 
@@ -804,7 +817,7 @@ perpca_similarity(PG_FUNCTION_ARGS)
 
 			row[0] = CStringGetTextDatum(m->clients[i].name);
 			row[1] = CStringGetTextDatum(m->clients[j].name);
-			row[2] = Float8GetDatum(client_distance(m, &m->clients[i], &m->clients[j], G));
+			row[2] = Float8GetDatum(model_client_distance(m, &m->clients[i], &m->clients[j], G));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 		}
 	}
@@ -833,8 +846,9 @@ ratio(ModelFloat a, ModelFloat b)
  * running sum skips NULL variances, as SQL's sum does).
  */
 static void
-component_info_rows(ReturnSetInfo *rsinfo, const char *client, const int *number,
-					const ModelFloat *variance, int k, ModelFloat total, ModelFloat base)
+component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
+					const int *number, const ModelFloat *variance, int k, ModelFloat total,
+					ModelFloat base)
 {
 	ModelFloat	sum = {0.0, true};
 
@@ -842,8 +856,8 @@ component_info_rows(ReturnSetInfo *rsinfo, const char *client, const int *number
 	{
 		ModelFloat	share = ratio(variance[j], total);
 		ModelFloat	cumulative;
-		Datum		row[6];
-		bool		nulls[6];
+		Datum		row[7];
+		bool		nulls[7];
 
 		if (!variance[j].isnull)
 		{
@@ -864,6 +878,8 @@ component_info_rows(ReturnSetInfo *rsinfo, const char *client, const int *number
 		nulls[3] = variance[j].isnull;
 		nulls[4] = share.isnull;
 		nulls[5] = cumulative.isnull;
+		row[6] = CStringGetTextDatum(model_top_features(m, A + (int64) j * m->d, COMPONENT_TOP_FEATURES));
+		nulls[6] = false;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 	}
 }
@@ -883,13 +899,14 @@ perpca_component_info(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	m = model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
-	component_info_rows(rsinfo, NULL, m->global_number, m->global_variance, m->r1, m->total_variance, zero);
+	component_info_rows(rsinfo, m, NULL, m->U, m->global_number, m->global_variance, m->r1,
+						m->total_variance, zero);
 	for (int i = 0; i < m->nclients; i++)
 	{
 		const ModelClient *c = &m->clients[i];
 
-		component_info_rows(rsinfo, c->name, c->number, c->variance, c->r2, c->total_variance,
-							c->global_ratio);
+		component_info_rows(rsinfo, m, c->name, c->V, c->number, c->variance, c->r2,
+							c->total_variance, c->global_ratio);
 	}
 	return (Datum) 0;
 }

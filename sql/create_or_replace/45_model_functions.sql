@@ -8,10 +8,11 @@
 
 CREATE OR REPLACE FUNCTION perpca_component_info(model text)
 RETURNS TABLE (client text, kind text, component int, variance float8,
-               explained_variance_ratio float8, cumulative_explained_variance_ratio float8)
+               explained_variance_ratio float8, cumulative_explained_variance_ratio float8,
+               top_features text)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_component_info(text) IS
-    'variance, explained-variance ratio and cumulative ratio of each component (as ML.PRINCIPAL_COMPONENT_INFO), global rows first, then each client''s local rows.  Global rows divide by <model>_info.total_variance, the fit''s weighted mean over clients (weights option) of each client''s total variance about its centre; their cumulative ratio runs over the global components.  Local rows divide by their own client''s total variance about its centre (<model>_clients.total_variance); their cumulative ratio starts at the client''s global_ratio (the share of its variance the global components capture), so the last local row is global_ratio + local_ratio.  A ratio is NULL when its total is NULL or 0';
+    'variance, explained-variance ratio and cumulative ratio of each component (as ML.PRINCIPAL_COMPONENT_INFO), global rows first, then each client''s local rows.  Global rows divide by <model>_info.total_variance, the fit''s weighted mean over clients (weights option) of each client''s total variance about its centre; their cumulative ratio runs over the global components.  Local rows divide by their own client''s total variance about its centre (<model>_clients.total_variance); their cumulative ratio starts at the client''s global_ratio (the share of its variance the global components capture), so the last local row is global_ratio + local_ratio.  A ratio is NULL when its total is NULL or 0.  top_features names the three features with the largest absolute loadings (name and loading; names from <model>_info.feature_names, else x1 .. xd)';
 
 CREATE OR REPLACE FUNCTION perpca_model_theta(model text, threshold float8 DEFAULT 0.05,
                                    OUT theta_est float8, OUT hint text)

@@ -26,6 +26,8 @@ DROP FUNCTION perpca_internal.perpca_accept_invalidations();
 -- perpca_choose_ranks moves to C (75_ranks.sql) and gains target_explained_ratio and a note column.
 DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text);
 DROP FUNCTION perpca_internal.recommend_ranks(float8[], int[], float8[], int[], float8, float8, float8);
+-- perpca_component_info gains top_features.
+DROP FUNCTION perpca_component_info(text);
 
 -- The row-wise model functions gain missing => 'error' | 'observed' (issue 25).
 DROP FUNCTION IF EXISTS @extschema@.perpca_model_scores(text, text, float8[], text);
