@@ -117,6 +117,7 @@ version_main() {
 		# apt-get can install its build packages; the unprivileged run gets
 		# the build's directory, a skip reason or the failure in PERPCA_CITUS_*.
 		citus_prepare
+		pgvector_prepare
 		if [ -z "$ONLY" ] || [[ package =~ $ONLY ]]; then
 			run_part package bash "$REPO_ROOT/scripts/package.sh" test
 		fi
@@ -199,6 +200,8 @@ suite_main() {
 	fi
 	citus_prepare
 	citus_install "$INST"
+	pgvector_prepare
+	pgvector_install "$INST"
 
 	# ---- pg_regress: test/sql/*.sql -------------------------------------------
 	shopt -s nullglob

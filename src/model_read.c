@@ -44,6 +44,7 @@
 #include "utils/varlena.h"
 
 #include "citus_placement.h"
+#include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
 
@@ -52,11 +53,11 @@
  * ------------------------------------------------------------------------
  */
 
-enum
-{
-	REL_INFO, REL_CLIENTS, REL_COMPONENTS, NRELS
-};
-static const char *const rel_suffix[NRELS] = {"info", "clients", "components"};
+/* The relations in model_lock.h's order. */
+#define REL_INFO MODEL_REL_INFO
+#define REL_CLIENTS MODEL_REL_CLIENTS
+#define REL_COMPONENTS MODEL_REL_COMPONENTS
+#define NRELS MODEL_NRELS
 
 /* A column read from a model table, the type it must have, and whether older models lack it. */
 typedef struct ColumnSpec
@@ -130,65 +131,31 @@ model_name_parts(const char *model)
 				 errmsg("improper model name \"%s\"", model),
 				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
 				 errhint("%s", MODEL_NAME_RULE)));
+	/* (identifiers longer than NAMEDATALEN - 1 were truncated to it, so they fail here too) */
+	if (strlen(llast(parts)) > MODEL_BASE_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("model name \"%s\" is too long", (char *) llast(parts)),
+				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
+						   MODEL_BASE_MAX)));
 	return parts;
 }
 
-/* Split a model name into an optional schema and a base name. */
-static RangeVar *
-model_rangevar(text *model)
-{
-	List	   *parts = model_name_parts(text_to_cstring(model));
-
-	return list_length(parts) == 2 ? makeRangeVar(linitial(parts), lsecond(parts), -1)
-		: makeRangeVar(NULL, linitial(parts), -1);
-}
-
 /*
- * Look up and lock (AccessShareLock) schema.base_suffix; InvalidOid when
- * missing.  On Citus, a reference table's rows are in this node's shard.
+ * Find, lock and open the three relations of a model (model_lock.c: one lock
+ * order for every function that touches a model; a model dropped meanwhile
+ * is undefined_object).  On Citus, a reference table's rows are read from
+ * this node's shard.
  */
-static Oid
-model_relid(const char *schema, const char *base, const char *suffix)
-{
-	RangeVar   *rv = makeRangeVar((char *) schema, psprintf("%s_%s", base, suffix), -1);
-	Oid			oid = RangeVarGetRelidExtended(rv, AccessShareLock, RVR_MISSING_OK, NULL, NULL);
-
-	return OidIsValid(oid) ? perpca_citus_local_placement(oid, base) : oid;
-}
-
-/* Find, lock and open the three relations of a model. */
 static void
 rels_open(ModelRels *r, text *model)
 {
-	RangeVar   *rv = model_rangevar(model);
-	Oid			oid = model_relid(rv->schemaname, rv->relname, rel_suffix[REL_INFO]);
-	char	   *schema;
+	ModelLock	ml;
 
 	r->model = text_to_cstring(model);
-	if (!OidIsValid(oid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model \"%s\" does not exist", r->model),
-				 rv->schemaname ?
-				 errdetail("No table %s was found.",
-						   quote_qualified_identifier(rv->schemaname, psprintf("%s_info", rv->relname))) :
-				 errdetail("No table %s was found in the search_path.",
-						   quote_identifier(psprintf("%s_info", rv->relname))),
-				 errhint("Create it with perpca_train(). %s", MODEL_NAME_RULE)));
-	r->rel[REL_INFO] = relation_open(oid, NoLock);
-	/* The other two tables live in the schema the info table was found in. */
-	schema = get_namespace_name(RelationGetNamespace(r->rel[REL_INFO]));
-	for (int i = REL_CLIENTS; i < NRELS; i++)
-	{
-		oid = model_relid(schema, rv->relname, rel_suffix[i]);
-		if (!OidIsValid(oid))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("model \"%s\" is incomplete", r->model),
-					 errdetail("Relation %s does not exist.",
-							   quote_qualified_identifier(schema, psprintf("%s_%s", rv->relname, rel_suffix[i])))));
-		r->rel[i] = relation_open(oid, NoLock);
-	}
+	model_lock(&ml, r->model, MODEL_LOCK_READ, true, false);
+	for (int i = 0; i < NRELS; i++)
+		r->rel[i] = relation_open(perpca_citus_local_placement(ml.relid[i], ml.base), NoLock);
 }
 
 /* Close the relations, keeping the locks until the end of the transaction (as a SELECT does). */
@@ -205,34 +172,6 @@ rel_name(Relation rel)
 {
 	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 									  RelationGetRelationName(rel));
-}
-
-/* Every relation a plain table, all of one owner. */
-static void
-rels_check_kind_owner(const ModelRels *r)
-{
-	Oid			owner = r->rel[REL_INFO]->rd_rel->relowner;
-
-	for (int i = 0; i < NRELS; i++)
-	{
-		Relation	rel = r->rel[i];
-
-		if (rel->rd_rel->relkind != RELKIND_RELATION)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("model \"%s\" is not stored in plain tables", r->model),
-					 errdetail("%s is not a table (relkind '%c').", rel_name(rel), rel->rd_rel->relkind),
-					 errhint("perpca reads a model only from the tables perpca_train() creates; drop \"%s\" and train the model again.",
-							 RelationGetRelationName(rel))));
-		if (rel->rd_rel->relowner != owner)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("the tables of model \"%s\" have different owners", r->model),
-					 errdetail("%s is owned by role \"%s\", %s by role \"%s\".",
-							   rel_name(r->rel[REL_INFO]), GetUserNameFromId(owner, true),
-							   rel_name(rel), GetUserNameFromId(rel->rd_rel->relowner, true)),
-					 errhint("All three tables of a model must belong to one role.")));
-	}
 }
 
 /* Attribute number of a column of rel with the given type; errors when missing or of another type. */
@@ -293,7 +232,6 @@ static void
 rels_open_checked(ModelRels *r, text *model)
 {
 	rels_open(r, model);
-	rels_check_kind_owner(r);
 	for (int i = 0; i < NRELS; i++)
 	{
 		for (int c = 0; c < rel_ncolumns[i]; c++)

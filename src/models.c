@@ -461,18 +461,15 @@ typedef struct RowProjection
 	double	   *out;
 } RowProjection;
 
-/* Bind the model, find the client, centre x and compute its scores. */
+/* Bind the model, find the client, centre x (d values) and compute its scores. */
 static void
-row_project(FunctionCallInfo fcinfo, RowProjection *p)
+row_project(FunctionCallInfo fcinfo, const double *x, int d, RowProjection *p)
 {
 	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
 	const ModelData *m = b->data;
-	int			d;
-	const double *x;
 
 	p->m = m;
 	p->c = model_client(fcinfo, b);
-	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
 	if (m->center == CENTER_NONE)
@@ -537,69 +534,100 @@ row_residual(RowProjection *p, bool data_units)
 			p->out[i] *= p->m->scale[i];
 }
 
+/*
+ * The row functions on the row x (d finite values) of the call's model and
+ * client: op's result, *n values (1 for the error) in memory of the call
+ * site, valid until its next call.  perpca_vector's overloads share it.
+ */
+const double *
+perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op, const double *x, int d, int *n)
+{
+	RowProjection p;
+
+	row_project(fcinfo, x, d, &p);
+	*n = p.m->d;
+	switch (op)
+	{
+		case PERPCA_ROW_SCORES:
+			*n = p.m->r1 + p.r2;
+			return p.s;
+		case PERPCA_ROW_GLOBAL_PART:
+			row_part(&p, true, false, true);
+			break;
+		case PERPCA_ROW_LOCAL_PART:
+			row_part(&p, false, true, false);
+			break;
+		case PERPCA_ROW_RECONSTRUCT:
+			row_part(&p, true, true, true);
+			break;
+		case PERPCA_ROW_RESIDUAL:
+			row_residual(&p, true);
+			break;
+		case PERPCA_ROW_ERROR:
+			row_residual(&p, false);
+			p.out[0] = linalg_dot(p.m->d, p.out, p.out);
+			*n = 1;
+			break;
+	}
+	return p.out;
+}
+
+/* A row function on a float8[] row: its result as float8[]. */
+static Datum
+model_row_array(FunctionCallInfo fcinfo, PerpcaRowOp op)
+{
+	int			d,
+				n;
+	const double *x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
+	const double *out = perpca_model_row(fcinfo, op, x, d, &n);
+
+	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(out, n));
+}
+
 /* Scores of x: the global scores, then the client's local scores. */
 Datum
 perpca_model_scores(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.s, p.m->r1 + p.r2));
+	return model_row_array(fcinfo, PERPCA_ROW_SCORES);
 }
 
 /* Global part of x: centre + U^T U (x - centre), what the clients share. */
 Datum
 perpca_model_global_part(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_part(&p, true, false, true);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_GLOBAL_PART);
 }
 
 /* Local part of x: V_i^T V_i (x - centre), what is unique to the client. */
 Datum
 perpca_model_local_part(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_part(&p, false, true, false);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_LOCAL_PART);
 }
 
 /* Reconstruction of x: its global part plus its local part. */
 Datum
 perpca_model_reconstruct(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_part(&p, true, true, true);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_RECONSTRUCT);
 }
 
 /* Residual of x: x minus its reconstruction. */
 Datum
 perpca_model_residual(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_residual(&p, true);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_RESIDUAL);
 }
 
 /* Squared norm of the (standardized) residual: the reconstruction error of x, an anomaly score. */
 Datum
 perpca_model_error(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
+	int			d,
+				n;
+	const double *x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
 
-	row_project(fcinfo, &p);
-	row_residual(&p, false);
-	PG_RETURN_FLOAT8(linalg_dot(p.m->d, p.out, p.out));
+	PG_RETURN_FLOAT8(perpca_model_row(fcinfo, PERPCA_ROW_ERROR, x, d, &n)[0]);
 }
 
 /* ------------------------------------------------------------------------

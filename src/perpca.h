@@ -40,6 +40,8 @@
  *                       client keys of any type, similarity, component info, theta
  *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
  *   project.c           projection functions on float8[] arrays
+ *   pgvector_io.c       perpca_vector: pgvector's vector and halfvec read and written in
+ *                       place, for perpca_stats(vector) and the model row functions
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
  */
@@ -47,6 +49,7 @@
 #define PERPCA_H
 
 #include "postgres.h"
+#include "fmgr.h"
 #include "utils/array.h"
 
 #include "pg_compat.h"
@@ -85,5 +88,26 @@ extern void perpca_check_dim_limit(int d);
 /* Build float8[] values from C arrays. */
 extern ArrayType *perpca_vector_build(const double *x, int n);
 extern ArrayType *perpca_matrix_build(const double *x, int rows, int cols);
+
+/* ---- models.c ---- */
+
+/* What a row function on a stored model computes (perpca_model_scores, ...). */
+typedef enum PerpcaRowOp
+{
+	PERPCA_ROW_SCORES,
+	PERPCA_ROW_GLOBAL_PART,
+	PERPCA_ROW_LOCAL_PART,
+	PERPCA_ROW_RECONSTRUCT,
+	PERPCA_ROW_RESIDUAL,
+	PERPCA_ROW_ERROR
+} PerpcaRowOp;
+
+/*
+ * A row function of a call (model, client, x[, unknown]) on the row x given as
+ * d doubles: its *n result values (memory of the call site, valid until its
+ * next call).
+ */
+extern const double *perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op,
+									  const double *x, int d, int *n);
 
 #endif							/* PERPCA_H */

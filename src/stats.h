@@ -79,4 +79,16 @@ extern void perpca_stats_moment(const PerpcaStats *s, const double *center, doub
 /* mean - c, computed from the double-double mean (d values into out). */
 extern void perpca_stats_offset(const PerpcaStats *s, const double *center, double *out);
 
+/*
+ * stats_agg.c's transition for rows of other types (perpca_vector's vector and
+ * halfvec): the state for a row of dimension d (argument 0 of the call, or a
+ * new one), a buffer of d doubles in it to convert the row into, and the
+ * addition of that row -- what perpca_stats(float8[]) does with a row it has
+ * read, so both give the same bits for the same numbers.
+ */
+typedef struct StatsState StatsState;
+extern StatsState *perpca_stats_accum_state(FunctionCallInfo fcinfo, int d);
+extern double *perpca_stats_accum_scratch(StatsState *st);
+extern void perpca_stats_accum_add(StatsState *st, const double *x);
+
 #endif							/* PERPCA_STATS_H */

@@ -61,8 +61,8 @@ typedef struct PendingRow
 	char		ptr[VARHDRSZ_EXTERNAL + sizeof(varatt_external)];
 } PendingRow;
 
-/* Aggregate transition state, kept in the aggregate memory context. */
-typedef struct StatsState
+/* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
+struct StatsState
 {
 	MemoryContext cxt;			/* where the state and its buffers live */
 	int			d;
@@ -77,7 +77,9 @@ typedef struct StatsState
 	int			npend;			/* rows after those in buf, still in TOAST */
 	int			pendcap;		/* entries pend can hold now */
 	PendingRow *pend;
-} StatsState;
+	double	   *scratch;		/* d: a row of another type converted to double
+								 * (perpca_stats_accum_scratch); not state */
+};
 
 PG_FUNCTION_INFO_V1(perpca_stats_accum);
 PG_FUNCTION_INFO_V1(perpca_stats_merge_accum);
@@ -719,6 +721,41 @@ report_progress(MemoryContext aggcxt)
 }
 
 /*
+ * The transition state (argument 0) for a row of dimension d: created in the
+ * aggregate context on the first row, its dimension checked after that.
+ */
+StatsState *
+perpca_stats_accum_state(FunctionCallInfo fcinfo, int d)
+{
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", NULL);
+	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+
+	if (st == NULL)
+		return state_create(aggcxt, d);
+	if (d != st->d)
+		perpca_dim_mismatch(st->d, d, "input row");
+	return st;
+}
+
+/* d doubles owned by the state, to convert a row of another type into. */
+double *
+perpca_stats_accum_scratch(StatsState *st)
+{
+	if (st->scratch == NULL)
+		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * st->d);
+	return st->scratch;
+}
+
+/* Add the row x (d doubles, finite or caught at the block's mean) to the state. */
+void
+perpca_stats_accum_add(StatsState *st, const double *x)
+{
+	state_add_row(st, x);
+	if (perpca_progress_rows > 0)
+		report_progress(st->cxt);
+}
+
+/*
  * perpca_stats(float8[]) transition: NULL rows are skipped.  A row in TOAST
  * waits there while its group is thin (not in a window, whose final
  * function runs after every row).
@@ -741,18 +778,17 @@ perpca_stats_accum(PG_FUNCTION_ARGS)
 	if (st != NULL && kind == AGG_CONTEXT_AGGREGATE && st->m2 == NULL &&
 		!state_empty(st) && state_unmerged(st) < PERPCA_STATS_THIN_MAX(st->d) &&
 		row_deferrable(st, PG_GETARG_DATUM(1)))
+	{
 		state_defer(st, PG_GETARG_DATUM(1));
+		if (perpca_progress_rows > 0)
+			report_progress(aggcxt);
+	}
 	else
 	{
 		x = perpca_vector_shape(PG_GETARG_ARRAYTYPE_P(1), &d, "input row");
-		if (st == NULL)
-			st = state_create(aggcxt, d);
-		else if (d != st->d)
-			perpca_dim_mismatch(st->d, d, "input row");
-		state_add_row(st, x);
+		st = perpca_stats_accum_state(fcinfo, d);
+		perpca_stats_accum_add(st, x);
 	}
-	if (perpca_progress_rows > 0)
-		report_progress(aggcxt);
 	PG_RETURN_POINTER(st);
 }
 
