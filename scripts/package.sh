@@ -130,11 +130,6 @@ cmd_check() {
 
 cmd_test() {
 	[ "$(id -u)" -eq 0 ] || die "package.sh test installs a package: run it as root (or use build/check)"
-	if dpkg-query -W -f='${db:Status-Status}\n' "$PKG" 2>/dev/null | grep -qx installed; then
-		echo "package: skipped: $PKG is installed on this machine already, and this test does not replace it"
-		summary
-		return 0
-	fi
 	local missing
 	missing=$(missing_from "${PERPCA_DEB_BUILD_PACKAGES[@]}" | tr '\n' ' ')
 	if [ -n "${missing// /}" ]; then
@@ -156,7 +151,16 @@ cmd_test() {
 		summary
 		return 1
 	fi
-	if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$deb" >"$out/install.log" 2>&1; then
+	# One package test at a time on a machine: install, check, remove.
+	exec 7>/run/lock/perpca-package-test.lock
+	flock 7
+	if dpkg-query -W -f='${db:Status-Status}\n' "$PKG" 2>/dev/null | grep -qx installed; then
+		echo "package: $PKG is installed on this machine already, and this test does not replace it: not installed, not checked"
+		summary
+		return 0
+	fi
+	if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		-o DPkg::Lock::Timeout=300 "$deb" >"$out/install.log" 2>&1; then
 		INSTALLED=1
 		pass "apt-get install $(basename "$deb")"
 	else
