@@ -38,9 +38,9 @@
  * ------------------------------------------------------------------------
  */
 
-/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
-static Oid
-extension_schema(void)
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (perpca.h). */
+Oid
+perpca_extension_schema(void)
 {
 	Oid			ext = get_extension_oid("perpca", true);
 	Oid			nsp = InvalidOid;
@@ -67,7 +67,7 @@ extension_schema(void)
 static Oid
 stats_type_oid(void)
 {
-	Oid			nsp = extension_schema();
+	Oid			nsp = perpca_extension_schema();
 	Oid			typid = InvalidOid;
 
 	if (OidIsValid(nsp))

@@ -24,6 +24,8 @@
 
 #include "postgres.h"
 
+#include "pg_compat.h"
+
 typedef enum ModelLockMode
 {
 	MODEL_LOCK_READ,			/* AccessShareLock on the tables */
@@ -68,7 +70,7 @@ extern void model_lock_as(ModelLock *ml, const char *name, const char *display, 
 						  bool wait, bool missing_ok);
 
 /* The error for a model that does not exist (42704); hint NULL: "Create it with perpca_train()." */
-extern void model_missing_error(const char *model, const char *schema, const char *base,
-								const char *hint) pg_attribute_noreturn();
+pg_noreturn extern void model_missing_error(const char *model, const char *schema, const char *base,
+											const char *hint);
 
 #endif							/* PERPCA_MODEL_LOCK_H */

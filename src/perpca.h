@@ -70,6 +70,9 @@ extern int	perpca_progress_rows;
 
 /* ---- arrays.c ---- */
 
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (fit_input.c). */
+extern Oid	perpca_extension_schema(void);
+
 /* Validate a 1-D float8[] without NULLs or non-finite values; return its data. */
 extern double *perpca_vector_arg(ArrayType *a, int *dim, const char *what);
 

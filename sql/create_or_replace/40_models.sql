@@ -13,6 +13,131 @@
 -- see 50_refresh.sql), never with the caller's privileges.
 -- ==========================================================================
 
+-- How model names are written and read: the naming rule for error hints,
+-- and the parts of a name (src/model_read.c, one reader for C and SQL).
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_name_rule() RETURNS text
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_internal.perpca_model_name_rule() IS
+    'internal: the naming rule of models, for error hints';
+CREATE OR REPLACE FUNCTION perpca_internal.model_name_parts(model text) RETURNS text[]
+    AS 'MODULE_PATHNAME', 'perpca_model_name_parts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_internal.model_name_parts(text) IS
+    'internal: {[schema,] base} of a model name read as SQL identifiers, or the improper-name error with the naming rule';
+
+-- The tables of a model: name parts and quoted qualified table names.
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name text, OUT base text,
+                                    OUT components text, OUT clients text, OUT info text,
+                                    OUT present boolean)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    parts text[] := perpca_internal.model_name_parts(model);
+    n int := pg_catalog.cardinality(parts);
+BEGIN
+    base := parts[n];
+    IF pg_catalog.octet_length(base) OPERATOR(pg_catalog.>) 52 THEN
+        RAISE EXCEPTION 'model name "%" is too long', base USING ERRCODE = 'name_too_long',
+            DETAIL = 'A model name has at most 52 bytes, so that "<model>_components" is a valid table name.';
+    END IF;
+    IF n OPERATOR(pg_catalog.=) 2 THEN
+        schema_name := parts[1];
+    ELSE
+        SELECT ns.nspname INTO schema_name
+          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace ns ON ns.oid OPERATOR(pg_catalog.=) c.relnamespace
+         WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(pg_catalog.quote_ident(pg_catalog.concat(base, '_info')));
+        schema_name := coalesce(schema_name, pg_catalog.current_schema());
+        IF schema_name IS NULL THEN
+            RAISE EXCEPTION 'no schema has been selected to create the model in'
+                USING ERRCODE = 'invalid_schema_name',
+                      HINT = 'Qualify the model name with a schema or set search_path.';
+        END IF;
+    END IF;
+    components := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_components'));
+    clients := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_clients'));
+    info := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_info'));
+    present := pg_catalog.to_regclass(info) IS NOT NULL;
+    IF present AND (pg_catalog.to_regclass(components) IS NULL OR pg_catalog.to_regclass(clients) IS NULL) THEN
+        RAISE EXCEPTION 'model "%" is incomplete', model USING ERRCODE = 'data_corrupted',
+            DETAIL = pg_catalog.format('Table %s exists but %s or %s does not.', info, components, clients);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.perpca_model_tables(text) IS
+    'internal: schema, base name and quoted table names of a model, and whether it exists';
+
+-- The model's tables, raising undefined_object when it does not exist.
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_tables_existing(model text, OUT components text, OUT clients text, OUT info text)
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    t record := perpca_internal.perpca_model_tables(model);
+BEGIN
+    IF NOT t.present THEN
+        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
+            DETAIL = pg_catalog.format('No table %s was found.', t.info),
+            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
+    END IF;
+    components := t.components;
+    clients := t.clients;
+    info := t.info;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.perpca_model_tables_existing(text) IS
+    'internal: quoted table names of an existing model (undefined_object otherwise)';
+
+-- The owner of an existing model, after checking that its three relations
+-- are plain tables of one owner (a view or a foreign table in their place
+-- could run another role's code for whoever reads or writes the model).
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_owner(schema_name text, base text) RETURNS regrole
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    bad text;
+    owners int;
+    owner regrole;
+BEGIN
+    SELECT string_agg(format('%I.%I', n.nspname, c.relname), ', ' ORDER BY c.relname)
+             FILTER (WHERE c.relkind <> 'r'),
+           count(DISTINCT c.relowner), min(c.relowner::oid)::regrole
+      INTO bad, owners, owner
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid IN (to_regclass(format('%I.%I', schema_name, base || '_components')),
+                     to_regclass(format('%I.%I', schema_name, base || '_clients')),
+                     to_regclass(format('%I.%I', schema_name, base || '_info')));
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'model "%.%" is not made of plain tables', schema_name, base
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = format('%s: not a table.', bad),
+                  HINT = 'A model is three tables written by perpca_train(); drop what replaced them and train the model again.';
+    END IF;
+    IF owners <> 1 THEN
+        RAISE EXCEPTION 'the tables of model "%.%" have different owners', schema_name, base
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Give the three tables of the model one owner (ALTER TABLE ... OWNER TO).';
+    END IF;
+    RETURN owner;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.perpca_model_owner(text, text) IS
+    'internal: the owner of a model, after checking that its relations are plain tables with one owner';
+
+-- Raise insufficient_privilege unless the current user has the privileges of the model's owner.
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_check_owner(model text, owner regrole) RETURNS void
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT pg_has_role(owner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of model "%"', model USING ERRCODE = 'insufficient_privilege',
+            DETAIL = format('The model is owned by role %s.', owner),
+            HINT = 'Only the owner of a model, or a member of the owning role, may refresh, replace or change it.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.perpca_model_check_owner(text, regrole) IS
+    'internal: insufficient_privilege unless the current user has the privileges of the model''s owner';
+
+-- Process pending catalog invalidations (src/model_store.c).
+CREATE OR REPLACE FUNCTION perpca_internal.perpca_accept_invalidations() RETURNS void
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.perpca_accept_invalidations() IS
+    'internal: processes pending catalog invalidations, so that lookups after an advisory lock see what other sessions committed meanwhile';
+
 -- Create the three tables of a model.
 CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_create(schema_name text, base text) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
