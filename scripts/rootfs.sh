@@ -224,7 +224,8 @@ cmd_run() {
 	local rc=0 v
 	local -a pass=()
 	for v in CI TERM PROVE_FLAGS PG_TEST_EXTRA $(compgen -e PERPCA_); do
-		case "$v" in PERPCA_ROOTFS_CACHE | PERPCA_CITUS_* | PERPCA_ASAN_PREFIX | PERPCA_DEBIAN_MIRROR) continue ;; esac
+		# (paths on the host mean nothing inside)
+		case "$v" in PERPCA_ROOTFS_CACHE | PERPCA_CITUS_* | PERPCA_PGVECTOR_* | PERPCA_ASAN_PREFIX | PERPCA_DEBIAN_MIRROR) continue ;; esac
 		[ -n "${!v+x}" ] && pass+=("$v=${!v}")
 	done
 	in_root "$run" "${pass[@]}" PERPCA_PG_MAJOR="$n" PERPCA_IN_ROOTFS="$n" "$@" || rc=$?

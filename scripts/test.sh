@@ -160,9 +160,9 @@ matrix_main() {
 	fi
 	for v in $PG_LIST; do
 		before_p=$PASSED before_f=$FAILED t=$SECONDS
-		echo
-		say "==== PostgreSQL $v ===="
 		if [ "$v" = "$LOCAL_PG" ]; then
+			echo
+			say "==== PostgreSQL $v ===="
 			run_part "pg$v" bash "$REPO_ROOT/scripts/test.sh" --pg="$v" "${PART_ARGS[@]}"
 		else
 			rc=0
@@ -175,7 +175,7 @@ matrix_main() {
 				out=$(bash "$REPO_ROOT/scripts/rootfs.sh" ensure "$v" | tail -n 1) || rc=$?
 			fi
 			if [ "$rc" -eq 3 ]; then
-				# (the reason names the version: said once for all)
+				# (the same reason for each: said once, at the end)
 				skipped+=("$v")
 				skip_reason=${out#skip: }
 				continue
@@ -184,6 +184,8 @@ matrix_main() {
 				lines+=("PostgreSQL $v: no root filesystem (scripts/rootfs.sh ensure $v failed)")
 				continue
 			fi
+			echo
+			say "==== PostgreSQL $v ===="
 			run_part "pg$v" env PERPCA_SANITIZE=0 bash "$REPO_ROOT/scripts/rootfs.sh" run "$v" -- \
 				bash /work/repo/scripts/test.sh --pg="$v" "${PART_ARGS[@]}"
 		fi
