@@ -41,6 +41,7 @@
 #include "utils/builtins.h"
 #include "utils/plancache.h"
 
+#include "evaluate.h"
 #include "linalg.h"
 #include "model_read.h"
 #include "perpca.h"
@@ -59,15 +60,6 @@ PG_FUNCTION_INFO_V1(perpca_evaluate_summary);
 #define ARG_CENTRE 2
 #define ARG_U 3
 #define ARG_V 4
-
-/* The figures of one client. */
-typedef struct EvalFigures
-{
-	double		error;			/* mean squared residual per row */
-	double		total;			/* tr M */
-	double		global;			/* tr(U M U^T) */
-	double		local;			/* tr(V M V^T) */
-} EvalFigures;
 
 /* A k x d components argument (NULL or empty: k = 0), checked against d. */
 static double *
@@ -105,9 +97,8 @@ stack_rows(const double *U, int r1, const double *V, int r2, int d)
 	return W;
 }
 
-/* The figures from M (d x d, full) and W = [U; V] (k = r1 + r2 rows). */
-static EvalFigures
-figures(const double *M, int d, const double *W, int r1, int r2)
+EvalFigures
+evaluate_figures(const double *M, int d, const double *W, int r1, int r2)
 {
 	int			k = r1 + r2;
 	EvalFigures f = {0, 0, 0, 0};
@@ -193,7 +184,7 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 
 	M = palloc(sizeof(double) * d * d);
 	perpca_stats_moment(s, centre, M);
-	f = figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
+	f = evaluate_figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
 
 	values[0] = Float8GetDatum(f.error);
 	values[1] = Float8GetDatum(f.total);
@@ -207,8 +198,8 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
  * The types of the columns a query returns, from its plan (the query is not
  * run), as a palloc'd array in the caller's context; *natts their number.
  */
-static Oid *
-query_column_types(const char *query, int *natts)
+Oid *
+evaluate_query_types(const char *query, int *natts)
 {
 	SPIPlanPtr	plan;
 	List	   *sources;
@@ -249,7 +240,7 @@ Datum
 perpca_query_columns(PG_FUNCTION_ARGS)
 {
 	int			natts;
-	Oid		   *types = query_column_types(text_to_cstring(PG_GETARG_TEXT_PP(0)), &natts);
+	Oid		   *types = evaluate_query_types(text_to_cstring(PG_GETARG_TEXT_PP(0)), &natts);
 	Datum	   *values = palloc(sizeof(Datum) * Max(natts, 1));
 
 	for (int i = 0; i < natts; i++)
@@ -264,11 +255,11 @@ perpca_query_columns(PG_FUNCTION_ARGS)
  * qualified (nsp is perpca's schema), so nothing binds to a caller's
  * search_path; the user's query itself is the caller's own.
  */
-static char *
-stats_query_text(const char *query, const char *what, Oid nsp)
+char *
+evaluate_stats_query(const char *query, const char *what, Oid nsp)
 {
 	int			natts;
-	Oid		   *types = query_column_types(query, &natts);
+	Oid		   *types = evaluate_query_types(query, &natts);
 	const char *ext = quote_identifier(get_namespace_name(nsp));
 	Oid			stats_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 											 CStringGetDatum("perpca_stats"), ObjectIdGetDatum(nsp));
@@ -300,7 +291,7 @@ stats_query_text(const char *query, const char *what, Oid nsp)
 Datum
 perpca_stats_query(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(stats_query_text(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+	PG_RETURN_TEXT_P(cstring_to_text(evaluate_stats_query(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 													  text_to_cstring(PG_GETARG_TEXT_PP(1)),
 													  perpca_extension_schema())));
 }
@@ -358,7 +349,7 @@ eval_one(const ModelData *m, EvalClient *e, PerpcaStats *s)
 	if (m->scale)
 		scale_stats_inplace(s, m->scale);
 	perpca_stats_moment(s, y, M);
-	e->f = figures(M, m->d, stack_rows(m->U, m->r1, r2 > 0 ? c->V : NULL, r2, m->d), m->r1, r2);
+	e->f = evaluate_figures(M, m->d, stack_rows(m->U, m->r1, r2 > 0 ? c->V : NULL, r2, m->d), m->r1, r2);
 	pfree(y);
 	pfree(M);
 }
@@ -379,7 +370,7 @@ evaluate_all(text *model, text *query, int *nclients)
 	m->refcount++;
 	PG_TRY();
 	{
-		char	   *sql = stats_query_text(text_to_cstring(query), "query", perpca_extension_schema());
+		char	   *sql = evaluate_stats_query(text_to_cstring(query), "query", perpca_extension_schema());
 		Portal		portal;
 		int			cap = 16;
 

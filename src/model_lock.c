@@ -110,21 +110,21 @@ check_owner_privs(const ModelLock *ml, Oid owner)
  * would be created in.
  */
 static Oid
-model_namespace(ModelLock *ml, const char *schema, ModelLockMode mode)
+model_namespace(ModelLock *ml, const char *schema, bool creating)
 {
 	Oid			nsp;
 
 	if (schema != NULL)
 	{
 		/* as CREATE TABLE and SELECT look a schema up (pg_temp is this session's) */
-		if (mode == MODEL_LOCK_WRITE)
+		if (creating)
 			return LookupCreationNamespace(schema);
 		return LookupExplicitNamespace(schema, true);
 	}
 	nsp = RelnameGetRelid(psprintf("%s_info", ml->base));
 	if (OidIsValid(nsp))
 		return get_rel_namespace(nsp);
-	if (mode != MODEL_LOCK_WRITE)
+	if (!creating)
 		return InvalidOid;
 	/* where CREATE TABLE would put it; invalid_schema_name when nowhere */
 	return RangeVarGetCreationNamespace(makeRangeVar(NULL, psprintf("%s_info", ml->base), -1));
@@ -213,6 +213,8 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 	List	   *parts = model_name_parts(name);
 	const char *schema = list_length(parts) == 2 ? linitial(parts) : NULL;
 	const char *model = display ? display : name;
+	/* a model to be written that may not exist yet: it would be created */
+	bool		creating = mode == MODEL_LOCK_WRITE && missing_ok;
 	LOCKTAG		tag;
 
 	memset(ml, 0, sizeof(ModelLock));
@@ -225,7 +227,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 				 errdetail("This server is a hot standby; models are read-only here."),
 				 errhint("Train, refresh, personalize and drop models on the primary; standbys receive them by replication.")));
 
-	ml->nsp = model_namespace(ml, schema, mode);
+	ml->nsp = model_namespace(ml, schema, creating);
 	if (mode != MODEL_LOCK_READ)
 	{
 		/* The name lock, then the lookup again: the model may have been created or dropped meanwhile. */
@@ -239,14 +241,14 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 			info = get_relname_relid(psprintf("%s_info", ml->base), ml->nsp);
 			if (OidIsValid(info))
 				check_owner_privs(ml, rel_owner(info));
-			else if (mode == MODEL_LOCK_WRITE &&
+			else if (creating &&
 					 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
 			name_locktag(&tag, ml->nsp, ml->base);
 			if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
 				model_busy_error(ml, "Another transaction holds the model's lock.");
 			AcceptInvalidationMessages();
-			nsp = model_namespace(ml, schema, mode);
+			nsp = model_namespace(ml, schema, creating);
 			if (nsp == ml->nsp)
 				break;
 			LockRelease(&tag, ExclusiveLock, false);
@@ -260,7 +262,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 	}
 	if (!OidIsValid(ml->relid[MODEL_REL_INFO]))
 	{
-		if (mode == MODEL_LOCK_WRITE || missing_ok)
+		if (missing_ok)
 			return;
 		model_missing_error(model, schema, ml->base,
 							mode == MODEL_LOCK_DROP ? "Pass if_exists => true to skip a missing model." : NULL);

@@ -59,9 +59,10 @@ typedef struct ModelLock
  * Find and lock the model named model (possibly schema-qualified, resolved
  * with the current search_path).  Without wait, a lock that is not free at
  * once is lock_not_available (55P03).  A model that does not exist is
- * undefined_object (42704) for READ and DROP unless missing_ok (then
- * present = false); WRITE returns present = false with the schema it would
- * be created in.  On a hot standby WRITE and DROP fail with 25006.
+ * undefined_object (42704) unless missing_ok (then present = false); WRITE
+ * with missing_ok is a write that may create the model: then the schema is
+ * the one it would be created in, and the caller must be allowed to create
+ * tables there.  On a hot standby WRITE and DROP fail with 25006.
  */
 extern void model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool missing_ok);
 

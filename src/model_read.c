@@ -69,21 +69,25 @@ typedef struct ColumnSpec
 
 enum
 {
-	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_NCOLS
+	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_CLIENT_TYPE, I_FEATURES, I_NCOLS
 };
 static const ColumnSpec info_columns[I_NCOLS] = {
 	{"version", INT8OID, false}, {"d", INT4OID, false}, {"center", TEXTOID, false},
 	{"global_mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false}, {"theta_est", FLOAT8OID, false},
-	{"scale_factors", FLOAT8ARRAYOID, true}	/* models stored before 0.2.0's scale option: unscaled */
+	{"scale_factors", FLOAT8ARRAYOID, true},	/* models stored before 0.2.0's scale option: unscaled */
+	{"client_type", TEXTOID, true},	/* models stored by 0.1.0: text keys */
+	{"feature_names", TEXTARRAYOID, true}	/* before 0.3.0: unnamed */
 };
 
 enum
 {
-	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_NCOLS
+	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_N, C_SCORE_COV, C_RESIDUAL, C_NCOLS
 };
 static const ColumnSpec clients_columns[C_NCOLS] = {
 	{"client", TEXTOID, false}, {"mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false},
-	{"global_ratio", FLOAT8OID, false}
+	{"global_ratio", FLOAT8OID, false}, {"n", INT8OID, false},
+	/* before 0.3.0: no control limits or per-component variance until trained again */
+	{"score_covariance", FLOAT8ARRAYOID, true}, {"residual_moments", FLOAT8ARRAYOID, true}
 };
 
 enum
@@ -99,6 +103,7 @@ static const ColumnSpec *const rel_columns[NRELS] = {info_columns, clients_colum
 static const int rel_ncolumns[NRELS] = {I_NCOLS, C_NCOLS, K_NCOLS};
 
 #define MAX_COLUMNS I_NCOLS		/* the longest of the three lists */
+StaticAssertDecl((int) C_NCOLS <= (int) MAX_COLUMNS && (int) K_NCOLS <= (int) MAX_COLUMNS, "MAX_COLUMNS too small");
 
 /* The opened relations of a model and the attribute numbers of its columns. */
 typedef struct ModelRels
@@ -336,6 +341,58 @@ scan_vector(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *
 	return copy;
 }
 
+/* A float8[] column of any length and up to 2 dimensions (NULL stays NULL), finite values only, copied into cxt; *n its values. */
+static double *
+scan_floats(ModelScan *s, AttrNumber att, int *n, MemoryContext cxt, const char *model, const char *what)
+{
+	bool		isnull;
+	Datum		v;
+	ArrayType  *a;
+	double	   *x;
+	double	   *copy;
+
+	*n = 0;
+	if (!AttributeNumberIsValid(att) || (v = scan_value(s, att, &isnull), isnull))
+		return NULL;
+	a = DatumGetArrayTypeP(v);
+	if (ARR_NDIM(a) > 2 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
+		model_damaged(model, psprintf("A %s is not a float8 vector or matrix without NULLs.", what));
+	*n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+	x = (double *) ARR_DATA_PTR(a);
+	for (int i = 0; i < *n; i++)
+		if (!isfinite(x[i]))
+			model_damaged(model, psprintf("A %s has a NaN or infinite value.", what));
+	copy = MemoryContextAlloc(cxt, sizeof(double) * Max(*n, 1));
+	memcpy(copy, x, sizeof(double) * *n);
+	return copy;
+}
+
+/* The feature names (a text[] of d non-NULL names), or NULL when the column is absent or NULL. */
+static char **
+scan_names(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *model)
+{
+	bool		isnull;
+	Datum		v;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	char	  **names;
+
+	if (!AttributeNumberIsValid(att) || (v = scan_value(s, att, &isnull), isnull))
+		return NULL;
+	deconstruct_array(DatumGetArrayTypeP(v), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != d)
+		model_damaged(model, psprintf("feature_names has %d names, the model's dimension is %d.", n, d));
+	names = MemoryContextAlloc(cxt, sizeof(char *) * d);
+	for (int j = 0; j < d; j++)
+	{
+		if (nulls[j])
+			model_damaged(model, "A feature name is NULL.");
+		names[j] = MemoryContextStrdup(cxt, TextDatumGetCString(elems[j]));
+	}
+	return names;
+}
+
 /* Move to the info table's first row; an empty info table is an error. */
 static void
 info_single_row(ModelScan *s, const char *model)
@@ -396,11 +453,14 @@ load_info(ModelData *m, const ModelRels *r)
 		model_damaged(r->model, "The info table has no global_mean.");
 	m->total_variance = scan_float(&s, att[I_TOTAL_VARIANCE]);
 	m->theta_est = scan_float(&s, att[I_THETA]);
+	m->client_type = AttributeNumberIsValid(att[I_CLIENT_TYPE]) ?
+		scan_text(&s, att[I_CLIENT_TYPE], m->cxt) : NULL;
 	m->scale = AttributeNumberIsValid(att[I_SCALE]) ?
 		scan_vector(&s, att[I_SCALE], m->d, m->cxt, r->model, "scale_factors") : NULL;
 	for (int j = 0; m->scale != NULL && j < m->d; j++)
 		if (!(m->scale[j] > 0.0))
 			model_damaged(r->model, "The scale_factors of the info table must hold positive divisors.");
+	m->feature_names = scan_names(&s, att[I_FEATURES], m->d, m->cxt, r->model);
 	scan_end(&s);
 }
 
@@ -429,6 +489,8 @@ load_clients(ModelData *m, const ModelRels *r)
 	const AttrNumber *att = r->att[REL_CLIENTS];
 	ModelScan	s;
 	int			cap = 16;
+	int			nmoments;
+	bool		isnull;
 
 	m->clients = MemoryContextAllocZero(m->cxt, sizeof(ModelClient) * cap);
 	scan_begin(&s, r->rel[REL_CLIENTS]);
@@ -452,6 +514,15 @@ load_clients(ModelData *m, const ModelRels *r)
 			model_damaged(r->model, psprintf("Client \"%s\" has no mean.", c->name));
 		c->total_variance = scan_float(&s, att[C_TOTAL_VARIANCE]);
 		c->global_ratio = scan_float(&s, att[C_GLOBAL_RATIO]);
+		c->n = DatumGetInt64(scan_value(&s, att[C_N], &isnull));
+		if (isnull || c->n < 0)
+			model_damaged(r->model, psprintf("Client \"%s\" has no row count.", c->name));
+		c->score_cov = scan_floats(&s, att[C_SCORE_COV], &c->score_cov_len, m->cxt, r->model,
+								   "score_covariance");
+		c->residual_moments = scan_floats(&s, att[C_RESIDUAL], &nmoments, m->cxt, r->model,
+										  "residual_moments");
+		if (c->residual_moments != NULL && nmoments != 3)
+			model_damaged(r->model, psprintf("Client \"%s\" has %d residual_moments, not 3.", c->name, nmoments));
 	}
 	scan_end(&s);
 	qsort(m->clients, m->nclients, sizeof(ModelClient), client_qsort_cmp);
@@ -575,6 +646,15 @@ load_components(ModelData *m, const ModelRels *r)
 		component_block(rows, i, end, m->d, m->cxt, &c->V, &c->number, &c->variance);
 		m->r2max = Max(m->r2max, c->r2);
 		i = end;
+	}
+	for (int j = 0; j < m->nclients; j++)
+	{
+		ModelClient *c = &m->clients[j];
+		int			k = m->r1 + c->r2;
+
+		if (c->score_cov != NULL && c->score_cov_len != k * k)
+			model_damaged(r->model, psprintf("Client \"%s\" has a score_covariance of %d values, not %d x %d.",
+											 c->name, c->score_cov_len, k, k));
 	}
 }
 

@@ -39,6 +39,10 @@
  *   models.c            SQL functions on a stored model: row-wise projection with
  *                       client keys of any type, similarity, component info, theta
  *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
+ *   missing.c           rows with missing coordinates on a model: missing => 'observed'
+ *                       (posterior mean under probabilistic PCA), perpca_model_impute's
+ *                       arithmetic, the count of rows too sparse to score (missing.h)
+ *   missing_eval.c      perpca_evaluate_imputation(): entries hidden at random, filled, scored
  *   project.c           projection functions on float8[] arrays
  *   pgvector_io.c       perpca_vector: pgvector's vector and halfvec read and written in
  *                       place, for perpca_stats(vector) and the model row functions
@@ -78,6 +82,14 @@ extern double *perpca_vector_arg(ArrayType *a, int *dim, const char *what);
 
 /* The same checks except finiteness (for callers that check it while copying). */
 extern double *perpca_vector_shape(ArrayType *a, int *dim, const char *what);
+
+/*
+ * The shape checks only (1-D float8[] of at most PERPCA_MAX_DIM elements):
+ * the array may hold NULLs, and then its data are not d doubles in a row
+ * (perpca_first_null tells where the first NULL is, or -1).
+ */
+extern double *perpca_vector_shape_nulls(ArrayType *a, int *dim, const char *what);
+extern int	perpca_first_null(ArrayType *a);
 
 /* Validate a 2-D float8[] (rows x cols) without NULLs; return its data (row-major). */
 extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);

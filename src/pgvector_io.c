@@ -159,7 +159,7 @@ perpca_vector_stats_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 	}
 	v = vector_arg(PG_GETARG_DATUM(1), "input row");
-	st = perpca_stats_accum_state(fcinfo, v->dim);
+	st = perpca_stats_accum_state(fcinfo, v->dim, PERPCA_NULLS_ERROR);
 	x = perpca_stats_accum_scratch(st);
 	float_to_double(v->dim, v->x, x);
 	perpca_stats_accum_add(st, x);
@@ -181,7 +181,7 @@ perpca_halfvec_stats_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 	}
 	v = halfvec_arg(PG_GETARG_DATUM(1), "input row");
-	st = perpca_stats_accum_state(fcinfo, v->dim);
+	st = perpca_stats_accum_state(fcinfo, v->dim, PERPCA_NULLS_ERROR);
 	x = perpca_stats_accum_scratch(st);
 	half_to_doubles(v->dim, v->x, x);
 	perpca_stats_accum_add(st, x);

@@ -169,7 +169,9 @@ BEGIN
             local_ratio float8,
             residual_ratio float8,
             train_error float8,
-            source text NOT NULL CHECK (source OPERATOR(pg_catalog.=) ANY (ARRAY['fit', 'personalize'])))$f$,
+            source text NOT NULL CHECK (source OPERATOR(pg_catalog.=) ANY (ARRAY['fit', 'personalize'])),
+            score_covariance float8[],
+            residual_moments float8[])$f$,
         clients);
     EXECUTE format($f$
         CREATE TABLE %s (
@@ -209,9 +211,21 @@ CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_fill_clients(schema_name
                                                           scale_factors float8[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    clients regclass := format('%I.%I', schema_name, base || '_clients')::regclass;
+    monitor boolean := EXISTS (SELECT FROM pg_attribute
+                                WHERE attrelid = clients AND attname = 'residual_moments' AND NOT attisdropped);
 BEGIN
+    -- A model stored before 0.3.0 gets the columns of perpca_model_monitor
+    -- and perpca_component_variance when its owner writes it.
+    IF NOT monitor AND pg_has_role((SELECT relowner FROM pg_class WHERE oid = clients), 'USAGE') THEN
+        EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS score_covariance float8[], '
+                       'ADD COLUMN IF NOT EXISTS residual_moments float8[]', clients);
+        monitor := true;
+    END IF;
     -- Means in the data's units; variances, ratios and errors in the units
-    -- the fit saw (divided by scale_factors, NULL = unscaled).
+    -- the fit saw (divided by scale_factors, NULL = unscaled); the scores'
+    -- covariance and residual spectrum (client_monitor_stats) too.
     EXECUTE format($f$
         WITH r AS (
             SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s),
@@ -229,19 +243,25 @@ BEGIN
                    coalesce(v.r2, 0) AS r2,
                    @extschema@.perpca_total_variance(c.stats, c.centre) AS tv,
                    coalesce(@extschema@.perpca_explained_variance(c.stats, u.u, c.centre), 0) AS gv,
-                   coalesce(@extschema@.perpca_explained_variance(c.stats, v.v, c.centre), 0) AS lv
-              FROM c CROSS JOIN u LEFT JOIN v ON v.client = c.client)
+                   coalesce(@extschema@.perpca_explained_variance(c.stats, v.v, c.centre), 0) AS lv,
+                   ms.score_covariance, ms.residual_moments
+              FROM c CROSS JOIN u LEFT JOIN v ON v.client = c.client
+             CROSS JOIN LATERAL perpca_internal.client_monitor_stats(c.stats, u.u, v.v) AS ms)
         INSERT INTO %I.%I (client, n, mean, n_local, total_variance, global_ratio, local_ratio,
-                           residual_ratio, train_error, source)
-        SELECT client, n, mean, r2, tv, gv / tv, lv / tv, (tv - gv - lv) / tv, tv - gv - lv, $3
+                           residual_ratio, train_error, source%s)
+        SELECT client, n, mean, r2, tv, gv / tv, lv / tv, (tv - gv - lv) / tv, tv - gv - lv, $3%s
           FROM f
         ON CONFLICT (client) DO UPDATE
            SET n = excluded.n, mean = excluded.mean, n_local = excluded.n_local,
                total_variance = excluded.total_variance, global_ratio = excluded.global_ratio,
                local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,
-               train_error = excluded.train_error, source = excluded.source$f$,
+               train_error = excluded.train_error, source = excluded.source%s$f$,
         src, schema_name, base || '_components', schema_name, base || '_components',
-        schema_name, base || '_clients')
+        schema_name, base || '_clients',
+        CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
+        CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
+        CASE WHEN monitor THEN ', score_covariance = excluded.score_covariance, '
+                               'residual_moments = excluded.residual_moments' ELSE '' END)
     USING center, global_mean, source, one_client, one_stats, scale_factors;
 END
 $$;

@@ -15,7 +15,8 @@
 -- take, so no other role can hold it; it also serializes the creation of a
 -- new model), then <model>_info, _clients, _components.  purpose: 'read'
 -- (ACCESS SHARE), 'write' (SHARE ROW EXCLUSIVE: readers go on, writers
--- wait; the model may not exist yet), 'drop' (ACCESS EXCLUSIVE).  Checks that
+-- wait; with missing_ok the model may not exist yet and would be created),
+-- 'drop' (ACCESS EXCLUSIVE).  Checks that
 -- the tables are plain tables of one owner and, for write and drop, that the
 -- caller has the owner's privileges (before any lock is requested).
 -- undefined_object for a missing model (read, drop; unless missing_ok),
@@ -33,11 +34,12 @@ RETURNS record
 COMMENT ON FUNCTION perpca_internal.model_lock(text, text, boolean, boolean, text) IS
     'internal: finds and locks a model''s tables in the one order of every perpca function (name lock for write/drop, then info, clients, components), after checking kind, owner and the caller''s rights; see src/model_lock.c';
 
--- The lock of a model to be written, for the PL/pgSQL write path: model_lock(..., 'write').
+-- The lock of a model to be written (or created), for the PL/pgSQL write path:
+-- model_lock(..., 'write', wait, missing_ok => true).
 CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_lock(model text, schema_name text, base text, wait boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write', wait, false, model);
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write', wait, true, model);
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_lock(text, text, text, boolean) IS
@@ -48,34 +50,34 @@ CREATE OR REPLACE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT fal
 COMMENT ON FUNCTION perpca_drop(text, boolean) IS
     'drops the tables of a model (after locking them in the order every perpca function uses, and checking that they are plain tables of one owner whose privileges the caller has, and that the info table is a perpca model''s); with if_exists => true a missing model is only a notice';
 
--- Local components of one client, computed and stored; the caller holds the model's lock.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_personalize(schema_name text, base text, client text,
-                                                         stats perpca_stats, n_local int)
-RETURNS jsonb
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp SET extra_float_digits = 3 AS $$
+-- Local components of one client, computed and stored, and returned.  Run by
+-- perpca_personalize (src/model_lock.c) as the model's owner, inside a
+-- security-restricted operation, after it locked the model and checked the
+-- key and the statistics with the checked C reader; factors are the model's
+-- scale_factors as that reader read them (NULL: unscaled).
+CREATE OR REPLACE FUNCTION perpca_internal.model_personalize(schema_name text, base text, client text,
+                                                             stats perpca_stats, n_local int, factors float8[])
+RETURNS TABLE (component int, pc float8[], variance float8)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     components text := format('%I.%I', schema_name, base || '_components');
     info text := format('%I.%I', schema_name, base || '_info');
     m record;
     u float8[];
     centre float8[];
-    factors float8[] := perpca_internal.perpca_model_scale_factors(info);
     scaled @extschema@.perpca_stats;
-    result jsonb;
 BEGIN
     EXECUTE format('SELECT d, n_local, center, global_mean FROM %s', info) INTO STRICT m;
-    IF @extschema@.perpca_dim(stats) <> m.d THEN
-        RAISE EXCEPTION 'stats has dimension %, expected %', @extschema@.perpca_dim(stats), m.d
-            USING ERRCODE = 'data_exception';
-    END IF;
-    EXECUTE format('SELECT array_agg(pc ORDER BY component) FROM %s WHERE kind = %L', components, 'global')
+    EXECUTE format('SELECT array_agg(pc ORDER BY component) FROM %s WHERE kind OPERATOR(pg_catalog.=) %L',
+                   components, 'global')
         INTO u;
     -- The local components live where the model's components do: in the scaled features.
     scaled := perpca_internal.scale_stats(stats, factors);
     centre := CASE m.center WHEN 'client' THEN @extschema@.perpca_mean(scaled)
                             WHEN 'global' THEN perpca_internal.scale_vector(m.global_mean, factors)
                             ELSE array_fill(0::float8, ARRAY[m.d]) END;
-    EXECUTE format('DELETE FROM %s WHERE kind = %L AND client = $1', components, 'local') USING client;
+    EXECUTE format('DELETE FROM %s WHERE kind OPERATOR(pg_catalog.=) %L AND client OPERATOR(pg_catalog.=) $1',
+                   components, 'local') USING client;
     EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
                     SELECT $1, %L, l.component, l.pc, l.variance
                       FROM @extschema@.perpca_local_pcs($2, $3, $4, $5) l',
@@ -86,97 +88,33 @@ BEGIN
                                                       factors);
     -- nextval() first: Citus refuses it inside an UPDATE of a reference table.
     EXECUTE format('UPDATE %s SET version = $1', info) USING nextval('@extschema@.perpca_model_version');
-    EXECUTE format('SELECT jsonb_agg(jsonb_build_object(''component'', component, ''pc'', pc, ''variance'', variance)
-                                     ORDER BY component)
-                      FROM %s WHERE kind = %L AND client = $1', components, 'local')
-        INTO result USING client;
-    RETURN result;
+    RETURN QUERY EXECUTE format('SELECT k.component, k.pc, k.variance FROM %s k
+                                  WHERE k.kind OPERATOR(pg_catalog.=) %L AND k.client OPERATOR(pg_catalog.=) $1
+                                  ORDER BY k.component', components, 'local')
+        USING client;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_personalize(text, text, text, perpca_stats, int) IS
-    'internal: computes and stores the local components of one client with the global components frozen';
+COMMENT ON FUNCTION perpca_internal.model_personalize(text, text, text, perpca_stats, int, float8[]) IS
+    'internal: computes, stores and returns the local components of one client with the global components frozen; run as the model''s owner by perpca_personalize';
 
--- The text form of a client key, after checking that its type can match the model's keys.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_key(model text, key_type regtype, model_key_type text, key text)
-RETURNS text
-LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF key IS NULL THEN
-        RAISE EXCEPTION 'client must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    -- A string key matches any model (keys are stored as text, as 0.1.0 required them).
-    IF (SELECT typcategory FROM pg_type WHERE oid = key_type) = 'S'
-       OR format_type(key_type, NULL) = coalesce(model_key_type, 'text') THEN
-        RETURN key;
-    END IF;
-    RAISE EXCEPTION 'client key of type % cannot match model "%"', format_type(key_type, NULL), model
-        USING ERRCODE = 'datatype_mismatch',
-              DETAIL = format('The model was trained on client keys of type %s.', coalesce(model_key_type, 'text')),
-              HINT = format('Pass the key as %s (or as text).', coalesce(model_key_type, 'text'));
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_key(text, regtype, text, text) IS
-    'internal: the text form of a client key whose type matches the model''s key type (or is a string type)';
-
--- perpca_personalize with the client key's type given: the key's type must match the model's.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_personalize_key(model text, key_type regtype, client text,
-                                                       stats perpca_stats, n_local int)
-RETURNS TABLE (component int, pc float8[], variance float8)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
-DECLARE
-    t record := perpca_internal.perpca_model_tables(model);
-    owner regrole;
-    model_key_type text;
-    key text;
-    r jsonb;
-BEGIN
-    IF NOT t.present THEN
-        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            DETAIL = pg_catalog.format('No table %s was found.', t.info),
-            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
-    END IF;
-    IF client IS NULL OR stats IS NULL THEN
-        RAISE EXCEPTION 'client and stats must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    owner := perpca_internal.perpca_model_owner(t.schema_name, t.base);
-    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
-    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, true);
-    EXECUTE pg_catalog.format('SELECT pg_catalog.to_jsonb(i) OPERATOR(pg_catalog.->>) %L FROM %s i',
-                              'client_type', t.info) INTO model_key_type;
-    key := perpca_internal.perpca_model_key(model, key_type, model_key_type, client);
-    IF owner::oid OPERATOR(pg_catalog.=) pg_catalog.current_user()::regrole::oid THEN
-        r := perpca_internal.perpca_model_personalize(t.schema_name, t.base, key, stats, n_local);
-    ELSE
-        r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
-                 'SELECT perpca_internal.perpca_model_personalize($1, $2, $3, $4, $5)',
-                 t.schema_name, t.base, key, stats, n_local);
-    END IF;
-    RETURN QUERY SELECT (e OPERATOR(pg_catalog.->>) 'component')::int,
-                        ARRAY(SELECT v::float8
-                                FROM pg_catalog.jsonb_array_elements_text(e OPERATOR(pg_catalog.->) 'pc') AS v),
-                        (e OPERATOR(pg_catalog.->>) 'variance')::float8
-                   FROM pg_catalog.jsonb_array_elements(r) AS e;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_personalize_key(text, regtype, text, perpca_stats, int) IS
-    'internal: perpca_personalize for a client key of type key_type (in its text form)';
-
+-- Both forms are C (src/model_lock.c): the model is locked (its owner's
+-- privileges checked), its key type, dimension and scale read with the
+-- checked C reader, and model_personalize runs as the owner.
 CREATE OR REPLACE FUNCTION perpca_personalize(model text, client text, stats perpca_stats, n_local int DEFAULT NULL)
 RETURNS TABLE (component int, pc float8[], variance float8)
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT * FROM perpca_internal.perpca_personalize_key(model, 'text'::regtype, client, stats, n_local);
-END;
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_personalize(text, text, perpca_stats, int) IS
-    'computes local components for a (new) client from its statistics with the global components frozen and stores them in the model; n_local defaults to the model''s; another role''s model is written as its owner';
+    'computes local components for a (new) client from its statistics with the global components frozen and stores them in the model; n_local defaults to the model''s; another role''s model is written as its owner (inside a security-restricted operation), and only the owner or a member of the owning role may personalize';
 
 CREATE OR REPLACE FUNCTION perpca_personalize(model text, client anyelement, stats perpca_stats, n_local int DEFAULT NULL)
 RETURNS TABLE (component int, pc float8[], variance float8)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
-BEGIN
-    RETURN QUERY SELECT * FROM perpca_internal.perpca_personalize_key(model, pg_catalog.pg_typeof(client),
-                                                                      client::text, stats, n_local);
-END
-$$;
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_personalize(text, anyelement, perpca_stats, int) IS
-    'perpca_personalize with the client key in its own type (int, bigint, uuid, date, ...), which must be the type of the model''s keys; matched as its text form';
+    'perpca_personalize with the client key in its own type (int, bigint, uuid, date, ...), which must be the type of the model''s keys; matched as its text form (the type''s output function)';
+
+-- 0.2.0's personalize helpers (the SQL-language perpca_personalize depended
+-- on perpca_personalize_key, so they go once it is replaced; no-ops on a
+-- fresh install).
+DROP FUNCTION IF EXISTS perpca_internal.perpca_personalize_key(text, regtype, text, perpca_stats, int);
+DROP FUNCTION IF EXISTS perpca_internal.perpca_model_key(text, regtype, text, text);
+DROP FUNCTION IF EXISTS perpca_internal.perpca_model_personalize(text, text, text, perpca_stats, int);
