@@ -92,7 +92,9 @@ run_part() {
 	else
 		FAILED=$((FAILED + 1)); FAILED_NAMES+=("$name")
 	fi
-	rm -f "$log"
+	# The output of the last part stays readable until the next one.
+	[ -n "${LAST_PART_LOG:-}" ] && rm -f "$LAST_PART_LOG"
+	LAST_PART_LOG=$log
 	return 0
 }
 
@@ -128,6 +130,12 @@ version_main() {
 		pgvector_prepare
 		if [ -z "$ONLY" ] || [[ package =~ $ONLY ]]; then
 			run_part package bash "$REPO_ROOT/scripts/package.sh" test
+			# pg_regress on test/sql ran in full against the installed package:
+			# the same files on the same code need not run again.
+			if [ -z "$ONLY" ] && grep -q '^ok - package: installcheck' "$LAST_PART_LOG" &&
+				! grep -q '^not ok - package: installcheck' "$LAST_PART_LOG"; then
+				export PERPCA_REGRESS_DONE="against the installed package (package: installcheck above)"
+			fi
 		fi
 		export PERPCA_TEST_PART=suite
 		run_part suite run_unprivileged test.sh 0 "${PART_ARGS[@]}"
@@ -237,6 +245,10 @@ suite_main() {
 	for f in "$BUILD"/test/sql/*.sql; do
 		if [ -z "$ONLY" ] || [[ "$(basename "$f" .sql)" =~ $ONLY ]]; then regress_files+=("$f"); fi
 	done
+	if [ -n "${PERPCA_REGRESS_DONE:-}" ]; then
+		say "pg_regress: ran $PERPCA_REGRESS_DONE"
+		regress_files=()
+	fi
 	regress_names=$(for f in "${regress_files[@]}"; do basename "$f" .sql; done | tr '\n' ' ')
 	if [ ${#regress_files[@]} -gt 0 ]; then
 		cluster_start
@@ -266,7 +278,7 @@ suite_main() {
 		fi
 		cluster_stop
 	else
-		say "pg_regress: no tests in test/sql"
+		[ -n "${PERPCA_REGRESS_DONE:-}" ] || say "pg_regress: no tests in test/sql"
 	fi
 
 	# ---- TAP: test/t/*.pl ------------------------------------------------------
