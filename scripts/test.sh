@@ -16,8 +16,9 @@
 # the installed files; as root only); then the suite: build with -Werror;
 # install into a private copy of PostgreSQL; pg_regress on test/sql/*.sql
 # (compared with expected/*.out, or an alternative expected/NAME_1.out)
-# against a throwaway cluster; each TAP test in test/t/*.pl with prove and
-# PostgreSQL::Test::Cluster (clusters from the private binaries).
+# against a throwaway cluster (not again when the package test ran it in
+# full); each TAP test in test/t/*.pl with prove and PostgreSQL::Test::Cluster
+# (clusters from the private binaries; on 17 and 18 the files of VERSION_TAP).
 # Each version ends with "PostgreSQL X.Y: N passed, M failed", and the run with
 # one line "N passed, M failed" over all versions (pg_regress tests, TAP files,
 # package checks); exit status 0 only if nothing failed.  Works as root
