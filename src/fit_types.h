@@ -68,6 +68,7 @@ typedef struct FitOptions
 	FitScale	scale;			/* applied to the input by fit_input.c: the solvers never see it */
 	bool		sample_weights;
 	bool		verbose;
+	char	   *start;			/* warm-start query (client, kind, component, pc), or NULL */
 	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
 } FitOptions;
 

@@ -116,10 +116,13 @@ model_namespace(ModelLock *ml, const char *schema, bool creating)
 
 	if (schema != NULL)
 	{
-		/* as CREATE TABLE and SELECT look a schema up (pg_temp is this session's) */
-		if (creating)
+		/* as CREATE TABLE and SELECT look a schema up (pg_temp is this session's);
+		 * CREATE on it is checked later, only for a model that does not exist,
+		 * so that the owner check of an existing one comes first (42501 "must be
+		 * owner of model", not "permission denied for schema") */
+		if (creating && strcmp(schema, "pg_temp") == 0)
 			return LookupCreationNamespace(schema);
-		return LookupExplicitNamespace(schema, true);
+		return LookupExplicitNamespace(schema, !creating);
 	}
 	nsp = RelnameGetRelid(psprintf("%s_info", ml->base));
 	if (OidIsValid(nsp))

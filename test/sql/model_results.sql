@@ -153,6 +153,13 @@ RESET client_min_messages;
 SELECT count(*) AS rows, bool_and(close(v.variance, e.variance, 1e-6)) AS refreshed
   FROM perpca_component_variance('mon') v JOIN variance e USING (client, kind, component);
 
+-- A client added by perpca_personalize gets its statistics too.
+SELECT count(*) AS personalized
+  FROM perpca_personalize('mon', 'm5', (SELECT perpca_stats(x) FROM obs WHERE client = 'm1'), 1);
+SELECT bool_and(out_of_control IS NOT NULL) AS judged, count(*) AS rows
+  FROM obs, perpca_model_monitor('mon', 'm5', x) WHERE client = 'm1';
+SELECT count(*) AS components FROM perpca_component_variance('mon') WHERE client = 'm5';
+
 -- ---- clusters of clients ----------------------------------------------------
 CREATE TABLE cobs (problem text, client text, obs int, x float8[]);
 \copy cobs from 'test/data/clusters_obs.csv' csv header
