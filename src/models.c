@@ -121,6 +121,13 @@ model_bound_data(const ModelBinding *b)
 	return b->data;
 }
 
+double *
+model_bound_scratch(ModelBinding *b, double **s)
+{
+	*s = b->s;
+	return b->y;
+}
+
 /* ------------------------------------------------------------------------
  * The per-expression binding
  * ------------------------------------------------------------------------
