@@ -446,7 +446,7 @@ CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_
                              retraction text DEFAULT NULL, init text DEFAULT NULL,
                              seed bigint DEFAULT NULL, center text DEFAULT NULL,
                              weights text DEFAULT NULL, method text DEFAULT NULL,
-                             verbose boolean DEFAULT false, adaptive boolean DEFAULT NULL,
+                             verbose boolean DEFAULT NULL, adaptive boolean DEFAULT NULL,
                              replace boolean DEFAULT false, start text DEFAULT NULL,
                              solver text DEFAULT NULL, scale text DEFAULT NULL,
                              feature_names text[] DEFAULT NULL)

@@ -13,7 +13,7 @@ CREATE TABLE obs (client text, obs int, x float8[]);
 -- ---- options: declared once, defaulted by the C parser ----------------------
 -- Every option of the user-facing signatures defaults to NULL (the C parser's default).
 SELECT p.proname, count(*) AS options,
-       bool_and(a.dflt LIKE 'NULL::%' OR a.name IN ('verbose', 'replace')) AS defaults_null
+       bool_and(a.dflt LIKE 'NULL::%' OR a.name = 'replace') AS defaults_null
   FROM pg_proc p,
        LATERAL (SELECT split_part(s, ' DEFAULT ', 1) AS head, split_part(s, ' DEFAULT ', 2) AS dflt,
                        trim(both '"' from split_part(s, ' ', 1)) AS name
