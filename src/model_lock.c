@@ -245,7 +245,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 			if (OidIsValid(info))
 				check_owner_privs(ml, rel_owner(info));
 			else if (creating &&
-					 pg_namespace_aclcheck(ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+					 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
 			name_locktag(&tag, ml->nsp, ml->base);
 			if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)

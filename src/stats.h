@@ -27,6 +27,8 @@
 #include "postgres.h"
 #include "fmgr.h"
 
+#include "pg_compat.h"
+
 #define PERPCA_STATS_VERSION 1	/* format byte: nothing skipped */
 #define PERPCA_STATS_VERSION_SKIPPED 2	/* version 1 + int64 skipped count at the end */
 #define PERPCA_FORM_DENSE 0		/* mean, mean_lo, packed M2 */
@@ -132,8 +134,8 @@ extern Size perpca_pgvector_size(PerpcaRowType type, int d);
  * j of a row of d values, worded the same by the aggregate and the row
  * functions of a model (what: "input row", "x"), with a hint naming hint.
  */
-extern void perpca_row_element_error(const char *what, int j, int d, bool isnull,
-									 double value, const char *hint) pg_attribute_noreturn();
+extern pg_noreturn void perpca_row_element_error(const char *what, int j, int d, bool isnull,
+												double value, const char *hint);
 
 /* Index of the first non-finite value of x[0..d), or -1. */
 extern int	perpca_first_nonfinite(const double *x, int d);
