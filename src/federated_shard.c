@@ -245,7 +245,7 @@ shard_keys(const ShardFit *sf)
 Datum
 perpca_shard_open(PG_FUNCTION_ARGS)
 {
-	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1, -1};
+	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1, -1, -1};
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
 	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query")};
 	ShardFit   *sf;

@@ -24,6 +24,8 @@ const char *const fit_retraction_names[2] = {"polar", "qr"};
 const char *const fit_weights_names[2] = {"equal", "samples"};
 
 #define DEFAULT_ROUNDS 5000
+/* L-BFGS init 'best': hops in a row that find no better optimum before the search stops. */
+#define DEFAULT_HOPS 4
 /* Paper: largest projector change of a round; L-BFGS: Riemannian gradient norm / lambda_max. */
 #define DEFAULT_TOLERANCE_PAPER 1e-9
 #define DEFAULT_TOLERANCE_LBFGS 1e-11
@@ -153,6 +155,7 @@ fit_options_parse(FunctionCallInfo fcinfo, const FitArgPositions *pos, FitOption
 	o->scale = choice_arg(fcinfo, pos->scale, "scale", fit_scale_names, 2, FIT_SCALE_NONE);
 	o->sample_weights = choice_arg(fcinfo, pos->weights, "weights", fit_weights_names, 2, 0) == 1;
 	o->verbose = bool_arg(fcinfo, pos->verbose, false);
+	o->hops = int_arg(fcinfo, pos->hops, "hops", 0, 1000, DEFAULT_HOPS);
 }
 
 /* A JSON number, or null for a value that does not apply. */
@@ -178,9 +181,9 @@ fit_options_json(const FitOptions *o)
 	appendStringInfo(&buf, ", \"adaptive\": %s, \"update\": \"%s\", \"retraction\": \"%s\"",
 					 o->adaptive ? "true" : "false", fit_update_names[o->update],
 					 fit_retraction_names[o->retraction]);
-	appendStringInfo(&buf, ", \"init\": \"%s\", \"seed\": %lld, \"center\": \"%s\", \"weights\": \"%s\", \"scale\": \"%s\"}",
+	appendStringInfo(&buf, ", \"init\": \"%s\", \"seed\": %lld, \"center\": \"%s\", \"weights\": \"%s\", \"scale\": \"%s\", \"hops\": %d}",
 					 fit_init_names[o->init], (long long) (int64) o->seed,
 					 fit_center_names[o->center], fit_weights_names[o->sample_weights ? 1 : 0],
-					 fit_scale_names[o->scale]);
+					 fit_scale_names[o->scale], o->hops);
 	return buf.data;
 }

@@ -41,6 +41,7 @@ typedef struct FitArgPositions
 	int			adaptive;
 	int			solver;
 	int			scale;
+	int			hops;
 } FitArgPositions;
 
 /* Read and check every option; defaults for NULL or absent arguments. */

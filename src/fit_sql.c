@@ -45,13 +45,13 @@ enum
 {
 	ARG_QUERY, ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP,
 	ARG_UPDATE, ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS,
-	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START, ARG_SOLVER, ARG_SCALE
+	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START, ARG_SOLVER, ARG_SCALE, ARG_HOPS
 };
 
 static const FitArgPositions fit_args = {
 	ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP, ARG_UPDATE,
 	ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS, ARG_METHOD,
-	ARG_VERBOSE, ARG_ADAPTIVE, ARG_SOLVER, ARG_SCALE
+	ARG_VERBOSE, ARG_ADAPTIVE, ARG_SOLVER, ARG_SCALE, ARG_HOPS
 };
 
 /* The last fit of each kind in this session, in their own memory context. */
@@ -415,8 +415,8 @@ perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 	for (int j = 0; l != NULL && j < l->ntrace; j++)
 	{
 		const FitTraceRow *r = &l->trace[j];
-		Datum		values[6];
-		bool		nulls[6] = {0};
+		Datum		values[8];
+		bool		nulls[8] = {0};
 
 		values[0] = CStringGetTextDatum(l->starts[r->start].name);
 		values[1] = Int32GetDatum(r->round);
@@ -424,6 +424,8 @@ perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 		values[3] = fit_sql_float(r->gradient_norm, &nulls[3]);
 		values[4] = fit_sql_float(r->kkt_residual, &nulls[4]);
 		values[5] = fit_sql_float(r->step, &nulls[5]);
+		values[6] = Int64GetDatum(r->products);
+		values[7] = Int64GetDatum(r->iterations);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -181,10 +181,13 @@ node_round(FitNode *node, const double *U, double step, FitUpdate update,
 	{
 		FitClient  *c = &node->clients[i];
 
+		int64		products = c->products;
+
 		CHECK_FOR_INTERRUPTS();
 		c->lazy_local = true;
 		c->skip_change = false;
 		client_paper_step(c, U, update, retraction, step);
+		out->products += c->products - products;
 		linalg_axpy((int64) d * r1, c->weight, c->Ui, out->U);
 		out->objective += c->weight * c->objective;
 		out->weight += c->weight;
@@ -204,11 +207,16 @@ node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
 		FitClient  *c = &node->clients[i];
 		bool		exact;
 
+		int64		products = c->products,
+					iterations = c->iterations;
+
 		CHECK_FOR_INTERRUPTS();
 		client_seed_response(c, &pcs[i]);
 		out->objective += c->weight * client_best_response(c, U, tol, c->weight, out->U, &exact);
 		out->weight += c->weight;
 		out->exact += exact ? 1 : 0;
+		out->products += c->products - products;
+		out->iterations += c->iterations - iterations;
 	}
 }
 

@@ -173,7 +173,7 @@ line_search(Lbfgs *lb, const double *p, double slope, double *Unew, double *fnew
 		fit_retract(FIT_RETRACT_QR, lb->d, lb->r1, Unew, lb->r1);
 		*gnew = evaluate(lb, Unew, fnew, Gnew);
 		if (lb->diag != NULL)
-			fit_trace(lb->diag, lb->rounds, *fnew * lb->be->nclients, *gnew, NAN, t);
+			fit_trace(lb->diag, lb->rounds, *fnew * lb->be->nclients, *gnew, NAN, t, lb->sums);
 		if (*fnew >= lb->f + ARMIJO * t * slope)
 			return t;
 		/* near the optimum f changes below rounding: accept a step that shrinks the gradient */
@@ -277,7 +277,7 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	{
 		lb.gnorm = evaluate(&lb, U, &lb.f, lb.G);
 		if (diag != NULL)
-			fit_trace(diag, lb.rounds, lb.f * be->nclients, lb.gnorm, NAN, 0.0);
+			fit_trace(diag, lb.rounds, lb.f * be->nclients, lb.gnorm, NAN, 0.0, lb.sums);
 	}
 	while (lb.rounds > 0 && n > 0)
 	{

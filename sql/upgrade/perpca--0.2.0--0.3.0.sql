@@ -7,3 +7,9 @@
 -- what CREATE OR REPLACE cannot do: dropping objects that 0.3.0 no longer
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
+
+-- perpca_last_fit_rounds gains the columns products and inner_iterations.
+DROP FUNCTION perpca_last_fit_rounds();
+
+-- perpca_fit gains the option hops.
+DROP FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text);
