@@ -62,7 +62,7 @@ start_list(const FitOptions *opts, FitInit *list)
 /* Run one start with the solver for at most `rounds` rounds; fills its report. */
 static void
 run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, double *U,
-		  double *step, FitDiagnostics *diag)
+		  double *step, FitDiagnostics *diag, LbfgsMemory *mem)
 {
 	FitStartReport *rep = &diag->starts[diag->nstarts];
 	double		gnorm;
@@ -78,7 +78,7 @@ run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, doubl
 	}
 	else
 		rep->rounds = solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective,
-								   &gnorm, diag);
+								   &gnorm, diag, mem);
 	if (opts->verbose)
 		ereport(NOTICE,
 				(errmsg("start %s: objective %.12g after %d rounds%s", rep->name, rep->objective,
@@ -146,6 +146,32 @@ improves(double a, double b)
 }
 
 /*
+ * Keep run j (its U and L-BFGS pairs) as the best when it is the first or
+ * improves on the best; the pairs of the run that is not kept are freed.
+ * Returns whether run j is now the best.
+ */
+static bool
+keep_best(FitDiagnostics *diag, int j, const double *U, double *Ubest, int64 size,
+		  LbfgsMemory *mem, int *best, LbfgsMemory **memory)
+{
+	if (*memory != NULL && !improves(diag->starts[j].objective, diag->starts[*best].objective))
+	{
+		lbfgs_memory_free(mem);
+		pfree(mem);
+		return false;
+	}
+	if (*memory != NULL)
+	{
+		lbfgs_memory_free(*memory);
+		pfree(*memory);
+	}
+	*memory = mem;
+	*best = j;
+	memcpy(Ubest, U, sizeof(double) * size);
+	return true;
+}
+
+/*
  * L-BFGS, init 'best': every start to the screening tolerance, then hops
  * from the best optimum so far until opts->hops hops in a row fail to
  * improve it, then the best to the tolerance (its rounds are the winner's).
@@ -163,6 +189,8 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 	FitOptions	screen = *opts;
 	uint64		state = UINT64CONST(0xA0761D6478BD642F) ^ opts->seed;
 	int			best = 0;
+	LbfgsMemory *memory = NULL,
+			   *mem;
 
 	if (search)
 		screen.tolerance = Max(opts->tolerance, SCREEN_TOLERANCE);
@@ -170,13 +198,10 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 	{
 		if (j > 0 && opts->rounds - diag->rounds <= 0)
 			break;
-		run_start(be, &screen, list[j], opts->rounds - diag->rounds, U, &step, diag);
+		mem = palloc0(sizeof(LbfgsMemory));
+		run_start(be, &screen, list[j], opts->rounds - diag->rounds, U, &step, diag, mem);
 		diag->rounds += diag->starts[j].rounds;
-		if (j == 0 || improves(diag->starts[j].objective, diag->starts[best].objective))
-		{
-			best = j;
-			memcpy(Ubest, U, sizeof(double) * size);
-		}
+		keep_best(diag, j, U, Ubest, size, mem, &best, &memory);
 	}
 	for (int failed = 0, h = 1; search && failed < opts->hops && diag->nstarts < FIT_MAX_STARTS &&
 		 opts->rounds - diag->rounds > 0; h++)
@@ -186,24 +211,21 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 		hop_start(be, Ubest, U, &state);
 		diag->current = diag->nstarts++;
 		rep->name = psprintf("hop %d", h);
+		mem = palloc0(sizeof(LbfgsMemory));
 		rep->rounds = solver_lbfgs(be, &screen, U, opts->rounds - diag->rounds, &rep->converged,
-								   &rep->objective, &gnorm, diag);
+								   &rep->objective, &gnorm, diag, mem);
 		diag->rounds += rep->rounds;
 		if (opts->verbose)
 			ereport(NOTICE,
 					(errmsg("hop %d: objective %.12g after %d rounds", h, rep->objective,
 							rep->rounds)));
-		if (improves(rep->objective, diag->starts[best].objective))
 		{
 			/* a new basin resets the count; the same one, better converged, does not */
 			bool		moved = fit_projector_distance(be->d, be->r1, Ubest, be->r1, U, be->r1) > HOP_BASIN;
 
-			best = diag->current;
-			memcpy(Ubest, U, sizeof(double) * size);
-			failed = moved ? 0 : failed + 1;
+			failed = keep_best(diag, diag->current, U, Ubest, size, mem, &best, &memory) && moved ?
+				0 : failed + 1;
 		}
-		else
-			failed++;
 	}
 	memcpy(U, Ubest, sizeof(double) * size);
 	diag->chosen = best;
@@ -215,7 +237,7 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 
 		diag->current = best;
 		more = solver_lbfgs(be, opts, U, opts->rounds - diag->rounds, &rep->converged,
-							&rep->objective, &gnorm, diag);
+							&rep->objective, &gnorm, diag, memory);
 		rep->rounds += more;
 		diag->rounds += more;
 	}
@@ -239,12 +261,12 @@ run_paper_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 		probe.verbose = false;
 		for (int j = 0; j < n; j++)
 			run_start(be, &probe, list[j], Min(opts->rounds, PAPER_PROBE_ROUNDS), U,
-					  &diag->step, diag);
+					  &diag->step, diag, NULL);
 		how = list[best_start(diag, 0)];
 		if (opts->verbose)
 			ereport(NOTICE, (errmsg("init best: chose %s", fit_init_names[how])));
 	}
-	run_start(be, opts, how, opts->rounds, U, &diag->step, diag);
+	run_start(be, opts, how, opts->rounds, U, &diag->step, diag, NULL);
 	diag->chosen = diag->nstarts - 1;
 	diag->rounds = diag->starts[diag->chosen].rounds;
 	if (n > 1)

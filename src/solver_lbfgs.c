@@ -24,10 +24,10 @@
 #include "linalg.h"
 #include "solver_lbfgs.h"
 
-#define MEMORY 10				/* (s, y) pairs kept */
+#define MEMORY LBFGS_MEMORY
 #define ARMIJO 1e-4
 #define MIN_STEP 1e-10			/* backtracking gives up below this */
-#define STALL_ROUNDS 5			/* iterations without progress in f or in the gradient */
+#define STALL_ROUNDS 2			/* iterations without progress in f or in the gradient */
 #define ROUNDING 1e-14			/* relative change of f treated as rounding */
 
 /* The L-BFGS state: iterate, its objective and gradient, the pairs. */
@@ -246,7 +246,7 @@ report(const Lbfgs *lb, int iteration)
 
 int
 solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool *converged,
-			 double *objective, double *gnorm, FitDiagnostics *diag)
+			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem)
 {
 	Lbfgs		lb = {0};
 	double		lmax = be->lambda_max > 0.0 ? be->lambda_max : 1.0;
@@ -272,6 +272,13 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	lb.gnorm = NAN;
 	lb.max_rounds = rounds;
 	lb.sums = fit_sums_create(be->d, be->r1);
+	if (mem != NULL)
+	{
+		lb.npairs = mem->npairs;
+		memcpy(lb.S, mem->S, sizeof(lb.S));
+		memcpy(lb.Y, mem->Y, sizeof(lb.Y));
+		memcpy(lb.rho, mem->rho, sizeof(lb.rho));
+	}
 	*converged = false;
 	if (rounds > 0)
 	{
@@ -313,5 +320,26 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 		*converged = true;
 	*objective = lb.f * be->nclients;
 	*gnorm = lb.gnorm;
+	if (mem != NULL)
+	{
+		mem->npairs = lb.npairs;
+		memcpy(mem->S, lb.S, sizeof(lb.S));
+		memcpy(mem->Y, lb.Y, sizeof(lb.Y));
+		memcpy(mem->rho, lb.rho, sizeof(lb.rho));
+	}
 	return lb.rounds;
+}
+
+void
+lbfgs_memory_free(LbfgsMemory *mem)
+{
+	for (int j = 0; j < MEMORY; j++)
+	{
+		if (mem->S[j] != NULL)
+			pfree(mem->S[j]);
+		if (mem->Y[j] != NULL)
+			pfree(mem->Y[j]);
+		mem->S[j] = mem->Y[j] = NULL;
+	}
+	mem->npairs = 0;
 }
