@@ -1,6 +1,9 @@
 # perpca -- PGXS build.  `make`, `make install`, `make installcheck`.
 PG_CONFIG ?= pg_config
-EXTENSION   = perpca
+# perpca_vector: the companion extension for pgvector's types (requires perpca
+# and vector); its functions live in perpca's module, so nothing here needs
+# pgvector to build.
+EXTENSION   = perpca perpca_vector
 PERPCA_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" perpca.control)
 MODULE_big  = perpca
 OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
@@ -8,7 +11,7 @@ OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 # object (sql/README): sql/create_once/*.sql, sql/create_or_replace/*.sql and
 # a short hand-written prologue per upgrade in sql/upgrade/.  Released scripts
 # are kept as they shipped, in sql/released/.
-DATA        = $(wildcard sql/released/*.sql)
+DATA        = $(wildcard sql/released/*.sql) $(wildcard sql/perpca_vector--*.sql)
 DATA_built  = sql/perpca--$(PERPCA_VERSION).sql sql/perpca--0.2.0--$(PERPCA_VERSION).sql
 
 # pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out

@@ -74,7 +74,7 @@ if [ "$EXAMPLES" = 1 ]; then
 	PGDATABASE=$DB /usr/bin/python3 "$BUILD/examples/plot.py" \
 		--out "${PERPCA_EXAMPLES_OUT:-$REPO_ROOT/docs/examples}"
 else
-	say "pictures of examples on real data: docs/examples/*.png (README, section Examples);"
+	say "pictures of examples on real data: docs/examples.md;"
 	say "run them yourself with: bash scripts/demo.sh --examples"
 fi
 

@@ -311,3 +311,33 @@ citus_install() {
 		warn "$PERPCA_CITUS_FAILED"
 	fi
 }
+
+# pgvector for the perpca_vector tests (scripts/pgvector.sh): unless done already,
+# find it in the server's installation or build it (cached), and export
+# PERPCA_PGVECTOR_BUILD ("system" or the build's directory), or
+# PERPCA_PGVECTOR_SKIP (why the tests skip) or PERPCA_PGVECTOR_FAILED (the build
+# failed: the tests fail).
+pgvector_prepare() {
+	[ -n "${PERPCA_PGVECTOR_BUILD:-}${PERPCA_PGVECTOR_SKIP:-}${PERPCA_PGVECTOR_FAILED:-}" ] && return 0
+	local out rc=0
+	out=$(bash "$REPO_ROOT/scripts/pgvector.sh" build) || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		export PERPCA_PGVECTOR_BUILD=$out
+		say "pgvector: $out"
+	elif [ "$rc" -eq 3 ]; then
+		export PERPCA_PGVECTOR_SKIP=${out#skip: }
+		say "pgvector tests will skip: $PERPCA_PGVECTOR_SKIP"
+	else
+		export PERPCA_PGVECTOR_FAILED="scripts/pgvector.sh build failed (exit $rc)"
+		warn "$PERPCA_PGVECTOR_FAILED"
+	fi
+}
+
+# Copy the pgvector build (if any) into the private installation INST.
+pgvector_install() {
+	[ -n "${PERPCA_PGVECTOR_BUILD:-}" ] || return 0
+	if ! bash "$REPO_ROOT/scripts/pgvector.sh" install "$PERPCA_PGVECTOR_BUILD" "$1"; then
+		export PERPCA_PGVECTOR_FAILED="could not install $PERPCA_PGVECTOR_BUILD into $1"
+		warn "$PERPCA_PGVECTOR_FAILED"
+	fi
+}

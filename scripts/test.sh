@@ -49,6 +49,7 @@ fi
 if [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ]; then
 	ensure_packages
 	citus_prepare
+	pgvector_prepare
 fi
 
 prepare_user test.sh 0 "$@"
@@ -93,6 +94,8 @@ if ! private_install; then
 fi
 citus_prepare
 citus_install "$INST"
+pgvector_prepare
+pgvector_install "$INST"
 
 # ---- pg_regress: test/sql/*.sql -------------------------------------------
 shopt -s nullglob

@@ -16,12 +16,19 @@
 
 /* Reject arrays whose element type is not float8 (can only happen via casts in C). */
 static void
-check_float8_array(ArrayType *a, const char *what)
+check_float8_type(ArrayType *a, const char *what)
 {
 	if (ARR_ELEMTYPE(a) != FLOAT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s must be a float8[] array", what)));
+}
+
+/* ... and arrays with NULL elements. */
+static void
+check_float8_array(ArrayType *a, const char *what)
+{
+	check_float8_type(a, what);
 	if (array_contains_nulls(a))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -68,9 +75,16 @@ perpca_vector_arg(ArrayType *a, int *dim, const char *what)
 double *
 perpca_vector_shape(ArrayType *a, int *dim, const char *what)
 {
+	check_float8_array(a, what);
+	return perpca_vector_shape_nulls(a, dim, what);
+}
+
+double *
+perpca_vector_shape_nulls(ArrayType *a, int *dim, const char *what)
+{
 	int			n;
 
-	check_float8_array(a, what);
+	check_float8_type(a, what);
 	if (ARR_NDIM(a) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -84,6 +98,20 @@ perpca_vector_shape(ArrayType *a, int *dim, const char *what)
 	perpca_check_dim_limit(n);
 	*dim = n;
 	return (double *) ARR_DATA_PTR(a);
+}
+
+int
+perpca_first_null(ArrayType *a)
+{
+	const bits8 *bitmap = ARR_NULLBITMAP(a);
+	int			n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+
+	if (bitmap == NULL)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (!(bitmap[i / 8] & (1 << (i % 8))))
+			return i;
+	return -1;
 }
 
 double *

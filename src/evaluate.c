@@ -1,8 +1,11 @@
 /*
  * evaluate.c -- held-out evaluation of a stored model from statistics
  *
- * perpca_evaluate() (sql/.../70_evaluate.sql) reads the model's tables and
- * the user's query in SQL; the per-client arithmetic is here.  For a client
+ * perpca_evaluate() and perpca_evaluate_summary() read the model through the
+ * checked C reader (model_read.c: plain tables of one owner, read from the
+ * heap, so nothing of the owner's runs) and the user's query, as the caller,
+ * wrapped in an aggregate per client whose every name is qualified (the
+ * wrapper binds nothing from the caller's search_path).  For a client
  * with statistics s (n rows), the model's centre c for it, and the stacked
  * components W = [U; V_i] (k x d, rows), let M = S + (mean - c)(mean - c)^T
  * be the second moment of its rows about c.  The mean squared
@@ -16,14 +19,21 @@
  * (perpca_model_error) to rounding; the explained parts are tr(U M U^T) and
  * tr(V_i M V_i^T).
  *
- * perpca_internal.query_columns(query) tells the SQL side whether the
- * query returns rows (float8[]) or statistics (perpca_stats), without
- * running it.
+ * perpca_internal.query_columns(query) tells whether the query returns rows
+ * (float8[]) or statistics (perpca_stats), without running it, and
+ * perpca_internal.stats_query(query, what) wraps it (perpca_choose_ranks
+ * uses both).
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "nodes/pg_list.h"
@@ -31,12 +41,18 @@
 #include "utils/builtins.h"
 #include "utils/plancache.h"
 
+#include "evaluate.h"
 #include "linalg.h"
+#include "model_read.h"
 #include "perpca.h"
+#include "scale.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_evaluate_stats);
 PG_FUNCTION_INFO_V1(perpca_query_columns);
+PG_FUNCTION_INFO_V1(perpca_stats_query);
+PG_FUNCTION_INFO_V1(perpca_evaluate);
+PG_FUNCTION_INFO_V1(perpca_evaluate_summary);
 
 /* Argument positions of perpca_internal.evaluate_stats. */
 #define ARG_CLIENT 0
@@ -44,15 +60,6 @@ PG_FUNCTION_INFO_V1(perpca_query_columns);
 #define ARG_CENTRE 2
 #define ARG_U 3
 #define ARG_V 4
-
-/* The figures of one client. */
-typedef struct EvalFigures
-{
-	double		error;			/* mean squared residual per row */
-	double		total;			/* tr M */
-	double		global;			/* tr(U M U^T) */
-	double		local;			/* tr(V M V^T) */
-} EvalFigures;
 
 /* A k x d components argument (NULL or empty: k = 0), checked against d. */
 static double *
@@ -90,9 +97,8 @@ stack_rows(const double *U, int r1, const double *V, int r2, int d)
 	return W;
 }
 
-/* The figures from M (d x d, full) and W = [U; V] (k = r1 + r2 rows). */
-static EvalFigures
-figures(const double *M, int d, const double *W, int r1, int r2)
+EvalFigures
+evaluate_figures(const double *M, int d, const double *W, int r1, int r2)
 {
 	int			k = r1 + r2;
 	EvalFigures f = {0, 0, 0, 0};
@@ -178,7 +184,7 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 
 	M = palloc(sizeof(double) * d * d);
 	perpca_stats_moment(s, centre, M);
-	f = figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
+	f = evaluate_figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
 
 	values[0] = Float8GetDatum(f.error);
 	values[1] = Float8GetDatum(f.total);
@@ -189,21 +195,18 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 }
 
 /*
- * perpca_internal.query_columns(query text) RETURNS regtype[]: the types of
- * the columns the query returns, from its plan (the query is not run).
+ * The types of the columns a query returns, from its plan (the query is not
+ * run), as a palloc'd array in the caller's context; *natts their number.
  */
-Datum
-perpca_query_columns(PG_FUNCTION_ARGS)
+Oid *
+evaluate_query_types(const char *query, int *natts)
 {
-	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SPIPlanPtr	plan;
 	List	   *sources;
 	CachedPlanSource *src;
 	TupleDesc	desc;
-	Datum	   *types;
-	ArrayType  *result;
+	Oid		   *types;
 	MemoryContext caller = CurrentMemoryContext;
-	int			natts;
 
 	SPI_connect();
 	plan = SPI_prepare(query, 0, NULL);
@@ -221,11 +224,325 @@ perpca_query_columns(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the query must return rows"),
 				 errhint("Pass a SELECT returning (client, x float8[]) or (client, perpca_stats).")));
-	types = MemoryContextAlloc(caller, sizeof(Datum) * Max(desc->natts, 1));
+	types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
 	for (int i = 0; i < desc->natts; i++)
-		types[i] = ObjectIdGetDatum(TupleDescAttr(desc, i)->atttypid);
-	natts = desc->natts;
+		types[i] = TupleDescAttr(desc, i)->atttypid;
+	*natts = desc->natts;
 	SPI_finish();
-	result = construct_array(types, natts, REGTYPEOID, sizeof(Oid), true, TYPALIGN_INT);
-	PG_RETURN_ARRAYTYPE_P(result);
+	return types;
+}
+
+/*
+ * perpca_internal.query_columns(query text) RETURNS regtype[]: the types of
+ * the columns the query returns, from its plan (the query is not run).
+ */
+Datum
+perpca_query_columns(PG_FUNCTION_ARGS)
+{
+	int			natts;
+	Oid		   *types = evaluate_query_types(text_to_cstring(PG_GETARG_TEXT_PP(0)), &natts);
+	Datum	   *values = palloc(sizeof(Datum) * Max(natts, 1));
+
+	for (int i = 0; i < natts; i++)
+		values[i] = ObjectIdGetDatum(types[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(values, natts, REGTYPEOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/*
+ * A query of rows (client, x float8[] or another numeric array) or of
+ * statistics (client, perpca_stats) wrapped into one returning (client text,
+ * stats perpca_stats), one row per client.  Every name in the wrapper is
+ * qualified (nsp is perpca's schema), so nothing binds to a caller's
+ * search_path; the user's query itself is the caller's own.
+ */
+char *
+evaluate_stats_query(const char *query, const char *what, Oid nsp)
+{
+	int			natts;
+	Oid		   *types = evaluate_query_types(query, &natts);
+	const char *ext = quote_identifier(get_namespace_name(nsp));
+	Oid			stats_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+											 CStringGetDatum("perpca_stats"), ObjectIdGetDatum(nsp));
+	const char *agg;
+
+	if (natts < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the %s must return at least two columns, (client, x float8[]) or (client, perpca_stats)",
+						what)));
+	if (types[1] == FLOAT8ARRAYOID)
+		agg = psprintf("%s.perpca_stats(q.x)", ext);
+	else if (types[1] == FLOAT4ARRAYOID || types[1] == NUMERICARRAYOID || types[1] == INT4ARRAYOID ||
+			 types[1] == INT8ARRAYOID || types[1] == INT2ARRAYOID)
+		agg = psprintf("%s.perpca_stats(CAST(q.x AS pg_catalog.float8[]))", ext);
+	else if (OidIsValid(stats_type) && types[1] == stats_type)
+		agg = psprintf("%s.perpca_merge(q.x)", ext);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the second column of the %s has type %s, not float8[] or perpca_stats",
+						what, format_type_be(types[1])),
+				 errhint("Return (client, x float8[]) rows or (client, perpca_stats(x)) statistics.")));
+	return psprintf("SELECT CAST(q.client AS pg_catalog.text) AS client, %s AS stats FROM (%s\n) AS q(client, x) GROUP BY 1",
+					agg, query);
+}
+
+/* perpca_internal.stats_query(query text, what text DEFAULT 'query') RETURNS text */
+Datum
+perpca_stats_query(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(evaluate_stats_query(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+													  text_to_cstring(PG_GETARG_TEXT_PP(1)),
+													  perpca_extension_schema())));
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_evaluate and perpca_evaluate_summary
+ * ------------------------------------------------------------------------
+ */
+
+/* One evaluated client: the figures are valid when n > 0. */
+typedef struct EvalClient
+{
+	char	   *client;
+	int			len;
+	bool		known;
+	int64		n;
+	EvalFigures f;
+} EvalClient;
+
+static int
+eval_client_cmp(const void *a, const void *b)
+{
+	const EvalClient *x = a;
+	const EvalClient *y = b;
+	int			c = memcmp(x->client, y->client, Min(x->len, y->len));
+
+	return c != 0 ? c : x->len - y->len;
+}
+
+/* The figures of one client's statistics s (n > 0) against model m. */
+static void
+eval_one(const ModelData *m, EvalClient *e, PerpcaStats *s)
+{
+	const ModelClient *c = model_find_client(m, e->client, e->len);
+	const double *centre;
+	double	   *y = palloc(sizeof(double) * m->d);
+	double	   *M = palloc(sizeof(double) * m->d * m->d);
+	int			r2 = c ? c->r2 : 0;
+
+	if (s->dim != m->d)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("client \"%s\" has dimension %d, the model has %d", e->client, s->dim, m->d),
+				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
+	e->known = c != NULL;
+	/* The model's centre for this client, in the features the model saw. */
+	if (m->center == CENTER_CLIENT && c != NULL && c->mean != NULL)
+		centre = c->mean;
+	else if (m->center == CENTER_NONE)
+		centre = NULL;
+	else
+		centre = m->global_mean;
+	for (int j = 0; j < m->d; j++)
+		y[j] = centre ? centre[j] / (m->scale ? m->scale[j] : 1.0) : 0.0;
+	if (m->scale)
+		scale_stats_inplace(s, m->scale);
+	perpca_stats_moment(s, y, M);
+	e->f = evaluate_figures(M, m->d, stack_rows(m->U, m->r1, r2 > 0 ? c->V : NULL, r2, m->d), m->r1, r2);
+	pfree(y);
+	pfree(M);
+}
+
+/*
+ * Evaluate model on query: the clients in byte order of their names, in
+ * *nclients.  The model is read once by model_read.c (its tables locked in
+ * the one order of model_lock.c); the query runs as the caller, wrapped.
+ */
+static EvalClient *
+evaluate_all(text *model, text *query, int *nclients)
+{
+	ModelData  *m = model_open(model);
+	EvalClient *out = NULL;
+	int			n = 0;
+	MemoryContext caller = CurrentMemoryContext;
+
+	m->refcount++;
+	PG_TRY();
+	{
+		char	   *sql = evaluate_stats_query(text_to_cstring(query), "query", perpca_extension_schema());
+		Portal		portal;
+		int			cap = 16;
+
+		out = palloc(sizeof(EvalClient) * cap);
+		SPI_connect();
+		portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+		for (;;)
+		{
+			SPI_cursor_fetch(portal, true, 1000);
+			if (SPI_processed == 0)
+				break;
+			for (uint64 i = 0; i < SPI_processed; i++)
+			{
+				HeapTuple	tup = SPI_tuptable->vals[i];
+				TupleDesc	desc = SPI_tuptable->tupdesc;
+				bool		isnull;
+				Datum		v = SPI_getbinval(tup, desc, 1, &isnull);
+				MemoryContext old;
+				EvalClient *e;
+
+				CHECK_FOR_INTERRUPTS();
+				if (isnull)
+					ereport(ERROR,
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							 errmsg("the client of an evaluated row must not be NULL")));
+				if (n == cap)
+				{
+					cap *= 2;
+					out = repalloc(out, sizeof(EvalClient) * cap);
+				}
+				e = &out[n++];
+				memset(e, 0, sizeof(EvalClient));
+				old = MemoryContextSwitchTo(caller);
+				e->client = TextDatumGetCString(v);
+				e->len = strlen(e->client);
+				e->known = model_find_client(m, e->client, e->len) != NULL;
+				v = SPI_getbinval(tup, desc, 2, &isnull);
+				if (!isnull)
+				{
+					PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
+
+					perpca_stats_validate(s);
+					e->n = s->n;
+					if (s->n > 0)
+						eval_one(m, e, s);
+					pfree(s);
+				}
+				MemoryContextSwitchTo(old);
+			}
+			SPI_freetuptable(SPI_tuptable);
+		}
+		SPI_cursor_close(portal);
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		model_unref(m);
+	}
+	PG_END_TRY();
+	if (n > 1)
+		qsort(out, n, sizeof(EvalClient), eval_client_cmp);
+	*nclients = n;
+	return out;
+}
+
+/* A ratio part / total, NULL when the total is 0 (a client without variance). */
+static Datum
+ratio(double part, double total, bool *isnull)
+{
+	*isnull = !(total != 0.0);
+	return Float8GetDatum(*isnull ? 0.0 : part / total);
+}
+
+/*
+ * perpca_evaluate(model text, query text) RETURNS TABLE (client text, known
+ * boolean, n bigint, error float8, total_variance float8, global_ratio float8,
+ * local_ratio float8, explained_ratio float8)
+ */
+Datum
+perpca_evaluate(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			n;
+	EvalClient *e;
+
+	InitMaterializedSRF(fcinfo, 0);
+	e = evaluate_all(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[8];
+		bool		nulls[8] = {false};
+		bool		has = e[i].n > 0;
+
+		values[0] = CStringGetTextDatum(e[i].client);
+		values[1] = BoolGetDatum(e[i].known);
+		values[2] = Int64GetDatum(e[i].n);
+		values[3] = Float8GetDatum(e[i].f.error);
+		values[4] = Float8GetDatum(e[i].f.total);
+		values[5] = ratio(e[i].f.global, e[i].f.total, &nulls[5]);
+		values[6] = ratio(e[i].f.local, e[i].f.total, &nulls[6]);
+		values[7] = ratio(e[i].f.global + e[i].f.local, e[i].f.total, &nulls[7]);
+		for (int c = 3; c < 8; c++)
+			nulls[c] = nulls[c] || !has;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * perpca_evaluate_summary(model text, query text, OUT clients int, OUT
+ * unseen_clients int, OUT n bigint, OUT error, OUT error_samples, OUT
+ * global_ratio, OUT global_ratio_samples, OUT local_ratio, OUT
+ * local_ratio_samples, OUT explained_ratio, OUT explained_ratio_samples)
+ * over the clients with rows: error the mean of the clients' errors, _samples
+ * weighted by rows; ratios explained over total second moment summed over
+ * clients (NULL when that sum is 0).
+ */
+Datum
+perpca_evaluate_summary(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[11];
+	bool		nulls[11] = {false};
+	int			n;
+	EvalClient *e;
+	int			clients = 0;
+	int			unseen = 0;
+	int64		rows = 0;
+	double		err = 0,
+				err_n = 0,
+				tot = 0,
+				tot_n = 0,
+				g = 0,
+				g_n = 0,
+				l = 0,
+				l_n = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_evaluate_summary must return a record");
+	e = evaluate_all(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &n);
+	for (int i = 0; i < n; i++)
+	{
+		double		w;
+
+		if (e[i].n <= 0)
+			continue;
+		w = (double) e[i].n;
+		clients++;
+		unseen += !e[i].known;
+		rows += e[i].n;
+		err += e[i].f.error;
+		err_n += w * e[i].f.error;
+		tot += e[i].f.total;
+		tot_n += w * e[i].f.total;
+		g += e[i].f.global;
+		g_n += w * e[i].f.global;
+		l += e[i].f.local;
+		l_n += w * e[i].f.local;
+	}
+	values[0] = Int32GetDatum(clients);
+	values[1] = Int32GetDatum(unseen);
+	values[2] = Int64GetDatum(rows);
+	nulls[2] = clients == 0;
+	values[3] = Float8GetDatum(clients > 0 ? err / clients : 0);
+	nulls[3] = clients == 0;
+	values[4] = Float8GetDatum(rows > 0 ? err_n / (double) rows : 0);
+	nulls[4] = rows == 0;
+	values[5] = ratio(g, tot, &nulls[5]);
+	values[6] = ratio(g_n, tot_n, &nulls[6]);
+	values[7] = ratio(l, tot, &nulls[7]);
+	values[8] = ratio(l_n, tot_n, &nulls[8]);
+	values[9] = ratio(g + l, tot, &nulls[9]);
+	values[10] = ratio(g_n + l_n, tot_n, &nulls[10]);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

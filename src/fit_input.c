@@ -38,9 +38,9 @@
  * ------------------------------------------------------------------------
  */
 
-/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
-static Oid
-extension_schema(void)
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (perpca.h). */
+Oid
+perpca_extension_schema(void)
 {
 	Oid			ext = get_extension_oid("perpca", true);
 	Oid			nsp = InvalidOid;
@@ -67,7 +67,7 @@ extension_schema(void)
 static Oid
 stats_type_oid(void)
 {
-	Oid			nsp = extension_schema();
+	Oid			nsp = perpca_extension_schema();
 	Oid			typid = InvalidOid;
 
 	if (OidIsValid(nsp))
@@ -269,7 +269,12 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 		if (in[i].stats->n <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("client \"%s\" has no rows", in[i].name)));
+					 errmsg("client \"%s\" has no rows", in[i].name),
+					 perpca_stats_skipped(in[i].stats) > 0 ?
+					 errdetail("Its statistics left out all its %lld rows for missing values (perpca_stats(x, 'skip')).",
+							   (long long) perpca_stats_skipped(in[i].stats)) : 0,
+					 perpca_stats_skipped(in[i].stats) > 0 ?
+					 errhint("Leave the client out of the query, or fill its gaps first (perpca_model_impute).") : 0));
 		if ((int64) n_global + in[i].r2 > d)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -282,6 +287,31 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 				 errmsg("client \"%s\" appears more than once in the query", dup),
 				 errdetail("Each client must be one row: its statistics are one perpca_stats value."),
 				 errhint("Group by the client key alone, or merge its rows with perpca_merge().")));
+}
+
+/*
+ * Rows the clients' statistics left out for missing values (perpca_stats(x,
+ * 'skip')), summed, with one NOTICE when there are any.
+ */
+int64
+clients_skipped(const ClientInput *in, int n)
+{
+	int64		total = 0;
+	int			clients = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int64		k = perpca_stats_skipped(in[i].stats);
+
+		total += k;
+		clients += k > 0;
+	}
+	if (total > 0)
+		ereport(NOTICE,
+				(errmsg("the statistics of %d of the %d clients left out %lld row%s with missing values",
+						clients, n, (long long) total, total == 1 ? "" : "s"),
+				 errdetail("perpca_stats(x, 'skip') skipped them; the fit uses the complete rows. perpca_last_fit() reports the count as rows_skipped.")));
+	return total;
 }
 
 /* The statistics are private copies (read_client): scaled in place, before any S_i is built. */

@@ -22,6 +22,9 @@ typedef struct ClientInput
 	int			r2;				/* local components of this client */
 } ClientInput;
 
+/* Rows the clients' statistics skipped for missing values, with one NOTICE if any. */
+extern int64 clients_skipped(const ClientInput *in, int n);
+
 /* Run query through a cursor; the clients, copied into cxt, and their number. */
 extern ClientInput *clients_read(const char *query, int n_local,
 								 MemoryContext cxt, int *nclients);

@@ -130,11 +130,14 @@ bool_arg(FunctionCallInfo fcinfo, int argno, bool dflt)
 void
 fit_options_parse(FunctionCallInfo fcinfo, const FitArgPositions *pos, FitOptions *o)
 {
+	/* A rank scan (perpca_choose_ranks) has no rank arguments: it sets them per pair. */
+	bool		ranks = pos->n_global >= 0;
+
 	memset(o, 0, sizeof(FitOptions));
-	o->n_global = rank_arg(fcinfo, pos->n_global, "n_global");
-	o->n_local = rank_arg(fcinfo, pos->n_local, "n_local");
+	o->n_global = ranks ? rank_arg(fcinfo, pos->n_global, "n_global") : 0;
+	o->n_local = ranks ? rank_arg(fcinfo, pos->n_local, "n_local") : 0;
 	o->method = choice_arg(fcinfo, pos->method, "method", fit_method_names, 4, FIT_METHOD_PERPCA);
-	if (o->n_global + o->n_local == 0)
+	if (ranks && o->n_global + o->n_local == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("n_global and n_local are both 0: there are no components to fit"),

@@ -235,6 +235,7 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	perpca_report_phase("perpca_fit: reading clients");
 	in = clients_read(query, opts->n_local, fitcxt, &n);
 	clients_check(in, n, opts->n_global, true);
+	diag->rows_skipped = clients_skipped(in, n);
 	diag->scale_factors = clients_scale(in, n, opts->scale, &diag->constant);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
@@ -355,8 +356,8 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const FitDiagnostics *l = last_diag[0];
-	Datum		values[14];
-	bool		nulls[14] = {0};
+	Datum		values[15];
+	bool		nulls[15] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (l == NULL)
@@ -377,6 +378,7 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 	values[11] = nulls[11] ? (Datum) 0 : CStringGetTextDatum(l->starts[l->chosen].name);
 	values[12] = fit_sql_float(l->gradient_norm, &nulls[12]);
 	values[13] = DirectFunctionCall1(jsonb_in, CStringGetDatum(fit_options_json(&l->opts)));
+	values[14] = Int64GetDatum(l->rows_skipped);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }

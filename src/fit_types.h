@@ -152,6 +152,7 @@ typedef struct FitDiagnostics
 	double		lambda_max;		/* max_i lambda_max(S_i): the scale of the tolerance */
 	int			n_clients;
 	int			dim;
+	int64		rows_skipped;	/* rows the clients' statistics left out (perpca_stats(x, 'skip')) */
 	double	   *scale_factors;	/* dim divisors the input was divided by (scale 'standard'), or NULL */
 	bool	   *constant;		/* dim: the features left at divisor 1 (zero variance), or NULL */
 	double		seconds;

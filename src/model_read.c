@@ -44,6 +44,7 @@
 #include "utils/varlena.h"
 
 #include "citus_placement.h"
+#include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
 
@@ -52,11 +53,11 @@
  * ------------------------------------------------------------------------
  */
 
-enum
-{
-	REL_INFO, REL_CLIENTS, REL_COMPONENTS, NRELS
-};
-static const char *const rel_suffix[NRELS] = {"info", "clients", "components"};
+/* The relations in model_lock.h's order. */
+#define REL_INFO MODEL_REL_INFO
+#define REL_CLIENTS MODEL_REL_CLIENTS
+#define REL_COMPONENTS MODEL_REL_COMPONENTS
+#define NRELS MODEL_NRELS
 
 /* A column read from a model table, the type it must have, and whether older models lack it. */
 typedef struct ColumnSpec
@@ -68,21 +69,25 @@ typedef struct ColumnSpec
 
 enum
 {
-	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_NCOLS
+	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_CLIENT_TYPE, I_FEATURES, I_NCOLS
 };
 static const ColumnSpec info_columns[I_NCOLS] = {
 	{"version", INT8OID, false}, {"d", INT4OID, false}, {"center", TEXTOID, false},
 	{"global_mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false}, {"theta_est", FLOAT8OID, false},
-	{"scale_factors", FLOAT8ARRAYOID, true}	/* models stored before 0.2.0's scale option: unscaled */
+	{"scale_factors", FLOAT8ARRAYOID, true},	/* models stored before 0.2.0's scale option: unscaled */
+	{"client_type", TEXTOID, true},	/* models stored by 0.1.0: text keys */
+	{"feature_names", TEXTARRAYOID, true}	/* before 0.3.0: unnamed */
 };
 
 enum
 {
-	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_NCOLS
+	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_N, C_SCORE_COV, C_RESIDUAL, C_NCOLS
 };
 static const ColumnSpec clients_columns[C_NCOLS] = {
 	{"client", TEXTOID, false}, {"mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false},
-	{"global_ratio", FLOAT8OID, false}
+	{"global_ratio", FLOAT8OID, false}, {"n", INT8OID, false},
+	/* before 0.3.0: no control limits or per-component variance until trained again */
+	{"score_covariance", FLOAT8ARRAYOID, true}, {"residual_moments", FLOAT8ARRAYOID, true}
 };
 
 enum
@@ -98,6 +103,7 @@ static const ColumnSpec *const rel_columns[NRELS] = {info_columns, clients_colum
 static const int rel_ncolumns[NRELS] = {I_NCOLS, C_NCOLS, K_NCOLS};
 
 #define MAX_COLUMNS I_NCOLS		/* the longest of the three lists */
+StaticAssertDecl((int) C_NCOLS <= (int) MAX_COLUMNS && (int) K_NCOLS <= (int) MAX_COLUMNS, "MAX_COLUMNS too small");
 
 /* The opened relations of a model and the attribute numbers of its columns. */
 typedef struct ModelRels
@@ -130,65 +136,31 @@ model_name_parts(const char *model)
 				 errmsg("improper model name \"%s\"", model),
 				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
 				 errhint("%s", MODEL_NAME_RULE)));
+	/* (identifiers longer than NAMEDATALEN - 1 were truncated to it, so they fail here too) */
+	if (strlen(llast(parts)) > MODEL_BASE_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("model name \"%s\" is too long", (char *) llast(parts)),
+				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
+						   MODEL_BASE_MAX)));
 	return parts;
 }
 
-/* Split a model name into an optional schema and a base name. */
-static RangeVar *
-model_rangevar(text *model)
-{
-	List	   *parts = model_name_parts(text_to_cstring(model));
-
-	return list_length(parts) == 2 ? makeRangeVar(linitial(parts), lsecond(parts), -1)
-		: makeRangeVar(NULL, linitial(parts), -1);
-}
-
 /*
- * Look up and lock (AccessShareLock) schema.base_suffix; InvalidOid when
- * missing.  On Citus, a reference table's rows are in this node's shard.
+ * Find, lock and open the three relations of a model (model_lock.c: one lock
+ * order for every function that touches a model; a model dropped meanwhile
+ * is undefined_object).  On Citus, a reference table's rows are read from
+ * this node's shard.
  */
-static Oid
-model_relid(const char *schema, const char *base, const char *suffix)
-{
-	RangeVar   *rv = makeRangeVar((char *) schema, psprintf("%s_%s", base, suffix), -1);
-	Oid			oid = RangeVarGetRelidExtended(rv, AccessShareLock, RVR_MISSING_OK, NULL, NULL);
-
-	return OidIsValid(oid) ? perpca_citus_local_placement(oid, base) : oid;
-}
-
-/* Find, lock and open the three relations of a model. */
 static void
 rels_open(ModelRels *r, text *model)
 {
-	RangeVar   *rv = model_rangevar(model);
-	Oid			oid = model_relid(rv->schemaname, rv->relname, rel_suffix[REL_INFO]);
-	char	   *schema;
+	ModelLock	ml;
 
 	r->model = text_to_cstring(model);
-	if (!OidIsValid(oid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model \"%s\" does not exist", r->model),
-				 rv->schemaname ?
-				 errdetail("No table %s was found.",
-						   quote_qualified_identifier(rv->schemaname, psprintf("%s_info", rv->relname))) :
-				 errdetail("No table %s was found in the search_path.",
-						   quote_identifier(psprintf("%s_info", rv->relname))),
-				 errhint("Create it with perpca_train(). %s", MODEL_NAME_RULE)));
-	r->rel[REL_INFO] = relation_open(oid, NoLock);
-	/* The other two tables live in the schema the info table was found in. */
-	schema = get_namespace_name(RelationGetNamespace(r->rel[REL_INFO]));
-	for (int i = REL_CLIENTS; i < NRELS; i++)
-	{
-		oid = model_relid(schema, rv->relname, rel_suffix[i]);
-		if (!OidIsValid(oid))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("model \"%s\" is incomplete", r->model),
-					 errdetail("Relation %s does not exist.",
-							   quote_qualified_identifier(schema, psprintf("%s_%s", rv->relname, rel_suffix[i])))));
-		r->rel[i] = relation_open(oid, NoLock);
-	}
+	model_lock(&ml, r->model, MODEL_LOCK_READ, true, false);
+	for (int i = 0; i < NRELS; i++)
+		r->rel[i] = relation_open(perpca_citus_local_placement(ml.relid[i], ml.base), NoLock);
 }
 
 /* Close the relations, keeping the locks until the end of the transaction (as a SELECT does). */
@@ -205,34 +177,6 @@ rel_name(Relation rel)
 {
 	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 									  RelationGetRelationName(rel));
-}
-
-/* Every relation a plain table, all of one owner. */
-static void
-rels_check_kind_owner(const ModelRels *r)
-{
-	Oid			owner = r->rel[REL_INFO]->rd_rel->relowner;
-
-	for (int i = 0; i < NRELS; i++)
-	{
-		Relation	rel = r->rel[i];
-
-		if (rel->rd_rel->relkind != RELKIND_RELATION)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("model \"%s\" is not stored in plain tables", r->model),
-					 errdetail("%s is not a table (relkind '%c').", rel_name(rel), rel->rd_rel->relkind),
-					 errhint("perpca reads a model only from the tables perpca_train() creates; drop \"%s\" and train the model again.",
-							 RelationGetRelationName(rel))));
-		if (rel->rd_rel->relowner != owner)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("the tables of model \"%s\" have different owners", r->model),
-					 errdetail("%s is owned by role \"%s\", %s by role \"%s\".",
-							   rel_name(r->rel[REL_INFO]), GetUserNameFromId(owner, true),
-							   rel_name(rel), GetUserNameFromId(rel->rd_rel->relowner, true)),
-					 errhint("All three tables of a model must belong to one role.")));
-	}
 }
 
 /* Attribute number of a column of rel with the given type; errors when missing or of another type. */
@@ -293,7 +237,6 @@ static void
 rels_open_checked(ModelRels *r, text *model)
 {
 	rels_open(r, model);
-	rels_check_kind_owner(r);
 	for (int i = 0; i < NRELS; i++)
 	{
 		for (int c = 0; c < rel_ncolumns[i]; c++)
@@ -398,6 +341,58 @@ scan_vector(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *
 	return copy;
 }
 
+/* A float8[] column of any length and up to 2 dimensions (NULL stays NULL), finite values only, copied into cxt; *n its values. */
+static double *
+scan_floats(ModelScan *s, AttrNumber att, int *n, MemoryContext cxt, const char *model, const char *what)
+{
+	bool		isnull;
+	Datum		v;
+	ArrayType  *a;
+	double	   *x;
+	double	   *copy;
+
+	*n = 0;
+	if (!AttributeNumberIsValid(att) || (v = scan_value(s, att, &isnull), isnull))
+		return NULL;
+	a = DatumGetArrayTypeP(v);
+	if (ARR_NDIM(a) > 2 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
+		model_damaged(model, psprintf("A %s is not a float8 vector or matrix without NULLs.", what));
+	*n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+	x = (double *) ARR_DATA_PTR(a);
+	for (int i = 0; i < *n; i++)
+		if (!isfinite(x[i]))
+			model_damaged(model, psprintf("A %s has a NaN or infinite value.", what));
+	copy = MemoryContextAlloc(cxt, sizeof(double) * Max(*n, 1));
+	memcpy(copy, x, sizeof(double) * *n);
+	return copy;
+}
+
+/* The feature names (a text[] of d non-NULL names), or NULL when the column is absent or NULL. */
+static char **
+scan_names(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *model)
+{
+	bool		isnull;
+	Datum		v;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	char	  **names;
+
+	if (!AttributeNumberIsValid(att) || (v = scan_value(s, att, &isnull), isnull))
+		return NULL;
+	deconstruct_array(DatumGetArrayTypeP(v), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != d)
+		model_damaged(model, psprintf("feature_names has %d names, the model's dimension is %d.", n, d));
+	names = MemoryContextAlloc(cxt, sizeof(char *) * d);
+	for (int j = 0; j < d; j++)
+	{
+		if (nulls[j])
+			model_damaged(model, "A feature name is NULL.");
+		names[j] = MemoryContextStrdup(cxt, TextDatumGetCString(elems[j]));
+	}
+	return names;
+}
+
 /* Move to the info table's first row; an empty info table is an error. */
 static void
 info_single_row(ModelScan *s, const char *model)
@@ -458,11 +453,14 @@ load_info(ModelData *m, const ModelRels *r)
 		model_damaged(r->model, "The info table has no global_mean.");
 	m->total_variance = scan_float(&s, att[I_TOTAL_VARIANCE]);
 	m->theta_est = scan_float(&s, att[I_THETA]);
+	m->client_type = AttributeNumberIsValid(att[I_CLIENT_TYPE]) ?
+		scan_text(&s, att[I_CLIENT_TYPE], m->cxt) : NULL;
 	m->scale = AttributeNumberIsValid(att[I_SCALE]) ?
 		scan_vector(&s, att[I_SCALE], m->d, m->cxt, r->model, "scale_factors") : NULL;
 	for (int j = 0; m->scale != NULL && j < m->d; j++)
 		if (!(m->scale[j] > 0.0))
 			model_damaged(r->model, "The scale_factors of the info table must hold positive divisors.");
+	m->feature_names = scan_names(&s, att[I_FEATURES], m->d, m->cxt, r->model);
 	scan_end(&s);
 }
 
@@ -491,6 +489,8 @@ load_clients(ModelData *m, const ModelRels *r)
 	const AttrNumber *att = r->att[REL_CLIENTS];
 	ModelScan	s;
 	int			cap = 16;
+	int			nmoments;
+	bool		isnull;
 
 	m->clients = MemoryContextAllocZero(m->cxt, sizeof(ModelClient) * cap);
 	scan_begin(&s, r->rel[REL_CLIENTS]);
@@ -514,6 +514,15 @@ load_clients(ModelData *m, const ModelRels *r)
 			model_damaged(r->model, psprintf("Client \"%s\" has no mean.", c->name));
 		c->total_variance = scan_float(&s, att[C_TOTAL_VARIANCE]);
 		c->global_ratio = scan_float(&s, att[C_GLOBAL_RATIO]);
+		c->n = DatumGetInt64(scan_value(&s, att[C_N], &isnull));
+		if (isnull || c->n < 0)
+			model_damaged(r->model, psprintf("Client \"%s\" has no row count.", c->name));
+		c->score_cov = scan_floats(&s, att[C_SCORE_COV], &c->score_cov_len, m->cxt, r->model,
+								   "score_covariance");
+		c->residual_moments = scan_floats(&s, att[C_RESIDUAL], &nmoments, m->cxt, r->model,
+										  "residual_moments");
+		if (c->residual_moments != NULL && nmoments != 3)
+			model_damaged(r->model, psprintf("Client \"%s\" has %d residual_moments, not 3.", c->name, nmoments));
 	}
 	scan_end(&s);
 	qsort(m->clients, m->nclients, sizeof(ModelClient), client_qsort_cmp);
@@ -637,6 +646,15 @@ load_components(ModelData *m, const ModelRels *r)
 		component_block(rows, i, end, m->d, m->cxt, &c->V, &c->number, &c->variance);
 		m->r2max = Max(m->r2max, c->r2);
 		i = end;
+	}
+	for (int j = 0; j < m->nclients; j++)
+	{
+		ModelClient *c = &m->clients[j];
+		int			k = m->r1 + c->r2;
+
+		if (c->score_cov != NULL && c->score_cov_len != k * k)
+			model_damaged(r->model, psprintf("Client \"%s\" has a score_covariance of %d values, not %d x %d.",
+											 c->name, c->score_cov_len, k, k));
 	}
 }
 

@@ -53,6 +53,10 @@ typedef struct ModelClient
 	double	   *mean;			/* d, or NULL */
 	ModelFloat	total_variance; /* about the client's centre */
 	ModelFloat	global_ratio;	/* share of it captured by the global components */
+	int64		n;				/* training rows */
+	double	   *score_cov;		/* (r1 + r2) x (r1 + r2): W S W' about its own mean (scaled), or NULL */
+	int			score_cov_len;
+	double	   *residual_moments;	/* tr R, tr R^2, tr R^3 of R = (I - W'W) S (I - W'W), or NULL */
 } ModelClient;
 
 /* One loaded version of a model, in its own memory context. */
@@ -74,6 +78,8 @@ typedef struct ModelData
 	ModelFloat *global_variance;	/* r1 */
 	double	   *global_mean;	/* d, in the data's units */
 	double	   *scale;			/* d divisors of the features (info.scale_factors), or NULL */
+	char	   *client_type;	/* the type of the fit's client keys (info.client_type), NULL: text */
+	char	  **feature_names;	/* d names (info.feature_names), or NULL */
 	ModelFloat	total_variance; /* the fit's weighted mean total variance */
 	ModelFloat	theta_est;
 	int			nclients;

@@ -30,6 +30,15 @@
  * U holds the global and V_i the local components as rows.  A client the
  * model has never seen is projected on the global components only, centred
  * at the pooled mean under center 'client'; its local part is zero.
+ *
+ * Rows with missing coordinates (missing => 'observed', missing.c): the
+ * scores are the posterior mean of the model's probabilistic PCA form given
+ * the observed coordinates; the parts and the reconstruction follow from
+ * them at every coordinate, the residual and the error are those of the
+ * observed coordinates (the residual is NULL at the gaps), and
+ * perpca_model_impute fills the gaps with the reconstruction.  A row with
+ * fewer observed coordinates than components gets NULL (one counted NOTICE
+ * per call site and query).
  */
 #include "postgres.h"
 
@@ -49,7 +58,9 @@
 #include "utils/snapmgr.h"
 
 #include "linalg.h"
+#include "missing.h"
 #include "model_read.h"
+#include "model_rows.h"
 #include "perpca.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_name_parts);
@@ -60,6 +71,7 @@ PG_FUNCTION_INFO_V1(perpca_model_local_part);
 PG_FUNCTION_INFO_V1(perpca_model_reconstruct);
 PG_FUNCTION_INFO_V1(perpca_model_residual);
 PG_FUNCTION_INFO_V1(perpca_model_error);
+PG_FUNCTION_INFO_V1(perpca_model_impute);
 PG_FUNCTION_INFO_V1(perpca_similarity);
 PG_FUNCTION_INFO_V1(perpca_component_info);
 PG_FUNCTION_INFO_V1(perpca_model_theta);
@@ -75,9 +87,10 @@ PG_FUNCTION_INFO_V1(perpca_model_theta);
 #define ARG_CLIENT 1
 #define ARG_X 2
 #define ARG_UNKNOWN 3
+#define ARG_MISSING 4			/* (..., unknown, missing) of the float8[] row functions */
 
 /* What a calling expression keeps in fn_extra. */
-typedef struct ModelBinding
+struct ModelBinding
 {
 	text	   *model;			/* the model name it was bound for */
 	ModelData  *data;
@@ -99,7 +112,14 @@ typedef struct ModelBinding
 	double	   *y;				/* d */
 	double	   *s;				/* r1 + r2max */
 	double	   *out;			/* d */
-} ModelBinding;
+	void	   *too_few;		/* missing.c's count of rows with too few (missing_too_few) */
+};
+
+const ModelData *
+model_bound_data(const ModelBinding *b)
+{
+	return b->data;
+}
 
 /* ------------------------------------------------------------------------
  * The per-expression binding
@@ -181,7 +201,7 @@ binding_snapshot_save(ModelBinding *b)
 }
 
 /* The binding of this call site, checked once per snapshot and whenever the model name changes. */
-static ModelBinding *
+ModelBinding *
 model_bind(FunctionCallInfo fcinfo, text *model)
 {
 	FmgrInfo   *flinfo = fcinfo->flinfo;
@@ -423,7 +443,13 @@ unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 static const ModelClient *
 model_client(FunctionCallInfo fcinfo, ModelBinding *b)
 {
-	UnknownMode mode = unknown_arg(fcinfo);
+	return model_bound_client(fcinfo, b, unknown_arg(fcinfo) == UNKNOWN_ERROR);
+}
+
+const ModelClient *
+model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
+{
+	UnknownMode mode = unknown_error ? UNKNOWN_ERROR : UNKNOWN_GLOBAL;
 	int			len;
 	const char *key;
 
@@ -456,23 +482,38 @@ typedef struct RowProjection
 	const ModelClient *c;		/* NULL: unseen client */
 	const double *center;		/* NULL: no centering */
 	int			r2;				/* local components used (0 for an unseen client) */
+	bool		isnull;			/* too few observed coordinates: the result is NULL */
 	double	   *y;
 	double	   *s;
 	double	   *out;
 } RowProjection;
 
-/* Bind the model, find the client, centre x and compute its scores. */
+/* How a row is scored: its gaps, and what to do about them. */
+typedef struct RowGaps
+{
+	bool		posterior;		/* the posterior mean (missing => 'observed', impute) */
+	const bool *obs;			/* observed coordinates (NULL: all) */
+	int			nobs;			/* their number */
+	bool		impute;			/* no NULL for too few observed coordinates */
+} RowGaps;
+
+static const RowGaps complete_row = {false, NULL, 0, false};
+
+/*
+ * Bind the model, find the client, centre x (d values, 0 at the gaps) and
+ * compute its scores: the projection, or under g->posterior the posterior
+ * mean given the observed coordinates, with y at the gaps set to the
+ * reconstruction (a zero residual there).  A row with fewer observed
+ * coordinates than scores gets p->isnull, unless g->impute.
+ */
 static void
-row_project(FunctionCallInfo fcinfo, RowProjection *p)
+row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, RowProjection *p)
 {
 	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
 	const ModelData *m = b->data;
-	int			d;
-	const double *x;
 
 	p->m = m;
 	p->c = model_client(fcinfo, b);
-	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
 	if (m->center == CENTER_NONE)
@@ -490,9 +531,31 @@ row_project(FunctionCallInfo fcinfo, RowProjection *p)
 	if (m->scale != NULL)
 		for (int i = 0; i < d; i++)
 			p->y[i] /= m->scale[i];
-	linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
+	p->isnull = false;
+	if (!g->posterior)
+	{
+		linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
+		if (p->r2 > 0)
+			linalg_matvec(false, p->r2, d, 1.0, p->c->V, p->y, 0.0, p->s + m->r1);
+		return;
+	}
+	if (g->obs != NULL && g->nobs < m->r1 + p->r2 && !g->impute)
+	{
+		p->isnull = true;
+		missing_too_few(fcinfo, &b->too_few, m->r1 + p->r2);
+		return;
+	}
+	missing_posterior(m, p->c, p->y, g->obs, p->s);
+	if (g->obs == NULL)
+		return;
+	/* y at the gaps: the reconstruction, so that the residual is 0 there */
+	memset(p->out, 0, sizeof(double) * d);
+	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
 	if (p->r2 > 0)
-		linalg_matvec(false, p->r2, d, 1.0, p->c->V, p->y, 0.0, p->s + m->r1);
+		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
+	for (int i = 0; i < d; i++)
+		if (!g->obs[i])
+			p->y[i] = p->out[i];
 }
 
 /* out = base (or zero) + alpha (U^T s_global if global) + alpha (V^T s_local if local). */
@@ -537,69 +600,170 @@ row_residual(RowProjection *p, bool data_units)
 			p->out[i] *= p->m->scale[i];
 }
 
+/*
+ * The row functions on the row x (d values, 0 at the gaps g) of the call's
+ * model and client: op's result, *n values (1 for the error) in memory of
+ * the call site, valid until its next call; NULL when the row has too few
+ * observed coordinates.
+ */
+static const double *
+model_row(FunctionCallInfo fcinfo, PerpcaRowOp op, const double *x, int d, const RowGaps *g, int *n)
+{
+	RowProjection p;
+
+	row_project(fcinfo, x, d, g, &p);
+	if (p.isnull)
+		return NULL;
+	*n = p.m->d;
+	switch (op)
+	{
+		case PERPCA_ROW_SCORES:
+			*n = p.m->r1 + p.r2;
+			return p.s;
+		case PERPCA_ROW_GLOBAL_PART:
+			row_part(&p, true, false, true);
+			break;
+		case PERPCA_ROW_LOCAL_PART:
+			row_part(&p, false, true, false);
+			break;
+		case PERPCA_ROW_RECONSTRUCT:
+			row_part(&p, true, true, true);
+			break;
+		case PERPCA_ROW_RESIDUAL:
+			row_residual(&p, true);
+			break;
+		case PERPCA_ROW_ERROR:
+			row_residual(&p, false);
+			p.out[0] = linalg_dot(p.m->d, p.out, p.out);
+			*n = 1;
+			break;
+	}
+	return p.out;
+}
+
+/*
+ * The row functions on the complete row x (d finite values): perpca_vector's
+ * overloads share them.
+ */
+const double *
+perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op, const double *x, int d, int *n)
+{
+	return model_row(fcinfo, op, x, d, &complete_row, n);
+}
+
+/*
+ * The float8[] row argument read under the call's missing option: its
+ * values (0 at the gaps), its dimension and its gaps.
+ */
+static const double *
+model_row_arg(FunctionCallInfo fcinfo, int *d, RowGaps *g)
+{
+	MissingMode mode = missing_arg(fcinfo, ARG_MISSING);
+	const double *x;
+
+	g->nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), mode, d, &x, &g->obs);
+	g->posterior = mode == MISSING_OBSERVED;
+	g->impute = false;
+	return x;
+}
+
+/* A row function on a float8[] row: its result as float8[] (NULL at the residual's gaps). */
+static Datum
+model_row_array(FunctionCallInfo fcinfo, PerpcaRowOp op)
+{
+	int			d,
+				n;
+	RowGaps		g;
+	const double *x = model_row_arg(fcinfo, &d, &g);
+	const double *out = model_row(fcinfo, op, x, d, &g, &n);
+
+	if (out == NULL)
+		PG_RETURN_NULL();
+	if (op == PERPCA_ROW_RESIDUAL && g.obs != NULL)
+		PG_RETURN_ARRAYTYPE_P(missing_build_masked(out, g.obs, n));
+	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(out, n));
+}
+
 /* Scores of x: the global scores, then the client's local scores. */
 Datum
 perpca_model_scores(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.s, p.m->r1 + p.r2));
+	return model_row_array(fcinfo, PERPCA_ROW_SCORES);
 }
 
 /* Global part of x: centre + U^T U (x - centre), what the clients share. */
 Datum
 perpca_model_global_part(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_part(&p, true, false, true);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_GLOBAL_PART);
 }
 
 /* Local part of x: V_i^T V_i (x - centre), what is unique to the client. */
 Datum
 perpca_model_local_part(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_part(&p, false, true, false);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_LOCAL_PART);
 }
 
 /* Reconstruction of x: its global part plus its local part. */
 Datum
 perpca_model_reconstruct(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_part(&p, true, true, true);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_RECONSTRUCT);
 }
 
 /* Residual of x: x minus its reconstruction. */
 Datum
 perpca_model_residual(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
-
-	row_project(fcinfo, &p);
-	row_residual(&p, true);
-	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(p.out, p.m->d));
+	return model_row_array(fcinfo, PERPCA_ROW_RESIDUAL);
 }
 
 /* Squared norm of the (standardized) residual: the reconstruction error of x, an anomaly score. */
 Datum
 perpca_model_error(PG_FUNCTION_ARGS)
 {
-	RowProjection p;
+	int			d,
+				n;
+	RowGaps		g;
+	const double *x = model_row_arg(fcinfo, &d, &g);
+	const double *out = model_row(fcinfo, PERPCA_ROW_ERROR, x, d, &g, &n);
 
-	row_project(fcinfo, &p);
-	row_residual(&p, false);
-	PG_RETURN_FLOAT8(linalg_dot(p.m->d, p.out, p.out));
+	if (out == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(out[0]);
+}
+
+/*
+ * x with each missing element replaced by its conditional expectation given
+ * the observed ones under the model's probabilistic form (the
+ * reconstruction there, in the data's units); observed elements unchanged,
+ * bit for bit.  A row with no observed element gets the client's centre.
+ */
+Datum
+perpca_model_impute(PG_FUNCTION_ARGS)
+{
+	int			d,
+				n;
+	RowGaps		g;
+	const double *x;
+	const double *recon;
+	double	   *filled;
+
+	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), MISSING_OBSERVED, &d, &x, &g.obs);
+	g.posterior = true;
+	g.impute = true;
+	if (g.obs == NULL)
+	{
+		/* nothing to fill (the model and the client are still checked) */
+		model_row(fcinfo, PERPCA_ROW_SCORES, x, d, &complete_row, &n);
+		PG_RETURN_ARRAYTYPE_P(perpca_vector_build(x, d));
+	}
+	recon = model_row(fcinfo, PERPCA_ROW_RECONSTRUCT, x, d, &g, &n);
+	filled = palloc(sizeof(double) * d);
+	for (int i = 0; i < d; i++)
+		filled[i] = g.obs[i] ? x[i] : recon[i];
+	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(filled, d));
 }
 
 /* ------------------------------------------------------------------------
@@ -608,8 +772,8 @@ perpca_model_error(PG_FUNCTION_ARGS)
  */
 
 /* rho between two clients' local subspaces; G is r2max x r2max scratch. */
-static double
-client_distance(const ModelData *m, const ModelClient *a, const ModelClient *c, double *G)
+double
+model_client_distance(const ModelData *m, const ModelClient *a, const ModelClient *c, double *G)
 {
 	double		inner = 0.0;
 
@@ -653,7 +817,7 @@ perpca_similarity(PG_FUNCTION_ARGS)
 
 			row[0] = CStringGetTextDatum(m->clients[i].name);
 			row[1] = CStringGetTextDatum(m->clients[j].name);
-			row[2] = Float8GetDatum(client_distance(m, &m->clients[i], &m->clients[j], G));
+			row[2] = Float8GetDatum(model_client_distance(m, &m->clients[i], &m->clients[j], G));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 		}
 	}
@@ -682,8 +846,9 @@ ratio(ModelFloat a, ModelFloat b)
  * running sum skips NULL variances, as SQL's sum does).
  */
 static void
-component_info_rows(ReturnSetInfo *rsinfo, const char *client, const int *number,
-					const ModelFloat *variance, int k, ModelFloat total, ModelFloat base)
+component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
+					const int *number, const ModelFloat *variance, int k, ModelFloat total,
+					ModelFloat base)
 {
 	ModelFloat	sum = {0.0, true};
 
@@ -691,8 +856,8 @@ component_info_rows(ReturnSetInfo *rsinfo, const char *client, const int *number
 	{
 		ModelFloat	share = ratio(variance[j], total);
 		ModelFloat	cumulative;
-		Datum		row[6];
-		bool		nulls[6];
+		Datum		row[7];
+		bool		nulls[7];
 
 		if (!variance[j].isnull)
 		{
@@ -713,6 +878,8 @@ component_info_rows(ReturnSetInfo *rsinfo, const char *client, const int *number
 		nulls[3] = variance[j].isnull;
 		nulls[4] = share.isnull;
 		nulls[5] = cumulative.isnull;
+		row[6] = CStringGetTextDatum(model_top_features(m, A + (int64) j * m->d, COMPONENT_TOP_FEATURES));
+		nulls[6] = false;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 	}
 }
@@ -732,13 +899,14 @@ perpca_component_info(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	m = model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
-	component_info_rows(rsinfo, NULL, m->global_number, m->global_variance, m->r1, m->total_variance, zero);
+	component_info_rows(rsinfo, m, NULL, m->U, m->global_number, m->global_variance, m->r1,
+						m->total_variance, zero);
 	for (int i = 0; i < m->nclients; i++)
 	{
 		const ModelClient *c = &m->clients[i];
 
-		component_info_rows(rsinfo, c->name, c->number, c->variance, c->r2, c->total_variance,
-							c->global_ratio);
+		component_info_rows(rsinfo, m, c->name, c->V, c->number, c->variance, c->r2,
+							c->total_variance, c->global_ratio);
 	}
 	return (Datum) 0;
 }

@@ -39,7 +39,13 @@
  *   models.c            SQL functions on a stored model: row-wise projection with
  *                       client keys of any type, similarity, component info, theta
  *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
+ *   missing.c           rows with missing coordinates on a model: missing => 'observed'
+ *                       (posterior mean under probabilistic PCA), perpca_model_impute's
+ *                       arithmetic, the count of rows too sparse to score (missing.h)
+ *   missing_eval.c      perpca_evaluate_imputation(): entries hidden at random, filled, scored
  *   project.c           projection functions on float8[] arrays
+ *   pgvector_io.c       perpca_vector: pgvector's vector and halfvec read and written in
+ *                       place, for perpca_stats(vector) and the model row functions
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
  */
@@ -47,7 +53,10 @@
 #define PERPCA_H
 
 #include "postgres.h"
+#include "fmgr.h"
 #include "utils/array.h"
+
+#include "pg_compat.h"
 
 /* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
 #define PERPCA_MAX_DIM 4096
@@ -65,17 +74,28 @@ extern int	perpca_progress_rows;
 
 /* ---- arrays.c ---- */
 
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (fit_input.c). */
+extern Oid	perpca_extension_schema(void);
+
 /* Validate a 1-D float8[] without NULLs or non-finite values; return its data. */
 extern double *perpca_vector_arg(ArrayType *a, int *dim, const char *what);
 
 /* The same checks except finiteness (for callers that check it while copying). */
 extern double *perpca_vector_shape(ArrayType *a, int *dim, const char *what);
 
+/*
+ * The shape checks only (1-D float8[] of at most PERPCA_MAX_DIM elements):
+ * the array may hold NULLs, and then its data are not d doubles in a row
+ * (perpca_first_null tells where the first NULL is, or -1).
+ */
+extern double *perpca_vector_shape_nulls(ArrayType *a, int *dim, const char *what);
+extern int	perpca_first_null(ArrayType *a);
+
 /* Validate a 2-D float8[] (rows x cols) without NULLs; return its data (row-major). */
 extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);
 
 /* Raise the standard error for two different dimensions. */
-extern void perpca_dim_mismatch(int expected, int got, const char *what) pg_attribute_noreturn();
+extern pg_noreturn void perpca_dim_mismatch(int expected, int got, const char *what);
 
 /* Raise program_limit_exceeded when d is above PERPCA_MAX_DIM. */
 extern void perpca_check_dim_limit(int d);
@@ -83,5 +103,26 @@ extern void perpca_check_dim_limit(int d);
 /* Build float8[] values from C arrays. */
 extern ArrayType *perpca_vector_build(const double *x, int n);
 extern ArrayType *perpca_matrix_build(const double *x, int rows, int cols);
+
+/* ---- models.c ---- */
+
+/* What a row function on a stored model computes (perpca_model_scores, ...). */
+typedef enum PerpcaRowOp
+{
+	PERPCA_ROW_SCORES,
+	PERPCA_ROW_GLOBAL_PART,
+	PERPCA_ROW_LOCAL_PART,
+	PERPCA_ROW_RECONSTRUCT,
+	PERPCA_ROW_RESIDUAL,
+	PERPCA_ROW_ERROR
+} PerpcaRowOp;
+
+/*
+ * A row function of a call (model, client, x[, unknown]) on the row x given as
+ * d doubles: its *n result values (memory of the call site, valid until its
+ * next call).
+ */
+extern const double *perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op,
+									  const double *x, int d, int *n);
 
 #endif							/* PERPCA_H */

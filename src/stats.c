@@ -6,6 +6,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "common/shortest_dec.h"
@@ -25,6 +26,7 @@ PG_FUNCTION_INFO_V1(perpca_stats_out);
 PG_FUNCTION_INFO_V1(perpca_stats_recv);
 PG_FUNCTION_INFO_V1(perpca_stats_send);
 PG_FUNCTION_INFO_V1(perpca_count);
+PG_FUNCTION_INFO_V1(perpca_skipped);
 PG_FUNCTION_INFO_V1(perpca_dim);
 PG_FUNCTION_INFO_V1(perpca_mean);
 PG_FUNCTION_INFO_V1(perpca_covariance);
@@ -35,31 +37,59 @@ PG_FUNCTION_INFO_V1(perpca_stats_form);
  * ------------------------------------------------------------------------
  */
 
+/* Where a version 2 value keeps its skipped count: after the doubles. */
+static inline char *
+skipped_ptr(const PerpcaStats *s)
+{
+	return (char *) s->data + sizeof(double) * perpca_stats_nvalues(s->form, s->dim, s->n);
+}
+
 PerpcaStats *
-perpca_stats_alloc(int form, int d, int64 n)
+perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 {
 	int64		values;
 	Size		size;
 	PerpcaStats *s;
 
+	Assert(skipped >= 0);
 	if (form == PERPCA_FORM_THIN && n > (int64) (MaxAllocSize / sizeof(double)) / d)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("perpca_stats value with %lld rows of dimension %d is too large",
 						(long long) n, d)));
 	values = perpca_stats_nvalues(form, d, n);
-	size = offsetof(PerpcaStats, data) + sizeof(double) * values;
+	size = offsetof(PerpcaStats, data) + sizeof(double) * values +
+		(skipped > 0 ? sizeof(int64) : 0);
 	if (size > MaxAllocSize)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("perpca_stats value of dimension %d is too large", d)));
 	s = (PerpcaStats *) palloc0(size);
 	SET_VARSIZE(s, size);
-	s->version = PERPCA_STATS_VERSION;
+	s->version = skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
 	s->form = form;
 	s->dim = d;
 	s->n = n;
+	if (skipped > 0)
+		memcpy(skipped_ptr(s), &skipped, sizeof(int64));
 	return s;
+}
+
+PerpcaStats *
+perpca_stats_alloc(int form, int d, int64 n)
+{
+	return perpca_stats_alloc_skipped(form, d, n, 0);
+}
+
+int64
+perpca_stats_skipped(const PerpcaStats *s)
+{
+	int64		skipped;
+
+	if (s->version != PERPCA_STATS_VERSION_SKIPPED)
+		return 0;
+	memcpy(&skipped, skipped_ptr(s), sizeof(int64));
+	return skipped;
 }
 
 static void
@@ -74,7 +104,7 @@ invalid_stats(const char *detail)
 void
 perpca_stats_check_version(const PerpcaStats *s)
 {
-	if (s->version != PERPCA_STATS_VERSION ||
+	if ((s->version != PERPCA_STATS_VERSION && s->version != PERPCA_STATS_VERSION_SKIPPED) ||
 		(s->form != PERPCA_FORM_DENSE && s->form != PERPCA_FORM_THIN))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -106,6 +136,8 @@ perpca_stats_validate(const PerpcaStats *s)
 	perpca_check_dim_limit(s->dim);
 	if (s->n < 0)
 		invalid_stats("The row count must not be negative.");
+	if (perpca_stats_skipped(s) < 0)
+		invalid_stats("The count of skipped rows must not be negative.");
 	total = perpca_stats_nvalues(s->form, s->dim, s->n);
 	for (int64 i = 0; i < total; i++)
 	{
@@ -203,12 +235,18 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 	expect_token(p, "}", str);
 }
 
-/* Parse "v1 n=<n> d=<d>" into n and d and check them (only version 1 is known). */
+/*
+ * Parse "v1 n=<n> d=<d>" or "v2 n=<n> d=<d> skipped=<k>" into n, d and
+ * skipped (0 for version 1) and check them.
+ */
 static void
-parse_header(const char **p, const char *str, int64 *n, int64 *d)
+parse_header(const char **p, const char *str, int64 *n, int64 *d, int64 *skipped)
 {
+	int64		version;
+
 	expect_token(p, "v", str);
-	if (parse_int(p, str) != PERPCA_STATS_VERSION)
+	version = parse_int(p, str);
+	if (version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("unsupported perpca_stats format version in \"%.20s\"", str),
@@ -217,6 +255,14 @@ parse_header(const char **p, const char *str, int64 *n, int64 *d)
 	*n = parse_int(p, str);
 	expect_token(p, "d=", str);
 	*d = parse_int(p, str);
+	*skipped = 0;
+	if (version == PERPCA_STATS_VERSION_SKIPPED)
+	{
+		expect_token(p, "skipped=", str);
+		*skipped = parse_int(p, str);
+		if (*skipped < 0)
+			syntax_error(str, "The count of skipped rows must not be negative.");
+	}
 	if (*n < 0)
 		syntax_error(str, "The row count n must not be negative.");
 	if (*d < 1)
@@ -229,7 +275,8 @@ parse_header(const char **p, const char *str, int64 *n, int64 *d)
 
 /*
  * Text form: "v1 n=<n> d=<d> mean={...} mean_lo={...} m2={packed M2}" (dense)
- * or "... mean_lo={...} rows={n x d centred rows, row-major}" (thin).
+ * or "... mean_lo={...} rows={n x d centred rows, row-major}" (thin); "v2
+ * n=<n> d=<d> skipped=<k> mean=..." when k rows were skipped.
  */
 Datum
 perpca_stats_in(PG_FUNCTION_ARGS)
@@ -237,18 +284,19 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 	const char *str = PG_GETARG_CSTRING(0);
 	const char *p = str;
 	int64		n,
-				d;
+				d,
+				skipped;
 	double	   *mean;
 	PerpcaStats *s;
 
-	parse_header(&p, str, &n, &d);
+	parse_header(&p, str, &n, &d, &skipped);
 	mean = palloc(sizeof(double) * 2 * d);
 	expect_token(&p, "mean=", str);
 	parse_list(&p, mean, d, str);
 	expect_token(&p, "mean_lo=", str);
 	parse_list(&p, mean + d, d, str);
-	s = perpca_stats_alloc(next_token_is(&p, "rows=") ? PERPCA_FORM_THIN : PERPCA_FORM_DENSE,
-						   (int) d, n);
+	s = perpca_stats_alloc_skipped(next_token_is(&p, "rows=") ? PERPCA_FORM_THIN : PERPCA_FORM_DENSE,
+								   (int) d, n, skipped);
 	memcpy(s->data, mean, sizeof(double) * 2 * d);
 	expect_token(&p, s->form == PERPCA_FORM_THIN ? "rows=" : "m2=", str);
 	parse_list(&p, PERPCA_STATS_BODY(s), perpca_stats_nvalues(s->form, d, n) - 2 * d, str);
@@ -284,7 +332,10 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 
 	perpca_stats_check_version(s);
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "v%d n=%lld d=%d mean=", s->version, (long long) s->n, s->dim);
+	appendStringInfo(&buf, "v%d n=%lld d=%d", perpca_stats_skipped(s) > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION, (long long) s->n, s->dim);
+	if (perpca_stats_skipped(s) > 0)
+		appendStringInfo(&buf, " skipped=%lld", (long long) perpca_stats_skipped(s));
+	appendStringInfoString(&buf, " mean=");
 	append_list(&buf, PERPCA_STATS_MEAN(s), s->dim);
 	appendStringInfoString(&buf, " mean_lo=");
 	append_list(&buf, PERPCA_STATS_MEAN_LO(s), s->dim);
@@ -294,7 +345,10 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 	PG_RETURN_CSTRING(buf.data);
 }
 
-/* Binary form: version byte, form byte, int32 d, int64 n, then the doubles. */
+/*
+ * Binary form: version byte, form byte, int32 d, int64 n, for version 2 the
+ * int64 skipped count, then the doubles.
+ */
 Datum
 perpca_stats_recv(PG_FUNCTION_ARGS)
 {
@@ -303,21 +357,27 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	int			form = pq_getmsgbyte(msg);
 	int32		d = pq_getmsgint(msg, 4);
 	int64		n = pq_getmsgint64(msg);
+	int64		skipped = 0;
 	int64		left;
 	PerpcaStats *s;
 
-	if (version != PERPCA_STATS_VERSION || (form != PERPCA_FORM_DENSE && form != PERPCA_FORM_THIN))
+	if ((version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED) ||
+		(form != PERPCA_FORM_DENSE && form != PERPCA_FORM_THIN))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d", version, form)));
+	if (version == PERPCA_STATS_VERSION_SKIPPED)
+		skipped = pq_getmsgint64(msg);
 	if (d < 1)
 		invalid_stats("The dimension must be positive.");
 	perpca_check_dim_limit(d);
+	if (skipped < 0)
+		invalid_stats("The count of skipped rows must not be negative.");
 	left = (msg->len - msg->cursor) / (int64) sizeof(double);
 	if (n < 0 || (form == PERPCA_FORM_THIN && n > left / d) ||
 		perpca_stats_nvalues(form, d, n) * (int64) sizeof(double) != msg->len - msg->cursor)
 		invalid_stats("The message length does not match the dimension and row count.");
-	s = perpca_stats_alloc(form, d, n);
+	s = perpca_stats_alloc_skipped(form, d, n, skipped);
 	for (int64 i = 0; i < left; i++)
 		s->data[i] = pq_getmsgfloat8(msg);
 	perpca_stats_validate(s);
@@ -329,14 +389,17 @@ perpca_stats_send(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 	int64		total = perpca_stats_nvalues(s->form, s->dim, s->n);
+	int64		skipped = perpca_stats_skipped(s);
 	StringInfoData buf;
 
 	perpca_stats_check_version(s);
 	pq_begintypsend(&buf);
-	pq_sendbyte(&buf, s->version);
+	pq_sendbyte(&buf, skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION);
 	pq_sendbyte(&buf, s->form);
 	pq_sendint32(&buf, s->dim);
 	pq_sendint64(&buf, s->n);
+	if (skipped > 0)
+		pq_sendint64(&buf, skipped);
 	for (int64 i = 0; i < total; i++)
 		pq_sendfloat8(&buf, s->data[i]);
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
@@ -397,6 +460,16 @@ perpca_count(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(s->n);
 }
 
+/* Rows left out of the statistics (perpca_stats(x, 'skip')); 0 for values stored before the count existed. */
+Datum
+perpca_skipped(PG_FUNCTION_ARGS)
+{
+	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
+
+	perpca_stats_check_version(s);
+	PG_RETURN_INT64(perpca_stats_skipped(s));
+}
+
 Datum
 perpca_dim(PG_FUNCTION_ARGS)
 {
@@ -447,4 +520,52 @@ perpca_covariance(PG_FUNCTION_ARGS)
 	zero = palloc0(sizeof(double) * s->dim);
 	perpca_stats_moment(s, centered ? NULL : zero, cov);
 	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(cov, s->dim, s->dim));
+}
+
+/* ------------------------------------------------------------------------
+ * Rows with missing values
+ * ------------------------------------------------------------------------
+ */
+
+int
+perpca_first_nonfinite(const double *x, int d)
+{
+	bool		bad = false;
+
+	/* one branch-free pass (vectorized), then the position if there is one */
+	for (int j = 0; j < d; j++)
+		bad |= !(fabs(x[j]) <= DBL_MAX);
+	if (!bad)
+		return -1;
+	for (int j = 0; j < d; j++)
+		if (!isfinite(x[j]))
+			return j;
+	return -1;
+}
+
+void
+perpca_row_element_error(const char *what, int j, int d, bool isnull, double value,
+						 const char *hint)
+{
+	const char *kind = isnull ? "NULL" : isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
+
+	ereport(ERROR,
+			(errcode(isnull ? ERRCODE_NULL_VALUE_NOT_ALLOWED : ERRCODE_DATA_EXCEPTION),
+			 errmsg("%s element %d of %d is %s", what, j + 1, d, kind),
+			 errhint("%s", hint)));
+}
+
+PerpcaNulls
+perpca_nulls_arg(text *t)
+{
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	if (len == 4 && memcmp(VARDATA_ANY(t), "skip", 4) == 0)
+		return PERPCA_NULLS_SKIP;
+	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
+		return PERPCA_NULLS_ERROR;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("nulls must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
+	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
 }

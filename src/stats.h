@@ -13,6 +13,13 @@
  * mean is the correctly rounded value users see, mean_lo the rounding error.
  * Merging groups whose means are far from the origin (1e6 with unit spread)
  * then loses nothing to the rounding of the means.
+ *
+ * Rows left out (perpca_stats(x, 'skip'): a NULL, NaN or infinite element)
+ * are counted.  Format version 2 is version 1 followed by that count, an
+ * int64 after the doubles; a value with nothing skipped is written as
+ * version 1, byte for byte what perpca 0.1.0 and 0.2.0 wrote, and a version
+ * 1 value (stored by them) means "nothing skipped".  Readers of the doubles
+ * need not know the difference.
  */
 #ifndef PERPCA_STATS_H
 #define PERPCA_STATS_H
@@ -20,14 +27,15 @@
 #include "postgres.h"
 #include "fmgr.h"
 
-#define PERPCA_STATS_VERSION 1	/* format byte of the on-disk representation */
+#define PERPCA_STATS_VERSION 1	/* format byte: nothing skipped */
+#define PERPCA_STATS_VERSION_SKIPPED 2	/* version 1 + int64 skipped count at the end */
 #define PERPCA_FORM_DENSE 0		/* mean, mean_lo, packed M2 */
 #define PERPCA_FORM_THIN 1		/* mean, mean_lo, n centred rows */
 
 typedef struct PerpcaStats
 {
 	int32		vl_len_;		/* varlena header (do not touch directly) */
-	uint8		version;		/* PERPCA_STATS_VERSION */
+	uint8		version;		/* PERPCA_STATS_VERSION(_SKIPPED) */
 	uint8		form;			/* PERPCA_FORM_DENSE or PERPCA_FORM_THIN */
 	int16		unused;			/* zero */
 	int32		dim;			/* d */
@@ -61,6 +69,48 @@ perpca_stats_thin_rows(const PerpcaStats *s)
 
 /* Allocate a zeroed value (errors if it would exceed the allocation limit). */
 extern PerpcaStats *perpca_stats_alloc(int form, int d, int64 n);
+
+/* The same with a count of skipped rows (version 2 when it is not zero). */
+extern PerpcaStats *perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped);
+
+/* Rows left out of the statistics (0 for a version 1 value). */
+extern int64 perpca_stats_skipped(const PerpcaStats *s);
+
+/*
+ * stats_agg.c's transition, for rows of other types too (perpca_vector's
+ * vector and halfvec): the state for a row of dimension d (argument 0 of the
+ * call, or a new one), a buffer of d doubles in it to convert the row into,
+ * and the addition of that row -- what perpca_stats(float8[]) does with a row
+ * it has read, so both give the same bits for the same numbers.  The row's
+ * values are checked there: a NaN or infinite value is an error naming its
+ * position (PERPCA_NULLS_ERROR) or leaves the row out, counted (SKIP).
+ * perpca_stats_accum_skip counts a row left out before (NULL elements).
+ */
+typedef enum PerpcaNulls
+{
+	PERPCA_NULLS_ERROR,			/* a NULL, NaN or infinite element is an error */
+	PERPCA_NULLS_SKIP			/* such a row is left out and counted */
+} PerpcaNulls;
+
+typedef struct StatsState StatsState;
+
+/* The nulls argument ('error' or 'skip') of perpca_stats(x, nulls). */
+extern PerpcaNulls perpca_nulls_arg(text *t);
+extern StatsState *perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls);
+extern double *perpca_stats_accum_scratch(StatsState *st);
+extern void perpca_stats_accum_add(StatsState *st, const double *x);
+extern void perpca_stats_accum_skip(StatsState *st);
+
+/*
+ * The error for a NULL (isnull) or non-finite element at 0-based position
+ * j of a row of d values, worded the same by the aggregate and the row
+ * functions of a model (what: "input row", "x"), with a hint naming hint.
+ */
+extern void perpca_row_element_error(const char *what, int j, int d, bool isnull,
+									 double value, const char *hint) pg_attribute_noreturn();
+
+/* Index of the first non-finite value of x[0..d), or -1. */
+extern int	perpca_first_nonfinite(const double *x, int d);
 
 /* Reject format versions and forms this build does not know. */
 extern void perpca_stats_check_version(const PerpcaStats *s);

@@ -25,6 +25,12 @@
  * sorted one: gigabytes of freshly touched memory (page faults) and cold
  * rows re-read by the final function (see bench/femnist_stats.sh).
  *
+ * perpca_stats(x, 'skip') leaves out rows with a NULL, NaN or infinite
+ * element and counts them (the state's `skipped`, carried through merges,
+ * combines, serialization and into the value); the one-argument form makes
+ * such a row an error that names the element.  A row waiting in TOAST is
+ * checked when it is fetched.
+ *
  * The serialized state (parallel query) is the state itself, not the final
  * value, so partial aggregation loses nothing: a group aggregated by one
  * process gives the same bits as the serial plan.  Pending rows travel as
@@ -61,12 +67,14 @@ typedef struct PendingRow
 	char		ptr[VARHDRSZ_EXTERNAL + sizeof(varatt_external)];
 } PendingRow;
 
-/* Aggregate transition state, kept in the aggregate memory context. */
-typedef struct StatsState
+/* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
+struct StatsState
 {
 	MemoryContext cxt;			/* where the state and its buffers live */
 	int			d;
+	PerpcaNulls nulls;			/* what a row with a missing value does */
 	int64		n;				/* rows merged into mu and m2 */
+	int64		skipped;		/* rows left out (missing values) */
 	double	   *shift;			/* d: reference point; rows enter as x - shift */
 	double	   *mu;				/* d: mean of the merged rows minus shift */
 	double	   *m2;				/* d x d upper triangle; NULL while thin */
@@ -77,9 +85,15 @@ typedef struct StatsState
 	int			npend;			/* rows after those in buf, still in TOAST */
 	int			pendcap;		/* entries pend can hold now */
 	PendingRow *pend;
-} StatsState;
+	double	   *scratch;		/* d: a row of another type converted to double
+								 * (perpca_stats_accum_scratch); not state */
+};
+
+/* The hint of the error for a row with a missing value. */
+#define SKIP_HINT "Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
 
 PG_FUNCTION_INFO_V1(perpca_stats_accum);
+PG_FUNCTION_INFO_V1(perpca_stats_accum_nulls);
 PG_FUNCTION_INFO_V1(perpca_stats_merge_accum);
 PG_FUNCTION_INFO_V1(perpca_stats_combine);
 PG_FUNCTION_INFO_V1(perpca_stats_serialize);
@@ -87,7 +101,7 @@ PG_FUNCTION_INFO_V1(perpca_stats_deserialize);
 PG_FUNCTION_INFO_V1(perpca_stats_final);
 
 static StatsState *
-state_create(MemoryContext cxt, int d)
+state_create(MemoryContext cxt, int d, PerpcaNulls nulls)
 {
 	StatsState *st = MemoryContextAllocZero(cxt, sizeof(StatsState));
 
@@ -95,6 +109,7 @@ state_create(MemoryContext cxt, int d)
 	 * power of two by the allocator */
 	st->cxt = cxt;
 	st->d = d;
+	st->nulls = nulls;
 	st->shift = MemoryContextAllocZero(cxt, sizeof(double) * 3 * d);
 	st->mu = st->shift + d;
 	st->bsum = st->shift + 2 * d;
@@ -150,6 +165,55 @@ shift_row(int d, const double *restrict x, const double *restrict shift,
 	}
 }
 
+/*
+ * Are the values of a row all finite?  If not, the row is an error naming
+ * its first bad element, or (skip) false.
+ */
+static inline bool
+row_finite(PerpcaNulls nulls, const double *x, int d)
+{
+	int			j = perpca_first_nonfinite(x, d);
+
+	if (j < 0)
+		return true;
+	if (nulls == PERPCA_NULLS_ERROR)
+		perpca_row_element_error("input row", j, d, false, x[j], SKIP_HINT);
+	return false;
+}
+
+/*
+ * The values of a row argument of dimension *d, after its shape checks; NULL
+ * when it has a NULL element and is skipped (else an error naming the
+ * element).  Their finiteness is checked by the caller.
+ */
+static const double *
+row_values(ArrayType *a, int *d, PerpcaNulls nulls)
+{
+	const double *x = perpca_vector_shape_nulls(a, d, "input row");
+	int			j;
+
+	if (ARR_HASNULL(a) && (j = perpca_first_null(a)) >= 0)
+	{
+		if (nulls == PERPCA_NULLS_ERROR)
+			perpca_row_element_error("input row", j, *d, true, 0.0, SKIP_HINT);
+		return NULL;
+	}
+	return x;
+}
+
+/* Rows that wait in TOAST are checked under the state's nulls: one value per state. */
+static void
+state_set_nulls(StatsState *st, PerpcaNulls nulls)
+{
+	if (st->nulls == nulls)
+		return;
+	if (st->npend > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("nulls must be the same for every row of a group")));
+	st->nulls = nulls;
+}
+
 /* ------------------------------------------------------------------------
  * Rows left in TOAST
  * ------------------------------------------------------------------------
@@ -187,7 +251,10 @@ state_defer(StatsState *st, Datum arg)
 	memcpy(st->pend[st->npend++].ptr, DatumGetPointer(arg), sizeof(PendingRow));
 }
 
-/* Fetch pending row i (a palloc'd copy in *arr) and check its shape. */
+/*
+ * Fetch pending row i (a palloc'd copy in *arr) and check it: its values, or
+ * NULL when it is skipped.
+ */
 static const double *
 fetch_pending(const StatsState *st, int i, ArrayType **arr)
 {
@@ -195,21 +262,24 @@ fetch_pending(const StatsState *st, int i, ArrayType **arr)
 	const double *x;
 
 	*arr = DatumGetArrayTypeP(PointerGetDatum(st->pend[i].ptr));
-	x = perpca_vector_shape(*arr, &d, "input row");
+	x = row_values(*arr, &d, st->nulls);
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
-	return x;
+	return x != NULL && row_finite(st->nulls, x, d) ? x : NULL;
 }
 
 /*
- * All unmerged rows, minus shift, into rows (nbuf + npend rows) and their
- * column sums into sum: the buffered rows as they are, then the pending
- * ones fetched, in arrival order.  The state does not change.
+ * All unmerged rows, minus shift, into rows (up to nbuf + npend rows) and
+ * their column sums into sum: the buffered rows as they are, then the
+ * pending ones fetched, in arrival order.  Returns the number of rows
+ * written; pending rows that are skipped are added to *skipped.  The state
+ * does not change.
  */
-static void
-unmerged_rows(const StatsState *st, double *rows, double *sum)
+static int
+unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 {
 	int			d = st->d;
+	int			k = st->nbuf;
 
 	if (rows != st->buf && st->nbuf > 0)
 		memcpy(rows, st->buf, sizeof(double) * st->nbuf * d);
@@ -220,9 +290,13 @@ unmerged_rows(const StatsState *st, double *rows, double *sum)
 		ArrayType  *arr;
 		const double *x = fetch_pending(st, i, &arr);
 
-		shift_row(d, x, st->shift, rows + (int64) (st->nbuf + i) * d, sum);
+		if (x != NULL)
+			shift_row(d, x, st->shift, rows + (int64) k++ * d, sum);
+		else
+			(*skipped)++;
 		pfree(arr);
 	}
+	return k;
 }
 
 /* Fetch the pending rows into the buffer. */
@@ -232,8 +306,7 @@ state_materialize(StatsState *st)
 	if (st->npend == 0)
 		return;
 	state_reserve(st, state_unmerged(st));
-	unmerged_rows(st, st->buf, st->bsum);
-	st->nbuf += st->npend;
+	st->nbuf = unmerged_rows(st, st->buf, st->bsum, &st->skipped);
 	st->npend = 0;
 }
 
@@ -302,18 +375,30 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 	pfree(delta);
 }
 
-/* mean = sum / k for k rows; rejects non-finite sums. */
+/* The error for finite rows whose sums overflow. */
+static void
+too_large(int j, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("input rows are too large in magnitude for perpca_stats"),
+			 errdetail("In column %d, %s exceeds the range of float8.", j + 1, detail),
+			 errhint("Divide the column by a constant (its scale) before aggregating.")));
+}
+
+/*
+ * mean = sum / k for k rows.  The rows are finite (checked on entry), so a
+ * non-finite sum is an overflow: of a row's difference from the reference
+ * row or of the sum.
+ */
 static void
 column_mean(int d, const double *sum, int64 k, double *mean)
 {
 	for (int j = 0; j < d; j++)
 	{
 		if (!isfinite(sum[j]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("input row must not contain NaN or infinite values"),
-					 errdetail("Column %d of a block of %lld rows holds NaN or infinity, or its sum overflows.",
-							   j + 1, (long long) k)));
+			too_large(j, psprintf("the rows' differences from the first row, or their sum over %lld rows,",
+								  (long long) k));
 		mean[j] = sum[j] / k;
 	}
 }
@@ -364,7 +449,7 @@ state_densify(StatsState *st)
 	}
 }
 
-/* Add one input row (its values); it enters as x - shift. */
+/* Add one input row (its values, finite); it enters as x - shift. */
 static void
 state_add_row(StatsState *st, const double *x)
 {
@@ -401,6 +486,10 @@ add_comoment(StatsState *st, const PerpcaStats *s)
 static void
 state_merge_stats(StatsState *st, const PerpcaStats *s)
 {
+	if (pg_add_s64_overflow(st->skipped, perpca_stats_skipped(s), &st->skipped))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("perpca_stats skipped row count out of range")));
 	if (s->n == 0)
 		return;
 	state_materialize(st);
@@ -451,6 +540,7 @@ state_copy(StatsState *a, const StatsState *b)
 		memcpy(a->buf, b->buf, sizeof(double) * b->nbuf * d);
 		a->nbuf = b->nbuf;
 	}
+	a->nulls = b->nulls;
 	state_defer_many(a, b->pend, b->npend);
 }
 
@@ -458,6 +548,10 @@ state_copy(StatsState *a, const StatsState *b)
 static void
 state_merge_state(StatsState *a, StatsState *b)
 {
+	if (pg_add_s64_overflow(a->skipped, b->skipped, &a->skipped))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("perpca_stats skipped row count out of range")));
 	if (state_empty(b))
 		return;
 	if (state_empty(a) && a->m2 == NULL)
@@ -482,6 +576,8 @@ state_merge_state(StatsState *a, StatsState *b)
 		for (int j = 0; j < a->d; j++)
 			offset[j] = b->shift[j] - a->shift[j];
 		state_append(a, b->buf, b->nbuf, offset);
+		if (b->npend > 0)
+			state_set_nulls(a, b->nulls);
 		state_defer_many(a, b->pend, b->npend);
 		pfree(offset);
 		return;
@@ -522,27 +618,48 @@ store_mean(PerpcaStats *s, const double *shift, const double *mu)
 
 /*
  * A thin value from a thin state: its rows centred at their mean, written
- * straight into the value (pending rows fetched there); the state does not
- * change.
+ * straight into the value (pending rows fetched there; if some of them are
+ * skipped, the value is copied into one of the right size); the state does
+ * not change.
  */
 static PerpcaStats *
 thin_stats(const StatsState *st)
 {
 	int			d = st->d;
 	int			n = state_unmerged(st);
-	PerpcaStats *s = perpca_stats_alloc(PERPCA_FORM_THIN, d, n);
+	int64		skipped = st->skipped;
+	PerpcaStats *s = perpca_stats_alloc_skipped(PERPCA_FORM_THIN, d, n, skipped);
 	double	   *rows = PERPCA_STATS_BODY(s);
 	double	   *mu;
+	int			k;
 
 	if (n == 0)
 		return s;
 	mu = palloc(sizeof(double) * d);
-	unmerged_rows(st, rows, mu);
-	column_mean(d, mu, n, mu);
+	k = unmerged_rows(st, rows, mu, &skipped);
+	if (k < n)
+	{
+		PerpcaStats *fewer = perpca_stats_alloc_skipped(PERPCA_FORM_THIN, d, k, skipped);
+
+		memcpy(PERPCA_STATS_BODY(fewer), rows, sizeof(double) * k * d);
+		pfree(s);
+		s = fewer;
+		rows = PERPCA_STATS_BODY(s);
+		if (k == 0)
+			return s;
+	}
+	column_mean(d, mu, k, mu);
 	store_mean(s, st->shift, mu);
-	for (int64 i = 0; i < n; i++)
+	for (int64 i = 0; i < k; i++)
 		for (int j = 0; j < d; j++)
 			rows[i * d + j] -= mu[j];
+	for (int64 i = 0; i < k; i++)
+	{
+		int			j = perpca_first_nonfinite(rows + i * d, d);
+
+		if (j >= 0)
+			too_large(j, "a row's deviation from the mean");
+	}
 	pfree(mu);
 	return s;
 }
@@ -556,12 +673,17 @@ dense_stats(StatsState *st)
 	double	   *m2;
 
 	state_flush(st);
-	s = perpca_stats_alloc(PERPCA_FORM_DENSE, st->d, st->n);
+	s = perpca_stats_alloc_skipped(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
 	store_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
 	for (int64 i = 0, k = 0; i < d; i++)
+	{
+		/* |M2_ij| <= sqrt(M2_ii M2_jj): a finite diagonal bounds the row */
+		if (!isfinite(st->m2[i * d + i]))
+			too_large(i, "the sum of squared deviations from the mean");
 		for (int64 j = i; j < d; j++)
 			m2[k++] = st->m2[i * d + j];
+	}
 	return s;
 }
 
@@ -577,7 +699,7 @@ state_to_stats(StatsState *st)
  * ------------------------------------------------------------------------
  */
 
-#define STATE_FORMAT 1
+#define STATE_FORMAT 2
 
 /*
  * Layout: this header, then shift, mu, bsum (d each), the nbuf buffered
@@ -592,11 +714,12 @@ typedef struct SerialState
 	int32		vl_len_;		/* varlena header (do not touch directly) */
 	uint8		format;			/* STATE_FORMAT */
 	uint8		dense;			/* 1 if the state holds M2 */
-	int16		unused;
+	int16		nulls;			/* PerpcaNulls */
 	int32		d;
 	int32		nbuf;
 	int32		npend;
 	int64		n;
+	int64		skipped;
 	double		data[FLEXIBLE_ARRAY_MEMBER];
 } SerialState;
 
@@ -628,6 +751,8 @@ state_serialize(const StatsState *st)
 	ss->nbuf = st->nbuf;
 	ss->npend = st->npend;
 	ss->n = st->n;
+	ss->skipped = st->skipped;
+	ss->nulls = st->nulls;
 	memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
 	if (st->nbuf > 0)
 		memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
@@ -650,12 +775,14 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 
 	if (VARSIZE(ss) < offsetof(SerialState, data) || ss->format != STATE_FORMAT ||
 		ss->d < 1 || ss->d > PERPCA_MAX_DIM || ss->nbuf < 0 || ss->npend < 0 ||
-		ss->n < 0 || (ss->dense && ss->npend > 0) ||
+		ss->n < 0 || ss->skipped < 0 || (ss->dense && ss->npend > 0) ||
+		(ss->nulls != PERPCA_NULLS_ERROR && ss->nulls != PERPCA_NULLS_SKIP) ||
 		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf, ss->npend))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
-	st = state_create(cxt, ss->d);
+	st = state_create(cxt, ss->d, (PerpcaNulls) ss->nulls);
 	st->n = ss->n;
+	st->skipped = ss->skipped;
 	memcpy(st->shift, p, sizeof(double) * 3 * d);	/* shift, mu, bsum */
 	p += 3 * d;
 	if (ss->dense)
@@ -719,18 +846,68 @@ report_progress(MemoryContext aggcxt)
 }
 
 /*
- * perpca_stats(float8[]) transition: NULL rows are skipped.  A row in TOAST
- * waits there while its group is thin (not in a window, whose final
- * function runs after every row).
+ * The transition state (argument 0) for a row of dimension d: created in the
+ * aggregate context on the first row, its dimension checked after that.
  */
-Datum
-perpca_stats_accum(PG_FUNCTION_ARGS)
+StatsState *
+perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
+{
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", NULL);
+	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+
+	if (st == NULL)
+		return state_create(aggcxt, d, nulls);
+	if (d != st->d)
+		perpca_dim_mismatch(st->d, d, "input row");
+	state_set_nulls(st, nulls);
+	return st;
+}
+
+/* d doubles owned by the state, to convert a row of another type into. */
+double *
+perpca_stats_accum_scratch(StatsState *st)
+{
+	if (st->scratch == NULL)
+		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * st->d);
+	return st->scratch;
+}
+
+/*
+ * Add the row x (d doubles) to the state; a row with a NaN or infinite value
+ * is an error or, under 'skip', left out and counted.
+ */
+void
+perpca_stats_accum_add(StatsState *st, const double *x)
+{
+	if (row_finite(st->nulls, x, st->d))
+		state_add_row(st, x);
+	else
+		st->skipped++;
+	if (perpca_progress_rows > 0)
+		report_progress(st->cxt);
+}
+
+/* Count a row left out before it reached perpca_stats_accum_add. */
+void
+perpca_stats_accum_skip(StatsState *st)
+{
+	st->skipped++;
+	if (perpca_progress_rows > 0)
+		report_progress(st->cxt);
+}
+
+/*
+ * The transition of perpca_stats(x) and perpca_stats(x, nulls): NULL rows
+ * are ignored, rows with a missing value are an error or skipped.  A row in
+ * TOAST waits there while its group is thin (not in a window, whose final
+ * function runs after every row) and is checked when fetched.
+ */
+static Datum
+stats_accum(FunctionCallInfo fcinfo, PerpcaNulls nulls)
 {
 	int			kind;
 	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", &kind);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
-	double	   *x;
-	int			d;
 
 	if (PG_ARGISNULL(1))
 	{
@@ -738,22 +915,46 @@ perpca_stats_accum(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(st);
 	}
+	if (st != NULL)
+		state_set_nulls(st, nulls);
 	if (st != NULL && kind == AGG_CONTEXT_AGGREGATE && st->m2 == NULL &&
 		!state_empty(st) && state_unmerged(st) < PERPCA_STATS_THIN_MAX(st->d) &&
 		row_deferrable(st, PG_GETARG_DATUM(1)))
+	{
 		state_defer(st, PG_GETARG_DATUM(1));
+		if (perpca_progress_rows > 0)
+			report_progress(aggcxt);
+	}
 	else
 	{
-		x = perpca_vector_shape(PG_GETARG_ARRAYTYPE_P(1), &d, "input row");
-		if (st == NULL)
-			st = state_create(aggcxt, d);
-		else if (d != st->d)
-			perpca_dim_mismatch(st->d, d, "input row");
-		state_add_row(st, x);
+		int			d;
+		const double *x = row_values(PG_GETARG_ARRAYTYPE_P(1), &d, nulls);
+
+		st = perpca_stats_accum_state(fcinfo, d, nulls);
+		if (x != NULL)
+			perpca_stats_accum_add(st, x);
+		else
+			perpca_stats_accum_skip(st);
 	}
-	if (perpca_progress_rows > 0)
-		report_progress(aggcxt);
 	PG_RETURN_POINTER(st);
+}
+
+/* perpca_stats(float8[]) transition: a row with a missing value is an error. */
+Datum
+perpca_stats_accum(PG_FUNCTION_ARGS)
+{
+	return stats_accum(fcinfo, PERPCA_NULLS_ERROR);
+}
+
+/* perpca_stats(float8[], text) transition: nulls => 'error' or 'skip'. */
+Datum
+perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+	return stats_accum(fcinfo, perpca_nulls_arg(PG_GETARG_TEXT_PP(2)));
 }
 
 /* perpca_merge(perpca_stats) transition. */
@@ -773,7 +974,7 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_check_version(s);
 	if (st == NULL)
-		st = state_create(aggcxt, s->dim);
+		st = state_create(aggcxt, s->dim, PERPCA_NULLS_ERROR);
 	else if (s->dim != st->d)
 		perpca_dim_mismatch(st->d, s->dim, "perpca_stats value");
 	state_merge_stats(st, s);
@@ -794,7 +995,7 @@ perpca_stats_combine(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(a);
 	}
 	if (a == NULL)
-		a = state_create(aggcxt, b->d);	/* a copy of b in our context */
+		a = state_create(aggcxt, b->d, b->nulls);	/* a copy of b in our context */
 	else if (a->d != b->d)
 		perpca_dim_mismatch(a->d, b->d, "input row");
 	state_merge_state(a, b);

@@ -36,10 +36,12 @@
 
 /* stats_agg.c's support functions of perpca_stats(float8[]) and perpca_merge(). */
 extern Datum perpca_stats_accum(PG_FUNCTION_ARGS);
+extern Datum perpca_stats_accum_nulls(PG_FUNCTION_ARGS);
 extern Datum perpca_stats_merge_accum(PG_FUNCTION_ARGS);
 extern Datum perpca_stats_final(PG_FUNCTION_ARGS);
 
 PG_FUNCTION_INFO_V1(perpca_stats_dist_accum);
+PG_FUNCTION_INFO_V1(perpca_stats_dist_accum_nulls);
 PG_FUNCTION_INFO_V1(perpca_stats_dist_combine);
 PG_FUNCTION_INFO_V1(perpca_stats_dist_final);
 
@@ -61,15 +63,15 @@ static const ExpandedObjectMethods dist_methods = {
 };
 
 /*
- * Call one of stats_agg.c's support functions with up to two arguments (a
- * NULL second one when nargs is 1) under the aggregate call context
- * `context`; its result, and whether it is NULL.
+ * Call one of stats_agg.c's support functions with up to three arguments
+ * (the third, when nargs is 3, is c, not NULL) under the aggregate call
+ * context `context`; its result, and whether it is NULL.
  */
 static Datum
-inner_call(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
-		   Datum b, bool bnull, bool *isnull)
+inner_call3(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
+			Datum b, bool bnull, Datum c, bool *isnull)
 {
-	LOCAL_FCINFO(f, 2);
+	LOCAL_FCINFO(f, 3);
 	FmgrInfo	flinfo;
 	Datum		result;
 
@@ -86,9 +88,22 @@ inner_call(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
 		f->args[1].value = b;
 		f->args[1].isnull = bnull;
 	}
+	if (nargs > 2)
+	{
+		f->args[2].value = c;
+		f->args[2].isnull = false;
+	}
 	result = fn(f);
 	*isnull = f->isnull;
 	return result;
+}
+
+/* inner_call3 with up to two arguments (a NULL second one when nargs is 1). */
+static Datum
+inner_call(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
+		   Datum b, bool bnull, bool *isnull)
+{
+	return inner_call3(fn, context, nargs, a, anull, b, bnull, (Datum) 0, isnull);
 }
 
 /* The aggregate context, or an error for a call outside an aggregate. */
@@ -156,24 +171,33 @@ dist_changed(DistStats *ds)
 
 /*
  * One step of stats_agg.c's transition fn (perpca_stats_accum: a row;
- * perpca_stats_merge_accum: a perpca_stats value, flat or expanded) on
- * state ds, or on a new state when ds is NULL.  Returns the state.
+ * perpca_stats_accum_nulls: a row and, nargs being 3, the nulls argument
+ * `extra`; perpca_stats_merge_accum: a perpca_stats value, flat or
+ * expanded) on state ds, or on a new state when ds is NULL.  Returns the
+ * state.
  */
 static DistStats *
-dist_step(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn, Datum value)
+dist_step_n(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn,
+			int nargs, Datum value, Datum extra)
 {
 	bool		isnull;
 	Datum		inner;
 
 	if (ds != NULL)
 		dist_changed(ds);
-	inner = inner_call(fn, fcinfo->context, 2,
-					   ds ? ds->inner : (Datum) 0, ds == NULL, value, false, &isnull);
+	inner = inner_call3(fn, fcinfo->context, nargs,
+						ds ? ds->inner : (Datum) 0, ds == NULL, value, false, extra, &isnull);
 	Assert(!isnull);
 	if (ds == NULL)
 		ds = dist_create(aggcxt, fcinfo->context, inner);
 	ds->inner = inner;
 	return ds;
+}
+
+static DistStats *
+dist_step(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn, Datum value)
+{
+	return dist_step_n(fcinfo, aggcxt, ds, fn, 2, value, (Datum) 0);
 }
 
 /*
@@ -213,6 +237,28 @@ perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(dist_result(ds));
 	}
 	ds = dist_step(fcinfo, aggcxt, ds, perpca_stats_accum, PG_GETARG_DATUM(1));
+	PG_RETURN_DATUM(dist_result(ds));
+}
+
+/* perpca_stats_distributed(float8[], text) transition: perpca_stats(float8[], text)'s. */
+Datum
+perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt = dist_agg_context(fcinfo, "perpca_stats_dist_accum_nulls");
+	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+	if (PG_ARGISNULL(1))
+	{
+		if (ds == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(dist_result(ds));
+	}
+	ds = dist_step_n(fcinfo, aggcxt, ds, perpca_stats_accum_nulls, 3, PG_GETARG_DATUM(1),
+					 PG_GETARG_DATUM(2));
 	PG_RETURN_DATUM(dist_result(ds));
 }
 

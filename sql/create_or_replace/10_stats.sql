@@ -5,6 +5,8 @@
 -- Aggregate support functions (internal state).
 CREATE OR REPLACE FUNCTION perpca_stats_accum(internal, float8[]) RETURNS internal
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_stats_accum_nulls(internal, float8[], text) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION perpca_stats_merge_accum(internal, perpca_stats) RETURNS internal
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION perpca_stats_combine(internal, internal) RETURNS internal
@@ -17,6 +19,7 @@ CREATE OR REPLACE FUNCTION perpca_stats_final(internal) RETURNS perpca_stats
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION perpca_stats_accum(internal, float8[]) IS 'transition function of perpca_stats(float8[])';
+COMMENT ON FUNCTION perpca_stats_accum_nulls(internal, float8[], text) IS 'transition function of perpca_stats(float8[], text)';
 COMMENT ON FUNCTION perpca_stats_merge_accum(internal, perpca_stats) IS 'transition function of perpca_merge(perpca_stats)';
 COMMENT ON FUNCTION perpca_stats_combine(internal, internal) IS 'combine function of the perpca_stats aggregates (pairwise merge)';
 COMMENT ON FUNCTION perpca_stats_serialize(internal) IS 'serialize function of the perpca_stats aggregates';
@@ -40,7 +43,21 @@ CREATE OR REPLACE AGGREGATE perpca_stats(float8[]) (
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_stats(float8[]) IS
-    'count, mean and centered co-moment matrix of the (non-NULL) rows of a group';
+    'count, mean and centered co-moment matrix of the (non-NULL) rows of a group; a NULL, NaN or infinite element is an error';
+
+-- perpca_stats(x, 'skip'): rows with a missing value left out and counted.
+CREATE OR REPLACE AGGREGATE perpca_stats(float8[], text) (
+    SFUNC = perpca_stats_accum_nulls,
+    STYPE = internal,
+    FINALFUNC = perpca_stats_final,
+    COMBINEFUNC = perpca_stats_combine,
+    SERIALFUNC = perpca_stats_serialize,
+    DESERIALFUNC = perpca_stats_deserialize,
+    SSPACE = 16384,                 -- as perpca_stats(float8[])
+    PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE perpca_stats(float8[], text) IS
+    'perpca_stats(x, nulls): with nulls ''skip'' the rows with a NULL, NaN or infinite element are left out of the statistics and counted (perpca_skipped); with ''error'' such a row is an error, as in perpca_stats(x).  NULL rows are ignored either way';
 
 CREATE OR REPLACE AGGREGATE perpca_merge(perpca_stats) (
     SFUNC = perpca_stats_merge_accum,
@@ -58,6 +75,8 @@ COMMENT ON AGGREGATE perpca_merge(perpca_stats) IS
 -- Accessors.
 CREATE OR REPLACE FUNCTION perpca_count(perpca_stats) RETURNS bigint
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_skipped(perpca_stats) RETURNS bigint
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION perpca_dim(perpca_stats) RETURNS int
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION perpca_mean(perpca_stats) RETURNS float8[]
@@ -70,6 +89,8 @@ CREATE OR REPLACE FUNCTION perpca_stats_form(perpca_stats) RETURNS text
 COMMENT ON FUNCTION perpca_stats_form(perpca_stats) IS
     'how the value stores its co-moments: ''thin'' (the centred rows, while n <= d/2) or ''dense'' (packed d x d matrix)';
 COMMENT ON FUNCTION perpca_count(perpca_stats) IS 'number of rows n summarized by the statistics';
+COMMENT ON FUNCTION perpca_skipped(perpca_stats) IS
+    'number of rows left out of the statistics for a NULL, NaN or infinite element (perpca_stats(x, ''skip'')), summed by perpca_merge; 0 for values stored before perpca 0.3.0';
 COMMENT ON FUNCTION perpca_dim(perpca_stats) IS 'dimension d of the rows';
 COMMENT ON FUNCTION perpca_mean(perpca_stats) IS 'mean vector (d values); NULL when n = 0';
 COMMENT ON FUNCTION perpca_covariance(perpca_stats, boolean) IS

@@ -33,11 +33,12 @@ CREATE OR REPLACE FUNCTION perpca_last_fit()
 RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
                kkt_residual float8, theta_est float8, step float8,
                n_clients int, d int, seconds float8,
-               solver text, start text, gradient_norm float8, options jsonb)
+               solver text, start text, gradient_norm float8, options jsonb,
+               rows_skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit() IS
-    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm and the effective options (defaults filled in) as jsonb';
+    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm, the effective options (defaults filled in) as jsonb, and the rows the clients'' statistics left out for missing values (perpca_stats(x, ''skip''); 0 for a federated fit)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_starts()
 RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean)

@@ -138,44 +138,6 @@ CREATE OR REPLACE FUNCTION perpca_internal.perpca_accept_invalidations() RETURNS
 COMMENT ON FUNCTION perpca_internal.perpca_accept_invalidations() IS
     'internal: processes pending catalog invalidations, so that lookups after an advisory lock see what other sessions committed meanwhile';
 
--- Lock a model against other writers (readers go on): first a transaction
--- advisory lock on its qualified name, which also serializes the creation
--- of a new model, then its tables if they exist.  lock_not_available when
--- busy and not wait.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_lock(model text, schema_name text, base text, wait boolean) RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    -- 1885696624 = 'perp': perpca's class of advisory locks
-    key int := hashtext(format('%I.%I', schema_name, base));
-    tables text := format('%I.%I, %I.%I, %I.%I', schema_name, base || '_info',
-                          schema_name, base || '_components', schema_name, base || '_clients');
-BEGIN
-    IF wait THEN
-        PERFORM pg_advisory_xact_lock(1885696624, key);
-    ELSIF NOT pg_try_advisory_xact_lock(1885696624, key) THEN
-        RAISE EXCEPTION 'model "%" is being refreshed or changed by another transaction', model
-            USING ERRCODE = 'lock_not_available',
-                  DETAIL = 'Another transaction holds the model''s lock.',
-                  HINT = 'Try again when it has finished, or pass wait => true to wait for it.';
-    END IF;
-    -- The model may have been created or dropped while this session waited.
-    PERFORM perpca_internal.perpca_accept_invalidations();
-    IF to_regclass(format('%I.%I', schema_name, base || '_info')) IS NOT NULL THEN
-        BEGIN
-            EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE%s', tables,
-                           CASE WHEN wait THEN '' ELSE ' NOWAIT' END);
-        EXCEPTION WHEN lock_not_available THEN
-            RAISE EXCEPTION 'model "%" is being refreshed or changed by another transaction', model
-                USING ERRCODE = 'lock_not_available',
-                      DETAIL = 'Another transaction holds a lock on the model''s tables that excludes writers.',
-                      HINT = 'Try again when it has finished, or pass wait => true to wait for it.';
-        END;
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_lock(text, text, text, boolean) IS
-    'internal: takes a model''s advisory lock (also for a model not created yet), then locks its tables in SHARE ROW EXCLUSIVE mode (readers go on, writers wait), failing at once unless wait';
-
 -- Create the three tables of a model.
 CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_create(schema_name text, base text) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
@@ -207,7 +169,9 @@ BEGIN
             local_ratio float8,
             residual_ratio float8,
             train_error float8,
-            source text NOT NULL CHECK (source OPERATOR(pg_catalog.=) ANY (ARRAY['fit', 'personalize'])))$f$,
+            source text NOT NULL CHECK (source OPERATOR(pg_catalog.=) ANY (ARRAY['fit', 'personalize'])),
+            score_covariance float8[],
+            residual_moments float8[])$f$,
         clients);
     EXECUTE format($f$
         CREATE TABLE %s (
@@ -247,9 +211,21 @@ CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_fill_clients(schema_name
                                                           scale_factors float8[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    clients regclass := format('%I.%I', schema_name, base || '_clients')::regclass;
+    monitor boolean := EXISTS (SELECT FROM pg_attribute
+                                WHERE attrelid = clients AND attname = 'residual_moments' AND NOT attisdropped);
 BEGIN
+    -- A model stored before 0.3.0 gets the columns of perpca_model_monitor
+    -- and perpca_component_variance when its owner writes it.
+    IF NOT monitor AND pg_has_role((SELECT relowner FROM pg_class WHERE oid = clients), 'USAGE') THEN
+        EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS score_covariance float8[], '
+                       'ADD COLUMN IF NOT EXISTS residual_moments float8[]', clients);
+        monitor := true;
+    END IF;
     -- Means in the data's units; variances, ratios and errors in the units
-    -- the fit saw (divided by scale_factors, NULL = unscaled).
+    -- the fit saw (divided by scale_factors, NULL = unscaled); the scores'
+    -- covariance and residual spectrum (client_monitor_stats) too.
     EXECUTE format($f$
         WITH r AS (
             SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s),
@@ -267,19 +243,25 @@ BEGIN
                    coalesce(v.r2, 0) AS r2,
                    @extschema@.perpca_total_variance(c.stats, c.centre) AS tv,
                    coalesce(@extschema@.perpca_explained_variance(c.stats, u.u, c.centre), 0) AS gv,
-                   coalesce(@extschema@.perpca_explained_variance(c.stats, v.v, c.centre), 0) AS lv
-              FROM c CROSS JOIN u LEFT JOIN v ON v.client = c.client)
+                   coalesce(@extschema@.perpca_explained_variance(c.stats, v.v, c.centre), 0) AS lv,
+                   ms.score_covariance, ms.residual_moments
+              FROM c CROSS JOIN u LEFT JOIN v ON v.client = c.client
+             CROSS JOIN LATERAL perpca_internal.client_monitor_stats(c.stats, u.u, v.v) AS ms)
         INSERT INTO %I.%I (client, n, mean, n_local, total_variance, global_ratio, local_ratio,
-                           residual_ratio, train_error, source)
-        SELECT client, n, mean, r2, tv, gv / tv, lv / tv, (tv - gv - lv) / tv, tv - gv - lv, $3
+                           residual_ratio, train_error, source%s)
+        SELECT client, n, mean, r2, tv, gv / tv, lv / tv, (tv - gv - lv) / tv, tv - gv - lv, $3%s
           FROM f
         ON CONFLICT (client) DO UPDATE
            SET n = excluded.n, mean = excluded.mean, n_local = excluded.n_local,
                total_variance = excluded.total_variance, global_ratio = excluded.global_ratio,
                local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,
-               train_error = excluded.train_error, source = excluded.source$f$,
+               train_error = excluded.train_error, source = excluded.source%s$f$,
         src, schema_name, base || '_components', schema_name, base || '_components',
-        schema_name, base || '_clients')
+        schema_name, base || '_clients',
+        CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
+        CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
+        CASE WHEN monitor THEN ', score_covariance = excluded.score_covariance, '
+                               'residual_moments = excluded.residual_moments' ELSE '' END)
     USING center, global_mean, source, one_client, one_stats, scale_factors;
 END
 $$;
@@ -509,163 +491,3 @@ END
 $$;
 COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text) IS
     'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); solver is perpca_fit''s; scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model';
-
-CREATE OR REPLACE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
-DECLARE
-    t record := perpca_internal.perpca_model_tables(model);
-BEGIN
-    IF NOT t.present THEN
-        IF if_exists THEN
-            RAISE NOTICE 'model "%" does not exist, skipping', model;
-            RETURN;
-        END IF;
-        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            DETAIL = pg_catalog.format('No table %s was found.', t.info),
-            HINT = 'Pass if_exists => true to skip a missing model. ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
-    END IF;
-    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute
-                    WHERE attrelid OPERATOR(pg_catalog.=) t.info::regclass
-                      AND attname OPERATOR(pg_catalog.=) 'version' AND NOT attisdropped) THEN
-        RAISE EXCEPTION 'table % is not the info table of a perpca model', t.info
-            USING ERRCODE = 'wrong_object_type';
-    END IF;
-    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, true);
-    EXECUTE pg_catalog.format('DROP TABLE %s, %s, %s', t.components, t.clients, t.info);
-END
-$$;
-COMMENT ON FUNCTION perpca_drop(text, boolean) IS
-    'drops the tables of a model; with if_exists => true a missing model is only a notice';
-
--- Local components of one client, computed and stored; the caller holds the model's lock.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_personalize(schema_name text, base text, client text,
-                                                         stats perpca_stats, n_local int)
-RETURNS jsonb
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp SET extra_float_digits = 3 AS $$
-DECLARE
-    components text := format('%I.%I', schema_name, base || '_components');
-    info text := format('%I.%I', schema_name, base || '_info');
-    m record;
-    u float8[];
-    centre float8[];
-    factors float8[] := perpca_internal.perpca_model_scale_factors(info);
-    scaled @extschema@.perpca_stats;
-    result jsonb;
-BEGIN
-    EXECUTE format('SELECT d, n_local, center, global_mean FROM %s', info) INTO STRICT m;
-    IF @extschema@.perpca_dim(stats) <> m.d THEN
-        RAISE EXCEPTION 'stats has dimension %, expected %', @extschema@.perpca_dim(stats), m.d
-            USING ERRCODE = 'data_exception';
-    END IF;
-    EXECUTE format('SELECT array_agg(pc ORDER BY component) FROM %s WHERE kind = %L', components, 'global')
-        INTO u;
-    -- The local components live where the model's components do: in the scaled features.
-    scaled := perpca_internal.scale_stats(stats, factors);
-    centre := CASE m.center WHEN 'client' THEN @extschema@.perpca_mean(scaled)
-                            WHEN 'global' THEN perpca_internal.scale_vector(m.global_mean, factors)
-                            ELSE array_fill(0::float8, ARRAY[m.d]) END;
-    EXECUTE format('DELETE FROM %s WHERE kind = %L AND client = $1', components, 'local') USING client;
-    EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
-                    SELECT $1, %L, l.component, l.pc, l.variance
-                      FROM @extschema@.perpca_local_pcs($2, $3, $4, $5) l',
-                   components, 'local')
-        USING client, scaled, u, coalesce(n_local, m.n_local), centre;
-    PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
-                                                      m.center, m.global_mean, 'personalize', client, stats,
-                                                      factors);
-    -- nextval() first: Citus refuses it inside an UPDATE of a reference table.
-    EXECUTE format('UPDATE %s SET version = $1', info) USING nextval('@extschema@.perpca_model_version');
-    EXECUTE format('SELECT jsonb_agg(jsonb_build_object(''component'', component, ''pc'', pc, ''variance'', variance)
-                                     ORDER BY component)
-                      FROM %s WHERE kind = %L AND client = $1', components, 'local')
-        INTO result USING client;
-    RETURN result;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_personalize(text, text, text, perpca_stats, int) IS
-    'internal: computes and stores the local components of one client with the global components frozen';
-
--- The text form of a client key, after checking that its type can match the model's keys.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_key(model text, key_type regtype, model_key_type text, key text)
-RETURNS text
-LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF key IS NULL THEN
-        RAISE EXCEPTION 'client must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    -- A string key matches any model (keys are stored as text, as 0.1.0 required them).
-    IF (SELECT typcategory FROM pg_type WHERE oid = key_type) = 'S'
-       OR format_type(key_type, NULL) = coalesce(model_key_type, 'text') THEN
-        RETURN key;
-    END IF;
-    RAISE EXCEPTION 'client key of type % cannot match model "%"', format_type(key_type, NULL), model
-        USING ERRCODE = 'datatype_mismatch',
-              DETAIL = format('The model was trained on client keys of type %s.', coalesce(model_key_type, 'text')),
-              HINT = format('Pass the key as %s (or as text).', coalesce(model_key_type, 'text'));
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_key(text, regtype, text, text) IS
-    'internal: the text form of a client key whose type matches the model''s key type (or is a string type)';
-
--- perpca_personalize with the client key's type given: the key's type must match the model's.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_personalize_key(model text, key_type regtype, client text,
-                                                       stats perpca_stats, n_local int)
-RETURNS TABLE (component int, pc float8[], variance float8)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
-DECLARE
-    t record := perpca_internal.perpca_model_tables(model);
-    owner regrole;
-    model_key_type text;
-    key text;
-    r jsonb;
-BEGIN
-    IF NOT t.present THEN
-        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            DETAIL = pg_catalog.format('No table %s was found.', t.info),
-            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
-    END IF;
-    IF client IS NULL OR stats IS NULL THEN
-        RAISE EXCEPTION 'client and stats must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    owner := perpca_internal.perpca_model_owner(t.schema_name, t.base);
-    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
-    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, true);
-    EXECUTE pg_catalog.format('SELECT pg_catalog.to_jsonb(i) OPERATOR(pg_catalog.->>) %L FROM %s i',
-                              'client_type', t.info) INTO model_key_type;
-    key := perpca_internal.perpca_model_key(model, key_type, model_key_type, client);
-    IF owner::oid OPERATOR(pg_catalog.=) pg_catalog.current_user()::regrole::oid THEN
-        r := perpca_internal.perpca_model_personalize(t.schema_name, t.base, key, stats, n_local);
-    ELSE
-        r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
-                 'SELECT perpca_internal.perpca_model_personalize($1, $2, $3, $4, $5)',
-                 t.schema_name, t.base, key, stats, n_local);
-    END IF;
-    RETURN QUERY SELECT (e OPERATOR(pg_catalog.->>) 'component')::int,
-                        ARRAY(SELECT v::float8
-                                FROM pg_catalog.jsonb_array_elements_text(e OPERATOR(pg_catalog.->) 'pc') AS v),
-                        (e OPERATOR(pg_catalog.->>) 'variance')::float8
-                   FROM pg_catalog.jsonb_array_elements(r) AS e;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_personalize_key(text, regtype, text, perpca_stats, int) IS
-    'internal: perpca_personalize for a client key of type key_type (in its text form)';
-
-CREATE OR REPLACE FUNCTION perpca_personalize(model text, client text, stats perpca_stats, n_local int DEFAULT NULL)
-RETURNS TABLE (component int, pc float8[], variance float8)
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT * FROM perpca_internal.perpca_personalize_key(model, 'text'::regtype, client, stats, n_local);
-END;
-COMMENT ON FUNCTION perpca_personalize(text, text, perpca_stats, int) IS
-    'computes local components for a (new) client from its statistics with the global components frozen and stores them in the model; n_local defaults to the model''s; another role''s model is written as its owner';
-
-CREATE OR REPLACE FUNCTION perpca_personalize(model text, client anyelement, stats perpca_stats, n_local int DEFAULT NULL)
-RETURNS TABLE (component int, pc float8[], variance float8)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
-BEGIN
-    RETURN QUERY SELECT * FROM perpca_internal.perpca_personalize_key(model, pg_catalog.pg_typeof(client),
-                                                                      client::text, stats, n_local);
-END
-$$;
-COMMENT ON FUNCTION perpca_personalize(text, anyelement, perpca_stats, int) IS
-    'perpca_personalize with the client key in its own type (int, bigint, uuid, date, ...), which must be the type of the model''s keys; matched as its text form';

@@ -11,6 +11,9 @@
 CREATE OR REPLACE FUNCTION perpca_internal.stats_dist_accum(@extschema@.perpca_stats, float8[])
     RETURNS @extschema@.perpca_stats
     AS 'MODULE_PATHNAME', 'perpca_stats_dist_accum' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_internal.stats_dist_accum(@extschema@.perpca_stats, float8[], text)
+    RETURNS @extschema@.perpca_stats
+    AS 'MODULE_PATHNAME', 'perpca_stats_dist_accum_nulls' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION perpca_internal.stats_dist_combine(@extschema@.perpca_stats, @extschema@.perpca_stats)
     RETURNS @extschema@.perpca_stats
     AS 'MODULE_PATHNAME', 'perpca_stats_dist_combine' LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -20,6 +23,8 @@ CREATE OR REPLACE FUNCTION perpca_internal.stats_dist_final(@extschema@.perpca_s
 
 COMMENT ON FUNCTION perpca_internal.stats_dist_accum(@extschema@.perpca_stats, float8[]) IS
     'internal: transition function of perpca_stats_distributed(float8[]) (perpca_stats(float8[])''s, on a perpca_stats-typed state)';
+COMMENT ON FUNCTION perpca_internal.stats_dist_accum(@extschema@.perpca_stats, float8[], text) IS
+    'internal: transition function of perpca_stats_distributed(float8[], text) (perpca_stats(float8[], text)''s, on a perpca_stats-typed state)';
 COMMENT ON FUNCTION perpca_internal.stats_dist_combine(@extschema@.perpca_stats, @extschema@.perpca_stats) IS
     'internal: combine function of perpca_stats_distributed and perpca_merge_distributed, and the transition of the latter (merges a perpca_stats value into the state)';
 COMMENT ON FUNCTION perpca_internal.stats_dist_final(@extschema@.perpca_stats) IS
@@ -35,6 +40,17 @@ CREATE OR REPLACE AGGREGATE perpca_stats_distributed(float8[]) (
 );
 COMMENT ON AGGREGATE perpca_stats_distributed(float8[]) IS
     'perpca_stats(float8[]) with a perpca_stats transition state, for Citus: aggregates on the workers for any GROUP BY (one state per group and shard reaches the coordinator); the same bits as perpca_stats(float8[]) for the same rows in the same order';
+
+CREATE OR REPLACE AGGREGATE perpca_stats_distributed(float8[], text) (
+    SFUNC = perpca_internal.stats_dist_accum,
+    STYPE = @extschema@.perpca_stats,
+    FINALFUNC = perpca_internal.stats_dist_final,
+    COMBINEFUNC = perpca_internal.stats_dist_combine,
+    SSPACE = 16384,
+    PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE perpca_stats_distributed(float8[], text) IS
+    'perpca_stats(float8[], text) with a perpca_stats transition state, for Citus: with nulls ''skip'' rows with a NULL, NaN or infinite element are left out and counted, on the workers and through the coordinator''s combine';
 
 CREATE OR REPLACE AGGREGATE perpca_merge_distributed(@extschema@.perpca_stats) (
     SFUNC = perpca_internal.stats_dist_combine,

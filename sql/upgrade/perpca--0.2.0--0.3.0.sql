@@ -7,6 +7,27 @@
 -- what CREATE OR REPLACE cannot do: dropping objects that 0.3.0 no longer
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
+-- perpca_choose_ranks moves to C (75_ranks.sql) and gains target_explained_ratio and a note column.
+DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text);
+DROP FUNCTION perpca_internal.recommend_ranks(float8[], int[], float8[], int[], float8, float8, float8);
+-- perpca_component_info gains top_features.
+DROP FUNCTION perpca_component_info(text);
+
+-- The row-wise model functions gain missing => 'error' | 'observed' (issue 25).
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_scores(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_scores(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_global_part(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_global_part(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_local_part(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_local_part(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_reconstruct(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_reconstruct(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_residual(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_residual(text, anyelement, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, text, float8[], text);
+DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, anyelement, float8[], text);
+-- perpca_last_fit gains the column rows_skipped (issue 25).
+DROP FUNCTION @extschema@.perpca_last_fit();
 
 -- perpca_last_fit_rounds gains the columns products and inner_iterations.
 DROP FUNCTION perpca_last_fit_rounds();

@@ -56,16 +56,71 @@ SELECT close(a.heldout_error, b.heldout_error, 1e-12) AS repeatable, a.recommend
   FROM split1 a, split2 b;
 SELECT round(avg((abs(hashtextextended(obs::text, 0) % 10000) < 3000)::int), 1) AS held_out_share FROM obs;
 
--- A NOTICE per pair, and the recommendation rule on its own.
+-- A NOTICE per pair; an answer at the large edge of the grid says to widen it.
 SELECT n_global, n_local FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
-                                                  'SELECT client, x FROM obs WHERE heldout', '{2}', '{0}');
-SELECT perpca_internal.recommend_ranks('{1.0, 0.50, 0.51, 0.49}', '{1, 2, 3, 3}', '{NULL, 0.01, 0.3, 0.4}',
-                                       '{0, 1, 2, 2}', 0.02, 0.05, 10) AS theta_rules_out_2,
-       perpca_internal.recommend_ranks('{1.0, 0.50, 0.51, 0.49}', '{1, 2, 3, 3}', '{NULL, 0.2, 0.3, 0.4}',
-                                       '{0, 1, 2, 2}', 0.02, 0.05, 10) AS smallest_within,
-       perpca_internal.recommend_ranks('{1.0, 0.50, 0.51, 0.49}', '{1, 2, 3, 3}', '{NULL, 0.2, 0.3, 0.4}',
-                                       '{0, 1, 2, 2}', 0.0005, 0.05, 10) AS tighter,
-       perpca_internal.recommend_ranks('{1.0, 0.50}', '{1, 2}', '{NULL, 0.01}', '{0, 1}', 0.02, 0.05, 10) AS none;
+                                                  'SELECT client, x FROM obs WHERE heldout', '{1,2}', '{0}')
+ WHERE recommended;
+
+-- The share rule: the smallest pair whose held-out explained ratio reaches
+-- the target (as BigQuery ML's PCA_EXPLAINED_VARIANCE_RATIO); (1, 2)
+-- explains as much as the planted (2, 1) but is ruled out by theta_est.
+SET client_min_messages = error;
+SELECT n_global, n_local, heldout_explained_ratio >= 0.95 AS reaches, note
+  FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                           'SELECT client, x FROM obs WHERE heldout', '{0,1,2,3}', '{0,1,2}',
+                           target_explained_ratio => 0.95)
+ WHERE recommended;
+RESET client_min_messages;
+SELECT (SELECT heldout_explained_ratio FROM scan WHERE (n_global, n_local) = (2, 0)) < 0.95 AS two_is_short,
+       (SELECT heldout_explained_ratio FROM scan WHERE (n_global, n_local) = (1, 2)) >= 0.95 AS aligned_reaches;
+-- A target no pair of the grid reaches: nothing recommended, widen.
+SELECT count(*) FILTER (WHERE recommended) AS recommended
+  FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                           'SELECT client, x FROM obs WHERE heldout', '{1,2}', '{0}',
+                           target_explained_ratio => 0.99);
+
+-- A pair that uses every dimension (d = 10) is left out, and says so; a grid
+-- with one of them still finds the planted pair (0.2.0's rule took the
+-- smallest pair near the best error, which such pairs win).
+SET client_min_messages = error;
+SELECT n_global, n_local, heldout_error IS NULL AS no_figures, recommended, note
+  FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                           'SELECT client, x FROM obs WHERE heldout', '{2,8,9}', '{0,1}')
+ WHERE recommended OR heldout_error IS NULL OR n_global = 8;
+RESET client_min_messages;
+-- The answer at the grid's small edge: narrow.
+SELECT n_global, n_local, recommended
+  FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                           'SELECT client, x FROM obs WHERE heldout', '{2}', '{1,2}')
+ WHERE recommended;
+
+-- Rows without low-rank structure (independent features of one variance):
+-- every pair explains about its share k/d of the held-out variance, so the
+-- error rule recommends nothing and says so.
+SELECT setseed(0.5);
+CREATE TABLE iso AS
+SELECT i % 4 AS client, i, ARRAY(SELECT random() - 0.5 FROM generate_series(1, 8) j WHERE i > 0) AS x
+  FROM generate_series(1, 1600) i;
+SET client_min_messages = error;
+CREATE TABLE iso_scan AS
+SELECT * FROM perpca_choose_ranks('SELECT client, x, i FROM iso', NULL, '{0,1,2,3}', '{0,1,2}');
+RESET client_min_messages;
+SELECT count(*) FILTER (WHERE recommended) AS recommended,
+       bool_and(heldout_explained_ratio < 1.5 * (n_global + n_local) / 8.0) AS about_k_over_d
+  FROM iso_scan;
+DO $$
+BEGIN
+    PERFORM * FROM perpca_choose_ranks('SELECT client, x, i FROM iso', NULL, '{1,2}', '{0}');
+END
+$$;
+
+-- No table is written: a scan runs in a read-only transaction (as on a hot standby).
+BEGIN READ ONLY;
+SET LOCAL client_min_messages = warning;
+SELECT n_global, n_local FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                                                  'SELECT client, x FROM obs WHERE heldout', '{2}', '{1}')
+ WHERE recommended;
+COMMIT;
 
 -- Errors.
 \set VERBOSITY terse
@@ -75,6 +130,11 @@ SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
                                   '{0}', '{0}');
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE false', 'SELECT client, x FROM obs');
 SELECT * FROM perpca_choose_ranks(NULL);
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
+                                  '{1}', '{0}', target_explained_ratio => 1.5);
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
+                                  '{1}', NULL);
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, 1 FROM obs WHERE heldout');
 \set VERBOSITY default
 -- solver passes to perpca_train when it has that option, else a clear error.
 CREATE FUNCTION solver_passes() RETURNS text LANGUAGE plpgsql AS $$

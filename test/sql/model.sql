@@ -206,10 +206,13 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-SET force_parallel_mode = on;
+-- Forces parallel plans; named force_parallel_mode before PostgreSQL 16.
+SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
+            THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END AS force_parallel \gset
+SET :force_parallel = on;
 EXPLAIN (COSTS OFF) SELECT sum(perpca_model_error('m_global', client, x)) FROM obs;
 SELECT close(sum(perpca_model_error('m_global', client, x)), :serial_sum, 1e-12) AS parallel_equals_serial FROM obs;
-RESET force_parallel_mode;
+RESET :force_parallel;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 RESET parallel_tuple_cost;

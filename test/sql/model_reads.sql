@@ -267,10 +267,13 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-SET force_parallel_mode = on;
+-- Forces parallel plans; named force_parallel_mode before PostgreSQL 16.
+SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
+            THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END AS force_parallel \gset
+SET :force_parallel = on;
 SELECT abs(sum(perpca_model_error('mk_int', k_int, x, 'error')) - :serial_sum) <= 1e-9 * :serial_sum AS parallel_equals_serial
   FROM keyed;
-RESET force_parallel_mode;
+RESET :force_parallel;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 RESET parallel_tuple_cost;

@@ -86,6 +86,25 @@ SELECT model_name, n_clients FROM perpca_train('sp_data.last',
 SELECT model_name, n_clients FROM perpca_refresh('sp_data.last');
 RESET search_path;
 
+-- ---- calls: results (46_results.sql, 75_ranks.sql) ------------------------
+SET client_min_messages = warning;
+SET search_path = hostile, pg_catalog, public;
+SELECT pg_catalog.count(*) AS loadings FROM perpca_loadings('sp_data.first');
+SELECT pg_catalog.count(*) AS variances FROM perpca_component_variance('sp_data.first');
+SELECT pg_catalog.count(m.out_of_control) AS monitored
+  FROM sp_data.obs o, perpca_model_monitor('sp_data.first', o.client, o.x) m;
+SELECT pg_catalog.count(*) AS clustered FROM perpca_clusters('sp_data.first', 2);
+SELECT pg_catalog.count(*) AS pairs FROM perpca_choose_ranks('SELECT client, x, obs FROM sp_data.obs', NULL, '{1,2}', '{0,1}');
+SET search_path = public, hostile;
+SELECT pg_catalog.count(*) AS loadings FROM perpca_loadings('sp_data.first');
+SELECT pg_catalog.count(*) AS variances FROM perpca_component_variance('sp_data.first');
+SELECT pg_catalog.count(m.out_of_control) AS monitored
+  FROM sp_data.obs o, perpca_model_monitor('sp_data.first', o.client, o.x) m;
+SELECT pg_catalog.count(*) AS clustered FROM perpca_clusters('sp_data.first', 2);
+SELECT pg_catalog.count(*) AS pairs FROM perpca_choose_ranks('SELECT client, x, obs FROM sp_data.obs', NULL, '{1,2}', '{0,1}');
+RESET search_path;
+RESET client_min_messages;
+
 -- The models equal the one trained under a plain search_path.
 SELECT i.model, i.n_clients, i.weights, abs(i.objective - p.objective) < 1e-9 * abs(p.objective) AS objective,
        abs(i.total_variance - p.total_variance) < 1e-9 * p.total_variance AS total_variance

@@ -52,5 +52,12 @@ SELECT count(*) FILTER (WHERE cardinality(perpca_model_scores('wine_model', cult
   FROM wine_x}),
 	'178', 'every wine gets 2 global + 1 local scores');
 
+is( $node->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM perpca_component_variance('wine_model')),
+       (SELECT count(*) FILTER (WHERE out_of_control) BETWEEN 1 AND 30
+          FROM wine_x w, perpca_model_monitor('wine_model', w.cultivar, w.x, alpha => 0.05)),
+       (SELECT string_agg(cluster::text, ',' ORDER BY client) FROM perpca_clusters('wine_model', 2))}),
+	'9|t|1,2,1', 'per-component variance, a few wines out of control, cultivars 0 and 2 together');
+
 $node->stop;
 done_testing();

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# vector_bench.sh -- perpca_stats(vector) against the double cast and the read floor.
+#
+# For d = 384, 768 and 1536 (DIMS), a table of vector(d) rows, and three queries:
+#   read:   sum(vector_dims(v)), which detoasts every row and reads its header:
+#           reading the column alone;
+#   vector: perpca_stats(v), pgvector's storage read in place (perpca_vector);
+#   cast:   perpca_stats(v::real[]::float8[]), two arrays per row.
+# Two cases each:
+#   thin:  GROUP BY g with groups of d/4 rows (a group stays in the thin form: its
+#          rows and their sums, no d x d matrix), the case where reading the rows
+#          is the work;
+#   dense: one group of all rows: perpca_stats must also add each row to the d x d
+#          co-moment matrix (a rank-k BLAS update, ~d^2 flops a row), so the read
+#          floor + a plain dsyrk over the same rows (bench/dsyrk_floor.c) is the
+#          floor there.
+# Goal: vector within 1.2x of the floor, and faster than the cast.  Serial plans,
+# jit off, work_mem large enough that nothing spills; the queries take turns REPS
+# times (default 3); the best time of each is printed as rows per second.
+#
+# Connects with the usual libpq variables (PGHOST, PGPORT, PGUSER, PGDATABASE) to
+# a server where perpca_vector can be created (perpca and pgvector installed),
+# e.g. the cluster that `bash scripts/demo.sh --keep` leaves running with
+# pgvector added.  ROWS_384, ROWS_768, ROWS_1536 set the table sizes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -o "$tmp/dsyrk_floor" "$here/dsyrk_floor.c" -lopenblas
+REPS=${REPS:-3}
+DIMS=${DIMS:-384 768 1536}
+
+psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE'
+
+SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '1GB'; SET jit = off;"
+# Loads both libraries in the session before the timing (not the query's work).
+WARM="SELECT perpca_count(perpca_stats('[1]'::vector)), vector_dims('[1]'::vector)"
+
+# ms SQL: one timing of SQL, in milliseconds (a new session, libraries loaded).
+ms() {
+	psql -X -q -v ON_ERROR_STOP=1 -c "$SETTINGS" -c "$WARM" -c '\timing on' -c "$1" |
+		sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+}
+lo() { echo "$1" | tr ' ' '\n' | grep . | sort -g | head -1; }
+
+# run_case D ROWS: the table, both cases, the figures
+run_case() {
+	local d=$1 rows=$2 name=bench_vec_$1 per=$(($1 / 4)) blas
+	psql -X -q -v ON_ERROR_STOP=1 <<-SQL
+		DROP TABLE IF EXISTS $name;
+		CREATE UNLOGGED TABLE $name AS
+		    SELECT (i - 1) / $per AS g,
+		           ARRAY(SELECT random() FROM generate_series(1, $d) WHERE i > 0)::vector($d) AS v
+		    FROM generate_series(1, $rows) AS i;
+		VACUUM ANALYZE $name;
+	SQL
+	local bytes
+	bytes=$(psql -X -A -t -c "SELECT pg_size_pretty(pg_total_relation_size('$name'))")
+	blas=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" 1 128)
+	local case kind q t best
+	for case in thin dense; do
+		declare -A times=()
+		for _ in $(seq "$REPS"); do
+			for kind in read vector cast; do
+				case $kind in
+					read) q="sum(vector_dims(v))" ;;
+					vector) q="perpca_count(perpca_stats(v))" ;;
+					cast) q="perpca_count(perpca_stats(v::real[]::float8[]))" ;;
+				esac
+				if [ "$case" = thin ]; then
+					q="SELECT sum(x) FROM (SELECT g, $q AS x FROM $name GROUP BY g) s"
+				else
+					q="SELECT $q FROM $name"
+				fi
+				[ "$kind$_" = read1 ] && ms "$q" >/dev/null # warm the cache
+				t=$(ms "$q")
+				times[$kind]="${times[$kind]:-} $t"
+			done
+		done
+		awk -v c="$case" -v d="$d" -v n="$rows" -v per="$per" -v sz="$bytes" -v b="$blas" \
+			-v r="$(lo "${times[read]}")" -v v="$(lo "${times[vector]}")" -v k="$(lo "${times[cast]}")" 'BEGIN {
+			b *= 1000
+			if (c == "thin") {
+				printf "d=%d, %d rows (%s), thin: groups of %d rows\n", d, n, sz, per
+				f = r; fname = "read"
+			} else {
+				printf "d=%d, %d rows, dense: one group (dsyrk floor %.1f ms)\n", d, n, b
+				f = r + b; fname = "read + dsyrk"
+			}
+			printf "  %-22s %9.1f ms %10.0f rows/s\n", "read (vector_dims)", r, n / r * 1000
+			if (c == "dense")
+				printf "  %-22s %9.1f ms %10.0f rows/s\n", "read + dsyrk floor", f, n / f * 1000
+			printf "  %-22s %9.1f ms %10.0f rows/s  %.2fx the %s floor (goal <= 1.20)\n", "perpca_stats(vector)", v, n / v * 1000, v / f, fname
+			printf "  %-22s %9.1f ms %10.0f rows/s  %.2fx the vector path\n", "perpca_stats(cast)", k, n / k * 1000, k / v
+		}'
+		unset times
+	done
+	psql -X -q -c "DROP TABLE $name"
+}
+
+echo "perpca_stats(vector) benchmark (serial plans, best of $REPS, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg))"
+for d in $DIMS; do
+	case $d in
+		384) rows=${ROWS_384:-40000} ;;
+		768) rows=${ROWS_768:-20000} ;;
+		1536) rows=${ROWS_1536:-10000} ;;
+		*) rows=$((15000000 / d)) ;;
+	esac
+	run_case "$d" "$rows"
+done
+echo "load average after: $(cut -d" " -f1-3 /proc/loadavg)"

@@ -1,0 +1,264 @@
+/*
+ * missing_eval.c -- perpca_evaluate_imputation(): how well a stored model
+ * fills entries hidden at random, per client, next to the model's centre
+ *
+ * The caller's query returns rows (client, x float8[]); it runs as the
+ * caller wrote it (the caller's own search_path and objects).  Each observed
+ * entry of a row is hidden with probability `share`, drawn from a generator
+ * seeded by `seed` and the row's bytes, so the same rows hide the same
+ * entries in any order.  The hidden entries are filled by
+ * perpca_model_impute (the model's probabilistic PCA form given the row's
+ * other entries) and, for comparison, by the client's centre (the client's
+ * mean under center 'client'): perpca_model_impute of a row with nothing
+ * observed.  Both go through the checked model reader of models.c.  Per
+ * client: rows, hidden entries and the mean squared error of each filling in
+ * the data's units, and their ratio.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "missing.h"
+#include "perpca.h"
+
+PG_FUNCTION_INFO_V1(perpca_evaluate_imputation);
+
+/* What one client accumulates. */
+typedef struct ImputeClient
+{
+	char	   *name;
+	int64		rows;
+	int64		hidden;
+	double		sse;			/* squared errors of the model's filling */
+	double		sse_centre;		/* squared errors of the centre's */
+} ImputeClient;
+
+/* The clients seen so far (in arrival order; the last one is looked up first), in cxt. */
+typedef struct ImputeClients
+{
+	MemoryContext cxt;
+	ImputeClient *items;
+	int			n;
+	int			cap;
+	int			last;
+} ImputeClients;
+
+static ImputeClient *
+client_entry(ImputeClients *cs, const char *name)
+{
+	if (cs->n > 0 && strcmp(cs->items[cs->last].name, name) == 0)
+		return &cs->items[cs->last];
+	for (int i = 0; i < cs->n; i++)
+		if (strcmp(cs->items[i].name, name) == 0)
+		{
+			cs->last = i;
+			return &cs->items[i];
+		}
+	if (cs->n == cs->cap)
+	{
+		cs->cap = Max(16, cs->cap * 2);
+		cs->items = cs->items ? repalloc(cs->items, sizeof(ImputeClient) * cs->cap)
+			: MemoryContextAlloc(cs->cxt, sizeof(ImputeClient) * cs->cap);
+	}
+	memset(&cs->items[cs->n], 0, sizeof(ImputeClient));
+	cs->items[cs->n].name = MemoryContextStrdup(cs->cxt, name);
+	cs->last = cs->n;
+	return &cs->items[cs->n++];
+}
+
+static int
+client_cmp(const void *a, const void *b)
+{
+	return strcmp(((const ImputeClient *) a)->name, ((const ImputeClient *) b)->name);
+}
+
+/* perpca_model_impute(text, text, float8[], text) of the extension, ready to call. */
+static void
+impute_function(FmgrInfo *fn, MemoryContext cxt)
+{
+	Oid			nsp = perpca_extension_schema();
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, FLOAT8ARRAYOID, TEXTOID};
+	Oid			oid;
+
+	if (!OidIsValid(nsp))
+		elog(ERROR, "extension perpca not found");
+	oid = LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
+									makeString("perpca_model_impute")),
+						 4, argtypes, false);
+	fmgr_info_cxt(oid, fn, cxt);
+}
+
+/* One row of the query: hide, fill twice, add the squared errors to its client. */
+static void
+evaluate_row(FmgrInfo *impute, Datum model, const char *client, ArrayType *arr, double share,
+			 int64 seed, ImputeClients *cs)
+{
+	int			d;
+	const double *x;
+	const bool *obs;
+	bool	   *keep;
+	bool	   *none;
+	pg_prng_state rng;
+	int			hidden = 0;
+	ArrayType  *filled;
+	ArrayType  *centre;
+	const double *f;
+	const double *c;
+	ImputeClient *e = client_entry(cs, client);
+	Datum		key = CStringGetTextDatum(client);
+	Datum		unknown = CStringGetTextDatum("global");
+
+	missing_read_row(arr, MISSING_OBSERVED, &d, &x, &obs);
+	keep = palloc(sizeof(bool) * d);
+	none = palloc0(sizeof(bool) * d);
+	pg_prng_seed(&rng, hash_bytes_extended((const unsigned char *) ARR_DATA_PTR(arr),
+										   ARR_SIZE(arr) - ARR_DATA_OFFSET(arr), (uint64) seed));
+	for (int j = 0; j < d; j++)
+	{
+		bool		observed = obs == NULL || obs[j];
+
+		keep[j] = observed && !(pg_prng_double(&rng) < share);
+		hidden += observed && !keep[j];
+	}
+	e->rows++;
+	if (hidden == 0)
+		return;
+	filled = DatumGetArrayTypeP(FunctionCall4(impute, model, key,
+											  PointerGetDatum(missing_build_masked(x, keep, d)), unknown));
+	f = (const double *) ARR_DATA_PTR(filled);
+	centre = DatumGetArrayTypeP(FunctionCall4(impute, model, key,
+											  PointerGetDatum(missing_build_masked(x, none, d)), unknown));
+	c = (const double *) ARR_DATA_PTR(centre);
+	for (int j = 0; j < d; j++)
+		if ((obs == NULL || obs[j]) && !keep[j])
+		{
+			e->sse += (f[j] - x[j]) * (f[j] - x[j]);
+			e->sse_centre += (c[j] - x[j]) * (c[j] - x[j]);
+		}
+	e->hidden += hidden;
+}
+
+/*
+ * perpca_evaluate_imputation(model, query, share, seed) RETURNS TABLE
+ * (client, n, hidden, error, mean_error, ratio)
+ */
+Datum
+perpca_evaluate_imputation(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		model = PG_GETARG_DATUM(0);
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	double		share = PG_GETARG_FLOAT8(2);
+	int64		seed = PG_GETARG_INT64(3);
+	MemoryContext outer = CurrentMemoryContext;
+	MemoryContext rowcxt;
+	FmgrInfo	impute;
+	ImputeClients cs = {0};
+	SPIPlanPtr	plan;
+	Portal		portal;
+	FmgrInfo	keyout;
+	bool		key_ready = false;
+	bool		key_is_text = false;
+
+	if (!(share > 0.0 && share < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("share must be between 0 and 1 (exclusive), not %g", share)));
+	InitMaterializedSRF(fcinfo, 0);
+	impute_function(&impute, fcinfo->flinfo->fn_mcxt);
+	rowcxt = AllocSetContextCreate(outer, "perpca_evaluate_imputation row", ALLOCSET_DEFAULT_SIZES);
+	cs.cxt = outer;
+
+	SPI_connect();
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL || !SPI_is_cursor_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the query must return rows (client, x float8[])"),
+				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (;;)
+	{
+		TupleDesc	desc;
+
+		SPI_cursor_fetch(portal, true, 1000);
+		if (SPI_processed == 0)
+			break;
+		desc = SPI_tuptable->tupdesc;
+		if (desc->natts < 2 || TupleDescAttr(desc, 1)->atttypid != FLOAT8ARRAYOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("the query must return rows (client, x float8[])"),
+					 errhint("Cast the rows to float8[].")));
+		if (!key_ready)
+		{
+			Oid			typout;
+			bool		varlena;
+
+			getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &typout, &varlena);
+			fmgr_info_cxt(typout, &keyout, fcinfo->flinfo->fn_mcxt);
+			key_is_text = TupleDescAttr(desc, 0)->atttypid == TEXTOID;
+			key_ready = true;
+		}
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			bool		isnull;
+			Datum		k = SPI_getbinval(tup, desc, 1, &isnull);
+			Datum		v;
+			MemoryContext old;
+			char	   *name;
+
+			CHECK_FOR_INTERRUPTS();
+			if (isnull)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("the client of an evaluated row must not be NULL")));
+			v = SPI_getbinval(tup, desc, 2, &isnull);
+			if (isnull)
+				continue;
+			old = MemoryContextSwitchTo(rowcxt);
+			name = key_is_text ? TextDatumGetCString(k) : OutputFunctionCall(&keyout, k);
+			evaluate_row(&impute, model, name, DatumGetArrayTypeP(v), share, seed, &cs);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+
+	if (cs.n > 1)
+		qsort(cs.items, cs.n, sizeof(ImputeClient), client_cmp);
+	for (int i = 0; i < cs.n; i++)
+	{
+		ImputeClient *e = &cs.items[i];
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, e->hidden == 0, e->hidden == 0,
+		e->hidden == 0 || e->sse_centre == 0.0};
+
+		values[0] = CStringGetTextDatum(e->name);
+		values[1] = Int64GetDatum(e->rows);
+		values[2] = Int64GetDatum(e->hidden);
+		values[3] = Float8GetDatum(e->hidden ? e->sse / e->hidden : 0.0);
+		values[4] = Float8GetDatum(e->hidden ? e->sse_centre / e->hidden : 0.0);
+		values[5] = Float8GetDatum(nulls[5] ? 0.0 : e->sse / e->sse_centre);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

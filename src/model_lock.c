@@ -1,0 +1,380 @@
+/*
+ * model_lock.c -- finding and locking a model's three tables in one order
+ * (model_lock.h), and perpca_drop, which is nothing more than that plus a
+ * DROP TABLE
+ *
+ * The old lock of a model was pg_advisory_xact_lock(1885696624, hashtext(name)),
+ * a key any role could compute and hold to make the owner's refresh fail.
+ * The name lock here is a lock on an object (pg_namespace, schema, key) with
+ * a non-zero sub-id: PostgreSQL takes such locks only with sub-id 0 and SQL
+ * offers no way to take one, so only this code can hold it, and only for a
+ * caller that may write the model (or create tables in its schema).
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
+
+#include "model_lock.h"
+#include "model_read.h"
+
+PG_FUNCTION_INFO_V1(perpca_model_lock_sql);
+PG_FUNCTION_INFO_V1(perpca_drop);
+
+const char *const model_rel_suffix[MODEL_NRELS] = {"info", "clients", "components"};
+
+static const LOCKMODE rel_lockmode[] = {
+	[MODEL_LOCK_READ] = AccessShareLock,
+	[MODEL_LOCK_WRITE] = ShareRowExclusiveLock,
+	[MODEL_LOCK_DROP] = AccessExclusiveLock
+};
+
+void
+model_missing_error(const char *model, const char *schema, const char *base, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("model \"%s\" does not exist", model),
+			 schema ?
+			 errdetail("No table %s was found.",
+					   quote_qualified_identifier(schema, psprintf("%s_info", base))) :
+			 errdetail("No table %s was found in the search_path.",
+					   quote_identifier(psprintf("%s_info", base))),
+			 errhint("%s %s", hint ? hint : "Create it with perpca_train().", MODEL_NAME_RULE)));
+}
+
+static void
+model_busy_error(const ModelLock *ml, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("model \"%s\" is being refreshed or changed by another transaction", ml->model),
+			 errdetail("%s", detail),
+			 errhint("Try again when it has finished, or pass wait => true to wait for it.")));
+}
+
+/* Quoted qualified name of relation relid, for messages. */
+static char *
+relid_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+}
+
+/* Owner of relation relid (InvalidOid when it is gone). */
+static Oid
+rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/* insufficient_privilege unless the current user has the privileges of owner. */
+static void
+check_owner_privs(const ModelLock *ml, Oid owner)
+{
+	if (OidIsValid(owner) && !has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of model \"%s\"", ml->model),
+				 errdetail("The model is owned by role %s.", GetUserNameFromId(owner, false)),
+				 errhint("Only the owner of a model, or a member of the owning role, may refresh, replace or change it.")));
+}
+
+/*
+ * The schema of the model (found through the search_path when the name is
+ * not qualified), or InvalidOid when there is none: no such schema, or no
+ * <base>_info in the search_path.  For a model to be written, the schema it
+ * would be created in.
+ */
+static Oid
+model_namespace(ModelLock *ml, const char *schema, bool creating)
+{
+	Oid			nsp;
+
+	if (schema != NULL)
+	{
+		/* as CREATE TABLE and SELECT look a schema up (pg_temp is this session's) */
+		if (creating)
+			return LookupCreationNamespace(schema);
+		return LookupExplicitNamespace(schema, true);
+	}
+	nsp = RelnameGetRelid(psprintf("%s_info", ml->base));
+	if (OidIsValid(nsp))
+		return get_rel_namespace(nsp);
+	if (!creating)
+		return InvalidOid;
+	/* where CREATE TABLE would put it; invalid_schema_name when nowhere */
+	return RangeVarGetCreationNamespace(makeRangeVar(NULL, psprintf("%s_info", ml->base), -1));
+}
+
+/* The name lock's tag: (pg_namespace, nsp, key), key a non-zero hash of the base name. */
+static void
+name_locktag(LOCKTAG *tag, Oid nsp, const char *base)
+{
+	uint32		h = hash_bytes((const unsigned char *) base, strlen(base));
+
+	SET_LOCKTAG_OBJECT(*tag, MyDatabaseId, NamespaceRelationId, nsp, (uint16) (1 + h % 65535));
+}
+
+/*
+ * Look up nsp.relname and lock it; InvalidOid when it does not exist (then
+ * nothing stays locked).  The lookup is repeated after the lock is granted,
+ * as RangeVarGetRelidExtended does, so a relation dropped or replaced while
+ * this session waited is seen as such.
+ */
+static Oid
+lock_relation(ModelLock *ml, const char *relname, ModelLockMode mode, bool wait)
+{
+	LOCKMODE	lockmode = rel_lockmode[mode];
+
+	for (;;)
+	{
+		Oid			relid = get_relname_relid(relname, ml->nsp);
+
+		if (!OidIsValid(relid))
+			return InvalidOid;
+		/* Nobody queues a strong lock on a relation of a role whose privileges he lacks. */
+		if (mode != MODEL_LOCK_READ)
+			check_owner_privs(ml, rel_owner(relid));
+		if (wait)
+			LockRelationOid(relid, lockmode);
+		else if (!ConditionalLockRelationOid(relid, lockmode))
+			model_busy_error(ml, "Another transaction holds a lock on the model's tables that excludes writers.");
+		AcceptInvalidationMessages();
+		if (get_relname_relid(relname, ml->nsp) == relid && OidIsValid(rel_owner(relid)))
+			return relid;
+		UnlockRelationOid(relid, lockmode);
+	}
+}
+
+/* Plain tables of one owner; writers must have the owner's privileges. */
+static void
+check_relations(ModelLock *ml, ModelLockMode mode)
+{
+	ml->owner = rel_owner(ml->relid[MODEL_REL_INFO]);
+	for (int i = 0; i < MODEL_NRELS; i++)
+	{
+		Oid			relid = ml->relid[i];
+		char		kind = get_rel_relkind(relid);
+		Oid			owner = rel_owner(relid);
+
+		if (kind != RELKIND_RELATION)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("model \"%s\" is not stored in plain tables", ml->model),
+					 errdetail("%s is not a table (relkind '%c').", relid_name(relid), kind),
+					 errhint("perpca reads a model only from the tables perpca_train() creates; drop \"%s\" and train the model again.",
+							 get_rel_name(relid))));
+		if (owner != ml->owner)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("the tables of model \"%s\" have different owners", ml->model),
+					 errdetail("%s is owned by role \"%s\", %s by role \"%s\".",
+							   relid_name(ml->relid[MODEL_REL_INFO]), GetUserNameFromId(ml->owner, true),
+							   relid_name(relid), GetUserNameFromId(owner, true)),
+					 errhint("All three tables of a model must belong to one role.")));
+	}
+	if (mode != MODEL_LOCK_READ)
+		check_owner_privs(ml, ml->owner);
+}
+
+void
+model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool missing_ok)
+{
+	model_lock_as(ml, model, NULL, mode, wait, missing_ok);
+}
+
+void
+model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMode mode, bool wait, bool missing_ok)
+{
+	List	   *parts = model_name_parts(name);
+	const char *schema = list_length(parts) == 2 ? linitial(parts) : NULL;
+	const char *model = display ? display : name;
+	/* a model to be written that may not exist yet: it would be created */
+	bool		creating = mode == MODEL_LOCK_WRITE && missing_ok;
+	LOCKTAG		tag;
+
+	memset(ml, 0, sizeof(ModelLock));
+	ml->model = pstrdup(model);
+	ml->base = llast(parts);
+	if (mode != MODEL_LOCK_READ && RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot change model \"%s\" during recovery", model),
+				 errdetail("This server is a hot standby; models are read-only here."),
+				 errhint("Train, refresh, personalize and drop models on the primary; standbys receive them by replication.")));
+
+	ml->nsp = model_namespace(ml, schema, creating);
+	if (mode != MODEL_LOCK_READ)
+	{
+		/* The name lock, then the lookup again: the model may have been created or dropped meanwhile. */
+		for (;;)
+		{
+			Oid			nsp;
+			Oid			info;
+
+			if (!OidIsValid(ml->nsp))
+				break;
+			info = get_relname_relid(psprintf("%s_info", ml->base), ml->nsp);
+			if (OidIsValid(info))
+				check_owner_privs(ml, rel_owner(info));
+			else if (creating &&
+					 pg_namespace_aclcheck(ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
+			name_locktag(&tag, ml->nsp, ml->base);
+			if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
+				model_busy_error(ml, "Another transaction holds the model's lock.");
+			AcceptInvalidationMessages();
+			nsp = model_namespace(ml, schema, creating);
+			if (nsp == ml->nsp)
+				break;
+			LockRelease(&tag, ExclusiveLock, false);
+			ml->nsp = nsp;
+		}
+	}
+	if (OidIsValid(ml->nsp))
+	{
+		ml->schema = get_namespace_name(ml->nsp);
+		ml->relid[MODEL_REL_INFO] = lock_relation(ml, psprintf("%s_info", ml->base), mode, wait);
+	}
+	if (!OidIsValid(ml->relid[MODEL_REL_INFO]))
+	{
+		if (missing_ok)
+			return;
+		model_missing_error(model, schema, ml->base,
+							mode == MODEL_LOCK_DROP ? "Pass if_exists => true to skip a missing model." : NULL);
+	}
+	for (int i = MODEL_REL_CLIENTS; i < MODEL_NRELS; i++)
+	{
+		ml->relid[i] = lock_relation(ml, psprintf("%s_%s", ml->base, model_rel_suffix[i]), mode, wait);
+		if (!OidIsValid(ml->relid[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("model \"%s\" is incomplete", model),
+					 errdetail("Relation %s does not exist.",
+							   quote_qualified_identifier(ml->schema,
+														  psprintf("%s_%s", ml->base, model_rel_suffix[i])))));
+	}
+	check_relations(ml, mode);
+	ml->present = true;
+}
+
+static ModelLockMode
+lock_mode_arg(const char *purpose)
+{
+	if (strcmp(purpose, "read") == 0)
+		return MODEL_LOCK_READ;
+	if (strcmp(purpose, "write") == 0)
+		return MODEL_LOCK_WRITE;
+	if (strcmp(purpose, "drop") == 0)
+		return MODEL_LOCK_DROP;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid lock purpose \"%s\"", purpose),
+			 errhint("Use read, write or drop.")));
+	return MODEL_LOCK_READ;		/* keep the compiler quiet */
+}
+
+/*
+ * perpca_internal.model_lock(model text, purpose text, wait boolean, missing_ok boolean,
+ *     display text, OUT present boolean, OUT schema_name text, OUT base text,
+ *     OUT info oid, OUT clients oid, OUT components oid, OUT owner oid)
+ */
+Datum
+perpca_model_lock_sql(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[7];
+	bool		nulls[7] = {false};
+	ModelLock	ml;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model must not be NULL")));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_internal.model_lock must return a record");
+	model_lock_as(&ml, text_to_cstring(PG_GETARG_TEXT_PP(0)),
+				  PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
+				  lock_mode_arg(text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				  PG_ARGISNULL(2) || PG_GETARG_BOOL(2), !PG_ARGISNULL(3) && PG_GETARG_BOOL(3));
+	values[0] = BoolGetDatum(ml.present);
+	nulls[1] = ml.schema == NULL;
+	values[1] = ml.schema ? CStringGetTextDatum(ml.schema) : (Datum) 0;
+	values[2] = CStringGetTextDatum(ml.base);
+	for (int i = 0; i < MODEL_NRELS; i++)
+	{
+		values[3 + i] = ObjectIdGetDatum(ml.relid[i]);
+		nulls[3 + i] = !ml.present;
+	}
+	values[6] = ObjectIdGetDatum(ml.owner);
+	nulls[6] = !ml.present;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/* The info table has the column "version" of type bigint that perpca_train gives it. */
+static bool
+is_model_info(Oid relid)
+{
+	AttrNumber	att = get_attnum(relid, "version");
+
+	return att != InvalidAttrNumber && get_atttype(relid, att) == INT8OID;
+}
+
+/* perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void */
+Datum
+perpca_drop(PG_FUNCTION_ARGS)
+{
+	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		if_exists = PG_GETARG_BOOL(1);
+	ModelLock	ml;
+	StringInfoData cmd;
+
+	model_lock(&ml, model, MODEL_LOCK_DROP, true, if_exists);
+	if (!ml.present)
+	{
+		ereport(NOTICE,
+				(errmsg("model \"%s\" does not exist, skipping", model)));
+		PG_RETURN_VOID();
+	}
+	if (!is_model_info(ml.relid[MODEL_REL_INFO]))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table %s is not the info table of a perpca model", relid_name(ml.relid[MODEL_REL_INFO])),
+				 errdetail("It has no column \"version\" of type bigint."),
+				 errhint("perpca_drop drops only models stored by perpca_train(); drop other tables with DROP TABLE.")));
+	/* In lock order; every name qualified, nothing else in the command. */
+	initStringInfo(&cmd);
+	appendStringInfoString(&cmd, "DROP TABLE ");
+	for (int i = 0; i < MODEL_NRELS; i++)
+		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", relid_name(ml.relid[i]));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(cmd.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "perpca_drop: %s failed", cmd.data);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,77 @@
+/*
+ * model_lock.h -- finding and locking a model's three tables, in one order
+ *
+ * Every function that touches a model's tables (readers, train, refresh,
+ * personalize, drop) takes its locks through model_lock(), so all take them
+ * in the same order and no two of them can deadlock:
+ *
+ *   1. writers and drop only: the model's name lock, a lock on the object
+ *      (pg_namespace, <schema oid>, <hash of the base name>) that no SQL
+ *      command can take, so no other role can hold it; it serializes the
+ *      creation of a model that does not exist yet;
+ *   2. <model>_info, then <model>_clients, then <model>_components, each
+ *      looked up again after its lock is granted (a drop committed meanwhile
+ *      shows as a missing model, 42704, never as a half-read one).
+ *
+ * Readers lock AccessShareLock, writers ShareRowExclusiveLock (readers go
+ * on, other writers wait), drop AccessExclusiveLock.  The relations are
+ * checked to be plain tables of one owner; writers and drop must have the
+ * privileges of that owner (checked before a lock is requested, so nobody
+ * can queue a strong lock on another role's model, and again after).
+ */
+#ifndef PERPCA_MODEL_LOCK_H
+#define PERPCA_MODEL_LOCK_H
+
+#include "postgres.h"
+
+#include "pg_compat.h"
+
+typedef enum ModelLockMode
+{
+	MODEL_LOCK_READ,			/* AccessShareLock on the tables */
+	MODEL_LOCK_WRITE,			/* name lock + ShareRowExclusiveLock; the model may be absent */
+	MODEL_LOCK_DROP				/* name lock + AccessExclusiveLock */
+} ModelLockMode;
+
+/* The tables of a model, in lock order. */
+enum
+{
+	MODEL_REL_INFO, MODEL_REL_CLIENTS, MODEL_REL_COMPONENTS, MODEL_NRELS
+};
+
+extern const char *const model_rel_suffix[MODEL_NRELS];
+
+/* The longest base name of a model: "<base>_components" must fit NAMEDATALEN - 1. */
+#define MODEL_BASE_MAX (NAMEDATALEN - 1 - 11)
+
+typedef struct ModelLock
+{
+	const char *model;			/* the name as given, for messages */
+	Oid			nsp;			/* the model's schema (or where it would be created) */
+	char	   *schema;
+	char	   *base;
+	bool		present;		/* the three tables exist (locked, checked) */
+	Oid			relid[MODEL_NRELS];	/* InvalidOid when not present */
+	Oid			owner;			/* their owner, InvalidOid when not present */
+} ModelLock;
+
+/*
+ * Find and lock the model named model (possibly schema-qualified, resolved
+ * with the current search_path).  Without wait, a lock that is not free at
+ * once is lock_not_available (55P03).  A model that does not exist is
+ * undefined_object (42704) unless missing_ok (then present = false); WRITE
+ * with missing_ok is a write that may create the model: then the schema is
+ * the one it would be created in, and the caller must be allowed to create
+ * tables there.  On a hot standby WRITE and DROP fail with 25006.
+ */
+extern void model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool missing_ok);
+
+/* model_lock() with messages naming the model as display (when not NULL). */
+extern void model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMode mode,
+						  bool wait, bool missing_ok);
+
+/* The error for a model that does not exist (42704); hint NULL: "Create it with perpca_train()." */
+pg_noreturn extern void model_missing_error(const char *model, const char *schema, const char *base,
+											const char *hint);
+
+#endif							/* PERPCA_MODEL_LOCK_H */

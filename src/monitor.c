@@ -1,0 +1,354 @@
+/*
+ * monitor.c -- control limits of a stored model (perpca_model_monitor) and
+ * the per-client statistics they need, stored at training time
+ *
+ * Multivariate statistical process control on each client's own structure.
+ * For client i with covariance S (its training rows about their mean, in
+ * the model's scaled units) and components W = [U; V_i] (k x d, rows), a row
+ * x gives y = (x - mean_i) / scale, scores t = W y and residual
+ * e = (I - W'W) y:
+ *
+ *   T^2 = t' C^-1 t,  C = W S W' (the scores' covariance; directions of C
+ *         with an eigenvalue below 1e-12 of the largest are left out, k'
+ *         the rest);
+ *   Q   = ||e||^2 (the squared prediction error; = perpca_model_error for
+ *         center 'client').
+ *
+ * Limits at level a for a row from the client's own distribution:
+ *
+ *   T^2: k' (n^2 - 1) / (n (n - k')) F_{1-a}(k', n - k'), the limit for a new
+ *        observation when mean and covariance are estimated from n rows
+ *        (Tracy, Young and Mason 1992; Montgomery, Introduction to
+ *        Statistical Quality Control, section 11.3); NULL when n <= k';
+ *   Q:   Jackson and Mudholkar (1979): with theta_j = tr R^j, R = (I - W'W)
+ *        S (I - W'W) the residual covariance, h0 = 1 - 2 theta1 theta3 /
+ *        (3 theta2^2) and z the upper a quantile of N(0, 1),
+ *        Q_a = theta1 [z sqrt(2 theta2 h0^2) / theta1 + 1 + theta2 h0 (h0 - 1) / theta1^2]^(1 / h0);
+ *        where that is undefined (h0 <= 0, or a non-positive base), Box's
+ *        (1954) g chi^2_h with g = theta2 / theta1, h = theta1^2 / theta2 and
+ *        the Wilson-Hilferty chi^2 quantile.  NULL when theta1 is 0 (the
+ *        components span every row).
+ *
+ * A row is out of control when either statistic exceeds its limit; each is
+ * tested at a' = 1 - sqrt(1 - alpha) (Sidak), so that the row's false-alarm
+ * rate is alpha when T^2 and Q are independent (Gaussian rows).
+ *
+ * C and (theta1, theta2, theta3) are computed from each client's statistics
+ * when the model is written (perpca_internal.client_monitor_stats, called by
+ * perpca_model_fill_clients) and stored in <model>_clients.score_covariance
+ * and .residual_moments: no second pass over the rows.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#include "linalg.h"
+#include "model_rows.h"
+#include "perpca.h"
+#include "quantiles.h"
+#include "stats.h"
+
+PG_FUNCTION_INFO_V1(perpca_client_monitor_stats);
+PG_FUNCTION_INFO_V1(perpca_model_monitor);
+
+/* Eigenvalues of C below this share of the largest are directions without variance. */
+#define MONITOR_EIG_RTOL 1e-12
+
+/* ------------------------------------------------------------------------
+ * At training time: the scores' covariance and the residual spectrum
+ * ------------------------------------------------------------------------
+ */
+
+/* A k x d matrix argument (NULL or empty: k = 0) checked against d. */
+static double *
+rows_arg(FunctionCallInfo fcinfo, int argno, int d, int *k, const char *what)
+{
+	ArrayType  *a;
+	int			cols;
+	double	   *x;
+
+	*k = 0;
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	a = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(a) == 0)
+		return NULL;
+	x = perpca_matrix_arg(a, k, &cols, what);
+	if (cols != d)
+		perpca_dim_mismatch(d, cols, what);
+	return x;
+}
+
+/*
+ * perpca_internal.client_monitor_stats(s perpca_stats, u float8[], v float8[],
+ *     OUT score_covariance float8[], OUT residual_moments float8[]):
+ * C = W S W' ((r1 + r2) x (r1 + r2)) and {tr R, tr R^2, tr R^3} for the
+ * covariance S of the statistics (already in the model's units) and W = [u; v].
+ * NULLs for NULL or empty statistics.
+ */
+Datum
+perpca_client_monitor_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2] = {true, true};
+	PerpcaStats *s;
+	double	   *U,
+			   *V,
+			   *W,
+			   *S,
+			   *A,
+			   *R,
+			   *R2,
+			   *C;
+	double		moments[3] = {0, 0, 0};
+	int			d,
+				r1,
+				r2,
+				k;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "client_monitor_stats must return a record");
+	desc = BlessTupleDesc(desc);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	s = PG_GETARG_PERPCA_STATS(0);
+	perpca_stats_validate(s);
+	d = s->dim;
+	U = rows_arg(fcinfo, 1, d, &r1, "global components");
+	V = rows_arg(fcinfo, 2, d, &r2, "local components");
+	k = r1 + r2;
+	if (s->n == 0 || k == 0)
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+
+	W = palloc(sizeof(double) * k * d);
+	if (r1 > 0)
+		memcpy(W, U, sizeof(double) * r1 * d);
+	if (r2 > 0)
+		memcpy(W + (int64) r1 * d, V, sizeof(double) * r2 * d);
+	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	R = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	C = palloc(sizeof(double) * k * k);
+	perpca_stats_moment(s, NULL, S);
+
+	/* C = W S W' */
+	linalg_gemm(false, false, k, d, d, 1.0, W, d, S, d, 0.0, A, d);
+	linalg_gemm(false, true, k, k, d, 1.0, A, d, W, d, 0.0, C, k);
+
+	/* P = I - W'W into R; A = P S; R = A P */
+	linalg_gemm(true, false, d, d, k, -1.0, W, d, W, d, 0.0, R, d);
+	for (int j = 0; j < d; j++)
+		R[(int64) j * d + j] += 1.0;
+	linalg_gemm(false, false, d, d, d, 1.0, R, d, S, d, 0.0, A, d);
+	linalg_gemm(false, false, d, d, d, 1.0, A, d, R, d, 0.0, S, d);	/* S <- P S P = R */
+	R2 = A;
+	linalg_gemm(false, false, d, d, d, 1.0, S, d, S, d, 0.0, R2, d);
+	for (int j = 0; j < d; j++)
+		moments[0] += S[(int64) j * d + j];
+	moments[1] = linalg_dot((int64) d * d, S, S);	/* tr R^2 = ||R||_F^2, R symmetric */
+	moments[2] = linalg_dot((int64) d * d, S, R2);	/* tr R^3 = sum R .* R^2 */
+
+	values[0] = PointerGetDatum(perpca_matrix_build(C, k, k));
+	values[1] = PointerGetDatum(perpca_vector_build(moments, 3));
+	nulls[0] = nulls[1] = false;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/* ------------------------------------------------------------------------
+ * Limits
+ * ------------------------------------------------------------------------
+ */
+
+/* The T^2 limit for k' scores estimated from n rows, or NaN when n <= k'. */
+static double
+t2_limit(int k, int64 n, double a)
+{
+	double		nn = (double) n;
+
+	if (k < 1 || n <= k)
+		return NAN;
+	return k * (nn * nn - 1.0) / (nn * (nn - k)) * quantile_f_upper(a, k, nn - k);
+}
+
+/* The Q limit from the residual moments (Jackson-Mudholkar, else Box), or NaN. */
+static double
+q_limit(const double *theta, double a)
+{
+	double		t1 = theta[0],
+				t2 = theta[1],
+				t3 = theta[2],
+				z = quantile_normal_upper(a),
+				h0,
+				h,
+				c;
+
+	if (!(t1 > 0.0) || !(t2 > 0.0))
+		return NAN;
+	h0 = 1.0 - 2.0 * t1 * t3 / (3.0 * t2 * t2);
+	if (h0 > 1e-3)
+	{
+		double		base = z * sqrt(2.0 * t2 * h0 * h0) / t1 + 1.0 + t2 * h0 * (h0 - 1.0) / (t1 * t1);
+
+		if (base > 0.0)
+			return t1 * pow(base, 1.0 / h0);
+	}
+	/* Box: Q ~ g chi^2_h; Wilson-Hilferty for the chi^2 quantile. */
+	h = t1 * t1 / t2;
+	c = 1.0 - 2.0 / (9.0 * h) + z * sqrt(2.0 / (9.0 * h));
+	return t2 / t1 * h * c * c * c;
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_model_monitor
+ * ------------------------------------------------------------------------
+ */
+
+#define ARG_MODEL 0
+#define ARG_X 2
+#define ARG_ALPHA 3
+
+/* The monitor statistics of one row. */
+typedef struct MonitorRow
+{
+	double		t2;
+	double		t2_limit;
+	double		q;
+	double		q_limit;
+} MonitorRow;
+
+/* T^2 = t' C^-1 t through the eigenpairs of C; *kused the directions kept. */
+static double
+hotelling(const double *Cstored, int k, const double *t, int *kused)
+{
+	double	   *C = palloc(sizeof(double) * k * k);
+	double	   *Z = palloc(sizeof(double) * k * k);
+	double	   *values = palloc(sizeof(double) * k);
+	double	   *work = palloc(sizeof(double) * LINALG_EIGH_SMALL_WORK(k));
+	double		t2 = 0.0;
+
+	memcpy(C, Cstored, sizeof(double) * k * k);
+	if (linalg_eigh_small(k, C, values, Z, k, work) != 0)
+		elog(ERROR, "eigendecomposition of the scores' covariance failed");
+	*kused = 0;
+	for (int j = 0; j < k; j++)
+	{
+		double		proj = 0.0;
+
+		if (!(values[j] > MONITOR_EIG_RTOL * values[0]))
+			continue;
+		for (int a = 0; a < k; a++)
+			proj += Z[(int64) a * k + j] * t[a];
+		t2 += proj * proj / values[j];
+		(*kused)++;
+	}
+	return t2;
+}
+
+/* The statistics of x for client c of m (NULL: unseen, Q against the global components only). */
+static MonitorRow
+monitor_row(const ModelData *m, const ModelClient *c, const double *x, double alpha)
+{
+	int			d = m->d;
+	int			r2 = c ? c->r2 : 0;
+	int			k = m->r1 + r2;
+	const double *centre;
+	double	   *y = palloc(sizeof(double) * d);
+	double	   *t = palloc(sizeof(double) * Max(k, 1));
+	double		a = 1.0 - sqrt(1.0 - alpha);	/* Sidak: each of the two statistics */
+	MonitorRow	r = {NAN, NAN, NAN, NAN};
+
+	if (c != NULL)
+		centre = c->mean;
+	else
+		centre = m->center == CENTER_NONE ? NULL : m->global_mean;
+	for (int j = 0; j < d; j++)
+	{
+		y[j] = centre ? x[j] - centre[j] : x[j];
+		if (m->scale)
+			y[j] /= m->scale[j];
+	}
+	if (m->r1 > 0)
+		linalg_matvec(false, m->r1, d, 1.0, m->U, y, 0.0, t);
+	if (r2 > 0)
+		linalg_matvec(false, r2, d, 1.0, c->V, y, 0.0, t + m->r1);
+	/* e = y - W't, in y */
+	if (m->r1 > 0)
+		linalg_matvec(true, m->r1, d, -1.0, m->U, t, 1.0, y);
+	if (r2 > 0)
+		linalg_matvec(true, r2, d, -1.0, c->V, t + m->r1, 1.0, y);
+	r.q = linalg_dot(d, y, y);
+	if (c == NULL)
+		return r;
+	if (c->score_cov != NULL && k > 0)
+	{
+		int			kused;
+
+		r.t2 = hotelling(c->score_cov, k, t, &kused);
+		r.t2_limit = t2_limit(kused, c->n, a);
+	}
+	if (c->residual_moments != NULL)
+		r.q_limit = q_limit(c->residual_moments, a);
+	return r;
+}
+
+/*
+ * perpca_model_monitor(model, client, x, alpha DEFAULT 0.01, OUT t2, OUT
+ * t2_limit, OUT q, OUT q_limit, OUT out_of_control)
+ */
+Datum
+perpca_model_monitor(PG_FUNCTION_ARGS)
+{
+	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
+	const ModelData *m = model_bound_data(b);
+	double		alpha = PG_GETARG_FLOAT8(ARG_ALPHA);
+	const ModelClient *c;
+	const double *x;
+	int			d;
+	TupleDesc	desc;
+	Datum		values[5];
+	bool		nulls[5];
+	MonitorRow	r;
+	bool		t2_out,
+				q_out;
+
+	if (!(alpha > 0.0 && alpha < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("alpha must be between 0 and 1 (exclusive), got %g", alpha),
+				 errhint("alpha is the false-alarm rate of out_of_control, for example 0.01.")));
+	c = model_bound_client(fcinfo, b, false);
+	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
+	if (d != m->d)
+		perpca_dim_mismatch(m->d, d, "x");
+	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL) && m->r1 + c->r2 > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("model \"%s\" has no control statistics for client \"%s\"",
+						text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)), c->name),
+				 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance and residual_moments."),
+				 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
+	r = monitor_row(m, c, x, alpha);
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_model_monitor must return a record");
+	desc = BlessTupleDesc(desc);
+	values[0] = Float8GetDatum(r.t2);
+	values[1] = Float8GetDatum(r.t2_limit);
+	values[2] = Float8GetDatum(r.q);
+	values[3] = Float8GetDatum(r.q_limit);
+	nulls[0] = isnan(r.t2);
+	nulls[1] = isnan(r.t2_limit);
+	nulls[2] = isnan(r.q);
+	nulls[3] = isnan(r.q_limit);
+	t2_out = !nulls[0] && !nulls[1] && r.t2 > r.t2_limit;
+	q_out = !nulls[2] && !nulls[3] && r.q > r.q_limit;
+	values[4] = BoolGetDatum(t2_out || q_out);
+	nulls[4] = !t2_out && !q_out && nulls[1] && nulls[3];	/* no limit to judge by */
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

@@ -1,0 +1,160 @@
+/*
+ * personalize.c -- perpca_personalize(): local components for one client of
+ * a stored model, stored in the model
+ *
+ * Everything the caller's side needs is done here in C, so nothing of the
+ * model's owner runs as the caller and the caller's search_path has no say:
+ *
+ *   1. the model is locked for writing (model_lock.c: the one lock order;
+ *      the caller must have the privileges of the model's owner);
+ *   2. its dimension, key type and scale factors are read by the checked
+ *      reader (model_read.c: plain tables of one owner, from the heap);
+ *   3. the key (its type's output function, as the fit stored keys) and the
+ *      statistics are checked against them;
+ *   4. perpca_internal.model_personalize (PL/pgSQL, search_path pinned)
+ *      computes and writes the rows as the model's owner, inside a
+ *      security-restricted operation with search_path = pg_catalog, pg_temp,
+ *      as REFRESH MATERIALIZED VIEW runs its query; its rows are returned.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parse_coerce.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
+
+#include "model_lock.h"
+#include "model_read.h"
+#include "perpca.h"
+#include "stats.h"
+
+PG_FUNCTION_INFO_V1(perpca_personalize);
+
+#define ARG_MODEL 0
+#define ARG_CLIENT 1
+#define ARG_STATS 2
+#define ARG_NLOCAL 3
+
+/* The key as text: the type's output function (what the fit stored), checked against the model's key type. */
+static char *
+personalize_key(FunctionCallInfo fcinfo, const ModelData *m, const char *model)
+{
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
+	const char *model_type = m->client_type ? m->client_type : "text";
+	Oid			out;
+	bool		varlena;
+
+	if (!OidIsValid(type))
+		elog(ERROR, "could not determine the type of the client key");
+	/* A string key matches any model (keys are stored as text, as 0.1.0 required them). */
+	if (TypeCategory(type) != TYPCATEGORY_STRING && strcmp(format_type_be(type), model_type) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("client key of type %s cannot match model \"%s\"", format_type_be(type), model),
+				 errdetail("The model was trained on client keys of type %s.", model_type),
+				 errhint("Pass the key as %s (or as text).", model_type)));
+	getTypeOutputInfo(type, &out, &varlena);
+	return OidOutputFunctionCall(out, PG_GETARG_DATUM(ARG_CLIENT));
+}
+
+/* The model's scale factors as a float8[] datum, or NULL (unscaled). */
+static Datum
+scale_datum(const ModelData *m, char *null)
+{
+	*null = m->scale ? ' ' : 'n';
+	return m->scale ? PointerGetDatum(perpca_vector_build(m->scale, m->d)) : (Datum) 0;
+}
+
+/*
+ * Run perpca_internal.model_personalize as owner in a security-restricted
+ * operation and put its rows into the result.
+ */
+static void
+personalize_as_owner(FunctionCallInfo fcinfo, const ModelLock *ml, const ModelData *m, const char *key)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, get_fn_expr_argtype(fcinfo->flinfo, ARG_STATS),
+	INT4OID, FLOAT8ARRAYOID};
+	Datum		values[6];
+	char		nulls[7] = "      ";
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+
+	values[0] = CStringGetTextDatum(ml->schema);
+	values[1] = CStringGetTextDatum(ml->base);
+	values[2] = CStringGetTextDatum(key);
+	values[3] = PG_GETARG_DATUM(ARG_STATS);
+	values[4] = PG_ARGISNULL(ARG_NLOCAL) ? (Datum) 0 : PG_GETARG_DATUM(ARG_NLOCAL);
+	nulls[4] = PG_ARGISNULL(ARG_NLOCAL) ? 'n' : ' ';
+	values[5] = scale_datum(m, &nulls[5]);
+
+	/* As ExecRefreshMatView: become the owner, restricted, at a new GUC level. */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(ml->owner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT k.component, k.pc, k.variance"
+							  "  FROM perpca_internal.model_personalize($1, $2, $3, $4, $5, $6) AS k",
+							  6, types, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "perpca_personalize: model_personalize failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+	SPI_finish();
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/*
+ * perpca_personalize(model text, client text | anyelement, stats perpca_stats,
+ *     n_local int DEFAULT NULL) RETURNS TABLE (component int, pc float8[], variance float8)
+ */
+Datum
+perpca_personalize(PG_FUNCTION_ARGS)
+{
+	char	   *model;
+	ModelLock	ml;
+	ModelData  *m;
+
+	if (PG_ARGISNULL(ARG_MODEL))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model must not be NULL")));
+	model = text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL));
+	InitMaterializedSRF(fcinfo, 0);
+	model_lock(&ml, model, MODEL_LOCK_WRITE, true, false);
+	if (PG_ARGISNULL(ARG_CLIENT) || PG_ARGISNULL(ARG_STATS))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("client and stats must not be NULL")));
+	m = model_open(PG_GETARG_TEXT_PP(ARG_MODEL));
+	m->refcount++;
+	PG_TRY();
+	{
+		char	   *key = personalize_key(fcinfo, m, model);
+		PerpcaStats *s = PG_GETARG_PERPCA_STATS(ARG_STATS);
+
+		perpca_stats_validate(s);
+		if (s->dim != m->d)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
+		personalize_as_owner(fcinfo, &ml, m, key);
+	}
+	PG_FINALLY();
+	{
+		model_unref(m);
+	}
+	PG_END_TRY();
+	return (Datum) 0;
+}

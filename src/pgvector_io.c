@@ -1,0 +1,297 @@
+/*
+ * pgvector_io.c -- perpca_vector: pgvector's vector and halfvec values read and
+ * written in place
+ *
+ * The companion extension perpca_vector (sql/perpca_vector--*.sql, requires
+ * perpca and vector) declares these functions from perpca's own module, so
+ * perpca builds and loads without pgvector.  pgvector's on-disk layout is
+ * declared here again -- a varlena header, int16 dim, int16 unused (zero),
+ * then dim float4 (vector) or IEEE binary16 (halfvec) values -- and checked
+ * (size, dim, unused) before a value is trusted.  No run-time name lookup is
+ * needed: the SQL signatures fix the types when the script runs.
+ *
+ * In: perpca_stats(vector) and perpca_stats(halfvec) convert each row into a
+ * buffer of doubles kept in the aggregate state and add it with stats_agg.c's
+ * own transition (stats.h), so they give the bits perpca_stats(float8[]) gives
+ * for v::real[]::float8[] (float4 and binary16 values are doubles exactly);
+ * combine, serialize and final are perpca_stats(float8[])'s.
+ *
+ * Out: the model row functions (perpca_model_scores, ...) on a vector row
+ * run models.c's perpca_model_row() and return a vector: each double result
+ * rounded to float4, as the cast float8[]::vector rounds it.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+
+#include "perpca.h"
+#include "stats.h"
+
+/* pgvector's vector: float4 values. */
+typedef struct PgVector
+{
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	int16		dim;
+	int16		unused;			/* zero */
+	float		x[FLEXIBLE_ARRAY_MEMBER];
+} PgVector;
+
+/* pgvector's halfvec: IEEE 754 binary16 values. */
+typedef struct PgHalfVector
+{
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	int16		dim;
+	int16		unused;			/* zero */
+	uint16		x[FLEXIBLE_ARRAY_MEMBER];
+} PgHalfVector;
+
+PG_FUNCTION_INFO_V1(perpca_vector_stats_accum);
+PG_FUNCTION_INFO_V1(perpca_halfvec_stats_accum);
+PG_FUNCTION_INFO_V1(perpca_model_scores_vector);
+PG_FUNCTION_INFO_V1(perpca_model_global_part_vector);
+PG_FUNCTION_INFO_V1(perpca_model_local_part_vector);
+PG_FUNCTION_INFO_V1(perpca_model_reconstruct_vector);
+PG_FUNCTION_INFO_V1(perpca_model_residual_vector);
+PG_FUNCTION_INFO_V1(perpca_model_error_vector);
+
+/* Argument of the model row functions that holds the row (model, client, x[, unknown]). */
+#define ARG_X 2
+
+/*
+ * Check a detoasted value's header against its size: dim >= 1 values of
+ * elemsize bytes each, unused zero, dim within perpca's limit.
+ */
+static void
+check_layout(const void *p, int dim, int unused, Size elemsize, const char *type,
+			 const char *what)
+{
+	if (dim < 1 || unused != 0 ||
+		VARSIZE(p) != offsetof(PgVector, x) + elemsize * (Size) dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s is not a valid %s value", what, type),
+				 errdetail("Its header says %d dimensions (unused field %d) in %u bytes.",
+						   dim, unused, (unsigned) VARSIZE(p))));
+	perpca_check_dim_limit(dim);
+}
+
+/* A vector argument, detoasted and checked. */
+static const PgVector *
+vector_arg(Datum arg, const char *what)
+{
+	const PgVector *v = (const PgVector *) PG_DETOAST_DATUM(arg);
+
+	check_layout(v, v->dim, v->unused, sizeof(float), "vector", what);
+	return v;
+}
+
+/* A halfvec argument, detoasted and checked. */
+static const PgHalfVector *
+halfvec_arg(Datum arg, const char *what)
+{
+	const PgHalfVector *v = (const PgHalfVector *) PG_DETOAST_DATUM(arg);
+
+	check_layout(v, v->dim, v->unused, sizeof(uint16), "halfvec", what);
+	return v;
+}
+
+/* float4 values as doubles (exact; vectorizable). */
+static inline void
+float_to_double(int n, const float *restrict src, double *restrict dst)
+{
+	for (int j = 0; j < n; j++)
+		dst[j] = src[j];
+}
+
+/*
+ * One binary16 value as a double, exactly: sign, 5 exponent bits (bias 15),
+ * 10 fraction bits; a normal number's bits move into a double's (bias 1023,
+ * 52 fraction bits).  Exponent 31 is infinity or NaN (which the statistics
+ * reject as they reject them in a float8[] row).
+ */
+static inline double
+half_to_double(uint16 h)
+{
+	uint64		exponent = (h >> 10) & 0x1f;
+	uint64		fraction = h & 0x3ff;
+	uint64		bits;
+	double		v;
+
+	if (exponent == 0)
+		v = (double) fraction * 0x1p-24;	/* zero or subnormal */
+	else if (exponent == 31)
+		v = fraction == 0 ? INFINITY : NAN;
+	else
+	{
+		bits = ((exponent - 15 + 1023) << 52) | (fraction << 42);
+		memcpy(&v, &bits, sizeof(v));
+	}
+	return (h & 0x8000) ? -v : v;
+}
+
+/* binary16 values as doubles. */
+static void
+half_to_doubles(int n, const uint16 *src, double *dst)
+{
+	for (int j = 0; j < n; j++)
+		dst[j] = half_to_double(src[j]);
+}
+
+/* ------------------------------------------------------------------------
+ * In: perpca_stats(vector), perpca_stats(halfvec)
+ * ------------------------------------------------------------------------
+ */
+
+/* perpca_stats(vector) transition: NULL rows are skipped. */
+Datum
+perpca_vector_stats_accum(PG_FUNCTION_ARGS)
+{
+	const PgVector *v;
+	StatsState *st;
+	double	   *x;
+
+	if (PG_ARGISNULL(1))
+	{
+		if (PG_ARGISNULL(0))
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+	}
+	v = vector_arg(PG_GETARG_DATUM(1), "input row");
+	st = perpca_stats_accum_state(fcinfo, v->dim, PERPCA_NULLS_ERROR);
+	x = perpca_stats_accum_scratch(st);
+	float_to_double(v->dim, v->x, x);
+	perpca_stats_accum_add(st, x);
+	PG_RETURN_POINTER(st);
+}
+
+/* perpca_stats(halfvec) transition: NULL rows are skipped. */
+Datum
+perpca_halfvec_stats_accum(PG_FUNCTION_ARGS)
+{
+	const PgHalfVector *v;
+	StatsState *st;
+	double	   *x;
+
+	if (PG_ARGISNULL(1))
+	{
+		if (PG_ARGISNULL(0))
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+	}
+	v = halfvec_arg(PG_GETARG_DATUM(1), "input row");
+	st = perpca_stats_accum_state(fcinfo, v->dim, PERPCA_NULLS_ERROR);
+	x = perpca_stats_accum_scratch(st);
+	half_to_doubles(v->dim, v->x, x);
+	perpca_stats_accum_add(st, x);
+	PG_RETURN_POINTER(st);
+}
+
+/* ------------------------------------------------------------------------
+ * Out: the model row functions on a vector row
+ * ------------------------------------------------------------------------
+ */
+
+/* A vector of n values, each double rounded to float4 (overflow is an error). */
+static PgVector *
+vector_build(const double *x, int n, const char *what)
+{
+	Size		size = offsetof(PgVector, x) + sizeof(float) * (Size) n;
+	PgVector   *v;
+
+	if (n < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("%s has no values, and a vector needs at least one", what),
+				 errhint("The model has no global components and the client none of its own; the float8[] form returns an empty array.")));
+	v = palloc(size);
+	SET_VARSIZE(v, size);
+	v->dim = n;
+	v->unused = 0;
+	for (int j = 0; j < n; j++)
+	{
+		v->x[j] = (float) x[j];
+		if (isinf(v->x[j]))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("%s is out of range for type vector", what),
+					 errdetail("Value %d, %g, does not fit in a float4.", j + 1, x[j])));
+	}
+	return v;
+}
+
+/* The row x of a model row function: the vector argument as d finite doubles. */
+static const double *
+model_row_x(FunctionCallInfo fcinfo, int *d)
+{
+	const PgVector *v = vector_arg(PG_GETARG_DATUM(ARG_X), "x");
+	double	   *x = palloc(sizeof(double) * v->dim);
+
+	float_to_double(v->dim, v->x, x);
+	for (int j = 0; j < v->dim; j++)
+		if (!isfinite(x[j]))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("x must not contain NaN or infinite values")));
+	*d = v->dim;
+	return x;
+}
+
+/* A row function on a vector row: its result as a vector. */
+static Datum
+model_row_vector(FunctionCallInfo fcinfo, PerpcaRowOp op, const char *what)
+{
+	int			d,
+				n;
+	const double *x = model_row_x(fcinfo, &d);
+	const double *out = perpca_model_row(fcinfo, op, x, d, &n);
+
+	PG_RETURN_POINTER(vector_build(out, n, what));
+}
+
+/* perpca_model_scores on a vector row: the scores as a vector. */
+Datum
+perpca_model_scores_vector(PG_FUNCTION_ARGS)
+{
+	return model_row_vector(fcinfo, PERPCA_ROW_SCORES, "the scores");
+}
+
+/* perpca_model_global_part on a vector row. */
+Datum
+perpca_model_global_part_vector(PG_FUNCTION_ARGS)
+{
+	return model_row_vector(fcinfo, PERPCA_ROW_GLOBAL_PART, "the global part");
+}
+
+/* perpca_model_local_part on a vector row. */
+Datum
+perpca_model_local_part_vector(PG_FUNCTION_ARGS)
+{
+	return model_row_vector(fcinfo, PERPCA_ROW_LOCAL_PART, "the local part");
+}
+
+/* perpca_model_reconstruct on a vector row. */
+Datum
+perpca_model_reconstruct_vector(PG_FUNCTION_ARGS)
+{
+	return model_row_vector(fcinfo, PERPCA_ROW_RECONSTRUCT, "the reconstruction");
+}
+
+/* perpca_model_residual on a vector row. */
+Datum
+perpca_model_residual_vector(PG_FUNCTION_ARGS)
+{
+	return model_row_vector(fcinfo, PERPCA_ROW_RESIDUAL, "the residual");
+}
+
+/* perpca_model_error on a vector row: a float8, as for a float8[] row. */
+Datum
+perpca_model_error_vector(PG_FUNCTION_ARGS)
+{
+	int			d,
+				n;
+	const double *x = model_row_x(fcinfo, &d);
+
+	PG_RETURN_FLOAT8(perpca_model_row(fcinfo, PERPCA_ROW_ERROR, x, d, &n)[0]);
+}

@@ -1,0 +1,787 @@
+/*
+ * ranks.c -- perpca_choose_ranks(): a scan over pairs (n_global, n_local)
+ *
+ * The training and held-out rows are read once, as statistics per client
+ * (fit_input.c), and every pair of the grid is fitted on the training
+ * statistics (fit.c, on one node) and evaluated on the held-out statistics
+ * from second moments (evaluate.c), in this backend's memory: no model is
+ * stored and no table is created, so a scan also runs on a hot standby.
+ *
+ * A pair that uses every dimension (n_global + n_local >= d) explains any
+ * row exactly, so its held-out error is 0 and measures nothing: such pairs
+ * are left out (a row that says so).  Two rules recommend a pair:
+ *   error: the smallest n_global + n_local that no larger pair of the grid
+ *          improves on by more than noise would: dimensions without
+ *          structure remove (k' - k) / (d - k) of the held-out error left at
+ *          k components when going to k' (plus a slack of within x the
+ *          held-out rows' mean total variance).  0.2.0 took the smallest
+ *          pair within that slack of the best, which any pair using nearly
+ *          every dimension wins;
+ *   share: with target_explained_ratio, the smallest n_global + n_local
+ *          whose held-out explained ratio reaches it (as BigQuery ML's
+ *          PCA_EXPLAINED_VARIANCE_RATIO or scikit-learn's fractional
+ *          n_components, measured on held-out rows);
+ * both only among pairs whose theta_est >= min_theta (or without local
+ * components).  When no pair explains clearly more of the held-out
+ * variance than its share of the dimensions (ratio < 1.5 (n_global +
+ * n_local) / d for every pair: for rows without low-rank structure, any
+ * k-dimensional subspace explains k/d of held-out variance on average),
+ * the error rule recommends nothing and says "no low-rank structure".  The
+ * closing NOTICE's hint says which way to move the grid.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/syscache.h"
+
+#include "evaluate.h"
+#include "fit.h"
+#include "fit_input.h"
+#include "fit_options.h"
+#include "fit_sums.h"
+#include "linalg.h"
+#include "perpca.h"
+#include "stats.h"
+
+PG_FUNCTION_INFO_V1(perpca_choose_ranks);
+
+/* Arguments of perpca_choose_ranks, in SQL order. */
+enum
+{
+	A_QUERY, A_HELDOUT, A_GLOBAL_RANKS, A_LOCAL_RANKS, A_WITHIN, A_MIN_THETA, A_HOLDOUT,
+	A_ROUNDS, A_TOLERANCE, A_STEP, A_UPDATE, A_RETRACTION, A_INIT, A_SEED, A_CENTER,
+	A_WEIGHTS, A_ADAPTIVE, A_SOLVER, A_SCALE, A_TARGET
+};
+
+static const FitArgPositions rank_args = {
+	-1, -1, A_ROUNDS, A_TOLERANCE, A_STEP, A_UPDATE, A_RETRACTION, A_INIT, A_SEED,
+	A_CENTER, A_WEIGHTS, -1, -1, A_ADAPTIVE, A_SOLVER, A_SCALE, -1
+};
+
+/* A pair explains "clearly more" than chance when its ratio is this many times (n_global + n_local) / d. */
+#define STRUCTURE_LIFT 1.5
+
+#define NCOLS 13
+
+/* One pair of the grid and its figures. */
+typedef struct RankPair
+{
+	int			g;
+	int			l;
+	bool		left_out;		/* n_global + n_local >= d */
+	double		objective;
+	double		train_error;
+	double		heldout_error;	/* mean over held-out clients */
+	double		heldout_error_samples;	/* mean over held-out rows */
+	double		heldout_ratio;	/* explained / total, summed over held-out clients */
+	double		heldout_variance;	/* mean total variance of the held-out clients */
+	double		theta;			/* NaN without local components */
+	int			rounds;
+	bool		converged;
+	double		seconds;
+	const char *note;
+} RankPair;
+
+/* The scan's settings. */
+typedef struct RankScan
+{
+	double		within;
+	double		min_theta;
+	double		target;			/* share rule; NaN: error rule */
+	int			d;
+} RankScan;
+
+/* ------------------------------------------------------------------------
+ * The queries
+ * ------------------------------------------------------------------------
+ */
+
+/* Whether a type is the perpca_stats type of the extension's schema nsp. */
+static bool
+is_stats_type(Oid type, Oid nsp)
+{
+	return type == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
+								   ObjectIdGetDatum(nsp));
+}
+
+/* The clients' statistics of a query of rows or statistics (evaluate.c's wrapper), clients without rows left out. */
+static char *
+stats_query(const char *query, Oid nsp, const char *what)
+{
+	return psprintf("SELECT s.client, s.stats FROM (%s) AS s WHERE s.stats IS NOT NULL",
+					evaluate_stats_query(query, what, nsp));
+}
+
+/* The training or held-out part of rows (client, x, key): a repeatable split on a hash of key. */
+static char *
+split_query(const char *query, Oid nsp, int cut, bool heldout)
+{
+	int			natts;
+	Oid		   *types = evaluate_query_types(query, &natts);
+
+	if (natts < 3 || is_stats_type(types[1], nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("without a held-out query, the query must return rows (client, x float8[], key)"),
+				 errhint("Add a row key as third column (the split hashes it), or pass heldout => a second query.")));
+	return psprintf("SELECT q.client, q.x FROM (%s) AS q(client, x, key) WHERE "
+					"pg_catalog.abs(pg_catalog.hashtextextended(q.key::pg_catalog.text, 0) "
+					"OPERATOR(pg_catalog.%%) 10000) OPERATOR(pg_catalog.%s) %d",
+					query, heldout ? "<" : ">=", cut);
+}
+
+/* ------------------------------------------------------------------------
+ * The grid
+ * ------------------------------------------------------------------------
+ */
+
+/* The distinct non-negative ranks of an int[] argument, ascending. */
+static int *
+ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
+{
+	ArrayType  *a;
+	Datum	   *values;
+	bool	   *nulls;
+	int			count;
+	int		   *out;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", what)));
+	a = PG_GETARG_ARRAYTYPE_P(argno);
+	deconstruct_array(a, INT4OID, sizeof(int32), true, TYPALIGN_INT, &values, &nulls, &count);
+	out = palloc(sizeof(int) * Max(count, 1));
+	*n = 0;
+	for (int i = 0; i < count; i++)
+	{
+		int			r;
+		int			j;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not contain NULL", what)));
+		r = DatumGetInt32(values[i]);
+		if (r < 0)
+			continue;
+		for (j = *n; j > 0 && out[j - 1] > r; j--)
+			out[j] = out[j - 1];
+		if (j > 0 && out[j - 1] == r)
+		{
+			memmove(out + j, out + j + 1, sizeof(int) * (*n - j));
+			continue;
+		}
+		out[j] = r;
+		(*n)++;
+	}
+	return out;
+}
+
+/* The pairs of the grid with 1 <= g + l, those with g + l >= d marked left out. */
+static RankPair *
+grid(const int *gs, int ng, const int *ls, int nl, int d, int *npairs, int *nfit)
+{
+	RankPair   *pairs = palloc0(sizeof(RankPair) * Max(ng * nl, 1));
+
+	*npairs = *nfit = 0;
+	for (int a = 0; a < ng; a++)
+		for (int b = 0; b < nl; b++)
+		{
+			RankPair   *p = &pairs[*npairs];
+
+			if (gs[a] + ls[b] < 1)
+				continue;
+			p->g = gs[a];
+			p->l = ls[b];
+			p->left_out = (int64) gs[a] + ls[b] >= d;
+			if (p->left_out)
+				p->note = psprintf("left out: n_global + n_local = %d uses every dimension (d = %d), "
+								   "so held-out rows would be explained exactly", gs[a] + ls[b], d);
+			else
+				(*nfit)++;
+			(*npairs)++;
+		}
+	return pairs;
+}
+
+/* ------------------------------------------------------------------------
+ * One pair: fit and evaluate
+ * ------------------------------------------------------------------------
+ */
+
+/* The index of the training client named name, or -1 (in is sorted by name). */
+static int
+find_train(const ClientInput *const *sorted, int n, const char *name)
+{
+	int			lo = 0,
+				hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			c = strcmp(name, sorted[mid]->name);
+
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+static int
+input_name_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const ClientInput *const *) a)->name, (*(const ClientInput *const *) b)->name);
+}
+
+/* The training clients and what each evaluation needs of them. */
+typedef struct RankData
+{
+	ClientInput *train;
+	int			ntrain;
+	ClientInput *held;
+	int			nheld;
+	int			d;
+	const double *global_mean;	/* pooled training mean (scaled) */
+	const int  *held_train;		/* each held-out client's training index, or -1 */
+} RankData;
+
+/* W (k x d, rows) = [U'; V_i'] of training client i (or U' alone for i < 0). */
+static double *
+stacked(const FitResult *res, const FitNode *node, int i, int d, int *r2)
+{
+	const FitClient *c = i >= 0 ? &node->clients[i] : NULL;
+	int			r1 = res->rU;
+	int			m = c ? c->k - c->lfirst : 0;
+	double	   *W = palloc(sizeof(double) * d * Max(r1 + m, 1));
+
+	for (int a = 0; a < r1; a++)
+		linalg_copy(d, 1, res->U + a, r1, W + (int64) a * d, 1);	/* column a of U */
+	for (int b = 0; b < m; b++)
+		linalg_copy(d, 1, c->W + c->lfirst + b, c->k, W + (int64) (r1 + b) * d, 1);
+	*r2 = m;
+	return W;
+}
+
+/* The centre a client's rows are evaluated about: its training mean, the pooled mean or 0. */
+static const double *
+centre_of(const RankData *data, const FitOptions *opts, int train_index, double *zero)
+{
+	if (opts->center == FIT_CENTER_NONE)
+		return zero;
+	if (opts->center == FIT_CENTER_CLIENT && train_index >= 0)
+		return PERPCA_STATS_MEAN(data->train[train_index].stats);
+	return data->global_mean;
+}
+
+/* Evaluate one set of statistics against client i's components. */
+static EvalFigures
+evaluate_one(const PerpcaStats *s, const double *centre, const FitResult *res,
+			 const FitNode *node, int i, int d, double *M)
+{
+	int			r2;
+	double	   *W = stacked(res, node, i, d, &r2);
+	EvalFigures f;
+
+	perpca_stats_moment(s, centre, M);
+	f = evaluate_figures(M, d, W, res->rU, r2);
+	pfree(W);
+	return f;
+}
+
+/* theta_est of the node's local components (NaN without any). */
+static double
+node_theta_est(const FitNode *node, double weight)
+{
+	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * node->d * node->d);
+	bool		any = false;
+
+	memset(A, 0, sizeof(double) * node->d * node->d);
+	for (int i = 0; i < node->n; i++)
+		any |= node->clients[i].k > node->clients[i].lfirst;
+	node_local_projectors(node, A);
+	return fit_theta(A, node->d, weight, any);
+}
+
+/* Fit pair p on the training clients and evaluate it on both parts. */
+static void
+fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_centre)
+{
+	int			d = data->d;
+	FitNode    *node;
+	FitBackend *be;
+	FitResult	res = {0};
+	FitDiagnostics *diag = palloc0(sizeof(FitDiagnostics));
+	double	   *M = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	double	   *zero = palloc0(sizeof(double) * d);
+	double		err = 0,
+				err_rows = 0,
+				rows = 0,
+				explained = 0,
+				total = 0;
+	int			counted = 0;
+
+	opts->n_global = p->g;
+	opts->n_local = p->l;
+	for (int i = 0; i < data->ntrain; i++)
+		data->train[i].r2 = p->l;
+	clients_check(data->train, data->ntrain, p->g, true);
+	node = clients_node(data->train, data->ntrain, p->g, fit_centre, opts);
+	be = node_backend(node);
+	diag->opts = *opts;
+	fit_run(be, opts, &res, diag);
+	p->objective = diag->objective;
+	p->rounds = diag->rounds;
+	p->converged = diag->converged;
+	p->theta = node_theta_est(node, be->weight);
+
+	for (int i = 0; i < data->ntrain; i++)
+	{
+		EvalFigures f = evaluate_one(data->train[i].stats, centre_of(data, opts, i, zero),
+									 &res, node, i, d, M);
+
+		CHECK_FOR_INTERRUPTS();
+		err += f.error;
+	}
+	p->train_error = err / data->ntrain;
+
+	err = 0;
+	for (int h = 0; h < data->nheld; h++)
+	{
+		const PerpcaStats *s = data->held[h].stats;
+		int			i = data->held_train[h];
+		EvalFigures f;
+
+		CHECK_FOR_INTERRUPTS();
+		if (s->n <= 0)
+			continue;
+		f = evaluate_one(s, centre_of(data, opts, i, zero), &res, node, i, d, M);
+		err += f.error;
+		err_rows += (double) s->n * f.error;
+		rows += (double) s->n;
+		explained += f.global + f.local;
+		total += f.total;
+		counted++;
+	}
+	p->heldout_error = counted > 0 ? err / counted : NAN;
+	p->heldout_error_samples = rows > 0 ? err_rows / rows : NAN;
+	p->heldout_ratio = total > 0 ? explained / total : NAN;
+	p->heldout_variance = counted > 0 ? total / counted : NAN;
+}
+
+/* ------------------------------------------------------------------------
+ * The rules
+ * ------------------------------------------------------------------------
+ */
+
+/* Whether p may be recommended at all: fitted, figures, theta_est >= min_theta with local components. */
+static bool
+eligible(const RankPair *p, const RankScan *scan)
+{
+	return !p->left_out && isfinite(p->heldout_error) &&
+		(p->l == 0 || (isfinite(p->theta) && p->theta >= scan->min_theta));
+}
+
+/* Smallest g + l, then lower error (error rule) or higher ratio (share rule), then grid order. */
+static bool
+better(const RankPair *a, const RankPair *b, bool share)
+{
+	if (b == NULL)
+		return true;
+	if (a->g + a->l != b->g + b->l)
+		return a->g + a->l < b->g + b->l;
+	return share ? a->heldout_ratio > b->heldout_ratio : a->heldout_error < b->heldout_error;
+}
+
+/*
+ * Whether no larger pair of the grid explains more of p's held-out error
+ * than noise would: going from k = n_global + n_local to k' > k components,
+ * dimensions without structure remove (k' - k) / (d - k) of the remaining
+ * error; a larger pair that removes more than that plus within x variance
+ * has found structure that p misses.
+ */
+static bool
+enough(const RankPair *p, const RankPair *pairs, int n, const RankScan *scan, double variance)
+{
+	int			k = p->g + p->l;
+
+	for (int i = 0; i < n; i++)
+	{
+		const RankPair *q = &pairs[i];
+		int			kq = q->g + q->l;
+
+		if (q->left_out || !isfinite(q->heldout_error) || kq <= k)
+			continue;
+		if (p->heldout_error - q->heldout_error >
+			(double) (kq - k) / (scan->d - k) * p->heldout_error + scan->within * variance)
+			return false;
+	}
+	return true;
+}
+
+/* The recommendation of the error rule, or -1. */
+static int
+rule_error(const RankPair *pairs, int n, const RankScan *scan, double variance)
+{
+	int			r = -1;
+
+	for (int i = 0; i < n; i++)
+		if (eligible(&pairs[i], scan) && enough(&pairs[i], pairs, n, scan, variance) &&
+			better(&pairs[i], r >= 0 ? &pairs[r] : NULL, false))
+			r = i;
+	return r;
+}
+
+/* The recommendation of the share rule, or -1. */
+static int
+rule_share(const RankPair *pairs, int n, const RankScan *scan)
+{
+	int			r = -1;
+
+	for (int i = 0; i < n; i++)
+		if (eligible(&pairs[i], scan) && pairs[i].heldout_ratio >= scan->target &&
+			better(&pairs[i], r >= 0 ? &pairs[r] : NULL, true))
+			r = i;
+	return r;
+}
+
+/*
+ * Apply the rule; note the recommended pair and say in a NOTICE which way
+ * the grid should move when the answer sits at its edge.  Returns the
+ * recommended index or -1.
+ */
+static int
+recommend(RankPair *pairs, int n, const RankScan *scan)
+{
+	bool		share = !isnan(scan->target);
+	double		best = INFINITY,
+				variance = 0,
+				lift = 0;
+	int			best_i = -1,
+				lo = INT_MAX,
+				hi = 0,
+				r;
+
+	for (int i = 0; i < n; i++)
+	{
+		const RankPair *p = &pairs[i];
+
+		if (p->left_out || !isfinite(p->heldout_error))
+			continue;
+		if (p->heldout_error < best)
+		{
+			best = p->heldout_error;
+			best_i = i;
+		}
+		variance = Max(variance, p->heldout_variance);
+		lift = Max(lift, p->heldout_ratio * scan->d / (p->g + p->l));
+		lo = Min(lo, p->g + p->l);
+		hi = Max(hi, p->g + p->l);
+	}
+	if (best_i < 0)
+		return -1;
+	if (best_i >= 0 && pairs[best_i].note == NULL)
+		pairs[best_i].note = "lowest held-out error";
+
+	if (lift < STRUCTURE_LIFT)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: no low-rank structure: no pair explains more than %.2f times its share of the dimensions of the held-out variance",
+						lift),
+				 errdetail("For rows without low-rank structure a subspace of k dimensions explains about k/d of held-out variance; a pair must explain %.1f times that to count.",
+						   STRUCTURE_LIFT),
+				 errhint("%s", share ? "The share rule still picks the smallest pair that reaches the target, but a fit of these data will not summarise them; check the features' units (scale => 'standard')." :
+						 "No pair is recommended: a fit of these data will not summarise them; check the features' units (scale => 'standard').")));
+
+	if (share)
+	{
+		r = rule_share(pairs, n, scan);
+		if (r < 0)
+		{
+			ereport(NOTICE,
+					(errmsg("perpca_choose_ranks: no pair reaches a held-out explained ratio of %g with theta_est >= %g",
+							scan->target, scan->min_theta),
+					 errhint("Widen the grid toward larger ranks (up to n_global + n_local = %d), or lower target_explained_ratio.",
+							 scan->d - 1)));
+			return -1;
+		}
+		pairs[r].note = psprintf("recommended: the smallest pair whose held-out explained ratio reaches %g", scan->target);
+	}
+	else
+	{
+		if (lift < STRUCTURE_LIFT)
+			return -1;
+		r = rule_error(pairs, n, scan, variance);
+		if (r < 0)
+		{
+			ereport(NOTICE,
+					(errmsg("perpca_choose_ranks: no pair that no larger pair improves on has theta_est >= %g",
+							scan->min_theta),
+					 errhint("Those pairs have local subspaces that the clients share: include n_local 0 in the grid, or lower min_theta; or widen the grid toward larger ranks.")));
+			return -1;
+		}
+		pairs[r].note = psprintf("recommended: the smallest pair that no larger pair improves on by more than noise would (within %g)", scan->within);
+	}
+	if (lo == hi)
+		return r;				/* one size of pair: no direction to point */
+	if (pairs[r].g + pairs[r].l == hi && hi < scan->d - 1)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the largest of the grid",
+						pairs[r].g, pairs[r].l),
+				 errhint("Widen the grid toward larger ranks: up to n_global + n_local = %d can be measured.", scan->d - 1)));
+	else if (pairs[r].g + pairs[r].l == lo && lo > 1)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the smallest of the grid",
+						pairs[r].g, pairs[r].l),
+				 errhint("Narrow the grid toward smaller ranks: a smaller pair may do as well.")));
+	return r;
+}
+
+/* ------------------------------------------------------------------------
+ * The SQL function
+ * ------------------------------------------------------------------------
+ */
+
+/* A float8 argument, or dflt when NULL. */
+static double
+float_arg(FunctionCallInfo fcinfo, int argno, double dflt)
+{
+	return PG_ARGISNULL(argno) ? dflt : PG_GETARG_FLOAT8(argno);
+}
+
+/* Read the settings of the rules and check them. */
+static void
+scan_settings(FunctionCallInfo fcinfo, RankScan *scan, double *holdout)
+{
+	scan->within = float_arg(fcinfo, A_WITHIN, NAN);
+	scan->min_theta = float_arg(fcinfo, A_MIN_THETA, NAN);
+	scan->target = float_arg(fcinfo, A_TARGET, NAN);
+	*holdout = float_arg(fcinfo, A_HOLDOUT, NAN);
+	if (!(scan->within >= 0) || isinf(scan->within) || isnan(scan->min_theta) ||
+		!(*holdout > 0 && *holdout < 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("within must be >= 0, min_theta not NULL and holdout between 0 and 1 (exclusive)")));
+	if (!PG_ARGISNULL(A_TARGET) && !(scan->target > 0 && scan->target <= 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target_explained_ratio must be above 0 and at most 1, got %g", scan->target),
+				 errhint("Pass NULL for the error rule (within).")));
+}
+
+/* Show the pair being fitted in pg_stat_activity.application_name (reset with the transaction). */
+static void
+show_pair(int k, int n, const RankPair *p)
+{
+	char	   *name = psprintf("perpca_choose_ranks %d/%d: n_global %d, n_local %d", k, n, p->g, p->l);
+
+	ereport(NOTICE,
+			(errmsg("perpca_choose_ranks: fitting pair %d/%d (n_global %d, n_local %d)", k, n, p->g, p->l)));
+	(void) set_config_option("application_name", name, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	pfree(name);
+}
+
+/* Append one row of the result. */
+static void
+put_pair(ReturnSetInfo *rsinfo, const RankPair *p, bool recommended)
+{
+	Datum		values[NCOLS];
+	bool		nulls[NCOLS] = {0};
+	bool		fitted = !p->left_out;
+
+	values[0] = Int32GetDatum(p->g);
+	values[1] = Int32GetDatum(p->l);
+	values[2] = Float8GetDatum(p->objective);
+	values[3] = Float8GetDatum(p->train_error);
+	values[4] = Float8GetDatum(p->heldout_error);
+	values[5] = Float8GetDatum(p->heldout_error_samples);
+	values[6] = Float8GetDatum(p->heldout_ratio);
+	values[7] = Float8GetDatum(p->theta);
+	values[8] = Int32GetDatum(p->rounds);
+	values[9] = BoolGetDatum(p->converged);
+	values[10] = Float8GetDatum(p->seconds);
+	for (int c = 2; c <= 10; c++)
+		nulls[c] = !fitted || (c != 8 && c != 9 && !isfinite(DatumGetFloat8(values[c])));
+	values[11] = BoolGetDatum(recommended);
+	nulls[12] = p->note == NULL;
+	values[12] = nulls[12] ? (Datum) 0 : CStringGetTextDatum(p->note);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* Read both parts, scale them as the fit would, and pair each held-out client with its training client. */
+static RankData *
+read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryContext cxt)
+{
+	RankData   *data = palloc0(sizeof(RankData));
+	Oid			nsp = perpca_extension_schema();
+	char	   *query = fit_text_arg(fcinfo, A_QUERY, "query");
+	char	   *train_q,
+			   *held_q;
+	const ClientInput **sorted;
+	double	   *mean;
+	double		rows;
+	bool	   *constant;
+	double	   *scale;
+	int		   *held_train;
+
+	if (!PG_ARGISNULL(A_HELDOUT))
+	{
+		train_q = query;
+		held_q = text_to_cstring(PG_GETARG_TEXT_PP(A_HELDOUT));
+	}
+	else
+	{
+		int			cut = (int) rint(holdout * 10000);
+
+		train_q = split_query(query, nsp, cut, false);
+		held_q = split_query(query, nsp, cut, true);
+	}
+	perpca_report_phase("perpca_choose_ranks: reading the training rows");
+	data->train = clients_read(stats_query(train_q, nsp, "query"), 0, cxt, &data->ntrain);
+	if (data->ntrain == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("the training part of the query has no rows")));
+	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
+	data->held = clients_read(stats_query(held_q, nsp, "held-out query"), 0, cxt, &data->nheld);
+	clients_check(data->train, data->ntrain, 0, true);
+	data->d = data->train[0].stats->dim;
+	for (int h = 0; h < data->nheld; h++)
+		if (data->held[h].stats->dim != data->d)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("held-out client \"%s\" has dimension %d, the training rows have %d",
+							data->held[h].name, data->held[h].stats->dim, data->d)));
+
+	scale = clients_scale(data->train, data->ntrain, opts->scale, &constant);
+	if (scale != NULL)
+		clients_scale_by(data->held, data->nheld, scale);
+	mean = palloc(sizeof(double) * data->d);
+	rows = clients_mean_sum(data->train, data->ntrain, mean);
+	for (int j = 0; j < data->d; j++)
+		mean[j] /= rows;
+	data->global_mean = mean;
+
+	sorted = palloc(sizeof(ClientInput *) * data->ntrain);
+	for (int i = 0; i < data->ntrain; i++)
+		sorted[i] = &data->train[i];
+	qsort(sorted, data->ntrain, sizeof(ClientInput *), input_name_cmp);
+	held_train = palloc(sizeof(int) * Max(data->nheld, 1));
+	for (int h = 0; h < data->nheld; h++)
+	{
+		int			s = find_train(sorted, data->ntrain, data->held[h].name);
+
+		held_train[h] = s < 0 ? -1 : (int) (sorted[s] - data->train);
+	}
+	data->held_train = held_train;
+	return data;
+}
+
+/* perpca_choose_ranks(query, heldout, global_ranks, local_ranks, within, min_theta, holdout, fit options..., target_explained_ratio) */
+Datum
+perpca_choose_ranks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext scancxt,
+				paircxt,
+				old;
+	FitOptions	opts;
+	RankScan	scan;
+	double		holdout;
+	int		   *gs,
+			   *ls,
+				ng,
+				nl;
+	char	   *app = pstrdup(GetConfigOption("application_name", false, false));
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(A_QUERY))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("query must not be NULL")));
+	scan_settings(fcinfo, &scan, &holdout);
+	fit_options_parse(fcinfo, &rank_args, &opts);
+	gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &ng);
+	ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &nl);
+
+	scancxt = AllocSetContextCreate(CurrentMemoryContext, "perpca_choose_ranks", ALLOCSET_DEFAULT_SIZES);
+	paircxt = AllocSetContextCreate(scancxt, "perpca_choose_ranks pair", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(scancxt);
+	PG_TRY();
+	{
+		RankData   *data = read_data(fcinfo, &opts, holdout, scancxt);
+		RankPair   *pairs;
+		double	   *mean_sum = palloc(sizeof(double) * data->d);
+		const double *fit_centre;
+		int			npairs,
+					nfit,
+					k = 0,
+					rec;
+
+		scan.d = data->d;
+		pairs = grid(gs, ng, ls, nl, data->d, &npairs, &nfit);
+		if (nfit == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("no pair of ranks to fit: need n_global, n_local >= 0 with 1 <= n_global + n_local < %d",
+							data->d),
+					 errdetail("A pair that uses all %d dimensions explains held-out rows exactly.", data->d)));
+		fit_centre = clients_center(opts.center, mean_sum,
+									clients_mean_sum(data->train, data->ntrain, mean_sum), data->d);
+		for (int i = 0; i < npairs; i++)
+		{
+			instr_time	start,
+						elapsed;
+
+			if (pairs[i].left_out)
+				continue;
+			show_pair(++k, nfit, &pairs[i]);
+			perpca_report_phase("perpca_choose_ranks: pair %d/%d (n_global %d, n_local %d)",
+								k, nfit, pairs[i].g, pairs[i].l);
+			INSTR_TIME_SET_CURRENT(start);
+			MemoryContextSwitchTo(paircxt);
+			fit_pair(&pairs[i], data, &opts, fit_centre);
+			MemoryContextSwitchTo(scancxt);
+			MemoryContextReset(paircxt);
+			INSTR_TIME_SET_CURRENT(elapsed);
+			INSTR_TIME_SUBTRACT(elapsed, start);
+			pairs[i].seconds = INSTR_TIME_GET_DOUBLE(elapsed);
+		}
+		if (nfit < npairs)
+			ereport(NOTICE,
+					(errmsg("perpca_choose_ranks: %d pair(s) left out: n_global + n_local >= d = %d leaves no dimension to measure held-out error",
+							npairs - nfit, data->d)));
+		(void) set_config_option("application_name", app, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+		rec = recommend(pairs, npairs, &scan);
+		MemoryContextSwitchTo(old);
+		for (int i = 0; i < npairs; i++)
+			put_pair(rsinfo, &pairs[i], i == rec);
+	}
+	PG_FINALLY();
+	{
+		perpca_restore_activity();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(scancxt);
+	return (Datum) 0;
+}

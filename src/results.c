@@ -1,0 +1,483 @@
+/*
+ * results.c -- a stored model read as a user reads it: named loadings
+ * (perpca_loadings), what each component explains in each client
+ * (perpca_component_variance) and clients clustered by their local
+ * subspaces (perpca_clusters)
+ *
+ * All read the model through model_read.c's checked reader (via the
+ * per-call-site binding of models.c), never through SQL.
+ *
+ * Clustering follows the paper's application (its section on clustering
+ * clients by local components): spectral clustering of the subspace
+ * distances rho_ij (perpca_similarity).  The affinity is
+ * A_ij = 1 - rho_ij / 2 = <P_i, P_j>_F / ((r_i + r_j) / 2), the mean squared
+ * cosine of the principal angles between the two local subspaces (in
+ * [0, 1]; a Gram matrix, so positive semidefinite), with A_ii = 0.  As
+ * scikit-learn's SpectralClustering(affinity = 'precomputed') does, the
+ * embedding is the top k eigenvectors u of D^-1/2 A D^-1/2, each row divided
+ * by sqrt(D_ii), and k-means (k-means++ starts, Lloyd iterations, the best of
+ * 10 runs) groups its rows; here with a fixed seed, so the clusters are the
+ * same on every call.  Clusters are numbered by their first client
+ * (bytewise).  With k NULL, k is the one with the largest gap
+ * mu_k - mu_{k+1} among the top eigenvalues mu of D^-1/2 A D^-1/2, for
+ * 2 <= k <= 20 (mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are
+ * not perfectly apart, so k = 1 would win too often).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "linalg.h"
+#include "model_rows.h"
+#include "perpca.h"
+
+PG_FUNCTION_INFO_V1(perpca_loadings);
+PG_FUNCTION_INFO_V1(perpca_component_variance);
+PG_FUNCTION_INFO_V1(perpca_clusters);
+
+/* The most clients perpca_clusters takes: rho and the eigenproblem are n x n. */
+#define CLUSTERS_MAX_CLIENTS 5000
+/* The largest k the eigengap rule considers. */
+#define CLUSTERS_MAX_AUTO_K 20
+#define KMEANS_RUNS 10
+#define KMEANS_ITER 300
+
+/* The name of feature j: the stored name, or x<j+1>. */
+static text *
+feature_name(const ModelData *m, int j)
+{
+	if (m->feature_names != NULL)
+		return cstring_to_text(m->feature_names[j]);
+	return cstring_to_text(psprintf("x%d", j + 1));
+}
+
+char *
+model_top_features(const ModelData *m, const double *w, int top)
+{
+	StringInfoData buf;
+	bool	   *used = palloc0(sizeof(bool) * m->d);
+
+	initStringInfo(&buf);
+	top = Min(top, m->d);
+	for (int t = 0; t < top; t++)
+	{
+		int			best = -1;
+
+		for (int j = 0; j < m->d; j++)
+			if (!used[j] && (best < 0 || fabs(w[j]) > fabs(w[best])))
+				best = j;
+		used[best] = true;
+		appendStringInfo(&buf, "%s%s %+.2f", t > 0 ? ", " : "", text_to_cstring(feature_name(m, best)),
+						 w[best]);
+	}
+	pfree(used);
+	return buf.data;
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_loadings
+ * ------------------------------------------------------------------------
+ */
+
+/* One row per feature of each component of a block (k x d rows). */
+static void
+loadings_block(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
+			   const int *number, int k)
+{
+	for (int c = 0; c < k; c++)
+		for (int j = 0; j < m->d; j++)
+		{
+			Datum		row[5];
+			bool		nulls[5] = {false, client == NULL, false, false, false};
+
+			row[0] = CStringGetTextDatum(client ? "local" : "global");
+			row[1] = client ? CStringGetTextDatum(client) : (Datum) 0;
+			row[2] = Int32GetDatum(number[c]);
+			row[3] = PointerGetDatum(feature_name(m, j));
+			row[4] = Float8GetDatum(A[(int64) c * m->d + j]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+		}
+}
+
+/* perpca_loadings(model) RETURNS TABLE (kind, client, component, feature, loading) */
+Datum
+perpca_loadings(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m;
+
+	InitMaterializedSRF(fcinfo, 0);
+	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
+	loadings_block(rsinfo, m, NULL, m->U, m->global_number, m->r1);
+	for (int i = 0; i < m->nclients; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		loadings_block(rsinfo, m, m->clients[i].name, m->clients[i].V, m->clients[i].number,
+					   m->clients[i].r2);
+	}
+	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_component_variance
+ * ------------------------------------------------------------------------
+ */
+
+/* The error for a model stored before the per-client statistics. */
+static void
+no_client_statistics(FunctionCallInfo fcinfo, const ModelClient *c)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("model \"%s\" has no per-component statistics for client \"%s\"",
+					text_to_cstring(PG_GETARG_TEXT_PP(0)), c->name),
+			 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance."),
+			 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
+}
+
+/*
+ * perpca_component_variance(model) RETURNS TABLE (client, kind, component,
+ * variance, ratio): w' M_i w for each global and local component w of
+ * client i, M_i the second moment of its training rows about the model's
+ * centre for it (= C_ii + (w'(mean_i - centre))^2 with C the stored scores'
+ * covariance), and its share of the client's total_variance.
+ */
+Datum
+perpca_component_variance(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m;
+	double	   *delta;
+
+	InitMaterializedSRF(fcinfo, 0);
+	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
+	delta = palloc(sizeof(double) * m->d);
+	for (int i = 0; i < m->nclients; i++)
+	{
+		const ModelClient *c = &m->clients[i];
+		int			k = m->r1 + c->r2;
+		const double *centre = m->center == CENTER_CLIENT ? NULL :
+			m->center == CENTER_GLOBAL ? m->global_mean : NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		if (k == 0)
+			continue;
+		if (c->score_cov == NULL)
+			no_client_statistics(fcinfo, c);
+		/* delta = (mean_i - centre) / scale: zero for center 'client' */
+		for (int j = 0; j < m->d; j++)
+		{
+			double		off = m->center == CENTER_CLIENT ? 0.0 : c->mean[j] - (centre ? centre[j] : 0.0);
+
+			delta[j] = m->scale ? off / m->scale[j] : off;
+		}
+		for (int a = 0; a < k; a++)
+		{
+			bool		global = a < m->r1;
+			const double *w = global ? m->U + (int64) a * m->d : c->V + (int64) (a - m->r1) * m->d;
+			double		shift = linalg_dot(m->d, w, delta);
+			double		variance = c->score_cov[(int64) a * k + a] + shift * shift;
+			Datum		row[5];
+			bool		nulls[5] = {false, false, false, false, false};
+
+			row[0] = CStringGetTextDatum(c->name);
+			row[1] = CStringGetTextDatum(global ? "global" : "local");
+			row[2] = Int32GetDatum(global ? m->global_number[a] : c->number[a - m->r1]);
+			row[3] = Float8GetDatum(variance);
+			nulls[4] = c->total_variance.isnull || !(c->total_variance.value > 0.0);
+			row[4] = Float8GetDatum(nulls[4] ? 0.0 : variance / c->total_variance.value);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+		}
+	}
+	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_clusters
+ * ------------------------------------------------------------------------
+ */
+
+/* splitmix64: the k-means starts' random stream (fixed seed: the same clusters on every call). */
+static uint64
+next_random(uint64 *state)
+{
+	uint64		z = (*state += UINT64CONST(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* A uniform double in [0, 1). */
+static double
+uniform(uint64 *state)
+{
+	return (next_random(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double
+sqdist(const double *a, const double *b, int k)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < k; j++)
+		s += (a[j] - b[j]) * (a[j] - b[j]);
+	return s;
+}
+
+/* k-means++ starts on the n rows of X (n x k). */
+static void
+kmeans_start(const double *X, int n, int k, double *centers, uint64 *state, double *dist)
+{
+	int			first = (int) (uniform(state) * n);
+
+	memcpy(centers, X + (int64) first * k, sizeof(double) * k);
+	for (int i = 0; i < n; i++)
+		dist[i] = sqdist(X + (int64) i * k, centers, k);
+	for (int c = 1; c < k; c++)
+	{
+		double		total = 0.0,
+					pick;
+		int			chosen = n - 1;
+
+		for (int i = 0; i < n; i++)
+			total += dist[i];
+		pick = uniform(state) * total;
+		for (int i = 0; i < n; i++)
+		{
+			pick -= dist[i];
+			if (pick < 0.0)
+			{
+				chosen = i;
+				break;
+			}
+		}
+		if (total <= 0.0)
+			chosen = c % n;		/* all rows on the centers already */
+		memcpy(centers + (int64) c * k, X + (int64) chosen * k, sizeof(double) * k);
+		for (int i = 0; i < n; i++)
+			dist[i] = Min(dist[i], sqdist(X + (int64) i * k, centers + (int64) c * k, k));
+	}
+}
+
+/* Lloyd iterations from the given centers; returns the inertia, labels set. */
+static double
+kmeans_lloyd(const double *X, int n, int k, double *centers, int *label)
+{
+	double	   *sum = palloc(sizeof(double) * k * k);
+	int		   *count = palloc(sizeof(int) * k);
+	double		inertia = 0.0;
+
+	for (int it = 0; it < KMEANS_ITER; it++)
+	{
+		bool		changed = false;
+
+		inertia = 0.0;
+		for (int i = 0; i < n; i++)
+		{
+			int			best = 0;
+			double		bd = INFINITY;
+
+			for (int c = 0; c < k; c++)
+			{
+				double		dd = sqdist(X + (int64) i * k, centers + (int64) c * k, k);
+
+				if (dd < bd)
+				{
+					bd = dd;
+					best = c;
+				}
+			}
+			changed |= it == 0 || label[i] != best;
+			label[i] = best;
+			inertia += bd;
+		}
+		if (!changed)
+			break;
+		memset(sum, 0, sizeof(double) * k * k);
+		memset(count, 0, sizeof(int) * k);
+		for (int i = 0; i < n; i++)
+		{
+			count[label[i]]++;
+			for (int j = 0; j < k; j++)
+				sum[(int64) label[i] * k + j] += X[(int64) i * k + j];
+		}
+		for (int c = 0; c < k; c++)
+			if (count[c] > 0)
+				for (int j = 0; j < k; j++)
+					centers[(int64) c * k + j] = sum[(int64) c * k + j] / count[c];
+	}
+	pfree(sum);
+	pfree(count);
+	return inertia;
+}
+
+/* The best of KMEANS_RUNS k-means runs on the rows of X (n x k): labels and centers. */
+static void
+kmeans(const double *X, int n, int k, int *label, double *centers)
+{
+	uint64		state = 0;
+	double		best = INFINITY;
+	double	   *c = palloc(sizeof(double) * k * k);
+	double	   *dist = palloc(sizeof(double) * n);
+	int		   *l = palloc(sizeof(int) * n);
+
+	for (int run = 0; run < KMEANS_RUNS; run++)
+	{
+		double		inertia;
+
+		CHECK_FOR_INTERRUPTS();
+		kmeans_start(X, n, k, c, &state, dist);
+		inertia = kmeans_lloyd(X, n, k, c, l);
+		if (inertia < best - 1e-12 * Max(best, 1.0) || run == 0)
+		{
+			best = inertia;
+			memcpy(label, l, sizeof(int) * n);
+			memcpy(centers, c, sizeof(double) * k * k);
+		}
+	}
+}
+
+/* B = D^-1/2 A D^-1/2 of the affinities of the model's clients (n x n), sqrt(D) into dd. */
+static double *
+affinity(const ModelData *m, double *dd)
+{
+	int			n = m->nclients;
+	double	   *B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * n * n);
+	double	   *G = palloc(sizeof(double) * Max(m->r2max * m->r2max, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		B[(int64) i * n + i] = 0.0;
+		for (int j = i + 1; j < n; j++)
+		{
+			double		rho = model_client_distance(m, &m->clients[i], &m->clients[j], G);
+			double		a = Max(1.0 - rho / 2.0, 0.0);
+
+			B[(int64) i * n + j] = B[(int64) j * n + i] = a;
+		}
+	}
+	for (int i = 0; i < n; i++)
+	{
+		double		deg = 0.0;
+
+		for (int j = 0; j < n; j++)
+			deg += B[(int64) i * n + j];
+		dd[i] = deg > 0.0 ? sqrt(deg) : 1.0;	/* an isolated client: as scipy's laplacian */
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			B[(int64) i * n + j] /= dd[i] * dd[j];
+	return B;
+}
+
+/* perpca_clusters(model, k DEFAULT NULL) RETURNS TABLE (client, cluster, distance_to_center) */
+Datum
+perpca_clusters(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m;
+	int			n,
+				k,
+				top;
+	bool		chosen = PG_ARGISNULL(1);
+	double	   *dd,
+			   *B,
+			   *values,
+			   *Z,
+			   *X,
+			   *centers;
+	int		   *label,
+			   *number;
+	int			next = 0;
+	bool		any_local = false;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model must not be NULL")));
+	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
+	n = m->nclients;
+	for (int i = 0; i < n; i++)
+		any_local |= m->clients[i].r2 > 0;
+	if (!any_local)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" has no local components to cluster its clients by",
+						text_to_cstring(PG_GETARG_TEXT_PP(0))),
+				 errhint("Train it with n_local >= 1.")));
+	if (n > CLUSTERS_MAX_CLIENTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("perpca_clusters takes at most %d clients, model \"%s\" has %d",
+						CLUSTERS_MAX_CLIENTS, text_to_cstring(PG_GETARG_TEXT_PP(0)), n)));
+	k = chosen ? 0 : PG_GETARG_INT32(1);
+	if (!chosen && (k < 1 || k > n))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be between 1 and the number of clients (%d), got %d", n, k),
+				 errhint("Pass k => NULL to choose k by the largest eigengap.")));
+
+	dd = palloc(sizeof(double) * n);
+	B = affinity(m, dd);
+	top = chosen ? Min(n, CLUSTERS_MAX_AUTO_K + 1) : k;
+	values = palloc(sizeof(double) * top);
+	Z = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * n * top);
+	if (linalg_eigh_top(n, B, top, values, Z, top,
+						MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(double) * LINALG_EIGH_WORK(n, top))) != 0)
+		elog(ERROR, "eigendecomposition of the clients' affinities failed");
+	if (chosen)
+	{
+		double		gap = -1.0;
+
+		/* k >= 2: mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are not perfectly apart */
+		k = Min(n, 2);
+		for (int j = 1; j + 1 < top; j++)
+			if (values[j] - values[j + 1] > gap)
+			{
+				gap = values[j] - values[j + 1];
+				k = j + 1;
+			}
+		ereport(NOTICE,
+				(errmsg("perpca_clusters: k = %d, chosen by the largest eigengap (mu_%d - mu_%d = %.3g)",
+						k, k, k + 1, gap > 0 ? gap : 0.0),
+				 errdetail("The eigenvalues mu of the normalized affinity D^-1/2 A D^-1/2 were compared for k = 2 .. %d.",
+						   Max(top - 1, 2))));
+	}
+	/* The embedding: row i of the top k eigenvectors, divided by sqrt(D_ii). */
+	X = palloc(sizeof(double) * n * k);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < k; j++)
+			X[(int64) i * k + j] = Z[(int64) i * top + j] / dd[i];
+	label = palloc(sizeof(int) * n);
+	centers = palloc(sizeof(double) * k * k);
+	kmeans(X, n, k, label, centers);
+
+	/* Number the clusters by their first client (clients are sorted bytewise). */
+	number = palloc(sizeof(int) * k);
+	for (int c = 0; c < k; c++)
+		number[c] = 0;
+	for (int i = 0; i < n; i++)
+		if (number[label[i]] == 0)
+			number[label[i]] = ++next;
+	for (int i = 0; i < n; i++)
+	{
+		Datum		row[3];
+		bool		nulls[3] = {false, false, false};
+
+		row[0] = CStringGetTextDatum(m->clients[i].name);
+		row[1] = Int32GetDatum(number[label[i]]);
+		row[2] = Float8GetDatum(sqrt(sqdist(X + (int64) i * k, centers + (int64) label[i] * k, k)));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,267 @@
+# 047_pgvector.pl -- perpca_vector on a real pgvector: vector and halfvec rows in,
+# vector rows out.
+#
+# Checked against the float8[] path on the same numbers (v::real[]::float8[]):
+#   - perpca_stats(vector) and perpca_stats(halfvec) give the same value bit for
+#     bit (text form, which round-trips exactly): thin and dense groups, several
+#     blocks, NULL rows, the whole table, every binary16 value (normal,
+#     subnormal, zero, both signs); under a forced parallel plan the partial
+#     states combine (plan and statistics checked);
+#   - each model row function (scores, global part, local part, reconstruct,
+#     residual, error) for a vector row equals the float8[] one's result cast
+#     to vector (float8 for the error), with text and integer client keys, an
+#     unknown client, a scaled model;
+#   - errors: a row of another dimension, a dimension above perpca's limit, and
+#     malformed vectors (made from bytes with a binary-coercible cast: header
+#     inconsistent with the size, unused field set, zero dimensions, NaN);
+#     a schema other than perpca's; empty scores as a vector;
+#   - per-row global scores stored in a vector(k) column with an HNSW index:
+#     the index search over the scores returns the neighbours that an exact
+#     search over the full vectors returns (recall@10 measured).
+# pgvector comes from the PostgreSQL installation (a Debian package) or from
+# scripts/pgvector.sh (scripts/test.sh builds it when the source is there);
+# without it the test skips.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PerpcaTest;
+
+if ($ENV{PERPCA_PGVECTOR_FAILED})
+{
+	fail("pgvector is available: $ENV{PERPCA_PGVECTOR_FAILED}");
+	done_testing();
+	exit;
+}
+my $sharedir = `pg_config --sharedir`;
+chomp $sharedir;
+plan skip_all => 'pgvector is not installed in this PostgreSQL installation ('
+  . ($ENV{PERPCA_PGVECTOR_SKIP}
+	  // "no vector.control in $sharedir/extension; scripts/test.sh builds it with scripts/pgvector.sh")
+  . ')'
+  unless -f "$sharedir/extension/vector.control";
+
+my $node = start_node('pgvector', "max_parallel_workers_per_gather = 0\n");
+my $db = 'postgres';
+
+sub sql { return $node->safe_psql($db, $_[0]); }
+
+# ($ok, $sqlstate, $message) of SQL that should fail.
+sub fails
+{
+	my ($sql) = @_;
+	my ($rc, $out, $err) =
+	  $node->psql($db, "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
+	my ($state) = $err =~ /ERROR:\s+([0-9A-Z]{5}):/;
+	return ($rc != 0, $state // '', $err);
+}
+
+sub error_is
+{
+	my ($sql, $state, $re, $name) = @_;
+	my ($failed, $got, $err) = fails($sql);
+	ok($failed && $got eq $state && $err =~ $re, $name)
+	  or diag("expected $state =~ $re, got: $err");
+}
+
+sql('CREATE EXTENSION perpca_vector CASCADE');
+is( sql(  "SELECT string_agg(extname, ',' ORDER BY extname) FROM pg_extension "
+		  . "WHERE extname IN ('perpca', 'vector', 'perpca_vector')"),
+	'perpca,perpca_vector,vector',
+	'CREATE EXTENSION perpca_vector CASCADE brings perpca and vector');
+
+# ---- In: statistics ---------------------------------------------------------
+# Rows of three groups in d = 12 with their own offsets and spreads: group 1
+# has 5 rows (thin: n <= d/2), group 2 300 (dense, three blocks of 128),
+# group 3 40; a NULL every 37th row.  Values rounded to float4 by the vector.
+my $d = 12;
+sql(qq{
+CREATE TABLE rows AS
+SELECT i, g,
+       CASE WHEN i % 37 = 0 THEN NULL ELSE
+       ARRAY(SELECT (g * 10 + sin(i * 0.37 + j * 1.3) * (j % 4 + 1) + cos(i * j * 0.011) / 3)::real
+             FROM generate_series(1, $d) AS j)::vector($d) END AS v
+FROM (SELECT i, CASE WHEN i <= 5 THEN 1 WHEN i <= 305 THEN 2 ELSE 3 END AS g
+      FROM generate_series(1, 345) AS i) s;
+ALTER TABLE rows ADD COLUMN h halfvec($d);
+UPDATE rows SET h = v::halfvec($d);
+});
+
+is( sql(  "SELECT string_agg(g || ':' || perpca_stats_form(s) || ':' || perpca_count(s), ' ' ORDER BY g) "
+		  . "FROM (SELECT g, perpca_stats(v) AS s FROM rows GROUP BY g) q"),
+	'1:thin:5 2:dense:292 3:dense:39',
+	'perpca_stats(vector): groups thin and dense, NULL rows skipped');
+is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+		  . "SELECT g, perpca_stats(v) AS a, perpca_stats(v::real[]::float8[]) AS b FROM rows GROUP BY g "
+		  . "UNION ALL SELECT 0, perpca_stats(v), perpca_stats(v::real[]::float8[]) FROM rows) q"),
+	'4/4',
+	'perpca_stats(vector) = perpca_stats(v::real[]::float8[]) bit for bit (3 groups and the whole table)');
+is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+		  . "SELECT g, perpca_stats(h) AS a, perpca_stats(h::real[]::float8[]) AS b FROM rows GROUP BY g "
+		  . "UNION ALL SELECT 0, perpca_stats(h), perpca_stats(h::real[]::float8[]) FROM rows) q"),
+	'4/4',
+	'perpca_stats(halfvec) = perpca_stats(h::real[]::float8[]) bit for bit');
+is(sql("SELECT perpca_stats(v) IS NULL FROM rows WHERE v IS NULL"),
+	't', 'only NULL rows: NULL, as for float8[]');
+is( sql(  "SELECT (SELECT perpca_stats(v)::text FROM rows WHERE g = 2) "
+		  . "= (SELECT perpca_merge(s)::text FROM (SELECT perpca_stats(v) AS s FROM rows WHERE g = 2) q)"),
+	't', 'a vector-made value merges like any perpca_stats value');
+
+# Every finite binary16 value, both signs (63488 values), in 16 rows of 3968:
+# the mean of a one-row group is the row, so it shows each conversion
+# (compared as numbers: the statistics' mean of -0 alone is +0, for float8[] too).
+sql(q{
+CREATE TABLE halves AS
+WITH v AS (
+    SELECT row_number() OVER (ORDER BY s, e, f) - 1 AS k,
+           s * CASE WHEN e = 0 THEN f * 2.0::float8 ^ -24 ELSE (1024 + f) * 2.0::float8 ^ (e - 25) END AS x
+    FROM generate_series(0, 30) AS e, generate_series(0, 1023) AS f, (VALUES (1), (-1)) AS sg(s))
+SELECT k / 3968 AS r, array_agg(x ORDER BY k)::real[]::halfvec AS h FROM v GROUP BY k / 3968;
+});
+is( sql(  "SELECT count(*) FILTER (WHERE perpca_mean(s) = h::real[]::float8[]) || '/' || count(*) "
+		  . "FROM (SELECT r, h, perpca_stats(h) OVER (PARTITION BY r) AS s FROM halves) q"),
+	'16/16', 'every binary16 value (normal, subnormal, zero, negative) read exactly');
+
+# Forced parallel plan: partial states from the workers combine (a group split
+# over processes meets in an order that depends on them: compared closely,
+# not bitwise).
+sql(q{CREATE TABLE big AS SELECT k % 4 AS g, v FROM rows, generate_series(0, 59) AS k; ANALYZE big});
+my $par = q{SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET enable_hashagg = off;};
+like(sql("$par EXPLAIN (COSTS OFF) SELECT g, perpca_stats(v) FROM big GROUP BY g"),
+	qr/Partial GroupAggregate|Partial HashAggregate|Partial Aggregate/, 'perpca_stats(vector) runs as a parallel partial aggregate');
+sql("$par CREATE TABLE par AS SELECT g, perpca_stats(v) AS s FROM big GROUP BY g");
+is( sql(  "SELECT bool_and(perpca_count(p.s) = perpca_count(q.s) AND "
+		  . "(SELECT max(abs(a - b)) < 1e-9 FROM unnest(perpca_covariance(p.s), perpca_covariance(q.s)) AS u(a, b))) "
+		  . "FROM par p JOIN (SELECT g, perpca_stats(v::real[]::float8[]) AS s FROM big GROUP BY g) q USING (g)"),
+	't', 'parallel perpca_stats(vector): the serial float8[] statistics');
+
+# ---- Errors ----------------------------------------------------------------------
+error_is("SELECT perpca_stats(v) FROM (VALUES ('[1,2]'::vector), ('[1,2,3]')) s(v)",
+	'22000', qr/input row has dimension 3, expected 2/, 'rows of two dimensions: an error');
+error_is("SELECT perpca_stats(array_fill(1, ARRAY[5000])::vector)",
+	'54000', qr/dimension 5000 exceeds the limit of 4096/, 'a vector above perpca\'s dimension limit');
+error_is("SELECT perpca_stats(array_fill(1, ARRAY[5000])::halfvec)",
+	'54000', qr/dimension 5000 exceeds the limit of 4096/, 'a halfvec above perpca\'s dimension limit');
+# Malformed values, made from bytes (little-endian) by a binary-coercible cast.
+sql(q{CREATE CAST (bytea AS vector) WITHOUT FUNCTION; CREATE CAST (bytea AS halfvec) WITHOUT FUNCTION});
+is(sql(q{SELECT perpca_mean(perpca_stats('\x020000000000803f00000040'::bytea::vector))}),
+	'{1,2}', 'a well-formed vector made from bytes reads (so the malformed ones below are what fail)');
+error_is(q{SELECT perpca_stats('\x030000000000803f00000040'::bytea::vector)},
+	'XX001', qr/input row is not a valid vector value.*3 dimensions/s, 'vector: dimension inconsistent with the size');
+error_is(q{SELECT perpca_stats('\x020001000000803f00000040'::bytea::vector)},
+	'XX001', qr/not a valid vector value.*unused field 1/s, 'vector: unused field not zero');
+error_is(q{SELECT perpca_stats('\x00000000'::bytea::vector)},
+	'XX001', qr/not a valid vector value/, 'vector: zero dimensions');
+error_is(q{SELECT perpca_stats('\x02000000003c'::bytea::halfvec)},
+	'XX001', qr/input row is not a valid halfvec value/, 'halfvec: dimension inconsistent with the size');
+error_is(q{SELECT perpca_stats('\x020000000000c07f00000040'::bytea::vector)},
+	'22000', qr/must not contain NaN or infinite values/, 'vector: a NaN (bytes only; pgvector rejects it) is rejected like in float8[]');
+error_is(q{SELECT perpca_stats('\x02000000007c0040'::bytea::halfvec)},
+	'22000', qr/must not contain NaN or infinite values/, 'halfvec: an infinity is rejected like in float8[]');
+
+sql('CREATE SCHEMA elsewhere');
+$node->safe_psql($db, 'CREATE DATABASE other');
+$node->safe_psql('other', 'CREATE EXTENSION vector; CREATE EXTENSION perpca; CREATE SCHEMA elsewhere');
+{
+	my ($rc, $out, $err) =
+	  $node->psql('other', "\\set VERBOSITY verbose\nCREATE EXTENSION perpca_vector SCHEMA elsewhere");
+	ok($rc != 0 && $err =~ /3F000: perpca_vector must be created in the schema of perpca, public/,
+		'perpca_vector refuses a schema other than perpca\'s')
+	  or diag($err);
+}
+
+# ---- Out: the model row functions --------------------------------------------------
+sql(q{SELECT count(*) FROM perpca_train('vm', 'SELECT g, perpca_stats(v) FROM rows WHERE g > 1 GROUP BY g', 2, 2)});
+sql(q{SELECT count(*) FROM perpca_train('vs', 'SELECT g, perpca_stats(v) FROM rows WHERE g > 1 GROUP BY g', 2, 1,
+                                       scale => 'standard', center => 'global')});
+for my $model ('vm', 'vs')
+{
+	for my $key ('g', 'g::text')
+	{
+		my @checks = map {
+			"count(*) FILTER (WHERE perpca_model_$_('$model', $key, v)::text "
+			  . "= perpca_model_$_('$model', $key, v::real[]::float8[])::vector::text)"
+		} qw(scores global_part local_part reconstruct residual);
+		push @checks,
+		  "count(*) FILTER (WHERE perpca_model_error('$model', $key, v) "
+		  . "= perpca_model_error('$model', $key, v::real[]::float8[]))";
+		is( sql(  "SET client_min_messages = warning; SELECT concat_ws(' ', "
+				  . join(', ', @checks)
+				  . ", count(*)) FROM rows WHERE v IS NOT NULL"),
+			'336 336 336 336 336 336 336',
+			"model $model, key $key: scores, global_part, local_part, reconstruct, residual (vector) "
+			  . 'and error (float8) equal the float8[] functions\'');
+	}
+}
+is( sql(  "SELECT perpca_model_scores('vm', 1, v)::text = perpca_model_scores('vm', 1, v::real[]::float8[])::vector::text "
+		  . "AND vector_dims(perpca_model_scores('vm', 1, v)) = 2 FROM rows WHERE i = 1"),
+	't', 'an unknown client (group 1 was not trained): global scores only, as for float8[]');
+error_is("SELECT perpca_model_scores('vm', 1, v, unknown => 'error') FROM rows WHERE i = 1",
+	'42704', qr/client "1" is not in model "vm"/, 'unknown => error holds for vector rows');
+error_is("SELECT perpca_model_global_part('vm', 2, '[1,2,3]'::vector)",
+	'22000', qr/x has dimension 3, expected 12/, 'a row of the wrong dimension: an error');
+error_is(q{SELECT perpca_model_residual('vm', 2, '\x010001000000803f'::bytea::vector)},
+	'XX001', qr/x is not a valid vector value/, 'a malformed vector row: an error');
+error_is(q{SELECT perpca_model_error('vm', 2, '\x010000000000c07f'::bytea::vector)},
+	'22000', qr/x must not contain NaN or infinite values/, 'a NaN in a vector row: an error');
+is(sql("SELECT perpca_model_scores('vm', 2, NULL::vector) IS NULL"), 't', 'a NULL row: NULL (STRICT)');
+sql(q{SELECT count(*) FROM perpca_train('vi', 'SELECT g, perpca_stats(v) FROM rows WHERE g > 1 GROUP BY g', 0, 2,
+                                       method => 'indiv')});
+error_is("SET client_min_messages = warning; SELECT perpca_model_scores('vi', 9, v) FROM rows WHERE i = 1",
+	'22000', qr/the scores has no values, and a vector needs at least one/,
+	'no global components and an unknown client: no scores, an error for a vector (float8[]: empty array)');
+sql(q{DROP CAST (bytea AS vector); DROP CAST (bytea AS halfvec)});
+
+# ---- Scores in an HNSW index: recall against the full vectors ------------------------
+# 800 rows in d = 48 of 4 groups: a shared 6-dimensional structure, each group's
+# own 2 directions (small), and noise.  The model's 6 global scores per row go to a
+# vector(6) column with an HNSW index; for 40 query rows the index's 10 nearest
+# by the scores are compared with the exact 10 nearest by the full vectors.
+sql(q{
+CREATE TABLE emb AS
+SELECT i, i % 4 AS g,
+       ARRAY(SELECT (  sum(  sin(i * (0.731 + c * 0.113) + c * 1.9) * 3.0
+                           * cos(j * (0.37 + c * 0.217) + c))
+                     + 0.3 * sin(i * 0.05 * (i % 4 + 1) + j * (i % 4 + 2))
+                     + 0.01 * sin(i * 12.9898 + j * 78.233))::real
+             FROM generate_series(1, 48) AS j, generate_series(1, 6) AS c
+             GROUP BY j ORDER BY j)::vector(48) AS v
+FROM generate_series(1, 800) AS i;
+});
+sql(q{SELECT count(*) FROM perpca_train('em', 'SELECT g, perpca_stats(v) FROM emb GROUP BY g', 6, 2, center => 'global')});
+sql(q{
+ALTER TABLE emb ADD COLUMN s vector(6);
+UPDATE emb SET s = subvector(perpca_model_scores('em', g, v), 1, 6);
+CREATE INDEX emb_s ON emb USING hnsw (s vector_l2_ops);
+ANALYZE emb;
+});
+like(sql("SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT i FROM emb ORDER BY s <-> '[1,2,3,4,5,6]' LIMIT 10"),
+	qr/Index Scan using emb_s/, 'the search over the scores uses the HNSW index');
+my $recall = sql(q{
+SET enable_seqscan = off;
+SELECT round(avg(hits) / 10, 3) FROM (
+    SELECT q.i, (SELECT count(*) FROM
+                   (SELECT e.i FROM emb e ORDER BY e.s <-> q.s LIMIT 10) ann
+                   JOIN (SELECT e.i FROM emb e ORDER BY e.v <-> q.v LIMIT 10) ex
+                   USING (i)) AS hits
+    FROM emb q WHERE q.i % 20 = 0) r
+});
+diag("recall\@10 of the HNSW search over 6 global scores against exact search over 48 dimensions: $recall");
+cmp_ok($recall, '>=', 0.9, 'HNSW over the stored scores finds the full vectors\' neighbours (recall@10 >= 0.9)');
+# The measure can tell: two of the six scores (exact search) lose neighbours.
+my $recall2 = sql(q{
+SELECT round(avg(hits) / 10, 3) FROM (
+    SELECT q.i, (SELECT count(*) FROM
+                   (SELECT e.i FROM emb e ORDER BY subvector(e.s, 1, 2) <-> subvector(q.s, 1, 2) LIMIT 10) ann
+                   JOIN (SELECT e.i FROM emb e ORDER BY e.v <-> q.v LIMIT 10) ex
+                   USING (i)) AS hits
+    FROM emb q WHERE q.i % 20 = 0) r
+});
+diag("recall\@10 of exact search over the first 2 scores: $recall2");
+cmp_ok($recall2, '<', 0.7, 'two scores of six: the recall falls (the measure is not blind)');
+
+$node->stop;
+done_testing();
