@@ -27,7 +27,7 @@
 #define MEMORY LBFGS_MEMORY
 #define ARMIJO 1e-4
 #define MIN_STEP 1e-10			/* backtracking gives up below this */
-#define STALL_ROUNDS 2			/* iterations without progress in f or in the gradient */
+#define STALL_ROUNDS 5			/* iterations without progress in f or in the gradient */
 #define ROUNDING 1e-14			/* relative change of f treated as rounding */
 
 /* The L-BFGS state: iterate, its objective and gradient, the pairs. */
