@@ -22,6 +22,13 @@
 /* Dimension up to which the best response is always the exact LAPACK solve (d-space; Gram route). */
 #define BEST_RESPONSE_EXACT_DIM 96
 #define BEST_RESPONSE_EXACT_GRAM 24
+/*
+ * Dimension above which a best response whose iteration did not reach its
+ * tolerance keeps the iteration's Ritz vectors instead of an exact solve:
+ * one dsyev of a large matrix costs more than many rounds (d = 4096: about
+ * a minute), and the next round warm-starts from these vectors anyway.
+ */
+#define BEST_RESPONSE_EXACT_FALLBACK 1024
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
 /* Subspace iterations of an approximate local-PC computation (starts). */
@@ -511,10 +518,15 @@ svqb(int n, int mb, double *M, double *AM, double *work)
 			   *eigwork = T + mb * mb,
 			   *C = palloc(sizeof(double) * n * mb);
 	int			q = 0;
+	double		top = 0.0;
+
 
 	linalg_gemm(true, false, mb, mb, n, 1.0, M, mb, M, mb, 0.0, G, mb);
 	for (int j = 0; j < mb; j++)
-		dinv[j] = G[j * mb + j] > 0.0 ? 1.0 / sqrt(G[j * mb + j]) : 0.0;
+		top = Max(top, G[j * mb + j]);
+	/* columns at rounding level of the largest are dropped (scaled to zero), as are NaNs */
+	for (int j = 0; j < mb; j++)
+		dinv[j] = G[j * mb + j] > 1e-28 * top ? 1.0 / sqrt(G[j * mb + j]) : 0.0;
 	for (int i = 0; i < mb; i++)
 		for (int j = 0; j < mb; j++)
 			G[i * mb + j] *= dinv[i] * dinv[j];
@@ -622,6 +634,8 @@ lobpcg(FitClient *c, const SymOp *op, double *X, double *AX, int b, double *thet
 		CHECK_FOR_INTERRUPTS();
 		c->iterations++;
 		/* M = [R, P] orthogonal to X (twice, for rounding), then A R by one product */
+		if (3 * b > n)
+			p = 0;				/* no room for P beside X and R */
 		mb = b + p;
 		linalg_copy(n, b, R, b, M, mb);
 		if (p > 0)
@@ -1049,7 +1063,10 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 
 		op_orthonormalize(c, &op, c->X, c->b);
 		op_apply(c, &op, c->X, c->b, AX);
-		exact = !lobpcg(c, &op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER);
+		exact = (2 * c->b > m) ?
+			!subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
+			!lobpcg(c, &op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+			m <= BEST_RESPONSE_EXACT_FALLBACK;
 		pfree(AX);
 	}
 	if (exact)
@@ -1097,7 +1114,8 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		linalg_copy(d, b, ST + r1, r1 + b, AX, b);
 		if (r1 > 0)
 			deflate_block(d, r1, U, b, AX, b);
-		exact = !lobpcg(c, &op, c->X, AX, b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER);
+		exact = !lobpcg(c, &op, c->X, AX, b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+			d <= BEST_RESPONSE_EXACT_FALLBACK;
 		pfree(T);
 		pfree(ST);
 		pfree(AX);

@@ -174,7 +174,9 @@ keep_best(FitDiagnostics *diag, int j, const double *U, double *Ubest, int64 siz
 /*
  * L-BFGS, init 'best': every start to the screening tolerance, then hops
  * from the best optimum so far until opts->hops hops in a row fail to
- * improve it, then the best to the tolerance (its rounds are the winner's).
+ * improve it (one hop when the starts all ended in one basin, until a hop
+ * finds another), then the best to the tolerance (its rounds are the
+ * winner's).
  * A single start runs to the tolerance directly.
  */
 static void
@@ -188,7 +190,9 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 	bool		search = opts->init == FIT_INIT_BEST && (n > 1 || opts->hops > 0) && be->r1 > 0;
 	FitOptions	screen = *opts;
 	uint64		state = UINT64CONST(0xA0761D6478BD642F) ^ opts->seed;
-	int			best = 0;
+	int			best = 0,
+				patience;
+	bool		agree = true;
 	LbfgsMemory *memory = NULL,
 			   *mem;
 
@@ -201,9 +205,13 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 		mem = palloc0(sizeof(LbfgsMemory));
 		run_start(be, &screen, list[j], opts->rounds - diag->rounds, U, &step, diag, mem);
 		diag->rounds += diag->starts[j].rounds;
+		if (j > 0 && fit_projector_distance(be->d, be->r1, Ubest, be->r1, U, be->r1) > HOP_BASIN)
+			agree = false;
 		keep_best(diag, j, U, Ubest, size, mem, &best, &memory);
 	}
-	for (int failed = 0, h = 1; search && failed < opts->hops && diag->nstarts < FIT_MAX_STARTS &&
+	/* starts that all end in one basin get one hop to test it; any new basin, the full patience */
+	patience = agree ? Min(opts->hops, 1) : opts->hops;
+	for (int failed = 0, h = 1; search && failed < patience && diag->nstarts < FIT_MAX_STARTS &&
 		 opts->rounds - diag->rounds > 0; h++)
 	{
 		FitStartReport *rep = &diag->starts[diag->nstarts];
@@ -225,6 +233,8 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 
 			failed = keep_best(diag, diag->current, U, Ubest, size, mem, &best, &memory) && moved ?
 				0 : failed + 1;
+			if (failed == 0)
+				patience = opts->hops;
 		}
 	}
 	memcpy(U, Ubest, sizeof(double) * size);

@@ -190,7 +190,8 @@ CREATE TABLE fed_diag AS SELECT * FROM perpca_last_federated_fit();
 CREATE TABLE fed2 AS SELECT $cols FROM perpca_fit_federated($shards_reversed, $query_desc, 2, 3, $opts);
 CREATE TABLE fed2_diag AS SELECT * FROM perpca_last_federated_fit();
 SELECT a.rounds_run = b.rounds_run, a.objective = b.objective,
-       (SELECT count(*) FROM fed f JOIN fed2 g USING (client, kind, component)
+       (SELECT count(*) FROM fed f JOIN fed2 g ON f.client IS NOT DISTINCT FROM g.client
+                                             AND f.kind = g.kind AND f.component = g.component
          WHERE f.pc = g.pc AND f.variance = g.variance) = (SELECT count(*) FROM fed)
   FROM fed_diag a, fed2_diag b}),
 		't|t|t', "shards listed the other way round, clients in another order: the same rounds and bits ($opts)");
