@@ -32,8 +32,8 @@ SELECT solver, converged, (SELECT rounds_run FROM perpca_last_fit_starts() WHERE
        options->>'init' AS init
 FROM perpca_last_fit();
 SELECT objective AS lbfgs_objective FROM perpca_last_fit() \gset
--- every start and hop is reported (2 starts, then hops until 4 in a row find
--- no better optimum); the winner has the best objective
+-- every start and hop is reported (the 2 starts end in one basin, so one hop
+-- tests it); the winner has the best objective
 SELECT count(*) AS starts, bool_or(chosen) AS one_chosen,
        (SELECT objective FROM perpca_last_fit_starts() WHERE chosen) >= max(objective) - 1e-12 AS winner_best
 FROM perpca_last_fit_starts();
