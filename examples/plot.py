@@ -9,7 +9,7 @@ Run examples/digits.sql and examples/video.sql first (scripts/demo.sh
 Connects with the usual libpq environment (PGHOST, PGPORT, PGUSER,
 PGDATABASE).  Needs python3-matplotlib and python3-psycopg2 (Debian); the
 extension itself never does.  Every number drawn comes from SQL: the model
-tables, perpca_evaluate, perpca_similarity, perpca_choose_ranks, the
+tables, perpca_evaluate, perpca_similarity, perpca_clusters, perpca_choose_ranks, the
 model-aware projection functions and, when the extension has it,
 perpca_last_fit_rounds().
 """
@@ -98,6 +98,28 @@ def digits_similarity(cur, out):
     fig.colorbar(im, ax=ax, shrink=0.8)
     ax.set_title("Distance between local subspaces", fontsize=10)
     save(fig, out, "digits_similarity.png")
+
+
+def digits_clusters(cur, out):
+    """Classical MDS of the distances rho, coloured by perpca_clusters (as the paper's figure)."""
+    r = rows(cur, "SELECT client_a::int, client_b::int, distance FROM perpca_similarity('digits.model', true)")
+    D = np.zeros((10, 10))
+    for a, b, dist in r:
+        D[a, b] = dist
+    J = np.eye(10) - 1.0 / 10
+    B = -0.5 * J @ D @ J
+    w, V = np.linalg.eigh(B)
+    X = V[:, ::-1][:, :2] * np.sqrt(np.maximum(w[::-1][:2], 0))
+    cl = dict(rows(cur, "SELECT client::int, cluster FROM perpca_clusters('digits.model')"))
+    fig, ax = plt.subplots(figsize=(3.6, 3.1))
+    colors = plt.get_cmap("tab10")
+    for digit in range(10):
+        ax.scatter(X[digit, 0], X[digit, 1], s=160, color=colors(cl[digit] - 1), alpha=0.8)
+        ax.annotate(str(digit), X[digit], ha="center", va="center", fontsize=9, color="white")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title("Digits by local subspace: MDS of rho,\ncolour = perpca_clusters (k by eigengap)", fontsize=9)
+    save(fig, out, "digits_clusters.png")
 
 
 def digits_heldout(cur, out):
@@ -198,6 +220,7 @@ def main():
     digits_components(cur, a.out)
     digits_explained(cur, a.out)
     digits_similarity(cur, a.out)
+    digits_clusters(cur, a.out)
     digits_heldout(cur, a.out)
     digits_ranks(cur, a.out)
     video(cur, a.out)

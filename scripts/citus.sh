@@ -23,21 +23,23 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-CITUS_BUILD_PACKAGES=(liblz4-dev libzstd-dev libkrb5-dev libselinux1-dev libxslt1-dev
-	libpam0g-dev libreadline-dev "postgresql-server-dev-$PG_MAJOR" make gcc patch)
-
 skip() { echo "skip: $*"; exit 3; }
 
 # Set TARBALL to the source to build, or skip.
 find_tarball() {
 	local src=${PERPCA_CITUS_SOURCE:-$REPO_ROOT/../shared/vendor}
-	if [ -f "$src" ]; then
-		TARBALL=$src
-		return
-	fi
-	[ -d "$src" ] || skip "no Citus source at $src (set PERPCA_CITUS_SOURCE to a directory holding citus-VERSION.tar.gz)"
-	TARBALL=$(find "$src" -maxdepth 1 -name 'citus-[0-9]*.tar.gz' | sort -V | tail -n 1)
+	[ -e "$src" ] || skip "no Citus source at $src (set PERPCA_CITUS_SOURCE to a directory holding citus-VERSION.tar.gz)"
+	TARBALL=$(citus_tarball)
 	[ -n "$TARBALL" ] || skip "no citus-VERSION.tar.gz in $src"
+}
+
+# Skip unless the Citus source supports the server's major version.
+check_pg_version() {
+	local major supported
+	major=$(pg_config --version | awk '{print $2}' | cut -d. -f1)
+	supported=$(citus_pg_versions "$TARBALL")
+	[[ " $supported " == *" $major "* ]] ||
+		skip "Citus $(citus_version "$TARBALL") supports PostgreSQL ${supported// /, }, not $major"
 }
 
 cache_root() {
@@ -103,6 +105,7 @@ cmd_build() {
 	local out
 	find_tarball
 	command -v pg_config >/dev/null || ensure_build_packages
+	check_pg_version
 	out=$(build_dir_for "$TARBALL")
 	if [ -f "$out/.citus-built" ]; then
 		echo "$out"

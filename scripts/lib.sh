@@ -14,12 +14,19 @@
 #   5. on exit, whatever happened: stop the cluster, keep the logs of a failed
 #      run in log/, remove the scratch directory.
 
-PG_MAJOR=15
+# The PostgreSQL major version: the machine's 15, or the one of the root
+# filesystem a run is in (scripts/rootfs.sh sets PERPCA_PG_MAJOR there).
+PG_MAJOR=${PERPCA_PG_MAJOR:-15}
 PG_SYS_LIB=/usr/lib/postgresql/$PG_MAJOR
 PG_SYS_SHARE=/usr/share/postgresql/$PG_MAJOR
 PERPCA_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
 	"postgresql-$PG_MAJOR-cron" libopenblas-dev liblapacke-dev libipc-run-perl
 	python3-numpy make gcc libc6-dev perl)
+# Building the Debian package (scripts/package.sh, debian/).
+PERPCA_DEB_BUILD_PACKAGES=(build-essential dpkg-dev debhelper postgresql-server-dev-all fakeroot)
+# Building Citus (scripts/citus.sh).
+CITUS_BUILD_PACKAGES=(liblz4-dev libzstd-dev libkrb5-dev libselinux1-dev libxslt1-dev
+	libpam0g-dev libreadline-dev libicu-dev "postgresql-server-dev-$PG_MAJOR" make gcc patch)
 # Unprivileged OS user that runs the clusters when a script is started as root.
 PERPCA_RUN_USER=${PERPCA_RUN_USER:-perpca}
 # First port tried for a throwaway cluster.
@@ -81,10 +88,10 @@ copy_tree() {
 		-cf - . | tar -C "$dst" --no-same-owner -xf -
 }
 
-# As root: run scripts/SCRIPT as PERPCA_RUN_USER in a copy of the tree, then
-# exit with its status.  Logs of a failed run come back to $REPO_ROOT/log/.
+# As root: run scripts/SCRIPT as PERPCA_RUN_USER in a copy of the tree and
+# return its status.  Logs of a failed run come back to $REPO_ROOT/log/.
 # With KEEP=1 and success the copy is left in place (a cluster runs there).
-reexec_unprivileged() {
+run_unprivileged() {
 	local script=$1 keep=$2
 	shift 2
 	if ! id -u "$PERPCA_RUN_USER" >/dev/null 2>&1; then
@@ -123,6 +130,13 @@ reexec_unprivileged() {
 	else
 		rm -rf "$stage"
 	fi
+	return "$rc"
+}
+
+# As root: run_unprivileged, then exit with its status.
+reexec_unprivileged() {
+	local rc=0
+	run_unprivileged "$@" || rc=$?
 	exit "$rc"
 }
 
@@ -310,6 +324,48 @@ citus_install() {
 		export PERPCA_CITUS_FAILED="could not install $PERPCA_CITUS_BUILD into $1"
 		warn "$PERPCA_CITUS_FAILED"
 	fi
+}
+
+# The Citus source tarball (newest citus-VERSION.tar.gz in $PERPCA_CITUS_SOURCE,
+# a directory or the tarball, else in ../shared/vendor), or nothing.
+citus_tarball() {
+	local src=${PERPCA_CITUS_SOURCE:-$REPO_ROOT/../shared/vendor}
+	if [ -f "$src" ]; then
+		echo "$src"
+	elif [ -d "$src" ]; then
+		find "$src" -maxdepth 1 -name 'citus-[0-9]*.tar.gz' | sort -V | tail -n 1
+	fi
+}
+
+# The PostgreSQL major versions the Citus source TARBALL builds against, as its
+# configure script checks them ("15 16 17").
+citus_pg_versions() {
+	tar -xzOf "$1" --wildcards '*/configure' 2>/dev/null |
+		grep -o '"$version_num" != '"'"'[0-9]*'"'" | grep -o '[0-9]*' | sort -n | tr '\n' ' ' | sed 's/ $//'
+}
+
+# True if there is a Citus source and it supports PostgreSQL major version N.
+citus_supports() {
+	local tarball
+	tarball=$(citus_tarball)
+	[ -n "$tarball" ] || return 1
+	[[ " $(citus_pg_versions "$tarball") " == *" $1 "* ]]
+}
+
+# pg_regress output on stdin: the number of tests that passed, and the names
+# of those that failed (one a line).  PostgreSQL 15 prints "test name ... ok"
+# (" name ... ok" inside a parallel group), 16 and later TAP-like lines
+# ("ok 1  - name  12 ms", "not ok 2  + name").
+regress_passed() {
+	grep -cE '^(test +| +)[^ ]+ +\.\.\. ok|^ok [0-9]+ +[-+] ' || true
+}
+regress_failed() {
+	sed -nE 's/^(test +| +)([^ ]+) +\.\.\. (FAILED|failed).*/\2/p; s/^not ok [0-9]+ +[-+] +([^ ]+).*/\1/p'
+}
+
+# "N passed, M failed" from the last such line of FILE, as "N M"; nothing if none.
+counts_of() {
+	grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1 | sed -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/'
 }
 
 # pgvector for the perpca_vector tests (scripts/pgvector.sh): unless done already,

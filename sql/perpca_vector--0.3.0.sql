@@ -48,9 +48,10 @@ END
 $check$;
 
 -- ==========================================================================
--- In: perpca_stats over vector and halfvec rows.  Same state, combine,
--- serialize and final functions as perpca_stats(float8[]): the result is the
--- value perpca_stats(v::real[]::float8[]) gives, bit for bit.
+-- In: perpca_stats over vector and halfvec rows.  Same transition (for rows
+-- of these types), state, combine, serialize and final functions as
+-- perpca_stats(float8[]): the result is the value perpca_stats(v::real[]::float8[])
+-- gives, bit for bit.
 -- ==========================================================================
 
 CREATE FUNCTION perpca_vector_stats_accum(internal, vector) RETURNS internal
@@ -82,6 +83,41 @@ CREATE AGGREGATE perpca_stats(halfvec) (
     SSPACE = 16384,
     PARALLEL = SAFE
 );
+-- perpca_stats(v, nulls), as perpca_stats(x, nulls) for float8[]: pgvector's
+-- values hold no NaN or infinity, so 'skip' leaves nothing out of rows that
+-- pgvector made; the form is there so that one query serves both column types.
+CREATE FUNCTION perpca_vector_stats_accum_nulls(internal, vector, text) RETURNS internal
+    AS '$libdir/perpca', 'perpca_vector_stats_accum_nulls' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION perpca_halfvec_stats_accum_nulls(internal, halfvec, text) RETURNS internal
+    AS '$libdir/perpca', 'perpca_halfvec_stats_accum_nulls' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_vector_stats_accum_nulls(internal, vector, text) IS
+    'transition function of perpca_stats(vector, text)';
+COMMENT ON FUNCTION perpca_halfvec_stats_accum_nulls(internal, halfvec, text) IS
+    'transition function of perpca_stats(halfvec, text)';
+CREATE AGGREGATE perpca_stats(vector, text) (
+    SFUNC = @extschema@.perpca_vector_stats_accum_nulls,
+    STYPE = internal,
+    FINALFUNC = @extschema@.perpca_stats_final,
+    COMBINEFUNC = @extschema@.perpca_stats_combine,
+    SERIALFUNC = @extschema@.perpca_stats_serialize,
+    DESERIALFUNC = @extschema@.perpca_stats_deserialize,
+    SSPACE = 16384,
+    PARALLEL = SAFE
+);
+CREATE AGGREGATE perpca_stats(halfvec, text) (
+    SFUNC = @extschema@.perpca_halfvec_stats_accum_nulls,
+    STYPE = internal,
+    FINALFUNC = @extschema@.perpca_stats_final,
+    COMBINEFUNC = @extschema@.perpca_stats_combine,
+    SERIALFUNC = @extschema@.perpca_stats_serialize,
+    DESERIALFUNC = @extschema@.perpca_stats_deserialize,
+    SSPACE = 16384,
+    PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE perpca_stats(vector, text) IS
+    'perpca_stats(v, nulls) for vector rows: with nulls ''skip'' a row with a NaN or infinite value (which pgvector never makes) is left out and counted (perpca_skipped), with ''error'' it is an error; NULL rows are ignored either way';
+COMMENT ON AGGREGATE perpca_stats(halfvec, text) IS
+    'perpca_stats(v, nulls) for halfvec rows: with nulls ''skip'' a row with a NaN or infinite value (which pgvector never makes) is left out and counted (perpca_skipped), with ''error'' it is an error; NULL rows are ignored either way';
 COMMENT ON AGGREGATE perpca_stats(vector) IS
     'count, mean and centered co-moment matrix of the (non-NULL) vector rows of a group: the value perpca_stats(v::real[]::float8[]) gives, without the two arrays per row';
 COMMENT ON AGGREGATE perpca_stats(halfvec) IS

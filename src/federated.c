@@ -40,19 +40,9 @@
 PG_FUNCTION_INFO_V1(perpca_fit_federated);
 PG_FUNCTION_INFO_V1(perpca_last_federated_fit);
 
-/* Arguments of perpca_fit_federated, in SQL order. */
-enum
-{
-	FARG_SHARDS, FARG_QUERY, FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE,
-	FARG_STEP, FARG_UPDATE, FARG_RETRACTION, FARG_INIT, FARG_CENTER, FARG_WEIGHTS,
-	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SEED, FARG_SCALE
-};
-
-static const FitArgPositions fed_args = {
-	FARG_N_GLOBAL, FARG_N_LOCAL, FARG_ROUNDS, FARG_TOLERANCE, FARG_STEP, FARG_UPDATE,
-	FARG_RETRACTION, FARG_INIT, FARG_SEED, FARG_CENTER, FARG_WEIGHTS, -1,
-	FARG_VERBOSE, FARG_ADAPTIVE, FARG_SOLVER, FARG_SCALE, -1
-};
+/* Arguments of perpca_fit_federated that are not options (those are read by name). */
+#define FARG_SHARDS 0
+#define FARG_QUERY 1
 
 /* Everything the coordinator keeps during one fit. */
 typedef struct FedFit
@@ -635,7 +625,7 @@ fed_parse(FunctionCallInfo fcinfo, FedFit *f, FitOptions *opts)
 {
 	fed_shards_arg(fcinfo, f);
 	f->query = fit_text_arg(fcinfo, FARG_QUERY, "query");
-	fit_options_parse(fcinfo, &fed_args, opts);
+	fit_options_parse_call(fcinfo, opts);
 	if (opts->init == FIT_INIT_GIVEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -245,7 +245,6 @@ shard_keys(const ShardFit *sf)
 Datum
 perpca_shard_open(PG_FUNCTION_ARGS)
 {
-	static const FitArgPositions pos = {2, 3, -1, -1, -1, -1, -1, -1, 5, -1, 4, -1, -1, -1, -1, -1, -1};
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
 	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query")};
 	ShardFit   *sf;
@@ -262,7 +261,7 @@ perpca_shard_open(PG_FUNCTION_ARGS)
 	sf = shard_fit_new(id);
 	PG_TRY();
 	{
-		fit_options_parse(fcinfo, &pos, &sf->opts);
+		fit_options_parse_call(fcinfo, &sf->opts);	/* n_global, n_local, weights, seed */
 	}
 	PG_CATCH();
 	{

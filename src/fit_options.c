@@ -1,18 +1,31 @@
 /*
- * fit_options.c -- the options of a fit: names, defaults, checks, JSON
+ * fit_options.c -- the options of a fit: names, kinds, defaults, checks, JSON
  *
- * The one place that knows an option's default.  Ranks are checked against
- * the dimension later, when the clients are known (fit_input.c).
+ * The one place that knows an option: a row of option_defs below.  SQL
+ * signatures declare options with DEFAULT NULL and C reads them by argument
+ * name, so a new option is a row here, a field in FitOptions and an
+ * argument in each user-facing signature.  Ranks are checked against the
+ * dimension later, when the clients are known (fit_input.c).
  */
 #include "postgres.h"
 
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/numeric.h"
+#include "utils/syscache.h"
 
 #include "fit_options.h"
 #include "perpca.h"
+
+PG_FUNCTION_INFO_V1(perpca_fit_options);
 
 const char *const fit_method_names[4] = {"perpca", "dispca", "cpca", "indiv"};
 const char *const fit_solver_names[2] = {"lbfgs", "paper"};
@@ -23,12 +36,62 @@ const char *const fit_update_names[2] = {"stgd", "polar"};
 const char *const fit_retraction_names[2] = {"polar", "qr"};
 const char *const fit_weights_names[2] = {"equal", "samples"};
 
-#define DEFAULT_ROUNDS 5000
-/* L-BFGS init 'best': hops in a row that find no better optimum before the search stops. */
-#define DEFAULT_HOPS 4
 /* Paper: largest projector change of a round; L-BFGS: Riemannian gradient norm / lambda_max. */
 #define DEFAULT_TOLERANCE_PAPER 1e-9
 #define DEFAULT_TOLERANCE_LBFGS 1e-11
+
+typedef enum OptionKind
+{
+	OPT_RANK,					/* int, required, 0 .. PERPCA_MAX_DIM */
+	OPT_INT,					/* int in [min, max] */
+	OPT_INT64,					/* bigint */
+	OPT_FLOAT,					/* finite float8 > 0 (>= 0 when min == 0) */
+	OPT_BOOL,
+	OPT_CHOICE,					/* text among choices, kept as its index (an enum) */
+	OPT_FLAG,					/* text among two choices, kept as bool (index 1) */
+	OPT_TEXT					/* text, kept as a string */
+} OptionKind;
+
+typedef struct OptionDef
+{
+	const char *name;
+	OptionKind	kind;
+	size_t		offset;			/* of its field in FitOptions */
+	double		dflt;			/* default (choice index, bool 0/1); NAN: set after the loop */
+	const char *const *choices;
+	int			nchoices;
+	int			min;
+	int			max;
+	bool		in_json;		/* part of the effective options a model records */
+} OptionDef;
+
+#define FIELD(f) offsetof(FitOptions, f)
+#define CHOICES(names) names, lengthof(names)
+
+/* In checking order (the first invalid option is the one reported). */
+static const OptionDef option_defs[] = {
+	{"n_global", OPT_RANK, FIELD(n_global), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
+	{"n_local", OPT_RANK, FIELD(n_local), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
+	{"method", OPT_CHOICE, FIELD(method), FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true},
+	{"solver", OPT_CHOICE, FIELD(solver), FIT_SOLVER_LBFGS, CHOICES(fit_solver_names), 0, 0, true},
+	{"rounds", OPT_INT, FIELD(rounds), 5000, NULL, 0, 0, 10000000, true},
+	{"tolerance", OPT_FLOAT, FIELD(tolerance), NAN, NULL, 0, 0, 0, true},
+	{"step", OPT_FLOAT, FIELD(step), 0.0, NULL, 0, 1, 0, true},
+	{"adaptive", OPT_BOOL, FIELD(adaptive), NAN, NULL, 0, 0, 0, true},
+	{"update", OPT_CHOICE, FIELD(update), FIT_UPDATE_STGD, CHOICES(fit_update_names), 0, 0, true},
+	{"retraction", OPT_CHOICE, FIELD(retraction), FIT_RETRACT_POLAR, CHOICES(fit_retraction_names), 0, 0, true},
+	{"init", OPT_CHOICE, FIELD(init), FIT_INIT_BEST, CHOICES(fit_init_names), 0, 0, true},
+	{"seed", OPT_INT64, FIELD(seed), 0, NULL, 0, 0, 0, true},
+	{"center", OPT_CHOICE, FIELD(center), FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true},
+	{"scale", OPT_CHOICE, FIELD(scale), FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true},
+	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true},
+	/* lbfgs, init 'best': hops in a row that find no better optimum before the search stops */
+	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true},
+	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false},
+	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false},
+};
+
+#define FIELD_PTR(o, def, type) ((type *) ((char *) (o) + (def)->offset))
 
 int
 fit_choice(const char *value, const char *option, const char *const *names, int nnames)
@@ -59,134 +122,329 @@ fit_text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
-/* Whether argument argno is present and not NULL. */
-static bool
-given(FunctionCallInfo fcinfo, int argno)
+static const OptionDef *
+find_def(const char *name)
 {
-	return argno >= 0 && argno < PG_NARGS() && !PG_ARGISNULL(argno);
+	for (int i = 0; i < (int) lengthof(option_defs); i++)
+		if (strcmp(option_defs[i].name, name) == 0)
+			return &option_defs[i];
+	return NULL;
 }
 
-/* A choice option: its index, or dflt when NULL or absent. */
-static int
-choice_arg(FunctionCallInfo fcinfo, int argno, const char *option, const char *const *names,
-		   int nnames, int dflt)
+/* ------------------------------------------------------------------------
+ * From the arguments of a call, by name
+ * ------------------------------------------------------------------------
+ */
+
+/* Append ", "name": value" for one argument datum of type typid. */
+static void
+append_arg(StringInfo buf, const char *name, Oid typid, Datum value)
 {
-	if (!given(fcinfo, argno))
-		return dflt;
-	return fit_choice(text_to_cstring(PG_GETARG_TEXT_PP(argno)), option, names, nnames);
+	appendStringInfoString(buf, buf->len > 1 ? ", " : "");
+	escape_json(buf, name);
+	appendStringInfoString(buf, ": ");
+	switch (typid)
+	{
+		case INT4OID:
+			appendStringInfo(buf, "%d", DatumGetInt32(value));
+			break;
+		case INT8OID:
+			appendStringInfo(buf, INT64_FORMAT, DatumGetInt64(value));
+			break;
+		case FLOAT8OID:
+			if (isfinite(DatumGetFloat8(value)))
+				appendStringInfo(buf, "%.17g", DatumGetFloat8(value));
+			else				/* not a JSON number: kept as text, refused by the check */
+				escape_json(buf, DatumGetCString(DirectFunctionCall1(float8out, value)));
+			break;
+		case BOOLOID:
+			appendStringInfoString(buf, DatumGetBool(value) ? "true" : "false");
+			break;
+		case TEXTOID:
+			escape_json(buf, TextDatumGetCString(value));
+			break;
+		default:
+			elog(ERROR, "option \"%s\" has an argument of unexpected type %u", name, typid);
+	}
 }
 
-/* An int4 option in [min, max], or dflt when NULL or absent. */
-static int
-int_arg(FunctionCallInfo fcinfo, int argno, const char *option, int min, int max, int dflt)
+Jsonb *
+fit_options_from_call(FunctionCallInfo fcinfo)
 {
-	int			value;
+	HeapTuple	proc;
+	Oid		   *types;
+	char	  **names;
+	char	   *modes;
+	int			nargs;
+	StringInfoData buf;
 
-	if (!given(fcinfo, argno))
-		return dflt;
-	value = PG_GETARG_INT32(argno);
-	if (value < min || value > max)
+	if (fcinfo->flinfo == NULL || !OidIsValid(fcinfo->flinfo->fn_oid))
+		elog(ERROR, "fit options must be read from an SQL call");
+	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(proc))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	nargs = get_func_arg_info(proc, &types, &names, &modes);
+	ReleaseSysCache(proc);
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < nargs && i < PG_NARGS() && names != NULL; i++)
+		if (names[i] != NULL && !PG_ARGISNULL(i) && find_def(names[i]) != NULL)
+			append_arg(&buf, names[i], types[i], PG_GETARG_DATUM(i));
+	appendStringInfoChar(&buf, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/* ------------------------------------------------------------------------
+ * Parsing and checking
+ * ------------------------------------------------------------------------
+ */
+
+static void
+wrong_type(const OptionDef *def, const char *want)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("option \"%s\" must be %s", def->name, want)));
+}
+
+/* An integer option: numeric -> int8, then the range of the option. */
+static int64
+int_value(const OptionDef *def, const JsonbValue *v)
+{
+	int64		value;
+
+	if (v->type != jbvNumeric)
+		wrong_type(def, "an integer");
+	value = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
+	if (def->kind == OPT_INT64)
+		return value;
+	if (value < def->min || value > def->max)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be between %d and %d, got %d", option, min, max, value)));
+				 errmsg("option \"%s\" must be between %d and %d, got " INT64_FORMAT,
+						def->name, def->min, def->max, value)));
 	return value;
 }
 
-/* A rank (n_global, n_local): required, 0 .. PERPCA_MAX_DIM. */
-static int
-rank_arg(FunctionCallInfo fcinfo, int argno, const char *option)
-{
-	if (!given(fcinfo, argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be NULL", option)));
-	return int_arg(fcinfo, argno, option, 0, PERPCA_MAX_DIM, 0);
-}
-
-/* A finite float8 option > 0 (>= 0 when zero_ok), or dflt when NULL or absent. */
+/* A float option: a finite number > 0 (>= 0 when min is 0). */
 static double
-positive_arg(FunctionCallInfo fcinfo, int argno, const char *option, bool zero_ok, double dflt)
+float_value(const OptionDef *def, const JsonbValue *v)
 {
 	double		value;
+	bool		zero_ok = def->min == 0;
 
-	if (!given(fcinfo, argno))
-		return dflt;
-	value = PG_GETARG_FLOAT8(argno);
+	if (v->type == jbvNumeric)
+		value = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
+	else if (v->type == jbvString)
+		value = DatumGetFloat8(DirectFunctionCall1(float8in,
+												   CStringGetDatum(pnstrdup(v->val.string.val, v->val.string.len))));
+	else
+		value = NAN;
 	if (!isfinite(value) || value < 0.0 || (value == 0.0 && !zero_ok))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be a finite number %s 0", option, zero_ok ? ">=" : ">"),
+				 errmsg("option \"%s\" must be a finite number %s 0", def->name, zero_ok ? ">=" : ">"),
 				 errhint("Pass NULL for the default.")));
 	return value;
 }
 
-/* A boolean option, or dflt when NULL or absent. */
-static bool
-bool_arg(FunctionCallInfo fcinfo, int argno, bool dflt)
+static char *
+string_value(const OptionDef *def, const JsonbValue *v)
 {
-	return given(fcinfo, argno) ? PG_GETARG_BOOL(argno) : dflt;
+	if (v->type != jbvString)
+		wrong_type(def, "text");
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* Set one option from its JSON value (NULL: absent or null, the default). */
+static void
+set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
+{
+	bool		given = v != NULL && v->type != jbvNull;
+
+	switch (def->kind)
+	{
+		case OPT_RANK:
+			if (!given)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("argument \"%s\" must not be NULL", def->name)));
+			*FIELD_PTR(o, def, int) = (int) int_value(def, v);
+			break;
+		case OPT_INT:
+			*FIELD_PTR(o, def, int) = given ? (int) int_value(def, v) : (int) def->dflt;
+			break;
+		case OPT_INT64:
+			*FIELD_PTR(o, def, uint64) = given ? (uint64) int_value(def, v) : (uint64) def->dflt;
+			break;
+		case OPT_FLOAT:
+			*FIELD_PTR(o, def, double) = given ? float_value(def, v) : def->dflt;
+			break;
+		case OPT_BOOL:
+			if (given && v->type != jbvBool)
+				wrong_type(def, "a boolean");
+			*FIELD_PTR(o, def, bool) = given ? v->val.boolean : def->dflt == 1.0;
+			break;
+		case OPT_CHOICE:
+			*FIELD_PTR(o, def, int) = given ?
+				fit_choice(string_value(def, v), def->name, def->choices, def->nchoices) :
+				(int) def->dflt;
+			break;
+		case OPT_FLAG:
+			*FIELD_PTR(o, def, bool) = given &&
+				fit_choice(string_value(def, v), def->name, def->choices, def->nchoices) == 1;
+			break;
+		case OPT_TEXT:
+			*FIELD_PTR(o, def, char *) = given ? string_value(def, v) : NULL;
+			break;
+	}
+}
+
+/* The value of key in the JSON object, or NULL. */
+static JsonbValue *
+json_get(Jsonb *j, const char *key)
+{
+	JsonbValue	k;
+
+	if (j == NULL || !JB_ROOT_IS_OBJECT(j))
+		return NULL;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	return findJsonbValueFromContainer(&j->root, JB_FOBJECT, &k);
+}
+
+/* The parse; without ranks (a rank scan sets them per pair) n_global and n_local stay 0. */
+static void
+parse(Jsonb *given, FitOptions *o, bool ranks)
+{
+	if (given != NULL && !JB_ROOT_IS_OBJECT(given))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fit options must be a JSON object")));
+	memset(o, 0, sizeof(FitOptions));
+	for (int i = 0; i < (int) lengthof(option_defs); i++)
+	{
+		const OptionDef *def = &option_defs[i];
+		JsonbValue *v = json_get(given, def->name);
+
+		if (def->kind == OPT_RANK && !ranks)
+			continue;
+		set_option(o, def, v);
+		if (def->offset == FIELD(step))
+			o->step_given = v != NULL && v->type != jbvNull;
+		if (def->offset == FIELD(method) && ranks && o->n_global + o->n_local == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("n_global and n_local are both 0: there are no components to fit"),
+					 errhint("Ask for at least one global or local component.")));
+		/* Defaults that depend on other options. */
+		if (def->offset == FIELD(tolerance) && isnan(o->tolerance))
+			o->tolerance = o->solver == FIT_SOLVER_LBFGS ? DEFAULT_TOLERANCE_LBFGS : DEFAULT_TOLERANCE_PAPER;
+		if (def->offset == FIELD(adaptive) && (v == NULL || v->type == jbvNull))
+			o->adaptive = !o->step_given;
+	}
 }
 
 void
-fit_options_parse(FunctionCallInfo fcinfo, const FitArgPositions *pos, FitOptions *o)
+fit_options_parse(Jsonb *given, FitOptions *o)
 {
-	/* A rank scan (perpca_choose_ranks) has no rank arguments: it sets them per pair. */
-	bool		ranks = pos->n_global >= 0;
-
-	memset(o, 0, sizeof(FitOptions));
-	o->n_global = ranks ? rank_arg(fcinfo, pos->n_global, "n_global") : 0;
-	o->n_local = ranks ? rank_arg(fcinfo, pos->n_local, "n_local") : 0;
-	o->method = choice_arg(fcinfo, pos->method, "method", fit_method_names, 4, FIT_METHOD_PERPCA);
-	if (ranks && o->n_global + o->n_local == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_global and n_local are both 0: there are no components to fit"),
-				 errhint("Ask for at least one global or local component.")));
-	o->solver = choice_arg(fcinfo, pos->solver, "solver", fit_solver_names, 2, FIT_SOLVER_LBFGS);
-	o->rounds = int_arg(fcinfo, pos->rounds, "rounds", 0, 10000000, DEFAULT_ROUNDS);
-	o->tolerance = positive_arg(fcinfo, pos->tolerance, "tolerance", true,
-								 o->solver == FIT_SOLVER_LBFGS ? DEFAULT_TOLERANCE_LBFGS : DEFAULT_TOLERANCE_PAPER);
-	o->step_given = given(fcinfo, pos->step);
-	o->step = positive_arg(fcinfo, pos->step, "step", false, 0.0);
-	o->adaptive = bool_arg(fcinfo, pos->adaptive, !o->step_given);
-	o->update = choice_arg(fcinfo, pos->update, "update", fit_update_names, 2, FIT_UPDATE_STGD);
-	o->retraction = choice_arg(fcinfo, pos->retraction, "retraction", fit_retraction_names, 2,
-							   FIT_RETRACT_POLAR);
-	o->init = choice_arg(fcinfo, pos->init, "init", fit_init_names, 6, FIT_INIT_BEST);
-	o->seed = given(fcinfo, pos->seed) ? (uint64) PG_GETARG_INT64(pos->seed) : 0;
-	o->center = choice_arg(fcinfo, pos->center, "center", fit_center_names, 3, FIT_CENTER_CLIENT);
-	o->scale = choice_arg(fcinfo, pos->scale, "scale", fit_scale_names, 2, FIT_SCALE_NONE);
-	o->sample_weights = choice_arg(fcinfo, pos->weights, "weights", fit_weights_names, 2, 0) == 1;
-	o->verbose = bool_arg(fcinfo, pos->verbose, false);
-	o->hops = int_arg(fcinfo, pos->hops, "hops", 0, 1000, DEFAULT_HOPS);
+	parse(given, o, true);
 }
 
-/* A JSON number, or null for a value that does not apply. */
-static void
-json_number(StringInfo buf, const char *key, double x, bool applies)
+void
+fit_options_parse_call(FunctionCallInfo fcinfo, FitOptions *o)
 {
-	if (applies && isfinite(x))
-		appendStringInfo(buf, ", \"%s\": %.17g", key, x);
-	else
-		appendStringInfo(buf, ", \"%s\": null", key);
+	parse(fit_options_from_call(fcinfo), o, true);
+}
+
+void
+fit_options_parse_call_no_ranks(FunctionCallInfo fcinfo, FitOptions *o)
+{
+	parse(fit_options_from_call(fcinfo), o, false);
+}
+
+/* ------------------------------------------------------------------------
+ * The effective options as JSON
+ * ------------------------------------------------------------------------
+ */
+
+static void
+append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
+{
+	appendStringInfoString(buf, buf->len > 1 ? ", " : "");
+	escape_json(buf, def->name);
+	appendStringInfoString(buf, ": ");
+	switch (def->kind)
+	{
+		case OPT_RANK:
+		case OPT_INT:
+			appendStringInfo(buf, "%d", *FIELD_PTR(o, def, int));
+			break;
+		case OPT_INT64:
+			appendStringInfo(buf, INT64_FORMAT, (int64) *FIELD_PTR(o, def, uint64));
+			break;
+		case OPT_FLOAT:
+			/* null for a value that does not apply (a step that was not given) */
+			if ((def->offset != FIELD(step) || o->step_given) && isfinite(*FIELD_PTR(o, def, double)))
+				appendStringInfo(buf, "%.17g", *FIELD_PTR(o, def, double));
+			else
+				appendStringInfoString(buf, "null");
+			break;
+		case OPT_BOOL:
+			appendStringInfoString(buf, *FIELD_PTR(o, def, bool) ? "true" : "false");
+			break;
+		case OPT_CHOICE:
+			escape_json(buf, def->choices[*FIELD_PTR(o, def, int)]);
+			break;
+		case OPT_FLAG:
+			escape_json(buf, def->choices[*FIELD_PTR(o, def, bool) ? 1 : 0]);
+			break;
+		case OPT_TEXT:
+			if (*FIELD_PTR(o, def, char *) != NULL)
+				escape_json(buf, *FIELD_PTR(o, def, char *));
+			else
+				appendStringInfoString(buf, "null");
+			break;
+	}
+}
+
+static char *
+options_json(const FitOptions *o, bool with_ranks)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < (int) lengthof(option_defs); i++)
+		if (option_defs[i].in_json || (with_ranks && option_defs[i].kind == OPT_RANK))
+			append_option(&buf, o, &option_defs[i]);
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
 }
 
 char *
 fit_options_json(const FitOptions *o)
 {
-	StringInfoData buf;
+	return options_json(o, false);
+}
 
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"method\": \"%s\", \"solver\": \"%s\", \"rounds\": %d",
-					 fit_method_names[o->method], fit_solver_names[o->solver], o->rounds);
-	json_number(&buf, "tolerance", o->tolerance, true);
-	json_number(&buf, "step", o->step, o->step_given);
-	appendStringInfo(&buf, ", \"adaptive\": %s, \"update\": \"%s\", \"retraction\": \"%s\"",
-					 o->adaptive ? "true" : "false", fit_update_names[o->update],
-					 fit_retraction_names[o->retraction]);
-	appendStringInfo(&buf, ", \"init\": \"%s\", \"seed\": %lld, \"center\": \"%s\", \"weights\": \"%s\", \"scale\": \"%s\", \"hops\": %d}",
-					 fit_init_names[o->init], (long long) (int64) o->seed,
-					 fit_center_names[o->center], fit_weights_names[o->sample_weights ? 1 : 0],
-					 fit_scale_names[o->scale], o->hops);
-	return buf.data;
+Jsonb *
+fit_options_jsonb(const FitOptions *o, bool with_ranks)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(options_json(o, with_ranks))));
+}
+
+/*
+ * perpca_internal.fit_options(options jsonb) RETURNS jsonb: the effective
+ * options (defaults filled in, ranks included), or the error of the first
+ * invalid one.  For SQL callers that check options before a long query.
+ */
+Datum
+perpca_fit_options(PG_FUNCTION_ARGS)
+{
+	FitOptions	o;
+
+	fit_options_parse(PG_ARGISNULL(0) ? NULL : PG_GETARG_JSONB_P(0), &o);
+	PG_RETURN_JSONB_P(fit_options_jsonb(&o, true));
 }

@@ -1,14 +1,20 @@
 /*
- * fit_options.h -- the options of a fit, parsed and checked once (fit_options.c)
+ * fit_options.h -- the options of a fit: declared once, parsed once,
+ * defaulted once (fit_options.c)
  *
- * perpca_fit and perpca_fit_federated take the same options under the same
- * names; each passes the positions of its arguments.  A NULL option means
- * its default, so wrappers (perpca_train) can pass their arguments through.
+ * Every option is one row of fit_options.c's table: its name, its kind,
+ * its field in FitOptions and its default.  The SQL functions that take
+ * options (perpca_fit, perpca_train, perpca_fit_federated, ...) declare
+ * them as named arguments with DEFAULT NULL; their C code reads them by
+ * argument name (fit_options_from_call), so no C file lists a function's
+ * argument positions.  Internally options travel as one jsonb object, the
+ * same names as keys; NULL or absent means the default.
  */
 #ifndef PERPCA_FIT_OPTIONS_H
 #define PERPCA_FIT_OPTIONS_H
 
 #include "fmgr.h"
+#include "utils/jsonb.h"
 
 #include "fit_types.h"
 
@@ -22,34 +28,32 @@ extern const char *const fit_update_names[2];
 extern const char *const fit_retraction_names[2];
 extern const char *const fit_weights_names[2];
 
-/* Argument positions of the options in one SQL function (-1: not an argument). */
-typedef struct FitArgPositions
-{
-	int			n_global;
-	int			n_local;
-	int			rounds;
-	int			tolerance;
-	int			step;
-	int			update;
-	int			retraction;
-	int			init;
-	int			seed;
-	int			center;
-	int			weights;
-	int			method;
-	int			verbose;
-	int			adaptive;
-	int			solver;
-	int			scale;
-	int			hops;
-} FitArgPositions;
+/*
+ * The options given to the SQL function being called, by argument name: a
+ * JSON object of the arguments that are options and not NULL.  Arguments
+ * that are not options (query, model, shards, ...) are left out.
+ */
+extern Jsonb *fit_options_from_call(FunctionCallInfo fcinfo);
 
-/* Read and check every option; defaults for NULL or absent arguments. */
-extern void fit_options_parse(FunctionCallInfo fcinfo, const FitArgPositions *pos,
-							  FitOptions *opts);
+/*
+ * Read and check the options of a JSON object (keys that are not options
+ * are ignored; NULL and absent keys take the default).  Raises 22023 naming
+ * an invalid option, 22004 for a missing rank; returns when all are valid.
+ */
+extern void fit_options_parse(Jsonb *given, FitOptions *opts);
 
-/* The effective options as a JSON object (text). */
+/* fit_options_parse(fit_options_from_call(fcinfo), opts). */
+extern void fit_options_parse_call(FunctionCallInfo fcinfo, FitOptions *opts);
+
+/* The same for a function without rank arguments (a rank scan sets n_global
+ * and n_local per pair; they are left 0 and not checked here). */
+extern void fit_options_parse_call_no_ranks(FunctionCallInfo fcinfo, FitOptions *opts);
+
+/* The effective options as a JSON object (text), without the ranks, verbose and start. */
 extern char *fit_options_json(const FitOptions *opts);
+
+/* The same with n_global and n_local, as jsonb: what a model stores and a refresh passes back. */
+extern Jsonb *fit_options_jsonb(const FitOptions *opts, bool with_ranks);
 
 /* Index of value among names, or invalid_parameter_value listing the valid values. */
 extern int	fit_choice(const char *value, const char *option, const char *const *names,

@@ -1,20 +1,22 @@
 /*
  * fit_sql.c -- perpca_fit() and the diagnostics of the last fit
  *
- * perpca_fit parses its options (fit_options.c), reads and checks the
+ * perpca_fit parses its options by name (fit_options.c), reads and checks the
  * clients (fit_input.c), reads an optional warm start, runs the fit on one
  * node (fit.c or fit_baselines.c) and returns the components as rows.
  * Everything is allocated in a private memory context deleted at the end.
  * perpca_last_fit(), _starts() and _rounds() show the diagnostics that
- * perpca_fit and perpca_fit_federated leave behind (fit_sql_remember);
- * perpca_internal.last_fit_scale_factors() the divisors a scaled
- * perpca_fit used, which perpca_train stores with the model.
+ * perpca_fit and perpca_fit_federated leave behind (fit_sql_remember).
+ * perpca_internal.fit(query, options jsonb) is the same fit for the write
+ * path: it hands back the rows, the diagnostics and the divisors of a scaled
+ * fit from one call, which perpca_train and perpca_refresh store.
  */
 #include "postgres.h"
 
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -22,7 +24,9 @@
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/typcache.h"
 
 #include "fit.h"
 #include "fit_baselines.h"
@@ -38,21 +42,9 @@ PG_FUNCTION_INFO_V1(perpca_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit_starts);
 PG_FUNCTION_INFO_V1(perpca_last_fit_rounds);
+PG_FUNCTION_INFO_V1(perpca_internal_fit);
+/* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_last_fit_scale_factors);
-
-/* Arguments of perpca_fit, in SQL order. */
-enum
-{
-	ARG_QUERY, ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP,
-	ARG_UPDATE, ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS,
-	ARG_METHOD, ARG_VERBOSE, ARG_ADAPTIVE, ARG_START, ARG_SOLVER, ARG_SCALE, ARG_HOPS
-};
-
-static const FitArgPositions fit_args = {
-	ARG_N_GLOBAL, ARG_N_LOCAL, ARG_ROUNDS, ARG_TOLERANCE, ARG_STEP, ARG_UPDATE,
-	ARG_RETRACTION, ARG_INIT, ARG_SEED, ARG_CENTER, ARG_WEIGHTS, ARG_METHOD,
-	ARG_VERBOSE, ARG_ADAPTIVE, ARG_SOLVER, ARG_SCALE, ARG_HOPS
-};
 
 /* The last fit of each kind in this session, in their own memory context. */
 static MemoryContext last_cxt[2];
@@ -174,12 +166,11 @@ read_start(const char *query, const ClientInput *in, FitNode *node)
 	return U0;
 }
 
-/* The start argument: required with init 'given', optional with 'best', else refused. */
+/* The start option: required with init 'given', optional with 'best', else refused. */
 static char *
-start_arg(FunctionCallInfo fcinfo, const FitOptions *opts)
+start_arg(const FitOptions *opts)
 {
-	char	   *start = PG_NARGS() <= ARG_START || PG_ARGISNULL(ARG_START) ? NULL :
-		text_to_cstring(PG_GETARG_TEXT_PP(ARG_START));
+	char	   *start = opts->start;
 
 	if ((opts->init == FIT_INIT_GIVEN && start == NULL) ||
 		(start != NULL && opts->init != FIT_INIT_GIVEN && opts->init != FIT_INIT_BEST))
@@ -214,13 +205,12 @@ node_theta(const FitNode *node, double W)
 	return fit_theta(A, node->d, W, any);
 }
 
-/* The fit itself, phase by phase; results go to rsinfo, diagnostics to diag. */
+/* The fit itself, phase by phase, with the options parsed in diag->opts;
+ * results go to rsinfo, diagnostics to diag. */
 static void
-run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
-		FitDiagnostics *diag)
+run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagnostics *diag)
 {
 	FitOptions *opts = &diag->opts;
-	char	   *query = fit_text_arg(fcinfo, ARG_QUERY, "query");
 	char	   *start;
 	ClientInput *in;
 	FitNode    *node;
@@ -230,8 +220,7 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	double		rows;
 	int			n;
 
-	fit_options_parse(fcinfo, &fit_args, opts);
-	start = start_arg(fcinfo, opts);
+	start = start_arg(opts);
 	perpca_report_phase("perpca_fit: reading clients");
 	in = clients_read(query, opts->n_local, fitcxt, &n);
 	clients_check(in, n, opts->n_global, true);
@@ -259,25 +248,25 @@ run_fit(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo, MemoryContext fitcxt,
 	clients_put_local(rsinfo, node, in);
 }
 
-/* perpca_fit(query, n_global, n_local, ...) RETURNS TABLE (client, kind, component, pc, variance) */
-Datum
-perpca_fit(PG_FUNCTION_ARGS)
+/*
+ * Fit query with the options in diag->opts (already parsed) into rsinfo's
+ * tuplestore; the time and the diagnostics go to diag, which is also kept
+ * as the session's last fit.  Returns the fit's memory context.
+ */
+static MemoryContext
+fit_timed(const char *query, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext fitcxt,
 				old;
-	FitDiagnostics *diag;
 	instr_time	start,
 				elapsed;
 
 	INSTR_TIME_SET_CURRENT(start);
-	InitMaterializedSRF(fcinfo, 0);
 	fitcxt = AllocSetContextCreate(CurrentMemoryContext, "perpca_fit", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(fitcxt);
-	diag = palloc0(sizeof(FitDiagnostics));
 	PG_TRY();
 	{
-		run_fit(fcinfo, rsinfo, fitcxt, diag);
+		run_fit(query, rsinfo, fitcxt, diag);
 	}
 	PG_FINALLY();
 	{
@@ -289,7 +278,21 @@ perpca_fit(PG_FUNCTION_ARGS)
 	diag->seconds = INSTR_TIME_GET_DOUBLE(elapsed);
 	fit_sql_remember(diag, false);
 	MemoryContextSwitchTo(old);
-	MemoryContextDelete(fitcxt);
+	/* diag points into it (starts, scale factors): the caller deletes it when done */
+	return fitcxt;
+}
+
+/* perpca_fit(query, n_global, n_local, ...) RETURNS TABLE (client, kind, component, pc, variance) */
+Datum
+perpca_fit(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	FitDiagnostics diag = {0};
+	char	   *query = fit_text_arg(fcinfo, 0, "query");
+
+	fit_options_parse_call(fcinfo, &diag.opts);
+	InitMaterializedSRF(fcinfo, 0);
+	MemoryContextDelete(fit_timed(query, rsinfo, &diag));
 	return (Datum) 0;
 }
 
@@ -433,10 +436,112 @@ perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* ------------------------------------------------------------------------
+ * perpca_internal.fit: a fit for a model, its result handed back whole
+ * ------------------------------------------------------------------------
+ */
+
+/* ", "key": x" with null for NaN or infinity. */
+static void
+json_float(StringInfo buf, const char *key, double x)
+{
+	if (isfinite(x))
+		appendStringInfo(buf, ", \"%s\": %.17g", key, x);
+	else
+		appendStringInfo(buf, ", \"%s\": null", key);
+}
+
+/* The diagnostics of a fit as jsonb: perpca_last_fit's columns, by name. */
+static Datum
+diagnostics_jsonb(const FitDiagnostics *l)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"method\": \"%s\", \"rounds_run\": %d, \"converged\": %s",
+					 fit_method_names[l->opts.method], l->rounds, l->converged ? "true" : "false");
+	json_float(&buf, "objective", l->objective);
+	json_float(&buf, "kkt_residual", l->kkt_residual);
+	json_float(&buf, "theta_est", l->theta_est);
+	json_float(&buf, "step", l->step);
+	appendStringInfo(&buf, ", \"n_clients\": %d, \"d\": %d", l->n_clients, l->dim);
+	json_float(&buf, "seconds", l->seconds);
+	json_float(&buf, "gradient_norm", l->gradient_norm);
+	appendStringInfo(&buf, ", \"options\": %s}", fit_options_json(&l->opts));
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+/* The rows of a fit's tuplestore as an array of the composite type of desc. */
+static Datum
+rows_array(Tuplestorestate *store, TupleDesc desc, Oid elemtype)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	int			n = 0,
+				size = 64;
+	Datum	   *elems = palloc(sizeof(Datum) * size);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	tuplestore_rescan(store);
+	while (tuplestore_gettupleslot(store, true, false, slot))
+	{
+		if (n == size)
+			elems = repalloc_huge(elems, sizeof(Datum) * (size *= 2));
+		elems[n++] = heap_copy_tuple_as_datum(ExecFetchSlotHeapTuple(slot, false, NULL), desc);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_array(elems, n, elemtype, typlen, typbyval, typalign));
+}
+
 /*
- * perpca_internal.last_fit_scale_factors(OUT scale_factors, OUT
- * constant_features): the divisors the last perpca_fit of this session
- * divided its input by (NULLs when unscaled, or before any fit).
+ * perpca_internal.fit(query text, options jsonb, OUT components
+ * perpca_internal.perpca_fit_row[], OUT diagnostics jsonb, OUT
+ * scale_factors float8[], OUT constant_features int[]): perpca_fit's rows,
+ * its diagnostics (perpca_last_fit's columns, the effective options under
+ * "options") and the divisors it divided the input by (NULLs when
+ * unscaled), from one call: what perpca_train and perpca_refresh store.
+ */
+Datum
+perpca_internal_fit(PG_FUNCTION_ARGS)
+{
+	char	   *query = fit_text_arg(fcinfo, 0, "query");
+	FitDiagnostics diag = {0};
+	TupleDesc	resdesc,
+				rowdesc;
+	Oid			elemtype;
+	ReturnSetInfo rs = {0};
+	MemoryContext fitcxt;
+	Datum		values[4];
+	bool		nulls[4] = {0};
+
+	fit_options_parse(PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1), &diag.opts);
+	if (get_call_result_type(fcinfo, NULL, &resdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_internal.fit must return a record");
+	resdesc = BlessTupleDesc(resdesc);
+	elemtype = get_element_type(TupleDescAttr(resdesc, 0)->atttypid);
+	if (!OidIsValid(elemtype))
+		elog(ERROR, "perpca_internal.fit: components must be an array");
+	rowdesc = lookup_rowtype_tupdesc_copy(elemtype, -1);
+	rs.type = T_ReturnSetInfo;
+	rs.setDesc = rowdesc;
+	rs.setResult = tuplestore_begin_heap(false, false, work_mem);
+	fitcxt = fit_timed(query, &rs, &diag);
+	values[0] = rows_array(rs.setResult, rowdesc, elemtype);
+	values[1] = diagnostics_jsonb(&diag);
+	nulls[2] = nulls[3] = diag.scale_factors == NULL;
+	if (diag.scale_factors != NULL)
+		scale_arrays(diag.scale_factors, diag.constant, diag.dim, &values[2], &values[3]);
+	tuplestore_end(rs.setResult);
+	MemoryContextDelete(fitcxt);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(resdesc, values, nulls)));
+}
+
+/*
+ * perpca_internal.last_fit_scale_factors(): 0.2.0's perpca_train read the
+ * divisors of its fit back from the session with it (0.3.0 takes them from
+ * perpca_internal.fit); kept for the SQL of 0.2.0 until the update.
  */
 Datum
 perpca_last_fit_scale_factors(PG_FUNCTION_ARGS)

@@ -116,10 +116,13 @@ model_namespace(ModelLock *ml, const char *schema, bool creating)
 
 	if (schema != NULL)
 	{
-		/* as CREATE TABLE and SELECT look a schema up (pg_temp is this session's) */
-		if (creating)
+		/* as CREATE TABLE and SELECT look a schema up (pg_temp is this session's);
+		 * CREATE on it is checked later, only for a model that does not exist,
+		 * so that the owner check of an existing one comes first (42501 "must be
+		 * owner of model", not "permission denied for schema") */
+		if (creating && strcmp(schema, "pg_temp") == 0)
 			return LookupCreationNamespace(schema);
-		return LookupExplicitNamespace(schema, true);
+		return LookupExplicitNamespace(schema, !creating);
 	}
 	nsp = RelnameGetRelid(psprintf("%s_info", ml->base));
 	if (OidIsValid(nsp))
@@ -242,7 +245,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 			if (OidIsValid(info))
 				check_owner_privs(ml, rel_owner(info));
 			else if (creating &&
-					 pg_namespace_aclcheck(ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+					 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
 			name_locktag(&tag, ml->nsp, ml->base);
 			if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)

@@ -20,6 +20,9 @@ extern ModelBinding *model_bind(FunctionCallInfo fcinfo, text *model);
 /* The bound model's data. */
 extern const ModelData *model_bound_data(const ModelBinding *b);
 
+/* The binding's scratch space for one row: d doubles returned, r1 + r2max in *s. */
+extern double *model_bound_scratch(ModelBinding *b, double **s);
+
 /*
  * The client of the key argument (argument 1, text or any type), or NULL for
  * one the model does not know: then an error when unknown_error, else the

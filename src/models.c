@@ -121,6 +121,13 @@ model_bound_data(const ModelBinding *b)
 	return b->data;
 }
 
+double *
+model_bound_scratch(ModelBinding *b, double **s)
+{
+	*s = b->s;
+	return b->y;
+}
+
 /* ------------------------------------------------------------------------
  * The per-expression binding
  * ------------------------------------------------------------------------
@@ -788,40 +795,91 @@ model_client_distance(const ModelData *m, const ModelClient *a, const ModelClien
 	return Max(a->r2 + c->r2 - 2.0 * inner, 0.0) / (0.5 * (a->r2 + c->r2));
 }
 
+/* The state of one perpca_similarity call: the pair to return next. */
+typedef struct SimilarityScan
+{
+	ModelData  *m;				/* referenced until the call's memory goes */
+	MemoryContextCallback unref;
+	bool		all_pairs;
+	int			i;
+	int			j;
+	Datum	   *names;			/* each client's name as text, made once */
+	double	   *G;				/* r2max x r2max scratch */
+	TupleDesc	desc;
+} SimilarityScan;
+
+static void
+similarity_unref(void *arg)
+{
+	model_unref((ModelData *) arg);
+}
+
 /*
  * rho_ab = ||P_Va - P_Vb||_F^2 / r2 for each unordered pair of clients, a < b
  * (bytewise), or with all_pairs every ordered pair and each client with
  * itself.  ||P_Va - P_Vb||_F^2 = r_a + r_b - 2 ||V_a V_b^T||_F^2 and
  * r2 = (r_a + r_b) / 2 (the paper's r2 when all clients have the same local rank).
+ *
+ * The pairs are returned one per call (value-per-call), in bounded memory:
+ * the names are made once, a pair's row in the per-call context.  Called in
+ * FROM, PostgreSQL keeps the rows in a tuplestore that spills to disk beyond
+ * work_mem; in the select list (or under a LIMIT there) they stream.
  */
 Datum
 perpca_similarity(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
-	ModelBinding *b;
-	const ModelData *m;
-	double	   *G;
+	FuncCallContext *fctx;
+	SimilarityScan *scan;
 
-	InitMaterializedSRF(fcinfo, 0);
-	b = model_bind(fcinfo, PG_GETARG_TEXT_PP(0));
-	m = b->data;
-	G = palloc(sizeof(double) * Max(m->r2max * m->r2max, 1));
-	for (int i = 0; i < m->nclients; i++)
+	if (SRF_IS_FIRSTCALL())
 	{
-		CHECK_FOR_INTERRUPTS();
-		for (int j = all_pairs ? 0 : i + 1; j < m->nclients; j++)
-		{
-			Datum		row[3];
-			bool		nulls[3] = {false, false, false};
+		MemoryContext old;
+		ModelData  *m;
 
-			row[0] = CStringGetTextDatum(m->clients[i].name);
-			row[1] = CStringGetTextDatum(m->clients[j].name);
-			row[2] = Float8GetDatum(model_client_distance(m, &m->clients[i], &m->clients[j], G));
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-		}
+		/* (fn_extra is the SRF's: the model is opened here, not bound) */
+		m = model_open(PG_GETARG_TEXT_PP(0));
+		fctx = SRF_FIRSTCALL_INIT();
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		scan = palloc0(sizeof(SimilarityScan));
+		scan->m = m;
+		m->refcount++;
+		scan->unref.func = similarity_unref;
+		scan->unref.arg = m;
+		MemoryContextRegisterResetCallback(fctx->multi_call_memory_ctx, &scan->unref);
+		scan->all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
+		scan->j = scan->all_pairs ? 0 : 1;
+		scan->names = palloc(sizeof(Datum) * Max(scan->m->nclients, 1));
+		for (int c = 0; c < scan->m->nclients; c++)
+			scan->names[c] = CStringGetTextDatum(scan->m->clients[c].name);
+		scan->G = palloc(sizeof(double) * Max(scan->m->r2max * scan->m->r2max, 1));
+		if (get_call_result_type(fcinfo, NULL, &scan->desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "perpca_similarity must return a record");
+		scan->desc = BlessTupleDesc(scan->desc);
+		fctx->user_fctx = scan;
+		MemoryContextSwitchTo(old);
 	}
-	return (Datum) 0;
+	fctx = SRF_PERCALL_SETUP();
+	scan = fctx->user_fctx;
+	/* the next pair: j runs over i+1.. (all_pairs: 0..), then i moves on */
+	while (scan->i < scan->m->nclients && scan->j >= scan->m->nclients)
+	{
+		scan->i++;
+		scan->j = scan->all_pairs ? 0 : scan->i + 1;
+	}
+	if (scan->i < scan->m->nclients)
+	{
+		const ModelData *m = scan->m;
+		Datum		row[3];
+		bool		nulls[3] = {false, false, false};
+
+		CHECK_FOR_INTERRUPTS();
+		row[0] = scan->names[scan->i];
+		row[1] = scan->names[scan->j];
+		row[2] = Float8GetDatum(model_client_distance(m, &m->clients[scan->i], &m->clients[scan->j], scan->G));
+		scan->j++;
+		SRF_RETURN_NEXT(fctx, HeapTupleGetDatum(heap_form_tuple(scan->desc, row, nulls)));
+	}
+	SRF_RETURN_DONE(fctx);
 }
 
 /* ------------------------------------------------------------------------

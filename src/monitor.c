@@ -47,6 +47,7 @@
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 #include "linalg.h"
 #include "model_rows.h"
@@ -223,46 +224,103 @@ typedef struct MonitorRow
 	double		q_limit;
 } MonitorRow;
 
-/* T^2 = t' C^-1 t through the eigenpairs of C; *kused the directions kept. */
-static double
-hotelling(const double *Cstored, int k, const double *t, int *kused)
+/*
+ * What a client's rows need, computed once per client, model version and
+ * alpha: B (kused x k) with T^2 = ||B t||^2 (rows z_j' / sqrt(lambda_j) of the
+ * eigenpairs of C kept), and the two limits.
+ */
+typedef struct MonitorClient
+{
+	bool		ready;
+	double		alpha;
+	int			kused;
+	double	   *B;
+	double		t2_limit;
+	double		q_limit;
+} MonitorClient;
+
+/* The per-backend cache of MonitorClient, for one model version at a time. */
+static struct
+{
+	MemoryContext cxt;
+	Oid			info_oid;
+	int64		version;
+	int			nclients;
+	const ModelClient *clients; /* the model data's array: an entry is its index */
+	MonitorClient *entries;
+} monitor_cache;
+
+/* The cache entry of client c of m (reset when the model's version changes). */
+static MonitorClient *
+monitor_entry(const ModelData *m, const ModelClient *c)
+{
+	if (monitor_cache.cxt == NULL)
+		monitor_cache.cxt = AllocSetContextCreate(TopMemoryContext, "perpca monitor",
+												  ALLOCSET_SMALL_SIZES);
+	if (monitor_cache.info_oid != m->info_oid || monitor_cache.version != m->version ||
+		monitor_cache.clients != m->clients || monitor_cache.nclients != m->nclients)
+	{
+		MemoryContextReset(monitor_cache.cxt);
+		monitor_cache.info_oid = m->info_oid;
+		monitor_cache.version = m->version;
+		monitor_cache.clients = m->clients;
+		monitor_cache.nclients = m->nclients;
+		monitor_cache.entries = MemoryContextAllocZero(monitor_cache.cxt,
+													   sizeof(MonitorClient) * Max(m->nclients, 1));
+	}
+	return &monitor_cache.entries[c - m->clients];
+}
+
+/* Fill e for client c (k = r1 + r2 scores) at level a. */
+static void
+monitor_prepare(MonitorClient *e, const ModelClient *c, int k, double alpha, double a)
 {
 	double	   *C = palloc(sizeof(double) * k * k);
 	double	   *Z = palloc(sizeof(double) * k * k);
 	double	   *values = palloc(sizeof(double) * k);
 	double	   *work = palloc(sizeof(double) * LINALG_EIGH_SMALL_WORK(k));
-	double		t2 = 0.0;
 
-	memcpy(C, Cstored, sizeof(double) * k * k);
-	if (linalg_eigh_small(k, C, values, Z, k, work) != 0)
-		elog(ERROR, "eigendecomposition of the scores' covariance failed");
-	*kused = 0;
-	for (int j = 0; j < k; j++)
+	if (e->B == NULL)
+		e->B = MemoryContextAlloc(monitor_cache.cxt, sizeof(double) * Max(k * k, 1));
+	e->kused = 0;
+	e->t2_limit = NAN;
+	e->q_limit = NAN;
+	if (c->score_cov != NULL && k > 0)
 	{
-		double		proj = 0.0;
-
-		if (!(values[j] > MONITOR_EIG_RTOL * values[0]))
-			continue;
-		for (int a = 0; a < k; a++)
-			proj += Z[(int64) a * k + j] * t[a];
-		t2 += proj * proj / values[j];
-		(*kused)++;
+		memcpy(C, c->score_cov, sizeof(double) * k * k);
+		if (linalg_eigh_small(k, C, values, Z, k, work) != 0)
+			elog(ERROR, "eigendecomposition of the scores' covariance failed");
+		for (int j = 0; j < k; j++)
+		{
+			if (!(values[j] > MONITOR_EIG_RTOL * values[0]))
+				continue;
+			for (int b = 0; b < k; b++)
+				e->B[(int64) e->kused * k + b] = Z[(int64) b * k + j] / sqrt(values[j]);
+			e->kused++;
+		}
+		e->t2_limit = t2_limit(e->kused, c->n, a);
 	}
-	return t2;
+	if (c->residual_moments != NULL)
+		e->q_limit = q_limit(c->residual_moments, a);
+	e->alpha = alpha;
+	e->ready = true;
+	pfree(C);
+	pfree(Z);
+	pfree(values);
+	pfree(work);
 }
 
 /* The statistics of x for client c of m (NULL: unseen, Q against the global components only). */
 static MonitorRow
-monitor_row(const ModelData *m, const ModelClient *c, const double *x, double alpha)
+monitor_row(const ModelData *m, const ModelClient *c, const double *x, double alpha, double *y,
+			double *t)
 {
 	int			d = m->d;
 	int			r2 = c ? c->r2 : 0;
 	int			k = m->r1 + r2;
 	const double *centre;
-	double	   *y = palloc(sizeof(double) * d);
-	double	   *t = palloc(sizeof(double) * Max(k, 1));
-	double		a = 1.0 - sqrt(1.0 - alpha);	/* Sidak: each of the two statistics */
 	MonitorRow	r = {NAN, NAN, NAN, NAN};
+	MonitorClient *e;
 
 	if (c != NULL)
 		centre = c->mean;
@@ -286,15 +344,21 @@ monitor_row(const ModelData *m, const ModelClient *c, const double *x, double al
 	r.q = linalg_dot(d, y, y);
 	if (c == NULL)
 		return r;
-	if (c->score_cov != NULL && k > 0)
+	e = monitor_entry(m, c);
+	if (!e->ready || e->alpha != alpha)
+		monitor_prepare(e, c, k, alpha, 1.0 - sqrt(1.0 - alpha));	/* Sidak: each of the two */
+	if (e->kused > 0)
 	{
-		int			kused;
+		r.t2 = 0.0;
+		for (int j = 0; j < e->kused; j++)
+		{
+			double		z = linalg_dot(k, e->B + (int64) j * k, t);
 
-		r.t2 = hotelling(c->score_cov, k, t, &kused);
-		r.t2_limit = t2_limit(kused, c->n, a);
+			r.t2 += z * z;
+		}
 	}
-	if (c->residual_moments != NULL)
-		r.q_limit = q_limit(c->residual_moments, a);
+	r.t2_limit = e->t2_limit;
+	r.q_limit = e->q_limit;
 	return r;
 }
 
@@ -315,6 +379,8 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	Datum		values[5];
 	bool		nulls[5];
 	MonitorRow	r;
+	double	   *y,
+			   *t;
 	bool		t2_out,
 				q_out;
 
@@ -327,14 +393,16 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
-	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL) && m->r1 + c->r2 > 0)
+	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL || c->mean == NULL) &&
+		m->r1 + c->r2 > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("model \"%s\" has no control statistics for client \"%s\"",
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)), c->name),
 				 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance and residual_moments."),
 				 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
-	r = monitor_row(m, c, x, alpha);
+	y = model_bound_scratch(b, &t);
+	r = monitor_row(m, c, x, alpha, y, t);
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "perpca_model_monitor must return a record");
 	desc = BlessTupleDesc(desc);

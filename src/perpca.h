@@ -21,7 +21,8 @@
  *   fit_start.c         starting U: disPCA, Qu, pooled, random, given
  *   fit.c               one fit: starts x solver, the best start, output, diagnostics
  *   fit_baselines.c     the one-shot methods dispca, cpca, indiv (fit_baselines.h)
- *   fit_options.c       the options of a fit, parsed once, one set of defaults
+ *   fit_options.c       the options of a fit: one table of names, kinds and defaults,
+ *                       read by argument name or from one jsonb value
  *   scale.c             feature scaling (scale => 'standard'): pooled standard
  *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
@@ -38,7 +39,10 @@
  *                       this node's local shard (citus_placement.h)
  *   models.c            SQL functions on a stored model: row-wise projection with
  *                       client keys of any type, similarity, component info, theta
- *   model_store.c       perpca_run_as_owner(): a model's refresh/replace run as its owner (model_store.h)
+ *   model_write.c       perpca_train(), perpca_refresh(): the write path's C entry points
+ *                       (model name, options, the recorded search_path)
+ *   run_as_owner.c      perpca_internal.run_as(): a model's query and writes run as its
+ *                       owner, restricted (run_as_owner.h)
  *   missing.c           rows with missing coordinates on a model: missing => 'observed'
  *                       (posterior mean under probabilistic PCA), perpca_model_impute's
  *                       arithmetic, the count of rows too sparse to score (missing.h)

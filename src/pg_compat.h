@@ -17,5 +17,28 @@
 #if PG_VERSION_NUM < 180000 && !defined(pg_noreturn)
 #define pg_noreturn pg_attribute_noreturn()
 #endif
+/* ... and the old suffix, should a declaration still use it. */
+#if PG_VERSION_NUM >= 180000 && !defined(pg_attribute_noreturn) && defined(__GNUC__)
+#define pg_attribute_noreturn() __attribute__((noreturn))
+#endif
+
+/*
+ * PostgreSQL 16 replaced the per-kind privilege checks (pg_namespace_aclcheck,
+ * ...) with object_aclcheck(catalog, object, role, mode); before 16 it maps
+ * onto the per-kind function of each catalog the tree passes.
+ */
+#if PG_VERSION_NUM < 160000
+#include "catalog/pg_namespace.h"
+#include "utils/acl.h"
+
+static inline AclResult
+object_aclcheck(Oid classid, Oid objectid, Oid roleid, AclMode mode)
+{
+	if (classid == NamespaceRelationId)
+		return pg_namespace_aclcheck(objectid, roleid, mode);
+	elog(ERROR, "object_aclcheck: catalog %u is not mapped in pg_compat.h", classid);
+	return ACLCHECK_NO_PRIV;	/* not reached */
+}
+#endif
 
 #endif							/* PERPCA_PG_COMPAT_H */

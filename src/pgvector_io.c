@@ -10,11 +10,14 @@
  * (size, dim, unused) before a value is trusted.  No run-time name lookup is
  * needed: the SQL signatures fix the types when the script runs.
  *
- * In: perpca_stats(vector) and perpca_stats(halfvec) convert each row into a
- * buffer of doubles kept in the aggregate state and add it with stats_agg.c's
- * own transition (stats.h), so they give the bits perpca_stats(float8[]) gives
- * for v::real[]::float8[] (float4 and binary16 values are doubles exactly);
- * combine, serialize and final are perpca_stats(float8[])'s.
+ * In: perpca_stats(vector) and perpca_stats(halfvec), with or without nulls,
+ * are stats_agg.c's transition for rows of these types (stats.h): a row is
+ * converted into a buffer of doubles kept in the state and added as a
+ * float8[] row is, or, in a thin group, waits in TOAST as its pointer as a
+ * float8[] row does, and is converted when fetched.  So they give the bits
+ * perpca_stats(float8[]) gives for v::real[]::float8[] (float4 and binary16
+ * values are doubles exactly); combine, serialize and final are
+ * perpca_stats(float8[])'s.
  *
  * Out: the model row functions (perpca_model_scores, ...) on a vector row
  * run models.c's perpca_model_row() and return a vector: each double result
@@ -49,6 +52,8 @@ typedef struct PgHalfVector
 
 PG_FUNCTION_INFO_V1(perpca_vector_stats_accum);
 PG_FUNCTION_INFO_V1(perpca_halfvec_stats_accum);
+PG_FUNCTION_INFO_V1(perpca_vector_stats_accum_nulls);
+PG_FUNCTION_INFO_V1(perpca_halfvec_stats_accum_nulls);
 PG_FUNCTION_INFO_V1(perpca_model_scores_vector);
 PG_FUNCTION_INFO_V1(perpca_model_global_part_vector);
 PG_FUNCTION_INFO_V1(perpca_model_local_part_vector);
@@ -60,21 +65,26 @@ PG_FUNCTION_INFO_V1(perpca_model_error_vector);
 #define ARG_X 2
 
 /*
- * Check a detoasted value's header against its size: dim >= 1 values of
- * elemsize bytes each, unused zero, dim within perpca's limit.
+ * Check a detoasted value against its size: a header (varlena header, int16
+ * dim, int16 unused, as both types have it) of `header` bytes, then dim >= 1
+ * values of elemsize bytes each; unused zero; dim within perpca's limit.
  */
 static void
-check_layout(const void *p, int dim, int unused, Size elemsize, const char *type,
+check_layout(const PgVector *p, Size header, Size elemsize, const char *type,
 			 const char *what)
 {
-	if (dim < 1 || unused != 0 ||
-		VARSIZE(p) != offsetof(PgVector, x) + elemsize * (Size) dim)
+	if (VARSIZE(p) < header)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s is not a valid %s value", what, type),
+				 errdetail("It has %u bytes, fewer than a header.", (unsigned) VARSIZE(p))));
+	if (p->dim < 1 || p->unused != 0 || VARSIZE(p) != header + elemsize * (Size) p->dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("%s is not a valid %s value", what, type),
 				 errdetail("Its header says %d dimensions (unused field %d) in %u bytes.",
-						   dim, unused, (unsigned) VARSIZE(p))));
-	perpca_check_dim_limit(dim);
+						   p->dim, p->unused, (unsigned) VARSIZE(p))));
+	perpca_check_dim_limit(p->dim);
 }
 
 /* A vector argument, detoasted and checked. */
@@ -83,17 +93,20 @@ vector_arg(Datum arg, const char *what)
 {
 	const PgVector *v = (const PgVector *) PG_DETOAST_DATUM(arg);
 
-	check_layout(v, v->dim, v->unused, sizeof(float), "vector", what);
+	check_layout(v, offsetof(PgVector, x), sizeof(float), "vector", what);
 	return v;
 }
 
-/* A halfvec argument, detoasted and checked. */
+/* A halfvec argument, detoasted and checked (its header is a vector's). */
 static const PgHalfVector *
 halfvec_arg(Datum arg, const char *what)
 {
 	const PgHalfVector *v = (const PgHalfVector *) PG_DETOAST_DATUM(arg);
 
-	check_layout(v, v->dim, v->unused, sizeof(uint16), "halfvec", what);
+	StaticAssertStmt(offsetof(PgHalfVector, dim) == offsetof(PgVector, dim) &&
+					 offsetof(PgHalfVector, unused) == offsetof(PgVector, unused),
+					 "vector and halfvec headers differ");
+	check_layout((const PgVector *) v, offsetof(PgHalfVector, x), sizeof(uint16), "halfvec", what);
 	return v;
 }
 
@@ -140,52 +153,88 @@ half_to_doubles(int n, const uint16 *src, double *dst)
 }
 
 /* ------------------------------------------------------------------------
- * In: perpca_stats(vector), perpca_stats(halfvec)
+ * In: perpca_stats(vector), perpca_stats(halfvec), with or without nulls
  * ------------------------------------------------------------------------
  */
 
-/* perpca_stats(vector) transition: NULL rows are skipped. */
+const void *
+perpca_pgvector_row(PerpcaRowType type, Datum row, int *d, const char *what)
+{
+	if (type == PERPCA_ROWTYPE_VECTOR)
+	{
+		const PgVector *v = vector_arg(row, what);
+
+		*d = v->dim;
+		return v;
+	}
+	else
+	{
+		const PgHalfVector *v = halfvec_arg(row, what);
+
+		Assert(type == PERPCA_ROWTYPE_HALFVEC);
+		*d = v->dim;
+		return v;
+	}
+}
+
+void
+perpca_pgvector_values(PerpcaRowType type, const void *row, double *out)
+{
+	if (type == PERPCA_ROWTYPE_VECTOR)
+		float_to_double(((const PgVector *) row)->dim, ((const PgVector *) row)->x, out);
+	else
+		half_to_doubles(((const PgHalfVector *) row)->dim, ((const PgHalfVector *) row)->x, out);
+}
+
+Size
+perpca_pgvector_size(PerpcaRowType type, int d)
+{
+	return type == PERPCA_ROWTYPE_VECTOR
+		? offsetof(PgVector, x) + sizeof(float) * (Size) d
+		: offsetof(PgHalfVector, x) + sizeof(uint16) * (Size) d;
+}
+
+/* The nulls argument of perpca_stats(v, nulls): 'error' or 'skip'. */
+static PerpcaNulls
+nulls_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+	return perpca_nulls_arg(PG_GETARG_TEXT_PP(2));
+}
+
+/* perpca_stats(vector) transition: NULL rows are ignored. */
 Datum
 perpca_vector_stats_accum(PG_FUNCTION_ARGS)
 {
-	const PgVector *v;
-	StatsState *st;
-	double	   *x;
-
-	if (PG_ARGISNULL(1))
-	{
-		if (PG_ARGISNULL(0))
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
-	}
-	v = vector_arg(PG_GETARG_DATUM(1), "input row");
-	st = perpca_stats_accum_state(fcinfo, v->dim, PERPCA_NULLS_ERROR);
-	x = perpca_stats_accum_scratch(st);
-	float_to_double(v->dim, v->x, x);
-	perpca_stats_accum_add(st, x);
-	PG_RETURN_POINTER(st);
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR);
 }
 
-/* perpca_stats(halfvec) transition: NULL rows are skipped. */
+/* perpca_stats(halfvec) transition: NULL rows are ignored. */
 Datum
 perpca_halfvec_stats_accum(PG_FUNCTION_ARGS)
 {
-	const PgHalfVector *v;
-	StatsState *st;
-	double	   *x;
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR);
+}
 
-	if (PG_ARGISNULL(1))
-	{
-		if (PG_ARGISNULL(0))
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
-	}
-	v = halfvec_arg(PG_GETARG_DATUM(1), "input row");
-	st = perpca_stats_accum_state(fcinfo, v->dim, PERPCA_NULLS_ERROR);
-	x = perpca_stats_accum_scratch(st);
-	half_to_doubles(v->dim, v->x, x);
-	perpca_stats_accum_add(st, x);
-	PG_RETURN_POINTER(st);
+/*
+ * perpca_stats(vector, nulls) transition: a row with a NaN or infinite value
+ * (which pgvector itself never makes) is an error or, under 'skip', left out
+ * and counted.
+ */
+Datum
+perpca_vector_stats_accum_nulls(PG_FUNCTION_ARGS)
+{
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, nulls_arg(fcinfo));
+}
+
+/* perpca_stats(halfvec, nulls) transition. */
+Datum
+perpca_halfvec_stats_accum_nulls(PG_FUNCTION_ARGS)
+{
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, nulls_arg(fcinfo));
 }
 
 /* ------------------------------------------------------------------------
@@ -227,13 +276,12 @@ model_row_x(FunctionCallInfo fcinfo, int *d)
 {
 	const PgVector *v = vector_arg(PG_GETARG_DATUM(ARG_X), "x");
 	double	   *x = palloc(sizeof(double) * v->dim);
+	int			j;
 
 	float_to_double(v->dim, v->x, x);
-	for (int j = 0; j < v->dim; j++)
-		if (!isfinite(x[j]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("x must not contain NaN or infinite values")));
+	if ((j = perpca_first_nonfinite(x, v->dim)) >= 0)
+		perpca_row_element_error("x", j, v->dim, false, x[j],
+								 "A vector made by pgvector holds no NaN or infinite values.");
 	*d = v->dim;
 	return x;
 }

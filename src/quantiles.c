@@ -38,6 +38,18 @@ PG_FUNCTION_INFO_V1(perpca_f_upper_quantile);
 #define EPS 1e-15
 #define TINY 1e-300
 
+/* One modified-Lentz step with partial numerator coef: updates c and d, returns the factor of h. */
+static double
+lentz_step(double coef, double *c, double *d)
+{
+	*d = 1.0 + coef * *d;
+	*c = 1.0 + coef / *c;
+	*d = fabs(*d) < TINY ? 1.0 / TINY : 1.0 / *d;
+	if (fabs(*c) < TINY)
+		*c = TINY;
+	return *d * *c;
+}
+
 /* The continued fraction of I_x(a, b) (DLMF 8.17.22), by the modified Lentz method. */
 static double
 beta_fraction(double a, double b, double x)
@@ -53,24 +65,13 @@ beta_fraction(double a, double b, double x)
 	for (int m = 1; m <= MAX_ITER; m++)
 	{
 		int			m2 = 2 * m;
-		double		coef = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
+		double		last;
 
-		/* even step d_{2m} */
-		d = 1.0 + coef * d;
-		c = 1.0 + coef / c;
-		d = fabs(d) < TINY ? 1.0 / TINY : 1.0 / d;
-		if (fabs(c) < TINY)
-			c = TINY;
-		h *= d * c;
-		/* odd step d_{2m+1} */
-		coef = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0));
-		d = 1.0 + coef * d;
-		c = 1.0 + coef / c;
-		d = fabs(d) < TINY ? 1.0 / TINY : 1.0 / d;
-		if (fabs(c) < TINY)
-			c = TINY;
-		h *= d * c;
-		if (fabs(d * c - 1.0) < EPS)
+		/* even step d_{2m}, then odd step d_{2m+1} */
+		h *= lentz_step(m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)), &c, &d);
+		last = lentz_step(-(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0)), &c, &d);
+		h *= last;
+		if (fabs(last - 1.0) < EPS)
 			break;
 	}
 	return h;

@@ -67,11 +67,6 @@ enum
 	A_WEIGHTS, A_ADAPTIVE, A_SOLVER, A_SCALE, A_TARGET
 };
 
-static const FitArgPositions rank_args = {
-	-1, -1, A_ROUNDS, A_TOLERANCE, A_STEP, A_UPDATE, A_RETRACTION, A_INIT, A_SEED,
-	A_CENTER, A_WEIGHTS, -1, -1, A_ADAPTIVE, A_SOLVER, A_SCALE, -1
-};
-
 /* A pair explains "clearly more" than chance when its ratio is this many times (n_global + n_local) / d. */
 #define STRUCTURE_LIFT 1.5
 
@@ -718,7 +713,7 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("query must not be NULL")));
 	scan_settings(fcinfo, &scan, &holdout);
-	fit_options_parse(fcinfo, &rank_args, &opts);
+	fit_options_parse_call_no_ranks(fcinfo, &opts);	/* by argument name; ranks per pair */
 	gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &ng);
 	ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &nl);
 

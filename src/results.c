@@ -168,7 +168,7 @@ perpca_component_variance(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		if (k == 0)
 			continue;
-		if (c->score_cov == NULL)
+		if (c->score_cov == NULL || c->mean == NULL)
 			no_client_statistics(fcinfo, c);
 		/* delta = (mean_i - centre) / scale: zero for center 'client' */
 		for (int j = 0; j < m->d; j++)

@@ -173,11 +173,23 @@ scale_arg(ArrayType *a, int d)
 	return s;
 }
 
-Datum
-scale_record(FunctionCallInfo fcinfo, const double *scale, const bool *constant, int d)
+/* The divisors as float8[] and the 1-based constant features as int[]. */
+void
+scale_arrays(const double *scale, const bool *constant, int d, Datum *factors, Datum *constant_features)
 {
 	Datum	   *flat = palloc(sizeof(Datum) * Max(d, 1));
 	int			nflat = 0;
+
+	for (int j = 0; j < d; j++)
+		if (constant[j])
+			flat[nflat++] = Int32GetDatum(j + 1);
+	*factors = PointerGetDatum(perpca_vector_build(scale, d));
+	*constant_features = PointerGetDatum(construct_array(flat, nflat, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+}
+
+Datum
+scale_record(FunctionCallInfo fcinfo, const double *scale, const bool *constant, int d)
+{
 	TupleDesc	desc;
 	Datum		values[2] = {0, 0};
 	bool		nulls[2] = {scale == NULL, scale == NULL};
@@ -186,13 +198,7 @@ scale_record(FunctionCallInfo fcinfo, const double *scale, const bool *constant,
 		elog(ERROR, "a record of scale_factors and constant_features was expected");
 	desc = BlessTupleDesc(desc);
 	if (scale != NULL)
-	{
-		for (int j = 0; j < d; j++)
-			if (constant[j])
-				flat[nflat++] = Int32GetDatum(j + 1);
-		values[0] = PointerGetDatum(perpca_vector_build(scale, d));
-		values[1] = PointerGetDatum(construct_array(flat, nflat, INT4OID, sizeof(int32), true, TYPALIGN_INT));
-	}
+		scale_arrays(scale, constant, d, &values[0], &values[1]);
 	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 

@@ -47,6 +47,10 @@ extern void scale_stats_inplace(PerpcaStats *s, const double *scale);
 /* A NOTICE naming the constant features (1-based), if any. */
 extern void scale_report_constant(const bool *constant, int d);
 
+/* The d divisors as float8[] and the 1-based constant features as int[]. */
+extern void scale_arrays(const double *scale, const bool *constant, int d, Datum *factors,
+						 Datum *constant_features);
+
 /*
  * The record (scale_factors float8[], constant_features int[]) of the
  * calling function: the d divisors and the 1-based constant features, or

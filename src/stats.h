@@ -27,6 +27,8 @@
 #include "postgres.h"
 #include "fmgr.h"
 
+#include "pg_compat.h"
+
 #define PERPCA_STATS_VERSION 1	/* format byte: nothing skipped */
 #define PERPCA_STATS_VERSION_SKIPPED 2	/* version 1 + int64 skipped count at the end */
 #define PERPCA_FORM_DENSE 0		/* mean, mean_lo, packed M2 */
@@ -102,12 +104,38 @@ extern void perpca_stats_accum_add(StatsState *st, const double *x);
 extern void perpca_stats_accum_skip(StatsState *st);
 
 /*
+ * The row types of perpca_stats: float8[] (read here) and pgvector's vector
+ * and halfvec (read by pgvector_io.c).  perpca_stats_accum_rows is the
+ * transition for rows of any of them: a row read at once enters through
+ * perpca_stats_accum_add, a row of a thin group that arrives as an on-disk
+ * TOAST pointer waits there, as the pointer, until its values are needed.
+ */
+typedef enum PerpcaRowType
+{
+	PERPCA_ROWTYPE_FLOAT8,		/* float8[] */
+	PERPCA_ROWTYPE_VECTOR,		/* pgvector's vector: float4 values */
+	PERPCA_ROWTYPE_HALFVEC		/* pgvector's halfvec: binary16 values */
+} PerpcaRowType;
+
+extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type,
+									 PerpcaNulls nulls);
+
+/*
+ * pgvector_io.c: a vector or halfvec value (detoasted, its layout checked;
+ * what names it in errors) and its dimension; its values as d doubles; the
+ * size of such a value of dimension d, header included.
+ */
+extern const void *perpca_pgvector_row(PerpcaRowType type, Datum row, int *d, const char *what);
+extern void perpca_pgvector_values(PerpcaRowType type, const void *row, double *out);
+extern Size perpca_pgvector_size(PerpcaRowType type, int d);
+
+/*
  * The error for a NULL (isnull) or non-finite element at 0-based position
  * j of a row of d values, worded the same by the aggregate and the row
  * functions of a model (what: "input row", "x"), with a hint naming hint.
  */
-extern void perpca_row_element_error(const char *what, int j, int d, bool isnull,
-									 double value, const char *hint) pg_attribute_noreturn();
+extern pg_noreturn void perpca_row_element_error(const char *what, int j, int d, bool isnull,
+												double value, const char *hint);
 
 /* Index of the first non-finite value of x[0..d), or -1. */
 extern int	perpca_first_nonfinite(const double *x, int d);

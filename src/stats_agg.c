@@ -1,5 +1,7 @@
 /*
  * stats_agg.c -- the aggregates perpca_stats(float8[]) and perpca_merge()
+ * (and the transition of perpca_vector's perpca_stats(vector / halfvec),
+ * whose rows pgvector_io.c reads)
  *
  * Rows are buffered into a block; a full block is centred at its own mean,
  * added to M2 with one BLAS rank-k update (dsyrk) and merged into the state
@@ -14,8 +16,8 @@
  * the dense form once and for all.
  *
  * Thousands of thin groups at once (a HashAggregate): a row too large to be
- * stored inline (d >= ~255) reaches the transition function as an 18-byte
- * TOAST pointer.  While its group is thin the state keeps that pointer, not
+ * stored inline (float8[] of d >= ~255, vector of d >= ~510) reaches the
+ * transition function as an 18-byte TOAST pointer.  While its group is thin the state keeps that pointer, not
  * the row's values, and fetches the values only when it needs them (final,
  * serialize, densify, combine) -- as a Sort node keeps TOAST pointers and its
  * consumer detoasts them.  The pointers stay valid for the query (its
@@ -73,6 +75,7 @@ struct StatsState
 	MemoryContext cxt;			/* where the state and its buffers live */
 	int			d;
 	PerpcaNulls nulls;			/* what a row with a missing value does */
+	PerpcaRowType rowtype;		/* the type of the pending rows */
 	int64		n;				/* rows merged into mu and m2 */
 	int64		skipped;		/* rows left out (missing values) */
 	double	   *shift;			/* d: reference point; rows enter as x - shift */
@@ -87,6 +90,9 @@ struct StatsState
 	PendingRow *pend;
 	double	   *scratch;		/* d: a row of another type converted to double
 								 * (perpca_stats_accum_scratch); not state */
+	double	   *fetched;		/* d: a pending row of another type converted
+								 * (fetch_pending; not scratch, which may hold
+								 * the row being added meanwhile); not state */
 };
 
 /* The hint of the error for a row with a missing value. */
@@ -220,20 +226,40 @@ state_set_nulls(StatsState *st, PerpcaNulls nulls)
  */
 
 /*
- * Can this argument wait in TOAST?  Only an on-disk pointer to a value of
- * the size of a one-dimensional float8[d] without NULLs; anything else is
- * read at once (and a malformed row fails at once).
+ * The row type of the state's pending rows (one per state: a group's rows
+ * come from one aggregate); other types than float8[] are converted into
+ * the state's `fetched` row when fetched.
+ */
+static void
+state_set_rowtype(StatsState *st, PerpcaRowType type)
+{
+	if (st->npend > 0 && st->rowtype != type)
+		elog(ERROR, "perpca_stats state holds rows of another type");
+	st->rowtype = type;
+	if (type != PERPCA_ROWTYPE_FLOAT8 && st->fetched == NULL)
+		st->fetched = MemoryContextAlloc(st->cxt, sizeof(double) * st->d);
+}
+
+/*
+ * Can this argument, a row of type `type`, wait in TOAST?  Only an on-disk
+ * pointer to a value of the size of a one-dimensional float8[d] without
+ * NULLs, or of a vector or halfvec of dimension d; anything else is read at
+ * once (and a malformed row fails at once).
  */
 static bool
-row_deferrable(const StatsState *st, Datum arg)
+row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 {
 	struct varlena *v = (struct varlena *) DatumGetPointer(arg);
 	varatt_external ptr;
+	Size		size;
 
-	if (!VARATT_IS_EXTERNAL_ONDISK(v))
+	if (!VARATT_IS_EXTERNAL_ONDISK(v) || (st->npend > 0 && st->rowtype != type))
 		return false;
 	VARATT_EXTERNAL_GET_POINTER(ptr, v);
-	return ptr.va_rawsize == (int32) (ARR_OVERHEAD_NONULLS(1) + sizeof(double) * st->d);
+	size = type == PERPCA_ROWTYPE_FLOAT8
+		? ARR_OVERHEAD_NONULLS(1) + sizeof(double) * st->d
+		: perpca_pgvector_size(type, st->d);
+	return ptr.va_rawsize == (int32) size;
 }
 
 static void
@@ -252,17 +278,30 @@ state_defer(StatsState *st, Datum arg)
 }
 
 /*
- * Fetch pending row i (a palloc'd copy in *arr) and check it: its values, or
- * NULL when it is skipped.
+ * Fetch pending row i (a palloc'd copy in *copy) and check it: its values,
+ * or NULL when it is skipped.
  */
 static const double *
-fetch_pending(const StatsState *st, int i, ArrayType **arr)
+fetch_pending(const StatsState *st, int i, void **copy)
 {
 	int			d;
 	const double *x;
 
-	*arr = DatumGetArrayTypeP(PointerGetDatum(st->pend[i].ptr));
-	x = row_values(*arr, &d, st->nulls);
+	if (st->rowtype == PERPCA_ROWTYPE_FLOAT8)
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(PointerGetDatum(st->pend[i].ptr));
+
+		*copy = arr;
+		x = row_values(arr, &d, st->nulls);
+	}
+	else
+	{
+		*copy = (void *) perpca_pgvector_row(st->rowtype, PointerGetDatum(st->pend[i].ptr),
+											  &d, "input row");
+		if (d == st->d)
+			perpca_pgvector_values(st->rowtype, *copy, st->fetched);
+		x = st->fetched;
+	}
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
 	return x != NULL && row_finite(st->nulls, x, d) ? x : NULL;
@@ -287,7 +326,7 @@ unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 		memcpy(sum, st->bsum, sizeof(double) * d);
 	for (int i = 0; i < st->npend; i++)
 	{
-		ArrayType  *arr;
+		void	   *arr;
 		const double *x = fetch_pending(st, i, &arr);
 
 		if (x != NULL)
@@ -541,6 +580,7 @@ state_copy(StatsState *a, const StatsState *b)
 		a->nbuf = b->nbuf;
 	}
 	a->nulls = b->nulls;
+	state_set_rowtype(a, b->rowtype);
 	state_defer_many(a, b->pend, b->npend);
 }
 
@@ -559,6 +599,8 @@ state_merge_state(StatsState *a, StatsState *b)
 		state_copy(a, b);
 		return;
 	}
+	if (b->npend > 0 && a->npend > 0 && a->rowtype != b->rowtype)
+		state_materialize(b);	/* one type of pending rows per state */
 	if (a->m2 == NULL && b->m2 == NULL &&
 		state_unmerged(a) + state_unmerged(b) <= PERPCA_STATS_THIN_MAX(a->d))
 	{
@@ -577,7 +619,10 @@ state_merge_state(StatsState *a, StatsState *b)
 			offset[j] = b->shift[j] - a->shift[j];
 		state_append(a, b->buf, b->nbuf, offset);
 		if (b->npend > 0)
+		{
 			state_set_nulls(a, b->nulls);
+			state_set_rowtype(a, b->rowtype);
+		}
 		state_defer_many(a, b->pend, b->npend);
 		pfree(offset);
 		return;
@@ -714,7 +759,8 @@ typedef struct SerialState
 	int32		vl_len_;		/* varlena header (do not touch directly) */
 	uint8		format;			/* STATE_FORMAT */
 	uint8		dense;			/* 1 if the state holds M2 */
-	int16		nulls;			/* PerpcaNulls */
+	uint8		nulls;			/* PerpcaNulls */
+	uint8		rowtype;		/* PerpcaRowType of the pending rows */
 	int32		d;
 	int32		nbuf;
 	int32		npend;
@@ -753,6 +799,7 @@ state_serialize(const StatsState *st)
 	ss->n = st->n;
 	ss->skipped = st->skipped;
 	ss->nulls = st->nulls;
+	ss->rowtype = st->rowtype;
 	memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
 	if (st->nbuf > 0)
 		memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
@@ -777,6 +824,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 		ss->d < 1 || ss->d > PERPCA_MAX_DIM || ss->nbuf < 0 || ss->npend < 0 ||
 		ss->n < 0 || ss->skipped < 0 || (ss->dense && ss->npend > 0) ||
 		(ss->nulls != PERPCA_NULLS_ERROR && ss->nulls != PERPCA_NULLS_SKIP) ||
+		ss->rowtype > PERPCA_ROWTYPE_HALFVEC ||
 		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf, ss->npend))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
@@ -798,6 +846,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 		for (int64 i = 0; i < d; i++)
 			for (int64 j = i; j < d; j++)
 				st->m2[i * d + j] = *p++;
+	state_set_rowtype(st, (PerpcaRowType) ss->rowtype);
 	state_defer_many(st, (const PendingRow *) p, ss->npend);
 	return st;
 }
@@ -815,7 +864,10 @@ agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind)
 	int			k = AggCheckCallContext(fcinfo, &aggcxt);
 
 	if (!k)
-		elog(ERROR, "%s called in non-aggregate context", fname);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s called in non-aggregate context", fname),
+				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
 	if (kind)
 		*kind = k;
 	return aggcxt;
@@ -897,17 +949,20 @@ perpca_stats_accum_skip(StatsState *st)
 }
 
 /*
- * The transition of perpca_stats(x) and perpca_stats(x, nulls): NULL rows
- * are ignored, rows with a missing value are an error or skipped.  A row in
- * TOAST waits there while its group is thin (not in a window, whose final
- * function runs after every row) and is checked when fetched.
+ * The transition of perpca_stats(x) and perpca_stats(x, nulls) for rows of
+ * the given type: NULL rows are ignored, rows with a missing value are an
+ * error or skipped.  A row in TOAST waits there while its group is thin
+ * (not in a window, whose final function runs after every row) and is
+ * checked when fetched.
  */
-static Datum
-stats_accum(FunctionCallInfo fcinfo, PerpcaNulls nulls)
+Datum
+perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
 {
 	int			kind;
 	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", &kind);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	int			d;
+	const double *x;
 
 	if (PG_ARGISNULL(1))
 	{
@@ -919,23 +974,33 @@ stats_accum(FunctionCallInfo fcinfo, PerpcaNulls nulls)
 		state_set_nulls(st, nulls);
 	if (st != NULL && kind == AGG_CONTEXT_AGGREGATE && st->m2 == NULL &&
 		!state_empty(st) && state_unmerged(st) < PERPCA_STATS_THIN_MAX(st->d) &&
-		row_deferrable(st, PG_GETARG_DATUM(1)))
+		row_deferrable(st, type, PG_GETARG_DATUM(1)))
 	{
+		state_set_rowtype(st, type);
 		state_defer(st, PG_GETARG_DATUM(1));
 		if (perpca_progress_rows > 0)
 			report_progress(aggcxt);
+		PG_RETURN_POINTER(st);
+	}
+	if (type == PERPCA_ROWTYPE_FLOAT8)
+	{
+		x = row_values(PG_GETARG_ARRAYTYPE_P(1), &d, nulls);
+		st = perpca_stats_accum_state(fcinfo, d, nulls);
 	}
 	else
 	{
-		int			d;
-		const double *x = row_values(PG_GETARG_ARRAYTYPE_P(1), &d, nulls);
+		const void *row = perpca_pgvector_row(type, PG_GETARG_DATUM(1), &d, "input row");
+		double	   *scratch;
 
 		st = perpca_stats_accum_state(fcinfo, d, nulls);
-		if (x != NULL)
-			perpca_stats_accum_add(st, x);
-		else
-			perpca_stats_accum_skip(st);
+		scratch = perpca_stats_accum_scratch(st);
+		perpca_pgvector_values(type, row, scratch);
+		x = scratch;
 	}
+	if (x != NULL)
+		perpca_stats_accum_add(st, x);
+	else
+		perpca_stats_accum_skip(st);
 	PG_RETURN_POINTER(st);
 }
 
@@ -943,7 +1008,7 @@ stats_accum(FunctionCallInfo fcinfo, PerpcaNulls nulls)
 Datum
 perpca_stats_accum(PG_FUNCTION_ARGS)
 {
-	return stats_accum(fcinfo, PERPCA_NULLS_ERROR);
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR);
 }
 
 /* perpca_stats(float8[], text) transition: nulls => 'error' or 'skip'. */
@@ -954,7 +1019,8 @@ perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("nulls must be 'error' or 'skip', not NULL")));
-	return stats_accum(fcinfo, perpca_nulls_arg(PG_GETARG_TEXT_PP(2)));
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8,
+								   perpca_nulls_arg(PG_GETARG_TEXT_PP(2)));
 }
 
 /* perpca_merge(perpca_stats) transition. */

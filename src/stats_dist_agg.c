@@ -113,7 +113,10 @@ dist_agg_context(FunctionCallInfo fcinfo, const char *fname)
 	MemoryContext aggcxt;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
-		elog(ERROR, "%s called in non-aggregate context", fname);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s called in non-aggregate context", fname),
+				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
 	return aggcxt;
 }
 

@@ -96,3 +96,10 @@ COMMENT ON FUNCTION perpca_mean(perpca_stats) IS 'mean vector (d values); NULL w
 COMMENT ON FUNCTION perpca_covariance(perpca_stats, boolean) IS
     'd x d covariance scaled by 1/n; with centered => false the uncentered second moment (1/n) sum x x^T; NULL when n = 0';
 
+
+-- Two perpca_stats values merged (NULLs skipped), for upserts of per-period statistics.
+CREATE OR REPLACE FUNCTION perpca_merge(a perpca_stats, b perpca_stats) RETURNS perpca_stats
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+RETURN (SELECT @extschema@.perpca_merge(v.s) FROM (VALUES (a), (b)) AS v(s));
+COMMENT ON FUNCTION perpca_merge(perpca_stats, perpca_stats) IS
+    'merges two perpca_stats values as the perpca_merge aggregate does (a NULL is skipped), e.g. in INSERT ... ON CONFLICT DO UPDATE SET stats = perpca_merge(t.stats, excluded.stats)';

@@ -21,11 +21,6 @@ COMMENT ON FUNCTION perpca_internal.scale_vector(float8[], float8[]) IS
     'internal: x divided elementwise by scale_factors; a NULL scale_factors returns x unchanged';
 
 -- The stored divisors of a model (NULL: unscaled, also for a model stored before the scale option).
-CREATE OR REPLACE FUNCTION perpca_internal.last_fit_scale_factors(OUT scale_factors float8[], OUT constant_features int[])
-    AS 'MODULE_PATHNAME', 'perpca_last_fit_scale_factors' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION perpca_internal.last_fit_scale_factors() IS
-    'internal: the divisors the last perpca_fit of this session divided its input by, and its constant features (NULLs when unscaled); perpca_train stores them with the model';
-
 CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_scale_factors(info text) RETURNS float8[]
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -35,7 +30,8 @@ BEGIN
                     WHERE attrelid = info::regclass AND attname = 'scale_factors' AND NOT attisdropped) THEN
         RETURN NULL;
     END IF;
-    EXECUTE format('SELECT scale_factors FROM %s', info) INTO result;
+    -- As a regclass, never spliced as text: a table name cannot carry SQL in.
+    EXECUTE format('SELECT scale_factors FROM %s', info::regclass) INTO result;
     RETURN result;
 END
 $$;

@@ -2,15 +2,15 @@
 -- Models: a fit stored as plain tables <model>_components, <model>_clients
 -- and <model>_info, and the functions that write them
 --
--- Search path: the entry points resolve an unqualified model name (and run
--- the caller's clients query) through the caller's search_path, so they
--- qualify every function and operator they use (OPERATOR(pg_catalog.=),
--- pg_catalog.format, ...).  The internal functions that only compute and
--- write pin search_path = pg_catalog, pg_temp.
+-- Search path: perpca_train and perpca_refresh are C (src/model_write.c):
+-- they resolve an unqualified model name through the caller's search_path
+-- and record that search_path for the model's query; every internal
+-- function here pins search_path = pg_catalog, pg_temp.  The model's query
+-- runs with the recorded search_path, at train as at every refresh.
 --
 -- Ownership: a model that belongs to another role is written as that role,
--- inside a security-restricted operation (perpca_internal.perpca_run_as_owner,
--- see 50_refresh.sql), never with the caller's privileges.
+-- inside a security-restricted operation (perpca_internal.run_as, see
+-- 50_refresh.sql and src/run_as_owner.c), never with the caller's privileges.
 -- ==========================================================================
 
 -- How model names are written and read: the naming rule for error hints,
@@ -23,65 +23,6 @@ CREATE OR REPLACE FUNCTION perpca_internal.model_name_parts(model text) RETURNS 
     AS 'MODULE_PATHNAME', 'perpca_model_name_parts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.model_name_parts(text) IS
     'internal: {[schema,] base} of a model name read as SQL identifiers, or the improper-name error with the naming rule';
-
--- The tables of a model: name parts and quoted qualified table names.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_tables(model text, OUT schema_name text, OUT base text,
-                                    OUT components text, OUT clients text, OUT info text,
-                                    OUT present boolean)
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
-DECLARE
-    parts text[] := perpca_internal.model_name_parts(model);
-    n int := pg_catalog.cardinality(parts);
-BEGIN
-    base := parts[n];
-    IF pg_catalog.octet_length(base) OPERATOR(pg_catalog.>) 52 THEN
-        RAISE EXCEPTION 'model name "%" is too long', base USING ERRCODE = 'name_too_long',
-            DETAIL = 'A model name has at most 52 bytes, so that "<model>_components" is a valid table name.';
-    END IF;
-    IF n OPERATOR(pg_catalog.=) 2 THEN
-        schema_name := parts[1];
-    ELSE
-        SELECT ns.nspname INTO schema_name
-          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace ns ON ns.oid OPERATOR(pg_catalog.=) c.relnamespace
-         WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(pg_catalog.quote_ident(pg_catalog.concat(base, '_info')));
-        schema_name := coalesce(schema_name, pg_catalog.current_schema());
-        IF schema_name IS NULL THEN
-            RAISE EXCEPTION 'no schema has been selected to create the model in'
-                USING ERRCODE = 'invalid_schema_name',
-                      HINT = 'Qualify the model name with a schema or set search_path.';
-        END IF;
-    END IF;
-    components := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_components'));
-    clients := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_clients'));
-    info := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_info'));
-    present := pg_catalog.to_regclass(info) IS NOT NULL;
-    IF present AND (pg_catalog.to_regclass(components) IS NULL OR pg_catalog.to_regclass(clients) IS NULL) THEN
-        RAISE EXCEPTION 'model "%" is incomplete', model USING ERRCODE = 'data_corrupted',
-            DETAIL = pg_catalog.format('Table %s exists but %s or %s does not.', info, components, clients);
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_tables(text) IS
-    'internal: schema, base name and quoted table names of a model, and whether it exists';
-
--- The model's tables, raising undefined_object when it does not exist.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_tables_existing(model text, OUT components text, OUT clients text, OUT info text)
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE AS $$
-DECLARE
-    t record := perpca_internal.perpca_model_tables(model);
-BEGIN
-    IF NOT t.present THEN
-        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            DETAIL = pg_catalog.format('No table %s was found.', t.info),
-            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
-    END IF;
-    components := t.components;
-    clients := t.clients;
-    info := t.info;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_tables_existing(text) IS
-    'internal: quoted table names of an existing model (undefined_object otherwise)';
 
 -- The owner of an existing model, after checking that its three relations
 -- are plain tables of one owner (a view or a foreign table in their place
@@ -132,14 +73,8 @@ $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_check_owner(text, regrole) IS
     'internal: insufficient_privilege unless the current user has the privileges of the model''s owner';
 
--- Process pending catalog invalidations (src/model_store.c).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_accept_invalidations() RETURNS void
-    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_internal.perpca_accept_invalidations() IS
-    'internal: processes pending catalog invalidations, so that lookups after an advisory lock see what other sessions committed meanwhile';
-
 -- Create the three tables of a model.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_create(schema_name text, base text) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.model_create(schema_name text, base text) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     components text := format('%I.%I', schema_name, base || '_components');
@@ -173,6 +108,8 @@ BEGIN
             score_covariance float8[],
             residual_moments float8[])$f$,
         clients);
+    -- The option columns (method .. weights) are those of 0.1.0; every option,
+    -- these and later ones, is in options (jsonb), which a refresh reads.
     EXECUTE format($f$
         CREATE TABLE %s (
             model text PRIMARY KEY,
@@ -192,16 +129,17 @@ BEGIN
             client_type text,
             options jsonb,
             scale_factors float8[],
-            constant_features int[])$f$, info);
+            constant_features int[],
+            search_path text)$f$, info);
     EXECUTE format('COMMENT ON TABLE %s IS %L', components,
         'perpca model ' || base || ': global (client NULL) and local principal components');
     EXECUTE format('COMMENT ON TABLE %s IS %L', clients,
         'perpca model ' || base || ': one row per client (mean, explained-variance ratios, training error)');
     EXECUTE format('COMMENT ON TABLE %s IS %L', info,
-        'perpca model ' || base || ': options, source query, key type, diagnostics and version of the fit');
+        'perpca model ' || base || ': options, source query and the search_path it runs with, key type, diagnostics and version of the fit');
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_create(text, text) IS 'internal: creates the tables of a new model';
+COMMENT ON FUNCTION perpca_internal.model_create(text, text) IS 'internal: creates the tables of a new model';
 
 -- Write the clients rows of a model from the statistics of the FROM item
 -- src (client text, stats perpca_stats), which may use $4 and $5.
@@ -215,6 +153,7 @@ DECLARE
     clients regclass := format('%I.%I', schema_name, base || '_clients')::regclass;
     monitor boolean := EXISTS (SELECT FROM pg_attribute
                                 WHERE attrelid = clients AND attname = 'residual_moments' AND NOT attisdropped);
+    flat text[];
 BEGIN
     -- A model stored before 0.3.0 gets the columns of perpca_model_monitor
     -- and perpca_component_variance when its owner writes it.
@@ -246,33 +185,46 @@ BEGIN
                    coalesce(@extschema@.perpca_explained_variance(c.stats, v.v, c.centre), 0) AS lv,
                    ms.score_covariance, ms.residual_moments
               FROM c CROSS JOIN u LEFT JOIN v ON v.client = c.client
-             CROSS JOIN LATERAL perpca_internal.client_monitor_stats(c.stats, u.u, v.v) AS ms)
-        INSERT INTO %I.%I (client, n, mean, n_local, total_variance, global_ratio, local_ratio,
-                           residual_ratio, train_error, source%s)
-        SELECT client, n, mean, r2, tv, gv / tv, lv / tv, (tv - gv - lv) / tv, tv - gv - lv, $3%s
-          FROM f
-        ON CONFLICT (client) DO UPDATE
-           SET n = excluded.n, mean = excluded.mean, n_local = excluded.n_local,
-               total_variance = excluded.total_variance, global_ratio = excluded.global_ratio,
-               local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,
-               train_error = excluded.train_error, source = excluded.source%s$f$,
+             CROSS JOIN LATERAL perpca_internal.client_monitor_stats(c.stats, u.u, v.v) AS ms),
+        -- A client without variance (one row, or constant rows) has no ratios.
+        w AS (
+            INSERT INTO %I.%I (client, n, mean, n_local, total_variance, global_ratio, local_ratio,
+                               residual_ratio, train_error, source%s)
+            SELECT client, n, mean, r2, tv, gv / nullif(tv, 0), lv / nullif(tv, 0),
+                   (tv - gv - lv) / nullif(tv, 0), tv - gv - lv, $3%s
+              FROM f
+            ON CONFLICT (client) DO UPDATE
+               SET n = excluded.n, mean = excluded.mean, n_local = excluded.n_local,
+                   total_variance = excluded.total_variance, global_ratio = excluded.global_ratio,
+                   local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,
+                   train_error = excluded.train_error, source = excluded.source%s
+            RETURNING client, total_variance)
+        SELECT array_agg(client ORDER BY client COLLATE "C") FROM w WHERE total_variance = 0$f$,
         src, schema_name, base || '_components', schema_name, base || '_components',
         schema_name, base || '_clients',
         CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
         CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
         CASE WHEN monitor THEN ', score_covariance = excluded.score_covariance, '
                                'residual_moments = excluded.residual_moments' ELSE '' END)
-    USING center, global_mean, source, one_client, one_stats, scale_factors;
+    INTO flat USING center, global_mean, source, one_client, one_stats, scale_factors;
+    IF flat IS NOT NULL THEN
+        RAISE NOTICE '% of model "%" % no variance and contribute% nothing to the fit',
+                     CASE WHEN cardinality(flat) = 1 THEN 'client ' || quote_literal(flat[1])
+                          ELSE cardinality(flat) || ' clients' END, base,
+                     CASE WHEN cardinality(flat) = 1 THEN 'has' ELSE 'have' END,
+                     CASE WHEN cardinality(flat) = 1 THEN 's' ELSE '' END
+            USING DETAIL = 'A client whose rows are all equal (or who has one row) has NULL variance ratios.';
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.perpca_model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]) IS
-    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics';
+    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics; a client without variance gets NULL ratios and a NOTICE';
 
 -- The clients of a train or refresh, staged once: the fit and the per-client
 -- figures read the same rows.  A temporary table, created by the caller (a
 -- security-restricted operation may not create one) and usable by role
 -- reader (the model's owner when the model is written as its owner).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_stage_create(reader regrole) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.stage_create(reader regrole) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF to_regclass('pg_temp.perpca_train_src') IS NOT NULL THEN
@@ -285,68 +237,71 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_stage_create(regrole) IS
+COMMENT ON FUNCTION perpca_internal.stage_create(regrole) IS
     'internal: creates the temporary table that holds the clients of a train or refresh, usable by reader';
 
 -- Run a clients query (client, perpca_stats[, n_local]) once into the stage,
--- with the search_path of the caller (train) or of the owner's restricted
--- refresh, recording the type of the client key.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_stage_fill(query text) RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
-BEGIN
-    EXECUTE pg_catalog.format(
+-- with the model's search_path (recorded at train), recording the type of
+-- the client key.  Called through run_as: as the model's owner (or the
+-- trainer), inside a security-restricted operation, at train as at refresh.
+CREATE OR REPLACE FUNCTION perpca_internal.stage_fill(query text, search_path text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    command text := format(
         'INSERT INTO pg_temp.perpca_train_src
          SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.*
            FROM (%s
                 ) AS q(perpca_client_key, perpca_client_stats)',
-        pg_catalog.regexp_replace(query, '[;[:space:]]+$', ''));
+        regexp_replace(query, '[;[:space:]]+$', ''));
+    n bigint;
+BEGIN
+    -- Only the query runs with the model's search_path: everything else here
+    -- is evaluated before and after (the function's SET restores it on error).
+    PERFORM set_config('search_path', search_path, true);
+    EXECUTE command;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    RETURN jsonb_build_object('clients', n);
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_stage_fill(text) IS
-    'internal: runs a clients query into the temporary stage of a train, with its key type';
+COMMENT ON FUNCTION perpca_internal.stage_fill(text, text) IS
+    'internal: runs a clients query into the temporary stage of a train or refresh with the given search_path, with its key type';
 
 -- Fit the staged clients and store the result as model schema_name.base
 -- (new, or replacing the rows of an existing one); the caller holds the
--- model's lock.  Options pass through to perpca_fit by name; the effective
--- ones are recorded in <model>_info.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_store(
-    schema_name text, base text, source_query text, n_global int, n_local int,
-    rounds int, tolerance float8, step float8, update text, retraction text, init text,
-    seed bigint, center text, weights text, method text, verbose boolean, adaptive boolean,
-    start text, solver text, scale text)
+-- model's lock.  The fit's result comes back whole from perpca_internal.fit;
+-- the info row is filled by column name from the effective options and the
+-- diagnostics, so no option is named here.
+CREATE OR REPLACE FUNCTION perpca_internal.model_store(schema_name text, base text, source_query text,
+                                                       options jsonb, search_path text)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp SET extra_float_digits = 3 AS $$
 DECLARE
     components text := format('%I.%I', schema_name, base || '_components');
     clients text := format('%I.%I', schema_name, base || '_clients');
     info text := format('%I.%I', schema_name, base || '_info');
-    fitted perpca_internal.perpca_fit_row[];
-    diag record;
+    f record;
+    diag jsonb;
     opts jsonb;
     key_type text;
     gmean float8[];
     merged @extschema@.perpca_stats;
-    factors record;
     total float8;
+    added text;
 BEGIN
     SELECT format_type(s.client_type, NULL) INTO key_type FROM pg_temp.perpca_train_src s LIMIT 1;
-
-    SELECT array_agg(ROW(f.client, f.kind, f.component, f.pc, f.variance)::perpca_internal.perpca_fit_row) INTO fitted
-      FROM @extschema@.perpca_fit(
+    SELECT * INTO STRICT f
+      FROM perpca_internal.fit(
                format('SELECT client, stats%s FROM pg_temp.perpca_train_src ORDER BY client COLLATE "C"',
                       CASE WHEN EXISTS (SELECT FROM pg_temp.perpca_train_src WHERE perpca_train_src.n_local IS NOT NULL)
                            THEN ', n_local' ELSE '' END),
-               n_global, n_local, rounds => rounds, tolerance => tolerance, step => step,
-               update => $9, retraction => retraction, init => init, seed => seed,
-               center => center, weights => weights, method => method, verbose => $16,
-               adaptive => adaptive, start => start, solver => solver, scale => scale) AS f;
-    SELECT * INTO STRICT diag FROM @extschema@.perpca_last_fit();
-    opts := to_jsonb(diag) -> 'options';
+               options);
+    diag := f.diagnostics;
+    opts := diag -> 'options';
     SELECT @extschema@.perpca_merge(s.stats ORDER BY s.client COLLATE "C") INTO merged FROM pg_temp.perpca_train_src s;
     gmean := @extschema@.perpca_mean(merged);
-    -- The divisors the fit divided its input by (NULL: unscaled).
-    SELECT * INTO STRICT factors FROM perpca_internal.last_fit_scale_factors();
 
     -- Swap: lock out other writers of this model (readers go on), then replace the rows.
     IF to_regclass(info) IS NOT NULL THEN
@@ -354,72 +309,129 @@ BEGIN
         EXECUTE format('DELETE FROM %s', components);
         EXECUTE format('DELETE FROM %s', clients);
         EXECUTE format('DELETE FROM %s', info);
-        -- A model stored by 0.1.0 gets the columns 0.2.0 added, once.
-        IF NOT EXISTS (SELECT FROM pg_attribute
-                        WHERE attrelid = info::regclass AND attname = 'options' AND NOT attisdropped) THEN
-            EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS client_type text, ADD COLUMN options jsonb', info);
-        END IF;
-        IF NOT EXISTS (SELECT FROM pg_attribute
-                        WHERE attrelid = info::regclass AND attname = 'scale_factors' AND NOT attisdropped) THEN
-            EXECUTE format('ALTER TABLE %s ADD COLUMN scale_factors float8[], ADD COLUMN constant_features int[]', info);
+        -- A model stored by an earlier version gets the columns added since, once.
+        SELECT string_agg(format('ADD COLUMN %I %s', c.name, c.type), ', ') INTO added
+          FROM (VALUES ('client_type', 'text'), ('options', 'jsonb'), ('scale_factors', 'float8[]'),
+                       ('constant_features', 'int[]'), ('search_path', 'text')) AS c(name, type)
+         WHERE NOT EXISTS (SELECT FROM pg_attribute a
+                            WHERE a.attrelid = info::regclass AND a.attname = c.name AND NOT a.attisdropped);
+        IF added IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE %s %s', info, added);
         END IF;
     ELSE
-        PERFORM perpca_internal.perpca_model_create(schema_name, base);
+        PERFORM perpca_internal.model_create(schema_name, base);
     END IF;
 
     EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
                     SELECT u.client, u.kind, u.component, u.pc, u.variance
                       FROM unnest($1) AS u',
-                   components) USING fitted;
+                   components) USING f.components;
     PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, 'pg_temp.perpca_train_src',
-                                                      opts ->> 'center', gmean, 'fit', NULL, NULL, factors.scale_factors);
+                                                      opts ->> 'center', gmean, 'fit', NULL, NULL, f.scale_factors);
     EXECUTE format('SELECT CASE WHEN $1 = %L THEN avg(total_variance)
                                 ELSE sum(n::float8 * total_variance) / sum(n::float8) END FROM %s',
                    'equal', clients)
         INTO total USING opts ->> 'weights';
-    EXECUTE format($f$
-        INSERT INTO %s (model, d, n_global, n_local, n_clients, method, rounds_max, tolerance, step,
-                        adaptive, update, retraction, init, seed, center, weights, source_query,
-                        rounds, converged, objective, kkt_residual, theta_est, step_used,
-                        fit_seconds, global_mean, total_variance, fitted_at, version, client_type, options,
-                        scale_factors, constant_features)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                $18, $19, $20, $21, $22, $23, $24, $25, $26, now(),
-                nextval('@extschema@.perpca_model_version'), $27, $28, $29, $30)$f$, info)
-    USING base, diag.d, n_global, n_local, diag.n_clients, opts ->> 'method',
-          (opts ->> 'rounds')::int, (opts ->> 'tolerance')::float8, (opts ->> 'step')::float8,
-          (opts ->> 'adaptive')::boolean,
-          opts ->> 'update', opts ->> 'retraction', opts ->> 'init', (opts ->> 'seed')::bigint,
-          opts ->> 'center', opts ->> 'weights', source_query, diag.rounds_run, diag.converged, diag.objective,
-          diag.kkt_residual, diag.theta_est, diag.step, diag.seconds, gmean, total, key_type, opts,
-          factors.scale_factors, factors.constant_features;
+    -- The 0.1.0 option columns take the options of their name (rounds_max:
+    -- the rounds option; rounds: the rounds run).
+    EXECUTE format('INSERT INTO %s SELECT * FROM jsonb_populate_record(NULL::%s, $1)', info, info)
+    USING (opts - 'rounds') || jsonb_build_object(
+              'model', base, 'd', diag -> 'd', 'n_global', options -> 'n_global',
+              'n_local', options -> 'n_local', 'n_clients', diag -> 'n_clients',
+              'rounds_max', opts -> 'rounds', 'source_query', source_query,
+              'rounds', diag -> 'rounds_run', 'converged', diag -> 'converged',
+              'objective', diag -> 'objective', 'kkt_residual', diag -> 'kkt_residual',
+              'theta_est', diag -> 'theta_est', 'step_used', diag -> 'step',
+              'fit_seconds', diag -> 'seconds', 'global_mean', to_jsonb(gmean),
+              'total_variance', total, 'fitted_at', now(),
+              'version', nextval('@extschema@.perpca_model_version'), 'client_type', key_type,
+              'options', opts, 'scale_factors', to_jsonb(f.scale_factors),
+              'constant_features', to_jsonb(f.constant_features), 'search_path', search_path);
 
-    RETURN QUERY SELECT base, diag.d, diag.n_clients, diag.rounds_run, diag.converged,
-                        diag.objective, diag.theta_est;
+    RETURN QUERY SELECT base, (diag ->> 'd')::int, (diag ->> 'n_clients')::int,
+                        (diag ->> 'rounds_run')::int, (diag ->> 'converged')::boolean,
+                        (diag ->> 'objective')::float8, (diag ->> 'theta_est')::float8;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text) IS
-    'internal: fits the staged clients and stores (or replaces) the model''s rows, with the effective options';
+COMMENT ON FUNCTION perpca_internal.model_store(text, text, text, jsonb, text) IS
+    'internal: fits the staged clients with options (jsonb) and stores (or replaces) the model''s rows, with the effective options and the search_path its query runs with';
 
 -- Run a warm-start query (client, kind, component, pc) once into a temporary
--- table, as the caller and with the caller's search_path (the fit itself
--- runs with a fixed one), readable by reader.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_stage_start(query text, reader regrole) RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
+-- table, as the caller and with the model's search_path, readable by reader.
+CREATE OR REPLACE FUNCTION perpca_internal.stage_start(query text, reader regrole, search_path text) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    -- Named columns: the query's own may be unnamed ("?column?" twice).
+    command text := concat('CREATE TEMPORARY TABLE perpca_train_start (client, kind, component, pc) AS ',
+                           regexp_replace(query, '[;[:space:]]+$', ''));
 BEGIN
-    IF pg_catalog.to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
+    IF to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
         DROP TABLE pg_temp.perpca_train_start;
     END IF;
-    EXECUTE pg_catalog.concat('CREATE TEMPORARY TABLE perpca_train_start AS ',
-                              pg_catalog.regexp_replace(query, '[;[:space:]]+$', ''));
-    IF reader::oid OPERATOR(pg_catalog.<>) pg_catalog.current_user()::regrole::oid THEN
-        EXECUTE pg_catalog.format('GRANT SELECT ON pg_temp.perpca_train_start TO %s', reader);
+    -- Only the query runs with the model's search_path.
+    PERFORM set_config('search_path', search_path, true);
+    EXECUTE command;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF reader::oid <> current_user::regrole::oid THEN
+        EXECUTE format('GRANT SELECT ON pg_temp.perpca_train_start TO %s', reader);
     END IF;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_stage_start(text, regrole) IS
+COMMENT ON FUNCTION perpca_internal.stage_start(text, regrole, text) IS
     'internal: runs perpca_train''s warm-start query once, as the caller, into a temporary table usable by reader';
 
+-- The body of perpca_train (src/model_write.c resolved the name, checked the
+-- options, locked the model and recorded the caller's search_path).
+CREATE OR REPLACE FUNCTION perpca_internal.train(schema_name text, base text, model text, query text,
+                                                 options jsonb, replace boolean, search_path text)
+RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
+               objective float8, theta_est float8)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    info text := format('%I.%I', schema_name, base || '_info');
+    owner regrole;
+    r jsonb;
+BEGIN
+    -- perpca_train (C) holds the model's write lock (model_lock.c) and checked the owner.
+    IF to_regclass(info) IS NOT NULL AND NOT coalesce(replace, false) THEN
+        RAISE EXCEPTION 'model "%" already exists', model USING ERRCODE = 'duplicate_table',
+            HINT = 'Pass replace => true to replace it, or drop it with perpca_drop().';
+    END IF;
+    owner := CASE WHEN to_regclass(info) IS NOT NULL THEN perpca_internal.perpca_model_owner(schema_name, base)
+                  ELSE current_user::regrole END;
+    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
+    IF options ->> 'start' IS NOT NULL THEN
+        PERFORM perpca_internal.stage_start(options ->> 'start', owner, search_path);
+        options := options || jsonb_build_object('start', 'SELECT * FROM pg_temp.perpca_train_start');
+    END IF;
+
+    -- The caller's query runs once, as the caller, the way every refresh
+    -- will run it: restricted, with the recorded search_path.
+    PERFORM perpca_internal.stage_create(owner);
+    PERFORM perpca_internal.run_as(current_user::regrole, 'SELECT perpca_internal.stage_fill($1, $2)',
+                                   query, search_path);
+    IF owner::oid = current_user::regrole::oid THEN
+        RETURN QUERY SELECT * FROM perpca_internal.model_store(schema_name, base, query, options, search_path);
+    ELSE
+        -- Another role's model is written as that role.
+        r := perpca_internal.run_as(owner,
+                 'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.model_store($1, $2, $3, $4, $5) AS s',
+                 schema_name, base, query, options, search_path);
+        RETURN QUERY SELECT r ->> 'model_name', (r ->> 'd')::int, (r ->> 'n_clients')::int,
+                            (r ->> 'rounds_run')::int, (r ->> 'converged')::boolean,
+                            (r ->> 'objective')::float8, (r ->> 'theta_est')::float8;
+    END IF;
+    DROP TABLE pg_temp.perpca_train_src;
+    IF to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
+        DROP TABLE pg_temp.perpca_train_start;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.train(text, text, text, text, jsonb, boolean, text) IS
+    'internal: the body of perpca_train: checks and locks the model, stages the query as the caller the way a refresh will run it, fits and stores (as the owner when the model is another role''s)';
+
+-- Options: named arguments with DEFAULT NULL, read by name in C
+-- (src/model_write.c, src/fit_options.c), which holds every default.
 CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_local int,
                              rounds int DEFAULT NULL, tolerance float8 DEFAULT NULL,
                              step float8 DEFAULT NULL, update text DEFAULT NULL,
@@ -431,63 +443,7 @@ CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_
                              solver text DEFAULT NULL, scale text DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
-DECLARE
-    t record := perpca_internal.perpca_model_tables(model);
-    owner regrole;
-    r jsonb;
-BEGIN
-    IF $2 IS NULL OR n_global IS NULL THEN
-        RAISE EXCEPTION 'query and n_global must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF t.present THEN
-        PERFORM perpca_internal.perpca_model_check_owner(model,
-                    perpca_internal.perpca_model_owner(t.schema_name, t.base));
-    END IF;
-    -- Lock first, then look: of sessions creating one model at once, one
-    -- creates it and the others find it (and replace it, or fail cleanly).
-    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, true);
-    t := perpca_internal.perpca_model_tables(model);
-    IF t.present AND NOT coalesce(replace, false) THEN
-        RAISE EXCEPTION 'model "%" already exists', model USING ERRCODE = 'duplicate_table',
-            HINT = 'Pass replace => true to replace it, or drop it with perpca_drop().';
-    END IF;
-    owner := CASE WHEN t.present THEN perpca_internal.perpca_model_owner(t.schema_name, t.base)
-                  ELSE pg_catalog.current_user()::regrole END;
-    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
-    IF start IS NOT NULL THEN
-        PERFORM perpca_internal.perpca_stage_start(start, owner);
-        start := 'SELECT * FROM pg_temp.perpca_train_start';
-    END IF;
-    PERFORM perpca_internal.check_fit_options(rounds, tolerance, step, $8, retraction, init, seed,
-                                              center, weights, method, adaptive, start, solver, scale);
-
-    -- The caller's query runs as the caller, once.
-    PERFORM perpca_internal.perpca_stage_create(owner);
-    PERFORM perpca_internal.perpca_stage_fill($2);
-    IF owner::oid OPERATOR(pg_catalog.=) pg_catalog.current_user()::regrole::oid THEN
-        RETURN QUERY SELECT * FROM perpca_internal.perpca_model_store(
-                 t.schema_name, t.base, $2, n_global, n_local, rounds, tolerance, step, $8,
-                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver, scale);
-    ELSE
-        -- Another role's model is written as that role.
-        r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
-                 'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.perpca_model_store($1, $2, $3, $4, $5, $6,
-                      $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) AS s',
-                 t.schema_name, t.base, $2, n_global, n_local, rounds, tolerance, step, $8,
-                 retraction, init, seed, center, weights, method, $15, adaptive, start, solver, scale);
-        RETURN QUERY SELECT r OPERATOR(pg_catalog.->>) 'model_name', (r OPERATOR(pg_catalog.->>) 'd')::int,
-                            (r OPERATOR(pg_catalog.->>) 'n_clients')::int,
-                            (r OPERATOR(pg_catalog.->>) 'rounds_run')::int,
-                            (r OPERATOR(pg_catalog.->>) 'converged')::boolean,
-                            (r OPERATOR(pg_catalog.->>) 'objective')::float8,
-                            (r OPERATOR(pg_catalog.->>) 'theta_est')::float8;
-    END IF;
-    DROP TABLE pg_temp.perpca_train_src;
-    IF pg_catalog.to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
-        DROP TABLE pg_temp.perpca_train_start;
-    END IF;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'perpca_train' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text) IS
-    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); solver is perpca_fit''s; scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model';
+    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query runs as it will at every refresh (restricted, with the search_path in effect now, recorded in <model>_info.search_path), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model';
+

@@ -7,7 +7,7 @@
 -- or is C; a model name is resolved by the C code with the caller's
 -- search_path before anything else runs.  Ownership: a model that belongs
 -- to another role is written as that role, inside a security-restricted
--- operation (perpca_internal.perpca_run_as_owner, see 50_refresh.sql).
+-- operation (perpca_internal.run_as, see 50_refresh.sql).
 -- ==========================================================================
 
 -- Find and lock a model's tables in the one order of src/model_lock.c: for

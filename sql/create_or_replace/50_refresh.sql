@@ -1,125 +1,102 @@
 -- ==========================================================================
 -- Refresh: refit a stored model from its source query (warm-started from
--- the stored components) and merge statistics kept per period.
+-- the stored components).
 --
 -- The source query is text written by the model's owner.  Like REFRESH
 -- MATERIALIZED VIEW, a refresh runs it (and writes the model) as the owner,
--- inside a security-restricted operation with search_path = pg_catalog,
--- perpca's schema, pg_temp; only the owner or a member of the owning role
--- may refresh.
+-- inside a security-restricted operation, with the search_path recorded
+-- when the model was trained (<model>_info.search_path; models stored
+-- before 0.3.0: pg_catalog, perpca's schema); only the owner or a member of
+-- the owning role may refresh.  perpca_refresh is C (src/model_write.c).
 -- ==========================================================================
 
--- Two perpca_stats values merged (NULLs skipped), for upserts of per-period statistics.
-CREATE OR REPLACE FUNCTION perpca_merge(a perpca_stats, b perpca_stats) RETURNS perpca_stats
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN (SELECT @extschema@.perpca_merge(v.s) FROM (VALUES (a), (b)) AS v(s));
-COMMENT ON FUNCTION perpca_merge(perpca_stats, perpca_stats) IS
-    'merges two perpca_stats values as the perpca_merge aggregate does (a NULL is skipped), e.g. in INSERT ... ON CONFLICT DO UPDATE SET stats = perpca_merge(t.stats, excluded.stats)';
-
--- Run one SQL command as the owner of relation (src/model_store.c).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_run_as_owner(relation regclass, schema regnamespace, command text,
-                                                    VARIADIC args "any")
+-- Run one SQL command as a role (a model's owner), restricted (src/run_as_owner.c).
+CREATE OR REPLACE FUNCTION perpca_internal.run_as(role regrole, command text, VARIADIC args "any")
 RETURNS jsonb
-    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_internal.perpca_run_as_owner(regclass, regnamespace, text, "any") IS
-    'internal: runs command (parameters $1.. from args) as the owner of relation, inside a security-restricted operation with search_path = pg_catalog, schema, pg_temp, and returns the first column (jsonb) of its first row; insufficient_privilege unless the caller has the owner''s privileges';
+    AS 'MODULE_PATHNAME', 'perpca_run_as' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.run_as(regrole, text, "any") IS
+    'internal: runs command (parameters $1.. from args) as role, inside a security-restricted operation with search_path = pg_catalog, pg_temp, and returns the first column (jsonb) of its first row; insufficient_privilege unless the caller has the role''s privileges';
 
 -- The refresh itself, run as the model's owner: the source query into the
 -- stage, the fit and the store, and what changed.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_refresh(schema_name text, base text, warm boolean)
+CREATE OR REPLACE FUNCTION perpca_internal.model_refresh(schema_name text, base text, warm boolean)
 RETURNS jsonb
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    components text := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_components'));
-    clients text := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_clients'));
-    info text := pg_catalog.format('%I.%I', schema_name, pg_catalog.concat(base, '_info'));
+    components text := format('%I.%I', schema_name, base || '_components');
+    clients text := format('%I.%I', schema_name, base || '_clients');
+    info text := format('%I.%I', schema_name, base || '_info');
     m jsonb;
+    options jsonb;
+    path text;
     fit record;
     use_start boolean;
     before text[];
     after text[];
     version bigint;
 BEGIN
-    EXECUTE pg_catalog.format('SELECT pg_catalog.to_jsonb(i) FROM %s i', info) INTO STRICT m;
-    -- Models stored by 0.1.0 have no options column: their option columns hold the same.
-    m := m OPERATOR(pg_catalog.||) coalesce(m OPERATOR(pg_catalog.->) 'options', '{}'::jsonb);
-    EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(client) FROM %s', clients) INTO before;
-    use_start := warm AND (m OPERATOR(pg_catalog.->>) 'method') OPERATOR(pg_catalog.=) 'perpca';
+    EXECUTE format('SELECT to_jsonb(i) FROM %s i', info) INTO STRICT m;
+    -- The effective options the model recorded; a model stored by 0.1.0 has
+    -- them in its option columns (rounds_max: the rounds option).
+    options := coalesce(m -> 'options', (m - 'rounds') || jsonb_build_object('rounds', m -> 'rounds_max'))
+               || jsonb_build_object('n_global', m -> 'n_global', 'n_local', m -> 'n_local');
+    path := coalesce(m ->> 'search_path', 'pg_catalog, @extschema@');
+    EXECUTE format('SELECT array_agg(client) FROM %s', clients) INTO before;
+    use_start := warm AND options ->> 'method' = 'perpca';
+    -- warm: the stored U is one of the L-BFGS solver's starts (init 'best'
+    -- keeps the best objective); the paper's solver continues from it
+    options := options || jsonb_build_object(
+        'init', CASE WHEN use_start AND options ->> 'solver' = 'paper' THEN 'given'
+                     WHEN use_start THEN 'best'
+                     WHEN options ->> 'init' = 'given' THEN NULL
+                     ELSE options ->> 'init' END,
+        'start', CASE WHEN use_start THEN format('SELECT client, kind, component, pc FROM %s', components) END,
+        'verbose', false);
 
-    PERFORM perpca_internal.perpca_stage_fill(m OPERATOR(pg_catalog.->>) 'source_query');
+    PERFORM perpca_internal.stage_fill(m ->> 'source_query', path);
     SELECT * INTO STRICT fit
-      FROM perpca_internal.perpca_model_store(schema_name, base, m OPERATOR(pg_catalog.->>) 'source_query',
-               (m OPERATOR(pg_catalog.->>) 'n_global')::int, (m OPERATOR(pg_catalog.->>) 'n_local')::int,
-               rounds => coalesce((m OPERATOR(pg_catalog.->>) 'rounds')::int, (m OPERATOR(pg_catalog.->>) 'rounds_max')::int),
-               tolerance => (m OPERATOR(pg_catalog.->>) 'tolerance')::float8,
-               step => (m OPERATOR(pg_catalog.->>) 'step')::float8,
-               update => m OPERATOR(pg_catalog.->>) 'update',
-               retraction => m OPERATOR(pg_catalog.->>) 'retraction',
-               -- warm: the stored U is one of the L-BFGS solver's starts (init 'best'
-               -- keeps the best objective); the paper's solver continues from it
-               init => CASE WHEN use_start AND (m OPERATOR(pg_catalog.->>) 'solver') OPERATOR(pg_catalog.=) 'paper' THEN 'given'
-                            WHEN use_start THEN 'best'
-                            WHEN (m OPERATOR(pg_catalog.->>) 'init') OPERATOR(pg_catalog.=) 'given' THEN NULL
-                            ELSE m OPERATOR(pg_catalog.->>) 'init' END,
-               seed => (m OPERATOR(pg_catalog.->>) 'seed')::bigint,
-               center => m OPERATOR(pg_catalog.->>) 'center',
-               weights => m OPERATOR(pg_catalog.->>) 'weights',
-               method => m OPERATOR(pg_catalog.->>) 'method',
-               verbose => false,
-               adaptive => (m OPERATOR(pg_catalog.->>) 'adaptive')::boolean,
-               start => CASE WHEN use_start
-                             THEN pg_catalog.format('SELECT client, kind, component, pc FROM %s', components)
-                        END,
-               solver => m OPERATOR(pg_catalog.->>) 'solver',
-               -- models stored before the scale option have none: unscaled
-               scale => m OPERATOR(pg_catalog.->>) 'scale');
+      FROM perpca_internal.model_store(schema_name, base, m ->> 'source_query', options, path);
 
-    EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(client) FROM %s', clients) INTO after;
-    EXECUTE pg_catalog.format('SELECT version FROM %s', info) INTO STRICT version;
-    RETURN pg_catalog.jsonb_build_object(
+    EXECUTE format('SELECT array_agg(client) FROM %s', clients) INTO after;
+    EXECUTE format('SELECT version FROM %s', info) INTO STRICT version;
+    RETURN jsonb_build_object(
         'model_name', fit.model_name, 'version', version, 'n_clients', fit.n_clients,
-        'clients_added', (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(after) AS a(c)
-                           WHERE a.c OPERATOR(pg_catalog.<>) ALL (coalesce(before, '{}'))),
-        'clients_dropped', (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(before) AS b(c)
-                             WHERE b.c OPERATOR(pg_catalog.<>) ALL (coalesce(after, '{}'))),
+        'clients_added', (SELECT count(*) FROM unnest(after) AS a(c) WHERE a.c <> ALL (coalesce(before, '{}'))),
+        'clients_dropped', (SELECT count(*) FROM unnest(before) AS b(c) WHERE b.c <> ALL (coalesce(after, '{}'))),
         'warm_start', use_start, 'rounds_run', fit.rounds_run, 'converged', fit.converged,
         'objective', fit.objective);
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_refresh(text, text, boolean) IS
-    'internal: the body of perpca_refresh, run as the model''s owner: stages the source query, refits, stores';
+COMMENT ON FUNCTION perpca_internal.model_refresh(text, text, boolean) IS
+    'internal: the body of perpca_refresh, run as the model''s owner: stages the source query with the recorded search_path, refits with the recorded options, stores';
+
+-- The body of perpca_refresh (src/model_write.c resolved the name and
+-- locked the model with model_lock.c, which checked its owner).
+CREATE OR REPLACE FUNCTION perpca_internal.refresh(schema_name text, base text, model text, warm boolean)
+RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int, clients_dropped int,
+               warm_start boolean, rounds_run int, converged boolean, objective float8)
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    owner regrole := perpca_internal.perpca_model_owner(schema_name, base);
+    r jsonb;
+BEGIN
+    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
+    PERFORM perpca_internal.stage_create(owner);
+    r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
+                                schema_name, base, warm);
+    DROP TABLE pg_temp.perpca_train_src;
+    RETURN QUERY SELECT r ->> 'model_name', (r ->> 'version')::bigint, (r ->> 'n_clients')::int,
+                        (r ->> 'clients_added')::int, (r ->> 'clients_dropped')::int,
+                        (r ->> 'warm_start')::boolean, (r ->> 'rounds_run')::int,
+                        (r ->> 'converged')::boolean, (r ->> 'objective')::float8;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.refresh(text, text, text, boolean) IS
+    'internal: the body of perpca_refresh (the caller holds the model''s write lock): stages and refits the model as its owner';
 
 CREATE OR REPLACE FUNCTION perpca_refresh(model text, warm boolean DEFAULT true, wait boolean DEFAULT false)
 RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int, clients_dropped int,
                warm_start boolean, rounds_run int, converged boolean, objective float8)
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
-DECLARE
-    t record := perpca_internal.perpca_model_tables(model);
-    owner regrole;
-    r jsonb;
-BEGIN
-    IF NOT t.present THEN
-        RAISE EXCEPTION 'model "%" does not exist', model USING ERRCODE = 'undefined_object',
-            DETAIL = pg_catalog.format('No table %s was found.', t.info),
-            HINT = 'Create it with perpca_train(). ' OPERATOR(pg_catalog.||) perpca_internal.perpca_model_name_rule();
-    END IF;
-    owner := perpca_internal.perpca_model_owner(t.schema_name, t.base);
-    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
-    -- Lock first, then read: a refresh that waited starts from the model the other one stored.
-    PERFORM perpca_internal.perpca_model_lock(model, t.schema_name, t.base, wait);
-    PERFORM perpca_internal.perpca_stage_create(owner);
-    r := perpca_internal.perpca_run_as_owner(t.info::regclass, '@extschema@'::regnamespace,
-             'SELECT perpca_internal.perpca_model_refresh($1, $2, $3)', t.schema_name, t.base, warm);
-    DROP TABLE pg_temp.perpca_train_src;
-    RETURN QUERY SELECT r OPERATOR(pg_catalog.->>) 'model_name', (r OPERATOR(pg_catalog.->>) 'version')::bigint,
-                        (r OPERATOR(pg_catalog.->>) 'n_clients')::int,
-                        (r OPERATOR(pg_catalog.->>) 'clients_added')::int,
-                        (r OPERATOR(pg_catalog.->>) 'clients_dropped')::int,
-                        (r OPERATOR(pg_catalog.->>) 'warm_start')::boolean,
-                        (r OPERATOR(pg_catalog.->>) 'rounds_run')::int,
-                        (r OPERATOR(pg_catalog.->>) 'converged')::boolean,
-                        (r OPERATOR(pg_catalog.->>) 'objective')::float8;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'perpca_refresh' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_refresh(text, boolean, boolean) IS
-    'refits a stored model from its recorded source query and options and swaps the result in atomically (the old model stays if the refit fails); runs as the model''s owner inside a security-restricted operation with search_path = pg_catalog, perpca''s schema, pg_temp (like REFRESH MATERIALIZED VIEW), and only the owner or a member of the owning role may refresh (insufficient_privilege otherwise); warm => true starts from the stored components; clients new in the query get local components, clients gone from it (including personalized ones) are dropped; a second refresh of the same model fails at once (lock_not_available) unless wait => true';
+    'refits a stored model from its recorded source query and options and swaps the result in atomically (the old model stays if the refit fails); runs as the model''s owner inside a security-restricted operation (like REFRESH MATERIALIZED VIEW) with the search_path recorded when the model was trained, so it refreshes the same from any session; only the owner or a member of the owning role may refresh (insufficient_privilege otherwise); warm => true starts from the stored components; clients new in the query get local components, clients gone from it (including personalized ones) are dropped; a second refresh of the same model fails at once (lock_not_available) unless wait => true';

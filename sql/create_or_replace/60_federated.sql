@@ -75,24 +75,25 @@ CREATE OR REPLACE FUNCTION perpca_internal.shard_close(fit_id text) RETURNS bool
 COMMENT ON FUNCTION perpca_internal.shard_close(text) IS
     'federated fit, shard side: frees the state of fit_id in this session (false if it was not open); it is also freed when the session ends';
 
+-- Options: as perpca_fit's, DEFAULT NULL, read by name in C (src/fit_options.c).
 CREATE OR REPLACE FUNCTION perpca_fit_federated(
     shards text[],
     query text,
     n_global int,
     n_local int,
-    rounds int DEFAULT 5000,
+    rounds int DEFAULT NULL,
     tolerance float8 DEFAULT NULL,
     step float8 DEFAULT NULL,
-    update text DEFAULT 'stgd',
-    retraction text DEFAULT 'polar',
-    init text DEFAULT 'best',
-    center text DEFAULT 'client',
-    weights text DEFAULT 'equal',
-    verbose boolean DEFAULT false,
+    update text DEFAULT NULL,
+    retraction text DEFAULT NULL,
+    init text DEFAULT NULL,
+    center text DEFAULT NULL,
+    weights text DEFAULT NULL,
+    verbose boolean DEFAULT NULL,
     adaptive boolean DEFAULT NULL,
-    solver text DEFAULT 'lbfgs',
-    seed bigint DEFAULT 0,
-    scale text DEFAULT 'none')
+    solver text DEFAULT NULL,
+    seed bigint DEFAULT NULL,
+    scale text DEFAULT NULL)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text) IS

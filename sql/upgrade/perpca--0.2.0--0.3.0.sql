@@ -7,6 +7,22 @@
 -- what CREATE OR REPLACE cannot do: dropping objects that 0.3.0 no longer
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
+-- onesource: options checked by C (perpca_internal.fit_options), no longer by a fit over no clients
+DROP FUNCTION perpca_internal.check_fit_options(int, float8, float8, text, text, text, bigint, text, text, text, boolean, text, text, text);
+-- onesource: the fit's divisors come back from perpca_internal.fit, not from session state
+DROP FUNCTION perpca_internal.last_fit_scale_factors();
+-- onesource: write path renamed and given options as one jsonb (perpca_internal.run_as, stage_*, model_store, model_create, model_refresh)
+DROP FUNCTION perpca_internal.perpca_run_as_owner(regclass, regnamespace, text, "any");
+DROP FUNCTION perpca_internal.perpca_model_refresh(text, text, boolean);
+DROP FUNCTION perpca_internal.perpca_model_store(text, text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text);
+DROP FUNCTION perpca_internal.perpca_stage_fill(text);
+DROP FUNCTION perpca_internal.perpca_stage_create(regrole);
+DROP FUNCTION perpca_internal.perpca_stage_start(text, regrole);
+DROP FUNCTION perpca_internal.perpca_model_create(text, text);
+-- onesource: names are resolved and models locked in C (model_write.c, model_lock.c)
+DROP FUNCTION perpca_internal.perpca_model_tables_existing(text);
+DROP FUNCTION perpca_internal.perpca_model_tables(text);
+DROP FUNCTION perpca_internal.perpca_accept_invalidations();
 -- perpca_choose_ranks moves to C (75_ranks.sql) and gains target_explained_ratio and a note column.
 DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text);
 DROP FUNCTION perpca_internal.recommend_ranks(float8[], int[], float8[], int[], float8, float8, float8);

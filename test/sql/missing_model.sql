@@ -147,6 +147,32 @@ SELECT perpca_evaluate_imputation('m_client', 'SELECT client, x FROM perpca_miss
 SELECT perpca_evaluate_imputation('m_client', 'SELECT client, obs FROM perpca_missing_model.obs');
 SELECT perpca_evaluate_imputation('m_client', 'SELECT NULL::text, x FROM perpca_missing_model.obs');
 
+-- A scaled model (scale => 'standard') fills gaps as the unscaled model of the
+-- data divided by its scale factors does, times the factors.
+SET client_min_messages = warning;
+CREATE TABLE sobs AS
+SELECT client, obs, ARRAY(SELECT v * j * j FROM unnest(x) WITH ORDINALITY u(v, j) ORDER BY j) AS x
+  FROM obs WHERE client <> 'new';
+SELECT model_name FROM perpca_train('m_scaled', $$SELECT client, perpca_stats(x) FROM sobs GROUP BY client$$,
+                                    2, 2, tolerance => 1e-11, scale => 'standard');
+CREATE TABLE dobs AS
+SELECT client, obs, ARRAY(SELECT v / f FROM unnest(x, (SELECT scale_factors FROM m_scaled_info)) u(v, f)) AS x FROM sobs;
+SELECT model_name FROM perpca_train('m_divided', $$SELECT client, perpca_stats(x) FROM dobs GROUP BY client$$,
+                                    2, 2, tolerance => 1e-11);
+SELECT max(abs(a - b * f) / greatest(abs(a), 1)) < 1e-9 AS scaled_impute,
+       (SELECT max(abs(p - q)) < 1e-9
+          FROM sobs s JOIN dobs d USING (client, obs),
+               unnest(perpca_model_scores('m_scaled', s.client, s.x[1:2] || NULL::float8 || s.x[4:8], missing => 'observed'),
+                      perpca_model_scores('m_divided', d.client, d.x[1:2] || NULL::float8 || d.x[4:8], missing => 'observed')) v(p, q)
+         WHERE s.obs < 20) AS scaled_scores
+  FROM (SELECT perpca_model_impute('m_scaled', s.client, s.x[1:2] || NULL::float8 || s.x[4:5] || 'NaN'::float8 || s.x[7:8]) AS ia,
+               perpca_model_impute('m_divided', d.client, d.x[1:2] || NULL::float8 || d.x[4:5] || 'NaN'::float8 || d.x[7:8]) AS ib
+          FROM sobs s JOIN dobs d USING (client, obs) WHERE s.obs < 20) q,
+       unnest(ia, ib, (SELECT scale_factors FROM m_scaled_info)) u(a, b, f);
+SELECT perpca_drop('perpca_missing_model.m_scaled');
+SELECT perpca_drop('perpca_missing_model.m_divided');
+RESET client_min_messages;
+
 RESET ALL;
 SELECT perpca_drop('perpca_missing_model.m_skip');
 SELECT perpca_drop('perpca_missing_model.m_complete');

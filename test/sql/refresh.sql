@@ -139,10 +139,12 @@ SELECT * FROM perpca_refresh('a.b.c');
 SELECT count(*) AS null_model_rows FROM perpca_refresh(NULL);
 SELECT perpca_merge(NULL::perpca_stats, NULL::perpca_stats) IS NULL AS merge_of_nulls;
 SELECT p.pronamespace::regnamespace AS schema, p.proname, pg_get_function_identity_arguments(p.oid) AS args,
-       p.provolatile, p.proisstrict, p.proparallel, obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
+       p.provolatile, p.proisstrict, p.proparallel, obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented,
+       (SELECT lanname FROM pg_language WHERE oid = p.prolang) = 'c'
+       OR p.proconfig @> '{"search_path=pg_catalog, pg_temp"}' AS pinned_or_c
   FROM pg_proc p
- WHERE p.proname IN ('perpca_refresh', 'perpca_merge', 'perpca_model_lock', 'perpca_model_refresh',
-                     'perpca_run_as_owner') AND p.prokind = 'f'
+ WHERE p.proname IN ('perpca_refresh', 'perpca_merge', 'perpca_model_lock', 'model_refresh', 'refresh',
+                     'run_as', 'stage_fill', 'stage_create', 'model_store') AND p.prokind = 'f'
  ORDER BY 2, 3;
 
 SET client_min_messages = warning;

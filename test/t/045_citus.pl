@@ -199,6 +199,23 @@ like(plan_of('SELECT perpca_stats_distributed(x) FROM readings'),
 	qr/worker_partial_agg.*FROM public\.readings_\d+ readings WHERE true$/m,
 	'whole table: aggregated on the workers');
 
+# Rows with gaps (issue 25): perpca_stats_distributed(x, 'skip') leaves them
+# out on the workers and the coordinator's combine adds the counts.
+my $gappy = q{CASE WHEN abs(hashfloat8(x[1])) % 5 = 0 THEN ARRAY[NULL::float8] || x[2:] ELSE x END};
+my $skip_plan = plan_of("SELECT region, perpca_stats_distributed($gappy, 'skip') FROM readings GROUP BY region");
+note $skip_plan;
+like($skip_plan, qr/worker_partial_agg/, "perpca_stats_distributed(x, 'skip') GROUP BY region: aggregated on the workers");
+is( $coord->safe_psql(
+		'postgres', qq{
+SELECT count(*), count(*) FILTER (WHERE perpca_skipped(a.s) = b.skipped AND perpca_count(a.s) = b.n
+                                        AND stats_close(a.s, b.complete, 1e-12))
+  FROM (SELECT region, perpca_stats_distributed($gappy, 'skip') AS s FROM readings GROUP BY region) a
+  FULL JOIN (SELECT region, count(*) FILTER (WHERE abs(hashfloat8(x[1])) % 5 = 0) AS skipped,
+                    count(*) FILTER (WHERE abs(hashfloat8(x[1])) % 5 <> 0) AS n,
+                    perpca_stats(x) FILTER (WHERE abs(hashfloat8(x[1])) % 5 <> 0) AS complete
+               FROM readings_local WHERE x IS NOT NULL GROUP BY region) b USING (region)}),
+	'3|3', "perpca_stats_distributed(x, 'skip') GROUP BY region: exact skipped counts, the complete rows' statistics");
+
 # Wide rows (d = 300, stored out of line): a thin group's state keeps its
 # rows' TOAST pointers on the worker until the state is output there.
 $coord->safe_psql(

@@ -138,6 +138,49 @@ is( sql(  "SELECT bool_and(perpca_count(p.s) = perpca_count(q.s) AND "
 		  . "FROM par p JOIN (SELECT g, perpca_stats(v::real[]::float8[]) AS s FROM big GROUP BY g) q USING (g)"),
 	't', 'parallel perpca_stats(vector): the serial float8[] statistics');
 
+# ---- Rows in TOAST ------------------------------------------------------------------
+# vector(600) (2408 bytes) and halfvec(1100) (2208 bytes) rows are stored out of
+# line; a thin group keeps such rows as TOAST pointers until its final function
+# (or until it turns dense: group 0 has 320 rows, more than d/2 = 300).  40 groups,
+# rows interleaved across them.
+sql(q{
+CREATE TABLE toasted (i int, g int, v vector(600), h halfvec(1100));
+ALTER TABLE toasted ALTER COLUMN v SET STORAGE EXTERNAL, ALTER COLUMN h SET STORAGE EXTERNAL;
+INSERT INTO toasted
+SELECT i, CASE WHEN i <= 320 THEN 0 ELSE i % 39 + 1 END,
+       ARRAY(SELECT (sin(i * 0.7 + j * 0.013) * (1 + i % 5) + j * 0.001)::real FROM generate_series(1, 600) AS j)::vector,
+       ARRAY(SELECT (cos(i * 0.3 + j * 0.021) * 4)::real FROM generate_series(1, 1100) AS j)::halfvec
+FROM generate_series(1, 320 + 39 * 12) AS i;
+ANALYZE toasted;
+});
+is(sql("SELECT pg_relation_size(reltoastrelid) > 100 * 8192 FROM pg_class WHERE relname = 'toasted'"),
+	't', 'the vector and halfvec rows are stored in TOAST');
+for my $plan (['HashAggregate', 'SET enable_sort = off; SET work_mem = \'256MB\';'],
+	['GroupAggregate', 'SET enable_hashagg = off;'])
+{
+	my ($name, $set) = @$plan;
+	like(sql("$set EXPLAIN (COSTS OFF) SELECT g, perpca_stats(v) FROM toasted GROUP BY g"),
+		qr/$name/, "plan: $name");
+	is( sql(  "$set SELECT count(*) FILTER (WHERE a::text = b::text AND c::text = e::text) || '/' || count(*) FROM ("
+			  . "SELECT g, perpca_stats(v) AS a, perpca_stats(v::real[]::float8[]) AS b, "
+			  . "perpca_stats(h, 'skip') AS c, perpca_stats(h::real[]::float8[]) AS e FROM toasted GROUP BY g) q"),
+		'40/40', "$name over rows in TOAST: vector and halfvec statistics bit for bit those of the float8[] path");
+}
+is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+		  . "SELECT perpca_stats(v) OVER w AS a, perpca_stats(v::real[]::float8[]) OVER w AS b "
+		  . "FROM toasted WHERE g <= 3 WINDOW w AS (PARTITION BY g ORDER BY i)) q"),
+	'356/356', 'as a window aggregate (running statistics): bit for bit');
+sql(  "$par CREATE TABLE par_toasted AS SELECT g, perpca_stats(v) AS s, perpca_stats(h) AS t FROM toasted GROUP BY g");
+like(sql("$par EXPLAIN (COSTS OFF) SELECT g, perpca_stats(v), perpca_stats(h) FROM toasted GROUP BY g"),
+	qr/Partial/, 'rows in TOAST: a parallel plan');
+is( sql(  "SELECT bool_and(perpca_count(p.s) = perpca_count(q.s) AND perpca_count(p.t) = perpca_count(q.t) AND "
+		  . "(SELECT max(abs(a - b)) < 1e-9 FROM unnest(perpca_mean(p.s), perpca_mean(q.s)) AS u(a, b)) AND "
+		  . "(SELECT max(abs(a - b)) < 1e-9 FROM unnest(perpca_mean(p.t), perpca_mean(q.t)) AS u(a, b)) AND "
+		  . "(SELECT max(abs(a - b)) < 1e-9 FROM unnest(perpca_covariance(p.s), perpca_covariance(q.s)) AS u(a, b))) "
+		  . "FROM par_toasted p JOIN (SELECT g, perpca_stats(v::real[]::float8[]) AS s, "
+		  . "perpca_stats(h::real[]::float8[]) AS t FROM toasted GROUP BY g) q USING (g)"),
+	't', 'rows in TOAST, parallel: the serial statistics (pending rows passed between processes)');
+
 # ---- Errors ----------------------------------------------------------------------
 error_is("SELECT perpca_stats(v) FROM (VALUES ('[1,2]'::vector), ('[1,2,3]')) s(v)",
 	'22000', qr/input row has dimension 3, expected 2/, 'rows of two dimensions: an error');
@@ -155,12 +198,31 @@ error_is(q{SELECT perpca_stats('\x020001000000803f00000040'::bytea::vector)},
 	'XX001', qr/not a valid vector value.*unused field 1/s, 'vector: unused field not zero');
 error_is(q{SELECT perpca_stats('\x00000000'::bytea::vector)},
 	'XX001', qr/not a valid vector value/, 'vector: zero dimensions');
+error_is(q{SELECT perpca_stats('\x0100'::bytea::vector)},
+	'XX001', qr/not a valid vector value.*fewer than a header/s, 'vector: shorter than its header');
 error_is(q{SELECT perpca_stats('\x02000000003c'::bytea::halfvec)},
 	'XX001', qr/input row is not a valid halfvec value/, 'halfvec: dimension inconsistent with the size');
 error_is(q{SELECT perpca_stats('\x020000000000c07f00000040'::bytea::vector)},
-	'22000', qr/must not contain NaN or infinite values/, 'vector: a NaN (bytes only; pgvector rejects it) is rejected like in float8[]');
+	'22000', qr/input row element 1 of 2 is NaN/, 'vector: a NaN (bytes only; pgvector rejects it) is rejected like in float8[]');
 error_is(q{SELECT perpca_stats('\x02000000007c0040'::bytea::halfvec)},
-	'22000', qr/must not contain NaN or infinite values/, 'halfvec: an infinity is rejected like in float8[]');
+	'22000', qr/input row element 1 of 2 is Infinity/, 'halfvec: an infinity is rejected like in float8[]');
+
+# perpca_stats(v, nulls): 'skip' leaves such a row out and counts it.
+is( sql(  "SELECT perpca_stats(v, 'skip')::text = perpca_stats(v)::text "
+		  . "AND perpca_stats(h, 'skip')::text = perpca_stats(h::real[]::float8[], 'skip')::text FROM rows"),
+	't', "perpca_stats(v, 'skip') on pgvector's rows: the statistics of perpca_stats(v)");
+is( sql(  q{SELECT perpca_count(s) || ' ' || perpca_skipped(s) || ' ' || (perpca_mean(s) = '{1,2}') FROM (SELECT perpca_stats(v, 'skip') AS s FROM }
+		  . q{(VALUES ('\x020000000000c07f00000040'::bytea::vector), ('[1,2]'), (NULL), ('\x020000000000807f00000040'::bytea::vector)) t(v)) q}),
+	'1 2 true', "perpca_stats(vector, 'skip'): rows with NaN or infinity left out and counted, NULL rows ignored");
+is( sql(  q{SELECT perpca_count(s) || ' ' || perpca_skipped(s) FROM (SELECT perpca_stats(h, 'skip') AS s FROM }
+		  . q{(VALUES ('\x02000000007c0040'::bytea::halfvec), ('[1,2]'), ('[3,4]')) t(h)) q}),
+	'2 1', "perpca_stats(halfvec, 'skip') likewise");
+error_is(q{SELECT perpca_stats(v, 'error') FROM (VALUES ('\x020000000000c07f00000040'::bytea::vector)) t(v)},
+	'22000', qr/input row element 1 of 2 is NaN/, "perpca_stats(vector, 'error'): an error");
+error_is(q{SELECT perpca_stats('[1,2]'::vector, NULL)},
+	'22004', qr/nulls must be 'error' or 'skip', not NULL/, 'nulls NULL: an error');
+error_is(q{SELECT perpca_stats('[1,2]'::halfvec, 'drop')},
+	'22023', qr/nulls must be 'error' or 'skip'/, 'nulls of another word: an error');
 
 sql('CREATE SCHEMA elsewhere');
 $node->safe_psql($db, 'CREATE DATABASE other');
@@ -205,8 +267,10 @@ error_is("SELECT perpca_model_global_part('vm', 2, '[1,2,3]'::vector)",
 	'22000', qr/x has dimension 3, expected 12/, 'a row of the wrong dimension: an error');
 error_is(q{SELECT perpca_model_residual('vm', 2, '\x010001000000803f'::bytea::vector)},
 	'XX001', qr/x is not a valid vector value/, 'a malformed vector row: an error');
+error_is(q{SELECT perpca_model_scores('vm', 2, ''::bytea::vector)},
+	'XX001', qr/x is not a valid vector value.*fewer than a header/s, 'vector x: empty');
 error_is(q{SELECT perpca_model_error('vm', 2, '\x010000000000c07f'::bytea::vector)},
-	'22000', qr/x must not contain NaN or infinite values/, 'a NaN in a vector row: an error');
+	'22000', qr/x element 1 of 1 is NaN/, 'a NaN in a vector row: an error');
 is(sql("SELECT perpca_model_scores('vm', 2, NULL::vector) IS NULL"), 't', 'a NULL row: NULL (STRICT)');
 sql(q{SELECT count(*) FROM perpca_train('vi', 'SELECT g, perpca_stats(v) FROM rows WHERE g > 1 GROUP BY g', 0, 2,
                                        method => 'indiv')});
@@ -262,6 +326,19 @@ SELECT round(avg(hits) / 10, 3) FROM (
 });
 diag("recall\@10 of exact search over the first 2 scores: $recall2");
 cmp_ok($recall2, '<', 0.7, 'two scores of six: the recall falls (the measure is not blind)');
+
+# ---- Dump and restore ------------------------------------------------------------------
+# The database (perpca, vector, perpca_vector, the models, the vector columns and the
+# HNSW index) restored into a new one: the vector functions give the same results.
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+$node->command_ok([ 'pg_dump', '-Fc', '-d', $db, '-f', "$tmp/db.dump" ], 'pg_dump -Fc');
+$node->safe_psql($db, 'CREATE DATABASE restored');
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'restored', "$tmp/db.dump" ],
+	'pg_restore with perpca_vector');
+my $check = "SELECT md5(string_agg(perpca_model_scores('em', g, v)::text, '' ORDER BY i)) "
+  . "|| (SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM (SELECT g, perpca_stats(v) AS s FROM emb GROUP BY g) q) FROM emb";
+is($node->safe_psql('restored', $check), sql($check),
+	'restored: perpca_model_scores(vector) and perpca_stats(vector) as before');
 
 $node->stop;
 done_testing();

@@ -150,19 +150,20 @@ is($su[-1], 'alice', 'the model still belongs to alice');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'hijack'}), '0',
 	'no temporary table was left behind');
 
-# The search_path of the refresh is fixed: the caller's does not reach it.
+# The search_path of the refresh is the one recorded when alice trained the
+# model ("$user", public resolved to alice, public): the caller's does not reach it.
 $node->safe_psql('postgres', q{
 SET ROLE alice;
 CREATE FUNCTION alice.path_probe() RETURNS text LANGUAGE sql AS $$ SELECT current_setting('search_path') $$;
 });
 $node->safe_psql('postgres', q{
 SET ROLE alice;
-UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(x) FROM alice.rows, (SELECT alice.path_probe() AS p) s WHERE pg_catalog.length(s.p) > 0 AND pg_catalog.textregexeq(s.p, ''^pg_catalog, public, pg_temp$'') GROUP BY client';
+UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(x) FROM alice.rows, (SELECT alice.path_probe() AS p) s WHERE pg_catalog.length(s.p) > 0 AND pg_catalog.textregexeq(s.p, ''^alice, public$'') GROUP BY client';
 });
 is($node->safe_psql('postgres', q{
-SET search_path = alice, public;
+SET search_path = public, pg_temp;
 SELECT n_clients FROM perpca_refresh('alice.m');
-}), '4', 'the source query runs with search_path = pg_catalog, <perpca schema>, pg_temp');
+}), '4', 'the source query runs with the search_path recorded at train, not the caller\'s');
 
 # A role that is not alice (nor a member of alice) may not refresh: 42501.
 my ($rc, $out, $err) = $node->psql('postgres', q{
@@ -186,14 +187,13 @@ RESET ROLE;
 SELECT DISTINCT who FROM audit;
 }), "4\nalice", 'a member of the owning role refreshes, as the owner');
 
-# perpca_run_as_owner itself checks the caller, whatever calls it.
+# perpca_internal.run_as itself checks the caller, whatever calls it.
 ($rc, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SET ROLE bob;
-SELECT perpca_internal.perpca_run_as_owner('alice.m_info'::regclass, 'public'::regnamespace,
-                                           'SELECT pg_catalog.to_jsonb(current_user)', 0);
+SELECT perpca_internal.run_as('alice'::regrole, 'SELECT pg_catalog.to_jsonb(current_user)', 0);
 });
-like($err, qr/42501: must be owner of table m_info/, 'perpca_run_as_owner refuses a non-member (42501)');
+like($err, qr/42501: must be a member of role alice/, 'run_as refuses a non-member (42501)');
 
 # ---- 3. replace and personalize of alice's model by the superuser ---------------
 $node->safe_psql('postgres', q{
@@ -230,7 +230,7 @@ CREATE VIEW alice.m_info AS SELECT * FROM alice.m_info_real;
 \set VERBOSITY verbose
 SELECT * FROM perpca_refresh('alice.m');
 });
-like($err, qr/42809: model "alice.m" is not made of plain tables/, 'a view as <model>_info is refused (42809)');
+like($err, qr/42809: model "alice.m" is not stored in plain tables/, 'a view as <model>_info is refused (42809)');
 
 $node->stop;
 done_testing();

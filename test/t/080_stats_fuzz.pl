@@ -9,6 +9,11 @@
 #           by an identity function), which is what the aggregates'
 #           merge transition and deserialize function check: accessors and
 #           perpca_merge run on them.
+# Then four more input paths, each a seeded PL/pgSQL loop: float8[] rows
+# (aggregates, model and array functions), fit options, model names
+# (readers, train, drop, evaluate, personalize, refresh) and client keys
+# (text and other types, readers and personalize).  Each path has at least
+# 10,000 cases.
 # Besides random mutations, targeted classes: a thin form whose rows disagree
 # with n, a mean_lo that overflows, huge n, NaN/Inf, absurd d.
 # Checks: the backend never crashes; every rejection carries a SQLSTATE
@@ -23,9 +28,11 @@ use Test::More;
 use PerpcaTest;
 
 my $SEED = 20261123;
-my $N_TEXT = 3000;
-my $N_BINARY = 1500;
-my $N_RAW = 1500;
+# At least 10,000 seeded cases per input path (issue 22).
+my $N_TEXT = 10000;
+my $N_BINARY = 10000;
+my $N_RAW = 10000;
+my $N_SQL = 10000;    # arrays, options, model names, client keys (PL/pgSQL loops below)
 srand($SEED);
 
 my $node = start_node('main');
@@ -252,6 +259,160 @@ my %raw_classes;
 $raw_classes{$_}++ for @$raw_errors;
 note('raw SQLSTATEs: ' . join(', ', map { "$_ x$raw_classes{$_}" } sort keys %raw_classes));
 is_deeply([ grep { /^XX/ } keys %raw_classes ], [], 'raw: no rejection is an internal error (class XX)');
+
+# ---- arrays, options, model names, client keys ------------------------------------------------
+# Each path is one PL/pgSQL loop of $N_SQL cases drawn with setseed(), each
+# case in its own subtransaction; the SQLSTATE of every rejection is
+# counted in fuzz_result.  None may be of class XX, and the backend must
+# survive them all.
+$node->safe_psql('postgres', q{
+CREATE TABLE fuzz_result (path text, sqlstate text, cases int);
+CREATE TABLE fuzz_obs AS
+SELECT 'c' || (i % 4) AS client, ARRAY[sin(i), cos(3 * i), sin(5 * i), cos(7 * i)]::float8[] AS x
+  FROM generate_series(1, 200) AS i;
+CREATE TABLE fuzz_empty (client text, stats perpca_stats);
+SELECT model_name FROM perpca_train('fuzz_m', 'SELECT client, perpca_stats(x) FROM fuzz_obs GROUP BY client', 2, 1);
+SELECT model_name FROM perpca_train('fuzz_k', 'SELECT (i % 3)::int, perpca_stats(ARRAY[sin(i), cos(i), sin(3 * i)]) FROM generate_series(1, 60) AS i GROUP BY 1', 1, 1);
+-- One random value of a menu.
+CREATE FUNCTION pick(VARIADIC a text[]) RETURNS text LANGUAGE sql AS
+$$ SELECT a[1 + floor(random() * cardinality(a))::int] $$;
+-- A random number, often an edge case.
+CREATE FUNCTION rnum() RETURNS text LANGUAGE sql AS $$
+SELECT CASE WHEN random() < 0.5 THEN pick('0', '-0', '1', '-1', '1e308', '-1e308', '1e-320', 'NaN', 'Infinity',
+                                       '-Infinity', '2147483647', '-2147483648', '4096', '4097', '0.5', '-3')
+            ELSE (random() * 20 - 10)::text END $$;
+-- A random float8[] literal: dimension, nesting, NULLs, edge numbers.
+CREATE FUNCTION rarray() RETURNS text LANGUAGE sql AS $$
+SELECT CASE WHEN random() < 0.1 THEN pick('{}', '{NULL}', '{{1,2},{3,4}}', '{{1},{2},{3},{4}}', '[0:3]={1,2,3,4}', '{1,2,3,4,5}')
+            ELSE '{' || (SELECT string_agg(CASE WHEN random() < 0.03 THEN 'NULL' ELSE rnum() END, ',')
+                           FROM generate_series(1, CASE WHEN random() < 0.8 THEN 4 ELSE floor(random() * 7)::int END)) || '}'
+       END $$;
+-- A random identifier-like string: quotes, dots, spaces, case, unicode, lengths around 52 and 63.
+CREATE FUNCTION rname() RETURNS text LANGUAGE sql AS $$
+SELECT CASE floor(random() * 8)::int
+    WHEN 0 THEN repeat('x', 45 + floor(random() * 25)::int)
+    WHEN 1 THEN pick('fuzz_m', 'public.fuzz_m', '"fuzz_m"', 'FUZZ_M', 'public."fuzz_m"', 'fuzz_k', 'pg_temp.fuzz_m')
+    WHEN 2 THEN pick('', '.', '..', 'a.b.c', '"', '""', '"a"b', 'a"', ' ', 'public.', '.fuzz_m', 'nosuch.fuzz_m')
+    WHEN 3 THEN '"' || repeat('ä', floor(random() * 40)::int) || '"'
+    ELSE (SELECT string_agg(substr('abcXYZ_09."  ;-/*ä', 1 + floor(random() * 19)::int, 1), '')
+            FROM generate_series(1, 1 + floor(random() * 70)::int))
+END $$;
+});
+my $fuzz_sql = qq{
+SELECT setseed(0.2261123);
+DO \$do\$
+DECLARE
+    n int := $N_SQL;
+    st text;
+    arr text;
+    name text;
+    key text;
+    q text;
+BEGIN
+    -- arrays: input rows of the aggregates, rows of the model functions
+    FOR i IN 1 .. n LOOP
+        arr := rarray();
+        BEGIN
+            CASE i % 5
+            WHEN 0 THEN PERFORM perpca_count(perpca_stats(x)) FROM (VALUES (arr::float8[]), (rarray()::float8[])) AS v(x);
+            WHEN 1 THEN PERFORM perpca_mean(perpca_stats(arr::float8[]));
+            WHEN 2 THEN PERFORM perpca_model_scores('fuzz_m', 'c1', arr::float8[]);
+            WHEN 3 THEN PERFORM perpca_model_error('fuzz_m', 'zz', arr::float8[], unknown => pick('global', 'error', 'x'));
+            ELSE PERFORM perpca_scores(arr::float8[], ('{' || rarray() || ',' || rarray() || '}')::float8[]);
+            END CASE;
+            st := '00000';
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE;
+        END;
+        INSERT INTO fuzz_result VALUES ('arrays', st, 1);
+    END LOOP;
+    -- options: every fit option drawn from valid values, edge numbers and junk (over no clients: the options are checked first)
+    FOR i IN 1 .. n LOOP
+        BEGIN
+            q := CASE WHEN i % 50 = 0 THEN 'SELECT client, perpca_stats(x) FROM fuzz_obs GROUP BY client'
+                      ELSE 'SELECT client, stats FROM fuzz_empty' END;
+            PERFORM count(*) FROM perpca_fit(q, CASE WHEN random() < 0.9 THEN 1 + floor(random() * 2)::int ELSE floor(random() * 6)::int - 1 END,
+                CASE WHEN random() < 0.9 THEN floor(random() * 2)::int ELSE floor(random() * 6)::int - 1 END,
+                rounds => CASE WHEN random() < 0.5 THEN NULL ELSE floor(random() * 60)::int - 2 END,
+                tolerance => CASE WHEN random() < 0.8 THEN NULL ELSE rnum()::float8 END,
+                step => CASE WHEN random() < 0.85 THEN NULL ELSE rnum()::float8 END,
+                update => CASE WHEN random() < 0.6 THEN NULL ELSE pick('gradient', 'newton', 'x', '') END,
+                retraction => CASE WHEN random() < 0.6 THEN NULL ELSE pick('qr', 'polar', 'svd', 'none', 'QR') END,
+                init => CASE WHEN random() < 0.6 THEN NULL ELSE pick('random', 'pca', 'best', 'given', 'zzz') END,
+                seed => CASE WHEN random() < 0.5 THEN NULL ELSE floor(random() * 1e6)::bigint - 10 END,
+                center => CASE WHEN random() < 0.6 THEN NULL ELSE pick('client', 'global', 'none', 'mean') END,
+                weights => CASE WHEN random() < 0.6 THEN NULL ELSE pick('equal', 'samples', 'sqrt', '') END,
+                method => CASE WHEN random() < 0.6 THEN NULL ELSE pick('perpca', 'cpca', 'pooled', 'local', 'x') END,
+                adaptive => CASE WHEN random() < 0.7 THEN NULL ELSE random() < 0.5 END,
+                solver => CASE WHEN random() < 0.6 THEN NULL ELSE pick('paper', 'lbfgs', 'x') END,
+                scale => CASE WHEN random() < 0.7 THEN NULL ELSE pick('none', 'standard', 'unit') END);
+            st := '00000';
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE;
+        END;
+        INSERT INTO fuzz_result VALUES ('options', st, 1);
+    END LOOP;
+    -- client keys: text of any shape, and keys of other types against text and int models
+    FOR i IN 1 .. n LOOP
+        key := CASE WHEN random() < 0.5 THEN rname() ELSE pick('c1', 'c2', '', ' ', 'C1', 'c1 ', repeat('k', 3000), '0', '1', '-1') END;
+        BEGIN
+            CASE i % 8
+            WHEN 0 THEN PERFORM perpca_model_scores('fuzz_m', key, ARRAY[1, 2, 3, 4]::float8[], unknown => pick('global', 'error'));
+            WHEN 1 THEN PERFORM perpca_model_reconstruct('fuzz_k', floor(random() * 6)::int - 1, ARRAY[1, 2, 3]::float8[]);
+            WHEN 2 THEN PERFORM perpca_model_error('fuzz_k', key, ARRAY[1, 2, 3]::float8[], unknown => 'error');
+            WHEN 3 THEN PERFORM perpca_model_residual('fuzz_k', (random() * 10)::numeric, ARRAY[1, 2, 3]::float8[]);
+            WHEN 4 THEN PERFORM perpca_model_local_part('fuzz_m', now()::date, ARRAY[1, 2, 3, 4]::float8[]);
+            WHEN 5 THEN PERFORM count(*) FROM perpca_personalize('fuzz_m', key, (SELECT perpca_stats(x) FROM fuzz_obs WHERE client = 'c2'));
+            WHEN 6 THEN PERFORM count(*) FROM perpca_personalize('fuzz_k', floor(random() * 100)::bigint, (SELECT perpca_stats(ARRAY[sin(j), cos(j), 1]) FROM generate_series(1, 1 + floor(random() * 3)::int) AS j));
+            ELSE PERFORM perpca_model_global_part('fuzz_m', key::bytea, ARRAY[1, 2, 3, 4]::float8[]);
+            END CASE;
+            st := '00000';
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE;
+        END;
+        INSERT INTO fuzz_result VALUES ('keys', st, 1);
+    END LOOP;
+    -- model names: readers, drop, evaluate, personalize, and (every 20th) train
+    -- (last: a name may be fuzz_m's, and drop it)
+    FOR i IN 1 .. n LOOP
+        name := rname();
+        BEGIN
+            CASE i % 20
+            WHEN 0 THEN PERFORM perpca_train(name || '_t', 'SELECT client, perpca_stats(x) FROM fuzz_obs GROUP BY client', 1, 1);
+                        PERFORM perpca_drop(name || '_t', if_exists => true);
+            WHEN 1 THEN PERFORM perpca_drop(name, if_exists => random() < 0.5);
+            WHEN 2 THEN PERFORM count(*) FROM perpca_evaluate(name, 'SELECT client, x FROM fuzz_obs');
+            WHEN 3 THEN PERFORM count(*) FROM perpca_personalize(name, 'n' || i, (SELECT perpca_stats(x) FROM fuzz_obs WHERE client = 'c1'));
+            WHEN 4 THEN PERFORM count(*) FROM perpca_similarity(name);
+            WHEN 5 THEN PERFORM perpca_model_theta(name);
+            WHEN 6 THEN PERFORM count(*) FROM perpca_refresh(name);
+            ELSE PERFORM count(*) FROM perpca_component_info(name);
+                 PERFORM perpca_model_scores(name, 'c1', ARRAY[1, 2, 3, 4]::float8[]);
+            END CASE;
+            st := '00000';
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE;
+        END;
+        INSERT INTO fuzz_result VALUES ('names', st, 1);
+    END LOOP;
+END
+\$do\$;
+};
+my ($fuzz_out, $fuzz_err) = ('', '');
+my $fuzz_rc = IPC::Run::run(
+	[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-f', '-' ],
+	'<', \$fuzz_sql, '>', \$fuzz_out, '2>', \$fuzz_err);
+ok($fuzz_rc, 'arrays, options, names, keys: the loops ran to the end (no crash)') or diag(substr($fuzz_err, -2000));
+for my $path ('arrays', 'options', 'names', 'keys')
+{
+	my $counts = $node->safe_psql('postgres',
+		"SELECT string_agg(sqlstate || ' x' || c, ', ' ORDER BY sqlstate) FROM (SELECT sqlstate, sum(cases) AS c FROM fuzz_result WHERE path = '$path' GROUP BY 1) s");
+	my $total = $node->safe_psql('postgres', "SELECT sum(cases) FROM fuzz_result WHERE path = '$path'");
+	is($total, $N_SQL, "$path: $N_SQL cases");
+	unlike($counts, qr/(^|, )XX/, "$path: no case failed with an internal error (class XX)");
+	like($counts, qr/00000/, "$path: some cases succeed");
+	note("$path SQLSTATEs: $counts");
+}
 
 # ---- every accepted value is consistent --------------------------------------------------------
 $node->safe_psql('postgres', q{

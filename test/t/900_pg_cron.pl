@@ -58,6 +58,30 @@ sub refresh_by_cron
 $node->safe_psql('postgres', q{INSERT INTO feed_rows SELECT client, x FROM obs WHERE client = 'd'});
 refresh_by_cron('bgworker', 4);
 
+# A model trained in its own schema with an unqualified query refreshes from
+# the job's session, whose search_path is the default: perpca_train recorded
+# the search_path the query needs (issue 28: a model refreshes wherever it
+# was trained).
+$node->safe_psql('postgres', q{
+CREATE SCHEMA app;
+CREATE TABLE app.feed AS SELECT client, x FROM public.feed_rows WHERE client IN ('a', 'b', 'c');
+SET search_path = app, public;
+SELECT model_name FROM perpca_train('app.m2', 'SELECT client, perpca_stats(x) FROM feed GROUP BY client', 2, 1);
+INSERT INTO app.feed SELECT client, x FROM public.obs WHERE client = 'd';
+});
+my $job2 = $node->safe_psql('postgres',
+	q{SELECT cron.schedule('perpca-refresh-app', '* * * * *', $$SELECT * FROM public.perpca_refresh('app.m2')$$)});
+ok( $node->poll_query_until(
+		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
+                                       WHERE jobid = $job2 AND status IN ('succeeded', 'failed'))}),
+	'app schema: the job ran within the wait');
+is( $node->safe_psql(
+		'postgres', qq{SELECT status, return_message FROM cron.job_run_details WHERE jobid = $job2 ORDER BY runid LIMIT 1}),
+	'succeeded|SELECT 1', 'app schema: the refresh of a model trained with an unqualified query succeeded');
+is($node->safe_psql('postgres', 'SELECT n_clients, search_path FROM app.m2_info'),
+	'4|app, public', 'app schema: refreshed with the recorded search_path');
+is($node->safe_psql('postgres', "SELECT cron.unschedule($job2)"), 't', 'app schema: unscheduled');
+
 # Phase 2: libpq connection to the socket directory.
 $node->append_conf(
 	'postgresql.conf', sprintf(q{

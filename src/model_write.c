@@ -1,0 +1,201 @@
+/*
+ * model_write.c -- the entry points that write a model: perpca_train() and
+ * perpca_refresh(), and the resolution of a model name for writing
+ *
+ * The caller's side stays here, in C, where the caller's search_path can do
+ * nothing by accident: the model name is resolved (an unqualified one
+ * through the caller's search_path, as a table name would be), the fit
+ * options are parsed and checked (fit_options.c), and the search_path in
+ * effect is recorded as a list of schema names.  The rest runs in the
+ * internal SQL functions of sql/create_or_replace/40_models.sql and
+ * 50_refresh.sql, every one of them with search_path = pg_catalog, pg_temp,
+ * called from here under that same search_path:
+ *
+ *   perpca_internal.train(schema, base, model, query, options, replace, path)
+ *   perpca_internal.refresh(schema, base, model, warm)
+ *
+ * The model is locked here first, through model_lock.c (the one lock order
+ * of every function that touches a model), and stays locked to the end of
+ * the transaction.
+ *
+ * The query of a model runs with the recorded search_path, at train and at
+ * every refresh, as the model's owner inside a security-restricted
+ * operation (run_as_owner.c), so a model refreshes from any session as it
+ * was trained, and a query that cannot run that way fails at train time.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "fit_options.h"
+#include "model_lock.h"
+#include "model_read.h"
+#include "perpca.h"
+
+PG_FUNCTION_INFO_V1(perpca_train);
+PG_FUNCTION_INFO_V1(perpca_refresh);
+
+/*
+ * The caller's search_path as schema names: the schemas it names that exist
+ * ("$user" resolved), in order, without the session's temporary schema (no
+ * other session sees it).  What a model's query runs with, at train and at
+ * every refresh.
+ */
+static char *
+caller_search_path(void)
+{
+	List	   *path = fetch_search_path(false);
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, path)
+	{
+		Oid			nsp = lfirst_oid(lc);
+		char	   *name;
+
+		if (isAnyTempNamespace(nsp) || (name = get_namespace_name(nsp)) == NULL)
+			continue;
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", quote_identifier(name));
+	}
+	return buf.data;
+}
+
+/* The position of the argument named name in the called function, or -1. */
+static int
+arg_position(FunctionCallInfo fcinfo, const char *name)
+{
+	HeapTuple	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	Oid		   *types;
+	char	  **names;
+	char	   *modes;
+	int			nargs,
+				found = -1;
+
+	if (!HeapTupleIsValid(proc))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	nargs = get_func_arg_info(proc, &types, &names, &modes);
+	ReleaseSysCache(proc);
+	for (int i = 0; i < nargs && names != NULL; i++)
+		if (names[i] != NULL && strcmp(names[i], name) == 0)
+			found = i;
+	return found;
+}
+
+/* A non-NULL text argument by name, or 22004. */
+static char *
+text_arg(FunctionCallInfo fcinfo, const char *name)
+{
+	int			i = arg_position(fcinfo, name);
+
+	if (i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", name)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+/* A boolean argument by name; dflt when NULL. */
+static bool
+bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
+{
+	int			i = arg_position(fcinfo, name);
+
+	return i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i) ? dflt : PG_GETARG_BOOL(i);
+}
+
+/*
+ * Run sql (an internal function's call) with search_path = pg_catalog,
+ * pg_temp and return its rows as the calling function's result set.
+ */
+static Datum
+run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			nestlevel;
+
+	InitMaterializedSRF(fcinfo, 0);
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", sql);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
+	return (Datum) 0;
+}
+
+/*
+ * perpca_train(model, query, n_global, n_local, <fit options>, replace)
+ *   RETURNS TABLE (model_name, d, n_clients, rounds_run, converged, objective, theta_est)
+ */
+Datum
+perpca_train(PG_FUNCTION_ARGS)
+{
+	char	   *model = text_arg(fcinfo, "model");
+	char	   *query = text_arg(fcinfo, "query");
+	FitOptions	opts;
+	Jsonb	   *options;
+	ModelLock	ml;
+	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID, TEXTOID};
+	Datum		values[7];
+
+	/* Every option is checked before anything runs or is locked. */
+	options = fit_options_from_call(fcinfo);
+	fit_options_parse(options, &opts);
+	/* Lock first, then look: of sessions creating one model at once, one
+	 * creates it and the others find it (and replace it, or fail cleanly). */
+	model_lock(&ml, model, MODEL_LOCK_WRITE, true, true);	/* may create it */
+	values[0] = CStringGetTextDatum(ml.schema);
+	values[1] = CStringGetTextDatum(ml.base);
+	values[2] = CStringGetTextDatum(model);
+	values[3] = CStringGetTextDatum(query);
+	values[4] = JsonbPGetDatum(options);
+	values[5] = BoolGetDatum(bool_arg(fcinfo, "replace", false));
+	values[6] = CStringGetTextDatum(caller_search_path());
+	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7)",
+						7, types, values);
+}
+
+/*
+ * perpca_refresh(model, warm, wait) RETURNS TABLE (model_name, version,
+ *   n_clients, clients_added, clients_dropped, warm_start, rounds_run,
+ *   converged, objective)
+ */
+Datum
+perpca_refresh(PG_FUNCTION_ARGS)
+{
+	char	   *model = text_arg(fcinfo, "model");
+	ModelLock	ml;
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		values[5];
+
+	/* Lock first, then read: a refresh that waited starts from the model the other one stored. */
+	model_lock(&ml, model, MODEL_LOCK_WRITE, bool_arg(fcinfo, "wait", false), false);
+	if (!ml.present)
+		model_missing_error(model, ml.schema, ml.base, NULL);
+	values[0] = CStringGetTextDatum(ml.schema);
+	values[1] = CStringGetTextDatum(ml.base);
+	values[2] = CStringGetTextDatum(model);
+	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
+	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4)",
+						4, types, values);
+}

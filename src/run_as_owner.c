@@ -1,0 +1,182 @@
+/*
+ * run_as_owner.c -- perpca_internal.run_as(): run one SQL command as a
+ * model's owner, as REFRESH MATERIALIZED VIEW runs its query
+ *
+ * The caller must have the privileges of the given role (the model's owner:
+ * the role itself or a member of it); otherwise insufficient_privilege
+ * (42501).  The command then runs with that role as current user, inside a
+ * security-restricted operation (no SET ROLE, no temporary objects, no
+ * session-level changes that outlive it) and with search_path set to
+ * "pg_catalog, pg_temp" at a new GUC nesting level, so that the caller's
+ * search_path has no say either.  Everything is undone on return, and on
+ * error by the (sub)transaction abort, as for matviews.
+ *
+ * Since the caller already has the role's privileges, the function grants
+ * nothing that SET ROLE to it would not: it is safe for PUBLIC.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
+
+#include "run_as_owner.h"
+
+PG_FUNCTION_INFO_V1(perpca_run_as);
+/* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
+PG_FUNCTION_INFO_V1(perpca_run_as_owner);
+PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
+
+
+void
+run_as_check_role(Oid role)
+{
+	if (!has_privs_of_role(GetUserId(), role))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be a member of role %s", GetUserNameFromId(role, false)),
+				 errdetail("The model belongs to role %s.", GetUserNameFromId(role, false)),
+				 errhint("Only the owner of a model, or a member of the owning role, may refresh or replace it.")));
+}
+
+/* Run command with the arguments from first_param on as $1..$n; the first column of its
+ * first row (jsonb), copied out of SPI, or NULL. */
+static Datum
+run_command(FunctionCallInfo fcinfo, const char *command, int first_param, bool *isnull)
+{
+	int			nparams = PG_NARGS() - first_param;
+	Oid		   *types = palloc0(sizeof(Oid) * Max(nparams, 1));
+	Datum	   *values = palloc0(sizeof(Datum) * Max(nparams, 1));
+	char	   *nulls = palloc0(Max(nparams, 1) + 1);
+	Datum		result = (Datum) 0;
+	int			rc;
+
+	for (int i = 0; i < nparams; i++)
+	{
+		types[i] = get_fn_expr_argtype(fcinfo->flinfo, first_param + i);
+		if (!OidIsValid(types[i]))
+			elog(ERROR, "could not determine the type of argument %d", first_param + i + 1);
+		values[i] = PG_GETARG_DATUM(first_param + i);
+		nulls[i] = PG_ARGISNULL(first_param + i) ? 'n' : ' ';
+	}
+	*isnull = true;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_with_args(command, nparams, types, values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_with_args failed (%d): %s", rc, command);
+	if (SPI_tuptable != NULL && SPI_processed > 0)
+	{
+		if (SPI_tuptable->tupdesc->natts < 1 ||
+			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != JSONBOID)
+			elog(ERROR, "run_as: the command must return one jsonb column");
+		result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+		if (!*isnull)
+			result = SPI_datumTransfer(result, false, -1);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * Run the command of argument command_arg, with the arguments from
+ * first_param on as $1.., as role inside a security-restricted operation
+ * with search_path = path; the first column (jsonb) of its first row.
+ */
+static Datum
+run_as_role(FunctionCallInfo fcinfo, Oid role, const char *path, int command_arg, int first_param)
+{
+	char	   *command = text_to_cstring(PG_GETARG_TEXT_PP(command_arg));
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	Datum		result;
+	bool		isnull;
+
+	if (get_fn_expr_variadic(fcinfo->flinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("run_as takes its parameters as separate arguments, not as a VARIADIC array")));
+	run_as_check_role(role);
+
+	/* As ExecRefreshMatView: become the owner, restricted, at a new GUC level. */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(role, save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+
+	result = run_command(fcinfo, command, first_param, &isnull);
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/*
+ * perpca_internal.run_as(role regrole, command text, VARIADIC args "any")
+ *   RETURNS jsonb
+ */
+Datum
+perpca_run_as(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("role and command must not be NULL")));
+	return run_as_role(fcinfo, PG_GETARG_OID(0), "pg_catalog, pg_temp", 1, 2);
+}
+
+/*
+ * perpca_internal.perpca_run_as_owner(relation regclass, schema regnamespace,
+ *   command text, VARIADIC args "any") RETURNS jsonb: 0.2.0's form, which
+ * the SQL of 0.2.0 calls until ALTER EXTENSION perpca UPDATE: as the owner
+ * of relation, with search_path = pg_catalog, schema, pg_temp.
+ */
+Datum
+perpca_run_as_owner(PG_FUNCTION_ARGS)
+{
+	HeapTuple	tuple;
+	Oid			owner;
+	char	   *schema;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("relation, schema and command must not be NULL")));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(PG_GETARG_OID(0)));
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", PG_GETARG_OID(0))));
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	schema = get_namespace_name(PG_GETARG_OID(1));
+	if (schema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_SCHEMA),
+				 errmsg("schema with OID %u does not exist", PG_GETARG_OID(1))));
+	return run_as_role(fcinfo, owner, psprintf("pg_catalog, %s, pg_temp", quote_identifier(schema)), 2, 3);
+}
+
+/*
+ * perpca_internal.perpca_accept_invalidations() RETURNS void: 0.2.0's SQL
+ * calls it after its advisory lock (0.3.0 locks models in model_lock.c).
+ */
+Datum
+perpca_accept_invalidations(PG_FUNCTION_ARGS)
+{
+	AcceptInvalidationMessages();
+	PG_RETURN_VOID();
+}
