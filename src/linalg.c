@@ -65,7 +65,7 @@ linalg_symmetrize_upper(int d, double *C)
 			C[(int64_t) i * d + j] = C[(int64_t) j * d + i];
 }
 
-/* ---- projection and models (project.c, models.c) ---- */
+/* ---- projection and models (project.c, model_functions.c) ---- */
 
 void
 linalg_matvec(bool trans, int m, int n, double alpha, const double *A,

@@ -28,7 +28,7 @@ extern void linalg_axpy(int64_t n, double alpha, const double *x, double *y);
 /* Copy the upper triangle of the d x d matrix C to its lower triangle. */
 extern void linalg_symmetrize_upper(int d, double *C);
 
-/* ---- projection and models (project.c, models.c) ---- */
+/* ---- projection and models (project.c, model_functions.c) ---- */
 
 /* y = alpha op(A) x + beta y, A is m x n; op(A) = A^T when trans. */
 extern void linalg_matvec(bool trans, int m, int n, double alpha, const double *A,

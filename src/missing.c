@@ -1,7 +1,7 @@
 /*
  * missing.c -- rows with missing coordinates on a stored model
  *
- * The row functions of a model (models.c) take missing => 'error' (the
+ * The row functions of a model (model_functions.c) take missing => 'error' (the
  * default: a NULL, NaN or infinite element is an error naming it) or
  * 'observed'.  With 'observed' a row is scored under the model's
  * probabilistic form, probabilistic PCA (Tipping and Bishop 1999) with the

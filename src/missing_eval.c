@@ -10,7 +10,7 @@
  * perpca_model_impute (the model's probabilistic PCA form given the row's
  * other entries) and, for comparison, by the client's centre (the client's
  * mean under center 'client'): perpca_model_impute of a row with nothing
- * observed.  Both go through the checked model reader of models.c.  Per
+ * observed.  Both go through the checked model reader of model_functions.c.  Per
  * client: rows, hidden entries and the mean squared error of each filling in
  * the data's units, and their ratio.
  */

@@ -27,6 +27,8 @@
 
 #include "access/relation.h"
 #include "access/tableam.h"
+#include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -41,6 +43,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/varlena.h"
 
 #include "citus_placement.h"
@@ -393,12 +396,46 @@ scan_names(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *m
 	return names;
 }
 
-/* Move to the info table's first row; an empty info table is an error. */
-static void
-info_single_row(ModelScan *s, const char *model)
+/*
+ * Was rel created (or last changed in pg_class) by a transaction this
+ * statement's snapshot does not see?  Then its rows are invisible too: a
+ * model dropped and trained again after the statement started.
+ */
+static bool
+rel_newer_than_snapshot(Relation rel)
 {
-	if (!scan_next(s))
-		model_damaged(model, "The info table must have exactly one row.");
+	Snapshot	snap = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(RelationGetRelid(rel)));
+	TransactionId xmin;
+	bool		newer;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	xmin = HeapTupleHeaderGetXmin(tup->t_data);
+	newer = TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin) &&
+		XidInMVCCSnapshot(xmin, snap);
+	ReleaseSysCache(tup);
+	return newer;
+}
+
+/*
+ * Move to the info table's first row.  An empty info table is damage,
+ * unless the tables are newer than the statement's snapshot (a model
+ * dropped and trained again meanwhile): as of the snapshot the model does
+ * not exist (42704), as for a reader that waited for a drop.
+ */
+static void
+info_single_row(ModelScan *s, const ModelRels *r)
+{
+	if (scan_next(s))
+		return;
+	if (rel_newer_than_snapshot(r->rel[REL_INFO]))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", r->model),
+				 errdetail("Its tables were created after this statement's snapshot was taken (the model was dropped and trained again meanwhile)."),
+				 errhint("Run the statement again to read the new model.")));
+	model_damaged(r->model, "The info table must have exactly one row.");
 }
 
 /* The model's version, from its single info row. */
@@ -410,7 +447,7 @@ read_version(const ModelRels *r)
 	int64		version;
 
 	scan_begin(&s, r->rel[REL_INFO]);
-	info_single_row(&s, r->model);
+	info_single_row(&s, r);
 	version = DatumGetInt64(scan_value(&s, r->att[REL_INFO][I_VERSION], &isnull));
 	if (isnull)
 		model_damaged(r->model, "The model has no version.");
@@ -435,7 +472,7 @@ load_info(ModelData *m, const ModelRels *r)
 	char	   *center;
 
 	scan_begin(&s, r->rel[REL_INFO]);
-	info_single_row(&s, r->model);
+	info_single_row(&s, r);
 	m->d = DatumGetInt32(scan_value(&s, att[I_D], &isnull));
 	if (isnull || m->d < 1 || m->d > PERPCA_MAX_DIM)
 		model_damaged(r->model, "The info table has no valid dimension d.");

@@ -5,7 +5,7 @@
  * tables of one owner that the caller may read, reads them straight from the
  * heap (no SQL, so no other role's code can run) and keeps the result in a
  * per-backend cache keyed by the info table, renewed when the model's version
- * changes.  models.c holds the SQL functions on top of it.
+ * changes.  model_functions.c holds the SQL functions on top of it.
  */
 #ifndef PERPCA_MODEL_READ_H
 #define PERPCA_MODEL_READ_H

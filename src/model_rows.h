@@ -1,5 +1,5 @@
 /*
- * model_rows.h -- what the row-wise model functions of models.c share with
+ * model_rows.h -- what the row-wise model functions of model_functions.c share with
  * the other readers of a model (monitor.c, results.c): the per-call-site
  * binding to a model's cached data, the client of a key argument of any
  * type (with the unknown-client rule), and the distance between two

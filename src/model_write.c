@@ -11,7 +11,7 @@
  * 50_refresh.sql, every one of them with search_path = pg_catalog, pg_temp,
  * called from here under that same search_path:
  *
- *   perpca_internal.train(schema, base, model, query, options, replace, path)
+ *   perpca_internal.train(schema, base, model, query, options, replace, path, feature_names)
  *   perpca_internal.refresh(schema, base, model, warm)
  *
  * The model is locked here first, through model_lock.c (the one lock order
@@ -123,7 +123,8 @@ bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
  * pg_temp and return its rows as the calling function's result set.
  */
 static Datum
-run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values)
+run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
+			 const char *nulls)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			nestlevel;
@@ -134,7 +135,7 @@ run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Da
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", sql);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
@@ -155,8 +156,10 @@ perpca_train(PG_FUNCTION_ARGS)
 	FitOptions	opts;
 	Jsonb	   *options;
 	ModelLock	ml;
-	Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID, TEXTOID};
-	Datum		values[7];
+	Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID, TEXTOID, TEXTARRAYOID};
+	Datum		values[8];
+	char		nulls[8] = "       ";
+	int			names = arg_position(fcinfo, "feature_names");
 
 	/* Every option is checked before anything runs or is locked. */
 	options = fit_options_from_call(fcinfo);
@@ -171,8 +174,12 @@ perpca_train(PG_FUNCTION_ARGS)
 	values[4] = JsonbPGetDatum(options);
 	values[5] = BoolGetDatum(bool_arg(fcinfo, "replace", false));
 	values[6] = CStringGetTextDatum(caller_search_path());
-	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7)",
-						7, types, values);
+	if (names >= 0 && names < PG_NARGS() && !PG_ARGISNULL(names))
+		values[7] = PG_GETARG_DATUM(names);
+	else
+		nulls[7] = 'n';
+	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
+						8, types, values, nulls);
 }
 
 /*
@@ -197,5 +204,5 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	values[2] = CStringGetTextDatum(model);
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
 	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4)",
-						4, types, values);
+						4, types, values, NULL);
 }

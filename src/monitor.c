@@ -35,7 +35,7 @@
  *
  * C and (theta1, theta2, theta3) are computed from each client's statistics
  * when the model is written (perpca_internal.client_monitor_stats, called by
- * perpca_model_fill_clients) and stored in <model>_clients.score_covariance
+ * perpca_internal.model_fill_clients) and stored in <model>_clients.score_covariance
  * and .residual_moments: no second pass over the rows.
  */
 #include "postgres.h"

@@ -37,10 +37,12 @@
  *                       per-backend model cache (model_read.h)
  *   citus_placement.c   on Citus: a model table that is a reference table, read through
  *                       this node's local shard (citus_placement.h)
- *   models.c            SQL functions on a stored model: row-wise projection with
- *                       client keys of any type, similarity, component info, theta
- *   model_write.c       perpca_train(), perpca_refresh(): the write path's C entry points
- *                       (model name, options, the recorded search_path)
+ *   model_functions.c   the read side: SQL functions on a stored model (row-wise
+ *                       projection with client keys of any type, similarity,
+ *                       component info, theta); 45_model_functions.sql declares them
+ *   model_write.c       the write side: perpca_train(), perpca_refresh() (model name,
+ *                       options, the recorded search_path), over 40_models.sql and
+ *                       50_refresh.sql
  *   run_as_owner.c      perpca_internal.run_as(): a model's query and writes run as its
  *                       owner, restricted (run_as_owner.h)
  *   missing.c           rows with missing coordinates on a model: missing => 'observed'
@@ -108,7 +110,7 @@ extern void perpca_check_dim_limit(int d);
 extern ArrayType *perpca_vector_build(const double *x, int n);
 extern ArrayType *perpca_matrix_build(const double *x, int rows, int cols);
 
-/* ---- models.c ---- */
+/* ---- model_functions.c ---- */
 
 /* What a row function on a stored model computes (perpca_model_scores, ...). */
 typedef enum PerpcaRowOp

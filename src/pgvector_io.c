@@ -20,7 +20,7 @@
  * perpca_stats(float8[])'s.
  *
  * Out: the model row functions (perpca_model_scores, ...) on a vector row
- * run models.c's perpca_model_row() and return a vector: each double result
+ * run model_functions.c's perpca_model_row() and return a vector: each double result
  * rounded to float4, as the cast float8[]::vector rounds it.
  */
 #include "postgres.h"

@@ -5,7 +5,7 @@
  * subspaces (perpca_clusters)
  *
  * All read the model through model_read.c's checked reader (via the
- * per-call-site binding of models.c), never through SQL.
+ * per-call-site binding of model_functions.c), never through SQL.
  *
  * Clustering follows the paper's application (its section on clustering
  * clients by local components): spectral clustering of the subspace

@@ -19,21 +19,3 @@ CREATE OR REPLACE FUNCTION perpca_internal.scale_vector(x float8[], scale_factor
     AS 'MODULE_PATHNAME', 'perpca_scale_vector' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.scale_vector(float8[], float8[]) IS
     'internal: x divided elementwise by scale_factors; a NULL scale_factors returns x unchanged';
-
--- The stored divisors of a model (NULL: unscaled, also for a model stored before the scale option).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_scale_factors(info text) RETURNS float8[]
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    result float8[];
-BEGIN
-    IF NOT EXISTS (SELECT FROM pg_attribute
-                    WHERE attrelid = info::regclass AND attname = 'scale_factors' AND NOT attisdropped) THEN
-        RETURN NULL;
-    END IF;
-    -- As a regclass, never spliced as text: a table name cannot carry SQL in.
-    EXECUTE format('SELECT scale_factors FROM %s', info::regclass) INTO result;
-    RETURN result;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_scale_factors(text) IS
-    'internal: the scale_factors divisors stored in a model''s info table (quoted name), NULL when unscaled or stored before the scale option';

@@ -15,10 +15,6 @@
 
 -- How model names are written and read: the naming rule for error hints,
 -- and the parts of a name (src/model_read.c, one reader for C and SQL).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_name_rule() RETURNS text
-    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION perpca_internal.perpca_model_name_rule() IS
-    'internal: the naming rule of models, for error hints';
 CREATE OR REPLACE FUNCTION perpca_internal.model_name_parts(model text) RETURNS text[]
     AS 'MODULE_PATHNAME', 'perpca_model_name_parts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.model_name_parts(text) IS
@@ -27,7 +23,7 @@ COMMENT ON FUNCTION perpca_internal.model_name_parts(text) IS
 -- The owner of an existing model, after checking that its three relations
 -- are plain tables of one owner (a view or a foreign table in their place
 -- could run another role's code for whoever reads or writes the model).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_owner(schema_name text, base text) RETURNS regrole
+CREATE OR REPLACE FUNCTION perpca_internal.model_owner(schema_name text, base text) RETURNS regrole
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     bad text;
@@ -56,11 +52,11 @@ BEGIN
     RETURN owner;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_owner(text, text) IS
+COMMENT ON FUNCTION perpca_internal.model_owner(text, text) IS
     'internal: the owner of a model, after checking that its relations are plain tables with one owner';
 
 -- Raise insufficient_privilege unless the current user has the privileges of the model's owner.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_check_owner(model text, owner regrole) RETURNS void
+CREATE OR REPLACE FUNCTION perpca_internal.model_check_owner(model text, owner regrole) RETURNS void
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
@@ -70,7 +66,7 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_check_owner(text, regrole) IS
+COMMENT ON FUNCTION perpca_internal.model_check_owner(text, regrole) IS
     'internal: insufficient_privilege unless the current user has the privileges of the model''s owner';
 
 -- Create the three tables of a model.
@@ -130,7 +126,8 @@ BEGIN
             options jsonb,
             scale_factors float8[],
             constant_features int[],
-            search_path text)$f$, info);
+            search_path text,
+            feature_names text[])$f$, info);
     EXECUTE format('COMMENT ON TABLE %s IS %L', components,
         'perpca model ' || base || ': global (client NULL) and local principal components');
     EXECUTE format('COMMENT ON TABLE %s IS %L', clients,
@@ -143,7 +140,7 @@ COMMENT ON FUNCTION perpca_internal.model_create(text, text) IS 'internal: creat
 
 -- Write the clients rows of a model from the statistics of the FROM item
 -- src (client text, stats perpca_stats), which may use $4 and $5.
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_fill_clients(schema_name text, base text, src text, center text,
+CREATE OR REPLACE FUNCTION perpca_internal.model_fill_clients(schema_name text, base text, src text, center text,
                                                           global_mean float8[], source text,
                                                           one_client text, one_stats perpca_stats,
                                                           scale_factors float8[])
@@ -217,7 +214,7 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]) IS
+COMMENT ON FUNCTION perpca_internal.model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]) IS
     'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics; a client without variance gets NULL ratios and a NOTICE';
 
 -- The clients of a train or refresh, staged once: the fit and the per-client
@@ -273,7 +270,8 @@ COMMENT ON FUNCTION perpca_internal.stage_fill(text, text) IS
 -- the info row is filled by column name from the effective options and the
 -- diagnostics, so no option is named here.
 CREATE OR REPLACE FUNCTION perpca_internal.model_store(schema_name text, base text, source_query text,
-                                                       options jsonb, search_path text)
+                                                       options jsonb, search_path text,
+                                                       feature_names text[] DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -300,6 +298,12 @@ BEGIN
                options);
     diag := f.diagnostics;
     opts := diag -> 'options';
+    IF feature_names IS NOT NULL AND (array_ndims(feature_names) IS DISTINCT FROM 1
+           OR cardinality(feature_names) <> (diag ->> 'd')::int OR array_position(feature_names, NULL) IS NOT NULL) THEN
+        RAISE EXCEPTION 'feature_names must hold one name for each of the % features, without NULLs', diag ->> 'd'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('It has %s names.', coalesce(cardinality(feature_names), 0));
+    END IF;
     SELECT @extschema@.perpca_merge(s.stats ORDER BY s.client COLLATE "C") INTO merged FROM pg_temp.perpca_train_src s;
     gmean := @extschema@.perpca_mean(merged);
 
@@ -312,7 +316,8 @@ BEGIN
         -- A model stored by an earlier version gets the columns added since, once.
         SELECT string_agg(format('ADD COLUMN %I %s', c.name, c.type), ', ') INTO added
           FROM (VALUES ('client_type', 'text'), ('options', 'jsonb'), ('scale_factors', 'float8[]'),
-                       ('constant_features', 'int[]'), ('search_path', 'text')) AS c(name, type)
+                       ('constant_features', 'int[]'), ('search_path', 'text'),
+                       ('feature_names', 'text[]')) AS c(name, type)
          WHERE NOT EXISTS (SELECT FROM pg_attribute a
                             WHERE a.attrelid = info::regclass AND a.attname = c.name AND NOT a.attisdropped);
         IF added IS NOT NULL THEN
@@ -326,7 +331,7 @@ BEGIN
                     SELECT u.client, u.kind, u.component, u.pc, u.variance
                       FROM unnest($1) AS u',
                    components) USING f.components;
-    PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, 'pg_temp.perpca_train_src',
+    PERFORM perpca_internal.model_fill_clients(schema_name, base, 'pg_temp.perpca_train_src',
                                                       opts ->> 'center', gmean, 'fit', NULL, NULL, f.scale_factors);
     EXECUTE format('SELECT CASE WHEN $1 = %L THEN avg(total_variance)
                                 ELSE sum(n::float8 * total_variance) / sum(n::float8) END FROM %s',
@@ -346,15 +351,16 @@ BEGIN
               'total_variance', total, 'fitted_at', now(),
               'version', nextval('@extschema@.perpca_model_version'), 'client_type', key_type,
               'options', opts, 'scale_factors', to_jsonb(f.scale_factors),
-              'constant_features', to_jsonb(f.constant_features), 'search_path', search_path);
+              'constant_features', to_jsonb(f.constant_features), 'search_path', search_path,
+              'feature_names', to_jsonb(feature_names));
 
     RETURN QUERY SELECT base, (diag ->> 'd')::int, (diag ->> 'n_clients')::int,
                         (diag ->> 'rounds_run')::int, (diag ->> 'converged')::boolean,
                         (diag ->> 'objective')::float8, (diag ->> 'theta_est')::float8;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.model_store(text, text, text, jsonb, text) IS
-    'internal: fits the staged clients with options (jsonb) and stores (or replaces) the model''s rows, with the effective options and the search_path its query runs with';
+COMMENT ON FUNCTION perpca_internal.model_store(text, text, text, jsonb, text, text[]) IS
+    'internal: fits the staged clients with options (jsonb) and stores (or replaces) the model''s rows, with the effective options, the search_path its query runs with and the names of its features (NULL: unnamed)';
 
 -- Run a warm-start query (client, kind, component, pc) once into a temporary
 -- table, as the caller and with the model's search_path, readable by reader.
@@ -383,7 +389,8 @@ COMMENT ON FUNCTION perpca_internal.stage_start(text, regrole, text) IS
 -- The body of perpca_train (src/model_write.c resolved the name, checked the
 -- options, locked the model and recorded the caller's search_path).
 CREATE OR REPLACE FUNCTION perpca_internal.train(schema_name text, base text, model text, query text,
-                                                 options jsonb, replace boolean, search_path text)
+                                                 options jsonb, replace boolean, search_path text,
+                                                 feature_names text[])
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
@@ -397,9 +404,9 @@ BEGIN
         RAISE EXCEPTION 'model "%" already exists', model USING ERRCODE = 'duplicate_table',
             HINT = 'Pass replace => true to replace it, or drop it with perpca_drop().';
     END IF;
-    owner := CASE WHEN to_regclass(info) IS NOT NULL THEN perpca_internal.perpca_model_owner(schema_name, base)
+    owner := CASE WHEN to_regclass(info) IS NOT NULL THEN perpca_internal.model_owner(schema_name, base)
                   ELSE current_user::regrole END;
-    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
+    PERFORM perpca_internal.model_check_owner(model, owner);
     IF options ->> 'start' IS NOT NULL THEN
         PERFORM perpca_internal.stage_start(options ->> 'start', owner, search_path);
         options := options || jsonb_build_object('start', 'SELECT * FROM pg_temp.perpca_train_start');
@@ -411,12 +418,13 @@ BEGIN
     PERFORM perpca_internal.run_as(current_user::regrole, 'SELECT perpca_internal.stage_fill($1, $2)',
                                    query, search_path);
     IF owner::oid = current_user::regrole::oid THEN
-        RETURN QUERY SELECT * FROM perpca_internal.model_store(schema_name, base, query, options, search_path);
+        RETURN QUERY SELECT * FROM perpca_internal.model_store(schema_name, base, query, options, search_path,
+                                                               feature_names);
     ELSE
         -- Another role's model is written as that role.
         r := perpca_internal.run_as(owner,
-                 'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.model_store($1, $2, $3, $4, $5) AS s',
-                 schema_name, base, query, options, search_path);
+                 'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.model_store($1, $2, $3, $4, $5, $6) AS s',
+                 schema_name, base, query, options, search_path, feature_names);
         RETURN QUERY SELECT r ->> 'model_name', (r ->> 'd')::int, (r ->> 'n_clients')::int,
                             (r ->> 'rounds_run')::int, (r ->> 'converged')::boolean,
                             (r ->> 'objective')::float8, (r ->> 'theta_est')::float8;
@@ -427,7 +435,7 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.train(text, text, text, text, jsonb, boolean, text) IS
+COMMENT ON FUNCTION perpca_internal.train(text, text, text, text, jsonb, boolean, text, text[]) IS
     'internal: the body of perpca_train: checks and locks the model, stages the query as the caller the way a refresh will run it, fits and stores (as the owner when the model is another role''s)';
 
 -- Options: named arguments with DEFAULT NULL, read by name in C
@@ -438,12 +446,13 @@ CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_
                              retraction text DEFAULT NULL, init text DEFAULT NULL,
                              seed bigint DEFAULT NULL, center text DEFAULT NULL,
                              weights text DEFAULT NULL, method text DEFAULT NULL,
-                             verbose boolean DEFAULT false, adaptive boolean DEFAULT NULL,
+                             verbose boolean DEFAULT NULL, adaptive boolean DEFAULT NULL,
                              replace boolean DEFAULT false, start text DEFAULT NULL,
-                             solver text DEFAULT NULL, scale text DEFAULT NULL)
+                             solver text DEFAULT NULL, scale text DEFAULT NULL,
+                             feature_names text[] DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
     AS 'MODULE_PATHNAME', 'perpca_train' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text) IS
-    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query runs as it will at every refresh (restricted, with the search_path in effect now, recorded in <model>_info.search_path), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model';
+COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[]) IS
+    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query runs as it will at every refresh (restricted, with the search_path in effect now, recorded in <model>_info.search_path), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model; feature_names (d names) are stored in <model>_info.feature_names for perpca_loadings and top_features';
 

@@ -83,7 +83,7 @@ BEGIN
                       FROM @extschema@.perpca_local_pcs($2, $3, $4, $5) l',
                    components, 'local')
         USING client, scaled, u, coalesce(n_local, m.n_local), centre;
-    PERFORM perpca_internal.perpca_model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
+    PERFORM perpca_internal.model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
                                                       m.center, m.global_mean, 'personalize', client, stats,
                                                       factors);
     -- nextval() first: Citus refuses it inside an UPDATE of a reference table.

@@ -1,6 +1,6 @@
 -- ==========================================================================
 -- Reading a stored model: component info, theta, row-wise projection and
--- client similarity.  models.c and model_read.c read a model's tables
+-- client similarity.  model_functions.c and model_read.c read a model's tables
 -- straight from the heap, after checking that they are plain tables of one
 -- owner that the caller may read (no SQL runs on them, so the model's owner
 -- cannot make the caller run her code), and cache it per backend.

@@ -5,7 +5,7 @@
 -- Each reads the model with the checked C reader (model_read.c).
 -- ==========================================================================
 
--- Written with each client's row of <model>_clients (perpca_model_fill_clients).
+-- Written with each client's row of <model>_clients (perpca_internal.model_fill_clients).
 CREATE OR REPLACE FUNCTION perpca_internal.client_monitor_stats(s @extschema@.perpca_stats, u float8[], v float8[],
                                                                OUT score_covariance float8[],
                                                                OUT residual_moments float8[])

@@ -55,7 +55,10 @@ BEGIN
 
     PERFORM perpca_internal.stage_fill(m ->> 'source_query', path);
     SELECT * INTO STRICT fit
-      FROM perpca_internal.model_store(schema_name, base, m ->> 'source_query', options, path);
+      FROM perpca_internal.model_store(schema_name, base, m ->> 'source_query', options, path,
+                                       CASE WHEN jsonb_typeof(m -> 'feature_names') = 'array' THEN
+                                           ARRAY(SELECT t.e FROM jsonb_array_elements_text(m -> 'feature_names')
+                                                                 WITH ORDINALITY AS t(e, i) ORDER BY t.i) END);
 
     EXECUTE format('SELECT array_agg(client) FROM %s', clients) INTO after;
     EXECUTE format('SELECT version FROM %s', info) INTO STRICT version;
@@ -77,10 +80,10 @@ RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int
                warm_start boolean, rounds_run int, converged boolean, objective float8)
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    owner regrole := perpca_internal.perpca_model_owner(schema_name, base);
+    owner regrole := perpca_internal.model_owner(schema_name, base);
     r jsonb;
 BEGIN
-    PERFORM perpca_internal.perpca_model_check_owner(model, owner);
+    PERFORM perpca_internal.model_check_owner(model, owner);
     PERFORM perpca_internal.stage_create(owner);
     r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
                                 schema_name, base, warm);

@@ -44,6 +44,14 @@ DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, text, float8[], tex
 DROP FUNCTION IF EXISTS @extschema@.perpca_model_error(text, anyelement, float8[], text);
 -- perpca_last_fit gains the column rows_skipped (issue 25).
 DROP FUNCTION @extschema@.perpca_last_fit();
+-- onesource: internal names without the perpca_ prefix; helpers with no caller left dropped
+DROP FUNCTION perpca_internal.perpca_model_owner(text, text);
+DROP FUNCTION perpca_internal.perpca_model_check_owner(text, regrole);
+DROP FUNCTION perpca_internal.perpca_model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]);
+DROP FUNCTION perpca_internal.perpca_model_scale_factors(text);
+DROP FUNCTION perpca_internal.perpca_model_name_rule();
+-- onesource: perpca_train gains feature_names (issue 27)
+DROP FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text);
 
 -- perpca_last_fit_rounds gains the columns products and inner_iterations.
 DROP FUNCTION perpca_last_fit_rounds();

@@ -13,7 +13,7 @@ CREATE TABLE obs (client text, obs int, x float8[]);
 -- ---- options: declared once, defaulted by the C parser ----------------------
 -- Every option of the user-facing signatures defaults to NULL (the C parser's default).
 SELECT p.proname, count(*) AS options,
-       bool_and(a.dflt LIKE 'NULL::%' OR a.name IN ('verbose', 'replace')) AS defaults_null
+       bool_and(a.dflt LIKE 'NULL::%' OR a.name = 'replace') AS defaults_null
   FROM pg_proc p,
        LATERAL (SELECT split_part(s, ' DEFAULT ', 1) AS head, split_part(s, ' DEFAULT ', 2) AS dflt,
                        trim(both '"' from split_part(s, ' ', 1)) AS name
@@ -83,6 +83,19 @@ SELECT model_name, n_clients, converged
   FROM perpca_train('warm2', $$SELECT client, perpca_stats(x) FROM obs WHERE client <> 'new' GROUP BY client$$, 2, 1,
                     init => 'given',
                     start => $$SELECT NULL::text, 'global', component + 0, pc FROM m_components WHERE kind = 'global'$$);
+
+-- ---- feature names: stored with the model, kept by a refresh ------------------
+SELECT model_name FROM perpca_train('named', $$SELECT client, perpca_stats(x) FROM obs WHERE client <> 'new' GROUP BY client$$,
+                                    2, 1, feature_names => ARRAY['f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7', 'f8']);
+SELECT feature_names FROM named_info;
+SELECT model_name FROM perpca_refresh('named');
+SELECT feature_names FROM named_info;
+SELECT feature IS NOT NULL AND feature LIKE 'f_' AS named_loadings, count(*) FROM perpca_loadings('named') GROUP BY 1;
+SELECT * FROM perpca_train('badnames', $$SELECT client, perpca_stats(x) FROM obs GROUP BY client$$, 2, 1,
+                           feature_names => ARRAY['a', 'b']);
+SELECT * FROM perpca_train('badnames', $$SELECT client, perpca_stats(x) FROM obs GROUP BY client$$, 2, 1,
+                           feature_names => ARRAY['a', 'b', 'c', 'd', 'e', 'f', 'g', NULL]);
+SELECT feature_names IS NULL AS unnamed FROM m_info;
 
 SET client_min_messages = warning;
 DROP SCHEMA perpca_write CASCADE;

@@ -58,6 +58,10 @@ SELECT (SELECT count(*) FROM perpca_component_variance('wine_model')),
           FROM wine_x w, perpca_model_monitor('wine_model', w.cultivar, w.x, alpha => 0.05)),
        (SELECT string_agg(cluster::text, ',' ORDER BY client) FROM perpca_clusters('wine_model', 2))}),
 	'9|t|1,2,1', 'per-component variance, a few wines out of control, cultivars 0 and 2 together');
+is( $node->safe_psql('postgres', q{
+SELECT count(*), bool_and(top_features ~ '^[a-z_0-9]+ [+-]') , bool_or(top_features LIKE '%proline%')
+  FROM perpca_component_info('wine_model')}),
+	'5|t|t', 'components read by name');
 
 $node->stop;
 done_testing();

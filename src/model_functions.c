@@ -1,5 +1,5 @@
 /*
- * models.c -- SQL functions on a stored model read by name
+ * model_functions.c -- SQL functions on a stored model read by name
  *
  * The model is found, checked and read by model_read.c (never with SQL, so
  * the model's owner cannot make a caller run her code) and cached per
@@ -1006,7 +1006,8 @@ perpca_model_name_parts(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
-/* perpca_internal.perpca_model_name_rule() RETURNS text: MODEL_NAME_RULE, for the SQL functions' hints. */
+/* perpca_internal.perpca_model_name_rule() RETURNS text: MODEL_NAME_RULE; 0.3.0 dropped the SQL
+ * function, the SQL of 0.2.0 (sql/released) names the symbol until ALTER EXTENSION UPDATE. */
 Datum
 perpca_model_name_rule(PG_FUNCTION_ARGS)
 {
