@@ -3,6 +3,7 @@
 # shipping the clients' statistics to one node and running perpca_fit there.
 #
 #   PGHOST=... PGPORT=... PGUSER=... bash bench/federated_bench.sh [d] [clients] [rows] [shards]
+#   REPEAT=10: runs of each fit for the determinism check at the end
 #
 # Builds one database per shard (perpca_fed_bench_s1, ...) on the same server,
 # each holding its share of `clients` clients with `rows` random rows in d
@@ -20,6 +21,7 @@ D=${1:-50}
 CLIENTS=${2:-40}
 ROWS=${3:-2000}
 SHARDS=${4:-2}
+REPEAT=${REPEAT:-10}
 NG=${NG:-3}
 NL=${NL:-2}
 DB=perpca_fed_bench
@@ -74,12 +76,34 @@ SELECT 'federated' AS fit, rounds_run, converged, round(seconds::numeric, 3) AS 
 UNION ALL
 SELECT 'single node', rounds_run, converged, round(seconds::numeric, 3), round(objective::numeric, 6) FROM single;
 SELECT setup_bytes, round_bytes, round_binary_bytes, result_bytes,
-       setup_bytes + rounds * round_bytes + result_bytes AS federated_total,
+       setup_bytes + rounds_run * round_bytes + result_bytes AS federated_total,
        stats_binary_bytes AS stats_binary,
        (SELECT sum(octet_length(s::text)) FROM stats) AS stats_text,
        round(((SELECT sum(octet_length(s::text)) FROM stats) - setup_bytes - result_bytes) / round_bytes, 1)
            AS break_even_rounds_text
   FROM fed;
+SQL
+
+# Determinism: REPEAT runs of each, every second federated run with the shard
+# list reversed (the shards answer in another order); every run of a kind
+# must give the same rounds and the same objective, bit for bit.
+REVERSED="ARRAY[$(echo "$SHARD_LIST" | tr ',' '\n' | sed 's/^ *//' | tac | paste -sd, | sed 's/,/, /g')]"
+"${PSQL[@]}" -d $DB <<SQL
+CREATE TEMP TABLE runs (kind text, run int, rounds int, objective float8);
+DO \$\$
+BEGIN
+  FOR i IN 1..$REPEAT LOOP
+    PERFORM count(*) FROM perpca_fit_federated(CASE WHEN i % 2 = 0 THEN $REVERSED ELSE ARRAY[$SHARD_LIST] END,
+                                              $Q, $NG, $NL);
+    INSERT INTO runs SELECT 'federated', i, rounds_run, objective FROM perpca_last_federated_fit();
+    PERFORM count(*) FROM perpca_fit($Q, $NG, $NL);
+    INSERT INTO runs SELECT 'single node', i, rounds_run, objective FROM perpca_last_fit();
+  END LOOP;
+END
+\$\$;
+\echo $REPEAT runs of each (federated: shard list reversed every second run)
+SELECT kind, count(*) AS runs, count(DISTINCT rounds) AS distinct_rounds, min(rounds) AS rounds,
+       count(DISTINCT objective) AS distinct_objectives FROM runs GROUP BY kind ORDER BY kind;
 SQL
 
 "${PSQL[@]}" -d postgres -c "DROP DATABASE $DB"

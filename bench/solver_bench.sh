@@ -1,40 +1,54 @@
 #!/usr/bin/env bash
-# bench/solver_bench.sh -- the two solvers of perpca_fit, in one run
+# bench/solver_bench.sh -- the default fit on real corpora: its optimum against
+# seeded random starts, its time against 0.2.0's in the same run, and its
+# rounds against their BLAS floor
 #
 #   PGHOST=... PGPORT=... PGDATABASE=... bash bench/solver_bench.sh
-#   CASES="b2 text22 text55 synth" PAPER=1 RANDOM_STARTS=20 (defaults)
+#   OLD_PGHOST=... OLD_PGPORT=...   a second server with perpca 0.2.0 (optional:
+#                                   git worktree add /tmp/perpca-020 0306f40, then
+#                                   build and install it into its own server)
+#   CASES="digits text include perl man"  RANDOM_STARTS=20  (defaults)
 #
-# Cases:
-#   b2      the B2-like fixture test/data/fit_b_stats.csv (d = 15, 30 clients, 2 + 10)
-#   text22  a real corpus from Debian packages (bench/text_corpus.py: the Python
-#   text55  sources of python3.11 and /usr/lib/python3/dist-packages, groups of
-#           >= 40 files, d = 800 identifiers), 2 + 2 and 5 + 5
-#   synth   synthetic of the same shape as the issue's goal: d = 800, 30 groups
-#           of 500 rows (dense statistics), 5 + 5
-# For each: the default fit (solver 'lbfgs', init 'best'), the rounds of the
-# winning start and of all starts, wall seconds and the backend's CPU seconds
-# (this machine is shared: CPU time is the steadier figure); solver 'paper'
-# with its defaults (skip with PAPER=0); and the best objective over
-# RANDOM_STARTS seeded random starts of the new solver, which the default
-# must match (to 1e-9 relative).  Floors: the paper's solver (0.1.0's
-# algorithm) and the time of one pass over the statistics.
+# Cases (real data from Debian packages; bench/text_corpus.py):
+#   digits   the UCI digits by class (python3-sklearn: 1,797 images, d = 64,
+#            10 clients), 10 + 5
+#   text     Python sources (python3.11, python3-*), groups of >= 40 files,
+#            d = 800 identifiers, 5 + 5
+#   include  C headers under /usr/include, groups >= 30 files, d = 400, 5 + 5
+#   perl     Perl modules, groups >= 30 files, d = 400, 5 + 5
+#   man      manual pages, groups >= 30 pages, d = 400, 5 + 5
+# For each: the default fit (solver 'lbfgs', init 'best': starts and hops)
+# on this server and on the 0.2.0 server, with objective, rounds (the
+# winner's / all) and the backend's CPU seconds (the machine may be shared:
+# CPU time is the steadier figure); the products of the clients per round;
+# the CPU time per round (setup included) against the floor: the BLAS time
+# of one S_i X product per dense client plus one Y_i'(Y_i X) per thin
+# client, X with r1 + r2 columns (numpy over the same OpenBLAS, one thread);
+# and the best of RANDOM_STARTS seeded random starts, which the default must
+# reach (to 1e-9 relative).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-CASES=${CASES:-"b2 text22 text55 synth"}
-PAPER=${PAPER:-1}
+CASES=${CASES:-"digits text include perl man"}
 RANDOM_STARTS=${RANDOM_STARTS:-20}
+PY=${PY:-/usr/bin/python3}
 PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+export OPENBLAS_NUM_THREADS=1
+export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 
-# CPU seconds (user + system) of the backend that runs the SQL in file $1; its output in $TMP/out.
+# psql against the 0.2.0 server.
+old_psql() { PGHOST=${OLD_PGHOST:-$PGHOST} PGPORT=$OLD_PGPORT "${PSQL[@]}" "$@"; }
+
+# CPU seconds (user + system) of the backend that runs the SQL in file $1 (psql: $2...); its output in $TMP/out.
 backend_cpu() {
-	local pidfile=$TMP/pid
+	local file=$1 pidfile=$TMP/pid
+	shift
 	rm -f "$pidfile"
-	{ echo "SELECT pg_backend_pid() AS pid \\gset"; echo "\\o $pidfile"; echo "SELECT :pid;"; echo "\\o"; cat "$1"; } >"$TMP/run.sql"
-	"${PSQL[@]}" -f "$TMP/run.sql" >"$TMP/out" 2>"$TMP/err" &
+	{ echo "SELECT pg_backend_pid() AS pid \\gset"; echo "\\o $pidfile"; echo "SELECT :pid;"; echo "\\o"; cat "$file"; } >"$TMP/run.sql"
+	"$@" -f "$TMP/run.sql" >"$TMP/out" 2>"$TMP/err" &
 	local job=$! pid="" last=0 t
-	for _ in $(seq 300); do [ -s "$pidfile" ] && break; sleep 0.1; done
+	for _ in $(seq 600); do [ -s "$pidfile" ] && break; sleep 0.1; done
 	pid=$(tr -dc 0-9 <"$pidfile")
 	while kill -0 "$pid" 2>/dev/null && kill -0 "$job" 2>/dev/null; do
 		t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) && last=$t
@@ -44,64 +58,93 @@ backend_cpu() {
 	echo "scale=2; $last / $(getconf CLK_TCK)" | bc
 }
 
-load_case() {
+# The rows of case $1 into $TMP/$1.csv (client, x); prints "r1 r2".
+make_rows() {
 	case "$1" in
-	b2)
-		"${PSQL[@]}" -c "DROP TABLE IF EXISTS sb_stats; CREATE TABLE sb_stats (client int, n int, stats perpca_stats)"
-		"${PSQL[@]}" -c "\\copy sb_stats FROM 'test/data/fit_b_stats.csv' CSV HEADER"
-		echo "2 10" ;;
-	text22 | text55)
-		if [ ! -f "$TMP/corpus.csv" ]; then
-			python3 bench/text_corpus.py 800 "$TMP/corpus.csv" 40 2>"$TMP/corpus.log"
-			"${PSQL[@]}" -c "DROP TABLE IF EXISTS sb_rows; CREATE TABLE sb_rows (client text, x float8[])"
-			"${PSQL[@]}" -c "\\copy sb_rows FROM '$TMP/corpus.csv' CSV HEADER"
-		fi
-		"${PSQL[@]}" -c "DROP TABLE IF EXISTS sb_stats; CREATE TABLE sb_stats AS SELECT client, perpca_stats(x) AS stats FROM sb_rows GROUP BY client"
-		[ "$1" = text22 ] && echo "2 2" || echo "5 5" ;;
-	synth)
-		python3 - "$TMP/synth.csv" <<'PY'
-import sys, numpy as np
-rng = np.random.default_rng(1)
-d, N, n, r1, r2 = 800, 30, 500, 5, 5
-U = np.linalg.qr(rng.standard_normal((d, r1)))[0]
+	digits)
+		"$PY" - "$TMP/$1.csv" <<'PY'
+import sys
+from sklearn.datasets import load_digits
+d = load_digits()
 with open(sys.argv[1], "w") as out:
     out.write("client,x\n")
-    for g in range(N):
-        V = rng.standard_normal((d, r2)); V -= U @ (U.T @ V); V = np.linalg.qr(V)[0]
-        Y = (rng.standard_normal((n, r1)) * np.linspace(3, 2, r1)) @ U.T \
-          + (rng.standard_normal((n, r2)) * np.linspace(2.5, 1.5, r2)) @ V.T + 0.5 * rng.standard_normal((n, d))
-        for row in Y:
-            out.write('%d,"{%s}"\n' % (g, ",".join("%.6g" % v for v in row)))
+    for x, y in zip(d.data, d.target):
+        out.write('%d,"{%s}"\n' % (y, ",".join("%g" % v for v in x)))
 PY
-		"${PSQL[@]}" -c "DROP TABLE IF EXISTS sb_rows2; CREATE TABLE sb_rows2 (client int, x float8[])"
-		"${PSQL[@]}" -c "\\copy sb_rows2 FROM '$TMP/synth.csv' CSV HEADER"
-		"${PSQL[@]}" -c "DROP TABLE IF EXISTS sb_stats; CREATE TABLE sb_stats AS SELECT client, perpca_stats(x) AS stats FROM sb_rows2 GROUP BY client; DROP TABLE sb_rows2"
-		echo "5 5" ;;
+		echo "10 5" ;;
+	text) "$PY" bench/text_corpus.py 800 "$TMP/$1.csv" 40 python 2>/dev/null; echo "5 5" ;;
+	include | perl | man) "$PY" bench/text_corpus.py 400 "$TMP/$1.csv" 30 "$1" 2>/dev/null; echo "5 5" ;;
 	esac
 }
 
-printf '%-7s | %-6s | %-22s | %7s | %6s | %6s | %-16s | %s\n' case solver "rounds (winner / all)" "wall s" "CPU s" "read s" objective "best of random starts"
+# The floor of one round in ms: per client, S_i X (dense, n > d/2) or Y_i'(Y_i X) (thin).
+floor_ms() {
+	"$PY" - "$TMP/$1.csv" "$2" <<'PY'
+import csv, sys, time, collections
+import numpy as np
+k = int(sys.argv[2])
+groups = collections.defaultdict(list)
+with open(sys.argv[1]) as f:
+    for row in csv.DictReader(f):
+        groups[row["client"]].append([float(v) for v in row["x"].strip("{}").split(",")])
+ops = []
+for rows in groups.values():
+    Y = np.array(rows); Y -= Y.mean(axis=0); n, d = Y.shape
+    X = np.linalg.qr(np.random.default_rng(0).standard_normal((d, k)))[0]
+    ops.append((Y.T @ Y / n, None, X) if n > d // 2 else (None, Y, X))
+def once():
+    for S, Y, X in ops:
+        if S is not None: S @ X
+        else: Y.T @ (Y @ X)
+once(); best = float("inf")
+for _ in range(7):
+    t = time.process_time(); once(); best = min(best, time.process_time() - t)
+print("%.2f %d" % (1000 * best, sum(1 for S, _, _ in ops if S is None)))
+PY
+}
+
+load() {
+	"$@" -c "DROP TABLE IF EXISTS sb_rows, sb_stats; CREATE TABLE sb_rows (client text, x float8[])"
+	"$@" -c "\\copy sb_rows FROM '$TMP/$c.csv' CSV HEADER"
+	"$@" -c "CREATE TABLE sb_stats AS SELECT client, perpca_stats(x) AS stats FROM sb_rows GROUP BY client; DROP TABLE sb_rows"
+}
+
+printf '%-7s | %4s | %-9s | %-30s | %-38s | %6s | %-22s | %s\n' case d "clients" "0.2.0: objective rounds CPU" "now: objective rounds(win/all) CPU" "now/old" "ms/round floor ratio" "best of random starts"
 for c in $CASES; do
-	read -r r1 r2 < <(load_case "$c" | tail -1)
+	read -r r1 r2 < <(make_rows "$c" | tail -1)
+	read -r floor nthin < <(floor_ms "$c" $((r1 + r2)))
 	q="'SELECT client, stats FROM sb_stats ORDER BY client'"
-	read_s=$("${PSQL[@]}" -c "\\timing on" -c "SELECT count(*) FROM sb_stats WHERE stats IS NOT NULL AND perpca_dim(stats) > 0" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | awk '{printf "%.2f", $1 / 1000}')
-	echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2); SELECT (SELECT rounds_run FROM perpca_last_fit_starts() WHERE chosen) || ' / ' || l.rounds_run, round(l.seconds::numeric, 2), l.objective FROM perpca_last_fit() l;" >"$TMP/lbfgs.sql"
-	cpu=$(backend_cpu "$TMP/lbfgs.sql")
-	IFS='|' read -r rounds wall obj < <(tail -1 "$TMP/out")
+	load "${PSQL[@]}"
+	nclients=$("${PSQL[@]}" -c "SELECT count(*) FROM sb_stats")
+	d=$("${PSQL[@]}" -c "SELECT max(perpca_dim(stats)) FROM sb_stats")
+	old="-"
+	if [ -n "${OLD_PGPORT:-}" ]; then
+		load old_psql
+		echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2); SELECT l.objective, l.rounds_run FROM perpca_last_fit() l;" >"$TMP/old.sql"
+		ocpu=$(backend_cpu "$TMP/old.sql" old_psql)
+		IFS='|' read -r oobj orounds < <(tail -1 "$TMP/out")
+		old=$(printf '%.6f %s %ss' "$oobj" "$orounds" "$ocpu")
+		old_psql -c "DROP TABLE sb_stats"
+	fi
+	echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2); SELECT l.objective, (SELECT rounds_run FROM perpca_last_fit_starts() WHERE chosen) || '/' || l.rounds_run, (SELECT sum(products) FROM perpca_last_fit_rounds()) FROM perpca_last_fit() l;" >"$TMP/new.sql"
+	cpu=$(backend_cpu "$TMP/new.sql" "${PSQL[@]}")
+	IFS='|' read -r obj rounds products < <(tail -1 "$TMP/out")
+	all=${rounds#*/}
+	ratio="-"
+	[ -n "${OLD_PGPORT:-}" ] && ratio=$(echo "scale=2; $cpu / $ocpu" | bc)
+	per=$(echo "scale=2; 1000 * $cpu / $all" | bc)
 	best="-"
 	if [ "$RANDOM_STARTS" -gt 0 ]; then
-		best=$("${PSQL[@]}" -c "SELECT max(o) FROM (SELECT (SELECT count(*) FROM perpca_fit($q, $r1, $r2, init => 'random', seed => s)) AS n,
-		                                                    (SELECT objective FROM perpca_last_fit()) AS o
-		                                               FROM generate_series(1, $RANDOM_STARTS) s) t")
-		best="$best ($(awk -v a="$obj" -v b="$best" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "default matches" : "DEFAULT IS WORSE" }'))"
+		best=$("${PSQL[@]}" -c "CREATE FUNCTION pg_temp.random_objective(s bigint) RETURNS float8 LANGUAGE plpgsql AS \$\$
+		  BEGIN PERFORM count(*) FROM perpca_fit($q, $r1, $r2, init => 'random', seed => s);
+		        RETURN (SELECT objective FROM perpca_last_fit()); END \$\$;
+		  SET client_min_messages = error;
+		  SELECT max(pg_temp.random_objective(s)) FROM generate_series(1, $RANDOM_STARTS) s")
+		best=$(printf '%.6f (%s)' "$best" "$(awk -v a="$obj" -v b="$best" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "default reaches it" : "DEFAULT IS WORSE" }')")
 	fi
-	printf '%-7s | %-6s | %-22s | %7s | %6s | %6s | %-16.10g | %s\n' "$c" lbfgs "$rounds" "$wall" "$cpu" "$read_s" "$obj" "$best"
-	if [ "$PAPER" = 1 ]; then
-		echo "SELECT count(*) FROM perpca_fit($q, $r1, $r2, solver => 'paper'); SELECT l.rounds_run || CASE WHEN l.converged THEN '' ELSE ' (not converged)' END, round(l.seconds::numeric, 2), l.objective FROM perpca_last_fit() l;" >"$TMP/paper.sql"
-		cpu=$(backend_cpu "$TMP/paper.sql")
-		IFS='|' read -r rounds wall obj < <(tail -1 "$TMP/out")
-		printf '%-7s | %-6s | %-22s | %7s | %6s | %6s | %-16.10g |\n' "$c" paper "$rounds" "$wall" "$cpu" "$read_s" "$obj"
-	fi
+	printf '%-7s | %4s | %-9s | %-30s | %-38s | %6s | %-22s | %s\n' "$c" "$d" "$nclients ($nthin thin)" "$old" \
+		"$(printf '%.6f %s %ss' "$obj" "$rounds" "$cpu")" "$ratio" "$per $floor $(echo "scale=1; $per / $floor" | bc)x" "$best"
+	echo "        products per round: $(echo "scale=1; $products / $all" | bc) (${nclients} clients)"
 done
-"${PSQL[@]}" -c "DROP TABLE IF EXISTS sb_stats, sb_rows"
+"${PSQL[@]}" -c "DROP TABLE IF EXISTS sb_stats"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

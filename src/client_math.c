@@ -22,8 +22,15 @@
 /* Dimension up to which the best response is always the exact LAPACK solve (d-space; Gram route). */
 #define BEST_RESPONSE_EXACT_DIM 96
 #define BEST_RESPONSE_EXACT_GRAM 24
-/* Subspace iterations of one best response before the exact solve takes over. */
-#define BEST_RESPONSE_MAX_ITER 60
+/*
+ * Dimension above which a best response whose iteration did not reach its
+ * tolerance keeps the iteration's Ritz vectors instead of an exact solve:
+ * one dsyev of a large matrix costs more than many rounds (d = 4096: about
+ * a minute), and the next round warm-starts from these vectors anyway.
+ */
+#define BEST_RESPONSE_EXACT_FALLBACK 1024
+/* LOBPCG iterations of one best response before the exact solve takes over. */
+#define BEST_RESPONSE_MAX_ITER 100
 /* Subspace iterations of an approximate local-PC computation (starts). */
 #define LOCAL_PCS_ITER 8
 
@@ -200,6 +207,7 @@ client_apply(FitClient *c, const double *W, int k, double *out)
 	int			d = c->d;
 	double	   *YW;
 
+	c->products++;
 	if (c->S != NULL)
 	{
 		/* S_i' W: S_i is symmetric, and OpenBLAS packs a transposed A faster */
@@ -389,6 +397,7 @@ op_apply(FitClient *c, const SymOp *op, const double *X, int b, double *Y)
 {
 	if (op->G != NULL)
 	{
+		c->products++;
 		linalg_gemm(false, false, op->n, b, op->n, 1.0, op->G, op->n, X, b, 0.0, Y, b);
 		if (op->L != NULL && op->r > 0)
 		{
@@ -492,6 +501,204 @@ subspace_iterate(FitClient *c, const SymOp *op, double *X, int b, double *theta,
 }
 
 /*
+ * Orthonormal basis Q (n x q) of the columns of M (n x mb), and AQ from AM
+ * by the same transformation (A linear), by SVQB: the eigenvectors of the
+ * column-scaled Gram matrix, dropping directions below rounding, so a block
+ * that has lost rank gives fewer columns instead of failing.  M, AM are
+ * replaced by Q, AQ (stride mb); returns q.
+ */
+static int
+svqb(int n, int mb, double *M, double *AM, double *work)
+{
+	double	   *G = work,
+			   *V = G + mb * mb,
+			   *lam = V + mb * mb,
+			   *dinv = lam + mb,
+			   *T = dinv + mb,
+			   *eigwork = T + mb * mb,
+			   *C = palloc(sizeof(double) * n * mb);
+	int			q = 0;
+	double		top = 0.0;
+
+
+	linalg_gemm(true, false, mb, mb, n, 1.0, M, mb, M, mb, 0.0, G, mb);
+	for (int j = 0; j < mb; j++)
+		top = Max(top, G[j * mb + j]);
+	/* columns at rounding level of the largest are dropped (scaled to zero), as are NaNs */
+	for (int j = 0; j < mb; j++)
+		dinv[j] = G[j * mb + j] > 1e-28 * top ? 1.0 / sqrt(G[j * mb + j]) : 0.0;
+	for (int i = 0; i < mb; i++)
+		for (int j = 0; j < mb; j++)
+			G[i * mb + j] *= dinv[i] * dinv[j];
+	if (linalg_eigh_small(mb, G, lam, V, mb, eigwork) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d Gram matrix", mb, mb);
+	while (q < mb && lam[q] > 1e-12 * Max(lam[0], 1e-300))
+		q++;
+	/* T = D^-1 V_q Lambda_q^-1/2 (mb x q, stride mb) */
+	for (int i = 0; i < mb; i++)
+		for (int j = 0; j < q; j++)
+			T[i * mb + j] = dinv[i] * V[i * mb + j] / sqrt(lam[j]);
+	if (q > 0)
+	{
+		linalg_copy(n, mb, M, mb, C, mb);
+		linalg_gemm(false, false, n, q, mb, 1.0, C, mb, T, mb, 0.0, M, mb);
+		linalg_copy(n, mb, AM, mb, C, mb);
+		linalg_gemm(false, false, n, q, mb, 1.0, C, mb, T, mb, 0.0, AM, mb);
+	}
+	pfree(C);
+	return q;
+}
+
+/* M (n x mb) -= X (X'M), and the same combination of AX from AM's last np columns (if AM). */
+static void
+project_out(int n, int b, const double *X, const double *AX, int mb, double *M, double *AM,
+			int np, double *Cx)
+{
+	linalg_gemm(true, false, b, mb, n, 1.0, X, b, M, mb, 0.0, Cx, mb);
+	linalg_gemm(false, false, n, mb, b, -1.0, X, b, Cx, mb, 1.0, M, mb);
+	if (AM != NULL && np > 0)
+		linalg_gemm(false, false, n, np, b, -1.0, AX, b, Cx + (mb - np), mb, 1.0,
+					AM + (mb - np), mb);
+}
+
+/*
+ * Block LOBPCG for the top eigenpairs of the operator, warm-started from the
+ * orthonormal X (n x b) with AX = A X given: each iteration applies A once,
+ * to the b residual columns, and takes Rayleigh-Ritz over [X, R, P] (P the
+ * last step).  Stops when the first nres residuals are <= tol or after maxit
+ * iterations; X, AX, theta end as Ritz vectors and values either way.
+ * Counts the products and iterations in c.  Returns whether it converged.
+ */
+static bool
+lobpcg(FitClient *c, const SymOp *op, double *X, double *AX, int b, double *theta, int nres,
+	   double tol, int maxit)
+{
+	int			n = op->n,
+				m3 = 3 * b,
+				p = 0;
+	double	   *R = palloc(sizeof(double) * n * b),
+			   *AR = palloc(sizeof(double) * n * b),
+			   *P = palloc(sizeof(double) * n * b),
+			   *AP = palloc(sizeof(double) * n * b),
+			   *M = palloc(sizeof(double) * n * 2 * b),
+			   *AM = palloc(sizeof(double) * n * 2 * b),
+			   *H = palloc(sizeof(double) * m3 * m3),
+			   *Q = palloc(sizeof(double) * m3 * m3),
+			   *ev = palloc(sizeof(double) * m3),
+			   *Cx = palloc(sizeof(double) * b * 2 * b),
+			   *work = palloc(sizeof(double) * (3 * 4 * b * b + 2 * 2 * b + LINALG_EIGH_SMALL_WORK(m3)));
+	bool		done = false;
+
+	/* Rayleigh-Ritz on X alone: theta, X and AX rotated */
+	{
+		double	   *T = palloc(sizeof(double) * n * b);
+
+		linalg_gemm(true, false, b, b, n, 1.0, X, b, AX, b, 0.0, H, b);
+		for (int i = 0; i < b; i++)
+			for (int j = 0; j < i; j++)
+				H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
+		if (linalg_eigh_small(b, H, theta, Q, b, work) != 0)
+			elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", b, b);
+		linalg_copy(n, b, X, b, T, b);
+		linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
+		linalg_copy(n, b, AX, b, T, b);
+		linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, AX, b);
+		pfree(T);
+	}
+	for (int it = 0;; it++)
+	{
+		double		worst = 0.0;
+		int			mb,
+					q,
+					k;
+
+		/* residuals R = AX - X theta */
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < b; j++)
+				R[(int64) i * b + j] = AX[(int64) i * b + j] - theta[j] * X[(int64) i * b + j];
+		for (int j = 0; j < nres; j++)
+		{
+			double		r = 0.0;
+
+			for (int i = 0; i < n; i++)
+				r += R[(int64) i * b + j] * R[(int64) i * b + j];
+			worst = Max(worst, sqrt(r));
+		}
+		if (worst <= tol)
+		{
+			done = true;
+			break;
+		}
+		if (it >= maxit)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		c->iterations++;
+		/* M = [R, P] orthogonal to X (twice, for rounding), then A R by one product */
+		if (3 * b > n)
+			p = 0;				/* no room for P beside X and R */
+		mb = b + p;
+		linalg_copy(n, b, R, b, M, mb);
+		if (p > 0)
+		{
+			linalg_copy(n, p, P, b, M + b, mb);
+			linalg_copy(n, p, AP, b, AM + b, mb);
+		}
+		for (int pass = 0; pass < 2; pass++)
+		{
+			if (op->U != NULL)
+				deflate_block(c->d, c->r1, op->U, mb, M, mb);
+			project_out(n, b, X, AX, mb, M, AM, p, Cx);
+		}
+		linalg_copy(n, b, M, mb, R, b);
+		op_apply(c, op, R, b, AR);
+		linalg_copy(n, b, AR, b, AM, mb);
+		/* Cholesky QR twice (orthonormal to rounding); SVQB when the block has lost rank */
+		if (linalg_chol_orth_pair(n, mb, M, mb, AM, mb, work) == 0 &&
+			linalg_chol_orth_pair(n, mb, M, mb, AM, mb, work) == 0)
+			q = mb;
+		else
+			q = svqb(n, mb, M, AM, work);
+		if (q == 0)
+			break;
+		/* Rayleigh-Ritz on S = [X, Q]: H = S'AS (k x k) */
+		k = b + q;
+		linalg_gemm(true, false, b, b, n, 1.0, X, b, AX, b, 0.0, H, k);
+		linalg_gemm(true, false, b, q, n, 1.0, X, b, AM, mb, 0.0, H + b, k);
+		linalg_gemm(true, false, q, q, n, 1.0, M, mb, AM, mb, 0.0, H + b * k + b, k);
+		/* the lower left block is the upper right's transpose; the diagonal blocks are averaged */
+		for (int i = 0; i < k; i++)
+			for (int j = 0; j < i; j++)
+				H[i * k + j] = H[j * k + i] = (i >= b && j < b) ? H[j * k + i] :
+					0.5 * (H[j * k + i] + H[i * k + j]);
+		if (linalg_eigh_small(k, H, ev, Q, k, work) != 0)
+			elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", k, k);
+		memcpy(theta, ev, sizeof(double) * b);
+		/* P = Q_block C_bottom, X = X C_top + P (and the same for A) */
+		linalg_gemm(false, false, n, b, q, 1.0, M, mb, Q + b * k, k, 0.0, P, b);
+		linalg_gemm(false, false, n, b, q, 1.0, AM, mb, Q + b * k, k, 0.0, AP, b);
+		linalg_copy(n, b, X, b, R, b);
+		linalg_copy(n, b, AX, b, AR, b);
+		linalg_gemm(false, false, n, b, b, 1.0, R, b, Q, k, 0.0, X, b);
+		linalg_axpy((int64) n * b, 1.0, P, X);
+		linalg_gemm(false, false, n, b, b, 1.0, AR, b, Q, k, 0.0, AX, b);
+		linalg_axpy((int64) n * b, 1.0, AP, AX);
+		p = b;
+	}
+	pfree(R);
+	pfree(AR);
+	pfree(P);
+	pfree(AP);
+	pfree(M);
+	pfree(AM);
+	pfree(H);
+	pfree(Q);
+	pfree(ev);
+	pfree(Cx);
+	pfree(work);
+	return done;
+}
+
+/*
  * lambda_max of a dense S_i: block subspace iteration (8 columns, so BLAS 3
  * and a convergence rate of lambda_9 / lambda_1) from a fixed start, to a
  * residual of 1e-7 lambda (the value is then exact to ~1e-14).
@@ -522,6 +729,13 @@ static int
 block_size(int n, int r)
 {
 	return Min(n, r + Max(2, Min(r, 10)));
+}
+
+/* Block size of a best response's LOBPCG: r plus a few guard columns, within n. */
+static int
+response_block(int n, int r)
+{
+	return Min(n, r + Max(2, (r + 1) / 2));
 }
 
 void
@@ -709,7 +923,7 @@ client_init_random(FitClient *c)
 static bool
 uses_gram(const FitClient *c)
 {
-	return c->S == NULL && block_size(c->d - c->r1, c->r2) < thin_width(c);
+	return c->S == NULL && response_block(c->d - c->r1, c->r2) < thin_width(c);
 }
 
 /* F'F (m x m) of a thin client, computed once: [ys Y Y', sqrt(ys) Y delta; ., delta'delta]. */
@@ -810,7 +1024,7 @@ best_response_block(FitClient *c, int n)
 	uint64		state = c->seed ^ UINT64CONST(0xB5AD4ECEDA1CE2A9);
 	MemoryContext cxt = GetMemoryChunkContext(c->W);
 
-	c->b = block_size(uses_gram(c) ? n : c->d - c->r1, c->r2);
+	c->b = response_block(uses_gram(c) ? n : c->d - c->r1, c->r2);
 	c->X = MemoryContextAllocHuge(cxt, sizeof(double) * n * c->b);
 	c->ritz = MemoryContextAlloc(cxt, sizeof(double) * c->b);
 	fit_fill_gaussian(&state, n, c->b, c->X, c->b);
@@ -839,18 +1053,28 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	int			m = thin_width(c);
 	double	   *FtU = thin_factor_t_u(c, U);
 	SymOp		op = {m, NULL, thin_gram(c), FtU, c->r1};
-	bool		exact = false;
+	bool		exact = m <= BEST_RESPONSE_EXACT_GRAM;
 
 	if (c->X == NULL)
 		best_response_block(c, m);
-	if (m <= BEST_RESPONSE_EXACT_GRAM ||
-		!subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER))
+	if (!exact)
+	{
+		double	   *AX = palloc(sizeof(double) * m * c->b);
+
+		op_orthonormalize(c, &op, c->X, c->b);
+		op_apply(c, &op, c->X, c->b, AX);
+		exact = (2 * c->b > m) ?
+			!subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
+			!lobpcg(c, &op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+			m <= BEST_RESPONSE_EXACT_FALLBACK;
+		pfree(AX);
+	}
+	if (exact)
 	{
 		double	   *G = thin_deflated_gram(c, FtU);
 
 		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
 		pfree(G);
-		exact = true;
 	}
 	thin_local_from_gram(c, U, c->X, c->b);
 	if (c->r1 > 0)
@@ -859,21 +1083,50 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	return exact;
 }
 
-/* V_i of a client in d-space: iterated on the deflated S_i, or exact when d is small or that fails. */
+/*
+ * V_i of a client in d-space: LOBPCG on the deflated S_i from the last
+ * round's block, whose first product S_i [U, X] also gives S U; exact when d
+ * is small or the iteration fails.  S U into SU.
+ */
 static bool
-best_response_space(FitClient *c, const double *U, double tol)
+best_response_space(FitClient *c, const double *U, double tol, double *SU)
 {
-	SymOp		op = {c->d, c->r1 > 0 ? U : NULL, NULL, NULL, 0};
-	bool		exact = c->d <= BEST_RESPONSE_EXACT_DIM;
+	int			d = c->d,
+				r1 = c->r1,
+				b;
+	SymOp		op = {d, r1 > 0 ? U : NULL, NULL, NULL, 0};
+	bool		exact = d <= BEST_RESPONSE_EXACT_DIM;
 
 	if (c->X == NULL)
-		best_response_block(c, c->d);
-	if (exact || !subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER))
+		best_response_block(c, d);
+	b = c->b;
+	if (!exact)
 	{
-		client_top_eigen(c, c->r1 > 0 ? U : NULL, c->b, c->ritz, c->X, c->b);
-		exact = true;
+		double	   *T = palloc(sizeof(double) * d * (r1 + b)),
+				   *ST = palloc(sizeof(double) * d * (r1 + b)),
+				   *AX = palloc(sizeof(double) * d * b);
+
+		op_orthonormalize(c, &op, c->X, b);
+		linalg_copy(d, r1, U, Max(r1, 1), T, r1 + b);
+		linalg_copy(d, b, c->X, b, T + r1, r1 + b);
+		client_apply(c, T, r1 + b, ST);
+		linalg_copy(d, r1, ST, r1 + b, SU, Max(r1, 1));
+		linalg_copy(d, b, ST + r1, r1 + b, AX, b);
+		if (r1 > 0)
+			deflate_block(d, r1, U, b, AX, b);
+		exact = !lobpcg(c, &op, c->X, AX, b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+			d <= BEST_RESPONSE_EXACT_FALLBACK;
+		pfree(T);
+		pfree(ST);
+		pfree(AX);
 	}
-	linalg_copy(c->d, c->r2, c->X, c->b, c->W + c->r1, c->k);
+	if (exact)
+	{
+		client_top_eigen(c, r1 > 0 ? U : NULL, b, c->ritz, c->X, b);
+		if (r1 > 0)
+			client_apply(c, U, r1, SU);
+	}
+	linalg_copy(d, c->r2, c->X, b, c->W + r1, c->k);
 	return exact;
 }
 
@@ -890,13 +1143,10 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 	*exact = false;
 	if (r2 > 0 && uses_gram(c))
 		*exact = best_response_gram(c, U, tol, SU);
-	else
-	{
-		if (r2 > 0)
-			*exact = best_response_space(c, U, tol);
-		if (r1 > 0)
-			client_apply(c, U, r1, SU);
-	}
+	else if (r2 > 0)
+		*exact = best_response_space(c, U, tol, SU);
+	else if (r1 > 0)
+		client_apply(c, U, r1, SU);
 	/* W = [U, V_i]; f_i and the gradient (I - V V')S U */
 	linalg_copy(d, r1, U, r1, c->W, c->k);
 	for (int j = 0; j < r2; j++)

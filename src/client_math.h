@@ -70,6 +70,8 @@ typedef struct FitClient
 	double	   *FtF;			/* thin: F'F (m x m, m = rows + 1 with delta), once computed */
 	bool		lazy_local;		/* paper rounds: V_i + step G_V left unretracted */
 	bool		skip_change;	/* paper rounds: change not needed */
+	int64		products;		/* operator products so far (S_i X, or the Gram matrix's) */
+	int64		iterations;		/* inner eigensolver iterations so far */
 	double	   *work;			/* LAPACK workspace, grown on demand */
 	int64		worklen;
 } FitClient;

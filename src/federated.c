@@ -134,7 +134,7 @@ fed_get_row(FedFit *f, int s, int ncols)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("shard %d returned %d row(s) of %d column(s), expected one of %d",
-						s + 1, r->nrows, r->ncols, ncols)));
+						f->sc[s].index, r->nrows, r->ncols, ncols)));
 	return r;
 }
 
@@ -308,6 +308,49 @@ fed_check_keys(FedFit *f, char ***keys, int *nkeys)
 								 errhint("Partition the data by the client key, or fit with perpca_fit on merged statistics.")));
 }
 
+/* The smallest key of a shard's clients (byte order), NULL without clients. */
+static const char *
+fed_first_key(char **keys, int n)
+{
+	const char *first = NULL;
+
+	for (int i = 0; i < n; i++)
+		if (first == NULL || strcmp(keys[i], first) < 0)
+			first = keys[i];
+	return first;
+}
+
+/*
+ * Put the shards in one fixed order, whatever order they were listed or
+ * answer in: by the smallest client key of each (byte order), shards
+ * without clients last.  Every later sum over shards runs in this order, so
+ * a fit does not depend on the order of the shard list; messages keep the
+ * shards' positions in it.
+ */
+static void
+fed_order(FedFit *f, char ***keys, int *nkeys, double **means)
+{
+	for (int i = 1; i < f->nshards; i++)
+		for (int j = i; j > 0; j--)
+		{
+			const char *a = f->active[j - 1] ? fed_first_key(keys[j - 1], nkeys[j - 1]) : NULL,
+					   *b = f->active[j] ? fed_first_key(keys[j], nkeys[j]) : NULL;
+			ShardConn	sc;
+			bool		active;
+			char	  **k;
+			int			nk;
+			double	   *m;
+
+			if (b == NULL || (a != NULL && strcmp(a, b) <= 0))
+				break;
+			sc = f->sc[j - 1], f->sc[j - 1] = f->sc[j], f->sc[j] = sc;
+			active = f->active[j - 1], f->active[j - 1] = f->active[j], f->active[j] = active;
+			k = keys[j - 1], keys[j - 1] = keys[j], keys[j] = k;
+			nk = nkeys[j - 1], nkeys[j - 1] = nkeys[j], nkeys[j] = nk;
+			m = means[j - 1], means[j - 1] = means[j], means[j] = m;
+		}
+}
+
 /* The keys of a shard's clients (text[] value). */
 static char **
 fed_keys_parse(const ShardConn *sc, const char *value, int *n)
@@ -341,6 +384,7 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	double	   *mean_sum = NULL;
 	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
 	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
+	double	  **means = palloc0(sizeof(double *) * f->nshards);
 
 	snprintf(r1, sizeof(r1), "%d", f->opts->n_global);
 	snprintf(nl, sizeof(nl), "%d", f->opts->n_local);
@@ -367,14 +411,11 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 		f->nclients += n;
 		*rows += (double) pg_strtoint64(SHARD_VALUE(r, 0, 2));
 		diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
-		if (mean_sum == NULL)
-			mean_sum = palloc0(sizeof(double) * d);
 		{
 			int			one = 1,
 						dd = d;
 
-			linalg_axpy(d, 1.0, fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), &one, &dd,
-												 "mean sum"), mean_sum);
+			means[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), &one, &dd, "mean sum");
 		}
 		keys[s] = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), &nkeys[s]);
 	}
@@ -384,6 +425,11 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 				 errmsg("query returned no clients on any shard"),
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
 	fed_check_keys(f, keys, nkeys);
+	fed_order(f, keys, nkeys, means);
+	mean_sum = palloc0(sizeof(double) * f->d);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+			linalg_axpy(f->d, 1.0, means[s], mean_sum);
 	return mean_sum;
 }
 

@@ -25,6 +25,14 @@
 
 /* Rounds of each candidate start that the paper solver's init 'best' probes. */
 #define PAPER_PROBE_ROUNDS 10
+/* L-BFGS init 'best': starts and hops run to this gradient norm (/ lambda_max), the best then on to the tolerance. */
+#define SCREEN_TOLERANCE 1e-6
+/* Relative gain of the objective that counts as a better optimum (not rounding). */
+#define HOP_GAIN 1e-10
+/* Projector distance beyond which a hop's optimum is another basin. */
+#define HOP_BASIN 1e-2
+/* Weakest global directions a hop replaces. */
+#define HOP_COLUMNS 2
 
 /* ------------------------------------------------------------------------
  * Starts
@@ -54,11 +62,12 @@ start_list(const FitOptions *opts, FitInit *list)
 /* Run one start with the solver for at most `rounds` rounds; fills its report. */
 static void
 run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, double *U,
-		  double *step, FitDiagnostics *diag)
+		  double *step, FitDiagnostics *diag, LbfgsMemory *mem)
 {
-	FitStartReport *rep = &diag->starts[diag->nstarts++];
+	FitStartReport *rep = &diag->starts[diag->nstarts];
 	double		gnorm;
 
+	diag->current = diag->nstarts++;
 	rep->name = fit_init_names[how];
 	fit_start_u(be, how, opts, U);
 	if (opts->solver == FIT_SOLVER_PAPER)
@@ -69,7 +78,7 @@ run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, doubl
 	}
 	else
 		rep->rounds = solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective,
-								   &gnorm, diag);
+								   &gnorm, diag, mem);
 	if (opts->verbose)
 		ereport(NOTICE,
 				(errmsg("start %s: objective %.12g after %d rounds%s", rep->name, rep->objective,
@@ -88,28 +97,163 @@ best_start(const FitDiagnostics *diag, int from)
 	return best;
 }
 
-/* L-BFGS: every start to convergence within the rounds left; U <- the best. */
+/*
+ * Hop: U <- Ubest with its HOP_COLUMNS weakest global directions (least
+ * variance of sum_i w_i S_i) replaced by seeded random directions
+ * orthogonal to Ubest.  The optima of real data differ mostly in their
+ * weakest directions, which the clients' local components compete for; a
+ * hop frees them and lets the solver assign them anew.
+ */
+static void
+hop_start(FitBackend *be, const double *Ubest, double *U, uint64 *state)
+{
+	int			d = be->d,
+				r1 = be->r1,
+				m = Min(HOP_COLUMNS, Min(r1, d - r1));
+	double	   *SU = palloc(sizeof(double) * d * r1),
+			   *Z = palloc(sizeof(double) * d * Max(m, 1)),
+			   *H = palloc(sizeof(double) * r1 * Max(r1, m)),
+			   *Q = palloc(sizeof(double) * r1 * r1),
+			   *var = palloc(sizeof(double) * r1);
+
+	/* U = Ubest Q, columns in decreasing variance */
+	be->apply(be, Ubest, r1, SU);
+	be->setup_rounds++;
+	linalg_gemm(true, false, r1, r1, d, 1.0, Ubest, r1, SU, r1, 0.0, H, r1);
+	fit_eigh_top(r1, H, r1, var, Q, r1);
+	linalg_gemm(false, false, d, r1, r1, 1.0, Ubest, r1, Q, r1, 0.0, U, r1);
+	/* Z: m random directions, orthonormal and orthogonal to U (twice, for rounding) */
+	fit_fill_gaussian(state, d, m, Z, Max(m, 1));
+	for (int pass = 0; pass < 2 && m > 0; pass++)
+	{
+		linalg_gemm(true, false, r1, m, d, 1.0, U, r1, Z, m, 0.0, H, m);
+		linalg_gemm(false, false, d, m, r1, -1.0, U, r1, H, m, 1.0, Z, m);
+		fit_retract(FIT_RETRACT_QR, d, m, Z, m);
+	}
+	linalg_copy(d, m, Z, Max(m, 1), U + (r1 - m), r1);
+	pfree(SU);
+	pfree(Z);
+	pfree(H);
+	pfree(Q);
+	pfree(var);
+}
+
+/* Whether objective a beats b by more than rounding. */
+static bool
+improves(double a, double b)
+{
+	return a > b + HOP_GAIN * fabs(b);
+}
+
+/*
+ * Keep run j (its U and L-BFGS pairs) as the best when it is the first or
+ * improves on the best; the pairs of the run that is not kept are freed.
+ * Returns whether run j is now the best.
+ */
+static bool
+keep_best(FitDiagnostics *diag, int j, const double *U, double *Ubest, int64 size,
+		  LbfgsMemory *mem, int *best, LbfgsMemory **memory)
+{
+	if (*memory != NULL && !improves(diag->starts[j].objective, diag->starts[*best].objective))
+	{
+		lbfgs_memory_free(mem);
+		pfree(mem);
+		return false;
+	}
+	if (*memory != NULL)
+	{
+		lbfgs_memory_free(*memory);
+		pfree(*memory);
+	}
+	*memory = mem;
+	*best = j;
+	memcpy(Ubest, U, sizeof(double) * size);
+	return true;
+}
+
+/*
+ * L-BFGS, init 'best': every start to the screening tolerance, then hops
+ * from the best optimum so far until opts->hops hops in a row fail to
+ * improve it (one hop when the starts all ended in one basin, until a hop
+ * finds another), then the best to the tolerance (its rounds are the
+ * winner's).
+ * A single start runs to the tolerance directly.
+ */
 static void
 run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
 				 double *U, FitDiagnostics *diag)
 {
 	int64		size = (int64) be->d * be->r1;
 	double	   *Ubest = palloc(sizeof(double) * Max(size, 1));
-	double		step = NAN;
+	double		step = NAN,
+				gnorm;
+	bool		search = opts->init == FIT_INIT_BEST && (n > 1 || opts->hops > 0) && be->r1 > 0;
+	FitOptions	screen = *opts;
+	uint64		state = UINT64CONST(0xA0761D6478BD642F) ^ opts->seed;
+	int			best = 0,
+				patience;
+	bool		agree = true;
+	LbfgsMemory *memory = NULL,
+			   *mem;
 
+	if (search)
+		screen.tolerance = Max(opts->tolerance, SCREEN_TOLERANCE);
 	for (int j = 0; j < n; j++)
 	{
-		int			left = opts->rounds - diag->rounds;
-
-		if (j > 0 && left <= 0)
+		if (j > 0 && opts->rounds - diag->rounds <= 0)
 			break;
-		run_start(be, opts, list[j], left, U, &step, diag);
+		mem = palloc0(sizeof(LbfgsMemory));
+		run_start(be, &screen, list[j], opts->rounds - diag->rounds, U, &step, diag, mem);
 		diag->rounds += diag->starts[j].rounds;
-		if (best_start(diag, 0) == j)
-			memcpy(Ubest, U, sizeof(double) * size);
+		if (j > 0 && fit_projector_distance(be->d, be->r1, Ubest, be->r1, U, be->r1) > HOP_BASIN)
+			agree = false;
+		keep_best(diag, j, U, Ubest, size, mem, &best, &memory);
 	}
-	diag->chosen = best_start(diag, 0);
+	/* starts that all end in one basin get one hop to test it; any new basin, the full patience */
+	patience = agree ? Min(opts->hops, 1) : opts->hops;
+	for (int failed = 0, h = 1; search && failed < patience && diag->nstarts < FIT_MAX_STARTS &&
+		 opts->rounds - diag->rounds > 0; h++)
+	{
+		FitStartReport *rep = &diag->starts[diag->nstarts];
+
+		hop_start(be, Ubest, U, &state);
+		diag->current = diag->nstarts++;
+		rep->name = psprintf("hop %d", h);
+		mem = palloc0(sizeof(LbfgsMemory));
+		rep->rounds = solver_lbfgs(be, &screen, U, opts->rounds - diag->rounds, &rep->converged,
+								   &rep->objective, &gnorm, diag, mem);
+		diag->rounds += rep->rounds;
+		if (opts->verbose)
+			ereport(NOTICE,
+					(errmsg("hop %d: objective %.12g after %d rounds", h, rep->objective,
+							rep->rounds)));
+		{
+			/* a new basin resets the count; the same one, better converged, does not */
+			bool		moved = fit_projector_distance(be->d, be->r1, Ubest, be->r1, U, be->r1) > HOP_BASIN;
+
+			failed = keep_best(diag, diag->current, U, Ubest, size, mem, &best, &memory) && moved ?
+				0 : failed + 1;
+			if (failed == 0)
+				patience = opts->hops;
+		}
+	}
 	memcpy(U, Ubest, sizeof(double) * size);
+	diag->chosen = best;
+	if (search && screen.tolerance > opts->tolerance && opts->rounds - diag->rounds > 0)
+	{
+		/* the best optimum to the tolerance: the winner's rounds continue */
+		FitStartReport *rep = &diag->starts[best];
+		int			more;
+
+		diag->current = best;
+		more = solver_lbfgs(be, opts, U, opts->rounds - diag->rounds, &rep->converged,
+							&rep->objective, &gnorm, diag, memory);
+		rep->rounds += more;
+		diag->rounds += more;
+	}
+	else if (search)
+		diag->starts[best].converged = diag->starts[best].converged &&
+			screen.tolerance <= opts->tolerance;
 	diag->step = NAN;
 }
 
@@ -127,12 +271,12 @@ run_paper_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 		probe.verbose = false;
 		for (int j = 0; j < n; j++)
 			run_start(be, &probe, list[j], Min(opts->rounds, PAPER_PROBE_ROUNDS), U,
-					  &diag->step, diag);
+					  &diag->step, diag, NULL);
 		how = list[best_start(diag, 0)];
 		if (opts->verbose)
 			ereport(NOTICE, (errmsg("init best: chose %s", fit_init_names[how])));
 	}
-	run_start(be, opts, how, opts->rounds, U, &diag->step, diag);
+	run_start(be, opts, how, opts->rounds, U, &diag->step, diag, NULL);
 	diag->chosen = diag->nstarts - 1;
 	diag->rounds = diag->starts[diag->chosen].rounds;
 	if (n > 1)

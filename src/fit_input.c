@@ -439,12 +439,22 @@ clients_one(const PerpcaStats *stats, const double *center, int r1, int r2, FitC
 }
 
 /* The fit's clients on this server: S_i about center, rank, weight (1 or n_i), seed. */
+/* qsort comparison of client indexes by the byte order of their keys in key_order_input. */
+static const ClientInput *key_order_input;
+
+static int
+key_order_cmp(const void *a, const void *b)
+{
+	return strcmp(key_order_input[*(const int *) a].name, key_order_input[*(const int *) b].name);
+}
+
 FitNode *
 clients_node(const ClientInput *in, int n, int n_global, const double *center,
 			 const FitOptions *opts)
 {
 	FitClient  *clients = palloc0(sizeof(FitClient) * Max(n, 1));
 	int			d = n > 0 ? in[0].stats->dim : 0;
+	FitNode    *node;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -454,7 +464,14 @@ clients_node(const ClientInput *in, int n, int n_global, const double *center,
 		clients[i].weight = opts->sample_weights ? (double) in[i].stats->n : 1.0;
 		clients[i].seed = client_seed(in[i].name, opts->seed);
 	}
-	return node_create(d, n_global, n, clients);
+	node = node_create(d, n_global, n, clients);
+	/* the sums over clients run in the byte order of their keys, whatever the query's row order */
+	node->order = palloc(sizeof(int) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		node->order[i] = i;
+	key_order_input = in;
+	qsort(node->order, n, sizeof(int), key_order_cmp);
+	return node;
 }
 
 /* ------------------------------------------------------------------------

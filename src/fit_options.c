@@ -85,6 +85,8 @@ static const OptionDef option_defs[] = {
 	{"center", OPT_CHOICE, FIELD(center), FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true},
 	{"scale", OPT_CHOICE, FIELD(scale), FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true},
 	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true},
+	/* lbfgs, init 'best': hops in a row that find no better optimum before the search stops */
+	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true},
 	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false},
 	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false},
 };

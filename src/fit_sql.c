@@ -420,8 +420,8 @@ perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 	for (int j = 0; l != NULL && j < l->ntrace; j++)
 	{
 		const FitTraceRow *r = &l->trace[j];
-		Datum		values[6];
-		bool		nulls[6] = {0};
+		Datum		values[8];
+		bool		nulls[8] = {0};
 
 		values[0] = CStringGetTextDatum(l->starts[r->start].name);
 		values[1] = Int32GetDatum(r->round);
@@ -429,6 +429,8 @@ perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 		values[3] = fit_sql_float(r->gradient_norm, &nulls[3]);
 		values[4] = fit_sql_float(r->kkt_residual, &nulls[4]);
 		values[5] = fit_sql_float(r->step, &nulls[5]);
+		values[6] = Int64GetDatum(r->products);
+		values[7] = Int64GetDatum(r->iterations);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -27,6 +27,7 @@ fit_sums_zero(FitSums *s, int d, int r1)
 {
 	s->weight = s->objective = s->gv = s->change = 0.0;
 	s->exact = 0;
+	s->products = s->iterations = 0;
 	memset(s->U, 0, sizeof(double) * d * r1);
 	memset(s->G, 0, sizeof(double) * d * r1);
 	memset(s->gram, 0, sizeof(double) * r1 * r1);
@@ -34,7 +35,7 @@ fit_sums_zero(FitSums *s, int d, int r1)
 
 void
 fit_trace(FitDiagnostics *diag, int round, double objective, double gnorm, double kkt,
-		  double step)
+		  double step, const FitSums *sums)
 {
 	FitTraceRow *row;
 
@@ -47,12 +48,14 @@ fit_trace(FitDiagnostics *diag, int round, double objective, double gnorm, doubl
 			: palloc(sizeof(FitTraceRow) * diag->tracecap);
 	}
 	row = &diag->trace[diag->ntrace++];
-	row->start = diag->nstarts - 1;
+	row->start = diag->current;
 	row->round = round;
 	row->objective = objective;
 	row->gradient_norm = gnorm;
 	row->kkt_residual = kkt;
 	row->step = step;
+	row->products = sums != NULL ? sums->products : 0;
+	row->iterations = sums != NULL ? sums->iterations : 0;
 }
 
 bool

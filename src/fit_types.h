@@ -68,6 +68,7 @@ typedef struct FitOptions
 	FitScale	scale;			/* applied to the input by fit_input.c: the solvers never see it */
 	bool		sample_weights;
 	bool		verbose;
+	int			hops;			/* lbfgs, init 'best': hops in a row without a better optimum before the search stops */
 	char	   *start;			/* warm-start query (client, kind, component, pc), or NULL */
 	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
 } FitOptions;
@@ -83,6 +84,8 @@ typedef struct FitSums
 	double		change;			/* largest local projector change */
 	double	   *gram;			/* r1 x r1: sum w_i U'S_iU (finish) */
 	int			exact;			/* best responses solved exactly */
+	int64		products;		/* the clients' operator products (S_i X or Gram) */
+	int64		iterations;		/* the clients' inner eigensolver iterations */
 } FitSums;
 
 /* Where the clients are: one node (local) or shards (federated.c). */
@@ -111,6 +114,9 @@ struct FitBackend
 	void		(*finish) (FitBackend *be, const double *U, bool best_response, FitSums *out);
 };
 
+/* Starts and hops of one fit, at most. */
+#define FIT_MAX_STARTS 64
+
 /* One start's outcome (perpca_last_fit_starts). */
 typedef struct FitStartReport
 {
@@ -129,6 +135,8 @@ typedef struct FitTraceRow
 	double		gradient_norm;
 	double		kkt_residual;
 	double		step;
+	int64		products;		/* the clients' operator products in this round */
+	int64		iterations;		/* the clients' inner eigensolver iterations in this round */
 } FitTraceRow;
 
 /* Diagnostics of one fit (perpca_last_fit and friends). */
@@ -151,7 +159,8 @@ typedef struct FitDiagnostics
 	double		seconds;
 	int			chosen;			/* index of the winning start, -1 if none */
 	int			nstarts;
-	FitStartReport starts[8];
+	int			current;		/* the start the solver runs now (trace rows) */
+	FitStartReport starts[FIT_MAX_STARTS];
 	int			ntrace;
 	int			tracecap;
 	FitTraceRow *trace;

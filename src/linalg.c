@@ -349,6 +349,24 @@ linalg_chol_orth(int m, int n, double *A, int lda, double *work)
 	return 0;
 }
 
+/* Cholesky QR of A as linalg_chol_orth, with the same A <- A R^-1 applied to B (m x n); 1 (both untouched) if ill-conditioned. */
+int
+linalg_chol_orth_pair(int m, int n, double *A, int lda, double *B, int ldb, double *work)
+{
+	double	   *R = work;
+
+	if (n == 0)
+		return 0;
+	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, m, 1.0, A, lda, A, lda, 0.0, R, n);
+	if (chol_gram_factor(n, 0, R) != 0)
+		return 1;
+	cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+				m, n, 1.0, R, n, A, lda);
+	cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+				m, n, 1.0, R, n, B, ldb);
+	return 0;
+}
+
 /*
  * W = [U, V] (m x (r1 + n)), U orthonormal: V <- orthonormal basis of
  * (I - U U^T) V by Cholesky QR of W with U^T U taken as I, so R = [I, U^T V;

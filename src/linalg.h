@@ -99,6 +99,9 @@ extern int	linalg_left_singular(int m, int n, double *A, int k, double *Z, int l
 /* Replace A (m x n) by the Q of its QR (diag(R) > 0) through Cholesky of A^T A; 1 (A untouched) if ill-conditioned. */
 extern int	linalg_chol_orth(int m, int n, double *A, int lda, double *work);
 
+/* Cholesky QR of A (m x n) with the same transformation applied to B (m x n, stride ldb); 1 (both untouched) if ill-conditioned. */
+extern int	linalg_chol_orth_pair(int m, int n, double *A, int lda, double *B, int ldb, double *work);
+
 /* W = [U, V] (m x (r1 + n)), U orthonormal: V <- orthonormal basis of (I - U U^T) V, U unchanged; 1 (W untouched) if ill-conditioned. */
 extern int	linalg_deflate_orth(int m, int r1, int n, double *W, int ldw, double *work);
 

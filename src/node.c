@@ -15,6 +15,13 @@
 #include "linalg.h"
 #include "node.h"
 
+/* The index of the j-th client in the order of the sums (by key when known). */
+static inline int
+node_index(const FitNode *node, int j)
+{
+	return node->order != NULL ? node->order[j] : j;
+}
+
 FitNode *
 node_create(int d, int r1, int n, FitClient *clients)
 {
@@ -82,15 +89,16 @@ stacked_pcs(FitNode *node, const FitLocalPCs *pcs, bool qu, int *ncols)
 	for (int i = 0; i < node->n; i++)
 		K += node->clients[i].k;
 	B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * Max(K, 1));
-	for (int i = 0; i < node->n; i++)
+	for (int j = 0; j < node->n; j++)
 	{
+		int			i = node_index(node, j);
 		const FitClient *c = &node->clients[i];
 
 		linalg_copy(d, c->k, pcs[i].L, c->k, B + off, K);
 		if (qu)
-			for (int j = 0; j < c->k; j++)
-				linalg_scale_column(d, B, K, off + j,
-									sqrt(c->weight * Max(pcs[i].lambda[j], 0.0)));
+			for (int l = 0; l < c->k; l++)
+				linalg_scale_column(d, B, K, off + l,
+									sqrt(c->weight * Max(pcs[i].lambda[l], 0.0)));
 		off += c->k;
 	}
 	*ncols = K;
@@ -127,8 +135,9 @@ node_apply(FitNode *node, const double *X, int q, double *out)
 	double	   *T = palloc(sizeof(double) * d * Max(q, 1));
 
 	memset(out, 0, sizeof(double) * d * q);
-	for (int i = 0; i < node->n; i++)
+	for (int j = 0; j < node->n; j++)
 	{
+		int			i = node_index(node, j);
 		CHECK_FOR_INTERRUPTS();
 		client_apply(&node->clients[i], X, q, T);
 		linalg_axpy((int64) d * q, node->clients[i].weight, T, out);
@@ -177,14 +186,17 @@ node_round(FitNode *node, const double *U, double step, FitUpdate update,
 	int			d = node->d,
 				r1 = node->r1;
 
-	for (int i = 0; i < node->n; i++)
+	for (int j = 0; j < node->n; j++)
 	{
+		int			i = node_index(node, j);
 		FitClient  *c = &node->clients[i];
+		int64		products = c->products;
 
 		CHECK_FOR_INTERRUPTS();
 		c->lazy_local = true;
 		c->skip_change = false;
 		client_paper_step(c, U, update, retraction, step);
+		out->products += c->products - products;
 		linalg_axpy((int64) d * r1, c->weight, c->Ui, out->U);
 		out->objective += c->weight * c->objective;
 		out->weight += c->weight;
@@ -199,16 +211,21 @@ node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
 {
 	FitLocalPCs *pcs = node_pcs(node, false);
 
-	for (int i = 0; i < node->n; i++)
+	for (int j = 0; j < node->n; j++)
 	{
+		int			i = node_index(node, j);
 		FitClient  *c = &node->clients[i];
 		bool		exact;
+		int64		products = c->products,
+					iterations = c->iterations;
 
 		CHECK_FOR_INTERRUPTS();
 		client_seed_response(c, &pcs[i]);
 		out->objective += c->weight * client_best_response(c, U, tol, c->weight, out->U, &exact);
 		out->weight += c->weight;
 		out->exact += exact ? 1 : 0;
+		out->products += c->products - products;
+		out->iterations += c->iterations - iterations;
 	}
 }
 
@@ -218,8 +235,9 @@ node_finish(FitNode *node, const double *U, bool best_response, FitSums *out)
 	int			d = node->d,
 				r1 = node->r1;
 
-	for (int i = 0; i < node->n; i++)
+	for (int j = 0; j < node->n; j++)
 	{
+		int			i = node_index(node, j);
 		FitClient  *c = &node->clients[i];
 
 		CHECK_FOR_INTERRUPTS();
@@ -247,8 +265,9 @@ node_finish(FitNode *node, const double *U, bool best_response, FitSums *out)
 void
 node_local_projectors(const FitNode *node, double *A)
 {
-	for (int i = 0; i < node->n; i++)
+	for (int j = 0; j < node->n; j++)
 	{
+		int			i = node_index(node, j);
 		const FitClient *c = &node->clients[i];
 		int			m = c->k - c->lfirst;
 

@@ -19,6 +19,7 @@ typedef struct FitNode
 	FitClient  *clients;
 	FitLocalPCs *pcs;			/* each client's top k_i eigenpairs, once computed */
 	bool		pcs_exact;
+	int		   *order;			/* the clients in the byte order of their keys (sums run in it), or NULL */
 } FitNode;
 
 /* A node over clients whose S_i, r2, weight and seed are set. */

@@ -24,7 +24,7 @@
 #include "linalg.h"
 #include "solver_lbfgs.h"
 
-#define MEMORY 10				/* (s, y) pairs kept */
+#define MEMORY LBFGS_MEMORY
 #define ARMIJO 1e-4
 #define MIN_STEP 1e-10			/* backtracking gives up below this */
 #define STALL_ROUNDS 5			/* iterations without progress in f or in the gradient */
@@ -173,7 +173,7 @@ line_search(Lbfgs *lb, const double *p, double slope, double *Unew, double *fnew
 		fit_retract(FIT_RETRACT_QR, lb->d, lb->r1, Unew, lb->r1);
 		*gnew = evaluate(lb, Unew, fnew, Gnew);
 		if (lb->diag != NULL)
-			fit_trace(lb->diag, lb->rounds, *fnew * lb->be->nclients, *gnew, NAN, t);
+			fit_trace(lb->diag, lb->rounds, *fnew * lb->be->nclients, *gnew, NAN, t, lb->sums);
 		if (*fnew >= lb->f + ARMIJO * t * slope)
 			return t;
 		/* near the optimum f changes below rounding: accept a step that shrinks the gradient */
@@ -246,7 +246,7 @@ report(const Lbfgs *lb, int iteration)
 
 int
 solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool *converged,
-			 double *objective, double *gnorm, FitDiagnostics *diag)
+			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem)
 {
 	Lbfgs		lb = {0};
 	double		lmax = be->lambda_max > 0.0 ? be->lambda_max : 1.0;
@@ -272,12 +272,19 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	lb.gnorm = NAN;
 	lb.max_rounds = rounds;
 	lb.sums = fit_sums_create(be->d, be->r1);
+	if (mem != NULL)
+	{
+		lb.npairs = mem->npairs;
+		memcpy(lb.S, mem->S, sizeof(lb.S));
+		memcpy(lb.Y, mem->Y, sizeof(lb.Y));
+		memcpy(lb.rho, mem->rho, sizeof(lb.rho));
+	}
 	*converged = false;
 	if (rounds > 0)
 	{
 		lb.gnorm = evaluate(&lb, U, &lb.f, lb.G);
 		if (diag != NULL)
-			fit_trace(diag, lb.rounds, lb.f * be->nclients, lb.gnorm, NAN, 0.0);
+			fit_trace(diag, lb.rounds, lb.f * be->nclients, lb.gnorm, NAN, 0.0, lb.sums);
 	}
 	while (lb.rounds > 0 && n > 0)
 	{
@@ -313,5 +320,26 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 		*converged = true;
 	*objective = lb.f * be->nclients;
 	*gnorm = lb.gnorm;
+	if (mem != NULL)
+	{
+		mem->npairs = lb.npairs;
+		memcpy(mem->S, lb.S, sizeof(lb.S));
+		memcpy(mem->Y, lb.Y, sizeof(lb.Y));
+		memcpy(mem->rho, lb.rho, sizeof(lb.rho));
+	}
 	return lb.rounds;
+}
+
+void
+lbfgs_memory_free(LbfgsMemory *mem)
+{
+	for (int j = 0; j < MEMORY; j++)
+	{
+		if (mem->S[j] != NULL)
+			pfree(mem->S[j]);
+		if (mem->Y[j] != NULL)
+			pfree(mem->Y[j]);
+		mem->S[j] = mem->Y[j] = NULL;
+	}
+	mem->npairs = 0;
 }

@@ -129,7 +129,7 @@ solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, doub
 						opts->adaptive ? MOMENTUM : 0.0);
 		change = Max(s->change, fit_projector_distance(d, r1, sv.Uprev, r1, U, r1));
 		if (diag != NULL)
-			fit_trace(diag, t, sv.objective, NAN, sv.kkt, used);
+			fit_trace(diag, t, sv.objective, NAN, sv.kkt, used, s);
 		if (opts->verbose && (fit_report_round(t) || t == rounds))
 			ereport(NOTICE,
 					(errmsg("round %d: objective %.10g, kkt residual %.3e, change %.3e, step %.3e",

@@ -70,7 +70,7 @@ CREATE OR REPLACE AGGREGATE perpca_merge(perpca_stats) (
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_merge(perpca_stats) IS
-    'merges perpca_stats values exactly as if their rows had been aggregated together';
+    'merges perpca_stats values as if their rows had been aggregated together (counts exactly; means and co-moments up to rounding)';
 
 -- Accessors.
 CREATE OR REPLACE FUNCTION perpca_count(perpca_stats) RETURNS bigint

@@ -22,12 +22,13 @@ CREATE OR REPLACE FUNCTION perpca_fit(
     adaptive boolean DEFAULT NULL,
     start text DEFAULT NULL,
     solver text DEFAULT NULL,
-    scale text DEFAULT NULL)
+    scale text DEFAULT NULL,
+    hops int DEFAULT NULL)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text) IS
-    'Personalized PCA: global components shared by all clients (rows of the query) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2 and its step options); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); scale ''standard'' divides each feature by its pooled standard deviation (perpca_scale_factors) before the fit, so components and variances are in standardized units (default ''none''); a NULL or omitted option means its default (README: Reference)';
+COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int) IS
+    'Personalized PCA: global components shared by all clients (rows of the query) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2 and its step options); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); scale ''standard'' divides each feature by its pooled standard deviation (perpca_scale_factors) before the fit, so components and variances are in standardized units (default ''none''); hops (lbfgs, init ''best'', default 4): after the starts, the two weakest global directions of the best optimum so far are replaced by random ones and the fit converged again, until this many hops in a row find no better optimum (0: the starts only; more: more certainty for more time); a NULL or omitted option means its default (README: Reference)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit()
 RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
@@ -49,11 +50,11 @@ COMMENT ON FUNCTION perpca_last_fit_starts() IS
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_rounds()
 RETURNS TABLE (start text, round int, objective float8, gradient_norm float8,
-               kkt_residual float8, step float8)
+               kkt_residual float8, step float8, products bigint, inner_iterations bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit_rounds() IS
-    'one row per round of the last perpca_fit or perpca_fit_federated in this session: objective, Riemannian gradient norm (solver lbfgs), KKT residual (solver paper) and step, for convergence plots';
+    'one row per round of the last perpca_fit or perpca_fit_federated in this session: objective, Riemannian gradient norm (solver lbfgs), KKT residual (solver paper), step, and the work of the round summed over the clients: operator products (S_i X with a block X, or a thin client''s Gram matrix times a block) and inner eigensolver iterations of the best responses, for convergence plots and to see where a round''s time goes';
 
 -- Options as one value: what the write path and other internal callers pass.
 CREATE OR REPLACE FUNCTION perpca_internal.fit_options(options jsonb) RETURNS jsonb

@@ -52,3 +52,9 @@ DROP FUNCTION perpca_internal.perpca_model_scale_factors(text);
 DROP FUNCTION perpca_internal.perpca_model_name_rule();
 -- onesource: perpca_train gains feature_names (issue 27)
 DROP FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text);
+
+-- perpca_last_fit_rounds gains the columns products and inner_iterations.
+DROP FUNCTION perpca_last_fit_rounds();
+
+-- perpca_fit gains the option hops.
+DROP FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text);

@@ -174,6 +174,29 @@ SELECT format('%s rounds federated, %s single node, %s bytes per round, %s s', f
               f.round_bytes, round(f.seconds::numeric, 3)) FROM fed_diag f, single_diag s});
 }
 
+# One fixed order: the shards' sums are added in the order of their smallest
+# client keys and each node adds its clients in key order, so listing the
+# shards the other way round (they answer in another order) and a query
+# that returns the clients in another order give the same rounds and the
+# same bits, for the default fit (starts, hops) and the paper's solver.
+my $shards_reversed = 'ARRAY[' . join(', ', map { "'$_'" } reverse @conninfo) . ']';
+my $query_desc = q{'SELECT client, stats FROM e_stats ORDER BY client DESC'};
+for my $opts (q{solver => 'lbfgs'}, q{solver => 'paper', init => 'dispca'})
+{
+	is( $coord->safe_psql('postgres', qq{
+DROP TABLE IF EXISTS fed, fed_diag, fed2, fed2_diag;
+CREATE TABLE fed AS SELECT $cols FROM perpca_fit_federated($shards, $query, 2, 3, $opts);
+CREATE TABLE fed_diag AS SELECT * FROM perpca_last_federated_fit();
+CREATE TABLE fed2 AS SELECT $cols FROM perpca_fit_federated($shards_reversed, $query_desc, 2, 3, $opts);
+CREATE TABLE fed2_diag AS SELECT * FROM perpca_last_federated_fit();
+SELECT a.rounds_run = b.rounds_run, a.objective = b.objective,
+       (SELECT count(*) FROM fed f JOIN fed2 g ON f.client IS NOT DISTINCT FROM g.client
+                                             AND f.kind = g.kind AND f.component = g.component
+         WHERE f.pc = g.pc AND f.variance = g.variance) = (SELECT count(*) FROM fed)
+  FROM fed_diag a, fed2_diag b}),
+		't|t|t', "shards listed the other way round, clients in another order: the same rounds and bits ($opts)");
+}
+
 # Thin statistics (ten clients with 8 rows in d = 20) and two dense ones,
 # split 6 / 6: thin S_i stay factored on the shards, for every centre.
 my $thin_query = q{'SELECT client, perpca_stats(x) FROM thin_rows GROUP BY client ORDER BY client'};
