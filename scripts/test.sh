@@ -276,7 +276,12 @@ matrix_main() {
 			continue
 		fi
 		before_p=$PASSED before_f=$FAILED
+		local nnames=${#FAILED_NAMES[@]} i
 		show_part
+		# (which version each failure is from)
+		for ((i = nnames; i < ${#FAILED_NAMES[@]}; i++)); do
+			FAILED_NAMES[i]="pg$v: ${FAILED_NAMES[i]}"
+		done
 		line[$v]="PostgreSQL $v: $((PASSED - before_p)) passed, $((FAILED - before_f)) failed ($JOB_SECS s)"
 	done
 	for v in $PG_LIST; do
