@@ -176,6 +176,12 @@ version_main() {
 		[ -n "${PERPCA_REEXECED:-}" ] && die "re-executed as root: refusing to loop"
 		t=$SECONDS
 		ensure_packages
+		if [ "$SANITIZE" = 1 ]; then
+			# First: on a fresh machine it builds the ASan PostgreSQL
+			# (scripts/sanitize.sh as root does), the longest build.
+			say "part sanitizer: started (its output follows when it ends)"
+			job_start sanitizer bash "$REPO_ROOT/scripts/sanitize.sh"
+		fi
 		# Citus for test/t/045_citus.pl: built (cached) as root, so that
 		# apt-get can install its build packages; the unprivileged run gets
 		# the build's directory, a skip reason or the failure in PERPCA_CITUS_*.
@@ -194,8 +200,6 @@ version_main() {
 		else
 			parts+=(suite unprivileged_suite -- "${PART_ARGS[@]}" ---)
 		fi
-		# (as root, sanitize.sh builds the ASan PostgreSQL on first use)
-		[ "$SANITIZE" = 1 ] && parts+=(sanitizer bash "$REPO_ROOT/scripts/sanitize.sh" ---)
 	else
 		ensure_packages
 		if [ -z "$ONLY" ] || [[ package =~ $ONLY ]]; then
