@@ -34,6 +34,7 @@
 /* LOBPCG iterations without halving the residual after which it stops (at rounding level) */
 #define LOBPCG_STAGNATION 10
 /* The client's spectrum (lambda_max and the starts' local PCs): residual / lambda_max, iterations */
+#define SPECTRUM_EXACT_DIM 96
 #define SPECTRUM_TOL 1e-6
 #define SPECTRUM_MAX_ITER 200
 /* Subspace iterations of an approximate local-PC computation (starts). */
@@ -825,7 +826,7 @@ client_spectrum(FitClient *c)
 
 	if (c->pc_L != NULL)
 		return true;
-	if (c->S != NULL ? d <= BEST_RESPONSE_EXACT_DIM : (2 * b > n || kk > d))
+	if (c->S != NULL ? d <= SPECTRUM_EXACT_DIM : (2 * b > n || kk > d))
 		return false;
 	if (c->S == NULL)
 		op.G = thin_gram(c);
@@ -884,7 +885,7 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 	CHECK_FOR_INTERRUPTS();
 	pcs->L = palloc(sizeof(double) * d * Max(k, 1));
 	pcs->lambda = palloc(sizeof(double) * Max(k, 1));
-	if (exact || d <= BEST_RESPONSE_EXACT_DIM || k == 0)
+	if (exact || d <= SPECTRUM_EXACT_DIM || k == 0)
 	{
 		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
 		return;
