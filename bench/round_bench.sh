@@ -4,7 +4,8 @@
 #
 #   PGHOST=... PGPORT=... PGDATABASE=... bash bench/round_bench.sh
 #   CASES="digits text include thin big" (default; thin and big build their
-#   own tables: ~1 min each)
+#   own tables: ~1 min each, or THIN_TABLE=... BIG_TABLE=... reuse a table
+#   of (client, stats) of that shape)
 #
 # Cases:
 #   digits, text, include  the real corpora of bench/solver_bench.sh (10 + 5,
@@ -151,17 +152,19 @@ for c in $CASES; do
 			"$per_round vs $floor = $(echo "scale=1; $per_round / $floor" | bc)x" "$setup_cpu" "$fit_cpu ($fit_wall)"
 		;;
 	thin)
-		planted 3000 50 400 2 3
-		read -r read_cpu read_wall < <(run "SELECT count(*) FROM rb_stats WHERE perpca_dim(stats) > 0 AND perpca_count(stats) > 0;")
-		fit_case rb_stats 2 3
+		t=${THIN_TABLE:-rb_stats}
+		[ -n "${THIN_TABLE:-}" ] || planted 3000 50 400 2 3
+		read -r read_cpu read_wall < <(run "SELECT count(*) FROM $t WHERE perpca_dim(stats) > 0 AND perpca_count(stats) > 0;")
+		fit_case "$t" 2 3
 		printf '%-8s | %-14s | %-8s | %-9s | %-26s | %-22s | %s\n' thin "d=3000, 50x400" "$rounds" \
 			"$(echo "scale=1; $products / $rounds" | bc)" \
 			"$per_round = $(echo "scale=2; $per_round / 1000 / $read_cpu" | bc) reads" \
 			"$setup_cpu = $(echo "scale=1; $setup_cpu / $read_cpu" | bc) reads" "$fit_cpu ($fit_wall); read $read_cpu s"
 		;;
 	big)
-		planted 4096 3 2500 5 5
-		fit_case rb_stats 5 5
+		t=${BIG_TABLE:-rb_stats}
+		[ -n "${BIG_TABLE:-}" ] || planted 4096 3 2500 5 5
+		fit_case "$t" 5 5
 		printf '%-8s | %-14s | %-8s | %-9s | %-26s | %-22s | %s\n' big "d=4096, 3 dense" "$rounds" \
 			"$(echo "scale=1; $products / $rounds" | bc)" "$per_round" "$setup_cpu" \
 			"$fit_cpu ($fit_wall) vs goal 60 s"
