@@ -152,6 +152,8 @@ DECLARE
                                 WHERE attrelid = clients AND attname = 'residual_moments' AND NOT attisdropped);
     flat text[];
 BEGIN
+    -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
     -- A model stored before 0.3.0 gets the columns of perpca_model_monitor
     -- and perpca_component_variance when its owner writes it.
     IF NOT monitor AND pg_has_role((SELECT relowner FROM pg_class WHERE oid = clients), 'USAGE') THEN
@@ -309,7 +311,7 @@ BEGIN
 
     -- Swap: lock out other writers of this model (readers go on), then replace the rows.
     IF to_regclass(info) IS NOT NULL THEN
-        EXECUTE format('LOCK TABLE %s, %s, %s IN SHARE ROW EXCLUSIVE MODE', info, components, clients);
+        PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
         EXECUTE format('DELETE FROM %s', components);
         EXECUTE format('DELETE FROM %s', clients);
         EXECUTE format('DELETE FROM %s', info);
@@ -449,10 +451,10 @@ CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_
                              verbose boolean DEFAULT NULL, adaptive boolean DEFAULT NULL,
                              replace boolean DEFAULT false, start text DEFAULT NULL,
                              solver text DEFAULT NULL, scale text DEFAULT NULL,
-                             feature_names text[] DEFAULT NULL)
+                             feature_names text[] DEFAULT NULL, hops int DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
     AS 'MODULE_PATHNAME', 'perpca_train' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[]) IS
+COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[], int) IS
     'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query runs as it will at every refresh (restricted, with the search_path in effect now, recorded in <model>_info.search_path), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model; feature_names (d names) are stored in <model>_info.feature_names for perpca_loadings and top_features';
 
