@@ -224,14 +224,17 @@ COMMENT ON FUNCTION perpca_internal.history_append(text, text, jsonb) IS
 -- init, start and verbose, which a refresh sets) and the feature names: a
 -- refresh whose digest equals the stored one has nothing new to fit.
 CREATE OR REPLACE FUNCTION perpca_internal.stage_digest(options jsonb, feature_names text[]) RETURNS text
-LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT encode(sha256(convert_to(concat_ws(E'\n',
-               string_agg(concat_ws(' ', s.client_type::text, quote_literal(s.client),
-                                    encode(sha256(@extschema@.perpca_stats_send(s.stats)), 'hex'), s.n_local),
-                          E'\n' ORDER BY s.client COLLATE "C"),
-               (options - ARRAY['init', 'start', 'verbose'])::text,
-               feature_names::text), 'UTF8')), 'hex')
-      FROM pg_temp.perpca_train_src s
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- (PL/pgSQL, not SQL: its plan follows the stage, a new table at every train and refresh)
+    RETURN (SELECT encode(sha256(convert_to(concat_ws(E'\n',
+                      string_agg(concat_ws(' ', s.client_type::text, quote_literal(s.client),
+                                           encode(sha256(@extschema@.perpca_stats_send(s.stats)), 'hex'), s.n_local),
+                                 E'\n' ORDER BY s.client COLLATE "C"),
+                      (options - ARRAY['init', 'start', 'verbose'])::text,
+                      feature_names::text), 'UTF8')), 'hex')
+              FROM pg_temp.perpca_train_src s);
+END
 $$;
 COMMENT ON FUNCTION perpca_internal.stage_digest(jsonb, text[]) IS
     'internal: SHA-256 of the staged clients'' statistics (bit for bit, in key byte order), the options that define the fit and the feature names: what perpca_refresh compares to skip a refit of unchanged data';

@@ -37,6 +37,7 @@ DECLARE
     names text[];
     digest text;
     use_start boolean;
+    personalized boolean := true;
     before text[];
     after text[];
 BEGIN
@@ -54,16 +55,22 @@ BEGIN
                   WHEN jsonb_typeof(m -> 'feature_names') = 'array' THEN
                       ARRAY(SELECT t.e FROM jsonb_array_elements_text(m -> 'feature_names')
                                             WITH ORDINALITY AS t(e, i) ORDER BY t.i) END;
-    IF warm AND m -> 'options' IS NOT NULL THEN
+    -- (a model stored before 0.3.0, or missing columns of its current form, is fitted)
+    IF warm AND m -> 'options' IS NOT NULL
+       AND EXISTS (SELECT FROM pg_attribute WHERE attrelid = clients::regclass AND attname = 'residual_moments'
+                                             AND NOT attisdropped) THEN
+        -- (personalized clients are not in the query: a refresh drops them, so it fits)
+        EXECUTE format('SELECT EXISTS (SELECT FROM %s WHERE source = %L)', clients, 'personalize') INTO personalized;
+    END IF;
+    IF warm AND m -> 'options' IS NOT NULL AND NOT personalized THEN
         digest := perpca_internal.stage_digest(m -> 'options', names);
         IF digest = m ->> 'stats_digest' THEN
             RETURN jsonb_build_object(
                 'outcome', 'unchanged', 'version', m -> 'version', 'clients', m -> 'n_clients',
                 'rows', (SELECT sum(@extschema@.perpca_count(s.stats)) FROM pg_temp.perpca_train_src s),
                 'rounds_run', 0, 'converged', m -> 'converged', 'objective', m -> 'objective',
-                'clients_added', 0, 'clients_dropped', 0, 'warm_start', false, 'digest', digest,
-                'warning', format('unchanged: the statistics, options and feature names are those of version %s; nothing was fitted',
-                                  m ->> 'version'));
+                'clients_added', 0, 'clients_dropped', 0, 'digest', digest,
+                'warning', 'unchanged: the statistics, options and feature names are those of the stored model; nothing was fitted');
         END IF;
     END IF;
 
@@ -132,7 +139,7 @@ BEGIN
     END IF;
     DROP TABLE pg_temp.perpca_train_src;
     IF r ->> 'outcome' = 'unchanged' THEN
-        RAISE NOTICE 'model "%" is unchanged since version %: nothing was fitted', model, r ->> 'version'
+        RAISE NOTICE 'model "%" is unchanged: nothing was fitted', model
             USING HINT = 'perpca_refresh(..., warm => false) refits it anyway.';
     END IF;
     r := perpca_internal.run_as(owner, 'SELECT perpca_internal.history_append($1, $2, $3)', schema_name, base,
