@@ -130,6 +130,25 @@ perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what)
 	return (double *) ARR_DATA_PTR(a);
 }
 
+double *
+perpca_components_arg(FunctionCallInfo fcinfo, int argno, int d, int *k, const char *what)
+{
+	ArrayType  *a;
+	int			cols;
+	double	   *x;
+
+	*k = 0;
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	a = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(a) == 0)
+		return NULL;
+	x = perpca_matrix_arg(a, k, &cols, what);
+	if (cols != d)
+		perpca_dim_mismatch(d, cols, what);
+	return x;
+}
+
 ArrayType *
 perpca_vector_build(const double *x, int n)
 {

@@ -31,6 +31,11 @@
 #define BEST_RESPONSE_EXACT_FALLBACK 1024
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
+/* LOBPCG iterations without halving the residual after which it stops (at rounding level) */
+#define LOBPCG_STAGNATION 10
+/* The client's spectrum (lambda_max and the starts' local PCs): residual / lambda_max, iterations */
+#define SPECTRUM_TOL 1e-6
+#define SPECTRUM_MAX_ITER 200
 /* Subspace iterations of an approximate local-PC computation (starts). */
 #define LOCAL_PCS_ITER 8
 
@@ -108,12 +113,56 @@ fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz)
 		elog(ERROR, "symmetric eigensolver failed (LAPACK info %d)", info);
 }
 
+/*
+ * Top k left singular vectors through the smaller Gram matrix (A'A or AA')
+ * and a partial eigensolver: 5-10x cheaper than a full SVD when k is a small
+ * part of min(m, n) (the disPCA basis: d x sum k_i).  Returns false, A
+ * untouched, when sigma_k < 1e-4 sigma_1 (the Gram would lose accuracy).
+ */
+static bool
+left_singular_gram(int m, int n, const double *A, int k, double *Z, int ldz, double *sigma)
+{
+	int			g = Min(m, n);
+	double	   *G = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * g * g),
+			   *lam = palloc(sizeof(double) * k),
+			   *V = n <= m ? palloc(sizeof(double) * n * k) : NULL;
+	bool		ok;
+
+	if (n <= m)
+		linalg_gemm(true, false, n, n, m, 1.0, A, n, A, n, 0.0, G, n);
+	else
+		linalg_gemm(false, true, m, m, n, 1.0, A, n, A, n, 0.0, G, m);
+	fit_eigh_top(g, G, k, lam, V != NULL ? V : Z, V != NULL ? k : ldz);
+	ok = lam[0] > 0.0 && lam[k - 1] >= 1e-8 * lam[0];
+	if (ok && V != NULL)
+	{
+		/* u_j = A v_j / sigma_j, then QR (order and signs kept) for orthonormality to rounding */
+		linalg_gemm(false, false, m, k, n, 1.0, A, n, V, k, 0.0, Z, ldz);
+		for (int j = 0; j < k; j++)
+			linalg_scale_column(m, Z, ldz, j, 1.0 / sqrt(lam[j]));
+		fit_retract(FIT_RETRACT_QR, m, k, Z, ldz);
+	}
+	if (ok && sigma != NULL)
+		for (int j = 0; j < k; j++)
+			sigma[j] = sqrt(lam[j]);
+	pfree(G);
+	pfree(lam);
+	if (V != NULL)
+		pfree(V);
+	return ok;
+}
+
 void
 fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma)
 {
-	double	   *work = lapack_work(LINALG_LSV_WORK(m, n));
-	int			info = linalg_left_singular(m, n, A, k, Z, ldz, sigma, work);
+	double	   *work;
+	int			info;
 
+	if (k > 0 && 4 * k <= Min(m, n) && Min(m, n) >= 32 &&
+		left_singular_gram(m, n, A, k, Z, ldz, sigma))
+		return;
+	work = lapack_work(LINALG_LSV_WORK(m, n));
+	info = linalg_left_singular(m, n, A, k, Z, ldz, sigma, work);
 	pfree(work);
 	if (info != 0)
 		elog(ERROR, "singular value decomposition failed (LAPACK info %d)", info);
@@ -210,8 +259,8 @@ client_apply(FitClient *c, const double *W, int k, double *out)
 	c->products++;
 	if (c->S != NULL)
 	{
-		/* S_i' W: S_i is symmetric, and OpenBLAS packs a transposed A faster */
-		linalg_gemm(true, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
+		/* S_i W (S_i symmetric: OpenBLAS packs the untransposed A faster, 1.3x at d = 800-4096) */
+		linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
 		return;
 	}
 	YW = palloc(sizeof(double) * Max(c->nrows + 1, 1) * Max(k, 1));
@@ -294,11 +343,15 @@ thin_lambda_max(FitClient *c)
 /* lambda_max of a dense S_i (block subspace iteration, below). */
 static double dense_lambda_max(FitClient *c);
 
+/* The top eigenpairs of S_i, once (below); false where another route applies. */
+static bool client_spectrum(FitClient *c);
+
 double
 client_lambda_max(FitClient *c)
 {
 	if (c->lambda_max <= 0.0)
-		c->lambda_max = c->S != NULL ? dense_lambda_max(c) : thin_lambda_max(c);
+		c->lambda_max = client_spectrum(c) ? c->pc_lambda[0] :
+			c->S != NULL ? dense_lambda_max(c) : thin_lambda_max(c);
 	return c->lambda_max;
 }
 
@@ -588,6 +641,8 @@ lobpcg(FitClient *c, const SymOp *op, double *X, double *AX, int b, double *thet
 			   *Cx = palloc(sizeof(double) * b * 2 * b),
 			   *work = palloc(sizeof(double) * (3 * 4 * b * b + 2 * 2 * b + LINALG_EIGH_SMALL_WORK(m3)));
 	bool		done = false;
+	double		anchor = INFINITY;
+	int			anchor_it = 0;
 
 	/* Rayleigh-Ritz on X alone: theta, X and AX rotated */
 	{
@@ -629,7 +684,13 @@ lobpcg(FitClient *c, const SymOp *op, double *X, double *AX, int b, double *thet
 			done = true;
 			break;
 		}
-		if (it >= maxit)
+		/* stop at maxit, or when the residual has not halved in STAGNATION iterations (rounding) */
+		if (it == 0 || worst < 0.5 * anchor)
+		{
+			anchor = worst;
+			anchor_it = it;
+		}
+		if (it >= maxit || it - anchor_it >= LOBPCG_STAGNATION)
 			break;
 		CHECK_FOR_INTERRUPTS();
 		c->iterations++;
@@ -738,6 +799,78 @@ response_block(int n, int r)
 	return Min(n, r + Max(2, (r + 1) / 2));
 }
 
+/*
+ * The client's top max(k, 1) eigenpairs to a residual of SPECTRUM_TOL x
+ * lambda_max, computed once per fit (cached in c->pc_L, c->pc_lambda):
+ * both lambda_max (then exact to ~1e-12) and the approximate local PCs of
+ * the L-BFGS starts come from it.  Dense S_i: block LOBPCG in d-space;
+ * thin S_i: LOBPCG on the m x m Gram matrix F'F (cached for the best
+ * responses), L = F z / sqrt(theta): no pass over the rows per iteration.
+ * Returns false (nothing cached) where the old routes apply: small d (exact
+ * LAPACK) and thin clients with fewer rows than the block.
+ */
+static bool
+client_spectrum(FitClient *c)
+{
+	int			d = c->d,
+				kk = Max(c->k, 1),
+				n = c->S != NULL ? d : thin_width(c),
+				b = response_block(n, kk);
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
+	SymOp		op = {n, NULL, NULL, NULL, 0};
+	double	   *X,
+			   *AX,
+			   *theta;
+	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+
+	if (c->pc_L != NULL)
+		return true;
+	if (c->S != NULL ? d <= BEST_RESPONSE_EXACT_DIM : (2 * b > n || kk > d))
+		return false;
+	if (c->S == NULL)
+		op.G = thin_gram(c);
+	X = palloc(sizeof(double) * n * b);
+	AX = palloc(sizeof(double) * n * b);
+	theta = palloc(sizeof(double) * b);
+	fit_fill_gaussian(&state, n, b, X, b);
+	op_orthonormalize(c, &op, X, b);
+	op_apply(c, &op, X, b, AX);
+	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
+	lobpcg(c, &op, X, AX, b, theta, kk, 0.0, 0);
+	lobpcg(c, &op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
+		   SPECTRUM_MAX_ITER);
+	if (c->S == NULL && !(theta[kk - 1] > 1e-10 * theta[0]))
+	{
+		/* fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
+		pfree(X);
+		pfree(AX);
+		pfree(theta);
+		return false;
+	}
+	c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
+	c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
+	memcpy(c->pc_lambda, theta, sizeof(double) * kk);
+	if (c->S != NULL)
+		linalg_copy(d, kk, X, b, c->pc_L, kk);
+	else
+	{
+		/* L = F z / sqrt(theta), then QR (order kept) for orthonormality to rounding */
+		int			nr = c->nrows;
+
+		for (int j = 0; j < kk; j++)
+			linalg_scale_column(n, X, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
+		linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, X, b, 0.0, c->pc_L, kk);
+		if (c->delta != NULL)
+			linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, X + (int64) nr * b, b, 1.0,
+						c->pc_L, kk);
+		orthonormalize(c, FIT_RETRACT_QR, d, kk, c->pc_L, kk);
+	}
+	pfree(X);
+	pfree(AX);
+	pfree(theta);
+	return true;
+}
+
 void
 client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 {
@@ -754,6 +887,12 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 	if (exact || d <= BEST_RESPONSE_EXACT_DIM || k == 0)
 	{
 		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
+		return;
+	}
+	if (client_spectrum(c))
+	{
+		memcpy(pcs->L, c->pc_L, sizeof(double) * d * k);
+		memcpy(pcs->lambda, c->pc_lambda, sizeof(double) * k);
 		return;
 	}
 	X = palloc(sizeof(double) * d * b);
@@ -938,7 +1077,7 @@ thin_gram(FitClient *c)
 	if (c->FtF != NULL)
 		return c->FtF;
 	G = MemoryContextAllocHuge(GetMemoryChunkContext(c->W), sizeof(double) * m * m);
-	linalg_gemm(false, true, n, n, d, c->yscale, c->Y, d, c->Y, d, 0.0, G, m);
+	linalg_syrk_rows(n, d, c->yscale, c->Y, d, G, m);
 	if (c->delta != NULL)
 	{
 		double	   *Yd = palloc(sizeof(double) * Max(n, 1));
@@ -984,37 +1123,41 @@ thin_deflated_gram(FitClient *c, const double *FtU)
 	return G;
 }
 
-/* S U = F (F'U) of a thin client (d x r1) from F'U. */
+/*
+ * From m-space vectors Z (ldz) and F'U, in one pass over the rows: V
+ * (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, and S U =
+ * F (F'U) into SU (d x r1).
+ */
 static void
-thin_su(FitClient *c, const double *FtU, double *SU)
+thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const double *FtU,
+				  double *SU)
 {
 	int			d = c->d,
 				n = c->nrows,
-				r1 = c->r1;
+				r1 = c->r1,
+				r2 = c->r2,
+				q = r1 + r2,
+				m = thin_width(c);
+	double	   *C = palloc(sizeof(double) * m * q),
+			   *T = palloc(sizeof(double) * d * q);
 
-	linalg_gemm(true, false, d, r1, n, sqrt(c->yscale), c->Y, d, FtU, r1, 0.0, SU, r1);
+	for (int i = 0; i < m; i++)
+	{
+		for (int j = 0; j < r2; j++)
+			C[(int64) i * q + j] = Z[(int64) i * ldz + j] / sqrt(Max(c->ritz[j], 1e-300));
+		for (int j = 0; j < r1; j++)
+			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
+	}
+	linalg_gemm(true, false, d, q, n, sqrt(c->yscale), c->Y, d, C, q, 0.0, T, q);
 	if (c->delta != NULL)
-		linalg_gemm(false, false, d, r1, 1, 1.0, c->delta, 1, FtU + (int64) n * r1, r1, 1.0, SU, r1);
-}
-
-/* V (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, from m-space vectors Z. */
-static void
-thin_local_from_gram(FitClient *c, const double *U, const double *Z, int ldz)
-{
-	int			d = c->d,
-				n = c->nrows,
-				r2 = c->r2;
-	double	   *V = palloc(sizeof(double) * d * r2);
-
-	linalg_gemm(true, false, d, r2, n, sqrt(c->yscale), c->Y, d, Z, ldz, 0.0, V, r2);
-	if (c->delta != NULL)
-		linalg_gemm(false, false, d, r2, 1, 1.0, c->delta, 1, Z + (int64) n * ldz, ldz, 1.0, V, r2);
-	for (int j = 0; j < r2; j++)
-		linalg_scale_column(d, V, r2, j, 1.0 / sqrt(Max(c->ritz[j], 1e-300)));
-	deflate_block(d, c->r1, U, r2, V, r2);
-	orthonormalize(c, FIT_RETRACT_QR, d, r2, V, r2);
-	linalg_copy(d, r2, V, r2, c->W + c->r1, c->k);
-	pfree(V);
+		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
+	deflate_block(d, r1, U, r2, T, q);
+	orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
+	linalg_copy(d, r2, T, q, c->W + r1, c->k);
+	if (r1 > 0)
+		linalg_copy(d, r1, T + r2, q, SU, r1);
+	pfree(C);
+	pfree(T);
 }
 
 /* A first block for the subspace iteration (n x b): seeded Gaussian. */
@@ -1076,9 +1219,7 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
 		pfree(G);
 	}
-	thin_local_from_gram(c, U, c->X, c->b);
-	if (c->r1 > 0)
-		thin_su(c, FtU, SU);
+	thin_local_and_su(c, U, c->X, c->b, FtU, SU);
 	pfree(FtU);
 	return exact;
 }

@@ -68,6 +68,8 @@ typedef struct FitClient
 	int			b;
 	double	   *ritz;			/* b Ritz values of the last best response */
 	double	   *FtF;			/* thin: F'F (m x m, m = rows + 1 with delta), once computed */
+	double	   *pc_L;			/* d x max(k, 1): top eigenvectors of S_i (approximate), once computed */
+	double	   *pc_lambda;		/* their eigenvalues; pc_lambda[0] = lambda_max */
 	bool		lazy_local;		/* paper rounds: V_i + step G_V left unretracted */
 	bool		skip_change;	/* paper rounds: change not needed */
 	int64		products;		/* operator products so far (S_i X, or the Gram matrix's) */

@@ -61,29 +61,6 @@ PG_FUNCTION_INFO_V1(perpca_evaluate_summary);
 #define ARG_U 3
 #define ARG_V 4
 
-/* A k x d components argument (NULL or empty: k = 0), checked against d. */
-static double *
-components_arg(FunctionCallInfo fcinfo, int arg, int d, int *k, const char *what,
-			   const char *client)
-{
-	ArrayType  *a;
-	int			cols;
-	double	   *x;
-
-	*k = 0;
-	if (PG_ARGISNULL(arg))
-		return NULL;
-	a = PG_GETARG_ARRAYTYPE_P(arg);
-	if (ARR_NDIM(a) == 0)
-		return NULL;
-	x = perpca_matrix_arg(a, k, &cols, what);
-	if (cols != d)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("client \"%s\" has dimension %d, the model's %s have %d", client, d, what, cols)));
-	return x;
-}
-
 /* Stack U (r1 x d) and V (r2 x d) into W ((r1 + r2) x d). */
 static double *
 stack_rows(const double *U, int r1, const double *V, int r2, int d)
@@ -179,8 +156,8 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("client \"%s\" has dimension %d, the model has %d", client, d, n),
 				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
-	U = components_arg(fcinfo, ARG_U, d, &r1, "global components", client);
-	V = components_arg(fcinfo, ARG_V, d, &r2, "local components", client);
+	U = perpca_components_arg(fcinfo, ARG_U, d, &r1, "global components");
+	V = perpca_components_arg(fcinfo, ARG_V, d, &r2, "local components");
 
 	M = palloc(sizeof(double) * d * d);
 	perpca_stats_moment(s, centre, M);

@@ -190,21 +190,6 @@ start_arg(const FitOptions *opts)
  * ------------------------------------------------------------------------
  */
 
-/* theta_est of the node's local components (NaN without any). */
-static double
-node_theta(const FitNode *node, double W)
-{
-	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext,
-										   sizeof(double) * node->d * node->d);
-	bool		any = false;
-
-	memset(A, 0, sizeof(double) * node->d * node->d);
-	for (int i = 0; i < node->n; i++)
-		any |= node->clients[i].k > node->clients[i].lfirst;
-	node_local_projectors(node, A);
-	return fit_theta(A, node->d, W, any);
-}
-
 /* The fit itself, phase by phase, with the options parsed in diag->opts;
  * results go to rsinfo, diagnostics to diag. */
 static void

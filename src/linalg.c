@@ -37,6 +37,15 @@ linalg_syrk_upper(int d, int k, double alpha, const double *A, double *C)
 }
 
 void
+linalg_syrk_rows(int n, int d, double alpha, const double *Y, int ldy, double *C, int ldc)
+{
+	cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, d, alpha, Y, ldy, 0.0, C, ldc);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			C[(int64_t) i * ldc + j] = C[(int64_t) j * ldc + i];
+}
+
+void
 linalg_syr_upper(int d, double alpha, const double *x, double *C)
 {
 	cblas_dsyr(CblasRowMajor, CblasUpper, d, alpha, x, 1, C, d);

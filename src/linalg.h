@@ -19,6 +19,9 @@ extern const char *linalg_config(void);
 /* C (d x d, upper triangle) += alpha * A^T A, A is k x d. */
 extern void linalg_syrk_upper(int d, int k, double alpha, const double *A, double *C);
 
+/* C (n x n, full, stride ldc) = alpha * Y Y^T for the row-major n x d Y (stride ldy). */
+extern void linalg_syrk_rows(int n, int d, double alpha, const double *Y, int ldy, double *C, int ldc);
+
 /* C (d x d, upper triangle) += alpha * x x^T. */
 extern void linalg_syr_upper(int d, double alpha, const double *x, double *C);
 

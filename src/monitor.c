@@ -66,26 +66,6 @@ PG_FUNCTION_INFO_V1(perpca_model_monitor);
  * ------------------------------------------------------------------------
  */
 
-/* A k x d matrix argument (NULL or empty: k = 0) checked against d. */
-static double *
-rows_arg(FunctionCallInfo fcinfo, int argno, int d, int *k, const char *what)
-{
-	ArrayType  *a;
-	int			cols;
-	double	   *x;
-
-	*k = 0;
-	if (PG_ARGISNULL(argno))
-		return NULL;
-	a = PG_GETARG_ARRAYTYPE_P(argno);
-	if (ARR_NDIM(a) == 0)
-		return NULL;
-	x = perpca_matrix_arg(a, k, &cols, what);
-	if (cols != d)
-		perpca_dim_mismatch(d, cols, what);
-	return x;
-}
-
 /*
  * perpca_internal.client_monitor_stats(s perpca_stats, u float8[], v float8[],
  *     OUT score_covariance float8[], OUT residual_moments float8[]):
@@ -122,8 +102,8 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 	s = PG_GETARG_PERPCA_STATS(0);
 	perpca_stats_validate(s);
 	d = s->dim;
-	U = rows_arg(fcinfo, 1, d, &r1, "global components");
-	V = rows_arg(fcinfo, 2, d, &r2, "local components");
+	U = perpca_components_arg(fcinfo, 1, d, &r1, "global components");
+	V = perpca_components_arg(fcinfo, 2, d, &r2, "local components");
 	k = r1 + r2;
 	if (s->n == 0 || k == 0)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));

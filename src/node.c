@@ -12,6 +12,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "fit_sums.h"
 #include "linalg.h"
 #include "node.h"
 
@@ -262,7 +263,8 @@ node_finish(FitNode *node, const double *U, bool best_response, FitSums *out)
 	}
 }
 
-void
+/* sum_i w_i V_i V_i' (d x d) added into A. */
+static void
 node_local_projectors(const FitNode *node, double *A)
 {
 	for (int j = 0; j < node->n; j++)
@@ -275,6 +277,20 @@ node_local_projectors(const FitNode *node, double *A)
 			linalg_gemm(false, true, node->d, node->d, m, c->weight, c->W + c->lfirst, c->k,
 						c->W + c->lfirst, c->k, 1.0, A, node->d);
 	}
+}
+
+double
+node_theta(const FitNode *node, double W)
+{
+	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext,
+										   sizeof(double) * node->d * node->d);
+	bool		any = false;
+
+	memset(A, 0, sizeof(double) * node->d * node->d);
+	for (int i = 0; i < node->n; i++)
+		any |= node->clients[i].k > node->clients[i].lfirst;
+	node_local_projectors(node, A);
+	return fit_theta(A, node->d, W, any);
 }
 
 /* ------------------------------------------------------------------------

@@ -47,8 +47,8 @@ extern void node_evaluate(FitNode *node, const double *U, double tol, FitSums *o
 /* Final: V_i feasible (or best response) against U and ordered; sums into out. */
 extern void node_finish(FitNode *node, const double *U, bool best_response, FitSums *out);
 
-/* theta_est pieces: sum_i w_i V_i V_i' (d x d) added into A. */
-extern void node_local_projectors(const FitNode *node, double *A);
+/* theta_est of the node's local components, with total weight W (NaN without any). */
+extern double node_theta(const FitNode *node, double W);
 
 /* A FitBackend that runs everything on this node. */
 extern FitBackend *node_backend(FitNode *node);

@@ -100,6 +100,13 @@ extern int	perpca_first_null(ArrayType *a);
 /* Validate a 2-D float8[] (rows x cols) without NULLs; return its data (row-major). */
 extern double *perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what);
 
+/*
+ * Components argument argno of a C function: a k x d float8[] (NULL or empty:
+ * k = 0 and NULL), checked like perpca_matrix_arg and against dimension d.
+ */
+extern double *perpca_components_arg(FunctionCallInfo fcinfo, int argno, int d, int *k,
+									 const char *what);
+
 /* Raise the standard error for two different dimensions. */
 extern pg_noreturn void perpca_dim_mismatch(int expected, int got, const char *what);
 

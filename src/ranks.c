@@ -302,20 +302,6 @@ evaluate_one(const PerpcaStats *s, const double *centre, const FitResult *res,
 	return f;
 }
 
-/* theta_est of the node's local components (NaN without any). */
-static double
-node_theta_est(const FitNode *node, double weight)
-{
-	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * node->d * node->d);
-	bool		any = false;
-
-	memset(A, 0, sizeof(double) * node->d * node->d);
-	for (int i = 0; i < node->n; i++)
-		any |= node->clients[i].k > node->clients[i].lfirst;
-	node_local_projectors(node, A);
-	return fit_theta(A, node->d, weight, any);
-}
-
 /* Fit pair p on the training clients and evaluate it on both parts. */
 static void
 fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_centre)
@@ -346,7 +332,7 @@ fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_
 	p->objective = diag->objective;
 	p->rounds = diag->rounds;
 	p->converged = diag->converged;
-	p->theta = node_theta_est(node, be->weight);
+	p->theta = node_theta(node, be->weight);
 
 	for (int i = 0; i < data->ntrain; i++)
 	{
