@@ -55,8 +55,10 @@ BEGIN
                   WHEN jsonb_typeof(m -> 'feature_names') = 'array' THEN
                       ARRAY(SELECT t.e FROM jsonb_array_elements_text(m -> 'feature_names')
                                             WITH ORDINALITY AS t(e, i) ORDER BY t.i) END;
-    -- (a model stored before 0.3.0, or missing columns of its current form, is fitted)
+    -- (a model stored before 0.3.0, or missing columns of its current form, is fitted and stored anew)
     IF warm AND m -> 'options' IS NOT NULL
+       AND m ?& ARRAY['client_type', 'scale_factors', 'constant_features', 'search_path', 'feature_names',
+                      'stats_digest']
        AND EXISTS (SELECT FROM pg_attribute WHERE attrelid = clients::regclass AND attname = 'residual_moments'
                                              AND NOT attisdropped) THEN
         -- (personalized clients are not in the query: a refresh drops them, so it fits)

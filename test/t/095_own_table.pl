@@ -69,7 +69,7 @@ SELECT array_to_string(feature_names, ',') FROM wine_model_info}),
 is( $node->safe_psql('postgres', q{
 SELECT string_agg(concat_ws(' ', entry, kind, outcome, clients, rows, rounds_run > 0), ', ' ORDER BY entry)
   FROM perpca_model_history('wine_model')}),
-	'1 train fitted 3 178 true, 2 refresh unchanged 3 178 false', 'the history: the train, then a refresh that fitted nothing');
+	'1 train fitted 3 178 t, 2 refresh unchanged 3 178 f', 'the history: the train, then a refresh that fitted nothing');
 
 $node->stop;
 done_testing();
