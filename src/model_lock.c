@@ -321,6 +321,7 @@ perpca_model_lock_sql(PG_FUNCTION_ARGS)
 	Datum		values[7];
 	bool		nulls[7] = {false};
 	ModelLock	ml;
+	ModelLockMode mode;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -328,10 +329,22 @@ perpca_model_lock_sql(PG_FUNCTION_ARGS)
 				 errmsg("model must not be NULL")));
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "perpca_internal.model_lock must return a record");
+	mode = lock_mode_arg(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+
+	/*
+	 * Executable by PUBLIC (the write path's PL/pgSQL, run as a model's
+	 * owner, calls it): write and drop check the owner's privileges before
+	 * any lock; a read lock, which checks no privilege, is for the C readers
+	 * only (whose statement then checks SELECT or fails, releasing it).
+	 */
+	if (mode == MODEL_LOCK_READ)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("perpca_internal.model_lock takes purpose write or drop"),
+				 errdetail("perpca's readers take a model's read locks in C.")));
 	model_lock_as(&ml, text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				  PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
-				  lock_mode_arg(text_to_cstring(PG_GETARG_TEXT_PP(1))),
-				  PG_ARGISNULL(2) || PG_GETARG_BOOL(2), !PG_ARGISNULL(3) && PG_GETARG_BOOL(3));
+				  mode, PG_ARGISNULL(2) || PG_GETARG_BOOL(2), !PG_ARGISNULL(3) && PG_GETARG_BOOL(3));
 	values[0] = BoolGetDatum(ml.present);
 	nulls[1] = ml.schema == NULL;
 	values[1] = ml.schema ? CStringGetTextDatum(ml.schema) : (Datum) 0;

@@ -252,7 +252,9 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
-		elog(ERROR, "the query of a model did not plan as one SELECT");
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("the query of a model must be one SELECT")));
 	desc = ((CachedPlanSource *) linitial(sources))->resultDesc;
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '[');

@@ -9,8 +9,9 @@
  *      the caller must have the privileges of the model's owner);
  *   2. its dimension, key type and scale factors are read by the checked
  *      reader (model_read.c: plain tables of one owner, from the heap);
- *   3. the key (its type's output function, as the fit stored keys) and the
- *      statistics are checked against them;
+ *   3. the key (its type's output function, as the fit stored keys), the
+ *      statistics and n_local (0 .. d - n_global; 0 keeps no local
+ *      components for the client) are checked against them;
  *   4. perpca_internal.model_personalize (PL/pgSQL, search_path pinned)
  *      computes and writes the rows as the model's owner, inside a
  *      security-restricted operation with search_path = pg_catalog, pg_temp,
@@ -149,6 +150,14 @@ perpca_personalize(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_EXCEPTION),
 					 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
+		if (!PG_ARGISNULL(ARG_NLOCAL) &&
+			(PG_GETARG_INT32(ARG_NLOCAL) < 0 || PG_GETARG_INT32(ARG_NLOCAL) > m->d - m->r1))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("n_local must be between 0 and %d, not %d", m->d - m->r1, PG_GETARG_INT32(ARG_NLOCAL)),
+					 errdetail("The local components live in the %d-dimensional complement of the model's %d global components.",
+							   m->d - m->r1, m->r1),
+					 errhint("Pass n_local => 0 to keep no local components for this client.")));
 		personalize_as_owner(fcinfo, &ml, m, key);
 	}
 	PG_FINALLY();

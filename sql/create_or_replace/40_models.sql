@@ -192,6 +192,8 @@ DECLARE
     entry int;
     version bigint;
 BEGIN
+    -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
     IF NOT r ? 'version' THEN
         EXECUTE format('SELECT version FROM %I.%I', schema_name, base || '_info') INTO version;
         r := r || jsonb_build_object('version', version);
@@ -253,6 +255,8 @@ DECLARE
                                 WHERE attrelid = clients AND attname = 'residual_moments' AND NOT attisdropped);
     flat text[];
 BEGIN
+    -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
     -- A model stored before 0.3.0 gets the columns of perpca_model_monitor
     -- and perpca_component_variance when its owner writes it.
     IF NOT monitor AND pg_has_role((SELECT relowner FROM pg_class WHERE oid = clients), 'USAGE') THEN
@@ -466,7 +470,7 @@ BEGIN
 
     -- Swap: lock out other writers of this model (readers go on), then replace the rows.
     IF to_regclass(info) IS NOT NULL THEN
-        EXECUTE format('LOCK TABLE %s, %s, %s IN SHARE ROW EXCLUSIVE MODE', info, components, clients);
+        PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
         EXECUTE format('DELETE FROM %s', components);
         EXECUTE format('DELETE FROM %s', clients);
         EXECUTE format('DELETE FROM %s', info);

@@ -13,13 +13,14 @@
 -- Find and lock a model's tables in the one order of src/model_lock.c: for
 -- writers and drop first the model's name lock (which no SQL command can
 -- take, so no other role can hold it; it also serializes the creation of a
--- new model), then <model>_info, _clients, _components.  purpose: 'read'
--- (ACCESS SHARE), 'write' (SHARE ROW EXCLUSIVE: readers go on, writers
--- wait; with missing_ok the model may not exist yet and would be created),
--- 'drop' (ACCESS EXCLUSIVE).  Checks that
+-- new model), then <model>_info, _clients, _components.  purpose: 'write'
+-- (SHARE ROW EXCLUSIVE: readers go on, writers wait; with missing_ok the
+-- model may not exist yet and would be created) or 'drop' (ACCESS
+-- EXCLUSIVE); readers lock in C (ACCESS SHARE), so 'read' is refused here
+-- (it would check no privilege).  Checks that
 -- the tables are plain tables of one owner and, for write and drop, that the
 -- caller has the owner's privileges (before any lock is requested).
--- undefined_object for a missing model (read, drop; unless missing_ok),
+-- undefined_object for a missing model (unless missing_ok),
 -- lock_not_available when busy and not wait, read_only_sql_transaction for
 -- write and drop on a hot standby.  An unqualified name is resolved with the
 -- search_path the function is called with.  Messages name the model as
@@ -32,18 +33,7 @@ CREATE OR REPLACE FUNCTION perpca_internal.model_lock(model text, purpose text, 
 RETURNS record
     AS 'MODULE_PATHNAME', 'perpca_model_lock_sql' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.model_lock(text, text, boolean, boolean, text) IS
-    'internal: finds and locks a model''s tables in the one order of every perpca function (name lock for write/drop, then info, clients, components), after checking kind, owner and the caller''s rights; see src/model_lock.c';
-
--- The lock of a model to be written (or created), for the PL/pgSQL write path:
--- model_lock(..., 'write', wait, missing_ok => true).
-CREATE OR REPLACE FUNCTION perpca_internal.perpca_model_lock(model text, schema_name text, base text, wait boolean) RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write', wait, true, model);
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.perpca_model_lock(text, text, text, boolean) IS
-    'internal: perpca_internal.model_lock(schema_name.base, ''write'', wait): the model''s name lock, then its tables in SHARE ROW EXCLUSIVE mode (readers go on, writers wait), failing at once unless wait';
+    'internal: finds and locks a model''s tables for write or drop in the one order of every perpca function (name lock, then info, clients, components), after checking kind, owner and that the caller has the owner''s privileges; see src/model_lock.c';
 
 CREATE OR REPLACE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
@@ -51,10 +41,15 @@ COMMENT ON FUNCTION perpca_drop(text, boolean) IS
     'drops the tables of a model (after locking them in the order every perpca function uses, and checking that they are plain tables of one owner whose privileges the caller has, and that the info table is a perpca model''s); with if_exists => true a missing model is only a notice';
 
 -- Local components of one client, computed and stored, and returned.  Run by
--- perpca_personalize (src/model_lock.c) as the model's owner, inside a
+-- perpca_personalize (src/personalize.c) as the model's owner, inside a
 -- security-restricted operation, after it locked the model and checked the
--- key and the statistics with the checked C reader; factors are the model's
--- scale_factors as that reader read them (NULL: unscaled).
+-- key, the statistics and n_local with the checked C reader; factors are
+-- the model's scale_factors as that reader read them (NULL: unscaled).
+-- Executable by PUBLIC (the owner runs it), so it checks for itself, with
+-- model_lock, that the model is plain tables of one owner whose privileges
+-- the current user has, before it reads anything.  n_local = 0: the client
+-- keeps no local components (its old ones are deleted); its figures, scores
+-- and errors then use the global components alone.
 CREATE OR REPLACE FUNCTION perpca_internal.model_personalize(schema_name text, base text, client text,
                                                              stats perpca_stats, n_local int, factors float8[])
 RETURNS TABLE (component int, pc float8[], variance float8)
@@ -67,6 +62,8 @@ DECLARE
     centre float8[];
     scaled @extschema@.perpca_stats;
 BEGIN
+    -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
     EXECUTE format('SELECT d, n_local, center, global_mean FROM %s', info) INTO STRICT m;
     EXECUTE format('SELECT array_agg(pc ORDER BY component) FROM %s WHERE kind OPERATOR(pg_catalog.=) %L',
                    components, 'global')
@@ -78,11 +75,13 @@ BEGIN
                             ELSE array_fill(0::float8, ARRAY[m.d]) END;
     EXECUTE format('DELETE FROM %s WHERE kind OPERATOR(pg_catalog.=) %L AND client OPERATOR(pg_catalog.=) $1',
                    components, 'local') USING client;
-    EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
-                    SELECT $1, %L, l.component, l.pc, l.variance
-                      FROM @extschema@.perpca_local_pcs($2, $3, $4, $5) l',
-                   components, 'local')
-        USING client, scaled, u, coalesce(n_local, m.n_local), centre;
+    IF coalesce(n_local, m.n_local) OPERATOR(pg_catalog.<>) 0 THEN
+        EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
+                        SELECT $1, %L, l.component, l.pc, l.variance
+                          FROM @extschema@.perpca_local_pcs($2, $3, $4, $5) l',
+                       components, 'local')
+            USING client, scaled, u, coalesce(n_local, m.n_local), centre;
+    END IF;
     PERFORM perpca_internal.model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
                                                       m.center, m.global_mean, 'personalize', client, stats,
                                                       factors);
@@ -95,7 +94,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.model_personalize(text, text, text, perpca_stats, int, float8[]) IS
-    'internal: computes, stores and returns the local components of one client with the global components frozen; run as the model''s owner by perpca_personalize';
+    'internal: computes, stores and returns the local components of one client with the global components frozen (none for n_local = 0); run as the model''s owner by perpca_personalize; refuses a model whose owner''s privileges the current user lacks (model_lock)';
 
 -- Both forms are C (src/model_lock.c): the model is locked (its owner's
 -- privileges checked), its key type, dimension and scale read with the
@@ -104,7 +103,7 @@ CREATE OR REPLACE FUNCTION perpca_personalize(model text, client text, stats per
 RETURNS TABLE (component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_personalize(text, text, perpca_stats, int) IS
-    'computes local components for a (new) client from its statistics with the global components frozen and stores them in the model; n_local defaults to the model''s; another role''s model is written as its owner (inside a security-restricted operation), and only the owner or a member of the owning role may personalize';
+    'computes local components for a (new) client from its statistics with the global components frozen and stores them in the model; n_local defaults to the model''s (0 to n_global''s complement; 0: no local components, the client is described by the global components alone); another role''s model is written as its owner (inside a security-restricted operation), and only the owner or a member of the owning role may personalize';
 
 CREATE OR REPLACE FUNCTION perpca_personalize(model text, client anyelement, stats perpca_stats, n_local int DEFAULT NULL)
 RETURNS TABLE (component int, pc float8[], variance float8)

@@ -41,6 +41,8 @@ DECLARE
     before text[];
     after text[];
 BEGIN
+    -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
     EXECUTE format('SELECT to_jsonb(i) FROM %s i', info) INTO STRICT m;
     -- The effective options the model recorded; a model stored by 0.1.0 has
     -- them in its option columns (rounds_max: the rounds option).

@@ -1,0 +1,275 @@
+# 077_internal_execute.pl -- who may execute perpca's internal functions
+# (issue 22; sql/create_or_replace/95_privileges.sql, docs/security.md).
+#
+#   1. The functions of perpca_internal that PUBLIC may execute are exactly
+#      the allow list below, each with its reason: a new internal function
+#      executable by PUBLIC (or one dropped from 95_privileges.sql's grants)
+#      fails this test until the list, 95_privileges.sql and the table of
+#      docs/security.md agree.  Those not listed are refused to a plain role.
+#   2. A plain role (mallory) calls every function still executable by
+#      PUBLIC against another role's (alice's) model, with hostile arguments
+#      (names with quotes and semicolons, alice's unreadable table, a model
+#      whose info table is a view, NULLs): each call succeeds harmlessly or
+#      fails with a clean SQLSTATE, never an internal error; no function of
+#      alice runs as mallory (alice's model has an enum column with her
+#      implicit casts to text, json and jsonb, and a second model's info
+#      table is a view calling her function; both log current_user and warn
+#      when it is not alice, which a failing call cannot roll back), no
+#      row of alice's unreadable table reaches mallory, and alice's model is
+#      unchanged.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PerpcaTest;
+
+# ---- the allow list: function => why PUBLIC may execute it --------------------
+my $pure = 'pure computation on its arguments';
+my $citus = 'pure; support function of a distributed aggregate (Citus checks EXECUTE as the caller)';
+my $shard = "shard side of perpca_fit_federated: the connecting role's query, as that role, state in its session";
+my $stage = "the caller's own temporary tables, filled by the caller's query as the current user";
+my $owner_check = "touches a model: checks the owner's privileges first (model_lock 'write')";
+my %allow = (
+	'perpca_internal.scale_stats(perpca_stats,double precision[])' => $pure,
+	'perpca_internal.scale_vector(double precision[],double precision[])' => $pure,
+	'perpca_internal.client_monitor_stats(perpca_stats,double precision[],double precision[])' => $pure,
+	'perpca_internal.stats_dist_accum(perpca_stats,double precision[])' => $citus,
+	'perpca_internal.stats_dist_accum(perpca_stats,double precision[],text)' => $citus,
+	'perpca_internal.stats_dist_combine(perpca_stats,perpca_stats)' => $citus,
+	'perpca_internal.stats_dist_final(perpca_stats)' => $citus,
+	'perpca_internal.fit(text,jsonb)' => "runs the caller's query text as the caller (model_store's fit)",
+	'perpca_internal.shard_open(text,text,integer,integer,text,bigint)' => $shard,
+	'perpca_internal.shard_scale(text,double precision[])' => $shard,
+	'perpca_internal.shard_init(text,double precision[],double precision[])' => $shard,
+	'perpca_internal.shard_basis(text,boolean,boolean)' => $shard,
+	'perpca_internal.shard_apply(text,double precision[])' => $shard,
+	'perpca_internal.shard_start_local(text,double precision[],text)' => $shard,
+	'perpca_internal.shard_round(text,double precision[],double precision,text,text,boolean)' => $shard,
+	'perpca_internal.shard_evaluate(text,double precision[],double precision)' => $shard,
+	'perpca_internal.shard_finish(text,double precision[],boolean)' => $shard,
+	'perpca_internal.shard_result(text)' => $shard,
+	'perpca_internal.shard_close(text)' => $shard,
+	'perpca_internal.stage_create(regrole)' => $stage,
+	'perpca_internal.stage_fill(text,text)' => $stage,
+	'perpca_internal.stage_start(text,regrole,text)' => $stage,
+	'perpca_internal.stage_digest(jsonb,text[])' => $stage,
+	'perpca_internal.query_shape(text,text)' => "plans (never runs) the caller's query as the caller: its columns, as the catalog shows them",
+	'perpca_internal.model_create(text,text)' => 'creates three tables as the caller (CREATE on the schema needed)',
+	'perpca_internal.history_create(text,text)' => 'creates a table as the caller (CREATE on the schema needed)',
+	'perpca_internal.history_append(text,text,jsonb)' => $owner_check,
+	'perpca_internal.model_owner(text,text)' => 'catalog reads only',
+	'perpca_internal.model_check_owner(text,regrole)' => 'pg_has_role only',
+	'perpca_internal.train(text,text,text,text,jsonb,boolean,text,text[])' =>
+	  "body of perpca_train (SPI as the caller): model_owner + model_check_owner before it touches a model",
+	'perpca_internal.refresh(text,text,text,boolean,text)' =>
+	  "body of perpca_refresh (SPI as the caller): model_owner + model_check_owner first",
+	'perpca_internal.run_as(regrole,text,"any")' => "checks that the caller has the role's privileges",
+	'perpca_internal.model_lock(text,text,boolean,boolean,text)' =>
+	  "write and drop check the owner's privileges before any lock; read refused from SQL",
+	'perpca_internal.model_refresh(text,text,boolean)' => $owner_check,
+	'perpca_internal.model_store(text,text,text,jsonb,text,text[])' => $owner_check,
+	'perpca_internal.model_fill_clients(text,text,text,text,double precision[],text,text,perpca_stats,double precision[])'
+	  => $owner_check,
+	'perpca_internal.model_personalize(text,text,text,perpca_stats,integer,double precision[])' => $owner_check,
+);
+
+my $node = start_node('main');
+my $q = q{SELECT client, perpca_stats(x) FROM public.obs GROUP BY client};
+$node->safe_psql('postgres', obs_feed_sql('a', 'b', 'c') . q{
+CREATE ROLE alice LOGIN;
+CREATE ROLE mallory LOGIN;
+GRANT SELECT ON obs TO PUBLIC;
+CREATE SCHEMA alice AUTHORIZATION alice;
+GRANT USAGE ON SCHEMA alice TO PUBLIC;
+CREATE SCHEMA mallory AUTHORIZATION mallory;
+});
+
+# ---- 1. the allow list ------------------------------------------------------------
+my @public = split /\n/, $node->safe_psql('postgres', q{
+SELECT p.oid::regprocedure::text FROM pg_proc p
+ WHERE p.pronamespace = 'perpca_internal'::regnamespace AND has_function_privilege('public', p.oid, 'EXECUTE')
+ ORDER BY 1});
+my @extra = grep { !exists $allow{$_} } @public;
+my %is_public = map { $_ => 1 } @public;
+my @gone = grep { !$is_public{$_} } sort keys %allow;
+is(join("\n", @extra), '',
+	'no perpca_internal function is executable by PUBLIC unless it is in the allow list (with its reason), '
+	  . '95_privileges.sql and docs/security.md');
+is(join("\n", @gone), '', 'every function of the allow list is executable by PUBLIC (95_privileges.sql grants it)');
+my $revoked = $node->safe_psql('postgres', q{
+SELECT count(*) FROM pg_proc p
+ WHERE p.pronamespace = 'perpca_internal'::regnamespace AND NOT has_function_privilege('public', p.oid, 'EXECUTE')});
+cmp_ok($revoked, '>=', 6, "the others are not executable by PUBLIC ($revoked functions)");
+my ($ret, $out, $err) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT perpca_internal.f_upper_quantile(0.1, 1, 1)",
+	extra_params => [ '-U', 'mallory' ]);
+like($err, qr/ERROR:  42501: permission denied for function f_upper_quantile/,
+	'a plain role cannot execute an internal function off the list');
+
+# ---- alice's model, her traps and her secret ------------------------------------------
+$node->safe_psql('postgres', qq{
+CREATE TABLE alice.fired (who text, what text);
+GRANT INSERT ON alice.fired TO PUBLIC;
+CREATE FUNCTION alice.trap(what text) RETURNS boolean LANGUAGE plpgsql AS \$\$
+BEGIN
+    INSERT INTO alice.fired VALUES (current_user, what);
+    -- a failing call rolls the row back: the warning reaches the caller anyway
+    IF current_user <> 'alice' THEN
+        RAISE WARNING 'alice-trap-fired: % as %', what, current_user;
+    END IF;
+    RETURN true;
+END \$\$;
+CREATE TABLE alice.secret (client text, stats perpca_stats, note text);
+INSERT INTO alice.secret SELECT client, perpca_stats(x), 'alice-secret-42' FROM public.obs GROUP BY client;
+SELECT model_name FROM perpca_train('alice.am', '$q', 2, 1);
+SELECT model_name FROM perpca_train('alice.vm', '$q', 2, 1);
+ALTER TABLE alice.vm_info RENAME TO vm_info_table;
+CREATE VIEW alice.vm_info AS SELECT * FROM alice.vm_info_table WHERE alice.trap('view');
+CREATE TYPE alice.color AS ENUM ('red');
+CREATE FUNCTION alice.color_text(c alice.color) RETURNS text LANGUAGE plpgsql AS
+\$\$ BEGIN PERFORM alice.trap('cast to text'); RETURN 'red'; END \$\$;
+CREATE FUNCTION alice.color_json(c alice.color) RETURNS json LANGUAGE plpgsql AS
+\$\$ BEGIN PERFORM alice.trap('cast to json'); RETURN '"red"'; END \$\$;
+CREATE FUNCTION alice.color_jsonb(c alice.color) RETURNS jsonb LANGUAGE plpgsql AS
+\$\$ BEGIN PERFORM alice.trap('cast to jsonb'); RETURN '"red"'; END \$\$;
+CREATE CAST (alice.color AS text) WITH FUNCTION alice.color_text(alice.color) AS IMPLICIT;
+CREATE CAST (alice.color AS json) WITH FUNCTION alice.color_json(alice.color) AS IMPLICIT;
+CREATE CAST (alice.color AS jsonb) WITH FUNCTION alice.color_jsonb(alice.color) AS IMPLICIT;
+ALTER TABLE alice.am_info ADD COLUMN paint alice.color DEFAULT 'red';
+ALTER TABLE alice.am_clients ADD COLUMN paint alice.color DEFAULT 'red';
+ALTER TABLE alice.am_components ADD COLUMN paint alice.color DEFAULT 'red';
+GRANT SELECT ON alice.am_info, alice.am_clients, alice.am_components, alice.vm_info, alice.vm_clients,
+                alice.vm_components TO PUBLIC;
+}, extra_params => [ '-U', 'alice' ]);
+my $state_sql = q{
+SELECT (SELECT version FROM alice.am_info) || ' ' || (SELECT count(*) FROM alice.am_clients) || ' '
+       || (SELECT count(*) FROM alice.am_components) || ' '
+       || (SELECT string_agg(md5(pc::text), ',' ORDER BY kind, client, component) FROM alice.am_components) || ' '
+       || (SELECT count(*) FROM alice.secret)};
+my $state = $node->safe_psql('postgres', $state_sql);
+$node->safe_psql('postgres', 'TRUNCATE alice.fired');
+
+# ---- 2. mallory calls every function still executable by PUBLIC -------------------------
+my $stats = q{(SELECT perpca_stats(x) FROM public.obs WHERE client = 'a')};
+my $hostile = q{'am''; DROP TABLE alice.am_info; --'};
+my $opts = q{'{"n_global": 1, "n_local": 1}'::jsonb};
+my $priv = '42501';
+# [call, SQLSTATEs accepted ('' = success)]
+my @calls = (
+	# (a) pure
+	[ "SELECT perpca_internal.scale_stats($stats, NULL) IS NOT NULL", '' ],
+	[ "SELECT perpca_internal.scale_stats($stats, ARRAY[1, 0]::float8[])", '22023|2202E|22000' ],
+	[ 'SELECT perpca_internal.scale_vector(ARRAY[1, 2]::float8[], ARRAY[1]::float8[])', '22023|2202E|22000' ],
+	[ "SELECT perpca_internal.client_monitor_stats($stats, NULL, NULL) IS NOT NULL", '|22023|22004' ],
+	# aggregate support functions refuse a direct call
+	[ "SELECT perpca_internal.stats_dist_final(perpca_internal.stats_dist_accum(NULL, ARRAY[1, 2]::float8[]))", '0A000' ],
+	[ "SELECT perpca_internal.stats_dist_accum(NULL, ARRAY[1, NULL]::float8[], 'skip')", '0A000' ],
+	[ "SELECT perpca_internal.stats_dist_combine($stats, $stats)", '0A000' ],
+	# (b) the caller's query, as the caller
+	[ "SELECT * FROM perpca_internal.fit('SELECT client, stats FROM alice.secret', $opts)", $priv ],
+	[ "SELECT * FROM perpca_internal.fit('SELECT client, stats FROM alice.secret; DROP TABLE alice.am_info', $opts)",
+		"$priv|42601|0A000|22023" ],
+	[ "SELECT * FROM perpca_internal.shard_open('f', 'SELECT client, stats FROM alice.secret', 1, 1, 'equal', 0)", $priv ],
+	[ "SELECT * FROM perpca_internal.shard_scale('nope', '{1}')", '22023|42704|55000' ],
+	[ "SELECT * FROM perpca_internal.shard_init('nope', NULL, NULL)", '22023|42704|55000' ],
+	[ "SELECT * FROM perpca_internal.shard_basis('nope', false, true)", '22023|42704|55000' ],
+	[ "SELECT * FROM perpca_internal.shard_apply('nope', '{{1}}')", '22023|42704|55000' ],
+	[ "SELECT * FROM perpca_internal.shard_start_local('nope', '{{1}}', 'x')", '22023|42704|55000' ],
+	[ "SELECT * FROM perpca_internal.shard_round('nope', '{{1}}', 0.1, 'stgd', 'polar', false)", '22023|42704|55000' ],
+	[ "SELECT * FROM perpca_internal.shard_evaluate('nope', '{{1}}', 0.1)", '22023|42704|55000' ],
+	[ "SELECT * FROM perpca_internal.shard_finish('nope', '{{1}}', false)", '22023|42704|55000' ],
+	[ "SELECT perpca_internal.shard_result('nope')", '22023|42704|55000' ],
+	[ "SELECT perpca_internal.shard_close('nope')", '' ],
+	[ "SELECT perpca_internal.stage_create('alice'::regrole)", '' ],
+	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT client, stats FROM alice.secret', 'pg_catalog')", $priv ],
+	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT 1, 2) x; DROP TABLE alice.am_info; --', 'alice')", "$priv|42601|42804" ],
+	[ "SELECT perpca_internal.stage_start('SELECT * FROM alice.secret', 'alice', 'pg_catalog')", $priv ],
+	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_digest('{}', NULL) IS NULL", '' ],
+	[ "SELECT perpca_internal.query_shape('SELECT * FROM alice.secret', 'pg_catalog') IS NOT NULL", "|$priv" ],
+	[ "SELECT perpca_internal.query_shape('SELECT 1) x; DROP TABLE alice.am_info; --', 'alice')", '42601' ],
+	[ "SELECT perpca_internal.history_create('alice', 'mm')", $priv ],
+	[ "SELECT perpca_internal.history_append('alice', 'am', '{\"kind\": \"refresh\", \"outcome\": \"failed\"}')", $priv ],
+	[ "SELECT perpca_internal.history_append('alice', $hostile, '{}')", '42704' ],
+	[ "SELECT perpca_internal.model_create('alice', 'mm')", $priv ],
+	[ "SELECT perpca_internal.model_create('alice', $hostile)", $priv ],
+	[ "SELECT perpca_internal.model_owner('alice', 'am')::text", '' ],
+	[ "SELECT perpca_internal.model_owner('alice', 'vm')", '42809' ],
+	[ "SELECT perpca_internal.model_owner('alice', $hostile)", "$priv|42704" ],
+	[ "SELECT perpca_internal.model_check_owner('alice.am', 'alice')", $priv ],
+	# (c) model writers and the switch to the owner
+	[ "SELECT * FROM perpca_internal.train('alice', 'am', 'alice.am', 'SELECT client, stats FROM alice.secret', $opts, true, 'pg_catalog', NULL)", $priv ],
+	[ "SELECT * FROM perpca_internal.train('alice', 'vm', 'alice.vm', '$q', $opts, true, 'pg_catalog', NULL)", "$priv|42809" ],
+	[ "SELECT * FROM perpca_internal.train('alice', 'new', 'alice.new', '$q', $opts, false, 'public, pg_catalog', NULL)", $priv ],
+	[ "SELECT * FROM perpca_internal.refresh('alice', 'am', 'alice.am', true, 'record')", $priv ],
+	[ "SELECT * FROM perpca_internal.refresh('alice', 'vm', 'alice.vm', true, 'raise')", "$priv|42809" ],
+	[ "SELECT perpca_internal.run_as('alice'::regrole, 'SELECT pg_catalog.to_jsonb(i) FROM alice.am_info i', 0)", $priv ],
+	[ "SELECT perpca_internal.run_as('mallory'::regrole, 'SELECT pg_catalog.to_jsonb(s) FROM alice.secret s', 0)", $priv ],
+	[ "SELECT * FROM perpca_internal.model_lock('alice.am', 'write')", $priv ],
+	[ "SELECT * FROM perpca_internal.model_lock('alice.am', 'drop', false)", $priv ],
+	[ "SELECT * FROM perpca_internal.model_lock('alice.am', 'read')", '22023' ],
+	[ "SELECT * FROM perpca_internal.model_lock('alice.vm', 'write')", "$priv|42809" ],
+	[ "SELECT * FROM perpca_internal.model_lock('alice.newmodel', 'write', true, true)", $priv ],
+	[ "SELECT * FROM perpca_internal.model_lock('alice.\"am;drop\"', 'write')", '42704' ],
+	[ "SELECT * FROM perpca_internal.model_lock('alice.am', 'write; DROP TABLE alice.am_info')", '22023' ],
+	[ "SELECT perpca_internal.model_refresh('alice', 'am', true)", $priv ],
+	[ "SELECT perpca_internal.model_refresh('alice', 'vm', true)", "$priv|42809" ],
+	[ "SELECT perpca_internal.model_refresh('alice', $hostile, true)", '42704' ],
+	[ "SELECT * FROM perpca_internal.model_store('alice', 'am', 'SELECT 1', $opts, 'pg_catalog', NULL)", "$priv|42P01" ],
+	[ "SELECT perpca_internal.model_fill_clients('alice', 'am', '(SELECT ''x'' AS client, NULL::perpca_stats AS stats)', 'client', NULL, 'fit', NULL, NULL, NULL)", $priv ],
+	[ "SELECT perpca_internal.model_fill_clients('alice', 'am', 'alice.secret', 'client', NULL, 'fit', NULL, NULL, NULL)", $priv ],
+	[ "SELECT * FROM perpca_internal.model_personalize('alice', 'am', 'x', $stats, 1, NULL)", $priv ],
+	[ "SELECT * FROM perpca_internal.model_personalize('alice', 'vm', 'x', $stats, 1, NULL)", "$priv|42809" ],
+	[ "SELECT * FROM perpca_internal.model_personalize('alice', $hostile, 'x', $stats, 1, NULL)", '42704' ],
+);
+my %called;
+for my $c (@calls)
+{
+	my ($sql, $accept) = @$c;
+	$called{$_} = 1 for $sql =~ /perpca_internal\.(\w+)\(/g;
+	my ($r, $o, $e) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", extra_params => [ '-U', 'mallory' ]);
+	my ($state) = $e =~ /ERROR:  ([0-9A-Z]{5}):/;
+	$state //= '';
+	like($state, qr/^(?:$accept)$/, "mallory: $sql -> " . ($state eq '' ? 'success' : $state))
+	  or diag($e);
+	unlike("$o$e", qr/alice-secret-42/, "no row of alice's secret reaches mallory: $sql");
+	unlike($e, qr/alice-trap-fired/, "no function of alice runs as mallory: $sql");
+}
+# every function of the list was called above
+my @uncalled = grep { my ($n) = /^perpca_internal\.(\w+)\(/; !$called{$n} } sort keys %allow;
+is(join(', ', @uncalled), '', 'every function of the allow list is called with hostile arguments');
+
+# Every function of perpca_internal with NULL arguments, as mallory: a clean error or a result.
+my @nulls = split /\n/, $node->safe_psql('postgres', q{
+SELECT format('SELECT %s(%s)', p.oid::regproc,
+              (SELECT string_agg(CASE WHEN t = '"any"'::regtype THEN 'NULL::text' ELSE 'NULL::' || format_type(t, NULL) END,
+                                 ', ' ORDER BY i)
+                 FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, i)))
+  FROM pg_proc p
+ WHERE p.pronamespace = 'perpca_internal'::regnamespace AND p.prokind = 'f'
+ ORDER BY 1});
+my @internal;
+for my $sql (@nulls)
+{
+	my ($r, $o, $e) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", extra_params => [ '-U', 'mallory' ]);
+	push @internal, "$sql: $e" if $e =~ /ERROR:  XX|server closed|terminated|alice-trap-fired/;
+}
+is(join("\n", @internal), '', 'NULL arguments: never an internal error (' . scalar(@nulls) . ' functions)');
+
+is($node->safe_psql('postgres', q{SELECT string_agg(DISTINCT who || ': ' || what, ', ') FROM alice.fired WHERE who <> 'alice'}),
+	'', 'no function of alice ran as mallory');
+is($node->safe_psql('postgres', $state_sql), $state, "alice's model and her secret are unchanged");
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM pg_class WHERE relnamespace = 'alice'::regnamespace AND relowner <> 'alice'::regrole}),
+	'0', "mallory created nothing in alice's schema");
+is($node->safe_psql('postgres', q{SELECT rolsuper OR pg_has_role('mallory', 'alice', 'USAGE') FROM pg_roles WHERE rolname = 'mallory'}),
+	'f', 'mallory has gained no privilege');
+
+# The owner still uses her model through the user-facing functions (the internal ones run for her).
+is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM perpca_personalize('alice.am', 'z', $stats);
+SELECT n_clients FROM perpca_refresh('alice.am')}, extra_params => [ '-U', 'alice' ]),
+	"1\n6", 'alice personalizes and refreshes her model');
+$node->stop;
+done_testing();
