@@ -269,7 +269,7 @@ is($node->safe_psql('postgres', q{SELECT rolsuper OR pg_has_role('mallory', 'ali
 # The owner still uses her model through the user-facing functions (the internal ones run for her).
 is($node->safe_psql('postgres', qq{
 SELECT count(*) FROM perpca_personalize('alice.am', 'z', $stats);
-SELECT n_clients FROM perpca_refresh('alice.am')}, extra_params => [ '-U', 'alice' ]),
+SELECT clients FROM perpca_refresh('alice.am')}, extra_params => [ '-U', 'alice' ]),
 	"1\n6", 'alice personalizes and refreshes her model');
 $node->stop;
 done_testing();
