@@ -7,7 +7,8 @@
 #
 # Prints: the size of the statistics, the time of one read of them (the
 # floor: detoasting every value), the default fit (solver 'lbfgs', all
-# starts) and a 1-round fit of the paper's solver (0.1.0's setup cost), each
+# starts and hops), the same without hops (hops => 0: what the hops cost)
+# and a 1-round fit of the paper's solver (0.1.0's setup cost), each
 # with its wall and backend CPU seconds, the ratio to the read, and the
 # backend's peak memory (VmHWM) against the statistics' size.  Goal: fit <=
 # 10x the read; peak memory < 2x the statistics plus a few d x d workspaces.
@@ -62,6 +63,7 @@ measure() {
 read -r rwall rcpu rhwm < <(measure "SELECT count(*) FROM tb_stats WHERE perpca_dim(stats) > 0 AND perpca_count(stats) > 0;")
 echo "read of the statistics (floor): ${rwall} s wall, ${rcpu} s CPU, peak ${rhwm} kB"
 for fit in "perpca_fit('SELECT client, stats FROM tb_stats', $R1, $R2)" \
+		   "perpca_fit('SELECT client, stats FROM tb_stats', $R1, $R2, hops => 0)" \
 		   "perpca_fit('SELECT client, stats FROM tb_stats', $R1, $R2, solver => 'paper', rounds => 1, tolerance => 0)"; do
 	read -r fwall fcpu fhwm < <(measure "SELECT count(*) FROM $fit;")
 	echo "$fit: ${fwall} s wall (${fcpu} s CPU) = $(echo "scale=1; $fwall / $rwall" | bc)x the read; peak ${fhwm} kB"

@@ -33,6 +33,8 @@
 #define HOP_BASIN 1e-2
 /* Weakest global directions a hop replaces. */
 #define HOP_COLUMNS 2
+/* Fewest rounds a hop may run (its budget is otherwise the slowest start's rounds). */
+#define HOP_MIN_ROUNDS 5
 
 /* ------------------------------------------------------------------------
  * Starts
@@ -99,13 +101,15 @@ best_start(const FitDiagnostics *diag, int from)
 
 /*
  * Hop: U <- Ubest with its HOP_COLUMNS weakest global directions (least
- * variance of sum_i w_i S_i) replaced by seeded random directions
- * orthogonal to Ubest.  The optima of real data differ mostly in their
- * weakest directions, which the clients' local components compete for; a
- * hop frees them and lets the solver assign them anew.
+ * variance of sum_i w_i S_i) replaced by other directions orthogonal to
+ * Ubest.  The optima of real data differ mostly in their weakest
+ * directions, which the clients' local components compete for; a hop frees
+ * them and lets the solver assign them anew.  With resid (d x m), the top
+ * pooled variance that Ubest leaves, comes in: the directions that most
+ * clients would gain from sharing; otherwise seeded random directions.
  */
 static void
-hop_start(FitBackend *be, const double *Ubest, double *U, uint64 *state)
+hop_start(FitBackend *be, const double *Ubest, double *U, uint64 *state, const double *resid)
 {
 	int			d = be->d,
 				r1 = be->r1,
@@ -122,8 +126,11 @@ hop_start(FitBackend *be, const double *Ubest, double *U, uint64 *state)
 	linalg_gemm(true, false, r1, r1, d, 1.0, Ubest, r1, SU, r1, 0.0, H, r1);
 	fit_eigh_top(r1, H, r1, var, Q, r1);
 	linalg_gemm(false, false, d, r1, r1, 1.0, Ubest, r1, Q, r1, 0.0, U, r1);
-	/* Z: m random directions, orthonormal and orthogonal to U (twice, for rounding) */
-	fit_fill_gaussian(state, d, m, Z, Max(m, 1));
+	if (resid != NULL)
+		memcpy(Z, resid, sizeof(double) * d * m);
+	else
+		fit_fill_gaussian(state, d, m, Z, Max(m, 1));
+	/* Z: orthonormal and orthogonal to U (twice, for rounding) */
 	for (int pass = 0; pass < 2 && m > 0; pass++)
 	{
 		linalg_gemm(true, false, r1, m, d, 1.0, U, r1, Z, m, 0.0, H, m);
@@ -175,8 +182,14 @@ keep_best(FitDiagnostics *diag, int j, const double *U, double *Ubest, int64 siz
  * L-BFGS, init 'best': every start to the screening tolerance, then hops
  * from the best optimum so far until opts->hops hops in a row fail to
  * improve it (one hop when the starts all ended in one basin, until a hop
- * finds another), then the best to the tolerance (its rounds are the
- * winner's).
+ * finds another; that hop starts from the pooled variance the basin
+ * leaves, a deterministic probe of its weakest directions, the others
+ * from random directions, which explore a landscape of several basins
+ * more widely), then the best to the tolerance (its rounds are the
+ * winner's).  A hop runs at most as many rounds as the slowest start did
+ * (HOP_MIN_ROUNDS at least): one that has not found a better optimum by
+ * then is given up, so hops cost little where the starts converge fast
+ * (thin high-d data) and as much as a start where they do not.
  * A single start runs to the tolerance directly.
  */
 static void
@@ -195,6 +208,9 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 	bool		agree = true;
 	LbfgsMemory *memory = NULL,
 			   *mem;
+	int			m = Min(HOP_COLUMNS, Min(be->r1, be->d - be->r1)),
+				budget = HOP_MIN_ROUNDS;
+	double	   *resid = palloc(sizeof(double) * be->d * Max(m, 1));
 
 	if (search)
 		screen.tolerance = Max(opts->tolerance, SCREEN_TOLERANCE);
@@ -205,6 +221,7 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 		mem = palloc0(sizeof(LbfgsMemory));
 		run_start(be, &screen, list[j], opts->rounds - diag->rounds, U, &step, diag, mem);
 		diag->rounds += diag->starts[j].rounds;
+		budget = Max(budget, diag->starts[j].rounds);
 		if (j > 0 && fit_projector_distance(be->d, be->r1, Ubest, be->r1, U, be->r1) > HOP_BASIN)
 			agree = false;
 		keep_best(diag, j, U, Ubest, size, mem, &best, &memory);
@@ -216,12 +233,17 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 	{
 		FitStartReport *rep = &diag->starts[diag->nstarts];
 
-		hop_start(be, Ubest, U, &state);
+		/* starts in one basin: the first hop brings in the pooled variance it leaves */
+		bool		first = agree && h == 1 && m > 0;
+
+		if (first)
+			fit_residual_top(be, Ubest, m, resid, NULL);
+		hop_start(be, Ubest, U, &state, first ? resid : NULL);
 		diag->current = diag->nstarts++;
 		rep->name = psprintf("hop %d", h);
 		mem = palloc0(sizeof(LbfgsMemory));
-		rep->rounds = solver_lbfgs(be, &screen, U, opts->rounds - diag->rounds, &rep->converged,
-								   &rep->objective, &gnorm, diag, mem);
+		rep->rounds = solver_lbfgs(be, &screen, U, Min(budget, opts->rounds - diag->rounds),
+								   &rep->converged, &rep->objective, &gnorm, diag, mem);
 		diag->rounds += rep->rounds;
 		if (opts->verbose)
 			ereport(NOTICE,

@@ -20,6 +20,9 @@
 /* Subspace iterations for the pooled start (each is one round trip): exact (paper solver), or a start for L-BFGS. */
 #define POOLED_ITERATIONS 300
 #define POOLED_ITERATIONS_APPROX 50
+/* Subspace iterations and residual (/ lambda_max) of the directions a hop brings in. */
+#define RESIDUAL_ITERATIONS 30
+#define RESIDUAL_TOLERANCE 1e-3
 
 /* U = top r1 left singular vectors of the backend's stacked-PC basis. */
 static void
@@ -69,6 +72,61 @@ fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact)
 	linalg_copy(d, r, X, b, U, r);
 	if (values != NULL)
 		for (int j = 0; j < r; j++)
+			values[j] = theta[j] / be->weight;
+	pfree(X);
+	pfree(Y);
+	pfree(theta);
+}
+
+/* X <- X - U (U'X): X (d x b) orthogonal to the orthonormal U (d x r). */
+static void
+deflate(int d, int r, const double *U, int b, double *X)
+{
+	double	   *H = palloc(sizeof(double) * Max(r * b, 1));
+
+	linalg_gemm(true, false, r, b, d, 1.0, U, r, X, b, 0.0, H, b);
+	linalg_gemm(false, false, d, b, r, -1.0, U, r, H, b, 1.0, X, b);
+	pfree(H);
+}
+
+/*
+ * Top m eigenvectors of (I - UU')(sum_i w_i S_i)(I - UU') into Z (d x m),
+ * U d x r1 orthonormal: the pooled variance that U leaves, by block
+ * subspace iteration on the backend's products to a loose residual (a
+ * start needs no more); values (m) if not NULL.
+ */
+void
+fit_residual_top(FitBackend *be, const double *U, int m, double *Z, double *values)
+{
+	int			d = be->d,
+				r1 = be->r1,
+				b = Min(d - r1, m + Max(2, Min(m, 10)));
+	double	   *X = palloc(sizeof(double) * d * b),
+			   *Y = palloc(sizeof(double) * d * b),
+			   *theta = palloc(sizeof(double) * b);
+	double		tol = RESIDUAL_TOLERANCE * Max(be->lambda_max, 1e-300) * be->weight;
+	uint64		state = UINT64CONST(0x13198A2E03707344);
+
+	Assert(m <= b);
+	fit_fill_gaussian(&state, d, b, X, b);
+	for (int it = 0;; it++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		for (int pass = 0; pass < 2; pass++)
+		{
+			deflate(d, r1, U, b, X);
+			fit_retract(FIT_RETRACT_QR, d, b, X, b);
+		}
+		be->apply(be, X, b, Y);
+		be->setup_rounds++;
+		deflate(d, r1, U, b, Y);
+		if (fit_rayleigh_ritz(d, b, X, Y, theta, m) <= tol || it == RESIDUAL_ITERATIONS - 1)
+			break;
+		memcpy(X, Y, sizeof(double) * d * b);
+	}
+	linalg_copy(d, m, X, b, Z, m);
+	if (values != NULL)
+		for (int j = 0; j < m; j++)
 			values[j] = theta[j] / be->weight;
 	pfree(X);
 	pfree(Y);

@@ -12,4 +12,7 @@ extern void fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, dou
 /* Top r eigenvectors of sum_i w_i S_i (subspace iteration through be->apply) into U (d x r). */
 extern void fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact);
 
+/* Top m eigenvectors of (I - UU')(sum_i w_i S_i)(I - UU') (loose) into Z (d x m), values (m) if not NULL. */
+extern void fit_residual_top(FitBackend *be, const double *U, int m, double *Z, double *values);
+
 #endif							/* PERPCA_FIT_START_H */

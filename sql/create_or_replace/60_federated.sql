@@ -93,13 +93,14 @@ CREATE OR REPLACE FUNCTION perpca_fit_federated(
     adaptive boolean DEFAULT NULL,
     solver text DEFAULT NULL,
     seed bigint DEFAULT NULL,
-    scale text DEFAULT NULL)
+    scale text DEFAULT NULL,
+    hops int DEFAULT NULL)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text) IS
+COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int) IS
     'Personalized PCA with the clients on shards (libpq connection strings): the query runs on every shard, only U and d x n_global sums per shard cross the network each round; the same fit engine, options and rows as perpca_fit (a client key on two shards is an error); scale ''standard'' takes the pooled standard deviations from one extra round trip of d numbers per shard';
 -- It opens connections with the server's credentials: superusers, and roles granted EXECUTE.
-REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION perpca_last_federated_fit()
 RETURNS TABLE (rounds_run int, converged boolean, objective float8, kkt_residual float8, step float8,

@@ -16,11 +16,11 @@ CREATE OR REPLACE FUNCTION perpca_choose_ranks(
     update text DEFAULT NULL, retraction text DEFAULT NULL, init text DEFAULT NULL,
     seed bigint DEFAULT NULL, center text DEFAULT NULL, weights text DEFAULT NULL,
     adaptive boolean DEFAULT NULL, solver text DEFAULT NULL, scale text DEFAULT NULL,
-    target_explained_ratio float8 DEFAULT NULL)
+    target_explained_ratio float8 DEFAULT NULL, hops int DEFAULT NULL)
 RETURNS TABLE (n_global int, n_local int, objective float8, train_error float8,
                heldout_error float8, heldout_error_samples float8, heldout_explained_ratio float8,
                theta_est float8, rounds_run int, converged boolean, seconds float8, recommended boolean,
                note text)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text, float8) IS
+COMMENT ON FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text, float8, int) IS
     'fits PerPCA for every pair of global_ranks x local_ranks on the query''s training rows and evaluates each on held-out rows (the heldout query, or a repeatable split of the query''s rows (client, x, key) by a hash of key, holdout of them held out); per pair the training objective, train and held-out error (equal weights; _samples per row), the held-out explained ratio, theta_est, rounds and seconds.  Pairs with n_global + n_local >= d are left out (note says so): they explain held-out rows exactly.  recommended marks, by the error rule (target_explained_ratio NULL), the smallest n_global + n_local whose held-out error is at most within x (held-out total variance) above the best pair''s, or, by the share rule, the smallest whose held-out explained ratio reaches target_explained_ratio; both only among pairs with theta_est >= min_theta or no local components; the error rule recommends nothing when no pair explains 1.5 times its share (n_global + n_local) / d of the held-out variance (no low-rank structure).  A NOTICE says which way to move a grid whose answer is at its edge.  Fit options pass to the fits as perpca_fit''s (NULL = its default)';

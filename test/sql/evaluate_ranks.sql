@@ -32,6 +32,17 @@ SELECT count(*) AS pairs, count(*) FILTER (WHERE recommended) AS recommended,
 -- At the planted ranks the fit is numpy's: the same held-out error.
 SELECT s.n_global, s.n_local, close(s.heldout_error, e.heldout_error, 1e-7) AS heldout_error
   FROM scan s JOIN expected e USING (n_global, n_local);
+-- The option hops reaches every pair's fit: hops => 0 runs the starts
+-- only, so fewer rounds where there are global components to hop.
+SET client_min_messages = error;
+CREATE TABLE scan_no_hops AS
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
+                                  'SELECT client, x FROM obs WHERE heldout',
+                                  global_ranks => '{0,1,2,3}', local_ranks => '{0,1,2}', hops => 0);
+RESET client_min_messages;
+SELECT count(*) FILTER (WHERE n.rounds_run < s.rounds_run) > 0 AS fewer_rounds_without_hops,
+       bool_and(n.rounds_run = s.rounds_run) FILTER (WHERE s.n_global = 0) AS same_without_global
+  FROM scan_no_hops n JOIN scan s USING (n_global, n_local);
 -- Why the neighbours lose: too few components leave signal in the error;
 -- moving a global component to the clients (1, 2) keeps the error but the
 -- clients' local subspaces then share a direction (theta_est near 0).

@@ -105,7 +105,8 @@ SELECT 1 AS session_goes_on;
 --    global 1 gives 1/2 (3 * 2.5 + 3 (3 + 1.2)) = 10.05, a local maximum.
 --    Both starts (pooled: direction 1 has the most variance; disPCA: it is
 --    among the most clients' top components) end at the worse one; the
---    default's hops must find the better one.
+--    default's hops must find the better one (its first hop brings in the
+--    pooled variance the basin leaves, where direction 0 is on top).
 CREATE TEMP TABLE two_rows AS
 WITH spec(client, dir, var) AS (
   SELECT c, 0, 1.0 FROM generate_series(1, 6) c

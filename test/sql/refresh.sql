@@ -154,6 +154,24 @@ SELECT p.pronamespace::regnamespace AS schema, p.proname, pg_get_function_identi
                      'run_as', 'stage_fill', 'stage_create', 'model_store') AND p.prokind = 'f'
  ORDER BY 2, 3;
 
+-- The option hops reaches perpca_train, is recorded, and a refresh reuses
+-- it: hops => 0 runs the starts only, at train and at refresh; the default
+-- (4) runs at least one hop after them.
+SELECT model_name FROM perpca_train('r_hops', 'SELECT client, perpca_stats(x) FROM perpca_refresh.feed GROUP BY client',
+                                    2, 2, hops => 0);
+SELECT options->'hops' AS recorded_hops,
+       (SELECT count(*) FILTER (WHERE start LIKE 'hop %') FROM perpca_last_fit_starts()) AS hops_at_train
+  FROM r_hops_info;
+SELECT model_name FROM perpca_refresh('r_hops');
+SELECT options->'hops' AS recorded_hops,
+       (SELECT count(*) FILTER (WHERE start LIKE 'hop %') FROM perpca_last_fit_starts()) AS hops_at_refresh
+  FROM r_hops_info;
+SELECT model_name FROM perpca_train('r_hops', 'SELECT client, perpca_stats(x) FROM perpca_refresh.feed GROUP BY client',
+                                    2, 2, replace => true);
+SELECT options->'hops' AS recorded_hops,
+       (SELECT count(*) FILTER (WHERE start LIKE 'hop %') FROM perpca_last_fit_starts()) > 0 AS hops_at_train
+  FROM r_hops_info;
+
 SET client_min_messages = warning;
 DROP SCHEMA perpca_refresh CASCADE;
 RESET client_min_messages;

@@ -197,6 +197,15 @@ SELECT a.rounds_run = b.rounds_run, a.objective = b.objective,
 		't|t|t', "shards listed the other way round, clients in another order: the same rounds and bits ($opts)");
 }
 
+# The option hops reaches the federated fit: hops => 0 runs the starts only,
+# the default hops after them (perpca_last_fit_starts shows either kind).
+is( $coord->safe_psql('postgres', qq{
+SELECT count(*) > 0 FROM perpca_fit_federated($shards, $query, 2, 3, hops => 0);
+SELECT count(*) FILTER (WHERE start LIKE 'hop %') FROM perpca_last_fit_starts();
+SELECT count(*) > 0 FROM perpca_fit_federated($shards, $query, 2, 3);
+SELECT count(*) FILTER (WHERE start LIKE 'hop %') > 0 FROM perpca_last_fit_starts();}),
+	"t\n0\nt\nt", 'hops => 0 reaches perpca_fit_federated: no hop; the default hops');
+
 # Thin statistics (ten clients with 8 rows in d = 20) and two dense ones,
 # split 6 / 6: thin S_i stay factored on the shards, for every centre.
 my $thin_query = q{'SELECT client, perpca_stats(x) FROM thin_rows GROUP BY client ORDER BY client'};
