@@ -11,7 +11,7 @@
 # (a directory holding citus-VERSION.tar.gz, or the tarball itself), else in
 # ../shared/vendor next to the repository.  A fresh clone has neither: the TAP test
 # then says so and skips.  The build (make install DESTDIR=...) is cached under
-# $PERPCA_CITUS_CACHE, default /var/cache/perpca as root and
+# $PERPCA_CITUS_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
 # ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in citus-VERSION-pgMINOR/ (keyed by
 # the Citus version and the server headers' version, so a new PostgreSQL minor
 # release rebuilds).  As root, missing build packages are installed with apt-get;
@@ -46,7 +46,7 @@ cache_root() {
 	if [ -n "${PERPCA_CITUS_CACHE:-}" ]; then
 		echo "$PERPCA_CITUS_CACHE"
 	elif [ "$(id -u)" -eq 0 ]; then
-		echo /var/cache/perpca
+		echo "$PERPCA_CACHE_DIR"
 	else
 		echo "${XDG_CACHE_HOME:-$HOME/.cache}/perpca"
 	fi
@@ -71,8 +71,8 @@ ensure_build_packages() {
 	say "installing Citus build packages: $missing" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	# shellcheck disable=SC2086
-	apt-get install -y -q --no-install-recommends $missing >&2 ||
-		{ apt-get update -q >&2 && apt-get install -y -q --no-install-recommends $missing >&2; } ||
+	apt_get install -y -q --no-install-recommends $missing >&2 ||
+		{ apt_get update -q >&2 && apt_get install -y -q --no-install-recommends $missing >&2; } ||
 		die "apt-get install of the Citus build packages failed"
 }
 
@@ -93,10 +93,12 @@ compile_citus() {
 		fi
 	done
 	say "building Citus $(citus_version "$tarball") in $dir (log: $work/build.log)" >&2
+	local t0=$SECONDS
 	(cd "$dir" && ./configure --without-libcurl &&
 		make -j"$(nproc)" with_llvm=no &&
 		make install with_llvm=no DESTDIR="$dest") >"$work/build.log" 2>&1 ||
 		{ tail -n 60 "$work/build.log" >&2; die "the Citus build failed (kept $work)"; }
+	say "time: Citus $(citus_version "$tarball") build for PostgreSQL $(pg_minor): $((SECONDS - t0)) s" >&2
 	rm -rf "$work"
 }
 

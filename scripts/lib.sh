@@ -31,12 +31,36 @@ CITUS_BUILD_PACKAGES=(liblz4-dev libzstd-dev libkrb5-dev libselinux1-dev libxslt
 PERPCA_RUN_USER=${PERPCA_RUN_USER:-perpca}
 # First port tried for a throwaway cluster.
 PERPCA_PORT_BASE=${PERPCA_PORT_BASE:-55432}
+# Where root keeps what is built once and reused (the ASan PostgreSQL, Citus,
+# pgvector, the root filesystems of 17 and 18): PERPCA_CACHE_DIR, default
+# /var/cache/perpca.  The per-item variables (PERPCA_ASAN_PREFIX,
+# PERPCA_CITUS_CACHE, PERPCA_PGVECTOR_CACHE, PERPCA_ROOTFS_CACHE) still win.
+PERPCA_CACHE_DIR=${PERPCA_CACHE_DIR:-/var/cache/perpca}
+# A lock file every user of the machine can open: around apt-get/dpkg runs of
+# these scripts (they may run side by side) and around copies of the server's
+# directories (which the package test installs into and removes from).
+if [ -d /run/lock ] && [ -w /run/lock ]; then PERPCA_LOCK_DIR=/run/lock; else PERPCA_LOCK_DIR=/tmp; fi
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 say() { printf '==> %s\n' "$*"; }
 warn() { printf 'warning: %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# apt-get (as root) one at a time: the parts of a run go side by side, and
+# apt-get fails at once on a held lock.
+apt_get() {
+	flock "$PERPCA_LOCK_DIR/perpca-apt.lock" apt-get -o DPkg::Lock::Timeout=600 "$@"
+}
+
+# Run CMD... with an exclusive (-x) or shared (-s) hold of the lock on the
+# server's directories: the package test installs and removes its files there
+# (exclusive) while a private installation copies them (shared).
+with_pg_files_lock() {
+	local mode=$1
+	shift
+	flock "$mode" "$PERPCA_LOCK_DIR/perpca-pg-files.lock" "$@"
+}
 
 # The packages among the arguments that are not installed, one per line.
 missing_from() {
@@ -61,9 +85,9 @@ ensure_packages() {
 	if [ "$(id -u)" -eq 0 ]; then
 		say "installing missing packages: $missing"
 		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -q || die "apt-get update failed"
+		apt_get update -q || die "apt-get update failed"
 		# shellcheck disable=SC2086
-		apt-get install -y -q --no-install-recommends $missing ||
+		apt_get install -y -q --no-install-recommends $missing ||
 			die "apt-get install failed"
 		missing=$(missing_packages | tr '\n' ' ')
 		[ -z "${missing// /}" ] || die "still missing after apt-get: $missing"
@@ -184,15 +208,17 @@ build_tree() {
 # Private installation: copies of the system PostgreSQL directories (real
 # copies: PostgreSQL finds share/ and lib/ relative to the real path of its
 # binaries), with any perpca from the system removed, plus our build.
+# Extra arguments go to make install (e.g. with_llvm=no, as for build_tree).
 private_install() {
 	say "private installation in $INST"
 	mkdir -p "$INST$(dirname "$PG_SYS_LIB")" "$INST$(dirname "$PG_SYS_SHARE")"
-	cp -a "$PG_SYS_LIB" "$INST$(dirname "$PG_SYS_LIB")/"
-	cp -a "$PG_SYS_SHARE" "$INST$(dirname "$PG_SYS_SHARE")/"
+	# (the package test may be installing or removing its files meanwhile)
+	with_pg_files_lock -s cp -a "$PG_SYS_LIB" "$INST$(dirname "$PG_SYS_LIB")/" || return 1
+	with_pg_files_lock -s cp -a "$PG_SYS_SHARE" "$INST$(dirname "$PG_SYS_SHARE")/" || return 1
 	rm -rf "$INST$PG_SYS_SHARE"/extension/perpca.control \
 		"$INST$PG_SYS_SHARE"/extension/perpca--* \
 		"$INST$PG_SYS_LIB"/lib/perpca.so "$INST$PG_SYS_LIB"/lib/bitcode/perpca*
-	make -C "$BUILD" install DESTDIR="$INST" >"$WORK/install.log" 2>&1 || {
+	make -C "$BUILD" install DESTDIR="$INST" "$@" >"$WORK/install.log" 2>&1 || {
 		cat "$WORK/install.log"
 		return 1
 	}

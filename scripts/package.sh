@@ -92,14 +92,14 @@ check_upgrade() {
 
 # pg_regress on test/sql against the installed files: one result per test.
 check_installcheck() {
-	local log=$WORK/installcheck.log rc=0
+	local log=$WORK/installcheck.log rc=0 t0=$SECONDS
 	make -C "$BUILD" installcheck TAP_TESTS= PG_CONFIG="$PGBIN/pg_config" \
 		PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" >"$log" 2>&1 || rc=$?
 	local ok bad n
 	ok=$(regress_passed <"$log")
 	bad=$(regress_failed <"$log")
 	PASSED=$((PASSED + ok))
-	echo "ok - package: installcheck, $ok test(s) passed"
+	echo "ok - package: installcheck, $ok test(s) passed ($((SECONDS - t0)) s)"
 	for n in $bad; do fail "installcheck $n"; done
 	if [ "$rc" -ne 0 ]; then
 		[ -n "$bad" ] || fail "installcheck (pg_regress)" "exit $rc"
@@ -135,7 +135,7 @@ cmd_test() {
 	if [ -n "${missing// /}" ]; then
 		say "installing the packaging tools: $missing"
 		# shellcheck disable=SC2086
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null ||
+		DEBIAN_FRONTEND=noninteractive apt_get install -y -q --no-install-recommends $missing >/dev/null ||
 			{ fail "packaging tools" "apt-get install $missing failed"; summary; return 1; }
 	fi
 	local deb t0=$SECONDS
@@ -159,10 +159,12 @@ cmd_test() {
 		summary
 		return 0
 	fi
-	if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		-o DPkg::Lock::Timeout=300 "$deb" >"$out/install.log" 2>&1; then
+	t0=$SECONDS
+	if DEBIAN_FRONTEND=noninteractive with_pg_files_lock -x flock "$PERPCA_LOCK_DIR/perpca-apt.lock" \
+		apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=600 \
+		"$deb" >"$out/install.log" 2>&1; then
 		INSTALLED=1
-		pass "apt-get install $(basename "$deb")"
+		pass "apt-get install $(basename "$deb") ($((SECONDS - t0)) s)"
 	else
 		cat "$out/install.log"
 		fail "apt-get install $(basename "$deb")"
@@ -171,6 +173,7 @@ cmd_test() {
 	fi
 	# The checks run unprivileged, in a copy of the tree they can read.
 	local stage rc=0 counts
+	t0=$SECONDS
 	stage=$(mktemp -d /tmp/perpca-pkgcheck.XXXXXX)
 	copy_tree "$REPO_ROOT" "$stage/repo"
 	chown -R "$PERPCA_RUN_USER:" "$stage"
@@ -180,6 +183,7 @@ cmd_test() {
 		PERPCA_PG_MAJOR="$PG_MAJOR" PERPCA_REEXECED=1 \
 		bash "$stage/repo/scripts/package.sh" check) | tee "$out/check.log" || rc=$?
 	rm -rf "$stage"
+	say "time: package checks (CREATE EXTENSION, upgrade, installcheck): $((SECONDS - t0)) s"
 	counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out/check.log" | tail -n 1)
 	if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
 		PASSED=$((PASSED + BASH_REMATCH[1]))
@@ -187,7 +191,7 @@ cmd_test() {
 		[ "${BASH_REMATCH[2]}" -gt 0 ] && FAILED_NAMES+=("$(grep '^failed: ' "$out/check.log" | tail -n 1 | sed 's/^failed: //')")
 	fi
 	[ "$rc" -eq 0 ] || [ "$FAILED" -gt 0 ] || fail "package.sh check" "exit $rc"
-	if dpkg --purge "$PKG" >/dev/null; then
+	if with_pg_files_lock -x flock "$PERPCA_LOCK_DIR/perpca-apt.lock" dpkg --purge "$PKG" >/dev/null; then
 		INSTALLED=
 		pass "dpkg --purge $PKG"
 	else

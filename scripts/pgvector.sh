@@ -17,7 +17,7 @@
 # the repository.  A fresh clone has neither: the tests then say so and skip.  The
 # build is compiled without pgvector's default -march=native (OPTFLAGS=""), so it runs
 # on any machine of the kind, and cached (make install DESTDIR=...) under
-# $PERPCA_PGVECTOR_CACHE, default /var/cache/perpca as root and
+# $PERPCA_PGVECTOR_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
 # ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in pgvector-VERSION-pgMINOR/.
 # Prints "skip: REASON" on stdout and exits 3 when pgvector cannot be had here.
 set -euo pipefail
@@ -49,7 +49,7 @@ cache_root() {
 	if [ -n "${PERPCA_PGVECTOR_CACHE:-}" ]; then
 		echo "$PERPCA_PGVECTOR_CACHE"
 	elif [ "$(id -u)" -eq 0 ]; then
-		echo /var/cache/perpca
+		echo "$PERPCA_CACHE_DIR"
 	else
 		echo "${XDG_CACHE_HOME:-$HOME/.cache}/perpca"
 	fi
@@ -71,10 +71,12 @@ compile_pgvector() {
 	dir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'pgvector-*' | head -n 1)
 	[ -n "$dir" ] || die "$tarball holds no pgvector-* directory"
 	say "building pgvector $(pgvector_version "$tarball") in $dir (log: $work/build.log)" >&2
+	local t0=$SECONDS
 	# OPTFLAGS="": no -march=native, so the cached build runs on any x86-64.
 	(cd "$dir" && make -j"$(nproc)" OPTFLAGS="" && make install OPTFLAGS="" DESTDIR="$dest") \
 		>"$work/build.log" 2>&1 ||
 		{ tail -n 60 "$work/build.log" >&2; die "the pgvector build failed (kept $work)"; }
+	say "time: pgvector $(pgvector_version "$tarball") build for PostgreSQL $(pg_minor): $((SECONDS - t0)) s" >&2
 	rm -rf "$work"
 }
 

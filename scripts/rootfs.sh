@@ -12,7 +12,8 @@
 # releases need a newer C library, so each version lives in a minimal root
 # filesystem of the Debian release that ships it (17: trixie, 18: sid), made
 # with debootstrap (--variant=minbase) in $PERPCA_ROOTFS_CACHE (default
-# /var/cache/perpca, next to the ASan and Citus builds): rootfs-N/.  It holds
+# $PERPCA_CACHE_DIR, /var/cache/perpca, next to the ASan and Citus builds):
+# rootfs-N/.  It holds
 # the server and its headers, pg_cron, pgvector, the BLAS/LAPACK headers, the
 # Perl modules of the TAP tests, Debian's packaging tools and (where Citus
 # supports the version) Citus built from ../shared/vendor by scripts/citus.sh.
@@ -27,7 +28,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOTFS_CACHE=${PERPCA_ROOTFS_CACHE:-/var/cache/perpca}
+ROOTFS_CACHE=${PERPCA_ROOTFS_CACHE:-$PERPCA_CACHE_DIR}
 
 skip() { echo "skip: $*"; exit 3; }
 
@@ -93,8 +94,8 @@ need_root() {
 	command -v unshare >/dev/null || skip "unshare (util-linux) not found"
 	if ! command -v debootstrap >/dev/null; then
 		say "installing debootstrap" >&2
-		apt-get install -y -q --no-install-recommends debootstrap >&2 ||
-			{ apt-get update -q >&2 && apt-get install -y -q --no-install-recommends debootstrap >&2; } ||
+		apt_get install -y -q --no-install-recommends debootstrap >&2 ||
+			{ apt_get update -q >&2 && apt_get install -y -q --no-install-recommends debootstrap >&2; } ||
 			skip "debootstrap is not installed and apt-get could not install it"
 	fi
 }
@@ -159,8 +160,9 @@ citus_into() {
 	cp -a "$REPO_ROOT/scripts" "$dir/opt/perpca/repo/"
 	mkdir -p "$dir/opt/perpca/shared/vendor"
 	cp -a "${PERPCA_CITUS_SOURCE:-$vendor}/." "$dir/opt/perpca/shared/vendor/"
-	local out rc=0
+	local out rc=0 t0=$SECONDS
 	out=$(in_root "$dir" PERPCA_PG_MAJOR="$n" bash /opt/perpca/repo/scripts/citus.sh build 2>>"$ROOTFS_CACHE/rootfs-$n.log") || rc=$?
+	say "time: Citus in rootfs-$n (built or found in its cache): $((SECONDS - t0)) s" >&2
 	rm -rf "$dir/opt/perpca"
 	case "$rc" in
 		0) say "Citus for PostgreSQL $n: $out" >&2 ;;
@@ -173,6 +175,7 @@ cmd_ensure() {
 	local n=$1
 	suite_for "$n" >/dev/null || die "no root filesystem for PostgreSQL $n (17 or 18)"
 	need_root "$n"
+	local t0=$SECONDS
 	mkdir -p "$ROOTFS_CACHE"
 	exec 8>"$ROOTFS_CACHE/rootfs-$n.lock"
 	flock 8
@@ -185,6 +188,7 @@ cmd_ensure() {
 		die "package installation into rootfs-$n failed (log: $ROOTFS_CACHE/rootfs-$n.log)"
 	citus_into "$n"
 	flock -u 8
+	say "time: rootfs-$n ready (made, or checked and updated): $((SECONDS - t0)) s" >&2
 	echo "$dir"
 }
 
@@ -225,7 +229,7 @@ cmd_run() {
 	local -a pass=()
 	for v in CI TERM PROVE_FLAGS PG_TEST_EXTRA $(compgen -e PERPCA_); do
 		# (paths on the host mean nothing inside)
-		case "$v" in PERPCA_ROOTFS_CACHE | PERPCA_CITUS_* | PERPCA_PGVECTOR_* | PERPCA_ASAN_PREFIX | PERPCA_DEBIAN_MIRROR) continue ;; esac
+		case "$v" in PERPCA_ROOTFS_CACHE | PERPCA_CACHE_DIR | PERPCA_LOCK_DIR | PERPCA_CITUS_* | PERPCA_PGVECTOR_* | PERPCA_ASAN_PREFIX | PERPCA_DEBIAN_MIRROR) continue ;; esac
 		[ -n "${!v+x}" ] && pass+=("$v=${!v}")
 	done
 	in_root "$run" "${pass[@]}" PERPCA_PG_MAJOR="$n" PERPCA_IN_ROOTFS="$n" "$@" || rc=$?

@@ -34,8 +34,11 @@
 /* LOBPCG iterations without halving the residual after which it stops (at rounding level) */
 #define LOBPCG_STAGNATION 10
 /* The client's spectrum (lambda_max and the starts' local PCs): residual / lambda_max, iterations */
+#define SPECTRUM_EXACT_DIM 96
 #define SPECTRUM_TOL 1e-6
 #define SPECTRUM_MAX_ITER 200
+/* Block of fit_top_eigenvalue's LOBPCG */
+#define TOP_EIGENVALUE_BLOCK 16
 /* Subspace iterations of an approximate local-PC computation (starts). */
 #define LOCAL_PCS_ITER 8
 
@@ -825,7 +828,7 @@ client_spectrum(FitClient *c)
 
 	if (c->pc_L != NULL)
 		return true;
-	if (c->S != NULL ? d <= BEST_RESPONSE_EXACT_DIM : (2 * b > n || kk > d))
+	if (c->S != NULL ? d <= SPECTRUM_EXACT_DIM : (2 * b > n || kk > d))
 		return false;
 	if (c->S == NULL)
 		op.G = thin_gram(c);
@@ -871,6 +874,35 @@ client_spectrum(FitClient *c)
 	return true;
 }
 
+double
+fit_top_eigenvalue(int n, const double *A, double rtol)
+{
+	int			b = Min(n, TOP_EIGENVALUE_BLOCK);
+	FitClient	c = {0};
+	SymOp		op = {n, NULL, A, NULL, 0};
+	double	   *X = palloc(sizeof(double) * n * b),
+			   *AX = palloc(sizeof(double) * n * b),
+			   *theta = palloc(sizeof(double) * b),
+				top;
+	uint64		state = UINT64CONST(0x9E3779B97F4A7C15);
+
+	/* a client without S_i: only its counters and workspace are used */
+	c.d = n;
+	c.W = X;
+	fit_fill_gaussian(&state, n, b, X, b);
+	op_orthonormalize(&c, &op, X, b);
+	op_apply(&c, &op, X, b, AX);
+	lobpcg(&c, &op, X, AX, b, theta, 1, 0.0, 0);
+	lobpcg(&c, &op, X, AX, b, theta, 1, rtol * Max(theta[0], 1e-300), SPECTRUM_MAX_ITER);
+	top = theta[0];
+	if (c.work != NULL)
+		pfree(c.work);
+	pfree(X);
+	pfree(AX);
+	pfree(theta);
+	return top;
+}
+
 void
 client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 {
@@ -884,7 +916,7 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 	CHECK_FOR_INTERRUPTS();
 	pcs->L = palloc(sizeof(double) * d * Max(k, 1));
 	pcs->lambda = palloc(sizeof(double) * Max(k, 1));
-	if (exact || d <= BEST_RESPONSE_EXACT_DIM || k == 0)
+	if (exact || d <= SPECTRUM_EXACT_DIM || k == 0)
 	{
 		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
 		return;

@@ -158,6 +158,9 @@ extern void fit_retract(FitRetraction how, int m, int n, double *A, int lda);
 /* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */
 extern void fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz);
 
+/* lambda_max of the symmetric positive semidefinite n x n A by block LOBPCG, to a residual of rtol lambda_max. */
+extern double fit_top_eigenvalue(int n, const double *A, double rtol);
+
 /* Top k left singular vectors of A (m x n, destroyed) into Z, singular values into sigma (or NULL). */
 extern void fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma);
 

@@ -8,15 +8,11 @@
 
 #include <math.h>
 
-#include "miscadmin.h"
-
 #include "fit_sums.h"
 #include "linalg.h"
 
 /* theta_est: dimension above which lambda_max is iterated instead of a dsyevr (d^3) */
 #define THETA_EXACT_DIM 1024
-#define THETA_BLOCK 32
-#define THETA_ITERATIONS 100
 
 FitSums *
 fit_sums_create(int d, int r1)
@@ -73,41 +69,6 @@ fit_report_round(int t)
 	return t == 1 || t == 2 || t == 5;
 }
 
-/*
- * lambda_max of the symmetric positive semidefinite d x d A by block
- * subspace iteration (THETA_BLOCK columns): A has rank sum_i r2_i, so a
- * block that wide spans its range after one product; otherwise the top Ritz
- * value rises to lambda_max.  To a residual of 1e-10 lambda or
- * THETA_ITERATIONS products (d^2 each, against d^3 for a tridiagonalization).
- */
-static double
-top_eigenvalue_iterative(int d, const double *A)
-{
-	int			b = Min(d, THETA_BLOCK);
-	double	   *X = palloc(sizeof(double) * d * b),
-			   *Y = palloc(sizeof(double) * d * b),
-			   *theta = palloc(sizeof(double) * b),
-				top;
-	uint64		state = UINT64CONST(0x9E3779B97F4A7C15);
-
-	fit_fill_gaussian(&state, d, b, X, b);
-	for (int it = 0;; it++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		fit_retract(FIT_RETRACT_QR, d, b, X, b);
-		linalg_gemm(false, false, d, b, d, 1.0, A, d, X, b, 0.0, Y, b);
-		if (fit_rayleigh_ritz(d, b, X, Y, theta, 1) <= 1e-10 * Max(theta[0], 1e-300) ||
-			it == THETA_ITERATIONS - 1)
-			break;
-		memcpy(X, Y, sizeof(double) * d * b);
-	}
-	top = theta[0];
-	pfree(X);
-	pfree(Y);
-	pfree(theta);
-	return top;
-}
-
 /* theta_est = 1 - lambda_max(A / W) for A = sum_i w_i V_i V_i' (d x d, destroyed); NaN without locals. */
 double
 fit_theta(double *A, int d, double W, bool any)
@@ -117,8 +78,9 @@ fit_theta(double *A, int d, double W, bool any)
 
 	if (!any)
 		return NAN;
+	/* above THETA_EXACT_DIM, d^2 per LOBPCG product against d^3 for a tridiagonalization */
 	if (d > THETA_EXACT_DIM)
-		return 1.0 - top_eigenvalue_iterative(d, A) / W;
+		return 1.0 - fit_top_eigenvalue(d, A, 1e-9) / W;
 	Z = palloc(sizeof(double) * d);
 	fit_eigh_top(d, A, 1, &top, Z, 1);
 	pfree(Z);
