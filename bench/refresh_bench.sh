@@ -10,7 +10,9 @@
 # new period (new_fraction of the rows, default 0.1, plus one new client),
 # then, best of 3 each:
 #   cold   perpca_train(..., replace => true) with the recorded options
-#   warm   perpca_refresh(model)  (init => 'given' from the stored components)
+#   warm   perpca_refresh(model)  (the stored components one of the starts;
+#          the statistics changed, so it fits: a refresh of unchanged
+#          statistics fits nothing, see docs/operations.md)
 # and prints rounds (perpca_last_fit) and milliseconds of both, and the ratio.
 # The fits read only the statistics table, so the times are those of the
 # rounds plus storing the model.  KEEP=1 keeps the database.

@@ -285,6 +285,14 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 	ml->present = true;
 }
 
+Oid
+model_lock_history(ModelLock *ml, ModelLockMode mode, bool wait)
+{
+	if (!OidIsValid(ml->nsp))
+		return InvalidOid;
+	return lock_relation(ml, psprintf("%s_history", ml->base), mode, wait);
+}
+
 static ModelLockMode
 lock_mode_arg(const char *purpose)
 {
@@ -368,6 +376,7 @@ perpca_drop(PG_FUNCTION_ARGS)
 	bool		if_exists = PG_GETARG_BOOL(1);
 	ModelLock	ml;
 	StringInfoData cmd;
+	Oid			history;
 
 	model_lock(&ml, model, MODEL_LOCK_DROP, true, if_exists);
 	if (!ml.present)
@@ -382,11 +391,14 @@ perpca_drop(PG_FUNCTION_ARGS)
 				 errmsg("table %s is not the info table of a perpca model", relid_name(ml.relid[MODEL_REL_INFO])),
 				 errdetail("It has no column \"version\" of type bigint."),
 				 errhint("perpca_drop drops only models stored by perpca_train(); drop other tables with DROP TABLE.")));
+	history = model_lock_history(&ml, MODEL_LOCK_DROP, true);
 	/* In lock order; every name qualified, nothing else in the command. */
 	initStringInfo(&cmd);
 	appendStringInfoString(&cmd, "DROP TABLE ");
 	for (int i = 0; i < MODEL_NRELS; i++)
 		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", relid_name(ml.relid[i]));
+	if (OidIsValid(history))
+		appendStringInfo(&cmd, ", %s", relid_name(history));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute(cmd.data, false, 0) != SPI_OK_UTILITY)

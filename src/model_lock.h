@@ -11,7 +11,9 @@
  *      creation of a model that does not exist yet;
  *   2. <model>_info, then <model>_clients, then <model>_components, each
  *      looked up again after its lock is granted (a drop committed meanwhile
- *      shows as a missing model, 42704, never as a half-read one).
+ *      shows as a missing model, 42704, never as a half-read one);
+ *   3. <model>_history, when it exists (model_lock_history), in the same
+ *      mode; models stored before 0.3.0 have none until their first refresh.
  *
  * Readers lock AccessShareLock, writers ShareRowExclusiveLock (readers go
  * on, other writers wait), drop AccessExclusiveLock.  The relations are
@@ -69,6 +71,13 @@ extern void model_lock(ModelLock *ml, const char *model, ModelLockMode mode, boo
 /* model_lock() with messages naming the model as display (when not NULL). */
 extern void model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMode mode,
 						  bool wait, bool missing_ok);
+
+/*
+ * After model_lock(): look up and lock <model>_history in mode (third in the
+ * lock order); InvalidOid when there is none.  Writers and drop must have
+ * the privileges of its owner.
+ */
+extern Oid	model_lock_history(ModelLock *ml, ModelLockMode mode, bool wait);
 
 /* The error for a model that does not exist (42704); hint NULL: "Create it with perpca_train()." */
 pg_noreturn extern void model_missing_error(const char *model, const char *schema, const char *base,

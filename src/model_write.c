@@ -12,11 +12,11 @@
  * called from here under that same search_path:
  *
  *   perpca_internal.train(schema, base, model, query, options, replace, path, feature_names)
- *   perpca_internal.refresh(schema, base, model, warm)
+ *   perpca_internal.refresh(schema, base, model, warm, on_error)
  *
  * The model is locked here first, through model_lock.c (the one lock order
- * of every function that touches a model), and stays locked to the end of
- * the transaction.
+ * of every function that touches a model: its three tables, then its
+ * history), and stays locked to the end of the transaction.
  *
  * The query of a model runs with the recorded search_path, at train and at
  * every refresh, as the model's owner inside a security-restricted
@@ -37,7 +37,9 @@
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/plancache.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
@@ -48,6 +50,7 @@
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
+PG_FUNCTION_INFO_V1(perpca_query_shape);
 
 /*
  * The caller's search_path as schema names: the schemas it names that exist
@@ -167,6 +170,7 @@ perpca_train(PG_FUNCTION_ARGS)
 	/* Lock first, then look: of sessions creating one model at once, one
 	 * creates it and the others find it (and replace it, or fail cleanly). */
 	model_lock(&ml, model, MODEL_LOCK_WRITE, true, true);	/* may create it */
+	(void) model_lock_history(&ml, MODEL_LOCK_WRITE, true);
 	values[0] = CStringGetTextDatum(ml.schema);
 	values[1] = CStringGetTextDatum(ml.base);
 	values[2] = CStringGetTextDatum(model);
@@ -183,26 +187,88 @@ perpca_train(PG_FUNCTION_ARGS)
 }
 
 /*
- * perpca_refresh(model, warm, wait) RETURNS TABLE (model_name, version,
- *   n_clients, clients_added, clients_dropped, warm_start, rounds_run,
- *   converged, objective)
+ * perpca_refresh(model, warm, wait, on_error) RETURNS TABLE (version, at,
+ *   kind, clients, rows, rounds_run, converged, objective, seconds, role,
+ *   warning, entry, outcome, starts, clients_added, clients_dropped,
+ *   warm_start): the row appended to the model's history
  */
 Datum
 perpca_refresh(PG_FUNCTION_ARGS)
 {
 	char	   *model = text_arg(fcinfo, "model");
+	char	   *on_error = text_arg(fcinfo, "on_error");
+	bool		wait = bool_arg(fcinfo, "wait", false);
 	ModelLock	ml;
-	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, BOOLOID};
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, BOOLOID, TEXTOID};
 	Datum		values[5];
 
+	if (strcmp(on_error, "raise") != 0 && strcmp(on_error, "record") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid on_error \"%s\"", on_error),
+				 errhint("Use 'raise' (a failed refresh is an error) or 'record' (it is recorded in the model's history, with a WARNING).")));
 	/* Lock first, then read: a refresh that waited starts from the model the other one stored. */
-	model_lock(&ml, model, MODEL_LOCK_WRITE, bool_arg(fcinfo, "wait", false), false);
+	model_lock(&ml, model, MODEL_LOCK_WRITE, wait, false);
 	if (!ml.present)
 		model_missing_error(model, ml.schema, ml.base, NULL);
+	(void) model_lock_history(&ml, MODEL_LOCK_WRITE, wait);
 	values[0] = CStringGetTextDatum(ml.schema);
 	values[1] = CStringGetTextDatum(ml.base);
 	values[2] = CStringGetTextDatum(model);
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
-	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4)",
-						4, types, values, NULL);
+	values[4] = CStringGetTextDatum(on_error);
+	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
+						5, types, values, NULL);
+}
+
+/*
+ * perpca_internal.query_shape(query text, search_path text) RETURNS jsonb:
+ * the result columns of query, [{"name": .., "type": oid, "base": oid}]
+ * (base: the type under any domain), from planning it (not running it) as
+ * the current user with search_path set to the given one.  Called by
+ * stage_fill, inside run_as (as the model's owner, restricted), to tell a
+ * query of perpca_stats from one of feature columns.
+ */
+Datum
+perpca_query_shape(PG_FUNCTION_ARGS)
+{
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *path = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int			nestlevel;
+	SPIPlanPtr	plan;
+	List	   *sources;
+	TupleDesc	desc;
+	StringInfoData buf;
+	Datum		result;
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* As stage_fill runs it: the one query, as a subquery. */
+	plan = SPI_prepare(psprintf("SELECT * FROM (%s\n) AS q", query), 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	sources = SPI_plan_get_plan_sources(plan);
+	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("the query of a model must be one SELECT")));
+	desc = ((CachedPlanSource *) linitial(sources))->resultDesc;
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		appendStringInfoString(&buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
+		escape_json(&buf, NameStr(att->attname));
+		appendStringInfo(&buf, ", \"type\": %u, \"base\": %u}", att->atttypid, getBaseType(att->atttypid));
+	}
+	appendStringInfoChar(&buf, ']');
+	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
+	result = DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+	PG_RETURN_DATUM(result);
 }

@@ -127,16 +127,119 @@ BEGIN
             scale_factors float8[],
             constant_features int[],
             search_path text,
-            feature_names text[])$f$, info);
+            feature_names text[],
+            stats_digest text)$f$, info);
     EXECUTE format('COMMENT ON TABLE %s IS %L', components,
         'perpca model ' || base || ': global (client NULL) and local principal components');
     EXECUTE format('COMMENT ON TABLE %s IS %L', clients,
         'perpca model ' || base || ': one row per client (mean, explained-variance ratios, training error)');
     EXECUTE format('COMMENT ON TABLE %s IS %L', info,
         'perpca model ' || base || ': options, source query and the search_path it runs with, key type, diagnostics and version of the fit');
+    PERFORM perpca_internal.history_create(schema_name, base);
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.model_create(text, text) IS 'internal: creates the tables of a new model';
+COMMENT ON FUNCTION perpca_internal.model_create(text, text) IS 'internal: creates the tables of a new model (and its history table when there is none)';
+
+-- A model's history: one row per train and refresh, in <model>_history,
+-- a plain table of the model's owner (dumped with the model, dropped by
+-- perpca_drop, locked after the model's three tables: model_lock.c).  Read
+-- by perpca_model_history (src/model_history.c, the checked C reader).
+CREATE OR REPLACE FUNCTION perpca_internal.history_create(schema_name text, base text) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    history text := format('%I.%I', schema_name, base || '_history');
+BEGIN
+    IF to_regclass(history) IS NOT NULL THEN
+        RETURN;                 -- a model trained again under its old name continues its history
+    END IF;
+    EXECUTE format($f$
+        CREATE TABLE %s (
+            entry int PRIMARY KEY CHECK (entry OPERATOR(pg_catalog.>=) 1),
+            version bigint,
+            at timestamptz NOT NULL,
+            kind text NOT NULL CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['train', 'refresh'])),
+            clients int,
+            rows bigint,
+            rounds_run int,
+            converged boolean,
+            objective float8,
+            seconds float8,
+            role name,
+            warning text,
+            outcome text NOT NULL CHECK (outcome OPERATOR(pg_catalog.=) ANY (ARRAY['fitted', 'unchanged', 'failed'])),
+            starts jsonb,
+            clients_added int,
+            clients_dropped int,
+            warm_start boolean,
+            digest text)$f$, history);
+    EXECUTE format('COMMENT ON TABLE %s IS %L', history,
+        'perpca model ' || base || ': one row per train and refresh (perpca_model_history)');
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.history_create(text, text) IS
+    'internal: creates the history table of a model, unless it exists';
+
+-- Append one row (jsonb, by column name) to a model's history, as the model's
+-- owner (through run_as); the row with its entry number.  A model stored
+-- before 0.3.0 gets its history table here, at its first refresh; when its
+-- owner may not create tables in the model's schema, the row is returned
+-- but not kept (NOTICE).
+CREATE OR REPLACE FUNCTION perpca_internal.history_append(schema_name text, base text, r jsonb) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    history text := format('%I.%I', schema_name, base || '_history');
+    rel regclass := to_regclass(history);
+    entry int;
+    version bigint;
+BEGIN
+    -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
+    IF NOT r ? 'version' THEN
+        EXECUTE format('SELECT version FROM %I.%I', schema_name, base || '_info') INTO version;
+        r := r || jsonb_build_object('version', version);
+    END IF;
+    IF rel IS NULL THEN
+        IF NOT has_schema_privilege(schema_name, 'CREATE') THEN
+            RAISE NOTICE 'model "%.%" keeps no history: role % may not create tables in schema %',
+                         schema_name, base, current_user, quote_ident(schema_name)
+                USING HINT = 'Grant CREATE on the schema to the model''s owner; the next refresh creates the table.';
+            RETURN r;
+        END IF;
+        PERFORM perpca_internal.history_create(schema_name, base);
+    ELSIF (SELECT c.relkind <> 'r' OR c.relowner <> current_user::regrole::oid FROM pg_class c WHERE c.oid = rel) THEN
+        RAISE EXCEPTION 'the history of model "%.%" is not a table of its owner', schema_name, base
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = format('%s is not a plain table owned by role %s.', history, current_user),
+                  HINT = 'Drop it: the next train or refresh starts a new history.';
+    END IF;
+    EXECUTE format('SELECT coalesce(max(entry), 0) + 1 FROM %s', history) INTO entry;
+    r := r || jsonb_build_object('entry', entry);
+    EXECUTE format('INSERT INTO %s SELECT * FROM jsonb_populate_record(NULL::%s, $1)', history, history) USING r;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.history_append(text, text, jsonb) IS
+    'internal: appends one row to a model''s history as its owner (creating the table of a model stored before 0.3.0) and returns it with its entry number';
+
+-- A digest (SHA-256, hex) of the staged clients (key type, key, statistics,
+-- n_local, in key byte order), the options that define the fit (without
+-- init, start and verbose, which a refresh sets) and the feature names: a
+-- refresh whose digest equals the stored one has nothing new to fit.
+CREATE OR REPLACE FUNCTION perpca_internal.stage_digest(options jsonb, feature_names text[]) RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    -- (PL/pgSQL, not SQL: its plan follows the stage, a new table at every train and refresh)
+    RETURN (SELECT encode(sha256(convert_to(concat_ws(E'\n',
+                      string_agg(concat_ws(' ', s.client_type::text, quote_literal(s.client),
+                                           encode(sha256(@extschema@.perpca_stats_send(s.stats)), 'hex'), s.n_local),
+                                 E'\n' ORDER BY s.client COLLATE "C"),
+                      (options - ARRAY['init', 'start', 'verbose'])::text,
+                      feature_names::text), 'UTF8')), 'hex')
+              FROM pg_temp.perpca_train_src s);
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.stage_digest(jsonb, text[]) IS
+    'internal: SHA-256 of the staged clients'' statistics (bit for bit, in key byte order), the options that define the fit and the feature names: what perpca_refresh compares to skip a refit of unchanged data';
 
 -- Write the clients rows of a model from the statistics of the FROM item
 -- src (client text, stats perpca_stats), which may use $4 and $5.
@@ -239,32 +342,79 @@ $$;
 COMMENT ON FUNCTION perpca_internal.stage_create(regrole) IS
     'internal: creates the temporary table that holds the clients of a train or refresh, usable by reader';
 
--- Run a clients query (client, perpca_stats[, n_local]) once into the stage,
--- with the model's search_path (recorded at train), recording the type of
--- the client key.  Called through run_as: as the model's owner (or the
--- trainer), inside a security-restricted operation, at train as at refresh.
+-- The columns of a query's result, planned (not run) as the current user
+-- with the given search_path (src/model_write.c).
+CREATE OR REPLACE FUNCTION perpca_internal.query_shape(query text, search_path text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'perpca_query_shape' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.query_shape(text, text) IS
+    'internal: the result columns of a query ([{name, type, base}], base the type under any domain), from planning it with the given search_path';
+
+-- Run a clients query once into the stage, with the model's search_path
+-- (recorded at train), recording the type of the client key.  Its rows are
+-- either (client, perpca_stats[, n_local]) or (client, numeric feature
+-- columns ...), which are aggregated here, perpca_stats(ARRAY[c1, ..]) per
+-- client (a NULL feature is an error, as in perpca_stats); then the result
+-- names the features after the columns.  Called through run_as: as the
+-- model's owner (or the trainer), inside a security-restricted operation,
+-- at train as at refresh.
 CREATE OR REPLACE FUNCTION perpca_internal.stage_fill(query text, search_path text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    command text := format(
-        'INSERT INTO pg_temp.perpca_train_src
-         SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.*
-           FROM (%s
-                ) AS q(perpca_client_key, perpca_client_stats)',
-        regexp_replace(query, '[;[:space:]]+$', ''));
+    body text := regexp_replace(query, '[;[:space:]]+$', '');
+    cols jsonb := perpca_internal.query_shape(body, search_path);
+    ncols int := jsonb_array_length(cols);
+    names text[];
+    bad text;
+    command text;
     n bigint;
 BEGIN
+    IF ncols >= 2 AND (cols -> 1 ->> 'type')::oid = '@extschema@.perpca_stats'::regtype::oid THEN
+        command := format(
+            'INSERT INTO pg_temp.perpca_train_src
+             SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.*
+               FROM (%s
+                    ) AS q(perpca_client_key, perpca_client_stats)', body);
+    ELSE
+        SELECT string_agg(format('%s (%s)', quote_ident(c ->> 'name'), format_type((c ->> 'type')::oid, NULL)),
+                          ', ' ORDER BY i)
+          INTO bad
+          FROM jsonb_array_elements(cols) WITH ORDINALITY AS t(c, i)
+         WHERE i > 1 AND (c ->> 'base')::oid <> ALL (ARRAY['int2'::regtype, 'int4'::regtype, 'int8'::regtype,
+                                                           'float4'::regtype, 'float8'::regtype,
+                                                           'numeric'::regtype]::oid[]);
+        IF ncols < 2 OR bad IS NOT NULL THEN
+            RAISE EXCEPTION 'a model''s query must return a client key, then perpca_stats or numeric feature columns'
+                USING ERRCODE = 'datatype_mismatch',
+                      DETAIL = CASE WHEN ncols < 2 THEN format('The query returns %s column.', ncols)
+                                    ELSE format('Not numeric: %s.', bad) END,
+                      HINT = 'Return (client, perpca_stats(x) ... GROUP BY client), or (client, c1, c2, ...) with '
+                             'numeric columns (smallint, integer, bigint, real, double precision, numeric).';
+        END IF;
+        SELECT array_agg(c ->> 'name' ORDER BY i) INTO names
+          FROM jsonb_array_elements(cols) WITH ORDINALITY AS t(c, i) WHERE i > 1;
+        SELECT format(
+            'INSERT INTO pg_temp.perpca_train_src (client_type, client, stats)
+             SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.perpca_client_key,
+                    @extschema@.perpca_stats(ARRAY[%s])
+               FROM (%s
+                    ) AS q(perpca_client_key, %s)
+              GROUP BY q.perpca_client_key',
+            string_agg(format('q.perpca_f%s::pg_catalog.float8', i), ', ' ORDER BY i), body,
+            string_agg(format('perpca_f%s', i), ', ' ORDER BY i))
+          INTO command
+          FROM generate_series(1, ncols - 1) AS i;
+    END IF;
     -- Only the query runs with the model's search_path: everything else here
     -- is evaluated before and after (the function's SET restores it on error).
     PERFORM set_config('search_path', search_path, true);
     EXECUTE command;
     GET DIAGNOSTICS n = ROW_COUNT;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    RETURN jsonb_build_object('clients', n);
+    RETURN jsonb_build_object('clients', n, 'feature_names', to_jsonb(names));
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.stage_fill(text, text) IS
-    'internal: runs a clients query into the temporary stage of a train or refresh with the given search_path, with its key type';
+    'internal: runs a clients query into the temporary stage of a train or refresh with the given search_path, with its key type; a query of numeric feature columns is aggregated per client (perpca_stats) and its column names returned as feature_names';
 
 -- Fit the staged clients and store the result as model schema_name.base
 -- (new, or replacing the rows of an existing one); the caller holds the
@@ -274,8 +424,7 @@ COMMENT ON FUNCTION perpca_internal.stage_fill(text, text) IS
 CREATE OR REPLACE FUNCTION perpca_internal.model_store(schema_name text, base text, source_query text,
                                                        options jsonb, search_path text,
                                                        feature_names text[] DEFAULT NULL)
-RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
-               objective float8, theta_est float8)
+RETURNS jsonb
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp SET extra_float_digits = 3 AS $$
 DECLARE
@@ -290,6 +439,10 @@ DECLARE
     merged @extschema@.perpca_stats;
     total float8;
     added text;
+    digest text;
+    version bigint;
+    nrows bigint;
+    starts jsonb;
 BEGIN
     SELECT format_type(s.client_type, NULL) INTO key_type FROM pg_temp.perpca_train_src s LIMIT 1;
     SELECT * INTO STRICT f
@@ -308,6 +461,12 @@ BEGIN
     END IF;
     SELECT @extschema@.perpca_merge(s.stats ORDER BY s.client COLLATE "C") INTO merged FROM pg_temp.perpca_train_src s;
     gmean := @extschema@.perpca_mean(merged);
+    nrows := @extschema@.perpca_count(merged);
+    digest := perpca_internal.stage_digest(opts, feature_names);
+    SELECT jsonb_agg(jsonb_build_object('start', st.start, 'rounds_run', st.rounds_run, 'objective', st.objective,
+                                        'converged', st.converged, 'chosen', st.chosen))
+      INTO starts FROM @extschema@.perpca_last_fit_starts() AS st;
+    version := nextval('@extschema@.perpca_model_version');
 
     -- Swap: lock out other writers of this model (readers go on), then replace the rows.
     IF to_regclass(info) IS NOT NULL THEN
@@ -319,7 +478,7 @@ BEGIN
         SELECT string_agg(format('ADD COLUMN %I %s', c.name, c.type), ', ') INTO added
           FROM (VALUES ('client_type', 'text'), ('options', 'jsonb'), ('scale_factors', 'float8[]'),
                        ('constant_features', 'int[]'), ('search_path', 'text'),
-                       ('feature_names', 'text[]')) AS c(name, type)
+                       ('feature_names', 'text[]'), ('stats_digest', 'text')) AS c(name, type)
          WHERE NOT EXISTS (SELECT FROM pg_attribute a
                             WHERE a.attrelid = info::regclass AND a.attname = c.name AND NOT a.attisdropped);
         IF added IS NOT NULL THEN
@@ -351,18 +510,19 @@ BEGIN
               'theta_est', diag -> 'theta_est', 'step_used', diag -> 'step',
               'fit_seconds', diag -> 'seconds', 'global_mean', to_jsonb(gmean),
               'total_variance', total, 'fitted_at', now(),
-              'version', nextval('@extschema@.perpca_model_version'), 'client_type', key_type,
+              'version', version, 'client_type', key_type,
               'options', opts, 'scale_factors', to_jsonb(f.scale_factors),
               'constant_features', to_jsonb(f.constant_features), 'search_path', search_path,
-              'feature_names', to_jsonb(feature_names));
+              'feature_names', to_jsonb(feature_names), 'stats_digest', digest);
 
-    RETURN QUERY SELECT base, (diag ->> 'd')::int, (diag ->> 'n_clients')::int,
-                        (diag ->> 'rounds_run')::int, (diag ->> 'converged')::boolean,
-                        (diag ->> 'objective')::float8, (diag ->> 'theta_est')::float8;
+    RETURN jsonb_build_object('model_name', base, 'd', diag -> 'd', 'n_clients', diag -> 'n_clients',
+                              'rounds_run', diag -> 'rounds_run', 'converged', diag -> 'converged',
+                              'objective', diag -> 'objective', 'theta_est', diag -> 'theta_est',
+                              'version', version, 'rows', nrows, 'starts', starts, 'digest', digest);
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.model_store(text, text, text, jsonb, text, text[]) IS
-    'internal: fits the staged clients with options (jsonb) and stores (or replaces) the model''s rows, with the effective options, the search_path its query runs with and the names of its features (NULL: unnamed)';
+    'internal: fits the staged clients with options (jsonb) and stores (or replaces) the model''s rows, with the effective options, the search_path its query runs with, the names of its features (NULL: unnamed) and the digest of its statistics; returns the fit''s figures, version, rows and starts (jsonb) for the history';
 
 -- Run a warm-start query (client, kind, component, pc) once into a temporary
 -- table, as the caller and with the model's search_path, readable by reader.
@@ -398,7 +558,10 @@ RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged 
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     info text := format('%I.%I', schema_name, base || '_info');
+    began timestamptz := clock_timestamp();
     owner regrole;
+    staged jsonb;
+    names text[];
     r jsonb;
 BEGIN
     -- perpca_train (C) holds the model's write lock (model_lock.c) and checked the owner.
@@ -417,20 +580,35 @@ BEGIN
     -- The caller's query runs once, as the caller, the way every refresh
     -- will run it: restricted, with the recorded search_path.
     PERFORM perpca_internal.stage_create(owner);
-    PERFORM perpca_internal.run_as(current_user::regrole, 'SELECT perpca_internal.stage_fill($1, $2)',
-                                   query, search_path);
-    IF owner::oid = current_user::regrole::oid THEN
-        RETURN QUERY SELECT * FROM perpca_internal.model_store(schema_name, base, query, options, search_path,
-                                                               feature_names);
-    ELSE
-        -- Another role's model is written as that role.
-        r := perpca_internal.run_as(owner,
-                 'SELECT pg_catalog.to_jsonb(s) FROM perpca_internal.model_store($1, $2, $3, $4, $5, $6) AS s',
-                 schema_name, base, query, options, search_path, feature_names);
-        RETURN QUERY SELECT r ->> 'model_name', (r ->> 'd')::int, (r ->> 'n_clients')::int,
-                            (r ->> 'rounds_run')::int, (r ->> 'converged')::boolean,
-                            (r ->> 'objective')::float8, (r ->> 'theta_est')::float8;
+    staged := perpca_internal.run_as(current_user::regrole, 'SELECT perpca_internal.stage_fill($1, $2)',
+                                     query, search_path);
+    -- A query of feature columns names the features; feature_names, when
+    -- given too, must say the same (a refresh reads the names from the query).
+    names := feature_names;
+    IF jsonb_typeof(staged -> 'feature_names') = 'array' THEN
+        names := ARRAY(SELECT t.e FROM jsonb_array_elements_text(staged -> 'feature_names') WITH ORDINALITY AS t(e, i)
+                        ORDER BY t.i);
+        IF feature_names IS NOT NULL AND feature_names IS DISTINCT FROM names THEN
+            RAISE EXCEPTION 'feature_names differ from the names of the query''s feature columns'
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = format('The query''s feature columns are %s; feature_names are %s.', names, feature_names),
+                      HINT = 'Name the columns in the query instead (SELECT client, a AS name, ...): every refresh reads the names from it.';
+        END IF;
     END IF;
+    -- Another role's model is written as that role.
+    r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_store($1, $2, $3, $4, $5, $6)',
+                                schema_name, base, query, options, search_path, names);
+    PERFORM perpca_internal.run_as(owner, 'SELECT perpca_internal.history_append($1, $2, $3)', schema_name, base,
+        jsonb_build_object('version', r -> 'version', 'at', clock_timestamp(), 'kind', 'train',
+                           'clients', r -> 'n_clients', 'rows', r -> 'rows', 'rounds_run', r -> 'rounds_run',
+                           'converged', r -> 'converged', 'objective', r -> 'objective',
+                           'seconds', extract(epoch FROM clock_timestamp() - began), 'role', current_user,
+                           'warning', CASE WHEN NOT (r ->> 'converged')::boolean THEN
+                                          format('did not converge in %s rounds', r ->> 'rounds_run') END,
+                           'outcome', 'fitted', 'starts', r -> 'starts', 'digest', r -> 'digest'));
+    RETURN QUERY SELECT r ->> 'model_name', (r ->> 'd')::int, (r ->> 'n_clients')::int,
+                        (r ->> 'rounds_run')::int, (r ->> 'converged')::boolean,
+                        (r ->> 'objective')::float8, (r ->> 'theta_est')::float8;
     DROP TABLE pg_temp.perpca_train_src;
     IF to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
         DROP TABLE pg_temp.perpca_train_start;
@@ -438,7 +616,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.train(text, text, text, text, jsonb, boolean, text, text[]) IS
-    'internal: the body of perpca_train: checks and locks the model, stages the query as the caller the way a refresh will run it, fits and stores (as the owner when the model is another role''s)';
+    'internal: the body of perpca_train: checks and locks the model, stages the query as the caller the way a refresh will run it (numeric feature columns aggregated, their names the feature names), fits, stores and appends to the history as the model''s owner';
 
 -- Options: named arguments with DEFAULT NULL, read by name in C
 -- (src/model_write.c, src/fit_options.c), which holds every default.

@@ -48,3 +48,13 @@ RETURNS TABLE (client text, cluster int, distance_to_center float8)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_clusters(text, int) IS
     'spectral clustering of the clients by their local subspaces, as the paper does: affinity 1 - rho/2 (rho as perpca_similarity), the top k eigenvectors of D^-1/2 A D^-1/2 divided by sqrt(D), k-means with a fixed seed (the same clusters on every call), clusters numbered by their first client (bytewise); distance_to_center is the client''s distance to its cluster''s centre in that embedding; k NULL: the largest eigengap among k = 2 .. 20, named in a NOTICE';
+
+-- A model's history (src/model_history.c reads <model>_history, written by
+-- perpca_train and perpca_refresh through perpca_internal.history_append).
+CREATE OR REPLACE FUNCTION perpca_model_history(model text)
+RETURNS TABLE (version bigint, at timestamptz, kind text, clients int, "rows" bigint, rounds_run int,
+               converged boolean, objective float8, seconds float8, role name, warning text,
+               entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean)
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_model_history(text) IS
+    'one row per perpca_train (kind ''train'') and perpca_refresh (kind ''refresh'') of the model, in order (entry): the model version it left, when it ended, clients and rows fitted, rounds run, convergence, objective, wall-clock seconds, the role that ran it, a warning (not converged; ''unchanged: ...''; ''failed: SQLSTATE: message''), outcome ''fitted'', ''unchanged'' (nothing fitted) or ''failed'' (the old model stayed), the starts of the fit with their rounds, and for a refresh the clients added and dropped and whether it started warm; needs SELECT on <model>_info and <model>_history; a model stored before 0.3.0 has no history until its first refresh';

@@ -18,7 +18,10 @@ COMMENT ON FUNCTION perpca_internal.run_as(regrole, text, "any") IS
     'internal: runs command (parameters $1.. from args) as role, inside a security-restricted operation with search_path = pg_catalog, pg_temp, and returns the first column (jsonb) of its first row; insufficient_privilege unless the caller has the role''s privileges';
 
 -- The refresh itself, run as the model's owner: the source query into the
--- stage, the fit and the store, and what changed.
+-- stage; when the digest of the staged statistics (and options and feature
+-- names) equals the stored one and warm is true, nothing is fitted;
+-- otherwise the fit and the store.  What happened, as jsonb (a row of the
+-- history without kind, at, seconds and role).
 CREATE OR REPLACE FUNCTION perpca_internal.model_refresh(schema_name text, base text, warm boolean)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
@@ -29,11 +32,14 @@ DECLARE
     m jsonb;
     options jsonb;
     path text;
-    fit record;
+    fit jsonb;
+    staged jsonb;
+    names text[];
+    digest text;
     use_start boolean;
+    personalized boolean := true;
     before text[];
     after text[];
-    version bigint;
 BEGIN
     -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
     PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
@@ -43,6 +49,35 @@ BEGIN
     options := coalesce(m -> 'options', (m - 'rounds') || jsonb_build_object('rounds', m -> 'rounds_max'))
                || jsonb_build_object('n_global', m -> 'n_global', 'n_local', m -> 'n_local');
     path := coalesce(m ->> 'search_path', 'pg_catalog, @extschema@');
+    staged := perpca_internal.stage_fill(m ->> 'source_query', path);
+    -- A query of feature columns names the features at every refresh.
+    names := CASE WHEN jsonb_typeof(staged -> 'feature_names') = 'array' THEN
+                      ARRAY(SELECT t.e FROM jsonb_array_elements_text(staged -> 'feature_names')
+                                            WITH ORDINALITY AS t(e, i) ORDER BY t.i)
+                  WHEN jsonb_typeof(m -> 'feature_names') = 'array' THEN
+                      ARRAY(SELECT t.e FROM jsonb_array_elements_text(m -> 'feature_names')
+                                            WITH ORDINALITY AS t(e, i) ORDER BY t.i) END;
+    -- (a model stored before 0.3.0, or missing columns of its current form, is fitted and stored anew)
+    IF warm AND m -> 'options' IS NOT NULL
+       AND m ?& ARRAY['client_type', 'scale_factors', 'constant_features', 'search_path', 'feature_names',
+                      'stats_digest']
+       AND EXISTS (SELECT FROM pg_attribute WHERE attrelid = clients::regclass AND attname = 'residual_moments'
+                                             AND NOT attisdropped) THEN
+        -- (personalized clients are not in the query: a refresh drops them, so it fits)
+        EXECUTE format('SELECT EXISTS (SELECT FROM %s WHERE source = %L)', clients, 'personalize') INTO personalized;
+    END IF;
+    IF warm AND m -> 'options' IS NOT NULL AND NOT personalized THEN
+        digest := perpca_internal.stage_digest(m -> 'options', names);
+        IF digest = m ->> 'stats_digest' THEN
+            RETURN jsonb_build_object(
+                'outcome', 'unchanged', 'version', m -> 'version', 'clients', m -> 'n_clients',
+                'rows', (SELECT sum(@extschema@.perpca_count(s.stats)) FROM pg_temp.perpca_train_src s),
+                'rounds_run', 0, 'converged', m -> 'converged', 'objective', m -> 'objective',
+                'clients_added', 0, 'clients_dropped', 0, 'digest', digest,
+                'warning', 'unchanged: the statistics, options and feature names are those of the stored model; nothing was fitted');
+        END IF;
+    END IF;
+
     EXECUTE format('SELECT array_agg(client) FROM %s', clients) INTO before;
     use_start := warm AND options ->> 'method' = 'perpca';
     -- warm: the stored U is one of the L-BFGS solver's starts (init 'best'
@@ -55,53 +90,80 @@ BEGIN
         'start', CASE WHEN use_start THEN format('SELECT client, kind, component, pc FROM %s', components) END,
         'verbose', false);
 
-    PERFORM perpca_internal.stage_fill(m ->> 'source_query', path);
-    SELECT * INTO STRICT fit
-      FROM perpca_internal.model_store(schema_name, base, m ->> 'source_query', options, path,
-                                       CASE WHEN jsonb_typeof(m -> 'feature_names') = 'array' THEN
-                                           ARRAY(SELECT t.e FROM jsonb_array_elements_text(m -> 'feature_names')
-                                                                 WITH ORDINALITY AS t(e, i) ORDER BY t.i) END);
+    fit := perpca_internal.model_store(schema_name, base, m ->> 'source_query', options, path, names);
 
     EXECUTE format('SELECT array_agg(client) FROM %s', clients) INTO after;
-    EXECUTE format('SELECT version FROM %s', info) INTO STRICT version;
     RETURN jsonb_build_object(
-        'model_name', fit.model_name, 'version', version, 'n_clients', fit.n_clients,
+        'outcome', 'fitted', 'version', fit -> 'version', 'clients', fit -> 'n_clients', 'rows', fit -> 'rows',
+        'rounds_run', fit -> 'rounds_run', 'converged', fit -> 'converged', 'objective', fit -> 'objective',
         'clients_added', (SELECT count(*) FROM unnest(after) AS a(c) WHERE a.c <> ALL (coalesce(before, '{}'))),
         'clients_dropped', (SELECT count(*) FROM unnest(before) AS b(c) WHERE b.c <> ALL (coalesce(after, '{}'))),
-        'warm_start', use_start, 'rounds_run', fit.rounds_run, 'converged', fit.converged,
-        'objective', fit.objective);
+        'warm_start', use_start, 'starts', fit -> 'starts', 'digest', fit -> 'digest',
+        'warning', CASE WHEN NOT (fit ->> 'converged')::boolean THEN
+                       format('did not converge in %s rounds', fit ->> 'rounds_run') END);
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.model_refresh(text, text, boolean) IS
-    'internal: the body of perpca_refresh, run as the model''s owner: stages the source query with the recorded search_path, refits with the recorded options, stores';
+    'internal: the body of perpca_refresh, run as the model''s owner: stages the source query with the recorded search_path; unless warm is false, unchanged statistics (the stored digest) are not fitted again; else refits with the recorded options and stores';
 
 -- The body of perpca_refresh (src/model_write.c resolved the name and
--- locked the model with model_lock.c, which checked its owner).
-CREATE OR REPLACE FUNCTION perpca_internal.refresh(schema_name text, base text, model text, warm boolean)
-RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int, clients_dropped int,
-               warm_start boolean, rounds_run int, converged boolean, objective float8)
+-- locked the model with model_lock.c, which checked its owner).  With
+-- on_error 'record', an error of the refit (not a cancel) is caught, the
+-- model stays as it was, and the failure is the history's row.
+CREATE OR REPLACE FUNCTION perpca_internal.refresh(schema_name text, base text, model text, warm boolean,
+                                                   on_error text)
+RETURNS TABLE (version bigint, at timestamptz, kind text, clients int, "rows" bigint, rounds_run int,
+               converged boolean, objective float8, seconds float8, role name, warning text,
+               entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean)
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
+    began timestamptz := clock_timestamp();
     owner regrole := perpca_internal.model_owner(schema_name, base);
     r jsonb;
+    state text;
+    message text;
 BEGIN
     PERFORM perpca_internal.model_check_owner(model, owner);
     PERFORM perpca_internal.stage_create(owner);
-    r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
-                                schema_name, base, warm);
+    IF on_error = 'record' THEN
+        BEGIN
+            r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
+                                        schema_name, base, warm);
+        EXCEPTION WHEN OTHERS THEN      -- not query_canceled: a cancel or timeout stays an error
+            GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+            RAISE WARNING 'refresh of model "%" failed: %', model, message
+                USING DETAIL = format('SQLSTATE %s. The model is unchanged; the failure is in its history.', state),
+                      HINT = format('SELECT * FROM perpca_model_history(%L) shows it.', model);
+            r := jsonb_build_object('outcome', 'failed', 'rounds_run', 0, 'converged', false,
+                                    'warm_start', warm, 'warning', format('failed: %s: %s', state, message));
+        END;
+    ELSE
+        r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
+                                    schema_name, base, warm);
+    END IF;
     DROP TABLE pg_temp.perpca_train_src;
-    RETURN QUERY SELECT r ->> 'model_name', (r ->> 'version')::bigint, (r ->> 'n_clients')::int,
-                        (r ->> 'clients_added')::int, (r ->> 'clients_dropped')::int,
-                        (r ->> 'warm_start')::boolean, (r ->> 'rounds_run')::int,
-                        (r ->> 'converged')::boolean, (r ->> 'objective')::float8;
+    IF r ->> 'outcome' = 'unchanged' THEN
+        RAISE NOTICE 'model "%" is unchanged: nothing was fitted', model
+            USING HINT = 'perpca_refresh(..., warm => false) refits it anyway.';
+    END IF;
+    r := perpca_internal.run_as(owner, 'SELECT perpca_internal.history_append($1, $2, $3)', schema_name, base,
+             r || jsonb_build_object('at', clock_timestamp(), 'kind', 'refresh',
+                                     'seconds', extract(epoch FROM clock_timestamp() - began),
+                                     'role', current_user));
+    RETURN QUERY SELECT * FROM jsonb_to_record(r) AS h(
+        version bigint, at timestamptz, kind text, clients int, "rows" bigint, rounds_run int,
+        converged boolean, objective float8, seconds float8, role name, warning text,
+        entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean);
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.refresh(text, text, text, boolean) IS
-    'internal: the body of perpca_refresh (the caller holds the model''s write lock): stages and refits the model as its owner';
+COMMENT ON FUNCTION perpca_internal.refresh(text, text, text, boolean, text) IS
+    'internal: the body of perpca_refresh (the caller holds the model''s write lock): stages and refits the model as its owner, appends the history row and returns it; on_error ''record'' catches a failed refit (not a cancel) into that row';
 
-CREATE OR REPLACE FUNCTION perpca_refresh(model text, warm boolean DEFAULT true, wait boolean DEFAULT false)
-RETURNS TABLE (model_name text, version bigint, n_clients int, clients_added int, clients_dropped int,
-               warm_start boolean, rounds_run int, converged boolean, objective float8)
+CREATE OR REPLACE FUNCTION perpca_refresh(model text, warm boolean DEFAULT true, wait boolean DEFAULT false,
+                                          on_error text DEFAULT 'raise')
+RETURNS TABLE (version bigint, at timestamptz, kind text, clients int, "rows" bigint, rounds_run int,
+               converged boolean, objective float8, seconds float8, role name, warning text,
+               entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean)
     AS 'MODULE_PATHNAME', 'perpca_refresh' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_refresh(text, boolean, boolean) IS
-    'refits a stored model from its recorded source query and options and swaps the result in atomically (the old model stays if the refit fails); runs as the model''s owner inside a security-restricted operation (like REFRESH MATERIALIZED VIEW) with the search_path recorded when the model was trained, so it refreshes the same from any session; only the owner or a member of the owning role may refresh (insufficient_privilege otherwise); warm => true starts from the stored components; clients new in the query get local components, clients gone from it (including personalized ones) are dropped; a second refresh of the same model fails at once (lock_not_available) unless wait => true';
+COMMENT ON FUNCTION perpca_refresh(text, boolean, boolean, text) IS
+    'refits a stored model from its recorded source query and options and swaps the result in atomically, and returns the row it appends to the model''s history (perpca_model_history); runs as the model''s owner inside a security-restricted operation (like REFRESH MATERIALIZED VIEW) with the search_path recorded when the model was trained, so it refreshes the same from any session; only the owner or a member of the owning role may refresh (insufficient_privilege otherwise); warm => true starts from the stored components and fits nothing when the statistics, options and feature names are bit for bit those of the stored model (outcome ''unchanged'', rounds_run 0, a NOTICE); warm => false always refits from scratch; clients new in the query get local components, clients gone from it (including personalized ones) are dropped; a second refresh of the same model fails at once (lock_not_available) unless wait => true; on_error ''raise'' (default): a failed refit is an error; ''record'': it is caught (not a cancel), the old model stays, a WARNING is raised and the row (outcome ''failed'', converged false, warning ''failed: SQLSTATE: message'') is appended and returned';

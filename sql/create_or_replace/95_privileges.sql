@@ -70,12 +70,16 @@ GRANT EXECUTE ON FUNCTION
 -- (b) The stage of a train or refresh: temporary tables of the caller's
 -- session (readable by the model's owner), filled by the caller's query as
 -- the current user; new tables created as the caller (CREATE on the schema
--- needed); catalog reads.
+-- needed); catalog reads; the plan (not a run) of the caller's query, as the
+-- caller (query_shape: its column names and types, as the catalog shows them).
 GRANT EXECUTE ON FUNCTION
     perpca_internal.stage_create(pg_catalog.regrole),
     perpca_internal.stage_fill(pg_catalog.text, pg_catalog.text),
     perpca_internal.stage_start(pg_catalog.text, pg_catalog.regrole, pg_catalog.text),
+    perpca_internal.stage_digest(pg_catalog.jsonb, pg_catalog.text[]),
+    perpca_internal.query_shape(pg_catalog.text, pg_catalog.text),
     perpca_internal.model_create(pg_catalog.text, pg_catalog.text),
+    perpca_internal.history_create(pg_catalog.text, pg_catalog.text),
     perpca_internal.model_owner(pg_catalog.text, pg_catalog.text),
     perpca_internal.model_check_owner(pg_catalog.text, pg_catalog.regrole)
     TO PUBLIC;
@@ -89,12 +93,13 @@ GRANT EXECUTE ON FUNCTION
 GRANT EXECUTE ON FUNCTION
     perpca_internal.train(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb,
                           pg_catalog.bool, pg_catalog.text, pg_catalog.text[]),
-    perpca_internal.refresh(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool),
+    perpca_internal.refresh(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text),
     perpca_internal.run_as(pg_catalog.regrole, pg_catalog.text, "any"),
     perpca_internal.model_lock(pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.text),
     perpca_internal.model_refresh(pg_catalog.text, pg_catalog.text, pg_catalog.bool),
     perpca_internal.model_store(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb,
                                 pg_catalog.text, pg_catalog.text[]),
+    perpca_internal.history_append(pg_catalog.text, pg_catalog.text, pg_catalog.jsonb),
     perpca_internal.model_fill_clients(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text,
                                        pg_catalog.float8[], pg_catalog.text, pg_catalog.text,
                                        @extschema@.perpca_stats, pg_catalog.float8[]),

@@ -64,3 +64,5 @@ DROP FUNCTION perpca_internal.perpca_model_lock(text, text, text, boolean);
 
 -- perpca_fit_federated gains the option hops (perpca_train and perpca_choose_ranks gain it too; their 0.2.0 signatures are dropped above).
 DROP FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text);
+-- perpca_refresh gains on_error and returns the row it appends to the model's history (issue 27).
+DROP FUNCTION perpca_refresh(text, boolean, boolean);

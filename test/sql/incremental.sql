@@ -59,7 +59,7 @@ SELECT client, n FROM inc_clients ORDER BY 1;
 -- More rows arrive; the job appends them; the refresh sees all rows without reading them.
 SELECT arrive(61, 150);
 SELECT append_job() AS upserted;
-SELECT model_name, n_clients, clients_added, clients_dropped, warm_start, converged FROM perpca_refresh('inc');
+SELECT outcome, clients, clients_added, clients_dropped, warm_start, converged FROM perpca_refresh('inc');
 SELECT client, n FROM inc_clients ORDER BY 1;
 
 -- The same model as a fit on the raw rows.
@@ -85,7 +85,7 @@ SELECT count(*) AS clients, bool_and(stats_close(s.stats, r.stats, 1e-11)) AS ro
 
 -- History is archived away: the raw rows are gone, a refresh still has all of them.
 TRUNCATE readings;
-SELECT n_clients, clients_dropped, converged FROM perpca_refresh('inc');
+SELECT clients, clients_dropped, converged FROM perpca_refresh('inc');
 SELECT client, n FROM inc_clients ORDER BY 1;
 SELECT abs(i.objective - r.objective) <= 1e-8 * abs(r.objective) AS same_objective_without_raw_rows
   FROM inc_info i, raw_info r;

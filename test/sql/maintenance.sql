@@ -74,7 +74,7 @@ SELECT * FROM app.views_match();
 
 -- A new model version (refreshed by its query) reaches the view on its next
 -- refresh; ANALYZE and VACUUM of the views run under the same restriction.
-SELECT n_clients FROM perpca.perpca_refresh('app.m');
+SELECT clients FROM perpca.perpca_refresh('app.m');
 REFRESH MATERIALIZED VIEW CONCURRENTLY app.anomaly;
 SELECT * FROM app.views_match();
 ANALYZE app.anomaly, app.client_stats;

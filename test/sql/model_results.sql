@@ -148,7 +148,7 @@ SELECT * FROM perpca_component_variance('mon');
 SELECT count(*) AS loadings_still_read FROM perpca_loadings('mon');
 \set VERBOSITY default
 SET client_min_messages = warning;
-SELECT model_name FROM perpca_refresh('mon');
+SELECT outcome FROM perpca_refresh('mon');
 RESET client_min_messages;
 SELECT count(*) AS rows, bool_and(close(v.variance, e.variance, 1e-6)) AS refreshed
   FROM perpca_component_variance('mon') v JOIN variance e USING (client, kind, component);

@@ -49,7 +49,7 @@ SELECT options ->> 'retraction' AS retraction, retraction AS retraction_column, 
        rounds_max, step, adaptive, search_path
   FROM m_info;
 -- A refresh passes them back as one value: the same options.
-SELECT model_name, n_clients, warm_start FROM perpca_refresh('m');
+SELECT outcome, clients, warm_start FROM perpca_refresh('m', warm => false);
 SELECT options ->> 'retraction' AS retraction, options ->> 'solver' AS solver, rounds_max, step FROM m_info;
 
 -- ---- groups without variance: fit, store, refresh, with a NOTICE ------------
@@ -59,12 +59,12 @@ INSERT INTO flat_obs VALUES ('one_row', '{1,2,3,4,5,6,7,8}'),
 SELECT model_name, n_clients FROM perpca_train('flat', 'SELECT client, perpca_stats(x) FROM flat_obs GROUP BY client', 2, 1);
 SELECT client, n, total_variance, global_ratio, local_ratio, residual_ratio, train_error
   FROM flat_clients WHERE total_variance = 0 ORDER BY client;
-SELECT model_name, n_clients FROM perpca_refresh('flat');
+SELECT outcome, clients FROM perpca_refresh('flat');
 DELETE FROM flat_obs WHERE client = 'constant';
-SELECT model_name, n_clients, clients_dropped FROM perpca_refresh('flat');
+SELECT outcome, clients, clients_dropped FROM perpca_refresh('flat');
 -- A new store with one row only.
 SELECT model_name, n_clients FROM perpca_train('one', $$SELECT 'x', perpca_stats('{1,2,3}'::float8[])$$, 1, 0);
-SELECT model_name, n_clients FROM perpca_refresh('one');
+SELECT outcome, clients FROM perpca_refresh('one');
 
 -- ---- perpca_train's arguments --------------------------------------------------
 SELECT * FROM perpca_train(NULL, 'SELECT 1', 1, 1);
@@ -88,7 +88,7 @@ SELECT model_name, n_clients, converged
 SELECT model_name FROM perpca_train('named', $$SELECT client, perpca_stats(x) FROM obs WHERE client <> 'new' GROUP BY client$$,
                                     2, 1, feature_names => ARRAY['f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7', 'f8']);
 SELECT feature_names FROM named_info;
-SELECT model_name FROM perpca_refresh('named');
+SELECT outcome FROM perpca_refresh('named');
 SELECT feature_names FROM named_info;
 SELECT feature IS NOT NULL AND feature LIKE 'f_' AS named_loadings, count(*) FROM perpca_loadings('named') GROUP BY 1;
 SELECT * FROM perpca_train('badnames', $$SELECT client, perpca_stats(x) FROM obs GROUP BY client$$, 2, 1,

@@ -149,7 +149,7 @@ SELECT arrays_close(projector((SELECT array_agg(pc) FROM wine_pp_components WHER
                     projector((SELECT array_agg(pc) FROM before_personalize)), 1e-8) AS personalize_ok;
 
 -- perpca_refresh reuses the stored scale option.
-SELECT model_name, n_clients, converged FROM perpca_refresh('wine_pp');
+SELECT outcome, clients, converged FROM perpca_refresh('wine_pp', warm => false);
 SELECT options ->> 'scale' AS scale_option, scale_factors IS NOT NULL AS scale_stored FROM wine_pp_info;
 
 -- perpca_choose_ranks passes scale to perpca_train: its held-out error is the scaled model's.

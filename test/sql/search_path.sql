@@ -65,7 +65,7 @@ SET search_path = hostile, pg_catalog, public;
 SELECT model_name, n_clients FROM perpca_train('sp_data.first',
     'SELECT client, perpca_stats(x) FROM sp_data.obs WHERE client OPERATOR(pg_catalog.<>) ''new'' GROUP BY client',
     2, 1, weights => 'samples');
-SELECT model_name, n_clients, clients_added, warm_start FROM perpca_refresh('sp_data.first');
+SELECT outcome, clients, clients_added, warm_start FROM perpca_refresh('sp_data.first');
 SELECT model_name, n_clients FROM perpca_train('sp_data.first',
     'SELECT client, perpca_stats(x) FROM sp_data.obs WHERE client OPERATOR(pg_catalog.<>) ''new'' GROUP BY client',
     2, 1, weights => 'samples', replace => true);
@@ -83,7 +83,7 @@ SET search_path = public, hostile;
 SELECT model_name, n_clients FROM perpca_train('sp_data.last',
     'SELECT client, perpca_stats(x) FROM sp_data.obs WHERE client <> ''new'' GROUP BY client',
     2, 1, weights => 'samples');
-SELECT model_name, n_clients FROM perpca_refresh('sp_data.last');
+SELECT outcome, clients FROM perpca_refresh('sp_data.last');
 RESET search_path;
 
 -- ---- calls: results (46_results.sql, 75_ranks.sql) ------------------------

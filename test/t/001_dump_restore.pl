@@ -59,6 +59,7 @@ CREATE TABLE obs AS
   SELECT i % 4 AS client, ARRAY(SELECT sin(i * j) + (i % 4) * cos(j) FROM generate_series(1, 6) AS j ORDER BY j) AS x
   FROM generate_series(1, 400) AS i;
 SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.obs GROUP BY client', 2, 1);
+SELECT outcome FROM perpca_refresh('m');
 });
 is($node->safe_psql('src', q{SELECT perpca_stats_form(s) FROM t WHERE id = 8}), 'thin',
 	'the d=40 value with 5 rows is thin');
@@ -74,6 +75,8 @@ SELECT md5(string_agg(format('%s|%s|%s', client, n, mean), ';' ORDER BY client))
 SELECT version FROM m_info;
 SELECT sum(perpca_model_error('m', client::text, x)) FROM obs;
 SELECT last_value FROM perpca_model_version;
+SELECT string_agg(concat_ws('|', entry, version, at, kind, clients, rows, rounds_run, converged, objective, role, outcome),
+                  ';' ORDER BY entry) FROM perpca_model_history('m');
 });
 }
 my $model_orig = model_snapshot('src');
@@ -146,7 +149,10 @@ $node->command_ok(
 	[ 'pg_restore', '--exit-on-error', '-d', 'dst_custom', "$tmp/src.dump" ],
 	'pg_restore');
 compare('pg_restore', $orig, snapshot('dst_custom', 't'));
-is(model_snapshot('dst_custom'), $model_orig, 'pg_restore: the model and its projections are identical');
+is(model_snapshot('dst_custom'), $model_orig, 'pg_restore: the model, its history and its projections are identical');
+like($model_orig, qr/\|train\|.*;2\|.*\|refresh\|.*\|unchanged$/m, 'the history dumped: the train and an unchanged refresh');
+is($node->safe_psql('dst_custom', q{SELECT entry, outcome FROM perpca_refresh('m')}), '3|unchanged',
+	'pg_restore: the restored model refreshes and its history goes on');
 
 # plain SQL dump, restored with psql
 $node->command_ok(
@@ -157,7 +163,7 @@ $node->command_ok(
 	[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', 'dst_plain', '-f', "$tmp/src.sql" ],
 	'psql restore of the plain dump');
 compare('plain dump', $orig, snapshot('dst_plain', 't'));
-is(model_snapshot('dst_plain'), $model_orig, 'plain dump: the model and its projections are identical');
+is(model_snapshot('dst_plain'), $model_orig, 'plain dump: the model, its history and its projections are identical');
 
 # binary COPY goes through perpca_stats_send / perpca_stats_recv
 $node->safe_psql('src', qq{

@@ -106,7 +106,7 @@ $reader->query_safe("SET lock_timeout = '10s'");
 is($reader->query_safe('SELECT * FROM model_view'), $old, 'reader: cached the model before the refresh');
 
 $writer->query_safe('BEGIN');
-my $refreshed = $writer->query_safe(q{SELECT version, n_clients, clients_added FROM perpca_refresh('m')});
+my $refreshed = $writer->query_safe(q{SELECT version, clients, clients_added FROM perpca_refresh('m')});
 like($refreshed, qr/^\d+\|5\|1$/, 'refresh (not committed yet) added client e');
 my ($new_version) = split /\|/, $refreshed;
 
@@ -130,7 +130,7 @@ is($node->safe_psql('postgres', 'SELECT * FROM model_view'), $after,
 
 # ---- 3. two refreshes of the same model -----------------------------------
 $writer->query_safe('BEGIN');
-my $first = $writer->query_safe(q{SELECT version FROM perpca_refresh('m')});
+my $first = $writer->query_safe(q{SELECT version FROM perpca_refresh('m', warm => false)});
 
 my ($ret, $out, $stderr) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT * FROM perpca_refresh('m')");
@@ -143,7 +143,7 @@ my $waiter = $node->background_psql('postgres', on_error_stop => 0);
 $waiter->query_safe('SET client_min_messages = warning');    # the unseen client's NOTICE
 $waiter->set_query_timer_restart;
 $waiter->query_until(qr/waiting/,
-	"\\echo waiting\nSELECT 'queued', version FROM perpca_refresh('m', wait => true);\n");
+	"\\echo waiting\nSELECT 'queued', version FROM perpca_refresh('m', wait => true, warm => false);\n");
 ok( $node->poll_query_until(
 		'postgres', q{SELECT count(*) FROM pg_stat_activity
                        WHERE wait_event_type = 'Lock' AND query LIKE '%perpca_refresh%wait => true%'},
@@ -166,7 +166,7 @@ my $tmp = PostgreSQL::Test::Utils::tempdir;
 PostgreSQL::Test::Utils::append_to_file("$tmp/reader.sql", "SELECT check_model();\n");
 PostgreSQL::Test::Utils::append_to_file("$tmp/writer.sql", q{
 INSERT INTO feed_rows SELECT client, x FROM obs WHERE client IN ('a', 'b', 'c', 'e') ORDER BY random() LIMIT 10;
-SELECT version FROM perpca_refresh('m', wait => true);
+SELECT version FROM perpca_refresh('m', wait => true, warm => false);
 });
 my $v0 = $node->safe_psql('postgres', 'SELECT version FROM m_info');
 my @connect = ('-h', $node->host, '-p', $node->port, 'postgres');

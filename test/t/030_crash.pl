@@ -96,7 +96,7 @@ is($node->safe_psql('postgres', $state_sql), $before, 'B: after restart the mode
 # ---- after recovery: the model refreshes normally ----------------------------
 $node->safe_psql('postgres', 'DROP TRIGGER stall ON m_info');
 is( $node->safe_psql(
-		'postgres', q{SELECT n_clients, clients_added FROM perpca_refresh('m')}),
+		'postgres', q{SELECT clients, clients_added FROM perpca_refresh('m')}),
 	'5|1', 'a refresh after recovery works');
 my $after = $node->safe_psql('postgres', $state_sql);
 my ($v_before) = split /\|/, $before;

@@ -162,8 +162,14 @@ is_deeply(\@differ020, [], 'from 0.2.0: every object is defined as in a fresh in
 diag("---- fresh:\n$fresh{$_}\n---- from 0.2.0:\n$from020{$_}") for @differ020;
 is($node->safe_psql('from020', $model_sql =~ s/o\.obs <= 3/true/r), $model020_before,
 	'from 0.2.0: the 0.2.0 model projects rows as before the update');
-is($node->safe_psql('from020', q{SELECT model_name, n_clients FROM perpca_refresh('m')}), 'm|5',
+is($node->safe_psql('from020', q{SELECT count(*) FROM perpca_model_history('m')}), '0',
+	'from 0.2.0: a model stored by 0.2.0 has no history before its first refresh');
+is($node->safe_psql('from020', q{SELECT outcome, clients FROM perpca_refresh('m')}), 'fitted|5',
 	'from 0.2.0: the 0.2.0 model refreshes after the update');
+is($node->safe_psql('from020', q{SELECT string_agg(entry || ' ' || kind || ' ' || outcome, ', ') FROM perpca_model_history('m')}),
+	'1 refresh fitted', 'from 0.2.0: its first refresh starts its history (as the owner)');
+is($node->safe_psql('from020', q{SELECT outcome, rounds_run FROM perpca_refresh('m')}), 'unchanged|0',
+	'from 0.2.0: the next refresh of the same data fits nothing');
 
 # ---- 2. old values and models ---------------------------------------------------
 is($node->safe_psql('upgraded', $values_sql), $values_before,
@@ -175,8 +181,8 @@ is($node->safe_psql('upgraded', q{SELECT client, kind, component, pc FROM m_comp
 
 # The 0.1.0 model is refreshed by 0.2.0, then personalized and dropped.
 my $refresh = $node->safe_psql('upgraded',
-	q{SELECT model_name, n_clients, clients_added, clients_dropped, warm_start FROM perpca_refresh('m')});
-is($refresh, 'm|5|0|0|t', 'the 0.1.0 model refreshes (warm) after the update');
+	q{SELECT outcome, clients, clients_added, clients_dropped, warm_start FROM perpca_refresh('m')});
+is($refresh, 'fitted|5|0|0|t', 'the 0.1.0 model refreshes (warm) after the update');
 my $personalized = $node->safe_psql('upgraded', q{
 SELECT count(*) FROM perpca_personalize('m', 'new', (SELECT dense FROM stats WHERE client = 'new'));
 SELECT source FROM m_clients WHERE client = 'new';

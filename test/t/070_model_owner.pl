@@ -130,7 +130,7 @@ UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(alice.probe(
 
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 my $su = $node->safe_psql('postgres', q{
-SELECT n_clients, warm_start FROM perpca_refresh('alice.m');
+SELECT clients, outcome IN ('fitted', 'unchanged') FROM perpca_refresh('alice.m');
 SELECT current_user;
 SELECT DISTINCT who, what FROM audit ORDER BY 1, 2;
 SELECT relowner::regrole FROM pg_class WHERE oid = 'alice.m_info'::regclass;
@@ -162,7 +162,7 @@ UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(x) FROM alic
 });
 is($node->safe_psql('postgres', q{
 SET search_path = public, pg_temp;
-SELECT n_clients FROM perpca_refresh('alice.m');
+SELECT clients FROM perpca_refresh('alice.m');
 }), '4', 'the source query runs with the search_path recorded at train, not the caller\'s');
 
 # A role that is not alice (nor a member of alice) may not refresh: 42501.
@@ -182,7 +182,7 @@ UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(alice.probe(
 $node->safe_psql('postgres', 'TRUNCATE audit');
 is($node->safe_psql('postgres', q{
 SET ROLE alice_friend;
-SELECT n_clients FROM perpca_refresh('alice.m');
+SELECT clients FROM perpca_refresh('alice.m');
 RESET ROLE;
 SELECT DISTINCT who FROM audit;
 }), "4\nalice", 'a member of the owning role refreshes, as the owner');

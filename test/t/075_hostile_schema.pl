@@ -155,6 +155,11 @@ SELECT * FROM perpca_train('trapdata.m', '$q', 2, 1, replace => true, scale => '
 SELECT * FROM perpca_train('trapdata.k', 'SELECT obs, perpca_stats(x) FROM trapdata.obs GROUP BY obs', 1, 1);
 SELECT * FROM perpca_refresh('trapdata.m');
 SELECT * FROM perpca_refresh('trapdata.m', warm => false, wait => true);
+SELECT * FROM perpca_refresh('trapdata.m', on_error => 'record');
+SELECT * FROM perpca_model_history('trapdata.m');
+SELECT * FROM perpca_train('trapdata.f', 'SELECT client, x[1] AS a, x[2] AS b FROM trapdata.obs', 1, 1);
+SELECT * FROM perpca_refresh('trapdata.f', warm => false);
+SELECT perpca_drop('trapdata.f');
 SELECT * FROM perpca_personalize('trapdata.m', 'new', (SELECT s FROM trapdata.one));
 SELECT * FROM perpca_personalize('trapdata.k', 7, (SELECT s FROM trapdata.one));
 SELECT * FROM perpca_evaluate('trapdata.m', '$rows');

@@ -56,7 +56,7 @@ $node->safe_psql('postgres', q{INSERT INTO app.feed_rows SELECT client, x FROM a
 my ($rc, $out, $err) = $node->psql('postgres', q{
 SET ROLE alice;
 SET search_path = pg_catalog;
-SELECT n_clients, clients_added FROM perpca.perpca_refresh('app.m');
+SELECT clients, clients_added FROM perpca.perpca_refresh('app.m');
 });
 is($rc, 0, 'the owner refreshes with search_path = pg_catalog') or diag($err);
 is($out, '4|1', 'the refresh ran the recorded query with the recorded search_path');
@@ -64,7 +64,7 @@ is($out, '4|1', 'the refresh ran the recorded query with the recorded search_pat
 $node->safe_psql('postgres', q{INSERT INTO app.feed_rows SELECT client, x FROM app.obs WHERE client = 'e'});
 ($rc, $out, $err) = $node->psql('postgres', q{
 SET search_path = pg_catalog;
-SELECT n_clients, clients_added FROM perpca.perpca_refresh('app.m');
+SELECT clients, clients_added FROM perpca.perpca_refresh('app.m');
 });
 is($rc, 0, 'a superuser refreshes from search_path = pg_catalog') or diag($err);
 is($out, '5|1', 'as the owner, with the recorded search_path');
@@ -104,7 +104,7 @@ ALTER TABLE app.old_info DROP COLUMN search_path;
 });
 ($rc, $out, $err) = $node->psql('postgres', q{
 SET search_path = pg_catalog;
-SELECT n_clients FROM perpca.perpca_refresh('app.old');
+SELECT clients FROM perpca.perpca_refresh('app.old');
 });
 is($rc, 0, 'a model without a recorded search_path refreshes') or diag($err);
 is($node->safe_psql('postgres', 'SELECT search_path FROM app.old_info'),

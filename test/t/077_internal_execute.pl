@@ -54,12 +54,16 @@ my %allow = (
 	'perpca_internal.stage_create(regrole)' => $stage,
 	'perpca_internal.stage_fill(text,text)' => $stage,
 	'perpca_internal.stage_start(text,regrole,text)' => $stage,
+	'perpca_internal.stage_digest(jsonb,text[])' => $stage,
+	'perpca_internal.query_shape(text,text)' => "plans (never runs) the caller's query as the caller: its columns, as the catalog shows them",
 	'perpca_internal.model_create(text,text)' => 'creates three tables as the caller (CREATE on the schema needed)',
+	'perpca_internal.history_create(text,text)' => 'creates a table as the caller (CREATE on the schema needed)',
+	'perpca_internal.history_append(text,text,jsonb)' => $owner_check,
 	'perpca_internal.model_owner(text,text)' => 'catalog reads only',
 	'perpca_internal.model_check_owner(text,regrole)' => 'pg_has_role only',
 	'perpca_internal.train(text,text,text,text,jsonb,boolean,text,text[])' =>
 	  "body of perpca_train (SPI as the caller): model_owner + model_check_owner before it touches a model",
-	'perpca_internal.refresh(text,text,text,boolean)' =>
+	'perpca_internal.refresh(text,text,text,boolean,text)' =>
 	  "body of perpca_refresh (SPI as the caller): model_owner + model_check_owner first",
 	'perpca_internal.run_as(regrole,text,"any")' => "checks that the caller has the role's privileges",
 	'perpca_internal.model_lock(text,text,boolean,boolean,text)' =>
@@ -182,6 +186,12 @@ my @calls = (
 	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT client, stats FROM alice.secret', 'pg_catalog')", $priv ],
 	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT 1, 2) x; DROP TABLE alice.am_info; --', 'alice')", "$priv|42601|42804" ],
 	[ "SELECT perpca_internal.stage_start('SELECT * FROM alice.secret', 'alice', 'pg_catalog')", $priv ],
+	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_digest('{}', NULL) IS NULL", '' ],
+	[ "SELECT perpca_internal.query_shape('SELECT * FROM alice.secret', 'pg_catalog') IS NOT NULL", "|$priv" ],
+	[ "SELECT perpca_internal.query_shape('SELECT 1) x; DROP TABLE alice.am_info; --', 'alice')", '42601' ],
+	[ "SELECT perpca_internal.history_create('alice', 'mm')", $priv ],
+	[ "SELECT perpca_internal.history_append('alice', 'am', '{\"kind\": \"refresh\", \"outcome\": \"failed\"}')", $priv ],
+	[ "SELECT perpca_internal.history_append('alice', $hostile, '{}')", '42704' ],
 	[ "SELECT perpca_internal.model_create('alice', 'mm')", $priv ],
 	[ "SELECT perpca_internal.model_create('alice', $hostile)", $priv ],
 	[ "SELECT perpca_internal.model_owner('alice', 'am')::text", '' ],
@@ -192,8 +202,8 @@ my @calls = (
 	[ "SELECT * FROM perpca_internal.train('alice', 'am', 'alice.am', 'SELECT client, stats FROM alice.secret', $opts, true, 'pg_catalog', NULL)", $priv ],
 	[ "SELECT * FROM perpca_internal.train('alice', 'vm', 'alice.vm', '$q', $opts, true, 'pg_catalog', NULL)", "$priv|42809" ],
 	[ "SELECT * FROM perpca_internal.train('alice', 'new', 'alice.new', '$q', $opts, false, 'public, pg_catalog', NULL)", $priv ],
-	[ "SELECT * FROM perpca_internal.refresh('alice', 'am', 'alice.am', true)", $priv ],
-	[ "SELECT * FROM perpca_internal.refresh('alice', 'vm', 'alice.vm', true)", "$priv|42809" ],
+	[ "SELECT * FROM perpca_internal.refresh('alice', 'am', 'alice.am', true, 'record')", $priv ],
+	[ "SELECT * FROM perpca_internal.refresh('alice', 'vm', 'alice.vm', true, 'raise')", "$priv|42809" ],
 	[ "SELECT perpca_internal.run_as('alice'::regrole, 'SELECT pg_catalog.to_jsonb(i) FROM alice.am_info i', 0)", $priv ],
 	[ "SELECT perpca_internal.run_as('mallory'::regrole, 'SELECT pg_catalog.to_jsonb(s) FROM alice.secret s', 0)", $priv ],
 	[ "SELECT * FROM perpca_internal.model_lock('alice.am', 'write')", $priv ],
@@ -259,7 +269,7 @@ is($node->safe_psql('postgres', q{SELECT rolsuper OR pg_has_role('mallory', 'ali
 # The owner still uses her model through the user-facing functions (the internal ones run for her).
 is($node->safe_psql('postgres', qq{
 SELECT count(*) FROM perpca_personalize('alice.am', 'z', $stats);
-SELECT n_clients FROM perpca_refresh('alice.am')}, extra_params => [ '-U', 'alice' ]),
+SELECT clients FROM perpca_refresh('alice.am')}, extra_params => [ '-U', 'alice' ]),
 	"1\n6", 'alice personalizes and refreshes her model');
 $node->stop;
 done_testing();

@@ -62,6 +62,14 @@ is( $node->safe_psql('postgres', q{
 SELECT count(*), bool_and(top_features ~ '^[a-z_0-9]+ [+-]') , bool_or(top_features LIKE '%proline%')
   FROM perpca_component_info('wine_model')}),
 	'5|t|t', 'components read by name');
+is( $node->safe_psql('postgres', q{
+SELECT array_to_string(feature_names, ',') FROM wine_model_info}),
+	'alcohol,malic_acid,ash,alcalinity,magnesium,phenols,flavanoids,nonflavanoid_phenols,proanthocyanins,'
+	  . 'color_intensity,hue,od280,proline', 'trained from the feature columns: they name the features');
+is( $node->safe_psql('postgres', q{
+SELECT string_agg(concat_ws(' ', entry, kind, outcome, clients, rows, rounds_run > 0), ', ' ORDER BY entry)
+  FROM perpca_model_history('wine_model')}),
+	'1 train fitted 3 178 t, 2 refresh unchanged 3 178 f', 'the history: the train, then a refresh that fitted nothing');
 
 $node->stop;
 done_testing();
