@@ -62,26 +62,6 @@ typedef struct HistoryRow
 	bool		nulls[H_NCOLS];
 } HistoryRow;
 
-/* The owner of relation relid (InvalidOid when it is gone). */
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		return InvalidOid;
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
-static char *
-relid_qualified(Oid relid)
-{
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-}
-
 /* The attribute number of column col of rel, checked for its type; InvalidAttrNumber when absent. */
 static AttrNumber
 history_attnum(Relation rel, const HistoryColumn *col, const char *model)
@@ -98,7 +78,7 @@ history_attnum(Relation rel, const HistoryColumn *col, const char *model)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" of %s has type %s, expected %s", col->name,
-							relid_qualified(RelationGetRelid(rel)), format_type_be(att->atttypid),
+							model_relid_name(RelationGetRelid(rel)), format_type_be(att->atttypid),
 							format_type_be(col->type)),
 					 errdetail("The history of model \"%s\" is not as perpca stores it.", model)));
 		return att->attnum;
@@ -145,11 +125,11 @@ perpca_model_history(PG_FUNCTION_ARGS)
 	history = model_lock_history(&ml, MODEL_LOCK_READ, true);
 	if (!OidIsValid(history))
 		return (Datum) 0;		/* stored before 0.3.0 and not refreshed since */
-	if (get_rel_relkind(history) != RELKIND_RELATION || relation_owner(history) != ml.owner)
+	if (get_rel_relkind(history) != RELKIND_RELATION || model_rel_owner(history) != ml.owner)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("the history of model \"%s\" is not a table of the model's owner", model),
-				 errdetail("%s is not a plain table owned by role \"%s\".", relid_qualified(history),
+				 errdetail("%s is not a plain table owned by role \"%s\".", model_relid_name(history),
 						   GetUserNameFromId(ml.owner, true)),
 				 errhint("perpca reads a history only from the table it creates; drop \"%s\" and the next refresh starts a new one.",
 						 get_rel_name(history))));
@@ -159,7 +139,7 @@ perpca_model_history(PG_FUNCTION_ARGS)
 	if (!AttributeNumberIsValid(att[H_ENTRY]))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"entry\" of %s does not exist", relid_qualified(history)),
+				 errmsg("column \"entry\" of %s does not exist", model_relid_name(history)),
 				 errdetail("The history of model \"%s\" is not as perpca stores it.", model)));
 	if (pg_class_aclcheck(history, user, ACL_SELECT) != ACLCHECK_OK)
 		for (int c = 0; c < (int) H_NCOLS; c++)
@@ -171,7 +151,7 @@ perpca_model_history(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("the history of model \"%s\" cannot be read under row-level security", model),
 				 errhint("perpca reads a history whole; disable row-level security on %s.",
-						 relid_qualified(history))));
+						 model_relid_name(history))));
 
 	/* The rows, copied out of the buffers, then in entry order. */
 	rows = palloc(sizeof(HistoryRow *) * maxrows);

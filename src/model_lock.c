@@ -70,16 +70,14 @@ model_busy_error(const ModelLock *ml, const char *detail)
 			 errhint("Try again when it has finished, or pass wait => true to wait for it.")));
 }
 
-/* Quoted qualified name of relation relid, for messages. */
-static char *
-relid_name(Oid relid)
+char *
+model_relid_name(Oid relid)
 {
 	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
 }
 
-/* Owner of relation relid (InvalidOid when it is gone). */
-static Oid
-rel_owner(Oid relid)
+Oid
+model_rel_owner(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
@@ -161,13 +159,13 @@ lock_relation(ModelLock *ml, const char *relname, ModelLockMode mode, bool wait)
 			return InvalidOid;
 		/* Nobody queues a strong lock on a relation of a role whose privileges he lacks. */
 		if (mode != MODEL_LOCK_READ)
-			check_owner_privs(ml, rel_owner(relid));
+			check_owner_privs(ml, model_rel_owner(relid));
 		if (wait)
 			LockRelationOid(relid, lockmode);
 		else if (!ConditionalLockRelationOid(relid, lockmode))
 			model_busy_error(ml, "Another transaction holds a lock on the model's tables that excludes writers.");
 		AcceptInvalidationMessages();
-		if (get_relname_relid(relname, ml->nsp) == relid && OidIsValid(rel_owner(relid)))
+		if (get_relname_relid(relname, ml->nsp) == relid && OidIsValid(model_rel_owner(relid)))
 			return relid;
 		UnlockRelationOid(relid, lockmode);
 	}
@@ -177,18 +175,18 @@ lock_relation(ModelLock *ml, const char *relname, ModelLockMode mode, bool wait)
 static void
 check_relations(ModelLock *ml, ModelLockMode mode)
 {
-	ml->owner = rel_owner(ml->relid[MODEL_REL_INFO]);
+	ml->owner = model_rel_owner(ml->relid[MODEL_REL_INFO]);
 	for (int i = 0; i < MODEL_NRELS; i++)
 	{
 		Oid			relid = ml->relid[i];
 		char		kind = get_rel_relkind(relid);
-		Oid			owner = rel_owner(relid);
+		Oid			owner = model_rel_owner(relid);
 
 		if (kind != RELKIND_RELATION)
 			ereport(ERROR,
 					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 					 errmsg("model \"%s\" is not stored in plain tables", ml->model),
-					 errdetail("%s is not a table (relkind '%c').", relid_name(relid), kind),
+					 errdetail("%s is not a table (relkind '%c').", model_relid_name(relid), kind),
 					 errhint("perpca reads a model only from the tables perpca_train() creates; drop \"%s\" and train the model again.",
 							 get_rel_name(relid))));
 		if (owner != ml->owner)
@@ -196,8 +194,8 @@ check_relations(ModelLock *ml, ModelLockMode mode)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("the tables of model \"%s\" have different owners", ml->model),
 					 errdetail("%s is owned by role \"%s\", %s by role \"%s\".",
-							   relid_name(ml->relid[MODEL_REL_INFO]), GetUserNameFromId(ml->owner, true),
-							   relid_name(relid), GetUserNameFromId(owner, true)),
+							   model_relid_name(ml->relid[MODEL_REL_INFO]), GetUserNameFromId(ml->owner, true),
+							   model_relid_name(relid), GetUserNameFromId(owner, true)),
 					 errhint("All three tables of a model must belong to one role.")));
 	}
 	if (mode != MODEL_LOCK_READ)
@@ -243,7 +241,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 				break;
 			info = get_relname_relid(psprintf("%s_info", ml->base), ml->nsp);
 			if (OidIsValid(info))
-				check_owner_privs(ml, rel_owner(info));
+				check_owner_privs(ml, model_rel_owner(info));
 			else if (creating &&
 					 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
@@ -388,7 +386,7 @@ perpca_drop(PG_FUNCTION_ARGS)
 	if (!is_model_info(ml.relid[MODEL_REL_INFO]))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("table %s is not the info table of a perpca model", relid_name(ml.relid[MODEL_REL_INFO])),
+				 errmsg("table %s is not the info table of a perpca model", model_relid_name(ml.relid[MODEL_REL_INFO])),
 				 errdetail("It has no column \"version\" of type bigint."),
 				 errhint("perpca_drop drops only models stored by perpca_train(); drop other tables with DROP TABLE.")));
 	history = model_lock_history(&ml, MODEL_LOCK_DROP, true);
@@ -396,9 +394,9 @@ perpca_drop(PG_FUNCTION_ARGS)
 	initStringInfo(&cmd);
 	appendStringInfoString(&cmd, "DROP TABLE ");
 	for (int i = 0; i < MODEL_NRELS; i++)
-		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", relid_name(ml.relid[i]));
+		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", model_relid_name(ml.relid[i]));
 	if (OidIsValid(history))
-		appendStringInfo(&cmd, ", %s", relid_name(history));
+		appendStringInfo(&cmd, ", %s", model_relid_name(history));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute(cmd.data, false, 0) != SPI_OK_UTILITY)

@@ -83,4 +83,10 @@ extern Oid	model_lock_history(ModelLock *ml, ModelLockMode mode, bool wait);
 pg_noreturn extern void model_missing_error(const char *model, const char *schema, const char *base,
 											const char *hint);
 
+/* Quoted qualified name of relation relid, for messages. */
+extern char *model_relid_name(Oid relid);
+
+/* Owner of relation relid (InvalidOid when it is gone). */
+extern Oid	model_rel_owner(Oid relid);
+
 #endif							/* PERPCA_MODEL_LOCK_H */
