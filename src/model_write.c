@@ -241,6 +241,8 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 	StringInfoData buf;
 	Datum		result;
 
+	/* In the caller's context: SPI_finish frees what SPI's context holds. */
+	initStringInfo(&buf);
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
@@ -256,7 +258,6 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_SYNTAX_ERROR),
 				 errmsg("the query of a model must be one SELECT")));
 	desc = ((CachedPlanSource *) linitial(sources))->resultDesc;
-	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '[');
 	for (int i = 0; i < desc->natts; i++)
 	{
