@@ -64,14 +64,14 @@ ASAN_PREFIX=${PERPCA_ASAN_PREFIX:-$PERPCA_CACHE_DIR/pg15-asan}
 LOCAL_PG=${PERPCA_IN_ROOTFS:-$PG_MAJOR}
 # The TAP files that also run on 17 and 18: those whose subject changes with
 # the server (dump/restore, postgres_fdw, Citus, pgvector's packages, the
-# extension upgrade, roles, search_path and security-restricted operations,
+# extension upgrade, roles and privileges, search_path and security-restricted operations,
 # refreshes from any session, lock orders under the server's isolation
 # tester, pg_cron, the maintenance operations' search_path).  The others test
 # perpca's own code (numerics, memory, cancel, crash recovery, federated fits
 # over libpq, the README's example), the same on every server, and run on
 # 15; with
 # PERPCA_MATRIX_FULL=1 every file runs everywhere (README, Testing: the time).
-VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_escalation|085_isolation|900_pg_cron|910_maintenance_cron)$'
+VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_escalation|077_internal_execute|085_isolation|900_pg_cron|910_maintenance_cron)$'
 
 T0=$SECONDS
 PASSED=0
