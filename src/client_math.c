@@ -484,6 +484,23 @@ op_orthonormalize(FitClient *c, const SymOp *op, double *X, int b)
 	}
 }
 
+/*
+ * The small Rayleigh-Ritz problem of a block X (n x b) and Y = A X: H = X^T Y
+ * (b x b, symmetrized), its eigenvalues into theta (ascending) and its
+ * eigenvectors into Q (b x b); work holds LINALG_EIGH_SMALL_WORK(b) doubles.
+ */
+static void
+ritz_small(int n, int b, const double *X, const double *Y, double *H, double *theta, double *Q,
+		   double *work)
+{
+	linalg_gemm(true, false, b, b, n, 1.0, X, b, Y, b, 0.0, H, b);
+	for (int i = 0; i < b; i++)
+		for (int j = 0; j < i; j++)
+			H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
+	if (linalg_eigh_small(b, H, theta, Q, b, work) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", b, b);
+}
+
 double
 fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
 {
@@ -493,12 +510,7 @@ fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
 	double	   *work = lapack_work(LINALG_EIGH_SMALL_WORK(b));
 	double		worst = 0.0;
 
-	linalg_gemm(true, false, b, b, n, 1.0, X, b, Y, b, 0.0, H, b);
-	for (int i = 0; i < b; i++)
-		for (int j = 0; j < i; j++)
-			H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
-	if (linalg_eigh_small(b, H, theta, Q, b, work) != 0)
-		elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", b, b);
+	ritz_small(n, b, X, Y, H, theta, Q, work);
 	pfree(work);
 	memcpy(T, X, sizeof(double) * n * b);
 	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
@@ -651,12 +663,7 @@ lobpcg(FitClient *c, const SymOp *op, double *X, double *AX, int b, double *thet
 	{
 		double	   *T = palloc(sizeof(double) * n * b);
 
-		linalg_gemm(true, false, b, b, n, 1.0, X, b, AX, b, 0.0, H, b);
-		for (int i = 0; i < b; i++)
-			for (int j = 0; j < i; j++)
-				H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
-		if (linalg_eigh_small(b, H, theta, Q, b, work) != 0)
-			elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", b, b);
+		ritz_small(n, b, X, AX, H, theta, Q, work);
 		linalg_copy(n, b, X, b, T, b);
 		linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
 		linalg_copy(n, b, AX, b, T, b);

@@ -346,19 +346,10 @@ chol_gram_factor(int n, int j0, double *R)
 int
 linalg_chol_orth(int m, int n, double *A, int lda, double *work)
 {
-	double	   *R = work;
-
-	if (n == 0)
-		return 0;
-	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, m, 1.0, A, lda, A, lda, 0.0, R, n);
-	if (chol_gram_factor(n, 0, R) != 0)
-		return 1;
-	cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
-				m, n, 1.0, R, n, A, lda);
-	return 0;
+	return linalg_chol_orth_pair(m, n, A, lda, NULL, 0, work);
 }
 
-/* Cholesky QR of A as linalg_chol_orth, with the same A <- A R^-1 applied to B (m x n); 1 (both untouched) if ill-conditioned. */
+/* Cholesky QR of A as linalg_chol_orth, with the same A <- A R^-1 applied to B (m x n) unless B is NULL; 1 (both untouched) if ill-conditioned. */
 int
 linalg_chol_orth_pair(int m, int n, double *A, int lda, double *B, int ldb, double *work)
 {
@@ -371,8 +362,9 @@ linalg_chol_orth_pair(int m, int n, double *A, int lda, double *B, int ldb, doub
 		return 1;
 	cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
 				m, n, 1.0, R, n, A, lda);
-	cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
-				m, n, 1.0, R, n, B, ldb);
+	if (B != NULL)
+		cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+					m, n, 1.0, R, n, B, ldb);
 	return 0;
 }
 
