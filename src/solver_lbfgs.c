@@ -9,8 +9,10 @@
  * One round is one evaluation: the backend's clients compute their best
  * responses against the broadcast U and return w_i f_i and their d x r1
  * gradient terms -- the message sizes of the paper's rounds.  Here: the
- * two-loop recursion on the stored (s, y) pairs, vector transport by
- * projection, Armijo backtracking along a QR retraction.  Line-search
+ * two-loop recursion on the stored (s, y) pairs with a preconditioned
+ * initial matrix (each direction of U in the eigenbasis of U'SU scaled by
+ * 1 / its variance, from the same sums), vector transport by projection,
+ * Armijo backtracking along a QR retraction.  Line-search
  * evaluations are rounds too.  Reference: shared/oracle/grassmann_lbfgs.py.
  */
 #include "postgres.h"
