@@ -43,6 +43,19 @@ if [ -d /run/lock ] && [ -w /run/lock ]; then PERPCA_LOCK_DIR=/run/lock; else PE
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# Third-party sources (the Citus and pgvector tarballs): PERPCA_VENDOR_DIR,
+# default ../shared/vendor next to this checkout or, in a clone, next to the
+# repository it was cloned from (git clone /path/to/perpca).  Exported, so that
+# the copies of the tree that run as another user find the same folder.
+if [ -z "${PERPCA_VENDOR_DIR:-}" ]; then
+	PERPCA_VENDOR_DIR=$REPO_ROOT/../shared/vendor
+	if [ ! -d "$PERPCA_VENDOR_DIR" ] && origin=$(git -C "$REPO_ROOT" remote get-url origin 2>/dev/null) &&
+		[ -d "${origin#file://}/../shared/vendor" ]; then
+		PERPCA_VENDOR_DIR=$(cd "${origin#file://}/../shared/vendor" && pwd)
+	fi
+	export PERPCA_VENDOR_DIR
+fi
+
 say() { printf '==> %s\n' "$*"; }
 warn() { printf 'warning: %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -353,9 +366,9 @@ citus_install() {
 }
 
 # The Citus source tarball (newest citus-VERSION.tar.gz in $PERPCA_CITUS_SOURCE,
-# a directory or the tarball, else in ../shared/vendor), or nothing.
+# a directory or the tarball, else in PERPCA_VENDOR_DIR), or nothing.
 citus_tarball() {
-	local src=${PERPCA_CITUS_SOURCE:-$REPO_ROOT/../shared/vendor}
+	local src=${PERPCA_CITUS_SOURCE:-$PERPCA_VENDOR_DIR}
 	if [ -f "$src" ]; then
 		echo "$src"
 	elif [ -d "$src" ]; then
