@@ -36,6 +36,9 @@ PERPCA_PORT_BASE=${PERPCA_PORT_BASE:-55432}
 # /var/cache/perpca.  The per-item variables (PERPCA_ASAN_PREFIX,
 # PERPCA_CITUS_CACHE, PERPCA_PGVECTOR_CACHE, PERPCA_ROOTFS_CACHE) still win.
 PERPCA_CACHE_DIR=${PERPCA_CACHE_DIR:-/var/cache/perpca}
+# As root, the folder is made readable by everyone: the tests run as an
+# unprivileged user, who reads the builds in it (mktemp -d makes a 0700 one).
+if [ "$(id -u)" -eq 0 ]; then mkdir -p "$PERPCA_CACHE_DIR" && chmod a+rx "$PERPCA_CACHE_DIR"; fi
 # A lock file every user of the machine can open: around apt-get/dpkg runs of
 # these scripts (they may run side by side) and around copies of the server's
 # directories (which the package test installs into and removes from).
