@@ -8,8 +8,8 @@
 #   of (client, stats) of that shape)
 #
 # Cases:
-#   digits, text, include  the real corpora of bench/solver_bench.sh (10 + 5,
-#          5 + 5, 5 + 5): per round, the CPU ms against the floor of
+#   digits, text, include, perl, man  the real corpora of bench/lib.sh
+#          (10 + 5 for digits, 5 + 5 for the others): per round, the CPU ms against the floor of
 #          solver_bench.sh, the BLAS time of one S_i X per dense client plus
 #          one Y_i'(Y_i X) per thin client (X with r1 + r2 columns, numpy over
 #          the same OpenBLAS, one thread).  Goal: a round <= 3x the floor.
@@ -32,72 +32,14 @@ PY=${PY:-/usr/bin/python3}
 PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+. bench/lib.sh
 export OPENBLAS_NUM_THREADS=1
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=error"
 
-# "cpu_s wall_s" of the backend that runs the SQL $1; the query's last output line in $TMP/out.
+# "cpu_s wall_s" of the backend that runs the SQL $1 (bench/lib.sh); the query's output in $TMP/out.
 run() {
-	local pidfile=$TMP/pid
-	rm -f "$pidfile"
-	printf '%s\n' "SELECT pg_backend_pid() AS pid \\gset" "\\o $pidfile" "SELECT :pid;" "\\o" "$1" >"$TMP/run.sql"
-	local t0 t1
-	t0=$(date +%s.%N)
-	"${PSQL[@]}" -f "$TMP/run.sql" >"$TMP/out" 2>"$TMP/err" &
-	local job=$! pid last=0 t
-	for _ in $(seq 600); do [ -s "$pidfile" ] && break; sleep 0.05; done
-	pid=$(tr -dc 0-9 <"$pidfile")
-	while kill -0 "$pid" 2>/dev/null && kill -0 "$job" 2>/dev/null; do
-		t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) && last=$t
-		sleep 0.05
-	done
-	wait "$job" || { cat "$TMP/err" >&2; return 1; }
-	t1=$(date +%s.%N)
-	echo "$(echo "scale=2; $last / $(getconf CLK_TCK)" | bc) $(echo "scale=2; ($t1 - $t0) / 1" | bc)"
-}
-
-# The rows of a real corpus into $TMP/$1.csv; prints "r1 r2".
-make_rows() {
-	case "$1" in
-	digits)
-		"$PY" - "$TMP/$1.csv" <<'PY'
-import sys
-from sklearn.datasets import load_digits
-d = load_digits()
-with open(sys.argv[1], "w") as out:
-    out.write("client,x\n")
-    for x, y in zip(d.data, d.target):
-        out.write('%d,"{%s}"\n' % (y, ",".join("%g" % v for v in x)))
-PY
-		echo "10 5" ;;
-	text) "$PY" bench/text_corpus.py 800 "$TMP/$1.csv" 40 python 2>/dev/null; echo "5 5" ;;
-	include) "$PY" bench/text_corpus.py 400 "$TMP/$1.csv" 30 include 2>/dev/null; echo "5 5" ;;
-	esac
-}
-
-# The floor of one round in ms (as in solver_bench.sh): per client, S_i X (dense) or Y_i'(Y_i X) (thin).
-floor_ms() {
-	"$PY" - "$TMP/$1.csv" "$2" <<'PY'
-import csv, sys, time, collections
-import numpy as np
-k = int(sys.argv[2])
-groups = collections.defaultdict(list)
-with open(sys.argv[1]) as f:
-    for row in csv.DictReader(f):
-        groups[row["client"]].append([float(v) for v in row["x"].strip("{}").split(",")])
-ops = []
-for rows in groups.values():
-    Y = np.array(rows); Y -= Y.mean(axis=0); n, d = Y.shape
-    X = np.linalg.qr(np.random.default_rng(0).standard_normal((d, k)))[0]
-    ops.append((Y.T @ Y / n, None, X) if n > d // 2 else (None, Y, X))
-def once():
-    for S, Y, X in ops:
-        if S is not None: S @ X
-        else: Y.T @ (Y @ X)
-once(); best = float("inf")
-for _ in range(7):
-    t = time.process_time(); once(); best = min(best, time.process_time() - t)
-print("%.3f" % (1000 * best))
-PY
+	printf '%s\n' "$1" >"$TMP/query.sql"
+	backend_cpu "$TMP/query.sql" "${PSQL[@]}"
 }
 
 # rb_stats of planted rows: d $1, $2 clients x $3 rows, $4 shared and $5 own
@@ -160,12 +102,10 @@ SELECT l.rounds_run, (SELECT sum(products) FROM perpca_last_fit_rounds()), round
 printf '%-8s | %-14s | %-8s | %-9s | %-26s | %-22s | %s\n' case shape rounds "prod/rnd" "round ms vs floor" "setup CPU s" "default fit CPU s (wall)"
 for c in $CASES; do
 	case "$c" in
-	digits | text | include)
+	digits | text | include | perl | man)
 		read -r r1 r2 < <(make_rows "$c" | tail -1)
-		floor=$(floor_ms "$c" $((r1 + r2)))
-		"${PSQL[@]}" -c "DROP TABLE IF EXISTS rb_rows, rb_stats; CREATE TABLE rb_rows (client text, x float8[])"
-		"${PSQL[@]}" -c "\\copy rb_rows FROM '$TMP/$c.csv' CSV HEADER"
-		"${PSQL[@]}" -c "CREATE TABLE rb_stats AS SELECT client, perpca_stats(x) AS stats FROM rb_rows GROUP BY client; DROP TABLE rb_rows"
+		read -r floor _ < <(floor_ms "$c" $((r1 + r2)))
+		load_stats rb_stats "$c" "${PSQL[@]}"
 		shape="d=$("${PSQL[@]}" -c "SELECT max(perpca_dim(stats)) FROM rb_stats"), $("${PSQL[@]}" -c "SELECT count(*) FROM rb_stats") cl"
 		fit_case rb_stats "$r1" "$r2"
 		printf '%-8s | %-14s | %-8s | %-9s | %-26s | %-22s | %s\n' "$c" "$shape" "$rounds" \

@@ -1,0 +1,92 @@
+# bench/lib.sh -- what the solver benchmarks share (sourced by solver_bench.sh
+# and round_bench.sh, not run): the rows of the real corpora, the BLAS floor
+# of one round over them, and the backend CPU time of a query.
+# The caller sets TMP (a scratch folder) and PY (python3 with numpy).
+
+# "cpu_s wall_s" of the backend that runs the SQL in file $1 with the psql
+# command $2...: CPU (user + system, from /proc; the machine may be shared,
+# CPU time is the steadier figure) and wall seconds.  Its output in $TMP/out.
+backend_cpu() {
+	local file=$1 pidfile=$TMP/pid
+	shift
+	rm -f "$pidfile"
+	{ echo "SELECT pg_backend_pid() AS pid \\gset"; echo "\\o $pidfile"; echo "SELECT :pid;"; echo "\\o"; cat "$file"; } >"$TMP/run.sql"
+	local t0 t1
+	t0=$(date +%s.%N)
+	"$@" -f "$TMP/run.sql" >"$TMP/out" 2>"$TMP/err" &
+	local job=$! pid="" last=0 t
+	for _ in $(seq 1200); do [ -s "$pidfile" ] && break; sleep 0.05; done
+	pid=$(tr -dc 0-9 <"$pidfile")
+	while kill -0 "$pid" 2>/dev/null && kill -0 "$job" 2>/dev/null; do
+		t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) && last=$t
+		sleep 0.05
+	done
+	wait "$job" || { cat "$TMP/err" >&2; return 1; }
+	t1=$(date +%s.%N)
+	echo "$(echo "scale=2; $last / $(getconf CLK_TCK)" | bc) $(echo "scale=2; ($t1 - $t0) / 1" | bc)"
+}
+
+# The rows of the real corpus $1 into $TMP/$1.csv (client, x); prints "r1 r2".
+#   digits   the UCI digits by class (python3-sklearn: 1,797 images, d = 64,
+#            10 clients), 10 + 5
+#   text     Python sources (python3.11, python3-*), groups of >= 40 files,
+#            d = 800 identifiers, 5 + 5
+#   include  C headers under /usr/include, groups >= 30 files, d = 400, 5 + 5
+#   perl     Perl modules, groups >= 30 files, d = 400, 5 + 5
+#   man      manual pages, groups >= 30 pages, d = 400, 5 + 5
+make_rows() {
+	case "$1" in
+	digits)
+		"$PY" - "$TMP/$1.csv" <<'PY'
+import sys
+from sklearn.datasets import load_digits
+d = load_digits()
+with open(sys.argv[1], "w") as out:
+    out.write("client,x\n")
+    for x, y in zip(d.data, d.target):
+        out.write('%d,"{%s}"\n' % (y, ",".join("%g" % v for v in x)))
+PY
+		echo "10 5" ;;
+	text) "$PY" bench/text_corpus.py 800 "$TMP/$1.csv" 40 python 2>/dev/null; echo "5 5" ;;
+	include | perl | man) "$PY" bench/text_corpus.py 400 "$TMP/$1.csv" 30 "$1" 2>/dev/null; echo "5 5" ;;
+	*) echo "unknown case: $1" >&2; return 1 ;;
+	esac
+}
+
+# The floor of one round over the rows in $TMP/$1.csv, X with $2 columns:
+# prints "ms thin", the BLAS time (numpy over the same OpenBLAS, one thread)
+# of one S_i X per dense client (n > d/2) plus one Y_i'(Y_i X) per thin
+# client, and the number of thin clients.
+floor_ms() {
+	"$PY" - "$TMP/$1.csv" "$2" <<'PY'
+import csv, sys, time, collections
+import numpy as np
+k = int(sys.argv[2])
+groups = collections.defaultdict(list)
+with open(sys.argv[1]) as f:
+    for row in csv.DictReader(f):
+        groups[row["client"]].append([float(v) for v in row["x"].strip("{}").split(",")])
+ops = []
+for rows in groups.values():
+    Y = np.array(rows); Y -= Y.mean(axis=0); n, d = Y.shape
+    X = np.linalg.qr(np.random.default_rng(0).standard_normal((d, k)))[0]
+    ops.append((Y.T @ Y / n, None, X) if n > d // 2 else (None, Y, X))
+def once():
+    for S, Y, X in ops:
+        if S is not None: S @ X
+        else: Y.T @ (Y @ X)
+once(); best = float("inf")
+for _ in range(7):
+    t = time.process_time(); once(); best = min(best, time.process_time() - t)
+print("%.3f %d" % (1000 * best, sum(1 for S, _, _ in ops if S is None)))
+PY
+}
+
+# Table $1 (client text, stats perpca_stats) from the rows in $TMP/$2.csv, with the psql command $3...
+load_stats() {
+	local table=$1 csv=$TMP/$2.csv
+	shift 2
+	"$@" -c "DROP TABLE IF EXISTS ${table}_rows, $table; CREATE TABLE ${table}_rows (client text, x float8[])"
+	"$@" -c "\\copy ${table}_rows FROM '$csv' CSV HEADER"
+	"$@" -c "CREATE TABLE $table AS SELECT client, perpca_stats(x) AS stats FROM ${table}_rows GROUP BY client; DROP TABLE ${table}_rows"
+}
