@@ -10,7 +10,7 @@
 #define LBFGS_MEMORY 10
 
 /*
- * A run's state at its last U (its pairs, objective, gradient and U'SU):
+ * A run's state at its last U (its pairs, objective and gradient):
  * another call continues it from there without evaluating U again.
  */
 typedef struct LbfgsMemory
@@ -19,11 +19,10 @@ typedef struct LbfgsMemory
 	double	   *S[LBFGS_MEMORY];
 	double	   *Y[LBFGS_MEMORY];
 	double		rho[LBFGS_MEMORY];
-	bool		evaluated;		/* f, gnorm, G and M below hold U's evaluation */
+	bool		evaluated;		/* f, gnorm and G below hold U's evaluation */
 	double		f;
 	double		gnorm;
 	double	   *G;				/* d x r1 */
-	double	   *M;				/* r1 x r1 */
 } LbfgsMemory;
 
 /* A watch on a run: check is called after each iteration with its U; true stops the run there. */
