@@ -376,32 +376,56 @@ client_trace(const FitClient *c)
 	return t;
 }
 
-/* Exact eigenpairs of the d x d matrix: S_i, deflated by U when given. */
+/* Doubles of workspace that dense_top_eigen needs. */
+static int64
+dense_eigen_work(int d, int r1, int k)
+{
+	return (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1 + LINALG_EIGH_WORK(d, k);
+}
+
+/*
+ * Exact eigenpairs of the d x d matrix S_i, deflated by U when given, in
+ * work (dense_eigen_work doubles); S U (one product) into SU when given.
+ */
 static void
-dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz,
+				double *SU, double *work)
 {
 	int			d = c->d,
 				r1 = c->r1;
-	double	   *D = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	double	   *D = work;
 
-	memset(D, 0, sizeof(double) * d * d);
-	client_add_dense(c, 1.0, D);
+	if (c->S != NULL)
+		memcpy(D, c->S, sizeof(double) * d * d);
+	else
+	{
+		memset(D, 0, sizeof(double) * d * d);
+		client_add_dense(c, 1.0, D);
+	}
 	if (U != NULL && r1 > 0)
 	{
-		/* D = S - U Y' - Y U' + U (U'Y) U' with Y = S U, as D -= U Y2' + Y2 U', Y2 = Y - U (U'Y)/2 */
-		double	   *Y = palloc(sizeof(double) * d * r1);
-		double	   *G = palloc(sizeof(double) * r1 * r1);
+		/*
+		 * D = S - U Y' - Y U' + U (U'Y) U' with Y = S U, as D -= [U, Y2] [Y2, U]'
+		 * (one product), Y2 = Y - U (U'Y)/2
+		 */
+		double	   *A = D + (int64) d * d,
+				   *B = A + 2 * (int64) d * r1,
+				   *G = B + 2 * (int64) d * r1;
 
-		client_apply(c, U, r1, Y);
-		linalg_gemm(true, false, r1, r1, d, 1.0, U, r1, Y, r1, 0.0, G, r1);
-		linalg_gemm(false, false, d, r1, r1, -0.5, U, r1, G, r1, 1.0, Y, r1);
-		linalg_gemm(false, true, d, d, r1, -1.0, U, r1, Y, r1, 1.0, D, d);
-		linalg_gemm(false, true, d, d, r1, -1.0, Y, r1, U, r1, 1.0, D, d);
-		pfree(Y);
-		pfree(G);
+		client_apply(c, U, r1, B);
+		if (SU != NULL)
+			linalg_copy(d, r1, B, r1, SU, r1);
+		linalg_gemm(true, false, r1, r1, d, 1.0, U, r1, B, r1, 0.0, G, r1);
+		linalg_gemm(false, false, d, r1, r1, -0.5, U, r1, G, r1, 1.0, B, r1);
+		linalg_copy(d, r1, U, r1, A, 2 * r1);
+		linalg_copy(d, r1, B, r1, A + r1, 2 * r1);
+		linalg_copy(d, r1, A + r1, 2 * r1, B, 2 * r1);
+		linalg_copy(d, r1, U, r1, B + r1, 2 * r1);
+		linalg_gemm(false, true, d, d, 2 * r1, -1.0, A, 2 * r1, B, 2 * r1, 1.0, D, d);
 	}
-	fit_eigh_top(d, D, k, values, Z, ldz);
-	pfree(D);
+	if (linalg_eigh_top(d, D, k, values, Z, ldz,
+						D + (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
 }
 
 /* Exact eigenpairs of a thin S_i (deflated by U when given): SVD of its d x m factor. */
@@ -422,12 +446,18 @@ thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, 
 void
 client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
 {
+	double	   *work;
+
 	if (k == 0)
 		return;
 	if (c->S == NULL && k <= Min(c->d, thin_width(c)))
+	{
 		thin_top_eigen(c, U, k, values, Z, ldz);
-	else
-		dense_top_eigen(c, U, k, values, Z, ldz);
+		return;
+	}
+	work = lapack_work(dense_eigen_work(c->d, c->r1, k));
+	dense_top_eigen(c, U, k, values, Z, ldz, NULL, work);
+	pfree(work);
 }
 
 /* ------------------------------------------------------------------------
@@ -1300,7 +1330,17 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		pfree(ST);
 		pfree(AX);
 	}
-	if (exact)
+	if (exact && c->S != NULL)
+	{
+		/* one product S U for the deflation and the gradient; small d: the client's own workspace */
+		int64		need = dense_eigen_work(d, r1, b);
+		double	   *work = d <= BEST_RESPONSE_EXACT_DIM ? client_work(c, need) : lapack_work(need);
+
+		dense_top_eigen(c, r1 > 0 ? U : NULL, b, c->ritz, c->X, b, SU, work);
+		if (work != c->work)
+			pfree(work);
+	}
+	else if (exact)
 	{
 		client_top_eigen(c, r1 > 0 ? U : NULL, b, c->ritz, c->X, b);
 		if (r1 > 0)

@@ -240,27 +240,35 @@ linalg_qr_orth(int m, int n, double *A, int lda, double *work)
 	return 0;
 }
 
-/* dsyevr for the index range [d-k+1, d], then reverse to descending order. */
+/*
+ * dsyevr for the index range [d-k+1, d], then reverse to descending order.
+ * The row-major A is symmetric, so LAPACK reads it column-major as is (its
+ * lower triangle is A's upper one), with the workspace given: no transposed
+ * copy, no workspace query, no allocation.
+ */
 int
 linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 				double *work)
 {
 	double	   *w = work;
 	double	   *z = w + d;
-	lapack_int *isuppz = (lapack_int *) (z + (int64_t) d * k);
+	double	   *lw = z + (int64_t) d * k;
+	lapack_int *isuppz = (lapack_int *) (lw + LINALG_EIGH_LWORK(d));
+	lapack_int *iw = isuppz + 2 * (int64_t) k;
 	lapack_int	found = 0;
 	int			info;
 
 	if (k == 0)
 		return 0;
-	info = LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'I', 'U', d, A, d, 0.0, 0.0,
-						  d - k + 1, d, 0.0, &found, w, z, k, isuppz);
+	info = LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'L', d, A, d, 0.0, 0.0,
+							   d - k + 1, d, 0.0, &found, w, z, d, isuppz,
+							   lw, LINALG_EIGH_LWORK(d), iw, LINALG_EIGH_LIWORK(d));
 	if (info != 0 || found != k)
 		return info != 0 ? info : -1;
 	for (int j = 0; j < k; j++)
 	{
 		values[j] = w[k - 1 - j];
-		cblas_dcopy(d, z + (k - 1 - j), k, Z + j, ldz);
+		cblas_dcopy(d, z + (int64_t) (k - 1 - j) * d, 1, Z + j, ldz);
 	}
 	return 0;
 }
