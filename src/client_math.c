@@ -1391,33 +1391,33 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
  * ------------------------------------------------------------------------
  */
 
-/* Rotate the m columns of A (stride lda) to the eigenvectors of A'S_iA; variances into values. */
-static void
-rotate_to_eigen(FitClient *c, double *A, int lda, int m, double *values)
-{
-	int			d = c->d;
-	double	   *X = palloc(sizeof(double) * d * m);
-	double	   *Y = palloc(sizeof(double) * d * m);
-	double	   *B = palloc(sizeof(double) * m * m);
-	double	   *Q = palloc(sizeof(double) * m * m);
-
-	linalg_copy(d, m, A, lda, X, m);
-	client_apply(c, X, m, Y);
-	linalg_gemm(true, false, m, m, d, 1.0, X, m, Y, m, 0.0, B, m);
-	fit_eigh_top(m, B, m, values, Q, m);
-	linalg_gemm(false, false, d, m, m, 1.0, X, m, Q, m, 0.0, A, lda);
-	linalg_fix_signs(d, m, A, lda);
-	pfree(X);
-	pfree(Y);
-	pfree(B);
-	pfree(Q);
-}
-
+/*
+ * Rotate the local components W[:, lfirst:k] to the eigenvectors of their
+ * W'S_iW block, which client_gradient left in M (no product with S_i);
+ * variances into c->variance.
+ */
 void
 client_order_local(FitClient *c)
 {
-	int			m = c->k - c->lfirst;
+	int			d = c->d,
+				k = c->k,
+				f = c->lfirst,
+				m = k - f;
+	double	   *X,
+			   *B,
+			   *Q;
 
-	if (m > 0)
-		rotate_to_eigen(c, c->W + c->lfirst, c->k, m, c->variance + c->lfirst);
+	if (m <= 0)
+		return;
+	X = palloc(sizeof(double) * d * m);
+	B = palloc(sizeof(double) * m * m);
+	Q = palloc(sizeof(double) * m * m);
+	linalg_copy(d, m, c->W + f, k, X, m);
+	linalg_copy(m, m, c->M + (int64) f * k + f, k, B, m);
+	fit_eigh_top(m, B, m, c->variance + f, Q, m);
+	linalg_gemm(false, false, d, m, m, 1.0, X, m, Q, m, 0.0, c->W + f, k);
+	linalg_fix_signs(d, m, c->W + f, k);
+	pfree(X);
+	pfree(B);
+	pfree(Q);
 }

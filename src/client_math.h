@@ -144,7 +144,10 @@ extern void client_seed_response(FitClient *c, const FitLocalPCs *pcs);
 
 /* ---- output ---- */
 
-/* Rotate the local components (W[:, lfirst:k]) to decreasing variance and fix their signs. */
+/*
+ * Rotate the local components (W[:, lfirst:k]) to decreasing variance and
+ * fix their signs; right after client_gradient on the same W (its W'S_iW).
+ */
 extern void client_order_local(FitClient *c);
 
 /* ---- helpers shared by the fit's layers ---- */
