@@ -1332,11 +1332,16 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 	}
 	if (exact && c->S != NULL)
 	{
-		/* one product S U for the deflation and the gradient; small d: the client's own workspace */
+		/*
+		 * One product S U for the deflation and the gradient.  Small d: only
+		 * the r2 pairs V_i needs (no later LOBPCG uses the guard columns), in
+		 * the client's own workspace.
+		 */
+		bool		small = d <= BEST_RESPONSE_EXACT_DIM;
 		int64		need = dense_eigen_work(d, r1, b);
-		double	   *work = d <= BEST_RESPONSE_EXACT_DIM ? client_work(c, need) : lapack_work(need);
+		double	   *work = small ? client_work(c, need) : lapack_work(need);
 
-		dense_top_eigen(c, r1 > 0 ? U : NULL, b, c->ritz, c->X, b, SU, work);
+		dense_top_eigen(c, r1 > 0 ? U : NULL, small ? c->r2 : b, c->ritz, c->X, b, SU, work);
 		if (work != c->work)
 			pfree(work);
 	}
