@@ -9,7 +9,8 @@
 #
 # Debian does not package Citus.  The source is looked for in $PERPCA_CITUS_SOURCE
 # (a directory holding citus-VERSION.tar.gz, or the tarball itself), else in
-# ../shared/vendor next to the repository.  A fresh clone has neither: the TAP test
+# $PERPCA_VENDOR_DIR (scripts/lib.sh: ../shared/vendor next to the repository
+# or the one it was cloned from).  A copy elsewhere has neither: the TAP test
 # then says so and skips.  The build (make install DESTDIR=...) is cached under
 # $PERPCA_CITUS_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
 # ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in citus-VERSION-pgMINOR/ (keyed by
@@ -27,7 +28,7 @@ skip() { echo "skip: $*"; exit 3; }
 
 # Set TARBALL to the source to build, or skip.
 find_tarball() {
-	local src=${PERPCA_CITUS_SOURCE:-$REPO_ROOT/../shared/vendor}
+	local src=${PERPCA_CITUS_SOURCE:-$PERPCA_VENDOR_DIR}
 	[ -e "$src" ] || skip "no Citus source at $src (set PERPCA_CITUS_SOURCE to a directory holding citus-VERSION.tar.gz)"
 	TARBALL=$(citus_tarball)
 	[ -n "$TARBALL" ] || skip "no citus-VERSION.tar.gz in $src"

@@ -36,12 +36,28 @@ PERPCA_PORT_BASE=${PERPCA_PORT_BASE:-55432}
 # /var/cache/perpca.  The per-item variables (PERPCA_ASAN_PREFIX,
 # PERPCA_CITUS_CACHE, PERPCA_PGVECTOR_CACHE, PERPCA_ROOTFS_CACHE) still win.
 PERPCA_CACHE_DIR=${PERPCA_CACHE_DIR:-/var/cache/perpca}
+# As root, the folder is made readable by everyone: the tests run as an
+# unprivileged user, who reads the builds in it (mktemp -d makes a 0700 one).
+if [ "$(id -u)" -eq 0 ]; then mkdir -p "$PERPCA_CACHE_DIR" && chmod a+rx "$PERPCA_CACHE_DIR"; fi
 # A lock file every user of the machine can open: around apt-get/dpkg runs of
 # these scripts (they may run side by side) and around copies of the server's
 # directories (which the package test installs into and removes from).
 if [ -d /run/lock ] && [ -w /run/lock ]; then PERPCA_LOCK_DIR=/run/lock; else PERPCA_LOCK_DIR=/tmp; fi
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Third-party sources (the Citus and pgvector tarballs): PERPCA_VENDOR_DIR,
+# default ../shared/vendor next to this checkout or, in a clone, next to the
+# repository it was cloned from (git clone /path/to/perpca).  Exported, so that
+# the copies of the tree that run as another user find the same folder.
+if [ -z "${PERPCA_VENDOR_DIR:-}" ]; then
+	PERPCA_VENDOR_DIR=$REPO_ROOT/../shared/vendor
+	if [ ! -d "$PERPCA_VENDOR_DIR" ] && origin=$(git -C "$REPO_ROOT" remote get-url origin 2>/dev/null) &&
+		[ -d "${origin#file://}/../shared/vendor" ]; then
+		PERPCA_VENDOR_DIR=$(cd "${origin#file://}/../shared/vendor" && pwd)
+	fi
+	export PERPCA_VENDOR_DIR
+fi
 
 say() { printf '==> %s\n' "$*"; }
 warn() { printf 'warning: %s\n' "$*" >&2; }
@@ -353,9 +369,9 @@ citus_install() {
 }
 
 # The Citus source tarball (newest citus-VERSION.tar.gz in $PERPCA_CITUS_SOURCE,
-# a directory or the tarball, else in ../shared/vendor), or nothing.
+# a directory or the tarball, else in PERPCA_VENDOR_DIR), or nothing.
 citus_tarball() {
-	local src=${PERPCA_CITUS_SOURCE:-$REPO_ROOT/../shared/vendor}
+	local src=${PERPCA_CITUS_SOURCE:-$PERPCA_VENDOR_DIR}
 	if [ -f "$src" ]; then
 		echo "$src"
 	elif [ -d "$src" ]; then

@@ -13,8 +13,9 @@
 #
 # Debian 12 does not package pgvector for PostgreSQL 15.  The source is looked for in
 # $PERPCA_PGVECTOR_SOURCE (a directory holding pgvector_VERSION.orig.tar.gz or
-# pgvector-VERSION.tar.gz, or the tarball itself), else in ../shared/vendor next to
-# the repository.  A fresh clone has neither: the tests then say so and skip.  The
+# pgvector-VERSION.tar.gz, or the tarball itself), else in $PERPCA_VENDOR_DIR
+# (scripts/lib.sh: ../shared/vendor next to the repository or the one it was cloned
+# from).  A copy elsewhere has neither: the tests then say so and skip.  The
 # build is compiled without pgvector's default -march=native (OPTFLAGS=""), so it runs
 # on any machine of the kind, and cached (make install DESTDIR=...) under
 # $PERPCA_PGVECTOR_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
@@ -35,7 +36,7 @@ system_has_pgvector() {
 
 # Set TARBALL to the source to build, or skip.
 find_tarball() {
-	local src=${PERPCA_PGVECTOR_SOURCE:-$REPO_ROOT/../shared/vendor}
+	local src=${PERPCA_PGVECTOR_SOURCE:-$PERPCA_VENDOR_DIR}
 	if [ -f "$src" ]; then
 		TARBALL=$src
 		return

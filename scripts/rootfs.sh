@@ -4,7 +4,7 @@
 #   bash scripts/rootfs.sh ensure N      build (once) or update the root filesystem for
 #                                        PostgreSQL N and print its directory
 #   bash scripts/rootfs.sh run N -- CMD  run CMD (as root) in a throwaway copy of it, with
-#                                        this checkout at /work/repo (and ../shared/vendor,
+#                                        this checkout at /work/repo (and $PERPCA_VENDOR_DIR,
 #                                        if there, at /work/shared/vendor)
 #   bash scripts/rootfs.sh status        say which versions are there
 #
@@ -16,7 +16,7 @@
 # rootfs-N/.  It holds
 # the server and its headers, pg_cron, pgvector, the BLAS/LAPACK headers, the
 # Perl modules of the TAP tests, Debian's packaging tools and (where Citus
-# supports the version) Citus built from ../shared/vendor by scripts/citus.sh.
+# supports the version) Citus built from $PERPCA_VENDOR_DIR by scripts/citus.sh.
 # Only `ensure` changes it, under a lock; a run works in a copy (/usr hard
 # linked, /etc and /var copied: dpkg and the suite write only there or by
 # replacing files), inside its own mount and PID namespaces, so that every
@@ -153,7 +153,7 @@ citus_into() {
 	local n=$1 dir
 	dir=$(rootfs_dir "$n")
 	citus_supports "$n" || return 0
-	local vendor=$REPO_ROOT/../shared/vendor
+	local vendor=$PERPCA_VENDOR_DIR
 	[ -d "${PERPCA_CITUS_SOURCE:-$vendor}" ] || return 0
 	rm -rf "$dir/opt/perpca"
 	mkdir -p "$dir/opt/perpca/repo" "$dir/opt/perpca/shared"
@@ -220,7 +220,7 @@ cmd_run() {
 	flock -u 8
 	mkdir -p "$run/work"
 	copy_tree "$REPO_ROOT" "$run/work/repo"
-	local vendor=${PERPCA_CITUS_SOURCE:-$REPO_ROOT/../shared/vendor}
+	local vendor=${PERPCA_CITUS_SOURCE:-$PERPCA_VENDOR_DIR}
 	if [ -d "$vendor" ]; then
 		mkdir -p "$run/work/shared"
 		cp -a "$vendor/." "$run/work/shared/vendor/"
@@ -229,7 +229,7 @@ cmd_run() {
 	local -a pass=()
 	for v in CI TERM PROVE_FLAGS PG_TEST_EXTRA $(compgen -e PERPCA_); do
 		# (paths on the host mean nothing inside)
-		case "$v" in PERPCA_ROOTFS_CACHE | PERPCA_CACHE_DIR | PERPCA_LOCK_DIR | PERPCA_CITUS_* | PERPCA_PGVECTOR_* | PERPCA_ASAN_PREFIX | PERPCA_DEBIAN_MIRROR) continue ;; esac
+		case "$v" in PERPCA_ROOTFS_CACHE | PERPCA_CACHE_DIR | PERPCA_LOCK_DIR | PERPCA_CITUS_* | PERPCA_PGVECTOR_* | PERPCA_VENDOR_DIR | PERPCA_ASAN_PREFIX | PERPCA_DEBIAN_MIRROR) continue ;; esac
 		[ -n "${!v+x}" ] && pass+=("$v=${!v}")
 	done
 	in_root "$run" "${pass[@]}" PERPCA_PG_MAJOR="$n" PERPCA_IN_ROOTFS="$n" "$@" || rc=$?

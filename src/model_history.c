@@ -34,23 +34,19 @@
 #include "utils/syscache.h"
 
 #include "model_lock.h"
+#include "model_read.h"
 #include "perpca.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_history);
 
-/* The columns returned, in order, as stored; entry (the order) is required. */
-typedef struct HistoryColumn
-{
-	const char *name;
-	Oid			type;
-} HistoryColumn;
-
-static const HistoryColumn history_columns[] = {
-	{"version", INT8OID}, {"at", TIMESTAMPTZOID}, {"kind", TEXTOID}, {"clients", INT4OID},
-	{"rows", INT8OID}, {"rounds_run", INT4OID}, {"converged", BOOLOID}, {"objective", FLOAT8OID},
-	{"seconds", FLOAT8OID}, {"role", NAMEOID}, {"warning", TEXTOID}, {"entry", INT4OID},
-	{"outcome", TEXTOID}, {"starts", JSONBOID}, {"clients_added", INT4OID},
-	{"clients_dropped", INT4OID}, {"warm_start", BOOLOID}
+/* The columns returned, in order, as stored; entry (the order) is required, the others may be missing. */
+static const ModelColumn history_columns[] = {
+	{"version", INT8OID, true}, {"at", TIMESTAMPTZOID, true}, {"kind", TEXTOID, true},
+	{"clients", INT4OID, true}, {"rows", INT8OID, true}, {"rounds_run", INT4OID, true},
+	{"converged", BOOLOID, true}, {"objective", FLOAT8OID, true}, {"seconds", FLOAT8OID, true},
+	{"role", NAMEOID, true}, {"warning", TEXTOID, true}, {"entry", INT4OID, false},
+	{"outcome", TEXTOID, true}, {"starts", JSONBOID, true}, {"clients_added", INT4OID, true},
+	{"clients_dropped", INT4OID, true}, {"warm_start", BOOLOID, true}
 };
 #define H_NCOLS lengthof(history_columns)
 #define H_ENTRY 11
@@ -61,30 +57,6 @@ typedef struct HistoryRow
 	Datum		values[H_NCOLS];
 	bool		nulls[H_NCOLS];
 } HistoryRow;
-
-/* The attribute number of column col of rel, checked for its type; InvalidAttrNumber when absent. */
-static AttrNumber
-history_attnum(Relation rel, const HistoryColumn *col, const char *model)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attisdropped || strcmp(NameStr(att->attname), col->name) != 0)
-			continue;
-		if (att->atttypid != col->type)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of %s has type %s, expected %s", col->name,
-							model_relid_name(RelationGetRelid(rel)), format_type_be(att->atttypid),
-							format_type_be(col->type)),
-					 errdetail("The history of model \"%s\" is not as perpca stores it.", model)));
-		return att->attnum;
-	}
-	return InvalidAttrNumber;
-}
 
 static int
 history_row_cmp(const void *a, const void *b)
@@ -110,6 +82,7 @@ perpca_model_history(PG_FUNCTION_ARGS)
 	Oid			history;
 	Relation	rel;
 	AttrNumber	att[H_NCOLS];
+	char	   *detail;
 	Snapshot	snap;
 	TableScanDesc scan;
 	TupleTableSlot *slot;
@@ -134,13 +107,9 @@ perpca_model_history(PG_FUNCTION_ARGS)
 				 errhint("perpca reads a history only from the table it creates; drop \"%s\" and the next refresh starts a new one.",
 						 get_rel_name(history))));
 	rel = relation_open(history, NoLock);
+	detail = psprintf("The history of model \"%s\" is not as perpca stores it.", model);
 	for (int c = 0; c < (int) H_NCOLS; c++)
-		att[c] = history_attnum(rel, &history_columns[c], model);
-	if (!AttributeNumberIsValid(att[H_ENTRY]))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"entry\" of %s does not exist", model_relid_name(history)),
-				 errdetail("The history of model \"%s\" is not as perpca stores it.", model)));
+		att[c] = model_column_attnum(rel, &history_columns[c], detail);
 	if (pg_class_aclcheck(history, user, ACL_SELECT) != ACLCHECK_OK)
 		for (int c = 0; c < (int) H_NCOLS; c++)
 			if (AttributeNumberIsValid(att[c]) &&

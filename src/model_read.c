@@ -62,19 +62,11 @@
 #define REL_COMPONENTS MODEL_REL_COMPONENTS
 #define NRELS MODEL_NRELS
 
-/* A column read from a model table, the type it must have, and whether older models lack it. */
-typedef struct ColumnSpec
-{
-	const char *name;
-	Oid			type;
-	bool		optional;		/* absent: InvalidAttrNumber (read as NULL) */
-} ColumnSpec;
-
 enum
 {
 	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_CLIENT_TYPE, I_FEATURES, I_NCOLS
 };
-static const ColumnSpec info_columns[I_NCOLS] = {
+static const ModelColumn info_columns[I_NCOLS] = {
 	{"version", INT8OID, false}, {"d", INT4OID, false}, {"center", TEXTOID, false},
 	{"global_mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false}, {"theta_est", FLOAT8OID, false},
 	{"scale_factors", FLOAT8ARRAYOID, true},	/* models stored before 0.2.0's scale option: unscaled */
@@ -86,7 +78,7 @@ enum
 {
 	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_N, C_SCORE_COV, C_RESIDUAL, C_NCOLS
 };
-static const ColumnSpec clients_columns[C_NCOLS] = {
+static const ModelColumn clients_columns[C_NCOLS] = {
 	{"client", TEXTOID, false}, {"mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false},
 	{"global_ratio", FLOAT8OID, false}, {"n", INT8OID, false},
 	/* before 0.3.0: no control limits or per-component variance until trained again */
@@ -97,12 +89,12 @@ enum
 {
 	K_KIND, K_CLIENT, K_COMPONENT, K_PC, K_VARIANCE, K_NCOLS
 };
-static const ColumnSpec components_columns[K_NCOLS] = {
+static const ModelColumn components_columns[K_NCOLS] = {
 	{"kind", TEXTOID, false}, {"client", TEXTOID, false}, {"component", INT4OID, false}, {"pc", FLOAT8ARRAYOID, false},
 	{"variance", FLOAT8OID, false}
 };
 
-static const ColumnSpec *const rel_columns[NRELS] = {info_columns, clients_columns, components_columns};
+static const ModelColumn *const rel_columns[NRELS] = {info_columns, clients_columns, components_columns};
 static const int rel_ncolumns[NRELS] = {I_NCOLS, C_NCOLS, K_NCOLS};
 
 #define MAX_COLUMNS I_NCOLS		/* the longest of the three lists */
@@ -182,9 +174,13 @@ rel_name(Relation rel)
 									  RelationGetRelationName(rel));
 }
 
-/* Attribute number of a column of rel with the given type; errors when missing or of another type. */
-static AttrNumber
-column_attnum(const ModelRels *r, Relation rel, const ColumnSpec *col)
+/*
+ * The attribute number of column col of rel, checked for its type: an error
+ * when it has another type, or is missing and not optional (InvalidAttrNumber
+ * when it is optional and missing).  detail says which model the table is.
+ */
+AttrNumber
+model_column_attnum(Relation rel, const ModelColumn *col, const char *detail)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
@@ -200,16 +196,15 @@ column_attnum(const ModelRels *r, Relation rel, const ColumnSpec *col)
 					 errmsg("column \"%s\" of %s has type %s, expected %s",
 							col->name, rel_name(rel), format_type_be(att->atttypid),
 							format_type_be(col->type)),
-					 errdetail("Model \"%s\" is not as perpca_train() stores it.", r->model)));
+					 errdetail_internal("%s", detail)));
 		return att->attnum;
 	}
-	if (col->optional)
-		return InvalidAttrNumber;
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_COLUMN),
-			 errmsg("column \"%s\" of %s does not exist", col->name, rel_name(rel)),
-			 errdetail("Model \"%s\" is not as perpca_train() stores it.", r->model)));
-	return InvalidAttrNumber;	/* keep the compiler quiet */
+	if (!col->optional)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of %s does not exist", col->name, rel_name(rel)),
+				 errdetail_internal("%s", detail)));
+	return InvalidAttrNumber;
 }
 
 /* The caller may SELECT the columns read, and no row-level security applies to the caller. */
@@ -239,11 +234,14 @@ rel_check_access(const ModelRels *r, Relation rel, const AttrNumber *att, int nc
 static void
 rels_open_checked(ModelRels *r, text *model)
 {
+	char	   *detail;
+
 	rels_open(r, model);
+	detail = psprintf("Model \"%s\" is not as perpca_train() stores it.", r->model);
 	for (int i = 0; i < NRELS; i++)
 	{
 		for (int c = 0; c < rel_ncolumns[i]; c++)
-			r->att[i][c] = column_attnum(r, r->rel[i], &rel_columns[i][c]);
+			r->att[i][c] = model_column_attnum(r->rel[i], &rel_columns[i][c], detail);
 		rel_check_access(r, r->rel[i], r->att[i], rel_ncolumns[i]);
 	}
 }

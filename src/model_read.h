@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "nodes/pg_list.h"
+#include "utils/relcache.h"
 
 /* The naming rule, for the hints of errors about model names. */
 #define MODEL_NAME_RULE \
@@ -26,6 +27,17 @@
  * (perpca_internal.model_name_parts).
  */
 extern List *model_name_parts(const char *model);
+
+/* A column perpca reads from a table it stores, the type it must have, and whether older tables lack it. */
+typedef struct ModelColumn
+{
+	const char *name;
+	Oid			type;
+	bool		optional;		/* absent: InvalidAttrNumber (read as NULL) */
+} ModelColumn;
+
+/* Its attribute number in rel, checked; errors (detail: which model) when of another type or missing and required. */
+extern AttrNumber model_column_attnum(Relation rel, const ModelColumn *col, const char *detail);
 
 typedef enum ModelCenter
 {

@@ -28,3 +28,11 @@ LANGUAGE sql IMMUTABLE AS $$
       FROM generate_subscripts(b, 1) AS i,
            LATERAL unnest(perpca_scores(ARRAY(SELECT b[i][j] FROM generate_subscripts(b, 2) AS j), a)) AS s
 $$;
+
+-- a with its largest-|entry| (first on ties) positive, as the fixtures sign loadings
+CREATE FUNCTION signed(a float8[]) RETURNS float8[]
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT array_agg(v * s ORDER BY i)
+      FROM unnest(a) WITH ORDINALITY AS u(v, i),
+           (SELECT sign(v) AS s FROM unnest(a) WITH ORDINALITY AS w(v, j) ORDER BY abs(v) DESC, j LIMIT 1) AS m
+$$;

@@ -19,13 +19,6 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM;
 END
 $$;
--- a with its largest-|entry| (first on ties) positive, as the fixture signs them
-CREATE FUNCTION signed(a float8[]) RETURNS float8[]
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_agg(v * s ORDER BY i)
-      FROM unnest(a) WITH ORDINALITY AS u(v, i),
-           (SELECT sign(v) AS s FROM unnest(a) WITH ORDINALITY AS w(v, j) ORDER BY abs(v) DESC, j LIMIT 1) AS m
-$$;
 
 -- ---- training from feature columns -----------------------------------------
 CREATE TABLE obs (client text, obs int, x float8[]);

@@ -6,20 +6,9 @@
 CREATE SCHEMA perpca_results;
 SET search_path = perpca_results, public;
 SET extra_float_digits = 0;
+\i test/include/compare.sql
 CREATE FUNCTION close(a float8, b float8, tol float8) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$ SELECT abs(a - b) <= tol * greatest(abs(b), 1e-300) $$;
--- a with its largest-|entry| (first on ties) positive, as the fixture signs them
-CREATE FUNCTION signed(a float8[]) RETURNS float8[]
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT array_agg(v * s ORDER BY i)
-      FROM unnest(a) WITH ORDINALITY AS u(v, i),
-           (SELECT sign(v) AS s FROM unnest(a) WITH ORDINALITY AS w(v, j) ORDER BY abs(v) DESC, j LIMIT 1) AS m
-$$;
-CREATE FUNCTION arrays_close(a float8[], b float8[], tol float8) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT cardinality(a) = cardinality(b) AND bool_and(abs(x - y) <= tol)
-      FROM unnest(a, b) AS u(x, y)
-$$;
 -- two labelings are the same partition (up to the numbering of the groups)
 CREATE FUNCTION same_partition(a int[], b int[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
