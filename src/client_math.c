@@ -23,6 +23,13 @@
 #define BEST_RESPONSE_EXACT_DIM 96
 #define BEST_RESPONSE_EXACT_GRAM 24
 /*
+ * A small dense S_i whose rank r is at most this fraction of d is solved in
+ * its r-dimensional range (the tridiagonal reduction costs r^3): eigenvalues
+ * below LOW_RANK_TOL lambda_max, zeros at rounding, are dropped.
+ */
+#define LOW_RANK_FRACTION 0.9
+#define LOW_RANK_TOL 1e-13
+/*
  * Dimension above which a best response whose iteration did not reach its
  * tolerance keeps the iteration's Ritz vectors instead of an exact solve:
  * one dsyev of a large matrix costs more than many rounds (d = 4096: about
@@ -1294,6 +1301,103 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 }
 
 /*
+ * The factor S_i = Lt'Lt of a small dense S_i of low rank, from its exact
+ * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' over the r eigenvalues
+ * above LOW_RANK_TOL lambda_max.  Returns whether the client has one.
+ */
+static bool
+dense_low_rank(FitClient *c)
+{
+	int			d = c->d,
+				r = 0;
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
+	double	   *A,
+			   *Q,
+			   *lam,
+			   *work;
+
+	if (c->lrank != 0)
+		return c->lrank > 0;
+	c->lrank = -1;
+	A = palloc(sizeof(double) * d * d);
+	Q = palloc(sizeof(double) * d * d);
+	lam = palloc(sizeof(double) * d);
+	work = lapack_work(LINALG_EIGH_WORK(d, d));
+	memcpy(A, c->S, sizeof(double) * d * d);
+	if (linalg_eigh_top(d, A, d, lam, Q, d, work) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
+	while (r < d && lam[r] > LOW_RANK_TOL * lam[0])
+		r++;
+	if (r >= c->r1 + c->r2 && r <= LOW_RANK_FRACTION * d)
+	{
+		c->lrank = r;
+		c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
+		c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
+		for (int j = 0; j < r; j++)
+		{
+			double		s = sqrt(lam[j]);
+
+			c->Llambda[j] = lam[j];
+			for (int i = 0; i < d; i++)
+				c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
+		}
+	}
+	pfree(A);
+	pfree(Q);
+	pfree(lam);
+	pfree(work);
+	return c->lrank > 0;
+}
+
+/*
+ * The exact best response of a small dense S_i = Lt'Lt of rank r, in its
+ * range: with F = Lt' (d x r) and B = F'U = Lt U, the nonzero spectrum of
+ * (I - UU')S_i(I - UU') is that of the r x r M = diag(lambda) - B B', and
+ * V_i = (I - UU') F z / sqrt(theta) for its top eigenpairs (z, theta); S U =
+ * F B.  V_i into c->X, theta into c->ritz, S U into SU.  Returns false
+ * (nothing changed) when M has fewer than r2 nonzero eigenvalues.
+ */
+static bool
+dense_low_rank_response(FitClient *c, const double *U, double *SU)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2,
+				r = c->lrank,
+				b = c->b;
+	double	   *work = client_work(c, (int64) r * r1 + (int64) r * r + (int64) r * r2 + r2 +
+								   LINALG_EIGH_WORK(r, r2)),
+			   *B = work,
+			   *M = B + (int64) r * r1,
+			   *z = M + (int64) r * r,
+			   *theta = z + (int64) r * r2;
+
+	c->products++;
+	linalg_gemm(false, false, r, r1, d, 1.0, c->Lt, d, U, r1, 0.0, B, r1);
+	linalg_gemm(false, true, r, r, r1, -1.0, B, r1, B, r1, 0.0, M, r);
+	for (int j = 0; j < r; j++)
+		M[(int64) j * r + j] += c->Llambda[j];
+	if (linalg_eigh_top(r, M, r2, theta, z, r2, theta + r2) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", r, r);
+	if (!(theta[r2 - 1] > 1e-10 * theta[0]))
+		return false;
+	for (int j = 0; j < r2; j++)
+	{
+		c->ritz[j] = theta[j];
+		linalg_scale_column(r, z, r2, j, 1.0 / sqrt(theta[j]));
+	}
+	/* V = (I - UU') F z (twice: orthogonal to U to rounding), orthonormalized; S U = F B */
+	linalg_gemm(true, false, d, r2, r, 1.0, c->Lt, d, z, r2, 0.0, c->X, b);
+	deflate_block(d, r1, U, r2, c->X, b);
+	deflate_block(d, r1, U, r2, c->X, b);
+	if (linalg_chol_orth(d, r2, c->X, b, z) != 0)
+		fit_retract(FIT_RETRACT_QR, d, r2, c->X, b);
+	if (r1 > 0)
+		linalg_gemm(true, false, d, r1, r, 1.0, c->Lt, d, B, r1, 0.0, SU, r1);
+	return true;
+}
+
+/*
  * V_i of a client in d-space: LOBPCG on the deflated S_i from the last
  * round's block, whose first product S_i [U, X] also gives S U; exact when d
  * is small or the iteration fails.  S U into SU.
@@ -1330,7 +1434,10 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		pfree(ST);
 		pfree(AX);
 	}
-	if (exact && c->S != NULL)
+	if (exact && c->S != NULL && d <= BEST_RESPONSE_EXACT_DIM && dense_low_rank(c) &&
+		dense_low_rank_response(c, U, SU))
+		;
+	else if (exact && c->S != NULL)
 	{
 		/*
 		 * One product S U for the deflation and the gradient.  Small d: only

@@ -70,6 +70,9 @@ typedef struct FitClient
 	double	   *FtF;			/* thin: F'F (m x m, m = rows + 1 with delta), once computed */
 	double	   *pc_L;			/* d x max(k, 1): top eigenvectors of S_i (approximate), once computed */
 	double	   *pc_lambda;		/* their eigenvalues; pc_lambda[0] = lambda_max */
+	double	   *Lt;				/* small dense S_i of low rank: S_i = Lt'Lt to rounding (lrank x d), or NULL */
+	double	   *Llambda;		/* its lrank eigenvalues (Lt Lt' = diag(Llambda)) */
+	int			lrank;			/* 0 until examined, -1 when S_i has (nearly) full rank */
 	bool		lazy_local;		/* paper rounds: V_i + step G_V left unretracted */
 	bool		skip_change;	/* paper rounds: change not needed */
 	int64		products;		/* operator products so far (S_i X, or the Gram matrix's) */
