@@ -1019,6 +1019,8 @@ void
 client_feasible(FitClient *c, const double *U)
 {
 	linalg_copy(c->d, c->r1, U, c->r1, c->W, c->k);
+	if (c->sw_ready)
+		return;					/* the final response's W: feasible to rounding, S W known */
 	client_deflate(c, FIT_RETRACT_POLAR);
 	client_deflate(c, FIT_RETRACT_POLAR);
 }
@@ -1030,7 +1032,9 @@ client_gradient(FitClient *c)
 				k = c->k;
 	double		trace = 0.0;
 
-	client_apply(c, c->W, k, c->SW);
+	if (!c->sw_ready)
+		client_apply(c, c->W, k, c->SW);
+	c->sw_ready = false;
 	linalg_gemm(true, false, k, k, d, 1.0, c->W, k, c->SW, k, 0.0, c->M, k);
 	for (int j = 0; j < k; j++)
 		trace += c->M[j * k + j];
@@ -1202,17 +1206,21 @@ thin_deflated_gram(FitClient *c, const double *FtU)
 /*
  * From m-space vectors Z (ldz) and F'U, in one pass over the rows: V
  * (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, and S U =
- * F (F'U) into SU (d x r1).
+ * F (F'U) into SU (d x r1).  With AZ (the deflated Gram matrix times Z,
+ * ldz) the same pass also gives S V: F'(I - UU')F Z = AZ, so S (I - UU') F Z
+ * = F AZ; then W = [U, V] is feasible to rounding and S W is left in SW
+ * (c->sw_ready) for client_gradient.
  */
 static void
 thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const double *FtU,
-				  double *SU)
+				  double *SU, const double *AZ)
 {
 	int			d = c->d,
 				n = c->nrows,
 				r1 = c->r1,
 				r2 = c->r2,
-				q = r1 + r2,
+				k = c->k,
+				q = r1 + r2 + (AZ != NULL ? r2 : 0),
 				m = thin_width(c);
 	double	   *C = palloc(sizeof(double) * m * q),
 			   *T = palloc(sizeof(double) * d * q);
@@ -1220,7 +1228,13 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	for (int i = 0; i < m; i++)
 	{
 		for (int j = 0; j < r2; j++)
-			C[(int64) i * q + j] = Z[(int64) i * ldz + j] / sqrt(Max(c->ritz[j], 1e-300));
+		{
+			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
+
+			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
+			if (AZ != NULL)
+				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
+		}
 		for (int j = 0; j < r1; j++)
 			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
 	}
@@ -1228,10 +1242,33 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	if (c->delta != NULL)
 		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
 	deflate_block(d, r1, U, r2, T, q);
-	orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
-	linalg_copy(d, r2, T, q, c->W + r1, c->k);
+	c->sw_ready = false;
+	if (AZ != NULL)
+	{
+		/* V once more orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 */
+		double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
+
+		if (r1 > 0)
+		{
+			linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
+			linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
+			linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
+		}
+		pfree(UtV);
+		c->sw_ready = linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
+											client_work(c, LINALG_CHOL_WORK(r2))) == 0;
+	}
+	if (!c->sw_ready)
+		orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
+	linalg_copy(d, r2, T, q, c->W + r1, k);
 	if (r1 > 0)
 		linalg_copy(d, r1, T + r2, q, SU, r1);
+	if (c->sw_ready)
+	{
+		linalg_copy(d, r1, U, r1, c->W, k);
+		linalg_copy(d, r1, T + r2, q, c->SW, k);
+		linalg_copy(d, r2, T + r2 + r1, q, c->SW + r1, k);
+	}
 	pfree(C);
 	pfree(T);
 }
@@ -1295,7 +1332,17 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
 		pfree(G);
 	}
-	thin_local_and_su(c, U, c->X, c->b, FtU, SU);
+	if (c->final_response)
+	{
+		/* the final response: S W from the same pass (F'(I - UU')F X costs no pass) */
+		double	   *AX = palloc(sizeof(double) * m * c->b);
+
+		op_apply(c, &op, c->X, c->b, AX);
+		thin_local_and_su(c, U, c->X, c->b, FtU, SU, AX);
+		pfree(AX);
+	}
+	else
+		thin_local_and_su(c, U, c->X, c->b, FtU, SU, NULL);
 	pfree(FtU);
 	return exact;
 }

@@ -73,6 +73,8 @@ typedef struct FitClient
 	double	   *Lt;				/* small dense S_i of low rank: S_i = Lt'Lt to rounding (lrank x d), or NULL */
 	double	   *Llambda;		/* its lrank eigenvalues (Lt Lt' = diag(Llambda)) */
 	int			lrank;			/* 0 until examined, -1 when S_i has (nearly) full rank */
+	bool		final_response; /* the fit's last best response: leave S_i W in SW where it is cheap */
+	bool		sw_ready;		/* SW = S_i W for the current W (client_feasible, client_gradient use it) */
 	bool		lazy_local;		/* paper rounds: V_i + step G_V left unretracted */
 	bool		skip_change;	/* paper rounds: change not needed */
 	int64		products;		/* operator products so far (S_i X, or the Gram matrix's) */
