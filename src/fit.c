@@ -31,6 +31,10 @@
 #define HOP_GAIN 1e-10
 /* Projector distance beyond which a hop's optimum is another basin. */
 #define HOP_BASIN 1e-2
+/* Projector distance to a known optimum within which a run is in its basin and stops. */
+#define BASIN_ENTER 0.25
+/* Hops in a row that come back into known basins before the search stops (the landscape is covered). */
+#define HOP_KNOWN 3
 /* Weakest global directions a hop replaces. */
 #define HOP_COLUMNS 2
 /* Fewest rounds a hop may run (its budget is otherwise the slowest start's rounds). */
@@ -61,10 +65,55 @@ start_list(const FitOptions *opts, FitInit *list)
 	return n;
 }
 
+/*
+ * The optima the search has found (where its converged runs ended), and a
+ * watch on the run under way: a run that comes within BASIN_ENTER of one of
+ * them is in its basin and would only converge there again, so it stops.
+ */
+typedef struct Optima
+{
+	FitBackend *be;
+	int			n;
+	double	   *U[FIT_MAX_STARTS];
+	int			run[FIT_MAX_STARTS];	/* the run (index into the starts) that found it */
+	int			entered;		/* the optimum the watched run came near, or -1 */
+} Optima;
+
+/* The known optimum within radius of U, or -1. */
+static int
+optima_near(const Optima *o, const double *U, double radius)
+{
+	for (int k = 0; k < o->n; k++)
+		if (fit_projector_distance(o->be->d, o->be->r1, o->U[k], o->be->r1, U, o->be->r1) < radius)
+			return k;
+	return -1;
+}
+
+/* Keep U, where run ended, as a new optimum. */
+static void
+optima_add(Optima *o, const double *U, int run)
+{
+	int64		size = (int64) o->be->d * o->be->r1;
+
+	o->U[o->n] = palloc(sizeof(double) * Max(size, 1));
+	memcpy(o->U[o->n], U, sizeof(double) * size);
+	o->run[o->n++] = run;
+}
+
+/* LbfgsWatch check: stop a run that has come into a known optimum's basin. */
+static bool
+optima_watch(void *arg, const double *U)
+{
+	Optima	   *o = arg;
+
+	o->entered = optima_near(o, U, BASIN_ENTER);
+	return o->entered >= 0;
+}
+
 /* Run one start with the solver for at most `rounds` rounds; fills its report. */
 static void
 run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, double *U,
-		  double *step, FitDiagnostics *diag, LbfgsMemory *mem)
+		  double *step, FitDiagnostics *diag, LbfgsMemory *mem, const LbfgsWatch *watch)
 {
 	FitStartReport *rep = &diag->starts[diag->nstarts];
 	double		gnorm;
@@ -80,7 +129,7 @@ run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, doubl
 	}
 	else
 		rep->rounds = solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective,
-								   &gnorm, diag, mem);
+								   &gnorm, diag, mem, watch);
 	if (opts->verbose)
 		ereport(NOTICE,
 				(errmsg("start %s: objective %.12g after %d rounds%s", rep->name, rep->objective,
@@ -179,6 +228,31 @@ keep_best(FitDiagnostics *diag, int j, const double *U, double *Ubest, int64 siz
 }
 
 /*
+ * After run j of the search ended at U: the known optimum whose basin it
+ * is in (-1: a new one, now known if the run converged).  A run the watch
+ * stopped is named for the basin it came into.
+ */
+static int
+settle(Optima *o, FitDiagnostics *diag, int j, const double *U, bool verbose)
+{
+	FitStartReport *rep = &diag->starts[j];
+	int			k = o->entered >= 0 ? o->entered : optima_near(o, U, HOP_BASIN);
+
+	if (o->entered >= 0)
+	{
+		rep->name = psprintf("%s (basin of %s)", rep->name, diag->starts[o->run[k]].name);
+		if (verbose)
+			ereport(NOTICE,
+					(errmsg("%s: stopped after %d rounds at objective %.12g", rep->name,
+							rep->rounds, rep->objective)));
+	}
+	else if (k < 0 && rep->converged)
+		optima_add(o, U, j);
+	o->entered = -1;
+	return k;
+}
+
+/*
  * L-BFGS, init 'best': every start to the screening tolerance, then hops
  * from the best optimum so far until opts->hops hops in a row fail to
  * improve it (one hop when the starts all ended in one basin, until a hop
@@ -186,10 +260,11 @@ keep_best(FitDiagnostics *diag, int j, const double *U, double *Ubest, int64 siz
  * leaves, a deterministic probe of its weakest directions, the others
  * from random directions, which explore a landscape of several basins
  * more widely), then the best to the tolerance (its rounds are the
- * winner's).  A hop runs at most as many rounds as the slowest start did
- * (HOP_MIN_ROUNDS at least): one that has not found a better optimum by
- * then is given up, so hops cost little where the starts converge fast
- * (thin high-d data) and as much as a start where they do not.
+ * winner's, continued from where its screening stopped).  A hop runs at
+ * most as many rounds as the slowest start did (HOP_MIN_ROUNDS at least):
+ * one that has not found a better optimum by then is given up.  Any run
+ * after the first stops as soon as it comes within BASIN_ENTER of an
+ * optimum found before (the watch): it would only converge there again.
  * A single start runs to the tolerance directly.
  */
 static void
@@ -211,27 +286,35 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 	int			m = Min(HOP_COLUMNS, Min(be->r1, be->d - be->r1)),
 				budget = HOP_MIN_ROUNDS;
 	double	   *resid = palloc(sizeof(double) * be->d * Max(m, 1));
+	Optima		optima = {.be = be, .entered = -1};
+	LbfgsWatch	watch = {optima_watch, &optima};
 
 	if (search)
 		screen.tolerance = Max(opts->tolerance, SCREEN_TOLERANCE);
 	for (int j = 0; j < n; j++)
 	{
+		int			basin;
+
 		if (j > 0 && opts->rounds - diag->rounds <= 0)
 			break;
 		mem = palloc0(sizeof(LbfgsMemory));
-		run_start(be, &screen, list[j], opts->rounds - diag->rounds, U, &step, diag, mem);
+		run_start(be, &screen, list[j], opts->rounds - diag->rounds, U, &step, diag, mem,
+				  search ? &watch : NULL);
 		diag->rounds += diag->starts[j].rounds;
 		budget = Max(budget, diag->starts[j].rounds);
-		if (j > 0 && fit_projector_distance(be->d, be->r1, Ubest, be->r1, U, be->r1) > HOP_BASIN)
+		basin = settle(&optima, diag, j, U, opts->verbose);
+		if (j > 0 && (basin < 0 || optima.run[basin] != best))
 			agree = false;
 		keep_best(diag, j, U, Ubest, size, mem, &best, &memory);
 	}
 	/* starts that all end in one basin get one hop to test it; any new basin, the full patience */
 	patience = agree ? Min(opts->hops, 1) : opts->hops;
-	for (int failed = 0, h = 1; search && failed < patience && diag->nstarts < FIT_MAX_STARTS &&
-		 opts->rounds - diag->rounds > 0; h++)
+	for (int failed = 0, known = 0, h = 1; search && failed < patience && known < HOP_KNOWN &&
+		 diag->nstarts < FIT_MAX_STARTS && opts->rounds - diag->rounds > 0; h++)
 	{
 		FitStartReport *rep = &diag->starts[diag->nstarts];
+		int			basin;
+		bool		kept;
 
 		/* starts in one basin: the first hop brings in the pooled variance it leaves */
 		bool		first = agree && h == 1 && m > 0;
@@ -243,21 +326,19 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 		rep->name = psprintf("hop %d", h);
 		mem = palloc0(sizeof(LbfgsMemory));
 		rep->rounds = solver_lbfgs(be, &screen, U, Min(budget, opts->rounds - diag->rounds),
-								   &rep->converged, &rep->objective, &gnorm, diag, mem);
+								   &rep->converged, &rep->objective, &gnorm, diag, mem, &watch);
 		diag->rounds += rep->rounds;
 		if (opts->verbose)
 			ereport(NOTICE,
 					(errmsg("hop %d: objective %.12g after %d rounds", h, rep->objective,
 							rep->rounds)));
-		{
-			/* a new basin resets the count; the same one, better converged, does not */
-			bool		moved = fit_projector_distance(be->d, be->r1, Ubest, be->r1, U, be->r1) > HOP_BASIN;
-
-			failed = keep_best(diag, diag->current, U, Ubest, size, mem, &best, &memory) && moved ?
-				0 : failed + 1;
-			if (failed == 0)
-				patience = opts->hops;
-		}
+		basin = settle(&optima, diag, diag->current, U, opts->verbose);
+		/* a better optimum in a new basin resets the count; a known basin does not */
+		kept = keep_best(diag, diag->current, U, Ubest, size, mem, &best, &memory);
+		failed = kept && basin < 0 ? 0 : failed + 1;
+		known = basin >= 0 ? known + 1 : 0;
+		if (failed == 0)
+			patience = opts->hops;
 	}
 	memcpy(U, Ubest, sizeof(double) * size);
 	diag->chosen = best;
@@ -269,7 +350,7 @@ run_lbfgs_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 
 		diag->current = best;
 		more = solver_lbfgs(be, opts, U, opts->rounds - diag->rounds, &rep->converged,
-							&rep->objective, &gnorm, diag, memory);
+							&rep->objective, &gnorm, diag, memory, NULL);
 		rep->rounds += more;
 		diag->rounds += more;
 	}
@@ -293,12 +374,12 @@ run_paper_starts(FitBackend *be, const FitOptions *opts, const FitInit *list, in
 		probe.verbose = false;
 		for (int j = 0; j < n; j++)
 			run_start(be, &probe, list[j], Min(opts->rounds, PAPER_PROBE_ROUNDS), U,
-					  &diag->step, diag, NULL);
+					  &diag->step, diag, NULL, NULL);
 		how = list[best_start(diag, 0)];
 		if (opts->verbose)
 			ereport(NOTICE, (errmsg("init best: chose %s", fit_init_names[how])));
 	}
-	run_start(be, opts, how, opts->rounds, U, &diag->step, diag, NULL);
+	run_start(be, opts, how, opts->rounds, U, &diag->step, diag, NULL, NULL);
 	diag->chosen = diag->nstarts - 1;
 	diag->rounds = diag->starts[diag->chosen].rounds;
 	if (n > 1)

@@ -9,8 +9,10 @@
  * One round is one evaluation: the backend's clients compute their best
  * responses against the broadcast U and return w_i f_i and their d x r1
  * gradient terms -- the message sizes of the paper's rounds.  Here: the
- * two-loop recursion on the stored (s, y) pairs, vector transport by
- * projection, Armijo backtracking along a QR retraction.  Line-search
+ * two-loop recursion on the stored (s, y) pairs with a preconditioned
+ * initial matrix (each direction of U in the eigenbasis of U'SU scaled by
+ * 1 / its variance, from the same sums), vector transport by projection,
+ * Armijo backtracking along a QR retraction.  Line-search
  * evaluations are rounds too.  Reference: shared/oracle/grassmann_lbfgs.py.
  */
 #include "postgres.h"
@@ -51,6 +53,12 @@ typedef struct Lbfgs
 	int			rounds;
 	int			max_rounds;
 	FitSums    *sums;
+	double	   *M;				/* r1 x r1: U'(sum_i w_i S_i)U / W of the last evaluation */
+	double	   *Mu;				/* r1 x r1: the same at U (the preconditioner's) */
+	double	   *Q;				/* r1 x r1: the preconditioner's basis (eigenvectors of M at U) */
+	double	   *pre;			/* r1: its scale per column of Q (1 / eigenvalue) */
+	double	   *T;				/* d x r1 workspace */
+	double	   *Py;				/* d x r1 workspace */
 } Lbfgs;
 
 /* X <- X - U (U'X): projection onto the horizontal space at U. */
@@ -93,8 +101,42 @@ evaluate(Lbfgs *lb, const double *U, double *f, double *G)
 	*f = s->objective / s->weight;
 	memcpy(G, s->U, sizeof(double) * lb->n);
 	linalg_scale_column((int) lb->n, G, 1, 0, 1.0 / s->weight);
+	/* U'G = U'(sum_i w_i S_i)U / W: the clients' V_i are orthogonal to U */
+	linalg_gemm(true, false, lb->r1, lb->r1, lb->d, 1.0, U, lb->r1, G, lb->r1, 0.0, lb->M, lb->r1);
 	project(lb, U, G);
 	return sqrt(linalg_dot(lb->n, G, G));
+}
+
+/*
+ * The preconditioner at the current U, from M of its evaluation: column j
+ * of a tangent vector in the eigenbasis of M scaled by 1 / lambda_j (the
+ * weak global directions move further per step than the strong ones).
+ */
+static void
+precondition_set(Lbfgs *lb)
+{
+	double	   *A = palloc(sizeof(double) * lb->r1 * lb->r1);
+	double		floor;
+
+	memcpy(lb->Mu, lb->M, sizeof(double) * lb->r1 * lb->r1);
+	for (int i = 0; i < lb->r1; i++)
+		for (int j = 0; j < lb->r1; j++)
+			A[i * lb->r1 + j] = 0.5 * (lb->M[i * lb->r1 + j] + lb->M[j * lb->r1 + i]);
+	fit_eigh_top(lb->r1, A, lb->r1, lb->pre, lb->Q, lb->r1);
+	floor = 1e-3 * Max(lb->pre[0], 1e-300);
+	for (int j = 0; j < lb->r1; j++)
+		lb->pre[j] = 1.0 / Max(lb->pre[j], floor);
+	pfree(A);
+}
+
+/* q <- P q, P the preconditioner (q Q diag(pre) Q'). */
+static void
+precondition(const Lbfgs *lb, double *q)
+{
+	linalg_gemm(false, false, lb->d, lb->r1, lb->r1, 1.0, q, lb->r1, lb->Q, lb->r1, 0.0, lb->T, lb->r1);
+	for (int j = 0; j < lb->r1; j++)
+		linalg_scale_column(lb->d, lb->T, lb->r1, j, lb->pre[j]);
+	linalg_gemm(false, true, lb->d, lb->r1, lb->r1, 1.0, lb->T, lb->r1, lb->Q, lb->r1, 0.0, q, lb->r1);
 }
 
 /* Ascent direction: the two-loop recursion on the pairs, projected at U. */
@@ -114,11 +156,21 @@ direction(const Lbfgs *lb, double *q)
 	{
 		const double *s = lb->S[lb->npairs - 1],
 				   *y = lb->Y[lb->npairs - 1];
+		double		yPy;
 
-		linalg_scale_column((int) lb->n, q, 1, 0, linalg_dot(lb->n, s, y) / linalg_dot(lb->n, y, y));
+		/* gamma = s'y / y'Py, H0 = gamma P */
+		precondition(lb, q);
+		memcpy(lb->Py, y, sizeof(double) * lb->n);
+		precondition(lb, lb->Py);
+		yPy = linalg_dot(lb->n, y, lb->Py);
+		linalg_scale_column((int) lb->n, q, 1, 0, linalg_dot(lb->n, s, y) / yPy);
 	}
 	else
-		linalg_scale_column((int) lb->n, q, 1, 0, 1.0 / lmax);
+	{
+		/* no pairs yet: P scaled to 1 / lambda_max on the strongest column, the others in proportion */
+		precondition(lb, q);
+		linalg_scale_column((int) lb->n, q, 1, 0, 1.0 / (lmax * lb->pre[0]));
+	}
 	for (int j = 0; j < lb->npairs; j++)
 	{
 		double		beta = lb->rho[j] * linalg_dot(lb->n, lb->Y[j], q);
@@ -223,6 +275,7 @@ iterate(Lbfgs *lb, double *p, double *Unew, double *Gnew, double *s, double *y)
 		y[x] -= Gnew[x];
 	memcpy(lb->U, Unew, sizeof(double) * lb->n);
 	memcpy(lb->G, Gnew, sizeof(double) * lb->n);
+	precondition_set(lb);
 	lb->f = fnew;
 	lb->gnorm = gnew;
 	remember(lb, s, y);
@@ -253,7 +306,8 @@ report(const Lbfgs *lb, int iteration)
 
 int
 solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool *converged,
-			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem)
+			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem,
+			 const LbfgsWatch *watch)
 {
 	Lbfgs		lb = {0};
 	double		lmax = be->lambda_max > 0.0 ? be->lambda_max : 1.0;
@@ -279,6 +333,12 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	lb.gnorm = NAN;
 	lb.max_rounds = rounds;
 	lb.sums = fit_sums_create(be->d, be->r1);
+	lb.M = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
+	lb.Mu = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
+	lb.Q = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
+	lb.pre = palloc0(sizeof(double) * Max(be->r1, 1));
+	lb.T = palloc(sizeof(double) * Max(n, 1));
+	lb.Py = palloc(sizeof(double) * Max(n, 1));
 	if (mem != NULL)
 	{
 		lb.npairs = mem->npairs;
@@ -287,13 +347,24 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 		memcpy(lb.rho, mem->rho, sizeof(lb.rho));
 	}
 	*converged = false;
-	if (rounds > 0)
+	if (rounds > 0 && mem != NULL && mem->evaluated)
+	{
+		/* a continued run: U was evaluated at the end of the last call */
+		lb.f = mem->f;
+		lb.gnorm = mem->gnorm;
+		memcpy(lb.G, mem->G, sizeof(double) * n);
+		memcpy(lb.M, mem->M, sizeof(double) * be->r1 * be->r1);
+		precondition_set(&lb);
+	}
+	else if (rounds > 0)
 	{
 		lb.gnorm = evaluate(&lb, U, &lb.f, lb.G);
+		if (n > 0)
+			precondition_set(&lb);
 		if (diag != NULL)
 			fit_trace(diag, lb.rounds, lb.f * be->nclients, lb.gnorm, NAN, 0.0, lb.sums);
 	}
-	while (lb.rounds > 0 && n > 0)
+	while (rounds > 0 && n > 0)
 	{
 		report(&lb, iteration);
 		if (lb.gnorm <= opts->tolerance * lmax)
@@ -316,6 +387,8 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			break;
 		}
 		iteration++;
+		if (watch != NULL && watch->check(watch->arg, lb.U))
+			break;
 		stall = (lb.f - fprev <= ROUNDING * fabs(lb.f) && lb.gnorm > 0.5 * gprev) ? stall + 1 : 0;
 		if (stall >= STALL_ROUNDS)
 		{
@@ -329,6 +402,16 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	*gnorm = lb.gnorm;
 	if (mem != NULL)
 	{
+		if (mem->G == NULL)
+		{
+			mem->G = palloc(sizeof(double) * Max(n, 1));
+			mem->M = palloc(sizeof(double) * Max(be->r1 * be->r1, 1));
+		}
+		mem->evaluated = rounds > 0;
+		mem->f = lb.f;
+		mem->gnorm = lb.gnorm;
+		memcpy(mem->G, lb.G, sizeof(double) * n);
+		memcpy(mem->M, lb.Mu, sizeof(double) * be->r1 * be->r1);
 		mem->npairs = lb.npairs;
 		memcpy(mem->S, lb.S, sizeof(lb.S));
 		memcpy(mem->Y, lb.Y, sizeof(lb.Y));
@@ -349,4 +432,11 @@ lbfgs_memory_free(LbfgsMemory *mem)
 		mem->S[j] = mem->Y[j] = NULL;
 	}
 	mem->npairs = 0;
+	if (mem->G != NULL)
+	{
+		pfree(mem->G);
+		pfree(mem->M);
+	}
+	mem->G = mem->M = NULL;
+	mem->evaluated = false;
 }

@@ -9,14 +9,29 @@
 /* (s, y) pairs kept */
 #define LBFGS_MEMORY 10
 
-/* The pairs of a run at its last U: another call continues it from there. */
+/*
+ * A run's state at its last U (its pairs, objective, gradient and U'SU):
+ * another call continues it from there without evaluating U again.
+ */
 typedef struct LbfgsMemory
 {
 	int			npairs;
 	double	   *S[LBFGS_MEMORY];
 	double	   *Y[LBFGS_MEMORY];
 	double		rho[LBFGS_MEMORY];
+	bool		evaluated;		/* f, gnorm, G and M below hold U's evaluation */
+	double		f;
+	double		gnorm;
+	double	   *G;				/* d x r1 */
+	double	   *M;				/* r1 x r1 */
 } LbfgsMemory;
+
+/* A watch on a run: check is called after each iteration with its U; true stops the run there. */
+typedef struct LbfgsWatch
+{
+	bool		(*check) (void *arg, const double *U);
+	void	   *arg;
+} LbfgsWatch;
 
 /*
  * L-BFGS from U (updated in place); returns rounds run, sets *converged,
@@ -25,7 +40,7 @@ typedef struct LbfgsMemory
  */
 extern int	solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds,
 						 bool *converged, double *objective, double *gnorm, FitDiagnostics *diag,
-						 LbfgsMemory *mem);
+						 LbfgsMemory *mem, const LbfgsWatch *watch);
 
 /* Free the pairs of mem (mem itself stays). */
 extern void lbfgs_memory_free(LbfgsMemory *mem);

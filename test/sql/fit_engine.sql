@@ -121,7 +121,9 @@ FROM spec s JOIN n USING (client), (VALUES (1.0), (-1.0)) v(sg);
 CREATE TEMP TABLE two AS SELECT client, perpca_stats(x) AS stats FROM two_rows GROUP BY client;
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM two', 1, 1, hops => 0);
 SELECT round(objective::numeric, 9) AS starts_only FROM perpca_last_fit();
-SELECT start, round(objective::numeric, 9) AS objective FROM perpca_last_fit_starts() WHERE start IN ('dispca', 'pooled');
+-- (the pooled start comes into the disPCA start's basin and stops there)
+SELECT start, round(objective::numeric, 9) AS objective, converged
+FROM perpca_last_fit_starts() WHERE start NOT LIKE 'hop %';
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM two', 1, 1);
 SELECT round(objective::numeric, 9) AS default_objective, converged,
        (SELECT abs(abs(pc[1]) - 1) < 1e-9 FROM perpca_fit('SELECT client, stats FROM two', 1, 1)
@@ -133,7 +135,7 @@ FROM perpca_last_fit_rounds();
 -- 10. The UCI digits by class (examples/data/digits.csv: sklearn's 1,797 images,
 --     d = 64, 10 clients) at 10 + 5, where 0.2.0's two starts ended at
 --     2952.7401: the default reaches the best of 20 seeded random starts,
---     2953.6381421204 (2 of the 20 reach it; their WARNINGs of stalled fits are muted)
+--     2953.6381421204 (4 of the 20 reach it; their WARNINGs of stalled fits are muted)
 CREATE TEMP TABLE digit_rows (id int, label int, part text, few boolean, pixels float8[]);
 \copy digit_rows FROM 'examples/data/digits.csv' CSV HEADER
 CREATE TEMP TABLE digit_stats AS SELECT label AS client, perpca_stats(pixels) AS stats FROM digit_rows GROUP BY label;
