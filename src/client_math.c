@@ -23,6 +23,13 @@
 #define BEST_RESPONSE_EXACT_DIM 96
 #define BEST_RESPONSE_EXACT_GRAM 24
 /*
+ * A small dense S_i whose rank r is at most this fraction of d is solved in
+ * its r-dimensional range (the tridiagonal reduction costs r^3): eigenvalues
+ * below LOW_RANK_TOL lambda_max, zeros at rounding, are dropped.
+ */
+#define LOW_RANK_FRACTION 0.9
+#define LOW_RANK_TOL 1e-13
+/*
  * Dimension above which a best response whose iteration did not reach its
  * tolerance keeps the iteration's Ritz vectors instead of an exact solve:
  * one dsyev of a large matrix costs more than many rounds (d = 4096: about
@@ -376,32 +383,56 @@ client_trace(const FitClient *c)
 	return t;
 }
 
-/* Exact eigenpairs of the d x d matrix: S_i, deflated by U when given. */
+/* Doubles of workspace that dense_top_eigen needs. */
+static int64
+dense_eigen_work(int d, int r1, int k)
+{
+	return (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1 + LINALG_EIGH_WORK(d, k);
+}
+
+/*
+ * Exact eigenpairs of the d x d matrix S_i, deflated by U when given, in
+ * work (dense_eigen_work doubles); S U (one product) into SU when given.
+ */
 static void
-dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz,
+				double *SU, double *work)
 {
 	int			d = c->d,
 				r1 = c->r1;
-	double	   *D = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	double	   *D = work;
 
-	memset(D, 0, sizeof(double) * d * d);
-	client_add_dense(c, 1.0, D);
+	if (c->S != NULL)
+		memcpy(D, c->S, sizeof(double) * d * d);
+	else
+	{
+		memset(D, 0, sizeof(double) * d * d);
+		client_add_dense(c, 1.0, D);
+	}
 	if (U != NULL && r1 > 0)
 	{
-		/* D = S - U Y' - Y U' + U (U'Y) U' with Y = S U, as D -= U Y2' + Y2 U', Y2 = Y - U (U'Y)/2 */
-		double	   *Y = palloc(sizeof(double) * d * r1);
-		double	   *G = palloc(sizeof(double) * r1 * r1);
+		/*
+		 * D = S - U Y' - Y U' + U (U'Y) U' with Y = S U, as D -= [U, Y2] [Y2, U]'
+		 * (one product), Y2 = Y - U (U'Y)/2
+		 */
+		double	   *A = D + (int64) d * d,
+				   *B = A + 2 * (int64) d * r1,
+				   *G = B + 2 * (int64) d * r1;
 
-		client_apply(c, U, r1, Y);
-		linalg_gemm(true, false, r1, r1, d, 1.0, U, r1, Y, r1, 0.0, G, r1);
-		linalg_gemm(false, false, d, r1, r1, -0.5, U, r1, G, r1, 1.0, Y, r1);
-		linalg_gemm(false, true, d, d, r1, -1.0, U, r1, Y, r1, 1.0, D, d);
-		linalg_gemm(false, true, d, d, r1, -1.0, Y, r1, U, r1, 1.0, D, d);
-		pfree(Y);
-		pfree(G);
+		client_apply(c, U, r1, B);
+		if (SU != NULL)
+			linalg_copy(d, r1, B, r1, SU, r1);
+		linalg_gemm(true, false, r1, r1, d, 1.0, U, r1, B, r1, 0.0, G, r1);
+		linalg_gemm(false, false, d, r1, r1, -0.5, U, r1, G, r1, 1.0, B, r1);
+		linalg_copy(d, r1, U, r1, A, 2 * r1);
+		linalg_copy(d, r1, B, r1, A + r1, 2 * r1);
+		linalg_copy(d, r1, A + r1, 2 * r1, B, 2 * r1);
+		linalg_copy(d, r1, U, r1, B + r1, 2 * r1);
+		linalg_gemm(false, true, d, d, 2 * r1, -1.0, A, 2 * r1, B, 2 * r1, 1.0, D, d);
 	}
-	fit_eigh_top(d, D, k, values, Z, ldz);
-	pfree(D);
+	if (linalg_eigh_top(d, D, k, values, Z, ldz,
+						D + (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
 }
 
 /* Exact eigenpairs of a thin S_i (deflated by U when given): SVD of its d x m factor. */
@@ -422,12 +453,18 @@ thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, 
 void
 client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
 {
+	double	   *work;
+
 	if (k == 0)
 		return;
 	if (c->S == NULL && k <= Min(c->d, thin_width(c)))
+	{
 		thin_top_eigen(c, U, k, values, Z, ldz);
-	else
-		dense_top_eigen(c, U, k, values, Z, ldz);
+		return;
+	}
+	work = lapack_work(dense_eigen_work(c->d, c->r1, k));
+	dense_top_eigen(c, U, k, values, Z, ldz, NULL, work);
+	pfree(work);
 }
 
 /* ------------------------------------------------------------------------
@@ -982,6 +1019,8 @@ void
 client_feasible(FitClient *c, const double *U)
 {
 	linalg_copy(c->d, c->r1, U, c->r1, c->W, c->k);
+	if (c->sw_ready)
+		return;					/* the final response's W: feasible to rounding, S W known */
 	client_deflate(c, FIT_RETRACT_POLAR);
 	client_deflate(c, FIT_RETRACT_POLAR);
 }
@@ -993,7 +1032,9 @@ client_gradient(FitClient *c)
 				k = c->k;
 	double		trace = 0.0;
 
-	client_apply(c, c->W, k, c->SW);
+	if (!c->sw_ready)
+		client_apply(c, c->W, k, c->SW);
+	c->sw_ready = false;
 	linalg_gemm(true, false, k, k, d, 1.0, c->W, k, c->SW, k, 0.0, c->M, k);
 	for (int j = 0; j < k; j++)
 		trace += c->M[j * k + j];
@@ -1165,17 +1206,21 @@ thin_deflated_gram(FitClient *c, const double *FtU)
 /*
  * From m-space vectors Z (ldz) and F'U, in one pass over the rows: V
  * (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, and S U =
- * F (F'U) into SU (d x r1).
+ * F (F'U) into SU (d x r1).  With AZ (the deflated Gram matrix times Z,
+ * ldz) the same pass also gives S V: F'(I - UU')F Z = AZ, so S (I - UU') F Z
+ * = F AZ; then W = [U, V] is feasible to rounding and S W is left in SW
+ * (c->sw_ready) for client_gradient.
  */
 static void
 thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const double *FtU,
-				  double *SU)
+				  double *SU, const double *AZ)
 {
 	int			d = c->d,
 				n = c->nrows,
 				r1 = c->r1,
 				r2 = c->r2,
-				q = r1 + r2,
+				k = c->k,
+				q = r1 + r2 + (AZ != NULL ? r2 : 0),
 				m = thin_width(c);
 	double	   *C = palloc(sizeof(double) * m * q),
 			   *T = palloc(sizeof(double) * d * q);
@@ -1183,7 +1228,13 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	for (int i = 0; i < m; i++)
 	{
 		for (int j = 0; j < r2; j++)
-			C[(int64) i * q + j] = Z[(int64) i * ldz + j] / sqrt(Max(c->ritz[j], 1e-300));
+		{
+			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
+
+			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
+			if (AZ != NULL)
+				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
+		}
 		for (int j = 0; j < r1; j++)
 			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
 	}
@@ -1191,10 +1242,33 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	if (c->delta != NULL)
 		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
 	deflate_block(d, r1, U, r2, T, q);
-	orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
-	linalg_copy(d, r2, T, q, c->W + r1, c->k);
+	c->sw_ready = false;
+	if (AZ != NULL)
+	{
+		/* V once more orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 */
+		double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
+
+		if (r1 > 0)
+		{
+			linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
+			linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
+			linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
+		}
+		pfree(UtV);
+		c->sw_ready = linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
+											client_work(c, LINALG_CHOL_WORK(r2))) == 0;
+	}
+	if (!c->sw_ready)
+		orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
+	linalg_copy(d, r2, T, q, c->W + r1, k);
 	if (r1 > 0)
 		linalg_copy(d, r1, T + r2, q, SU, r1);
+	if (c->sw_ready)
+	{
+		linalg_copy(d, r1, U, r1, c->W, k);
+		linalg_copy(d, r1, T + r2, q, c->SW, k);
+		linalg_copy(d, r2, T + r2 + r1, q, c->SW + r1, k);
+	}
 	pfree(C);
 	pfree(T);
 }
@@ -1258,9 +1332,116 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
 		pfree(G);
 	}
-	thin_local_and_su(c, U, c->X, c->b, FtU, SU);
+	if (c->final_response)
+	{
+		/* the final response: S W from the same pass (F'(I - UU')F X costs no pass) */
+		double	   *AX = palloc(sizeof(double) * m * c->b);
+
+		op_apply(c, &op, c->X, c->b, AX);
+		thin_local_and_su(c, U, c->X, c->b, FtU, SU, AX);
+		pfree(AX);
+	}
+	else
+		thin_local_and_su(c, U, c->X, c->b, FtU, SU, NULL);
 	pfree(FtU);
 	return exact;
+}
+
+/*
+ * The factor S_i = Lt'Lt of a small dense S_i of low rank, from its exact
+ * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' over the r eigenvalues
+ * above LOW_RANK_TOL lambda_max.  Returns whether the client has one.
+ */
+static bool
+dense_low_rank(FitClient *c)
+{
+	int			d = c->d,
+				r = 0;
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
+	double	   *A,
+			   *Q,
+			   *lam,
+			   *work;
+
+	if (c->lrank != 0)
+		return c->lrank > 0;
+	c->lrank = -1;
+	A = palloc(sizeof(double) * d * d);
+	Q = palloc(sizeof(double) * d * d);
+	lam = palloc(sizeof(double) * d);
+	work = lapack_work(LINALG_EIGH_WORK(d, d));
+	memcpy(A, c->S, sizeof(double) * d * d);
+	if (linalg_eigh_top(d, A, d, lam, Q, d, work) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
+	while (r < d && lam[r] > LOW_RANK_TOL * lam[0])
+		r++;
+	if (r >= c->r1 + c->r2 && r <= LOW_RANK_FRACTION * d)
+	{
+		c->lrank = r;
+		c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
+		c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
+		for (int j = 0; j < r; j++)
+		{
+			double		s = sqrt(lam[j]);
+
+			c->Llambda[j] = lam[j];
+			for (int i = 0; i < d; i++)
+				c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
+		}
+	}
+	pfree(A);
+	pfree(Q);
+	pfree(lam);
+	pfree(work);
+	return c->lrank > 0;
+}
+
+/*
+ * The exact best response of a small dense S_i = Lt'Lt of rank r, in its
+ * range: with F = Lt' (d x r) and B = F'U = Lt U, the nonzero spectrum of
+ * (I - UU')S_i(I - UU') is that of the r x r M = diag(lambda) - B B', and
+ * V_i = (I - UU') F z / sqrt(theta) for its top eigenpairs (z, theta); S U =
+ * F B.  V_i into c->X, theta into c->ritz, S U into SU.  Returns false
+ * (nothing changed) when M has fewer than r2 nonzero eigenvalues.
+ */
+static bool
+dense_low_rank_response(FitClient *c, const double *U, double *SU)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2,
+				r = c->lrank,
+				b = c->b;
+	double	   *work = client_work(c, (int64) r * r1 + (int64) r * r + (int64) r * r2 + r2 +
+								   LINALG_EIGH_WORK(r, r2)),
+			   *B = work,
+			   *M = B + (int64) r * r1,
+			   *z = M + (int64) r * r,
+			   *theta = z + (int64) r * r2;
+
+	c->products++;
+	linalg_gemm(false, false, r, r1, d, 1.0, c->Lt, d, U, r1, 0.0, B, r1);
+	linalg_gemm(false, true, r, r, r1, -1.0, B, r1, B, r1, 0.0, M, r);
+	for (int j = 0; j < r; j++)
+		M[(int64) j * r + j] += c->Llambda[j];
+	if (linalg_eigh_top(r, M, r2, theta, z, r2, theta + r2) != 0)
+		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", r, r);
+	if (!(theta[r2 - 1] > 1e-10 * theta[0]))
+		return false;
+	for (int j = 0; j < r2; j++)
+	{
+		c->ritz[j] = theta[j];
+		linalg_scale_column(r, z, r2, j, 1.0 / sqrt(theta[j]));
+	}
+	/* V = (I - UU') F z (twice: orthogonal to U to rounding), orthonormalized; S U = F B */
+	linalg_gemm(true, false, d, r2, r, 1.0, c->Lt, d, z, r2, 0.0, c->X, b);
+	deflate_block(d, r1, U, r2, c->X, b);
+	deflate_block(d, r1, U, r2, c->X, b);
+	if (linalg_chol_orth(d, r2, c->X, b, z) != 0)
+		fit_retract(FIT_RETRACT_QR, d, r2, c->X, b);
+	if (r1 > 0)
+		linalg_gemm(true, false, d, r1, r, 1.0, c->Lt, d, B, r1, 0.0, SU, r1);
+	return true;
 }
 
 /*
@@ -1300,7 +1481,25 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		pfree(ST);
 		pfree(AX);
 	}
-	if (exact)
+	if (exact && c->S != NULL && d <= BEST_RESPONSE_EXACT_DIM && dense_low_rank(c) &&
+		dense_low_rank_response(c, U, SU))
+		;
+	else if (exact && c->S != NULL)
+	{
+		/*
+		 * One product S U for the deflation and the gradient.  Small d: only
+		 * the r2 pairs V_i needs (no later LOBPCG uses the guard columns), in
+		 * the client's own workspace.
+		 */
+		bool		small = d <= BEST_RESPONSE_EXACT_DIM;
+		int64		need = dense_eigen_work(d, r1, b);
+		double	   *work = small ? client_work(c, need) : lapack_work(need);
+
+		dense_top_eigen(c, r1 > 0 ? U : NULL, small ? c->r2 : b, c->ritz, c->X, b, SU, work);
+		if (work != c->work)
+			pfree(work);
+	}
+	else if (exact)
 	{
 		client_top_eigen(c, r1 > 0 ? U : NULL, b, c->ritz, c->X, b);
 		if (r1 > 0)
@@ -1351,33 +1550,33 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
  * ------------------------------------------------------------------------
  */
 
-/* Rotate the m columns of A (stride lda) to the eigenvectors of A'S_iA; variances into values. */
-static void
-rotate_to_eigen(FitClient *c, double *A, int lda, int m, double *values)
-{
-	int			d = c->d;
-	double	   *X = palloc(sizeof(double) * d * m);
-	double	   *Y = palloc(sizeof(double) * d * m);
-	double	   *B = palloc(sizeof(double) * m * m);
-	double	   *Q = palloc(sizeof(double) * m * m);
-
-	linalg_copy(d, m, A, lda, X, m);
-	client_apply(c, X, m, Y);
-	linalg_gemm(true, false, m, m, d, 1.0, X, m, Y, m, 0.0, B, m);
-	fit_eigh_top(m, B, m, values, Q, m);
-	linalg_gemm(false, false, d, m, m, 1.0, X, m, Q, m, 0.0, A, lda);
-	linalg_fix_signs(d, m, A, lda);
-	pfree(X);
-	pfree(Y);
-	pfree(B);
-	pfree(Q);
-}
-
+/*
+ * Rotate the local components W[:, lfirst:k] to the eigenvectors of their
+ * W'S_iW block, which client_gradient left in M (no product with S_i);
+ * variances into c->variance.
+ */
 void
 client_order_local(FitClient *c)
 {
-	int			m = c->k - c->lfirst;
+	int			d = c->d,
+				k = c->k,
+				f = c->lfirst,
+				m = k - f;
+	double	   *X,
+			   *B,
+			   *Q;
 
-	if (m > 0)
-		rotate_to_eigen(c, c->W + c->lfirst, c->k, m, c->variance + c->lfirst);
+	if (m <= 0)
+		return;
+	X = palloc(sizeof(double) * d * m);
+	B = palloc(sizeof(double) * m * m);
+	Q = palloc(sizeof(double) * m * m);
+	linalg_copy(d, m, c->W + f, k, X, m);
+	linalg_copy(m, m, c->M + (int64) f * k + f, k, B, m);
+	fit_eigh_top(m, B, m, c->variance + f, Q, m);
+	linalg_gemm(false, false, d, m, m, 1.0, X, m, Q, m, 0.0, c->W + f, k);
+	linalg_fix_signs(d, m, c->W + f, k);
+	pfree(X);
+	pfree(B);
+	pfree(Q);
 }

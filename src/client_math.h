@@ -70,6 +70,11 @@ typedef struct FitClient
 	double	   *FtF;			/* thin: F'F (m x m, m = rows + 1 with delta), once computed */
 	double	   *pc_L;			/* d x max(k, 1): top eigenvectors of S_i (approximate), once computed */
 	double	   *pc_lambda;		/* their eigenvalues; pc_lambda[0] = lambda_max */
+	double	   *Lt;				/* small dense S_i of low rank: S_i = Lt'Lt to rounding (lrank x d), or NULL */
+	double	   *Llambda;		/* its lrank eigenvalues (Lt Lt' = diag(Llambda)) */
+	int			lrank;			/* 0 until examined, -1 when S_i has (nearly) full rank */
+	bool		final_response; /* the fit's last best response: leave S_i W in SW where it is cheap */
+	bool		sw_ready;		/* SW = S_i W for the current W (client_feasible, client_gradient use it) */
 	bool		lazy_local;		/* paper rounds: V_i + step G_V left unretracted */
 	bool		skip_change;	/* paper rounds: change not needed */
 	int64		products;		/* operator products so far (S_i X, or the Gram matrix's) */
@@ -144,7 +149,10 @@ extern void client_seed_response(FitClient *c, const FitLocalPCs *pcs);
 
 /* ---- output ---- */
 
-/* Rotate the local components (W[:, lfirst:k]) to decreasing variance and fix their signs. */
+/*
+ * Rotate the local components (W[:, lfirst:k]) to decreasing variance and
+ * fix their signs; right after client_gradient on the same W (its W'S_iW).
+ */
 extern void client_order_local(FitClient *c);
 
 /* ---- helpers shared by the fit's layers ---- */

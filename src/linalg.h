@@ -75,8 +75,13 @@ extern int	linalg_qr_orth(int m, int n, double *A, int lda, double *work);
 extern int	linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 							double *work);
 
-/* Doubles of workspace that linalg_eigh_top needs. */
-#define LINALG_EIGH_WORK(d, k) ((int64_t) (d) + (int64_t) (d) * (k) + 2 * (int64_t) (k) + 2)
+/* linalg_eigh_top's LAPACK workspace for order d: doubles (blocked dsytrd: (32 + 6) d), and integers. */
+#define LINALG_EIGH_LWORK(d) (38 * (int64_t) (d) + 64)
+#define LINALG_EIGH_LIWORK(d) (10 * (int64_t) (d) + 16)
+
+/* Doubles of workspace that linalg_eigh_top needs (a double's room for each LAPACK integer). */
+#define LINALG_EIGH_WORK(d, k) (6 * (int64_t) (d) + (int64_t) (d) * (k) + LINALG_EIGH_LWORK(d) + \
+								2 * (int64_t) (k) + LINALG_EIGH_LIWORK(d))
 
 /* LAPACK workspace of linalg_eigh_small beyond the n eigenvalues. */
 #define LINALG_EIGH_SMALL_LWORK(n) (3 * (n) + 64 * (n))

@@ -249,7 +249,9 @@ node_finish(FitNode *node, const double *U, bool best_response, FitSums *out)
 			double	   *G = palloc0(sizeof(double) * d * Max(r1, 1));
 
 			/* a tight best response: the output V_i is the exact maximizer to rounding */
+			c->final_response = true;
 			client_best_response(c, U, 1e-13 * client_lambda_max(c), 0.0, G, &exact);
+			c->final_response = false;
 			pfree(G);
 		}
 		client_feasible(c, U);

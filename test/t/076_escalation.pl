@@ -28,12 +28,8 @@ $node->init(allows_streaming => 1);
 $node->start;
 my $q = q{SELECT client, perpca_stats(x) FROM public.obs GROUP BY client};
 
-$node->safe_psql('postgres', obs_feed_sql('a', 'b', 'c') . q{
-CREATE ROLE mallory LOGIN;
-CREATE ROLE alice LOGIN;
+$node->safe_psql('postgres', obs_feed_sql('a', 'b', 'c') . role_schemas_sql('mallory', 'alice') . q{
 GRANT SELECT ON obs TO PUBLIC;
-CREATE SCHEMA mallory AUTHORIZATION mallory;
-CREATE SCHEMA alice AUTHORIZATION alice;
 CREATE TABLE one AS SELECT perpca_stats(x) AS s FROM obs WHERE client = 'new';
 GRANT SELECT ON one TO PUBLIC;
 });

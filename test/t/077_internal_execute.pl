@@ -77,13 +77,9 @@ my %allow = (
 
 my $node = start_node('main');
 my $q = q{SELECT client, perpca_stats(x) FROM public.obs GROUP BY client};
-$node->safe_psql('postgres', obs_feed_sql('a', 'b', 'c') . q{
-CREATE ROLE alice LOGIN;
-CREATE ROLE mallory LOGIN;
+$node->safe_psql('postgres', obs_feed_sql('a', 'b', 'c') . role_schemas_sql('alice', 'mallory') . q{
 GRANT SELECT ON obs TO PUBLIC;
-CREATE SCHEMA alice AUTHORIZATION alice;
 GRANT USAGE ON SCHEMA alice TO PUBLIC;
-CREATE SCHEMA mallory AUTHORIZATION mallory;
 });
 
 # ---- 1. the allow list ------------------------------------------------------------

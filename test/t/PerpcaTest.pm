@@ -8,7 +8,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(test_path start_node obs_feed_sql);
+our @EXPORT = qw(test_path start_node obs_feed_sql role_schemas_sql);
 
 # Path of PATH (relative to the repository root, e.g. 'test/data/x.csv');
 # bails out if it does not exist.
@@ -46,6 +46,13 @@ CREATE TABLE obs (client text, obs int, x float8[]);
 \\copy obs from '$data' csv header
 CREATE TABLE feed_rows AS SELECT client, x FROM obs WHERE client IN ($in) AND obs <= 100;
 };
+}
+
+# SQL that creates, for each of ROLES, a login role and a schema of the same
+# name that it owns (the attacker and victim roles of the security tests).
+sub role_schemas_sql
+{
+	return join('', map { "CREATE ROLE $_ LOGIN;\nCREATE SCHEMA $_ AUTHORIZATION $_;\n" } @_);
 }
 
 1;
