@@ -29,7 +29,6 @@
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -110,17 +109,9 @@ perpca_model_history(PG_FUNCTION_ARGS)
 	detail = psprintf("The history of model \"%s\" is not as perpca stores it.", model);
 	for (int c = 0; c < (int) H_NCOLS; c++)
 		att[c] = model_column_attnum(rel, &history_columns[c], detail);
-	if (pg_class_aclcheck(history, user, ACL_SELECT) != ACLCHECK_OK)
-		for (int c = 0; c < (int) H_NCOLS; c++)
-			if (AttributeNumberIsValid(att[c]) &&
-				pg_attribute_aclcheck(history, att[c], user, ACL_SELECT) != ACLCHECK_OK)
-				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(rel));
-	if (check_enable_rls(history, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("the history of model \"%s\" cannot be read under row-level security", model),
-				 errhint("perpca reads a history whole; disable row-level security on %s.",
-						 model_relid_name(history))));
+	model_check_readable(rel, att, H_NCOLS, psprintf("the history of model \"%s\"", model),
+						 psprintf("perpca reads a history whole; disable row-level security on %s.",
+								  model_relid_name(history)));
 
 	/* The rows, copied out of the buffers, then in entry order. */
 	rows = palloc(sizeof(HistoryRow *) * maxrows);

@@ -207,9 +207,14 @@ model_column_attnum(Relation rel, const ModelColumn *col, const char *detail)
 	return InvalidAttrNumber;
 }
 
-/* The caller may SELECT the columns read, and no row-level security applies to the caller. */
-static void
-rel_check_access(const ModelRels *r, Relation rel, const AttrNumber *att, int ncols)
+/*
+ * The caller may SELECT the columns att[0..ncols) of rel that exist, and no
+ * row-level security applies to the caller.  what names what is read in the
+ * errors ("model \"m\""), hint says how to lift row-level security.
+ */
+void
+model_check_readable(Relation rel, const AttrNumber *att, int ncols, const char *what,
+					 const char *hint)
 {
 	Oid			relid = RelationGetRelid(rel);
 	Oid			user = GetUserId();
@@ -224,25 +229,28 @@ rel_check_access(const ModelRels *r, Relation rel, const AttrNumber *att, int nc
 	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("model \"%s\" cannot be read under row-level security", r->model),
+				 errmsg("%s cannot be read under row-level security", what),
 				 errdetail("Row-level security of %s applies to role \"%s\".",
 						   rel_name(rel), GetUserNameFromId(user, true)),
-				 errhint("perpca reads a model whole; disable row-level security on the model's tables.")));
+				 errhint("%s", hint)));
 }
 
 /* Open a model's relations and run every check of steps 1-4. */
 static void
 rels_open_checked(ModelRels *r, text *model)
 {
-	char	   *detail;
+	char	   *detail,
+			   *what;
 
 	rels_open(r, model);
 	detail = psprintf("Model \"%s\" is not as perpca_train() stores it.", r->model);
+	what = psprintf("model \"%s\"", r->model);
 	for (int i = 0; i < NRELS; i++)
 	{
 		for (int c = 0; c < rel_ncolumns[i]; c++)
 			r->att[i][c] = model_column_attnum(r->rel[i], &rel_columns[i][c], detail);
-		rel_check_access(r, r->rel[i], r->att[i], rel_ncolumns[i]);
+		model_check_readable(r->rel[i], r->att[i], rel_ncolumns[i], what,
+							 "perpca reads a model whole; disable row-level security on the model's tables.");
 	}
 }
 

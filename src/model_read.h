@@ -39,6 +39,10 @@ typedef struct ModelColumn
 /* Its attribute number in rel, checked; errors (detail: which model) when of another type or missing and required. */
 extern AttrNumber model_column_attnum(Relation rel, const ModelColumn *col, const char *detail);
 
+/* The caller may read those columns of rel (att[0..ncols), InvalidAttrNumber skipped) without row-level security. */
+extern void model_check_readable(Relation rel, const AttrNumber *att, int ncols, const char *what,
+								 const char *hint);
+
 typedef enum ModelCenter
 {
 	CENTER_CLIENT,				/* each client's own mean */
