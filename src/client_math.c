@@ -1445,6 +1445,39 @@ dense_low_rank_response(FitClient *c, const double *U, double *SU)
 }
 
 /*
+ * The exact best response in d-space: V_i into c->X, its variances into
+ * c->ritz, S U into SU.  A small dense S_i of low rank is solved in its
+ * range; another dense S_i by LAPACK on the deflated matrix, after one
+ * product S U for the deflation and the gradient (small d: only the r2
+ * pairs V_i needs, since no later LOBPCG uses the guard columns, in the
+ * client's own workspace); a thin one by the SVD of its factor.
+ */
+static void
+exact_response_space(FitClient *c, const double *U, double *SU)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				b = c->b;
+	bool		small = d <= BEST_RESPONSE_EXACT_DIM;
+
+	if (c->S != NULL && small && dense_low_rank(c) && dense_low_rank_response(c, U, SU))
+		return;
+	if (c->S != NULL)
+	{
+		int64		need = dense_eigen_work(d, r1, b);
+		double	   *work = small ? client_work(c, need) : lapack_work(need);
+
+		dense_top_eigen(c, r1 > 0 ? U : NULL, small ? c->r2 : b, c->ritz, c->X, b, SU, work);
+		if (work != c->work)
+			pfree(work);
+		return;
+	}
+	client_top_eigen(c, r1 > 0 ? U : NULL, b, c->ritz, c->X, b);
+	if (r1 > 0)
+		client_apply(c, U, r1, SU);
+}
+
+/*
  * V_i of a client in d-space: LOBPCG on the deflated S_i from the last
  * round's block, whose first product S_i [U, X] also gives S U; exact when d
  * is small or the iteration fails.  S U into SU.
@@ -1481,30 +1514,8 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		pfree(ST);
 		pfree(AX);
 	}
-	if (exact && c->S != NULL && d <= BEST_RESPONSE_EXACT_DIM && dense_low_rank(c) &&
-		dense_low_rank_response(c, U, SU))
-		;
-	else if (exact && c->S != NULL)
-	{
-		/*
-		 * One product S U for the deflation and the gradient.  Small d: only
-		 * the r2 pairs V_i needs (no later LOBPCG uses the guard columns), in
-		 * the client's own workspace.
-		 */
-		bool		small = d <= BEST_RESPONSE_EXACT_DIM;
-		int64		need = dense_eigen_work(d, r1, b);
-		double	   *work = small ? client_work(c, need) : lapack_work(need);
-
-		dense_top_eigen(c, r1 > 0 ? U : NULL, small ? c->r2 : b, c->ritz, c->X, b, SU, work);
-		if (work != c->work)
-			pfree(work);
-	}
-	else if (exact)
-	{
-		client_top_eigen(c, r1 > 0 ? U : NULL, b, c->ritz, c->X, b);
-		if (r1 > 0)
-			client_apply(c, U, r1, SU);
-	}
+	if (exact)
+		exact_response_space(c, U, SU);
 	linalg_copy(d, c->r2, c->X, b, c->W + r1, c->k);
 	return exact;
 }
