@@ -7,7 +7,7 @@
 #   OLD_PGHOST=... OLD_PGPORT=...   a second server with perpca 0.2.0 (optional:
 #                                   git worktree add /tmp/perpca-020 0306f40, then
 #                                   build and install it into its own server)
-#   CASES="digits text include perl man"  RANDOM_STARTS=20  (defaults)
+#   CASES="digits text include perl man"  RANDOM_STARTS=0  (defaults)
 #
 # Cases: real data from Debian packages (make_rows in bench/lib.sh).
 # For each: the default fit (solver 'lbfgs', init 'best': starts and hops)
@@ -17,12 +17,15 @@
 # the CPU time per round (setup included) against the floor: the BLAS time
 # of one S_i X product per dense client plus one Y_i'(Y_i X) per thin
 # client, X with r1 + r2 columns (numpy over the same OpenBLAS, one thread);
-# and the best of RANDOM_STARTS seeded random starts, which the default must
-# reach (to 1e-9 relative).
+# and the best of 20 seeded random starts, which the default must reach (to
+# 1e-9 relative): from bench/best_known.txt when the corpus is the one that
+# table was made from (its rows' checksum), else (or with RANDOM_STARTS=N)
+# fitted here, N starts, and a line for the table printed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CASES=${CASES:-"digits text include perl man"}
-RANDOM_STARTS=${RANDOM_STARTS:-20}
+RANDOM_STARTS=${RANDOM_STARTS:-0}
+KNOWN=bench/best_known.txt
 PY=${PY:-/usr/bin/python3}
 PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
 TMP=$(mktemp -d)
@@ -61,15 +64,28 @@ for c in $CASES; do
 	ratio="-"
 	[ -n "${OLD_PGPORT:-}" ] && ratio=$(echo "scale=2; $cpu / $ocpu" | bc)
 	per=$(echo "scale=2; 1000 * $cpu / $all" | bc)
-	best="-"
-	if [ "$RANDOM_STARTS" -gt 0 ]; then
+	sum=$(sha256sum "$TMP/$c.csv" | cut -c1-16)
+	# the committed best of 20 random starts of this very corpus, if any
+	known="" nknown=""
+	read -r known nknown < <(awk -v c="$c" -v s="$sum" -v r="$r1+$r2" '$1 == c && $2 == s && $3 == r { print $5, $4 }' "$KNOWN") || true
+	starts=$RANDOM_STARTS
+	[ -z "$known" ] && [ "$starts" -eq 0 ] && starts=20
+	if [ "$starts" -eq 0 ]; then
+		best=$known
+	else
 		best=$("${PSQL[@]}" -c "CREATE FUNCTION pg_temp.random_objective(s bigint) RETURNS float8 LANGUAGE plpgsql AS \$\$
 		  BEGIN PERFORM count(*) FROM perpca_fit($q, $r1, $r2, init => 'random', seed => s);
 		        RETURN (SELECT objective FROM perpca_last_fit()); END \$\$;
 		  SET client_min_messages = error;
-		  SELECT max(pg_temp.random_objective(s)) FROM generate_series(1, $RANDOM_STARTS) s")
-		best=$(printf '%.6f (%s)' "$best" "$(awk -v a="$obj" -v b="$best" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "default reaches it" : "DEFAULT IS WORSE" }')")
+		  SELECT max(pg_temp.random_objective(s)) FROM generate_series(1, $starts) s")
+		nknown=$starts
+		if [ -z "$known" ] && [ "$starts" -eq 20 ]; then
+			echo "        not in $KNOWN; its line: $c $sum $r1+$r2 20 $(printf '%.9f' "$best") $(date -u +%F)"
+		elif [ -n "$known" ]; then
+			echo "        $KNOWN: $known (best of $(awk -v c="$c" -v s="$sum" '$1 == c && $2 == s { print $4 }' "$KNOWN"))"
+		fi
 	fi
+	best=$(printf '%.6f of %s (%s)' "$best" "$nknown" "$(awk -v a="$obj" -v b="$best" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "default reaches it" : "DEFAULT IS WORSE" }')")
 	printf '%-7s | %4s | %-9s | %-30s | %-38s | %6s | %-22s | %s\n' "$c" "$d" "$nclients ($nthin thin)" "$old" \
 		"$(printf '%.6f %s %ss' "$obj" "$rounds" "$cpu")" "$ratio" "$per $floor $(echo "scale=1; $per / $floor" | bc)x" "$best"
 	echo "        products per round: $(echo "scale=1; $products / $all" | bc) (${nclients} clients)"
