@@ -9,8 +9,8 @@
 #
 # Debian does not package Citus.  The source is looked for in $PERPCA_CITUS_SOURCE
 # (a directory holding citus-VERSION.tar.gz, or the tarball itself), else in
-# $PERPCA_VENDOR_DIR (scripts/lib.sh: ../shared/vendor next to the repository
-# or the one it was cloned from).  A copy elsewhere has neither: the TAP test
+# $PERPCA_VENDOR_DIR (scripts/lib.sh: ../shared/vendor next to the repository,
+# its main worktree or the one it was cloned from).  A copy elsewhere has neither: the TAP test
 # then says so and skips.  The build (make install DESTDIR=...) is cached under
 # $PERPCA_CITUS_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
 # ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in citus-VERSION-pgMINOR/ (keyed by

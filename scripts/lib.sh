@@ -47,15 +47,27 @@ if [ -d /run/lock ] && [ -w /run/lock ]; then PERPCA_LOCK_DIR=/run/lock; else PE
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Third-party sources (the Citus and pgvector tarballs): PERPCA_VENDOR_DIR,
-# default ../shared/vendor next to this checkout or, in a clone, next to the
-# repository it was cloned from (git clone /path/to/perpca).  Exported, so that
-# the copies of the tree that run as another user find the same folder.
+# default ../shared/vendor next to this checkout, else next to the main
+# checkout of a git worktree (git worktree add), else next to the repository
+# a clone was cloned from (git clone /path/to/perpca).  Exported, so that the
+# copies of the tree that run as another user find the same folder.
+vendor_candidates() {
+	local common origin
+	echo "$REPO_ROOT/../shared/vendor"
+	common=$(git -C "$REPO_ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null) &&
+		echo "$(dirname "$common")/../shared/vendor"
+	origin=$(git -C "$REPO_ROOT" remote get-url origin 2>/dev/null) &&
+		echo "${origin#file://}/../shared/vendor"
+	return 0
+}
 if [ -z "${PERPCA_VENDOR_DIR:-}" ]; then
 	PERPCA_VENDOR_DIR=$REPO_ROOT/../shared/vendor
-	if [ ! -d "$PERPCA_VENDOR_DIR" ] && origin=$(git -C "$REPO_ROOT" remote get-url origin 2>/dev/null) &&
-		[ -d "${origin#file://}/../shared/vendor" ]; then
-		PERPCA_VENDOR_DIR=$(cd "${origin#file://}/../shared/vendor" && pwd)
-	fi
+	while read -r candidate; do
+		if [ -d "$candidate" ]; then
+			PERPCA_VENDOR_DIR=$(cd "$candidate" && pwd)
+			break
+		fi
+	done < <(vendor_candidates)
 	export PERPCA_VENDOR_DIR
 fi
 
