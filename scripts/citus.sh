@@ -7,17 +7,18 @@
 #                                        the private installation INST (scripts/test.sh)
 #   bash scripts/citus.sh status         say which source/cache would be used
 #
-# Debian does not package Citus.  The source is looked for in $PERPCA_CITUS_SOURCE
-# (a directory holding citus-VERSION.tar.gz, or the tarball itself), else in
-# $PERPCA_VENDOR_DIR (scripts/lib.sh: ../shared/vendor next to the repository,
-# its main worktree or the one it was cloned from).  A copy elsewhere has neither: the TAP test
-# then says so and skips.  The build (make install DESTDIR=...) is cached under
-# $PERPCA_CITUS_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
-# ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in citus-VERSION-pgMINOR/ (keyed by
-# the Citus version and the server headers' version, so a new PostgreSQL minor
-# release rebuilds).  As root, missing build packages are installed with apt-get;
-# a normal user without them gets the apt-get command and no Citus.
-# A patch next to the tarball (citus-VERSION-pg*.patch) that removes Citus' own
+# Debian does not package Citus.  The source is looked for in
+# $PERPCA_CITUS_SOURCE (a directory holding citus-VERSION.tar.gz, or the tarball
+# itself), else in $PERPCA_VENDOR_DIR (scripts/lib.sh: ../shared/vendor next to
+# the repository, its main worktree or the one it was cloned from).  A copy
+# elsewhere has neither: the TAP test then says so and skips.  The build (make
+# install DESTDIR=...) is cached under $PERPCA_CITUS_CACHE, default
+# $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
+# ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in citus-VERSION-pgMINOR/ (keyed
+# by the Citus version and the server headers' version, so a new PostgreSQL
+# minor release rebuilds).  As root, missing build packages are installed with
+# apt-get; a normal user without them gets the apt-get command and no Citus. A
+# patch next to the tarball (citus-VERSION-pg*.patch) that removes Citus' own
 # have_createdb_privilege() is applied only when the server headers declare it.
 # Prints "skip: REASON" on stdout and exits 3 when Citus cannot be had here.
 set -euo pipefail

@@ -11,16 +11,18 @@
 #                                        nothing to do for "system"
 #   bash scripts/pgvector.sh status      say which source/cache would be used
 #
-# Debian 12 does not package pgvector for PostgreSQL 15.  The source is looked for in
-# $PERPCA_PGVECTOR_SOURCE (a directory holding pgvector_VERSION.orig.tar.gz or
-# pgvector-VERSION.tar.gz, or the tarball itself), else in $PERPCA_VENDOR_DIR
-# (scripts/lib.sh: ../shared/vendor next to the repository, its main worktree or
-# the one it was cloned from).  A copy elsewhere has neither: the tests then say so and skip.  The
-# build is compiled without pgvector's default -march=native (OPTFLAGS=""), so it runs
-# on any machine of the kind, and cached (make install DESTDIR=...) under
-# $PERPCA_PGVECTOR_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root and
-# ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in pgvector-VERSION-pgMINOR/.
-# Prints "skip: REASON" on stdout and exits 3 when pgvector cannot be had here.
+# Debian 12 does not package pgvector for PostgreSQL 15.  The source is looked
+# for in $PERPCA_PGVECTOR_SOURCE (a directory holding
+# pgvector_VERSION.orig.tar.gz or pgvector-VERSION.tar.gz, or the tarball
+# itself), else in $PERPCA_VENDOR_DIR (scripts/lib.sh: ../shared/vendor next to
+# the repository, its main worktree or the one it was cloned from).  A copy
+# elsewhere has neither: the tests then say so and skip.  The build is compiled
+# without pgvector's default -march=native (OPTFLAGS=""), so it runs on any
+# machine of the kind, and cached (make install DESTDIR=...) under
+# $PERPCA_PGVECTOR_CACHE, default $PERPCA_CACHE_DIR (/var/cache/perpca) as root
+# and ${XDG_CACHE_HOME:-~/.cache}/perpca otherwise, in
+# pgvector-VERSION-pgMINOR/. Prints "skip: REASON" on stdout and exits 3 when
+# pgvector cannot be had here.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
