@@ -66,26 +66,27 @@ for c in $CASES; do
 	per=$(echo "scale=2; 1000 * $cpu / $all" | bc)
 	sum=$(sha256sum "$TMP/$c.csv" | cut -c1-16)
 	# the committed best of 20 random starts of this very corpus, if any
-	known="" nknown=""
-	read -r known nknown < <(awk -v c="$c" -v s="$sum" -v r="$r1+$r2" '$1 == c && $2 == s && $3 == r { print $5, $4 }' "$KNOWN") || true
+	known="" known_starts=""
+	read -r known known_starts < <(awk -v c="$c" -v s="$sum" -v r="$r1+$r2" '$1 == c && $2 == s && $3 == r { print $5, $4 }' "$KNOWN") || true
 	starts=$RANDOM_STARTS
 	[ -z "$known" ] && [ "$starts" -eq 0 ] && starts=20
 	if [ "$starts" -eq 0 ]; then
 		best=$known
+		nstarts=$known_starts
 	else
 		best=$("${PSQL[@]}" -c "CREATE FUNCTION pg_temp.random_objective(s bigint) RETURNS float8 LANGUAGE plpgsql AS \$\$
 		  BEGIN PERFORM count(*) FROM perpca_fit($q, $r1, $r2, init => 'random', seed => s);
 		        RETURN (SELECT objective FROM perpca_last_fit()); END \$\$;
 		  SET client_min_messages = error;
 		  SELECT max(pg_temp.random_objective(s)) FROM generate_series(1, $starts) s")
-		nknown=$starts
+		nstarts=$starts
 		if [ -z "$known" ] && [ "$starts" -eq 20 ]; then
 			echo "        not in $KNOWN; its line: $c $sum $r1+$r2 20 $(printf '%.9f' "$best") $(date -u +%F)"
 		elif [ -n "$known" ]; then
-			echo "        $KNOWN: $known (best of $(awk -v c="$c" -v s="$sum" '$1 == c && $2 == s { print $4 }' "$KNOWN"))"
+			echo "        $KNOWN: $known (best of $known_starts)"
 		fi
 	fi
-	best=$(printf '%.6f of %s (%s)' "$best" "$nknown" "$(awk -v a="$obj" -v b="$best" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "default reaches it" : "DEFAULT IS WORSE" }')")
+	best=$(printf '%.6f of %s (%s)' "$best" "$nstarts" "$(awk -v a="$obj" -v b="$best" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "default reaches it" : "DEFAULT IS WORSE" }')")
 	printf '%-7s | %4s | %-9s | %-30s | %-38s | %6s | %-22s | %s\n' "$c" "$d" "$nclients ($nthin thin)" "$old" \
 		"$(printf '%.6f %s %ss' "$obj" "$rounds" "$cpu")" "$ratio" "$per $floor $(echo "scale=1; $per / $floor" | bc)x" "$best"
 	echo "        products per round: $(echo "scale=1; $products / $all" | bc) (${nclients} clients)"
