@@ -400,7 +400,11 @@ dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z,
 {
 	int			d = c->d,
 				r1 = c->r1;
-	double	   *D = work;
+	double	   *D = work,				/* d x d */
+			   *A = D + (int64) d * d,	/* d x 2 r1 */
+			   *B = A + 2 * (int64) d * r1, /* d x 2 r1 */
+			   *G = B + 2 * (int64) d * r1, /* r1 x r1 */
+			   *eigwork = G + (int64) r1 * r1;	/* LINALG_EIGH_WORK(d, k) */
 
 	if (c->S != NULL)
 		memcpy(D, c->S, sizeof(double) * d * d);
@@ -415,10 +419,6 @@ dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z,
 		 * D = S - U Y' - Y U' + U (U'Y) U' with Y = S U, as D -= [U, Y2] [Y2, U]'
 		 * (one product), Y2 = Y - U (U'Y)/2
 		 */
-		double	   *A = D + (int64) d * d,
-				   *B = A + 2 * (int64) d * r1,
-				   *G = B + 2 * (int64) d * r1;
-
 		client_apply(c, U, r1, B);
 		if (SU != NULL)
 			linalg_copy(d, r1, B, r1, SU, r1);
@@ -430,8 +430,7 @@ dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z,
 		linalg_copy(d, r1, U, r1, B + r1, 2 * r1);
 		linalg_gemm(false, true, d, d, 2 * r1, -1.0, A, 2 * r1, B, 2 * r1, 1.0, D, d);
 	}
-	if (linalg_eigh_top(d, D, k, values, Z, ldz,
-						D + (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1) != 0)
+	if (linalg_eigh_top(d, D, k, values, Z, ldz, eigwork) != 0)
 		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
 }
 

@@ -41,7 +41,7 @@ extern int	solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int r
 						 bool *converged, double *objective, double *gnorm, FitDiagnostics *diag,
 						 LbfgsMemory *mem, const LbfgsWatch *watch);
 
-/* Free the pairs of mem (mem itself stays). */
+/* Free the pairs and the stored gradient of mem (mem itself stays). */
 extern void lbfgs_memory_free(LbfgsMemory *mem);
 
 #endif							/* PERPCA_SOLVER_LBFGS_H */
