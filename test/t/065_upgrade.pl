@@ -1,4 +1,4 @@
-# 065_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0 and from 0.2.0
+# 065_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0, 0.2.0 and 0.3.0
 # gives the default version, object for object.
 #
 # Database "fresh" gets CREATE EXTENSION perpca (the default version);
@@ -141,35 +141,40 @@ for my $k (@differ)
 	diag("---- fresh:\n$fresh{$k}\n---- upgraded:\n$upgraded{$k}");
 }
 
-# The same from 0.2.0 (its released script in sql/released/), with a model
-# that 0.2.0 trained and that the update must keep refreshable.
-$node->safe_psql('postgres', 'CREATE DATABASE from020');
-$node->safe_psql('from020', qq{
-CREATE EXTENSION perpca VERSION '0.2.0';
+# The same from 0.2.0 and from 0.3.0 (their released scripts in sql/released/),
+# each with a model that the old version trained and that the update must
+# keep refreshable.
+for my $old ('0.2.0', '0.3.0')
+{
+	my $db = 'from' . ($old =~ s/\.//gr);
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, qq{
+CREATE EXTENSION perpca VERSION '$old';
 CREATE TABLE obs (client text, obs int, x float8[]);
 \\copy obs from '$data' csv header
 SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.obs WHERE client <> ''new'' GROUP BY client', 2, 2);
 });
-my $model020_before = $node->safe_psql('from020', $model_sql =~ s/o\.obs <= 3/true/r);
-$node->safe_psql('from020', 'ALTER EXTENSION perpca UPDATE');
-is($node->safe_psql('from020', $ext_sql), $node->safe_psql('fresh', $ext_sql),
-	'from 0.2.0: version, schema and configuration tables equal a fresh install');
-my %from020 = map { (split /\n/, $_)[0] => $_ } split /\n(?=\S)/, $node->safe_psql('from020', $members_sql);
-is_deeply([ grep { !exists $from020{$_} } sort keys %fresh ], [], 'from 0.2.0: no object of a fresh install is missing');
-is_deeply([ grep { !exists $fresh{$_} } sort keys %from020 ], [], 'from 0.2.0: no object a fresh install does not have');
-my @differ020 = grep { exists $from020{$_} && $from020{$_} ne $fresh{$_} } sort keys %fresh;
-is_deeply(\@differ020, [], 'from 0.2.0: every object is defined as in a fresh install');
-diag("---- fresh:\n$fresh{$_}\n---- from 0.2.0:\n$from020{$_}") for @differ020;
-is($node->safe_psql('from020', $model_sql =~ s/o\.obs <= 3/true/r), $model020_before,
-	'from 0.2.0: the 0.2.0 model projects rows as before the update');
-is($node->safe_psql('from020', q{SELECT count(*) FROM perpca_model_history('m')}), '0',
-	'from 0.2.0: a model stored by 0.2.0 has no history before its first refresh');
-is($node->safe_psql('from020', q{SELECT outcome, clients FROM perpca_refresh('m')}), 'fitted|5',
-	'from 0.2.0: the 0.2.0 model refreshes after the update');
-is($node->safe_psql('from020', q{SELECT string_agg(entry || ' ' || kind || ' ' || outcome, ', ') FROM perpca_model_history('m')}),
-	'1 refresh fitted', 'from 0.2.0: its first refresh starts its history (as the owner)');
-is($node->safe_psql('from020', q{SELECT outcome, rounds_run FROM perpca_refresh('m')}), 'unchanged|0',
-	'from 0.2.0: the next refresh of the same data fits nothing');
+	my $all_rows = $model_sql =~ s/o\.obs <= 3/true/r;
+	my $model_old = $node->safe_psql($db, $all_rows);
+	$node->safe_psql($db, 'ALTER EXTENSION perpca UPDATE');
+	is($node->safe_psql($db, $ext_sql), $node->safe_psql('fresh', $ext_sql),
+		"from $old: version, schema and configuration tables equal a fresh install");
+	my %from = map { (split /\n/, $_)[0] => $_ } split /\n(?=\S)/, $node->safe_psql($db, $members_sql);
+	is_deeply([ grep { !exists $from{$_} } sort keys %fresh ], [], "from $old: no object of a fresh install is missing");
+	is_deeply([ grep { !exists $fresh{$_} } sort keys %from ], [], "from $old: no object a fresh install does not have");
+	my @differ = grep { exists $from{$_} && $from{$_} ne $fresh{$_} } sort keys %fresh;
+	is_deeply(\@differ, [], "from $old: every object is defined as in a fresh install");
+	diag("---- fresh:\n$fresh{$_}\n---- from $old:\n$from{$_}") for @differ;
+	is($node->safe_psql($db, $all_rows), $model_old,
+		"from $old: the $old model projects rows as before the update");
+	# 0.2.0 kept no history; 0.3.0 recorded the train.
+	is($node->safe_psql($db, q{SELECT count(*) FROM perpca_model_history('m')}), $old eq '0.2.0' ? '0' : '1',
+		"from $old: the model's history is as the old version left it");
+	is($node->safe_psql($db, q{SELECT outcome, clients FROM perpca_refresh('m')}), 'fitted|5',
+		"from $old: the $old model refreshes after the update");
+	is($node->safe_psql($db, q{SELECT outcome, rounds_run FROM perpca_refresh('m')}), 'unchanged|0',
+		"from $old: the next refresh of the same data fits nothing");
+}
 
 # ---- 2. old values and models ---------------------------------------------------
 is($node->safe_psql('upgraded', $values_sql), $values_before,
