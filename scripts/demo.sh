@@ -28,28 +28,22 @@ for arg in "$@"; do
 	esac
 done
 
-if [ "$EXAMPLES" = 1 ]; then
-	PERPCA_PACKAGES+=(python3-matplotlib python3-psycopg2)
-	# Started as root: the run happens as another user in a copy of the tree;
+[ "$EXAMPLES" = 1 ] && PERPCA_PACKAGES+=(python3-matplotlib python3-psycopg2)
+ensure_packages
+if [ "$(id -u)" -eq 0 ]; then
+	# Started as root: the demo runs as the user perpca in a copy of the tree;
 	# the pictures come back through a scratch directory it may write to.
-	if [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ]; then
-		PERPCA_EXAMPLES_OUT=$(mktemp -d /tmp/perpca-examples.XXXXXX)
+	[ "$EXAMPLES" = 1 ] && export PERPCA_EXAMPLES_OUT=$(mktemp -d /tmp/perpca-examples.XXXXXX) &&
 		chmod 777 "$PERPCA_EXAMPLES_OUT"
-		export PERPCA_EXAMPLES_OUT
-		rc=0
-		(prepare_user demo.sh "$KEEP" "$@") || rc=$?
-		if [ "$rc" -eq 0 ]; then
-			mkdir -p "$REPO_ROOT/docs/examples"
-			cp "$PERPCA_EXAMPLES_OUT"/*.png "$REPO_ROOT/docs/examples/"
-			chown -R --reference="$REPO_ROOT" "$REPO_ROOT/docs/examples"
-			say "pictures written to $REPO_ROOT/docs/examples/"
-		fi
+	rc=0
+	as_user demo.sh "$KEEP" "$@" || rc=$?
+	if [ "$EXAMPLES" = 1 ]; then
+		[ "$rc" -eq 0 ] && mkdir -p "$REPO_ROOT/docs/examples" && cp "$PERPCA_EXAMPLES_OUT"/*.png "$REPO_ROOT/docs/examples/" &&
+			chown -R --reference="$REPO_ROOT" "$REPO_ROOT/docs/examples" && say "pictures written to $REPO_ROOT/docs/examples/"
 		rm -rf "$PERPCA_EXAMPLES_OUT"
-		exit "$rc"
 	fi
+	exit "$rc"
 fi
-
-prepare_user demo.sh "$KEEP" "$@"
 
 make_work demo
 trap 'finish $? demo' EXIT
@@ -83,7 +77,7 @@ if [ "$KEEP" = 1 ]; then
 	KEEP_CLUSTER=1
 	# Started as root: the server runs as $PGUSER, and the whole copy is $TMPDIR.
 	as='' top=$WORK
-	if [ -n "${PERPCA_REEXECED:-}" ]; then
+	if [ -n "${PERPCA_STAGE:-}" ]; then
 		as="runuser -u $PGUSER -- " top=$TMPDIR
 	fi
 	cat <<-EOF
