@@ -12,7 +12,8 @@
 #                              the same for PERPCA_PGVECTOR_* ("system" when the
 #                              server's installation has pgvector)
 #   prepare.sh asan            PostgreSQL 15 built with AddressSanitizer and
-#                              assertions (built once, as root); prints its directory
+#                              assertions, only the parts the sanitizer run uses
+#                              (built once, as root); prints its directory
 #   prepare.sh rootfs N        (root) the Debian root filesystem of PostgreSQL N:
 #                              17 from trixie, 18 from sid (Debian 12 has only 15, and
 #                              newer releases' binaries need a newer C library), made
@@ -156,8 +157,19 @@ cmd_extras() {
 }
 
 # ---- the ASan PostgreSQL ---------------------------------------------------------
-# The whole tree, plus contrib's dblink and postgres_fdw.
-ASAN_MAKE='make -j"$(nproc)" install && make -C contrib/dblink install && make -C contrib/postgres_fdw install'
+# Only the parts the sanitizer run uses: the server and what initdb loads,
+# libpq, the programs the tests call (initdb, pg_ctl, psql, pg_dump and
+# pg_restore, pgbench, pg_basebackup, pg_config), plpgsql, streaming
+# replication, the headers and makefiles PGXS builds perpca with, pg_regress,
+# the isolation tester, the TAP modules and contrib's postgres_fdw.  Not
+# built: ecpg, the other programs and contrib modules, the other languages.
+ASAN_PARTS="config src/common src/port src/timezone src/backend src/backend/utils/mb/conversion_procs
+	src/backend/snowball src/include src/interfaces/libpq src/backend/replication/libpqwalreceiver
+	src/fe_utils src/bin/initdb src/bin/pg_ctl src/bin/psql src/bin/pg_dump src/bin/pgbench
+	src/bin/pg_basebackup src/bin/pg_config src/pl/plpgsql src/makefiles src/test/regress
+	src/test/isolation src/test/perl contrib/postgres_fdw"
+# shellcheck disable=SC2016 # (expanded by eval)
+ASAN_MAKE='for p in $ASAN_PARTS; do make -j"$(nproc)" -C "$p" install || exit 1; done && make -C src install-local'
 asan_compile() {
 	local dest=$1 t0=$SECONDS work v got=
 	work=$(mktemp -d "${TMPDIR:-/tmp}/perpca-asan.XXXXXX")
@@ -185,7 +197,8 @@ asan_compile() {
 	say "time: ASan PostgreSQL $got build: $((SECONDS - t0)) s" >&2
 }
 cmd_asan() {
-	local name=pg15-asan
+	# (named after the build's recipe: asan2 builds only ASAN_PARTS)
+	local name=pg15-asan2
 	find_cached "$name" asan && return 0
 	[ "$(id -u)" -eq 0 ] || skip "no ASan PostgreSQL in $PERPCA_CACHE_DIR/$name: build it once as root with: sudo bash scripts/prepare.sh asan"
 	# apt-get source needs the deb-src lines.
