@@ -74,10 +74,11 @@ cmd_check() {
 cmd_test() {
 	[ "$(id -u)" -eq 0 ] || die "package.sh test installs a package: run it as root (or use build/check)"
 	ensure_packages "${PERPCA_DEB_BUILD_PACKAGES[@]}"
-	local deb t=$SECONDS out
-	out=$(mktemp -d /tmp/perpca-debs.XXXXXX)
+	local deb t=$SECONDS
+	OUT=$(mktemp -d /tmp/perpca-debs.XXXXXX)
+	local out=$OUT
 	chmod 755 "$out"
-	trap 'if [ -n "${INSTALLED:-}" ]; then dpkg --purge "$PKG" >/dev/null; fi; rm -rf "$out"' EXIT
+	trap 'if [ -n "${INSTALLED:-}" ]; then dpkg --purge "$PKG" >/dev/null; fi; rm -rf "$OUT"' EXIT
 	deb=$(cmd_build "$out") || { not_ok "dpkg-buildpackage"; return 1; }
 	ok "dpkg-buildpackage builds $(basename "$deb") ($((SECONDS - t)) s)"
 	# One package test at a time on a machine: install, check, remove.
