@@ -222,7 +222,10 @@ shard_read(ShardFit *sf, void *arg)
 {
 	OpenArgs   *a = arg;
 
-	sf->in = clients_read(a->query, sf->opts.n_local, sf->cxt, &sf->n);
+	int64		skipped;
+
+	sf->in = clients_read(a->query, &(ClientsRead) {sf->opts.n_local, sf->opts.missing, false,
+						  "perpca_fit_federated (shard)", "query"}, sf->cxt, &sf->n, &skipped);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
 }

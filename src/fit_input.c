@@ -28,6 +28,7 @@
 #include "fit_input.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "scale.h"
 
 /* Rows fetched from the query at a time: only these are held twice. */
@@ -129,9 +130,14 @@ client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
 	return (int) r2;
 }
 
-/* Copy one result row into cxt: client name, stats value, local rank. */
-static void
-read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out)
+/*
+ * Copy one result row into cxt: client name, stats value, local rank.  False
+ * for a client without rows (NULL statistics, or every row skipped): its
+ * name is set, its statistics (when any) are not kept, *skipped counts them.
+ */
+static bool
+read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out,
+			int64 *skipped)
 {
 	bool		isnull;
 	Datum		v;
@@ -150,14 +156,20 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	MemoryContextSwitchTo(old);
 	v = SPI_getbinval(tup, desc, 2, &isnull);
 	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("perpca_stats of client \"%s\" is NULL", out->name)));
+		return false;
 	old = MemoryContextSwitchTo(cxt);
 	out->stats = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
 	MemoryContextSwitchTo(old);
 	perpca_stats_validate(out->stats);
+	*skipped += perpca_stats_skipped(out->stats);
+	if (out->stats->n == 0)
+	{
+		pfree(out->stats);
+		out->stats = NULL;
+		return false;
+	}
 	out->r2 = client_local_rank(tup, desc, out->name, n_local);
+	return true;
 }
 
 /* Open query as a cursor, or the error for a query that returns no rows. */
@@ -174,45 +186,101 @@ open_query(const char *query)
 	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
 }
 
-/*
- * Run the query through a cursor and copy its rows into cxt, a batch at a
- * time, so that the clients' statistics are in memory only once.
- */
-ClientInput *
-clients_read(const char *query, int n_local, MemoryContext cxt,
-			 int *nclients)
+/* The clients read so far, and the names of those without rows. */
+typedef struct ClientsSoFar
+{
+	ClientInput *clients;
+	int			n;
+	int			cap;
+	const char **empty;
+	int			nempty;
+	int64		skipped;
+	int			with_skipped;
+} ClientsSoFar;
+
+/* Read one fetched batch into sofar (in cxt). */
+static void
+read_batch(ClientsSoFar *sofar, const ClientsRead *how, MemoryContext cxt)
+{
+	if (sofar->n + (int) SPI_processed + 1 > sofar->cap)
+	{
+		sofar->cap = Max(sofar->cap * 2, sofar->n + (int) SPI_processed + 1);
+		sofar->clients = sofar->clients ? repalloc(sofar->clients, sizeof(ClientInput) * sofar->cap)
+			: MemoryContextAlloc(cxt, sizeof(ClientInput) * sofar->cap);
+	}
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		ClientInput *c = &sofar->clients[sofar->n];
+		int64		skipped = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		memset(c, 0, sizeof(ClientInput));
+		if (read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, how->n_local, cxt, c, &skipped))
+			sofar->n++;
+		else
+		{
+			sofar->empty = sofar->empty ? repalloc(sofar->empty, sizeof(char *) * (sofar->nempty + 1))
+				: MemoryContextAlloc(cxt, sizeof(char *));
+			sofar->empty[sofar->nempty++] = c->name;
+		}
+		sofar->skipped += skipped;
+		sofar->with_skipped += skipped > 0;
+	}
+}
+
+/* The query's clients into sofar: statistics as they come, rows aggregated per client. */
+static void
+read_all(const char *query, const ClientsRead *how, MemoryContext cxt, ClientsSoFar *sofar)
 {
 	Oid			stats_type = stats_type_oid();
-	ClientInput *clients = NULL;
-	int			n = 0,
-				cap = 0;
+	RowShape	shape;
 	Portal		portal;
 
+	row_shape(query, &shape, how->what);
 	SPI_connect();
-	portal = open_query(query);
+	portal = open_query(row_stats_sql(query, &shape, (PerpcaMissing) how->missing, how->merge, false));
 	for (;;)
 	{
 		SPI_cursor_fetch(portal, true, FETCH_ROWS);
 		check_result_shape(SPI_tuptable->tupdesc, stats_type);
 		if (SPI_processed == 0)
 			break;
-		if (n + (int) SPI_processed > cap)
-		{
-			cap = Max(cap * 2, n + (int) SPI_processed);
-			clients = clients ? repalloc(clients, sizeof(ClientInput) * cap)
-				: MemoryContextAlloc(cxt, sizeof(ClientInput) * cap);
-		}
-		for (uint64 i = 0; i < SPI_processed; i++, n++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, n_local, cxt, &clients[n]);
-		}
+		read_batch(sofar, how, cxt);
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
 	SPI_finish();
-	*nclients = n;
-	return clients ? clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
+}
+
+/*
+ * Run the query through a cursor and copy its rows into cxt, a batch at a
+ * time, so that the clients' statistics are in memory only once.  An error
+ * while reading names the caller's option in its hint and shows none of the
+ * wrapper's SQL.
+ */
+ClientInput *
+clients_read(const char *query, const ClientsRead *how, MemoryContext cxt,
+			 int *nclients, int64 *skipped)
+{
+	ClientsSoFar sofar = {0};
+	MemoryContext here = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		read_all(query, how, cxt, &sofar);
+	}
+	PG_CATCH();
+	{
+		row_rethrow(row_skip_hint(how->func), here);
+	}
+	PG_END_TRY();
+	row_report_skipped(how->func, sofar.skipped, sofar.with_skipped, sofar.n + sofar.nempty);
+	row_report_groups(how->func, sofar.empty, sofar.nempty, sofar.nempty == 1 ? "has no rows" : "have no rows",
+					  "A group whose every row was skipped for missing values (or whose statistics are NULL) "
+					  "contributes nothing: it is left out, and a model scores it as a client it does not know.");
+	*nclients = sofar.n;
+	*skipped = sofar.skipped;
+	return sofar.clients ? sofar.clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
 }
 
 /* The clients sorted by name, for duplicate checks and look-ups. */
@@ -287,31 +355,6 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 				 errmsg("client \"%s\" appears more than once in the query", dup),
 				 errdetail("Each client must be one row: its statistics are one perpca_stats value."),
 				 errhint("Group by the client key alone, or merge its rows with perpca_merge().")));
-}
-
-/*
- * Rows the clients' statistics left out for missing values (perpca_stats(x,
- * 'skip')), summed, with one NOTICE when there are any.
- */
-int64
-clients_skipped(const ClientInput *in, int n)
-{
-	int64		total = 0;
-	int			clients = 0;
-
-	for (int i = 0; i < n; i++)
-	{
-		int64		k = perpca_stats_skipped(in[i].stats);
-
-		total += k;
-		clients += k > 0;
-	}
-	if (total > 0)
-		ereport(NOTICE,
-				(errmsg("the statistics of %d of the %d clients left out %lld row%s with missing values",
-						clients, n, (long long) total, total == 1 ? "" : "s"),
-				 errdetail("perpca_stats(x, 'skip') skipped them; the fit uses the complete rows. perpca_last_fit() reports the count as rows_skipped.")));
-	return total;
 }
 
 /* The statistics are private copies (read_client): scaled in place, before any S_i is built. */

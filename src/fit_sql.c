@@ -190,6 +190,9 @@ start_arg(const FitOptions *opts)
  * ------------------------------------------------------------------------
  */
 
+/* Who reads the clients, in NOTICEs and hints: perpca_fit, or the fit of a train or refresh. */
+static const char *fit_caller = "the fit";
+
 /* The fit itself, phase by phase, with the options parsed in diag->opts;
  * results go to rsinfo, diagnostics to diag. */
 static void
@@ -207,9 +210,9 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 
 	start = start_arg(opts);
 	perpca_report_phase("perpca_fit: reading clients");
-	in = clients_read(query, opts->n_local, fitcxt, &n);
+	in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false, fit_caller, "query"},
+					  fitcxt, &n, &diag->rows_skipped);
 	clients_check(in, n, opts->n_global, true);
-	diag->rows_skipped = clients_skipped(in, n);
 	diag->scale_factors = clients_scale(in, n, opts->scale, &diag->constant);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
@@ -277,7 +280,16 @@ perpca_fit(PG_FUNCTION_ARGS)
 
 	fit_options_parse_call(fcinfo, &diag.opts);
 	InitMaterializedSRF(fcinfo, 0);
-	MemoryContextDelete(fit_timed(query, rsinfo, &diag));
+	fit_caller = "perpca_fit";
+	PG_TRY();
+	{
+		MemoryContextDelete(fit_timed(query, rsinfo, &diag));
+	}
+	PG_FINALLY();
+	{
+		fit_caller = "the fit";
+	}
+	PG_END_TRY();
 	return (Datum) 0;
 }
 

@@ -69,6 +69,7 @@ typedef struct FitOptions
 	bool		sample_weights;
 	bool		verbose;
 	int			hops;			/* lbfgs, init 'best': hops in a row without a better optimum before the search stops */
+	int			missing;		/* PerpcaMissing (row_reader.h): rows with gaps, 'error' or 'skip' */
 	char	   *start;			/* warm-start query (client, kind, component, pc), or NULL */
 	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
 } FitOptions;

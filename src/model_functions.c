@@ -502,9 +502,10 @@ typedef struct RowGaps
 	const bool *obs;			/* observed coordinates (NULL: all) */
 	int			nobs;			/* their number */
 	bool		impute;			/* no NULL for too few observed coordinates */
+	bool		skip;			/* a row with gaps under missing => 'skip': NULL, counted */
 } RowGaps;
 
-static const RowGaps complete_row = {false, NULL, 0, false};
+static const RowGaps complete_row = {false, NULL, 0, false, false};
 
 /*
  * Bind the model, find the client, centre x (d values, 0 at the gaps) and
@@ -530,6 +531,12 @@ row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, R
 	else
 		p->center = m->global_mean;
 	p->r2 = p->c ? p->c->r2 : 0;
+	if (g->skip)
+	{
+		p->isnull = true;
+		missing_skip_row(fcinfo, &b->too_few);
+		return;
+	}
 	p->y = b->y;
 	p->s = b->s;
 	p->out = b->out;
@@ -665,12 +672,13 @@ perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op, const double *x, int d
 static const double *
 model_row_arg(FunctionCallInfo fcinfo, int *d, RowGaps *g)
 {
-	MissingMode mode = missing_arg(fcinfo, ARG_MISSING);
+	PerpcaMissing mode = missing_arg(fcinfo, ARG_MISSING);
 	const double *x;
 
 	g->nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), mode, d, &x, &g->obs);
-	g->posterior = mode == MISSING_OBSERVED;
+	g->posterior = mode == PERPCA_MISSING_OBSERVED;
 	g->impute = false;
+	g->skip = mode == PERPCA_MISSING_SKIP && g->obs != NULL;
 	return x;
 }
 
@@ -757,9 +765,10 @@ perpca_model_impute(PG_FUNCTION_ARGS)
 	const double *recon;
 	double	   *filled;
 
-	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), MISSING_OBSERVED, &d, &x, &g.obs);
+	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), PERPCA_MISSING_OBSERVED, &d, &x, &g.obs);
 	g.posterior = true;
 	g.impute = true;
+	g.skip = false;
 	if (g.obs == NULL)
 	{
 		/* nothing to fill (the model and the client are still checked) */

@@ -47,6 +47,7 @@
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
+#include "row_reader.h"
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
@@ -121,13 +122,36 @@ bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
 	return i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i) ? dflt : PG_GETARG_BOOL(i);
 }
 
+static void run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types,
+							 Datum *values, const char *nulls);
+
 /*
  * Run sql (an internal function's call) with search_path = pg_catalog,
- * pg_temp and return its rows as the calling function's result set.
+ * pg_temp and return its rows as the calling function's result set.  An
+ * error shows none of the internal SQL (row_reader.c), and a row's missing
+ * element gets missing_hint.
  */
 static Datum
 run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
-			 const char *nulls)
+			 const char *nulls, const char *missing_hint)
+{
+	MemoryContext here = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		run_internal_sql(fcinfo, sql, nargs, types, values, nulls);
+	}
+	PG_CATCH();
+	{
+		row_rethrow(missing_hint, here);
+	}
+	PG_END_TRY();
+	return (Datum) 0;
+}
+
+static void
+run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
+				 const char *nulls)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			nestlevel;
@@ -144,7 +168,6 @@ run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Da
 		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);
-	return (Datum) 0;
 }
 
 /*
@@ -183,7 +206,7 @@ perpca_train(PG_FUNCTION_ARGS)
 	else
 		nulls[7] = 'n';
 	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
-						8, types, values, nulls);
+						8, types, values, nulls, row_skip_hint("perpca_train"));
 }
 
 /*
@@ -218,7 +241,9 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
 	values[4] = CStringGetTextDatum(on_error);
 	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
-						5, types, values, NULL);
+						5, types, values, NULL,
+						"The model reads its query with missing => 'error' (its options); train it again "
+						"with missing => 'skip' and replace => true to leave out rows with gaps.");
 }
 
 /*

@@ -34,6 +34,7 @@
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_personalize);
@@ -158,7 +159,13 @@ perpca_personalize(PG_FUNCTION_ARGS)
 					 errdetail("The local components live in the %d-dimensional complement of the model's %d global components.",
 							   m->d - m->r1, m->r1),
 					 errhint("Pass n_local => 0 to keep no local components for this client.")));
-		personalize_as_owner(fcinfo, &ml, m, key);
+		if (s->n > 0)
+			personalize_as_owner(fcinfo, &ml, m, key);
+		else
+			row_report_groups("perpca_personalize", (const char *const *) &key, 1, "has no rows",
+							  perpca_stats_skipped(s) > 0
+							  ? "Its statistics left out every row for missing values: nothing is stored, and the model scores it as a client it does not know."
+							  : "Its statistics hold no rows: nothing is stored, and the model scores it as a client it does not know.");
 	}
 	PG_FINALLY();
 	{

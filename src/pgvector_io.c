@@ -201,7 +201,7 @@ nulls_arg(FunctionCallInfo fcinfo)
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	return perpca_nulls_arg(PG_GETARG_TEXT_PP(2));
 }
 

@@ -113,14 +113,6 @@ is_stats_type(Oid type, Oid nsp)
 								   ObjectIdGetDatum(nsp));
 }
 
-/* The clients' statistics of a query of rows or statistics (evaluate.c's wrapper), clients without rows left out. */
-static char *
-stats_query(const char *query, Oid nsp, const char *what)
-{
-	return psprintf("SELECT s.client, s.stats FROM (%s) AS s WHERE s.stats IS NOT NULL",
-					evaluate_stats_query(query, what, nsp));
-}
-
 /* The training or held-out part of rows (client, x, key): a repeatable split on a hash of key. */
 static char *
 split_query(const char *query, Oid nsp, int cut, bool heldout)
@@ -254,6 +246,8 @@ typedef struct RankData
 	int			ntrain;
 	ClientInput *held;
 	int			nheld;
+	int64		train_skipped;	/* rows left out for missing values (missing => 'skip') */
+	int64		held_skipped;
 	int			d;
 	const double *global_mean;	/* pooled training mean (scaled) */
 	const int  *held_train;		/* each held-out client's training index, or -1 */
@@ -636,13 +630,16 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 		held_q = split_query(query, nsp, cut, true);
 	}
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
-	data->train = clients_read(stats_query(train_q, nsp, "query"), 0, cxt, &data->ntrain);
+	data->train = clients_read(train_q, &(ClientsRead) {0, opts->missing, true, "perpca_choose_ranks", "query"},
+							   cxt, &data->ntrain, &data->train_skipped);
 	if (data->ntrain == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("the training part of the query has no rows")));
 	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
-	data->held = clients_read(stats_query(held_q, nsp, "held-out query"), 0, cxt, &data->nheld);
+	data->held = clients_read(held_q, &(ClientsRead) {0, opts->missing, true,
+							  "perpca_choose_ranks (held-out rows)", "held-out query"},
+							  cxt, &data->nheld, &data->held_skipped);
 	clients_check(data->train, data->ntrain, 0, true);
 	data->d = data->train[0].stats->dim;
 	for (int h = 0; h < data->nheld; h++)

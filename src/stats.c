@@ -564,8 +564,14 @@ perpca_nulls_arg(text *t)
 		return PERPCA_NULLS_SKIP;
 	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
 		return PERPCA_NULLS_ERROR;
+	if (len == 8 && memcmp(VARDATA_ANY(t), "observed", 8) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("perpca_stats cannot read rows with missing => 'observed'"),
+				 errdetail("Statistics are those of complete rows."),
+				 errhint("Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped).")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("nulls must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
+			 errmsg("missing must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
 }

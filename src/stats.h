@@ -130,6 +130,15 @@ extern void perpca_pgvector_values(PerpcaRowType type, const void *row, double *
 extern Size perpca_pgvector_size(PerpcaRowType type, int d);
 
 /*
+ * The hint of the aggregate's error for a row's missing element; the readers
+ * of a query (row_reader.c) put their own option's hint in its place.
+ */
+#define PERPCA_SKIP_HINT "Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
+
+/* The same for the model's row functions (missing.c). */
+#define PERPCA_OBSERVED_HINT "Pass missing => 'observed' to score the row on its observed coordinates, or missing => 'skip' to return NULL for it; perpca_model_impute() fills the gaps."
+
+/*
  * The error for a NULL (isnull) or non-finite element at 0-based position
  * j of a row of d values, worded the same by the aggregate and the row
  * functions of a model (what: "input row", "x"), with a hint naming hint.

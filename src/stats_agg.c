@@ -95,8 +95,8 @@ struct StatsState
 								 * the row being added meanwhile); not state */
 };
 
-/* The hint of the error for a row with a missing value. */
-#define SKIP_HINT "Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
+/* The hint of the error for a row with a missing value (stats.h). */
+#define SKIP_HINT PERPCA_SKIP_HINT
 
 PG_FUNCTION_INFO_V1(perpca_stats_accum);
 PG_FUNCTION_INFO_V1(perpca_stats_accum_nulls);
@@ -216,7 +216,7 @@ state_set_nulls(StatsState *st, PerpcaNulls nulls)
 	if (st->npend > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("nulls must be the same for every row of a group")));
+				 errmsg("missing must be the same for every row of a group")));
 	st->nulls = nulls;
 }
 
@@ -1018,7 +1018,7 @@ perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8,
 								   perpca_nulls_arg(PG_GETARG_TEXT_PP(2)));
 }

@@ -269,7 +269,8 @@ BEGIN
     -- covariance and residual spectrum (client_monitor_stats) too.
     EXECUTE format($f$
         WITH r AS (
-            SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s),
+            SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s
+             WHERE @extschema@.perpca_count(s.stats) > 0),
         c AS (
             SELECT r.client, r.raw, r.stats,
                    CASE $1 WHEN 'client' THEN @extschema@.perpca_mean(r.stats)
@@ -349,72 +350,41 @@ CREATE OR REPLACE FUNCTION perpca_internal.query_shape(query text, search_path t
 COMMENT ON FUNCTION perpca_internal.query_shape(text, text) IS
     'internal: the result columns of a query ([{name, type, base}], base the type under any domain), from planning it with the given search_path';
 
+-- The reader of a model's query (src/row_reader.c): planned, not run, as
+-- the current user with the given search_path.
+CREATE OR REPLACE FUNCTION perpca_internal.stage_command(query text, search_path text, missing text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'perpca_stage_command' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.stage_command(text, text, text) IS
+    'internal: the INSERT that stages a model''s query (statistics as they come; rows of any form -- a numeric array, vector or halfvec, numeric feature columns -- aggregated per client under missing) and the names of its feature columns, from planning it with the given search_path';
+
 -- Run a clients query once into the stage, with the model's search_path
 -- (recorded at train), recording the type of the client key.  Its rows are
--- either (client, perpca_stats[, n_local]) or (client, numeric feature
--- columns ...), which are aggregated here, perpca_stats(ARRAY[c1, ..]) per
--- client (a NULL feature is an error, as in perpca_stats); then the result
--- names the features after the columns.  Called through run_as: as the
--- model's owner (or the trainer), inside a security-restricted operation,
--- at train as at refresh.
-CREATE OR REPLACE FUNCTION perpca_internal.stage_fill(query text, search_path text) RETURNS jsonb
+-- statistics (client, perpca_stats[, n_local]) or rows of any form the one
+-- row reader takes (src/row_reader.c: a numeric array, a vector or halfvec,
+-- numeric feature columns), aggregated per client under missing ('error'
+-- or 'skip', recorded in the model's options); feature columns name the
+-- features.  Called through run_as: as the model's owner (or the trainer),
+-- inside a security-restricted operation, at train as at refresh.
+CREATE OR REPLACE FUNCTION perpca_internal.stage_fill(query text, search_path text, missing text DEFAULT 'error')
+RETURNS jsonb
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     body text := regexp_replace(query, '[;[:space:]]+$', '');
-    cols jsonb := perpca_internal.query_shape(body, search_path);
-    ncols int := jsonb_array_length(cols);
-    names text[];
-    bad text;
-    command text;
+    staged jsonb := perpca_internal.stage_command(body, search_path, missing);
+    command text := staged ->> 'command';
     n bigint;
 BEGIN
-    IF ncols >= 2 AND (cols -> 1 ->> 'type')::oid = '@extschema@.perpca_stats'::regtype::oid THEN
-        command := format(
-            'INSERT INTO pg_temp.perpca_train_src
-             SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.*
-               FROM (%s
-                    ) AS q(perpca_client_key, perpca_client_stats)', body);
-    ELSE
-        SELECT string_agg(format('%s (%s)', quote_ident(c ->> 'name'), format_type((c ->> 'type')::oid, NULL)),
-                          ', ' ORDER BY i)
-          INTO bad
-          FROM jsonb_array_elements(cols) WITH ORDINALITY AS t(c, i)
-         WHERE i > 1 AND (c ->> 'base')::oid <> ALL (ARRAY['int2'::regtype, 'int4'::regtype, 'int8'::regtype,
-                                                           'float4'::regtype, 'float8'::regtype,
-                                                           'numeric'::regtype]::oid[]);
-        IF ncols < 2 OR bad IS NOT NULL THEN
-            RAISE EXCEPTION 'a model''s query must return a client key, then perpca_stats or numeric feature columns'
-                USING ERRCODE = 'datatype_mismatch',
-                      DETAIL = CASE WHEN ncols < 2 THEN format('The query returns %s column.', ncols)
-                                    ELSE format('Not numeric: %s.', bad) END,
-                      HINT = 'Return (client, perpca_stats(x) ... GROUP BY client), or (client, c1, c2, ...) with '
-                             'numeric columns (smallint, integer, bigint, real, double precision, numeric).';
-        END IF;
-        SELECT array_agg(c ->> 'name' ORDER BY i) INTO names
-          FROM jsonb_array_elements(cols) WITH ORDINALITY AS t(c, i) WHERE i > 1;
-        SELECT format(
-            'INSERT INTO pg_temp.perpca_train_src (client_type, client, stats)
-             SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.perpca_client_key,
-                    @extschema@.perpca_stats(ARRAY[%s])
-               FROM (%s
-                    ) AS q(perpca_client_key, %s)
-              GROUP BY q.perpca_client_key',
-            string_agg(format('q.perpca_f%s::pg_catalog.float8', i), ', ' ORDER BY i), body,
-            string_agg(format('perpca_f%s', i), ', ' ORDER BY i))
-          INTO command
-          FROM generate_series(1, ncols - 1) AS i;
-    END IF;
     -- Only the query runs with the model's search_path: everything else here
     -- is evaluated before and after (the function's SET restores it on error).
     PERFORM set_config('search_path', search_path, true);
     EXECUTE command;
     GET DIAGNOSTICS n = ROW_COUNT;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    RETURN jsonb_build_object('clients', n, 'feature_names', to_jsonb(names));
+    RETURN jsonb_build_object('clients', n, 'feature_names', staged -> 'feature_names');
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.stage_fill(text, text) IS
-    'internal: runs a clients query into the temporary stage of a train or refresh with the given search_path, with its key type; a query of numeric feature columns is aggregated per client (perpca_stats) and its column names returned as feature_names';
+COMMENT ON FUNCTION perpca_internal.stage_fill(text, text, text) IS
+    'internal: runs a clients query into the temporary stage of a train or refresh with the given search_path, with its key type; rows of any form (perpca_internal.stage_command) are aggregated per client under missing and the names of feature columns returned as feature_names';
 
 -- Fit the staged clients and store the result as model schema_name.base
 -- (new, or replacing the rows of an existing one); the caller holds the
@@ -580,8 +550,8 @@ BEGIN
     -- The caller's query runs once, as the caller, the way every refresh
     -- will run it: restricted, with the recorded search_path.
     PERFORM perpca_internal.stage_create(owner);
-    staged := perpca_internal.run_as(current_user::regrole, 'SELECT perpca_internal.stage_fill($1, $2)',
-                                     query, search_path);
+    staged := perpca_internal.run_as(current_user::regrole, 'SELECT perpca_internal.stage_fill($1, $2, $3)',
+                                     query, search_path, coalesce(options ->> 'missing', 'error'));
     -- A query of feature columns names the features; feature_names, when
     -- given too, must say the same (a refresh reads the names from the query).
     names := feature_names;
@@ -629,10 +599,11 @@ CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_
                              verbose boolean DEFAULT NULL, adaptive boolean DEFAULT NULL,
                              replace boolean DEFAULT false, start text DEFAULT NULL,
                              solver text DEFAULT NULL, scale text DEFAULT NULL,
-                             feature_names text[] DEFAULT NULL, hops int DEFAULT NULL)
+                             feature_names text[] DEFAULT NULL, hops int DEFAULT NULL,
+                             missing text DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
     AS 'MODULE_PATHNAME', 'perpca_train' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[], int) IS
-    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query runs as it will at every refresh (restricted, with the search_path in effect now, recorded in <model>_info.search_path), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model; feature_names (d names) are stored in <model>_info.feature_names for perpca_loadings and top_features';
+COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[], int, text) IS
+    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) or rows of any form the row reader takes (a numeric array, a vector or halfvec, numeric feature columns), aggregated per client under missing (''error'', the default, or ''skip''; recorded in <model>_info.options and applied at every refresh; a client left without rows is named in a NOTICE and left out), and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query runs as it will at every refresh (restricted, with the search_path in effect now, recorded in <model>_info.search_path), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model; feature_names (d names) are stored in <model>_info.feature_names for perpca_loadings and top_features';
 

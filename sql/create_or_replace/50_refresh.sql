@@ -49,7 +49,7 @@ BEGIN
     options := coalesce(m -> 'options', (m - 'rounds') || jsonb_build_object('rounds', m -> 'rounds_max'))
                || jsonb_build_object('n_global', m -> 'n_global', 'n_local', m -> 'n_local');
     path := coalesce(m ->> 'search_path', 'pg_catalog, @extschema@');
-    staged := perpca_internal.stage_fill(m ->> 'source_query', path);
+    staged := perpca_internal.stage_fill(m ->> 'source_query', path, coalesce(options ->> 'missing', 'error'));
     -- A query of feature columns names the features at every refresh.
     names := CASE WHEN jsonb_typeof(staged -> 'feature_names') = 'array' THEN
                       ARRAY(SELECT t.e FROM jsonb_array_elements_text(staged -> 'feature_names')

@@ -74,7 +74,8 @@ GRANT EXECUTE ON FUNCTION
 -- caller (query_shape: its column names and types, as the catalog shows them).
 GRANT EXECUTE ON FUNCTION
     perpca_internal.stage_create(pg_catalog.regrole),
-    perpca_internal.stage_fill(pg_catalog.text, pg_catalog.text),
+    perpca_internal.stage_fill(pg_catalog.text, pg_catalog.text, pg_catalog.text),
+    perpca_internal.stage_command(pg_catalog.text, pg_catalog.text, pg_catalog.text),
     perpca_internal.stage_start(pg_catalog.text, pg_catalog.regrole, pg_catalog.text),
     perpca_internal.stage_digest(pg_catalog.jsonb, pg_catalog.text[]),
     perpca_internal.query_shape(pg_catalog.text, pg_catalog.text),

@@ -8,3 +8,12 @@
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
 -- Each entry names the issue that needs it.
+
+-- issue 35 (one row contract): missing => on the readers of rows; the
+-- evaluation reports the rows it skipped; the stage reads rows of any form.
+DROP FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int);
+DROP FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[], int);
+DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text, float8, int);
+DROP FUNCTION perpca_evaluate(text, text);
+DROP FUNCTION perpca_evaluate_summary(text, text);
+DROP FUNCTION perpca_internal.stage_fill(text, text);

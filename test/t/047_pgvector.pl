@@ -220,9 +220,9 @@ is( sql(  q{SELECT perpca_count(s) || ' ' || perpca_skipped(s) FROM (SELECT perp
 error_is(q{SELECT perpca_stats(v, 'error') FROM (VALUES ('\x020000000000c07f00000040'::bytea::vector)) t(v)},
 	'22000', qr/input row element 1 of 2 is NaN/, "perpca_stats(vector, 'error'): an error");
 error_is(q{SELECT perpca_stats('[1,2]'::vector, NULL)},
-	'22004', qr/nulls must be 'error' or 'skip', not NULL/, 'nulls NULL: an error');
+	'22004', qr/missing must be 'error' or 'skip', not NULL/, 'nulls NULL: an error');
 error_is(q{SELECT perpca_stats('[1,2]'::halfvec, 'drop')},
-	'22023', qr/nulls must be 'error' or 'skip'/, 'nulls of another word: an error');
+	'22023', qr/missing must be 'error' or 'skip'/, 'nulls of another word: an error');
 
 sql('CREATE SCHEMA elsewhere');
 $node->safe_psql($db, 'CREATE DATABASE other');
