@@ -26,8 +26,11 @@
  *   scale.c             feature scaling (scale => 'standard'): pooled standard
  *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
- *   fit_input.c         the input: the user's query, its checks, the clients' S_i,
- *                       result rows (fit_input.h)
+ *   row_reader.c        the one reader of a user's query of rows or statistics: its
+ *                       input forms, the missing option ('error', 'skip', 'observed'),
+ *                       the NOTICEs for skipped rows and empty groups (row_reader.h)
+ *   fit_input.c         the input: the user's query (through row_reader.c), its checks,
+ *                       the clients' S_i, result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
