@@ -39,6 +39,9 @@
  *                       per-backend model cache (model_read.h)
  *   citus_placement.c   on Citus: a model table that is a reference table, read through
  *                       this node's local shard (citus_placement.h)
+ *   model_bind.c        a calling expression bound to a stored model's cached data,
+ *                       client keys of any type, the distance between two clients'
+ *                       local subspaces (model_bind.h)
  *   model_functions.c   the read side: SQL functions on a stored model (row-wise
  *                       projection with client keys of any type, similarity,
  *                       component info, theta); 45_model_functions.sql declares them
