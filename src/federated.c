@@ -34,6 +34,7 @@
 #include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "scale.h"
 #include "shard_conn.h"
 
@@ -379,8 +380,10 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	char		r1[16],
 				nl[16],
 				seed[32];
-	const char *params[6] = {f->id, f->query, r1, nl,
-	fit_weights_names[f->opts->sample_weights ? 1 : 0], seed};
+	const char *params[7] = {f->id, f->query, r1, nl,
+		fit_weights_names[f->opts->sample_weights ? 1 : 0], seed,
+	perpca_missing_names[f->opts->missing]};
+	int			with_skipped = 0;
 	double	   *mean_sum = NULL;
 	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
 	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
@@ -391,14 +394,17 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	snprintf(seed, sizeof(seed), "%lld", (long long) (int64) f->opts->seed);
 	for (int s = 0; s < f->nshards; s++)
 		f->active[s] = true;
-	fed_send_active(f, "shard_open", 6, params);
+	fed_send_active(f, "shard_open", 7, params);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
 	{
-		ShardRows  *r = fed_get_row(f, s, 6);
+		ShardRows  *r = fed_get_row(f, s, 7);
 		int			n = pg_strtoint32(SHARD_VALUE(r, 0, 0)),
 					d = pg_strtoint32(SHARD_VALUE(r, 0, 1));
+		int64		skipped = pg_strtoint64(SHARD_VALUE(r, 0, 6));
 
+		diag->rows_skipped += skipped;
+		with_skipped += skipped > 0;
 		f->active[s] = n > 0;
 		if (n == 0)
 			continue;
@@ -424,6 +430,13 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("query returned no clients on any shard"),
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
+	/* (each shard names its groups without rows in its own NOTICE) */
+	if (diag->rows_skipped > 0)
+		ereport(NOTICE,
+				(errmsg("perpca_fit_federated: the shards left out %lld row%s with missing values, on %d of %d shard%s",
+						(long long) diag->rows_skipped, diag->rows_skipped == 1 ? "" : "s", with_skipped,
+						f->nshards, f->nshards == 1 ? "" : "s"),
+				 errdetail("missing => 'skip' (or perpca_stats(x, 'skip') on the shards); perpca_last_fit().rows_skipped counts them.")));
 	fed_check_keys(f, keys, nkeys);
 	fed_order(f, keys, nkeys, means);
 	mean_sum = palloc0(sizeof(double) * f->d);

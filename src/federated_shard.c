@@ -215,6 +215,7 @@ shard_sums_row(FunctionCallInfo fcinfo, ShardFit *sf, const FitSums *s, bool u, 
 typedef struct OpenArgs
 {
 	const char *query;
+	int64		skipped;		/* rows left out for missing values */
 } OpenArgs;
 
 static void
@@ -222,10 +223,8 @@ shard_read(ShardFit *sf, void *arg)
 {
 	OpenArgs   *a = arg;
 
-	int64		skipped;
-
 	sf->in = clients_read(a->query, &(ClientsRead) {sf->opts.n_local, sf->opts.missing, false,
-						  "perpca_fit_federated (shard)", "query"}, sf->cxt, &sf->n, &skipped);
+						  "perpca_fit_federated", "query"}, sf->cxt, &sf->n, &a->skipped);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
 }
@@ -242,20 +241,20 @@ shard_keys(const ShardFit *sf)
 }
 
 /*
- * shard_open(fit_id, query, n_global, n_local, weights, seed)
- *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes, keys)
+ * shard_open(fit_id, query, n_global, n_local, weights, seed, missing)
+ *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes, keys, rows_skipped)
  */
 Datum
 perpca_shard_open(PG_FUNCTION_ARGS)
 {
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
-	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query")};
+	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query"), 0};
 	ShardFit   *sf;
 	double	   *mean_sum;
 	double		rows;
 	int64		bytes = 0;
-	Datum		values[6];
-	bool		nulls[6] = {0};
+	Datum		values[7];
+	bool		nulls[7] = {0};
 
 	if (shard_fit_find(id) != NULL)
 		ereport(ERROR,
@@ -283,6 +282,7 @@ perpca_shard_open(PG_FUNCTION_ARGS)
 	values[3] = PointerGetDatum(perpca_matrix_build(mean_sum, 1, Max(sf->d, 1)));
 	values[4] = Int64GetDatum(bytes);
 	values[5] = shard_keys(sf);
+	values[6] = Int64GetDatum(a.skipped);
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
 }
 

@@ -59,7 +59,9 @@
  *   missing_eval.c      perpca_evaluate_imputation(): entries hidden at random, filled, scored
  *   project.c           projection functions on float8[] arrays
  *   pgvector_io.c       perpca_vector: pgvector's vector and halfvec read and written in
- *                       place, for perpca_stats(vector) and the model row functions
+ *                       place, for perpca_stats(vector) (readers put in stats_agg.c's
+ *                       table at load, so stats_agg.c never calls it) and the model
+ *                       row functions
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
  */

@@ -6,12 +6,13 @@
 -- ==========================================================================
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_open(fit_id text, query text, n_global int, n_local int,
-                                  weights text, seed bigint,
+                                  weights text, seed bigint, missing text DEFAULT NULL,
                                   OUT n_clients int, OUT dim int, OUT n_rows bigint,
-                                  OUT mean_sum float8[], OUT stats_bytes bigint, OUT keys text[])
+                                  OUT mean_sum float8[], OUT stats_bytes bigint, OUT keys text[],
+                                  OUT rows_skipped bigint)
     AS 'MODULE_PATHNAME', 'perpca_shard_open' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint) IS
-    'federated fit, shard side: runs the query (client, perpca_stats [, local rank]) here and keeps its clients in this session under fit_id; returns their count, dimension, rows, sum of n_i mean_i (1 x d), the bytes of their statistics and their keys';
+COMMENT ON FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint, text) IS
+    'federated fit, shard side: runs the query (client, perpca_stats [, local rank]) or rows of any form the row reader takes (aggregated per client under missing) here and keeps its clients in this session under fit_id; returns their count, dimension, rows, sum of n_i mean_i (1 x d), the bytes of their statistics, their keys and the rows left out for missing values';
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_scale(fit_id text, mean float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_shard_scale' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
@@ -94,13 +95,14 @@ CREATE OR REPLACE FUNCTION perpca_fit_federated(
     solver text DEFAULT NULL,
     seed bigint DEFAULT NULL,
     scale text DEFAULT NULL,
-    hops int DEFAULT NULL)
+    hops int DEFAULT NULL,
+    missing text DEFAULT NULL)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int) IS
+COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int, text) IS
     'Personalized PCA with the clients on shards (libpq connection strings): the query runs on every shard, only U and d x n_global sums per shard cross the network each round; the same fit engine, options and rows as perpca_fit (a client key on two shards is an error); scale ''standard'' takes the pooled standard deviations from one extra round trip of d numbers per shard';
 -- It opens connections with the server's credentials: superusers, and roles granted EXECUTE.
-REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int, text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION perpca_last_federated_fit()
 RETURNS TABLE (rounds_run int, converged boolean, objective float8, kkt_residual float8, step float8,

@@ -53,7 +53,7 @@ GRANT EXECUTE ON FUNCTION perpca_internal.fit(pg_catalog.text, pg_catalog.jsonb)
 -- its clients in that session only (by fit_id).
 GRANT EXECUTE ON FUNCTION
     perpca_internal.shard_open(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.int4,
-                               pg_catalog.text, pg_catalog.int8),
+                               pg_catalog.text, pg_catalog.int8, pg_catalog.text),
     perpca_internal.shard_scale(pg_catalog.text, pg_catalog.float8[]),
     perpca_internal.shard_init(pg_catalog.text, pg_catalog.float8[], pg_catalog.float8[]),
     perpca_internal.shard_basis(pg_catalog.text, pg_catalog.bool, pg_catalog.bool),

@@ -16,4 +16,7 @@ DROP FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text
 DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text, float8, int);
 DROP FUNCTION perpca_evaluate(text, text);
 DROP FUNCTION perpca_evaluate_summary(text, text);
+DROP FUNCTION perpca_evaluate_imputation(text, text, float8, bigint);
 DROP FUNCTION perpca_internal.stage_fill(text, text);
+DROP FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int);
+DROP FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint);

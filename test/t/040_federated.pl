@@ -235,6 +235,31 @@ SELECT suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($thin_query,
   FROM perpca_last_federated_fit()}),
 	't|t|t', 'thin and dense clients, scale standard: federated = single node, and not the unscaled fit');
 
+# Rows with gaps (issue 35): each shard reads its rows with the one row
+# reader under the fit's missing option; the skips are counted at the
+# coordinator, and the fit is perpca_fit's on one node.
+my $gaps = q{CREATE TABLE gap_rows AS SELECT client, x FROM thin_rows WHERE client <= 12;
+UPDATE gap_rows SET x[1] = NULL WHERE client IN (2, 9) AND x[2] > 0;
+UPDATE gap_rows SET x[3] = NULL WHERE client = 4;
+SELECT count(*) FROM gap_rows WHERE array_position(x, NULL) IS NOT NULL;};
+my $gap_rows = 0;
+$gap_rows += $shard{$_}->safe_psql('postgres', $gaps) for sort keys %shard;
+is($coord->safe_psql('postgres', $gaps), $gap_rows, "the shards hold the coordinator's $gap_rows rows with gaps");
+my $gap_query = q{'SELECT client, x FROM gap_rows'};
+is( $coord->safe_psql('postgres', qq{
+DROP TABLE IF EXISTS fed;
+CREATE TABLE fed AS SELECT $cols FROM perpca_fit_federated($shards, $gap_query, 2, 2, missing => 'skip');
+CREATE TEMP TABLE fed_skipped AS SELECT rows_skipped, n_clients FROM perpca_last_fit();
+SELECT suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($gap_query, 2, 2, missing => 'skip')\$\$) < 1e-8,
+       f.rows_skipped, f.rows_skipped = l.rows_skipped, f.n_clients
+  FROM fed_skipped f, perpca_last_fit() l}),
+	"t|$gap_rows|t|11", 'rows with gaps, missing => skip: federated = single node, every skipped row counted, the empty client left out');
+my ($gap_ret, $gap_err) = fed_error($shards, $gap_query, '2, 2');
+like($gap_err, qr/input row element \d+ of 20 is NULL.*missing => 'skip' to perpca_fit_federated/s,
+	'rows with gaps, missing => error (default): the element, and the hint of perpca_fit_federated');
+($gap_ret, $gap_err) = fed_error($shards, $gap_query, "2, 2, missing => 'observed'");
+like($gap_err, qr/0A000|cannot read rows with missing => 'observed'/, 'missing => observed: refused at once');
+
 # The comparison can fail: a fit with other ranks is told apart.
 is( $coord->safe_psql('postgres', qq{
 SELECT suberr('SELECT * FROM fed',
