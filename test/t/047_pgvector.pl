@@ -272,6 +272,23 @@ error_is(q{SELECT perpca_model_scores('vm', 2, ''::bytea::vector)},
 error_is(q{SELECT perpca_model_error('vm', 2, '\x010000000000c07f'::bytea::vector)},
 	'22000', qr/x element 1 of 1 is NaN/, 'a NaN in a vector row: an error');
 is(sql("SELECT perpca_model_scores('vm', 2, NULL::vector) IS NULL"), 't', 'a NULL row: NULL (STRICT)');
+
+# The one row reader (issue 35): the functions that read a query of rows
+# take vector and halfvec rows as they take float8[] rows.
+is( sql(  q{SELECT count(*) FROM perpca_train('vr', 'SELECT g, v FROM rows WHERE g > 1', 2, 2, missing => 'skip');
+SELECT (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) FROM vr_components)
+     = (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) FROM vm_components)}),
+	"1\nt", 'perpca_train from vector rows: the model of perpca_stats(v), bit for bit');
+is( sql(  q{SELECT count(*) FILTER (WHERE a.error = b.error AND a.n = b.n AND a.skipped = 0) || '/' || count(*)
+  FROM perpca_evaluate('vm', 'SELECT g, h FROM rows') a
+  JOIN perpca_evaluate('vm', 'SELECT g, h::real[]::float8[] FROM rows') b USING (client)}),
+	'3/3', 'perpca_evaluate of halfvec rows: the figures of their float8[] values');
+is( sql(  q{SELECT count(*) FILTER (WHERE a.hidden = b.hidden AND a.error = b.error) || '/' || count(*)
+  FROM perpca_evaluate_imputation('vm', 'SELECT g, v FROM rows', 0.2, 5) a
+  JOIN perpca_evaluate_imputation('vm', 'SELECT g, v::real[]::float8[] FROM rows', 0.2, 5) b USING (client)}),
+	'3/3', 'perpca_evaluate_imputation of vector rows: that of their float8[] values');
+error_is("SELECT * FROM perpca_fit('SELECT g, v FROM rows', 2, 1, missing => 'observed')",
+	'0A000', qr/cannot read rows with missing => 'observed'/, 'vector rows: observed is refused by a fit, at once');
 sql(q{SELECT count(*) FROM perpca_train('vi', 'SELECT g, perpca_stats(v) FROM rows WHERE g > 1 GROUP BY g', 0, 2,
                                        method => 'indiv')});
 error_is("SET client_min_messages = warning; SELECT perpca_model_scores('vi', 9, v) FROM rows WHERE i = 1",
