@@ -64,6 +64,9 @@
  *                       row functions
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
+ *   ranks.c             perpca_choose_ranks(): every pair of a grid fitted on training
+ *                       rows and evaluated on held-out rows, in memory (ranks.h)
+ *   ranks_rule.c        the pair it recommends and every pair's note (ranks.h)
  */
 #ifndef PERPCA_H
 #define PERPCA_H
