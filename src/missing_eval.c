@@ -173,7 +173,7 @@ rows_query(const char *query, PerpcaMissing mode)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("perpca_evaluate_imputation needs rows, not statistics"),
 				 errhint("Return (client, x) rows: a numeric array, a vector or halfvec, or numeric feature columns.")));
-	return row_rows_sql(query, &shape);
+	return row_rows_sql(&shape);
 }
 
 /* The text of the key of the first column of desc, for each row (as the fit stored keys). */

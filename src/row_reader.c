@@ -26,6 +26,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -181,6 +183,17 @@ planned_result(const char *sql, const char *what)
 	return ((CachedPlanSource *) linitial(sources))->resultDesc;
 }
 
+/* The query without trailing semicolons and white space, to be wrapped as a subquery. */
+static char *
+query_body(const char *query)
+{
+	int			len = strlen(query);
+
+	while (len > 0 && (query[len - 1] == ';' || isspace((unsigned char) query[len - 1])))
+		len--;
+	return pnstrdup(query, len);
+}
+
 void
 row_shape(const char *query, RowShape *shape, const char *what)
 {
@@ -191,7 +204,8 @@ row_shape(const char *query, RowShape *shape, const char *what)
 		elog(ERROR, "SPI_connect failed");
 	/* the query alone, then as the subquery every reader runs it as */
 	(void) planned_result(query, what);
-	desc = planned_result(psprintf("SELECT * FROM (%s\n) AS q", query), what);
+	shape->body = MemoryContextStrdup(caller, query_body(query));
+	desc = planned_result(psprintf("SELECT * FROM (%s\n) AS q", shape->body), what);
 	shape->natts = desc->natts;
 	shape->types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
 	shape->names = MemoryContextAlloc(caller, sizeof(char *) * Max(desc->natts, 1));
@@ -257,11 +271,11 @@ row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode, bool
 		agg = psprintf("%s.perpca_stats(%s%s)", ext, row_argument(shape),
 					   mode == PERPCA_MISSING_SKIP ? ", CAST('skip' AS pg_catalog.text)" : "");
 	return psprintf("SELECT %sCAST(q.c AS pg_catalog.text) AS client, %s AS stats FROM (%s\n) AS q(%s) GROUP BY q.c",
-					key, agg, query, shape->form == ROW_FORM_STATS ? "c, x1" : row_aliases(shape));
+					key, agg, shape->body, shape->form == ROW_FORM_STATS ? "c, x1" : row_aliases(shape));
 }
 
 char *
-row_rows_sql(const char *query, const RowShape *shape)
+row_rows_sql(const RowShape *shape)
 {
 	const char *x = shape->form == ROW_FORM_VECTOR
 		? "CAST(CAST(q.x1 AS pg_catalog.float4[]) AS pg_catalog.float8[])"
@@ -269,7 +283,7 @@ row_rows_sql(const char *query, const RowShape *shape)
 		? row_argument(shape) : "CAST(q.x1 AS pg_catalog.float8[])";
 
 	Assert(shape->form != ROW_FORM_STATS);
-	return psprintf("SELECT q.c, %s AS x FROM (%s\n) AS q(%s)", x, query, row_aliases(shape));
+	return psprintf("SELECT q.c, %s AS x FROM (%s\n) AS q(%s)", x, shape->body, row_aliases(shape));
 }
 
 /* ------------------------------------------------------------------------

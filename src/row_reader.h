@@ -57,6 +57,7 @@ typedef enum RowForm
 typedef struct RowShape
 {
 	RowForm		form;
+	char	   *body;			/* the query without trailing semicolons, as it is wrapped */
 	int			natts;
 	Oid		   *types;			/* natts column types */
 	char	  **names;			/* natts column names */
@@ -83,7 +84,7 @@ extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissi
  * The query of rows (not statistics) as (client, x float8[]) rows, the key
  * as the query gives it (a row function's form, NULL elements kept).
  */
-extern char *row_rows_sql(const char *query, const RowShape *shape);
+extern char *row_rows_sql(const RowShape *shape);
 
 /*
  * One NOTICE for the rows a statement left out for missing values: func
