@@ -436,7 +436,7 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 				(errmsg("perpca_fit_federated: the shards left out %lld row%s with missing values, on %d of %d shard%s",
 						(long long) diag->rows_skipped, diag->rows_skipped == 1 ? "" : "s", with_skipped,
 						f->nshards, f->nshards == 1 ? "" : "s"),
-				 errdetail("missing => 'skip' (or perpca_stats(x, 'skip') on the shards); perpca_last_fit().rows_skipped counts them.")));
+				 errdetail("missing => 'skip' (or perpca_stats(x, 'skip') on the shards); perpca_last_federated_fit().rows_skipped counts them.")));
 	fed_check_keys(f, keys, nkeys);
 	fed_order(f, keys, nkeys, means);
 	mean_sum = palloc0(sizeof(double) * f->d);
@@ -701,12 +701,13 @@ perpca_last_federated_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const FitDiagnostics *l = fit_sql_last(true);
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (l == NULL)
 		return (Datum) 0;
+	values[17] = Int64GetDatum(l->rows_skipped);
 	values[0] = Int32GetDatum(l->rounds);
 	values[1] = BoolGetDatum(l->converged);
 	values[2] = fit_sql_float(l->objective, &nulls[2]);

@@ -108,7 +108,7 @@ CREATE OR REPLACE FUNCTION perpca_last_federated_fit()
 RETURNS TABLE (rounds_run int, converged boolean, objective float8, kkt_residual float8, step float8,
                n_shards int, n_clients int, d int, setup_bytes bigint, round_bytes bigint,
                result_bytes bigint, round_binary_bytes bigint, stats_binary_bytes bigint,
-               seconds float8, solver text, theta_est float8, gradient_norm float8)
+               seconds float8, solver text, theta_est float8, gradient_norm float8, rows_skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION perpca_last_federated_fit() IS
-    'diagnostics of the last perpca_fit_federated call in this session, with the bytes it moved (text payload of commands and answers: setup, per round, result; round_binary_bytes = the same round as packed float8) and the binary size of the statistics it did not move';
+    'diagnostics of the last perpca_fit_federated call in this session, with the bytes it moved (text payload of commands and answers: setup, per round, result; round_binary_bytes = the same round as packed float8), the binary size of the statistics it did not move, and the rows the shards left out for missing values (missing => ''skip'', or their statistics'' own)';

@@ -20,3 +20,4 @@ DROP FUNCTION perpca_evaluate_imputation(text, text, float8, bigint);
 DROP FUNCTION perpca_internal.stage_fill(text, text);
 DROP FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int);
 DROP FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint);
+DROP FUNCTION perpca_last_federated_fit();

@@ -249,10 +249,10 @@ my $gap_query = q{'SELECT client, x FROM gap_rows'};
 is( $coord->safe_psql('postgres', qq{
 DROP TABLE IF EXISTS fed;
 CREATE TABLE fed AS SELECT $cols FROM perpca_fit_federated($shards, $gap_query, 2, 2, missing => 'skip');
-CREATE TEMP TABLE fed_skipped AS SELECT rows_skipped, n_clients FROM perpca_last_fit();
+CREATE TEMP TABLE fed_skipped AS SELECT rows_skipped, n_clients FROM perpca_last_federated_fit();
 SELECT suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($gap_query, 2, 2, missing => 'skip')\$\$) < 1e-8,
-       f.rows_skipped, f.rows_skipped = l.rows_skipped, f.n_clients
-  FROM fed_skipped f, perpca_last_fit() l}),
+       f.rows_skipped, f.rows_skipped = (SELECT rows_skipped FROM perpca_last_fit()), f.n_clients
+  FROM fed_skipped f}),
 	"t|$gap_rows|t|11", 'rows with gaps, missing => skip: federated = single node, every skipped row counted, the empty client left out');
 my ($gap_ret, $gap_err) = fed_error($shards, $gap_query, '2, 2');
 like($gap_err, qr/input row element \d+ of 20 is NULL.*missing => 'skip' to perpca_fit_federated/s,

@@ -182,7 +182,7 @@ my @calls = (
 	[ "SELECT perpca_internal.stage_create('alice'::regrole)", '' ],
 	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT client, stats FROM alice.secret', 'pg_catalog', 'error')", $priv ],
 	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT 1, 2) x; DROP TABLE alice.am_info; --', 'alice', 'skip')", "$priv|42601|42804" ],
-	[ "SELECT perpca_internal.stage_command('SELECT client, stats FROM alice.secret', 'pg_catalog', 'error') IS NOT NULL", $priv ],
+	[ "SELECT perpca_internal.stage_command('SELECT client, stats FROM alice.secret', 'pg_catalog', 'error') IS NOT NULL", "|$priv" ],
 	[ "SELECT perpca_internal.stage_command('SELECT 1, 2) x; DROP TABLE alice.am_info; --', 'alice', 'skip')", '42601' ],
 	[ "SELECT perpca_internal.stage_command('SELECT 1, 2', 'alice', 'nope')", '22023' ],
 	[ "SELECT perpca_internal.stage_start('SELECT * FROM alice.secret', 'alice', 'pg_catalog')", $priv ],
