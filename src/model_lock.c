@@ -1,7 +1,7 @@
 /*
- * model_lock.c -- finding and locking a model's three tables in one order
- * (model_lock.h), and perpca_drop, which is nothing more than that plus a
- * DROP TABLE
+ * model_lock.c -- the rule for model names, finding and locking a model's
+ * three tables in one order (model_lock.h), and perpca_drop, which is nothing
+ * more than that plus a DROP TABLE
  *
  * The old lock of a model was pg_advisory_xact_lock(1885696624, hashtext(name)),
  * a key any role could compute and hold to make the owner's refresh fail.
@@ -30,10 +30,10 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/varlena.h"
 #include "access/htup_details.h"
 
 #include "model_lock.h"
-#include "model_read.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_lock_sql);
 PG_FUNCTION_INFO_V1(perpca_drop);
@@ -58,6 +58,28 @@ model_missing_error(const char *model, const char *schema, const char *base, con
 			 errdetail("No table %s was found in the search_path.",
 					   quote_identifier(psprintf("%s_info", base))),
 			 errhint("%s %s", hint ? hint : "Create it with perpca_train().", MODEL_NAME_RULE)));
+}
+
+List *
+model_name_parts(const char *model)
+{
+	List	   *parts;
+
+	if (!SplitIdentifierString(pstrdup(model), '.', &parts) ||
+		list_length(parts) < 1 || list_length(parts) > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("improper model name \"%s\"", model),
+				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
+				 errhint("%s", MODEL_NAME_RULE)));
+	/* (identifiers longer than NAMEDATALEN - 1 were truncated to it, so they fail here too) */
+	if (strlen(llast(parts)) > MODEL_BASE_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("model name \"%s\" is too long", (char *) llast(parts)),
+				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
+						   MODEL_BASE_MAX)));
+	return parts;
 }
 
 static void

@@ -44,7 +44,6 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "utils/varlena.h"
 
 #include "citus_placement.h"
 #include "model_lock.h"
@@ -117,28 +116,6 @@ model_damaged(const char *model, const char *detail)
 			 errmsg("model \"%s\" is inconsistent", model),
 			 errdetail_internal("%s", detail),
 			 errhint("Train it again with perpca_train(..., replace => true).")));
-}
-
-List *
-model_name_parts(const char *model)
-{
-	List	   *parts;
-
-	if (!SplitIdentifierString(pstrdup(model), '.', &parts) ||
-		list_length(parts) < 1 || list_length(parts) > 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("improper model name \"%s\"", model),
-				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
-				 errhint("%s", MODEL_NAME_RULE)));
-	/* (identifiers longer than NAMEDATALEN - 1 were truncated to it, so they fail here too) */
-	if (strlen(llast(parts)) > MODEL_BASE_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("model name \"%s\" is too long", (char *) llast(parts)),
-				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
-						   MODEL_BASE_MAX)));
-	return parts;
 }
 
 /*

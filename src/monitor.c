@@ -50,7 +50,7 @@
 #include "utils/memutils.h"
 
 #include "linalg.h"
-#include "model_rows.h"
+#include "model_bind.h"
 #include "perpca.h"
 #include "quantiles.h"
 #include "stats.h"

@@ -19,7 +19,9 @@
  *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
  *   solver_lbfgs.c      Riemannian L-BFGS over U (best-response V_i): the default
  *   fit_start.c         starting U: disPCA, Qu, pooled, random, given
- *   fit.c               one fit: starts x solver, the best start, output, diagnostics
+ *   fit_search.c        the search of one fit: the start list, starts and hops x
+ *                       solver, the basins found, when it stops (fit_search.h)
+ *   fit.c               one fit: the search's U made feasible, ordered, diagnostics
  *   fit_baselines.c     the one-shot methods dispca, cpca, indiv (fit_baselines.h)
  *   fit_options.c       the options of a fit: one table of names, kinds and defaults,
  *                       read by argument name or from one jsonb value
@@ -37,6 +39,9 @@
  *                       per-backend model cache (model_read.h)
  *   citus_placement.c   on Citus: a model table that is a reference table, read through
  *                       this node's local shard (citus_placement.h)
+ *   model_bind.c        a calling expression bound to a stored model's cached data,
+ *                       client keys of any type, the distance between two clients'
+ *                       local subspaces (model_bind.h)
  *   model_functions.c   the read side: SQL functions on a stored model (row-wise
  *                       projection with client keys of any type, similarity,
  *                       component info, theta); 45_model_functions.sql declares them
@@ -54,6 +59,9 @@
  *                       place, for perpca_stats(vector) and the model row functions
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
+ *   ranks.c             perpca_choose_ranks(): every pair of a grid fitted on training
+ *                       rows and evaluated on held-out rows, in memory (ranks.h)
+ *   ranks_rule.c        the pair it recommends and every pair's note (ranks.h)
  */
 #ifndef PERPCA_H
 #define PERPCA_H

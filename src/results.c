@@ -34,9 +34,10 @@
 #include "utils/builtins.h"
 
 #include "linalg.h"
-#include "model_rows.h"
+#include "model_bind.h"
 #include "perpca.h"
 
+PG_FUNCTION_INFO_V1(perpca_component_info);
 PG_FUNCTION_INFO_V1(perpca_loadings);
 PG_FUNCTION_INFO_V1(perpca_component_variance);
 PG_FUNCTION_INFO_V1(perpca_clusters);
@@ -47,6 +48,8 @@ PG_FUNCTION_INFO_V1(perpca_clusters);
 #define CLUSTERS_MAX_AUTO_K 20
 #define KMEANS_RUNS 10
 #define KMEANS_ITER 300
+/* Features listed by perpca_component_info's top_features. */
+#define COMPONENT_TOP_FEATURES 3
 
 /* The name of feature j: the stored name, or x<j+1>. */
 static text *
@@ -57,8 +60,9 @@ feature_name(const ModelData *m, int j)
 	return cstring_to_text(psprintf("x%d", j + 1));
 }
 
-char *
-model_top_features(const ModelData *m, const double *w, int top)
+/* "name +0.52, name -0.41, ..." for the top features of a component w (d) by |loading|. */
+static char *
+top_features(const ModelData *m, const double *w, int top)
 {
 	StringInfoData buf;
 	bool	   *used = palloc0(sizeof(bool) * m->d);
@@ -78,6 +82,93 @@ model_top_features(const ModelData *m, const double *w, int top)
 	}
 	pfree(used);
 	return buf.data;
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_component_info
+ * ------------------------------------------------------------------------
+ */
+
+/* a / b, or NULL when either is NULL or b is 0. */
+static ModelFloat
+ratio(ModelFloat a, ModelFloat b)
+{
+	ModelFloat	r = {0.0, a.isnull || b.isnull || b.value == 0.0};
+
+	if (!r.isnull)
+		r.value = a.value / b.value;
+	return r;
+}
+
+/*
+ * Rows of one block of components (the global ones, or one client's local
+ * ones): variance, variance / total and base + running sum / total (the
+ * running sum skips NULL variances, as SQL's sum does).
+ */
+static void
+component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
+					const int *number, const ModelFloat *variance, int k, ModelFloat total,
+					ModelFloat base)
+{
+	ModelFloat	sum = {0.0, true};
+
+	for (int j = 0; j < k; j++)
+	{
+		ModelFloat	share = ratio(variance[j], total);
+		ModelFloat	cumulative;
+		Datum		row[7];
+		bool		nulls[7];
+
+		if (!variance[j].isnull)
+		{
+			sum.value += variance[j].value;
+			sum.isnull = false;
+		}
+		cumulative = ratio(sum, total);
+		cumulative.isnull |= base.isnull;
+		cumulative.value += base.value;
+		row[0] = client ? CStringGetTextDatum(client) : (Datum) 0;
+		row[1] = CStringGetTextDatum(client ? "local" : "global");
+		row[2] = Int32GetDatum(number[j]);
+		row[3] = Float8GetDatum(variance[j].value);
+		row[4] = Float8GetDatum(share.value);
+		row[5] = Float8GetDatum(cumulative.value);
+		nulls[0] = client == NULL;
+		nulls[1] = nulls[2] = false;
+		nulls[3] = variance[j].isnull;
+		nulls[4] = share.isnull;
+		nulls[5] = cumulative.isnull;
+		row[6] = CStringGetTextDatum(top_features(m, A + (int64) j * m->d, COMPONENT_TOP_FEATURES));
+		nulls[6] = false;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+}
+
+/*
+ * Variance, explained-variance ratio and cumulative ratio of each component:
+ * global components against the fit's weighted mean total variance, local
+ * ones against their client's total variance, cumulated on top of the
+ * client's global share.  Rows: global first, then clients bytewise.
+ */
+Datum
+perpca_component_info(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m;
+	ModelFloat	zero = {0.0, false};
+
+	InitMaterializedSRF(fcinfo, 0);
+	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
+	component_info_rows(rsinfo, m, NULL, m->U, m->global_number, m->global_variance, m->r1,
+						m->total_variance, zero);
+	for (int i = 0; i < m->nclients; i++)
+	{
+		const ModelClient *c = &m->clients[i];
+
+		component_info_rows(rsinfo, m, c->name, c->V, c->number, c->variance, c->r2,
+							c->total_variance, c->global_ratio);
+	}
+	return (Datum) 0;
 }
 
 /* ------------------------------------------------------------------------
