@@ -417,9 +417,11 @@ regress_failed() {
 	sed -nE 's/^(test +| +)([^ ]+) +\.\.\. (FAILED|failed).*/\2/p; s/^not ok [0-9]+ +[-+] +([^ ]+).*/\1/p'
 }
 
-# "N passed, M failed" from the last such line of FILE, as "N M"; nothing if none.
+# "N passed, M failed[, K skipped]" from the last such line of FILE, as
+# "N M K"; nothing if none.
 counts_of() {
-	grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1 | sed -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/'
+	grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$1" | tail -n 1 |
+		sed -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2 0/; s/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/'
 }
 
 # pgvector for the perpca_vector tests (scripts/pgvector.sh): unless done already,

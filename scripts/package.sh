@@ -14,7 +14,8 @@
 # of scripts/rootfs.sh).  The version the package must carry is read from
 # perpca.control.  `test` leaves the machine as it found it: it refuses to
 # replace a postgresql-NN-perpca that was installed before, and removes the one
-# it installed (also when a check fails).  Ends with "N passed, M failed".
+# it installed (also when a check fails).  Ends with "N passed, M failed, K
+# skipped".
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -23,15 +24,19 @@ PKG=postgresql-$PG_MAJOR-perpca
 CONTROL_VERSION=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$REPO_ROOT/perpca.control")
 PASSED=0
 FAILED=0
+SKIPPED=0
 FAILED_NAMES=()
+SKIP_LINES=()
 
 pass() { PASSED=$((PASSED + 1)); echo "ok - package: $1"; }
 fail() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("package:$1"); echo "not ok - package: $1${2:+ ($2)}"; }
 
 summary() {
 	echo
+	local l
+	for l in "${SKIP_LINES[@]}"; do echo "skipped: $l"; done
 	[ ${#FAILED_NAMES[@]} -gt 0 ] && echo "failed: ${FAILED_NAMES[*]}"
-	echo "$PASSED passed, $FAILED failed"
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 }
 
 # Build the binary packages from a copy of the tree into OUTDIR.
@@ -155,7 +160,8 @@ cmd_test() {
 	exec 7>/run/lock/perpca-package-test.lock
 	flock 7
 	if dpkg-query -W -f='${db:Status-Status}\n' "$PKG" 2>/dev/null | grep -qx installed; then
-		echo "package: $PKG is installed on this machine already, and this test does not replace it: not installed, not checked"
+		SKIPPED=$((SKIPPED + 1))
+		SKIP_LINES+=("package checks: $PKG is installed on this machine already, and this test does not replace it: not installed, not checked")
 		summary
 		return 0
 	fi
@@ -184,8 +190,8 @@ cmd_test() {
 		bash "$stage/repo/scripts/package.sh" check) | tee "$out/check.log" || rc=$?
 	rm -rf "$stage"
 	say "time: package checks (CREATE EXTENSION, upgrade, installcheck): $((SECONDS - t0)) s"
-	counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out/check.log" | tail -n 1)
-	if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+	counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/check.log" | tail -n 1)
+	if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
 		PASSED=$((PASSED + BASH_REMATCH[1]))
 		FAILED=$((FAILED + BASH_REMATCH[2]))
 		[ "${BASH_REMATCH[2]}" -gt 0 ] && FAILED_NAMES+=("$(grep '^failed: ' "$out/check.log" | tail -n 1 | sed 's/^failed: //')")

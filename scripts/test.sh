@@ -23,9 +23,11 @@
 # The versions run side by side, and so do the package test, the suite and
 # the sanitizer run of one version: each part writes a log of its own, shown
 # whole when the part ends ("==== NAME: ... ====").  Each version ends with
-# "PostgreSQL X.Y: N passed, M failed", and the run with each version's line,
-# the wall times of the parts ("time: ..." lines) and one line "N passed, M
-# failed" over all versions (pg_regress tests, TAP files, package checks);
+# "PostgreSQL X.Y: N passed, M failed, K skipped", and the run with each
+# version's line, the wall times of the parts ("time: ..." lines), a line
+# "skipped: NAME: REASON" per skip and one line "N passed, M failed, K
+# skipped" over all versions (pg_regress tests, TAP files, package checks; a
+# TAP file that skips everything is a skip, never a pass: scripts/run_tap.pl);
 # exit status 0 only if nothing failed.  Works as root
 # (installs missing packages, builds the root filesystems, then runs the
 # clusters as the unprivileged user "perpca") or as a normal user, who gets
@@ -49,7 +51,7 @@ for arg in "$@"; do
 		--quick) QUICK=1; PART_ARGS+=("$arg") ;;
 		--only=*) ONLY=${arg#--only=}; PART_ARGS+=("$arg") ;;
 		--pg=*) PG_LIST=${arg#--pg=}; PG_LIST=${PG_LIST//,/ } ;;
-		-h | --help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h | --help) sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		*) die "unknown argument: $arg (try --help)" ;;
 	esac
 done
@@ -76,7 +78,9 @@ VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrad
 T0=$SECONDS
 PASSED=0
 FAILED=0
+SKIPPED=0
 FAILED_NAMES=()
+SKIP_LINES=()
 
 # ---- parts side by side ----------------------------------------------------
 # job_start NAME CMD...: run CMD in the background, its output in a log of its
@@ -105,16 +109,21 @@ job_wait() {
 }
 jobs_running() { echo "${#JOB_PID[@]}"; }
 
-# Add the counts of the closing "N passed, M failed" line of LOG (a part
-# that ended with status RC); a part that fails without a count, or whose
-# status says failure while it counts none, counts as one failure, NAME.
+# Add the counts of the closing "N passed, M failed[, K skipped]" line of LOG
+# (a part that ended with status RC), and keep its "skipped: " lines; a part
+# that fails without a count, or whose status says failure while it counts
+# none, counts as one failure, NAME.
 add_counts() {
-	local name=$1 log=$2 rc=$3 counts
+	local name=$1 log=$2 rc=$3 counts p f k
 	counts=$(counts_of "$log")
 	if [ -n "$counts" ]; then
-		PASSED=$((PASSED + ${counts% *}))
-		FAILED=$((FAILED + ${counts#* }))
-		if [ "${counts#* }" -gt 0 ]; then
+		read -r p f k <<<"$counts"
+		PASSED=$((PASSED + p))
+		FAILED=$((FAILED + f))
+		SKIPPED=$((SKIPPED + k))
+		# (the last K such lines: the part's closing list)
+		[ "$k" -gt 0 ] && mapfile -t -O "${#SKIP_LINES[@]}" SKIP_LINES < <(grep '^skipped: ' "$log" | tail -n "$k" | sed 's/^skipped: //')
+		if [ "$f" -gt 0 ]; then
 			FAILED_NAMES+=("$(grep '^failed: ' "$log" | tail -n 1 | sed 's/^failed: //')")
 		elif [ "$rc" -ne 0 ]; then
 			FAILED=$((FAILED + 1)); FAILED_NAMES+=("$name")
@@ -158,12 +167,17 @@ run_parts() {
 # The closing lines of a run: the failures, the time, the counts.
 summary() {
 	echo
+	local s
+	for s in "${SKIP_LINES[@]}"; do echo "skipped: $s"; done
 	if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
 		echo "failed: ${FAILED_NAMES[*]}"
 	fi
 	echo "(wall time $((SECONDS - T0)) s)"
-	echo "$PASSED passed, $FAILED failed"
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 }
+
+# Count a skip: NAME and its REASON.
+add_skip() { SKIPPED=$((SKIPPED + 1)); SKIP_LINES+=("$1: $2"); }
 
 # "PostgreSQL 17.12" of the machine (or root filesystem) the run is on.
 pg_version() { "$PG_SYS_LIB/bin/pg_config" --version 2>/dev/null | awk '{print $1, $2}'; }
@@ -203,14 +217,14 @@ version_main() {
 	else
 		ensure_packages
 		if [ -z "$ONLY" ] || [[ package =~ $ONLY ]]; then
-			echo "package: skipped: installing the Debian package needs root (scripts/package.sh build OUTDIR builds it)"
+			add_skip package "installing the Debian package needs root (scripts/package.sh build OUTDIR builds it)"
 		fi
 		parts+=(suite env PERPCA_TEST_PART=suite bash "$REPO_ROOT/scripts/test.sh" "${PART_ARGS[@]}" ---)
 		if [ "$SANITIZE" = 1 ]; then
 			if [ -x "$ASAN_PREFIX/bin/postgres" ] && [ -f "$ASAN_PREFIX/.asan-built" ]; then
 				parts+=(sanitizer bash "$REPO_ROOT/scripts/sanitize.sh" ---)
 			else
-				warn "no ASan PostgreSQL in $ASAN_PREFIX: sanitizer run skipped (run as root once, or see CONTRIBUTING.md, Sanitizers)"
+				add_skip sanitizer "no ASan PostgreSQL in $ASAN_PREFIX (run as root once, or see CONTRIBUTING.md, Sanitizers)"
 			fi
 		fi
 	fi
@@ -222,7 +236,7 @@ version_main() {
 	fi
 	rm -rf "$JOBS_DIR"
 	echo
-	echo "$(pg_version): $PASSED passed, $FAILED failed ($((SECONDS - T0)) s)"
+	echo "$(pg_version): $PASSED passed, $FAILED failed, $SKIPPED skipped ($((SECONDS - T0)) s)"
 	summary
 	[ "$FAILED" -eq 0 ]
 }
@@ -258,7 +272,7 @@ rootfs_version() {
 
 # ---- the matrix: the versions side by side, then the counts of all -----------
 matrix_main() {
-	local v lines=() skipped=() skip_reason= before_p before_f
+	local v lines=() skipped=() skip_reason= before_p before_f before_k
 	local -A line=()
 	for v in $PG_LIST; do
 		if [ "$v" = "$LOCAL_PG" ]; then
@@ -279,14 +293,17 @@ matrix_main() {
 			skip_reason=$(grep '^skip: ' "$JOB_FILE" | tail -n 1 | sed 's/^skip: //')
 			continue
 		fi
-		before_p=$PASSED before_f=$FAILED
-		local nnames=${#FAILED_NAMES[@]} i
+		before_p=$PASSED before_f=$FAILED before_k=$SKIPPED
+		local nnames=${#FAILED_NAMES[@]} nskips=${#SKIP_LINES[@]} i
 		show_part
-		# (which version each failure is from)
+		# (which version each failure and skip is from)
 		for ((i = nnames; i < ${#FAILED_NAMES[@]}; i++)); do
 			FAILED_NAMES[i]="pg$v: ${FAILED_NAMES[i]}"
 		done
-		line[$v]="PostgreSQL $v: $((PASSED - before_p)) passed, $((FAILED - before_f)) failed ($JOB_SECS s)"
+		for ((i = nskips; i < ${#SKIP_LINES[@]}; i++)); do
+			SKIP_LINES[i]="pg$v: ${SKIP_LINES[i]}"
+		done
+		line[$v]="PostgreSQL $v: $((PASSED - before_p)) passed, $((FAILED - before_f)) failed, $((SKIPPED - before_k)) skipped ($JOB_SECS s)"
 	done
 	for v in $PG_LIST; do
 		[ -n "${line[$v]:-}" ] && lines+=("${line[$v]}")
@@ -296,6 +313,7 @@ matrix_main() {
 		list=$(printf '%s\n' "${skipped[@]}" | sort -n | tr '\n' ' ')
 		list=${list% }
 		lines+=("PostgreSQL ${list// /, }: skipped: $skip_reason")
+		for v in $list; do add_skip "PostgreSQL $v" "$skip_reason"; done
 	fi
 	echo
 	echo "---- wall times of the parts (s) ----"
@@ -306,7 +324,7 @@ matrix_main() {
 	rm -rf "$JOBS_DIR"
 	echo
 	printf '%s\n' "${lines[@]}"
-	if [ -n "$ONLY" ] && [ $((PASSED + FAILED)) -eq 0 ]; then
+	if [ -n "$ONLY" ] && [ $((PASSED + FAILED + SKIPPED)) -eq 0 ]; then
 		echo "no test matched --only='$ONLY' on any version"
 		summary
 		return 1
@@ -421,7 +439,7 @@ suite_main() {
 		t=$SECONDS
 		say "TAP: ${#tap_files[@]} file(s), $jobs at a time (PERPCA_TAP_JOBS)"
 		PGXS_DIR=$INST$PG_SYS_LIB/lib/pgxs
-		mkdir -p "$BUILD/tmp_check"
+		mkdir -p "$BUILD/tmp_check/results"
 		for f in "${tap_files[@]}"; do
 			while [ "$(jobs_running)" -ge "$jobs" ]; do tap_done; done
 			job_start "$(basename "$f" .pl)" run_tap "$f"
@@ -432,7 +450,7 @@ suite_main() {
 		say "TAP: no test here${ONLY:+ matches --only}"
 	fi
 
-	if [ $((PASSED + FAILED)) -eq 0 ]; then
+	if [ $((PASSED + FAILED + SKIPPED)) -eq 0 ]; then
 		if [ -n "$ONLY" ]; then
 			# Not a failure: the files of this version are a selection.
 			say "no test on PostgreSQL $PG_MAJOR matches --only='$ONLY': nothing counted here"
@@ -444,19 +462,19 @@ suite_main() {
 	[ "$FAILED" -eq 0 ]
 }
 
-# One TAP file with prove, clusters from the private installation (suite_main).
+# One TAP file (scripts/run_tap.pl), clusters from the private installation
+# (suite_main); its result line goes to $BUILD/tmp_check/results/NAME.tap.
 run_tap() {
-	local f=$1 name log
+	local f=$1 name log result
 	name=test/t/$(basename "$f")
+	result=$BUILD/tmp_check/results/$(basename "$f" .pl).tap
 	# PATH: initdb, pg_ctl, psql, pg_dump of the PRIVATE installation.
-	# shellcheck disable=SC2086 # PROVE_FLAGS may hold several flags
-	if (cd "$BUILD" && env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
+	(cd "$BUILD" && env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
 		PATH="$PGBIN:$PATH" TESTDIR="$BUILD" TESTDATADIR="$BUILD/tmp_check" TESTLOGDIR="$BUILD/tmp_check/log" \
 		PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
-		prove -I "$PGXS_DIR/src/test/perl" -I "$BUILD/test/t" \
-		${PROVE_FLAGS:-} "$name"); then
-		return 0
-	fi
+		perl "$REPO_ROOT/scripts/run_tap.pl" "$name" "$name" "$PGXS_DIR/src/test/perl" "$BUILD/test/t" \
+		>"$result")
+	grep -q '^ok - ' "$result" && return 0
 	log=$BUILD/tmp_check/log/regress_log_$(basename "$f" .pl)
 	if [ -f "$log" ]; then
 		echo "---- $log (last 80 lines) ----"
@@ -470,7 +488,12 @@ tap_done() {
 	job_wait
 	cat "$JOB_FILE"
 	say "time: test/t/$JOB_NAME.pl: $JOB_SECS s"
-	if [ "$JOB_RC" -eq 0 ]; then
+	local result
+	result=$(cat "$BUILD/tmp_check/results/$JOB_NAME.tap" 2>/dev/null || true)
+	echo "$result"
+	if [[ "$result" == "ok - "*" # SKIP "* ]]; then
+		add_skip "test/t/$JOB_NAME.pl" "${result#* # SKIP }"
+	elif [ "$JOB_RC" -eq 0 ] && [[ "$result" == "ok - "* ]]; then
 		PASSED=$((PASSED + 1))
 	else
 		FAILED=$((FAILED + 1)); FAILED_NAMES+=("test/t/$JOB_NAME.pl")
