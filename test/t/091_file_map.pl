@@ -1,6 +1,7 @@
 # 091_file_map.pl -- the file map at the top of src/perpca.h is true: it
 # names every src/*.c file, once, and no file that does not exist.  A map
-# entry is a comment line " *   name.c   what it owns" (three spaces after the star; continuation lines have more).  No cluster.
+# entry is a comment line " *   name.c   what it owns" (three spaces after
+# the star; continuation lines have more).  No cluster.
 use strict;
 use warnings;
 
