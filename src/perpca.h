@@ -76,7 +76,7 @@
  *   ranks.c             perpca_choose_ranks(): fits and held-out errors over a grid of
  *                       (n_global, n_local), and the recommended pair
  *
- * test/t/091_file_map.pl checks that this map names every src/*.c file, and
+ * test/t/091_file_map.pl checks that this map names every .c file in src/, and
  * only those.
  */
 #ifndef PERPCA_H
