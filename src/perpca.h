@@ -12,13 +12,17 @@
  *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
  *   The fit, one engine in layers (fit.h draws them; data flow one way; the
  *   types they share are in fit_types.h, below them all):
- *   client_math.c       what one client computes from S_i: products, eigenpairs,
- *                       the paper's client step, the best response (client_math.h)
+ *   eigen.c             eigensolvers over double arrays: the exact solves (LAPACK),
+ *                       subspace iteration, LOBPCG on an operator given by its
+ *                       products; orthonormal blocks, seeded start blocks (eigen.h)
+ *   client_math.c       what one client computes from S_i, in terms of eigen.c:
+ *                       products, eigenpairs, the paper's client step, the best
+ *                       response (client_math.h)
  *   node.c              the clients on this server as weighted sums; the local
  *                       backend (node.h)
  *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
  *   solver_lbfgs.c      Riemannian L-BFGS over U (best-response V_i): the default
- *   fit_start.c         starting U: disPCA, Qu, pooled, random, given
+ *   fit_start.c         starting U: disPCA, Qu, pooled, random, given; hop starts
  *   fit_search.c        the search of one fit: the start list, starts and hops x
  *                       solver, the basins found, when it stops (fit_search.h)
  *   fit.c               one fit: the search's U made feasible, ordered, diagnostics
@@ -37,6 +41,8 @@
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
  *   federated_shard.c   perpca_internal.shard_*(): node.c behind SQL on each shard
+ *   model_lock.c        the rule for model names; finding and locking a model's tables
+ *                       in one order; perpca_drop (model_lock.h)
  *   model_read.c        finding a stored model, checking its tables (plain, one owner,
  *                       readable by the caller) and reading them without SQL; the
  *                       per-backend model cache (model_read.h)
@@ -48,9 +54,19 @@
  *   model_functions.c   the read side: SQL functions on a stored model (row-wise
  *                       projection with client keys of any type, similarity,
  *                       component info, theta); 45_model_functions.sql declares them
+ *   results.c           perpca_component_info, perpca_loadings, perpca_component_variance,
+ *                       perpca_clusters: a stored model read as a user reads it
+ *   monitor.c           perpca_model_monitor: control limits of a stored model, and
+ *                       the per-client statistics they need, stored at training time
+ *   quantiles.c         upper quantiles of the F and normal distributions (monitor.c's
+ *                       control limits; quantiles.h)
+ *   model_history.c     perpca_model_history(): a model's history table, read as
+ *                       model_read.c reads a model
  *   model_write.c       the write side: perpca_train(), perpca_refresh() (model name,
  *                       options, the recorded search_path), over 40_models.sql and
  *                       50_refresh.sql
+ *   personalize.c       perpca_personalize(): local components for one client of a
+ *                       stored model, stored in the model
  *   run_as_owner.c      perpca_internal.run_as(): a model's query and writes run as its
  *                       owner, restricted (run_as_owner.h)
  *   missing.c           rows with missing coordinates on a model: missing => 'observed'
@@ -67,6 +83,9 @@
  *   ranks.c             perpca_choose_ranks(): every pair of a grid fitted on training
  *                       rows and evaluated on held-out rows, in memory (ranks.h)
  *   ranks_rule.c        the pair it recommends and every pair's note (ranks.h)
+ *
+ * test/t/091_file_map.pl checks that this map names every .c file in src/, and
+ * only those.
  */
 #ifndef PERPCA_H
 #define PERPCA_H

@@ -1,11 +1,12 @@
 /*
- * results.c -- a stored model read as a user reads it: named loadings
+ * results.c -- a stored model read as a user reads it: each component's
+ * variance and top features (perpca_component_info), named loadings
  * (perpca_loadings), what each component explains in each client
  * (perpca_component_variance) and clients clustered by their local
  * subspaces (perpca_clusters)
  *
  * All read the model through model_read.c's checked reader (via the
- * per-call-site binding of model_functions.c), never through SQL.
+ * per-call-site binding of model_bind.c), never through SQL.
  *
  * Clustering follows the paper's application (its section on clustering
  * clients by local components): spectral clustering of the subspace
