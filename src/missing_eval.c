@@ -303,6 +303,7 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	rowcxt = AllocSetContextCreate(outer, "perpca_evaluate_imputation row", ALLOCSET_DEFAULT_SIZES);
 	cs.cxt = outer;
 
+	(void) perpca_one_select(query, "query");
 	read_guarded(fcinfo, &impute, rows_query(query, mode), share, seed, mode, &cs, rowcxt);
 	report(&cs);
 

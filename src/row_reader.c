@@ -202,7 +202,8 @@ row_shape(const char *query, RowShape *shape, const char *what)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* the query alone, then as the subquery every reader runs it as */
+	/* one SELECT (query_check.c), then as the subquery every reader runs it as */
+	(void) perpca_one_select(query, what);
 	(void) planned_result(query, what);
 	shape->body = MemoryContextStrdup(caller, query_body(query));
 	desc = planned_result(psprintf("SELECT * FROM (%s\n) AS q", shape->body), what);

@@ -9,6 +9,11 @@
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
 -- Each entry names the issue that needs it.
 
+-- Issue 36: a model's query is bound once, in the view <model>_source;
+-- stage_fill reads that view, its arguments renamed (query, search_path ->
+-- schema_name, base).
+DROP FUNCTION perpca_internal.stage_fill(text, text);
+
 -- issue 35 (one row contract): missing => on the readers of rows; the
 -- evaluation reports the rows it skipped; the stage reads rows of any form.
 DROP FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int);
@@ -17,7 +22,6 @@ DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, floa
 DROP FUNCTION perpca_evaluate(text, text);
 DROP FUNCTION perpca_evaluate_summary(text, text);
 DROP FUNCTION perpca_evaluate_imputation(text, text, float8, bigint);
-DROP FUNCTION perpca_internal.stage_fill(text, text);
 DROP FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int);
 DROP FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint);
 DROP FUNCTION perpca_last_federated_fit();
