@@ -41,6 +41,7 @@
 #include "utils/builtins.h"
 #include "utils/plancache.h"
 
+#include "error_kinds.h"
 #include "evaluate.h"
 #include "linalg.h"
 #include "model_read.h"
@@ -140,7 +141,7 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 	desc = BlessTupleDesc(desc);
 	if (PG_ARGISNULL(ARG_CLIENT))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("the client of an evaluated row must not be NULL")));
 	client = text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
 	if (PG_ARGISNULL(ARG_STATS) || PG_ARGISNULL(ARG_CENTRE))
@@ -153,7 +154,7 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 	centre = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_CENTRE), &n, "centre");
 	if (n != d)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(PERPCA_ERRCODE_DIMENSION),
 				 errmsg("client \"%s\" has dimension %d, the model has %d", client, d, n),
 				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
 	U = perpca_components_arg(fcinfo, ARG_U, d, &r1, "global components");
@@ -310,7 +311,7 @@ eval_one(const ModelData *m, EvalClient *e, PerpcaStats *s)
 
 	if (s->dim != m->d)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(PERPCA_ERRCODE_DIMENSION),
 				 errmsg("client \"%s\" has dimension %d, the model has %d", e->client, s->dim, m->d),
 				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
 	e->known = c != NULL;
@@ -371,7 +372,7 @@ evaluate_all(text *model, text *query, int *nclients)
 				CHECK_FOR_INTERRUPTS();
 				if (isnull)
 					ereport(ERROR,
-							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							(errcode(PERPCA_ERRCODE_NULL),
 							 errmsg("the client of an evaluated row must not be NULL")));
 				if (n == cap)
 				{

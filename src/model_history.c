@@ -32,6 +32,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
@@ -141,7 +142,7 @@ perpca_model_history(PG_FUNCTION_ARGS)
 		}
 		if (row->nulls[H_ENTRY])
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
+					(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
 					 errmsg("the history of model \"%s\" has a row without entry", model)));
 		row->entry = DatumGetInt32(row->values[H_ENTRY]);
 		if (nrows == maxrows)

@@ -33,6 +33,7 @@
 #include "utils/varlena.h"
 #include "access/htup_details.h"
 
+#include "error_kinds.h"
 #include "model_lock.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_lock_sql);
@@ -50,7 +51,7 @@ void
 model_missing_error(const char *model, const char *schema, const char *base, const char *hint)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			(errcode(PERPCA_ERRCODE_UNDEFINED),
 			 errmsg("model \"%s\" does not exist", model),
 			 schema ?
 			 errdetail("No table %s was found.",
@@ -68,14 +69,14 @@ model_name_parts(const char *model)
 	if (!SplitIdentifierString(pstrdup(model), '.', &parts) ||
 		list_length(parts) < 1 || list_length(parts) > 2)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
+				(errcode(PERPCA_ERRCODE_MODEL_NAME),
 				 errmsg("improper model name \"%s\"", model),
 				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
 				 errhint("%s", MODEL_NAME_RULE)));
 	/* (identifiers longer than NAMEDATALEN - 1 were truncated to it, so they fail here too) */
 	if (strlen(llast(parts)) > MODEL_BASE_MAX)
 		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
+				(errcode(PERPCA_ERRCODE_MODEL_NAME_LONG),
 				 errmsg("model name \"%s\" is too long", (char *) llast(parts)),
 				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
 						   MODEL_BASE_MAX)));
@@ -86,7 +87,7 @@ static void
 model_busy_error(const ModelLock *ml, const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			(errcode(PERPCA_ERRCODE_MODEL_BUSY),
 			 errmsg("model \"%s\" is being refreshed or changed by another transaction", ml->model),
 			 errdetail("%s", detail),
 			 errhint("Try again when it has finished, or pass wait => true to wait for it.")));
@@ -117,7 +118,7 @@ check_owner_privs(const ModelLock *ml, Oid owner)
 {
 	if (OidIsValid(owner) && !has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("must be owner of model \"%s\"", ml->model),
 				 errdetail("The model is owned by role %s.", GetUserNameFromId(owner, false)),
 				 errhint("Only the owner of a model, or a member of the owning role, may refresh, replace or change it.")));
@@ -213,7 +214,7 @@ check_relations(ModelLock *ml, ModelLockMode mode)
 							 get_rel_name(relid))));
 		if (owner != ml->owner)
 			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					(errcode(PERPCA_ERRCODE_NOT_OWNER),
 					 errmsg("the tables of model \"%s\" have different owners", ml->model),
 					 errdetail("%s is owned by role \"%s\", %s by role \"%s\".",
 							   model_relid_name(ml->relid[MODEL_REL_INFO]), GetUserNameFromId(ml->owner, true),
@@ -295,7 +296,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 		ml->relid[i] = lock_relation(ml, psprintf("%s_%s", ml->base, model_rel_suffix[i]), mode, wait);
 		if (!OidIsValid(ml->relid[i]))
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
+					(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
 					 errmsg("model \"%s\" is incomplete", model),
 					 errdetail("Relation %s does not exist.",
 							   quote_qualified_identifier(ml->schema,
@@ -345,7 +346,7 @@ perpca_model_lock_sql(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("model must not be NULL")));
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "perpca_internal.model_lock must return a record");

@@ -31,6 +31,7 @@
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
+#include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
@@ -129,14 +130,14 @@ perpca_personalize(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(ARG_MODEL))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("model must not be NULL")));
 	model = text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL));
 	InitMaterializedSRF(fcinfo, 0);
 	model_lock(&ml, model, MODEL_LOCK_WRITE, true, false);
 	if (PG_ARGISNULL(ARG_CLIENT) || PG_ARGISNULL(ARG_STATS))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("client and stats must not be NULL")));
 	m = model_open(PG_GETARG_TEXT_PP(ARG_MODEL));
 	m->refcount++;
@@ -148,7 +149,7 @@ perpca_personalize(PG_FUNCTION_ARGS)
 		perpca_stats_validate(s);
 		if (s->dim != m->d)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
+					(errcode(PERPCA_ERRCODE_DIMENSION),
 					 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
 		if (!PG_ARGISNULL(ARG_NLOCAL) &&
 			(PG_GETARG_INT32(ARG_NLOCAL) < 0 || PG_GETARG_INT32(ARG_NLOCAL) > m->d - m->r1))

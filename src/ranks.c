@@ -48,6 +48,7 @@
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "evaluate.h"
 #include "fit.h"
 #include "fit_input.h"
@@ -156,7 +157,7 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"%s\" must not be NULL", what)));
 	a = PG_GETARG_ARRAYTYPE_P(argno);
 	deconstruct_array(a, INT4OID, sizeof(int32), true, TYPALIGN_INT, &values, &nulls, &count);
@@ -169,7 +170,7 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 
 		if (nulls[i])
 			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					(errcode(PERPCA_ERRCODE_NULL),
 					 errmsg("%s must not contain NULL", what)));
 		r = DatumGetInt32(values[i]);
 		if (r < 0)
@@ -648,7 +649,7 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 	for (int h = 0; h < data->nheld; h++)
 		if (data->held[h].stats->dim != data->d)
 			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					(errcode(PERPCA_ERRCODE_DIMENSION),
 					 errmsg("held-out client \"%s\" has dimension %d, the training rows have %d",
 							data->held[h].name, data->held[h].stats->dim, data->d)));
 
@@ -696,7 +697,7 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(A_QUERY))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("query must not be NULL")));
 	scan_settings(fcinfo, &scan, &holdout);
 	fit_options_parse_call_no_ranks(fcinfo, &opts);	/* by argument name; ranks per pair */
