@@ -231,6 +231,59 @@ model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool
 	model_lock_as(ml, model, NULL, mode, wait, missing_ok);
 }
 
+/*
+ * Writers and drop: take the model's name lock, then look its schema up
+ * again, until the schema found is the one locked (the model may have been
+ * created or dropped meanwhile).  The caller must have the privileges of the
+ * owner of an existing model, or may create tables in the schema.
+ */
+static void
+name_lock(ModelLock *ml, const char *schema, bool creating, bool wait)
+{
+	LOCKTAG		tag;
+
+	for (;;)
+	{
+		Oid			nsp;
+		Oid			info;
+
+		if (!OidIsValid(ml->nsp))
+			break;
+		info = get_relname_relid(psprintf("%s_info", ml->base), ml->nsp);
+		if (OidIsValid(info))
+			check_owner_privs(ml, model_rel_owner(info));
+		else if (creating &&
+				 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
+		name_locktag(&tag, ml->nsp, ml->base);
+		if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
+			model_busy_error(ml, "Another transaction holds the model's lock.");
+		AcceptInvalidationMessages();
+		nsp = model_namespace(ml, schema, creating);
+		if (nsp == ml->nsp)
+			break;
+		LockRelease(&tag, ExclusiveLock, false);
+		ml->nsp = nsp;
+	}
+}
+
+/* After <model>_info: lock <model>_clients and <model>_components, which must exist. */
+static void
+lock_other_tables(ModelLock *ml, ModelLockMode mode, bool wait)
+{
+	for (int i = MODEL_REL_CLIENTS; i < MODEL_NRELS; i++)
+	{
+		ml->relid[i] = lock_relation(ml, psprintf("%s_%s", ml->base, model_rel_suffix[i]), mode, wait);
+		if (!OidIsValid(ml->relid[i]))
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
+					 errmsg("model \"%s\" is incomplete", ml->model),
+					 errdetail("Relation %s does not exist.",
+							   quote_qualified_identifier(ml->schema,
+														  psprintf("%s_%s", ml->base, model_rel_suffix[i])))));
+	}
+}
+
 void
 model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMode mode, bool wait, bool missing_ok)
 {
@@ -239,7 +292,6 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 	const char *model = display ? display : name;
 	/* a model to be written that may not exist yet: it would be created */
 	bool		creating = mode == MODEL_LOCK_WRITE && missing_ok;
-	LOCKTAG		tag;
 
 	memset(ml, 0, sizeof(ModelLock));
 	ml->model = pstrdup(model);
@@ -250,35 +302,9 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 				 errmsg("cannot change model \"%s\" during recovery", model),
 				 errdetail("This server is a hot standby; models are read-only here."),
 				 errhint("Train, refresh, personalize and drop models on the primary; standbys receive them by replication.")));
-
 	ml->nsp = model_namespace(ml, schema, creating);
 	if (mode != MODEL_LOCK_READ)
-	{
-		/* The name lock, then the lookup again: the model may have been created or dropped meanwhile. */
-		for (;;)
-		{
-			Oid			nsp;
-			Oid			info;
-
-			if (!OidIsValid(ml->nsp))
-				break;
-			info = get_relname_relid(psprintf("%s_info", ml->base), ml->nsp);
-			if (OidIsValid(info))
-				check_owner_privs(ml, model_rel_owner(info));
-			else if (creating &&
-					 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
-				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
-			name_locktag(&tag, ml->nsp, ml->base);
-			if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
-				model_busy_error(ml, "Another transaction holds the model's lock.");
-			AcceptInvalidationMessages();
-			nsp = model_namespace(ml, schema, creating);
-			if (nsp == ml->nsp)
-				break;
-			LockRelease(&tag, ExclusiveLock, false);
-			ml->nsp = nsp;
-		}
-	}
+		name_lock(ml, schema, creating, wait);
 	if (OidIsValid(ml->nsp))
 	{
 		ml->schema = get_namespace_name(ml->nsp);
@@ -291,17 +317,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 		model_missing_error(model, schema, ml->base,
 							mode == MODEL_LOCK_DROP ? "Pass if_exists => true to skip a missing model." : NULL);
 	}
-	for (int i = MODEL_REL_CLIENTS; i < MODEL_NRELS; i++)
-	{
-		ml->relid[i] = lock_relation(ml, psprintf("%s_%s", ml->base, model_rel_suffix[i]), mode, wait);
-		if (!OidIsValid(ml->relid[i]))
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
-					 errmsg("model \"%s\" is incomplete", model),
-					 errdetail("Relation %s does not exist.",
-							   quote_qualified_identifier(ml->schema,
-														  psprintf("%s_%s", ml->base, model_rel_suffix[i])))));
-	}
+	lock_other_tables(ml, mode, wait);
 	check_relations(ml, mode);
 	ml->present = true;
 }
