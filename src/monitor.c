@@ -67,6 +67,39 @@ PG_FUNCTION_INFO_V1(perpca_model_monitor);
  */
 
 /*
+ * C = W S W' (k x k) and {tr R, tr R^2, tr R^3} of R = P S P, P = I - W'W,
+ * for the covariance S of s and W (k x d, rows).
+ */
+static void
+monitor_moments(const PerpcaStats *s, const double *W, int k, double *C, double *moments)
+{
+	int			d = s->dim;
+	double	   *S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d),
+			   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d),
+			   *R = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d),
+			   *R2;
+
+	perpca_stats_moment(s, NULL, S);
+
+	/* C = W S W' */
+	linalg_gemm(false, false, k, d, d, 1.0, W, d, S, d, 0.0, A, d);
+	linalg_gemm(false, true, k, k, d, 1.0, A, d, W, d, 0.0, C, k);
+
+	/* P = I - W'W into R; A = P S; R = A P */
+	linalg_gemm(true, false, d, d, k, -1.0, W, d, W, d, 0.0, R, d);
+	for (int j = 0; j < d; j++)
+		R[(int64) j * d + j] += 1.0;
+	linalg_gemm(false, false, d, d, d, 1.0, R, d, S, d, 0.0, A, d);
+	linalg_gemm(false, false, d, d, d, 1.0, A, d, R, d, 0.0, S, d);	/* S <- P S P = R */
+	R2 = A;
+	linalg_gemm(false, false, d, d, d, 1.0, S, d, S, d, 0.0, R2, d);
+	for (int j = 0; j < d; j++)
+		moments[0] += S[(int64) j * d + j];
+	moments[1] = linalg_dot((int64) d * d, S, S);	/* tr R^2 = ||R||_F^2, R symmetric */
+	moments[2] = linalg_dot((int64) d * d, S, R2);	/* tr R^3 = sum R .* R^2 */
+}
+
+/*
  * perpca_internal.client_monitor_stats(s perpca_stats, u float8[], v float8[],
  *     OUT score_covariance float8[], OUT residual_moments float8[]):
  * C = W S W' ((r1 + r2) x (r1 + r2)) and {tr R, tr R^2, tr R^3} for the
@@ -83,10 +116,6 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 	double	   *U,
 			   *V,
 			   *W,
-			   *S,
-			   *A,
-			   *R,
-			   *R2,
 			   *C;
 	double		moments[3] = {0, 0, 0};
 	int			d,
@@ -107,35 +136,13 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 	k = r1 + r2;
 	if (s->n == 0 || k == 0)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-
 	W = palloc(sizeof(double) * k * d);
 	if (r1 > 0)
 		memcpy(W, U, sizeof(double) * r1 * d);
 	if (r2 > 0)
 		memcpy(W + (int64) r1 * d, V, sizeof(double) * r2 * d);
-	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	R = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 	C = palloc(sizeof(double) * k * k);
-	perpca_stats_moment(s, NULL, S);
-
-	/* C = W S W' */
-	linalg_gemm(false, false, k, d, d, 1.0, W, d, S, d, 0.0, A, d);
-	linalg_gemm(false, true, k, k, d, 1.0, A, d, W, d, 0.0, C, k);
-
-	/* P = I - W'W into R; A = P S; R = A P */
-	linalg_gemm(true, false, d, d, k, -1.0, W, d, W, d, 0.0, R, d);
-	for (int j = 0; j < d; j++)
-		R[(int64) j * d + j] += 1.0;
-	linalg_gemm(false, false, d, d, d, 1.0, R, d, S, d, 0.0, A, d);
-	linalg_gemm(false, false, d, d, d, 1.0, A, d, R, d, 0.0, S, d);	/* S <- P S P = R */
-	R2 = A;
-	linalg_gemm(false, false, d, d, d, 1.0, S, d, S, d, 0.0, R2, d);
-	for (int j = 0; j < d; j++)
-		moments[0] += S[(int64) j * d + j];
-	moments[1] = linalg_dot((int64) d * d, S, S);	/* tr R^2 = ||R||_F^2, R symmetric */
-	moments[2] = linalg_dot((int64) d * d, S, R2);	/* tr R^3 = sum R .* R^2 */
-
+	monitor_moments(s, W, k, C, moments);
 	values[0] = PointerGetDatum(perpca_matrix_build(C, k, k));
 	values[1] = PointerGetDatum(perpca_vector_build(moments, 3));
 	nulls[0] = nulls[1] = false;
