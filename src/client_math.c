@@ -414,6 +414,46 @@ response_block(int n, int r)
 }
 
 /*
+ * LOBPCG on op (dimension n) from a seeded block X (n x b) to the top kk
+ * eigenpairs at a residual of SPECTRUM_TOL x lambda_max: X, theta (b).
+ */
+static void
+spectrum_lobpcg(FitClient *c, const EigenOp *op, int b, int kk, double *X, double *theta)
+{
+	int			n = op->n;
+	double	   *AX = palloc(sizeof(double) * n * b);
+	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+
+	fit_fill_gaussian(&state, n, b, X, b);
+	eigen_orthonormalize_block(op, X, b);
+	eigen_apply(op, X, b, AX);
+	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
+	eigen_lobpcg(op, X, AX, b, theta, kk, 0.0, 0);
+	eigen_lobpcg(op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
+				 SPECTRUM_MAX_ITER);
+	pfree(AX);
+}
+
+/*
+ * A thin client's eigenvectors L (d x kk) from the Gram matrix's Z (m x kk,
+ * stride b; scaled in place): L = F z / sqrt(theta), then QR (order kept)
+ * for orthonormality to rounding.
+ */
+static void
+thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double *L)
+{
+	int			d = c->d,
+				nr = c->nrows;
+
+	for (int j = 0; j < kk; j++)
+		linalg_scale_column(thin_width(c), Z, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
+	linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, Z, b, 0.0, L, kk);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, Z + (int64) nr * b, b, 1.0, L, kk);
+	orthonormalize(c, FIT_RETRACT_QR, d, kk, L, kk);
+}
+
+/*
  * The client's top max(k, 1) eigenpairs to a residual of SPECTRUM_TOL x
  * lambda_max, computed once per fit (cached in c->pc_L, c->pc_lambda):
  * both lambda_max (then exact to ~1e-12) and the approximate local PCs of
@@ -434,9 +474,8 @@ client_spectrum(FitClient *c)
 	SpaceOp		space;
 	EigenOp		op;
 	double	   *X,
-			   *AX,
 			   *theta;
-	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+	bool		found;
 
 	if (c->pc_L != NULL)
 		return true;
@@ -444,45 +483,23 @@ client_spectrum(FitClient *c)
 		return false;
 	op = c->S != NULL ? space_op(c, NULL, &space) : gram_op(c, n, thin_gram(c), NULL, 0);
 	X = palloc(sizeof(double) * n * b);
-	AX = palloc(sizeof(double) * n * b);
 	theta = palloc(sizeof(double) * b);
-	fit_fill_gaussian(&state, n, b, X, b);
-	eigen_orthonormalize_block(&op, X, b);
-	eigen_apply(&op, X, b, AX);
-	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
-	eigen_lobpcg(&op, X, AX, b, theta, kk, 0.0, 0);
-	eigen_lobpcg(&op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
-				 SPECTRUM_MAX_ITER);
-	if (c->S == NULL && !(theta[kk - 1] > 1e-10 * theta[0]))
+	spectrum_lobpcg(c, &op, b, kk, X, theta);
+	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
+	found = c->S != NULL || theta[kk - 1] > 1e-10 * theta[0];
+	if (found)
 	{
-		/* fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
-		pfree(X);
-		pfree(AX);
-		pfree(theta);
-		return false;
-	}
-	c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
-	c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
-	memcpy(c->pc_lambda, theta, sizeof(double) * kk);
-	if (c->S != NULL)
-		linalg_copy(d, kk, X, b, c->pc_L, kk);
-	else
-	{
-		/* L = F z / sqrt(theta), then QR (order kept) for orthonormality to rounding */
-		int			nr = c->nrows;
-
-		for (int j = 0; j < kk; j++)
-			linalg_scale_column(n, X, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
-		linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, X, b, 0.0, c->pc_L, kk);
-		if (c->delta != NULL)
-			linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, X + (int64) nr * b, b, 1.0,
-						c->pc_L, kk);
-		orthonormalize(c, FIT_RETRACT_QR, d, kk, c->pc_L, kk);
+		c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
+		c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
+		memcpy(c->pc_lambda, theta, sizeof(double) * kk);
+		if (c->S != NULL)
+			linalg_copy(d, kk, X, b, c->pc_L, kk);
+		else
+			thin_vectors(c, X, b, theta, kk, c->pc_L);
 	}
 	pfree(X);
-	pfree(AX);
 	pfree(theta);
-	return true;
+	return found;
 }
 
 void
@@ -743,6 +760,59 @@ thin_deflated_gram(FitClient *c, const double *FtU)
 }
 
 /*
+ * The m x q right-hand side C of thin_local_and_su's one pass: columns
+ * [Z_j / sqrt(theta_j) (r2), F'U (r1), AZ_j / sqrt(theta_j) (r2, with AZ)].
+ */
+static double *
+thin_pass_columns(FitClient *c, const double *Z, int ldz, const double *FtU, const double *AZ,
+				  int q)
+{
+	int			r1 = c->r1,
+				r2 = c->r2,
+				m = thin_width(c);
+	double	   *C = palloc(sizeof(double) * m * q);
+
+	for (int i = 0; i < m; i++)
+	{
+		for (int j = 0; j < r2; j++)
+		{
+			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
+
+			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
+			if (AZ != NULL)
+				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
+		}
+		for (int j = 0; j < r1; j++)
+			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
+	}
+	return C;
+}
+
+/*
+ * T = [V, S U, S V] (d x q, stride q) with V orthogonal to U: V once more
+ * orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 by
+ * Cholesky QR; returns whether that succeeded (else V is only deflated).
+ */
+static bool
+thin_orthonormal_pair(FitClient *c, const double *U, double *T, int q)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2;
+	double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
+
+	if (r1 > 0)
+	{
+		linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
+		linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
+		linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
+	}
+	pfree(UtV);
+	return linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
+								 client_work(c, LINALG_CHOL_WORK(r2))) == 0;
+}
+
+/*
  * From m-space vectors Z (ldz) and F'U, in one pass over the rows: V
  * (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, and S U =
  * F (F'U) into SU (d x r1).  With AZ (the deflated Gram matrix times Z,
@@ -759,44 +829,15 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 				r1 = c->r1,
 				r2 = c->r2,
 				k = c->k,
-				q = r1 + r2 + (AZ != NULL ? r2 : 0),
-				m = thin_width(c);
-	double	   *C = palloc(sizeof(double) * m * q),
+				q = r1 + r2 + (AZ != NULL ? r2 : 0);
+	double	   *C = thin_pass_columns(c, Z, ldz, FtU, AZ, q),
 			   *T = palloc(sizeof(double) * d * q);
 
-	for (int i = 0; i < m; i++)
-	{
-		for (int j = 0; j < r2; j++)
-		{
-			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
-
-			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
-			if (AZ != NULL)
-				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
-		}
-		for (int j = 0; j < r1; j++)
-			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
-	}
 	linalg_gemm(true, false, d, q, n, sqrt(c->yscale), c->Y, d, C, q, 0.0, T, q);
 	if (c->delta != NULL)
 		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
 	deflate_block(d, r1, U, r2, T, q);
-	c->sw_ready = false;
-	if (AZ != NULL)
-	{
-		/* V once more orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 */
-		double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
-
-		if (r1 > 0)
-		{
-			linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
-			linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
-			linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
-		}
-		pfree(UtV);
-		c->sw_ready = linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
-											client_work(c, LINALG_CHOL_WORK(r2))) == 0;
-	}
+	c->sw_ready = AZ != NULL && thin_orthonormal_pair(c, U, T, q);
 	if (!c->sw_ready)
 		orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
 	linalg_copy(d, r2, T, q, c->W + r1, k);

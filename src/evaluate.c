@@ -372,7 +372,7 @@ evaluate_all(text *model, text *query, int *nclients)
 				CHECK_FOR_INTERRUPTS();
 				if (isnull)
 					ereport(ERROR,
-							(errcode(PERPCA_ERRCODE_NULL),
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 							 errmsg("the client of an evaluated row must not be NULL")));
 				if (n == cap)
 				{
