@@ -23,7 +23,9 @@
  *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
  *   solver_lbfgs.c      Riemannian L-BFGS over U (best-response V_i): the default
  *   fit_start.c         starting U: disPCA, Qu, pooled, random, given
- *   fit.c               one fit: starts x solver, the best start, output, diagnostics
+ *   fit_search.c        the search of one fit: the start list, starts and hops x
+ *                       solver, the basins found, when it stops (fit_search.h)
+ *   fit.c               one fit: the search's U made feasible, ordered, diagnostics
  *   fit_baselines.c     the one-shot methods dispca, cpca, indiv (fit_baselines.h)
  *   fit_options.c       the options of a fit: one table of names, kinds and defaults,
  *                       read by argument name or from one jsonb value

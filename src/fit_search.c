@@ -1,0 +1,502 @@
+/*
+ * fit_search.c -- the search of one fit: starts, hops, the basins it has
+ * found, and when it stops (see fit_search.h)
+ *
+ * init 'best' runs several starts and keeps the best objective.  L-BFGS:
+ * each start to a screening tolerance, then hops from the best optimum
+ * (its weakest global directions replaced), a watch that stops a run as
+ * soon as it comes into a basin found before, and the winner on to the
+ * tolerance.  The paper's solver: a short probe of each start, then the
+ * chosen one from the beginning, as 0.1.0 did.  The solvers are
+ * solver_lbfgs.c and solver_paper.c, the starts fit_start.c; fit.c makes
+ * the output of what the search leaves.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fit_options.h"
+#include "fit_search.h"
+#include "fit_start.h"
+#include "fit_sums.h"
+#include "linalg.h"
+#include "solver_lbfgs.h"
+#include "solver_paper.h"
+
+/* Rounds of each candidate start that the paper solver's init 'best' probes. */
+#define PAPER_PROBE_ROUNDS 10
+/* L-BFGS init 'best': starts and hops run to this gradient norm (/ lambda_max), the best then on to the tolerance. */
+#define SCREEN_TOLERANCE 1e-6
+/* Relative gain of the objective that counts as a better optimum (not rounding). */
+#define HOP_GAIN 1e-10
+/* Projector distance beyond which a hop's optimum is another basin. */
+#define HOP_BASIN 1e-2
+/* Projector distance to a known optimum within which a run is in its basin and stops. */
+#define BASIN_ENTER 0.25
+/* Hops in a row that come back into known basins before the search stops (the landscape is covered). */
+#define HOP_KNOWN 3
+/* Weakest global directions a hop replaces. */
+#define HOP_COLUMNS 2
+/* Fewest rounds a hop may run (its budget is otherwise the slowest start's rounds). */
+#define HOP_MIN_ROUNDS 5
+
+/* ------------------------------------------------------------------------
+ * The start list
+ * ------------------------------------------------------------------------
+ */
+
+int
+search_start_list(const FitOptions *opts, FitInit *list)
+{
+	int			n = 0;
+
+	if (opts->init != FIT_INIT_BEST)
+	{
+		list[n++] = opts->init;
+		return n;
+	}
+	if (opts->U0 != NULL)
+		list[n++] = FIT_INIT_GIVEN;
+	list[n++] = FIT_INIT_DISPCA;
+	if (opts->solver == FIT_SOLVER_PAPER)
+		list[n++] = FIT_INIT_QU;
+	list[n++] = FIT_INIT_POOLED;
+	return n;
+}
+
+/* ------------------------------------------------------------------------
+ * The basins found so far
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * The optima the search has found (where its converged runs ended), and a
+ * watch on the run under way: a run that comes within BASIN_ENTER of one of
+ * them is in its basin and would only converge there again, so it stops.
+ */
+typedef struct Optima
+{
+	FitBackend *be;
+	int			n;
+	double	   *U[FIT_MAX_STARTS];
+	int			run[FIT_MAX_STARTS];	/* the run (index into the starts) that found it */
+	int			entered;		/* the optimum the watched run came near, or -1 */
+} Optima;
+
+/* The known optimum within radius of U, or -1. */
+static int
+optima_near(const Optima *o, const double *U, double radius)
+{
+	for (int k = 0; k < o->n; k++)
+		if (fit_projector_distance(o->be->d, o->be->r1, o->U[k], o->be->r1, U, o->be->r1) < radius)
+			return k;
+	return -1;
+}
+
+/* Keep U, where run ended, as a new optimum. */
+static void
+optima_add(Optima *o, const double *U, int run)
+{
+	int64		size = (int64) o->be->d * o->be->r1;
+
+	o->U[o->n] = palloc(sizeof(double) * Max(size, 1));
+	memcpy(o->U[o->n], U, sizeof(double) * size);
+	o->run[o->n++] = run;
+}
+
+/* LbfgsWatch check: stop a run that has come into a known optimum's basin. */
+static bool
+optima_watch(void *arg, const double *U)
+{
+	Optima	   *o = arg;
+
+	o->entered = optima_near(o, U, BASIN_ENTER);
+	return o->entered >= 0;
+}
+
+/*
+ * After run j of the search ended at U: the known optimum whose basin it
+ * is in (-1: a new one, now known if the run converged).  A run the watch
+ * stopped is named for the basin it came into.
+ */
+static int
+settle(Optima *o, FitDiagnostics *diag, int j, const double *U, bool verbose)
+{
+	FitStartReport *rep = &diag->starts[j];
+	int			k = o->entered >= 0 ? o->entered : optima_near(o, U, HOP_BASIN);
+
+	if (o->entered >= 0)
+	{
+		rep->name = psprintf("%s (basin of %s)", rep->name, diag->starts[o->run[k]].name);
+		if (verbose)
+			ereport(NOTICE,
+					(errmsg("%s: stopped after %d rounds at objective %.12g", rep->name,
+							rep->rounds, rep->objective)));
+	}
+	else if (k < 0 && rep->converged)
+		optima_add(o, U, j);
+	o->entered = -1;
+	return k;
+}
+
+/* ------------------------------------------------------------------------
+ * One run
+ * ------------------------------------------------------------------------
+ */
+
+/* Run one start with the solver for at most `rounds` rounds; fills its report. */
+static void
+run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, double *U,
+		  double *step, FitDiagnostics *diag, LbfgsMemory *mem, const LbfgsWatch *watch)
+{
+	FitStartReport *rep = &diag->starts[diag->nstarts];
+	double		gnorm;
+
+	diag->current = diag->nstarts++;
+	rep->name = fit_init_names[how];
+	fit_start_u(be, how, opts, U);
+	if (opts->solver == FIT_SOLVER_PAPER)
+	{
+		be->start_local(be, U, how);
+		rep->rounds = solver_paper(be, opts, U, rounds, step, &rep->converged,
+								   &rep->objective, diag);
+	}
+	else
+		rep->rounds = solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective,
+								   &gnorm, diag, mem, watch);
+	if (opts->verbose)
+		ereport(NOTICE,
+				(errmsg("start %s: objective %.12g after %d rounds%s", rep->name, rep->objective,
+						rep->rounds, rep->converged ? " (converged)" : "")));
+}
+
+/* The start with the highest objective (the first on ties). */
+static int
+best_start(const FitDiagnostics *diag, int from)
+{
+	int			best = from;
+
+	for (int j = from + 1; j < diag->nstarts; j++)
+		if (diag->starts[j].objective > diag->starts[best].objective)
+			best = j;
+	return best;
+}
+
+/* ------------------------------------------------------------------------
+ * The L-BFGS search
+ * ------------------------------------------------------------------------
+ */
+
+/* The state of one L-BFGS search. */
+typedef struct Search
+{
+	FitBackend *be;
+	const FitOptions *opts;
+	FitOptions	screen;			/* opts with the screening tolerance */
+	FitDiagnostics *diag;
+	double	   *U;				/* the run under way */
+	double	   *Ubest;			/* the best optimum so far */
+	int64		size;			/* d x r1 */
+	int			best;			/* its run */
+	LbfgsMemory *memory;		/* its L-BFGS pairs */
+	bool		search;			/* more than one run (else: one start to the tolerance) */
+	bool		agree;			/* every start ended in the first one's basin */
+	int			budget;			/* rounds a hop may run */
+	int			m;				/* columns a hop replaces */
+	double	   *resid;			/* d x m: the pooled variance Ubest leaves (the first hop) */
+	uint64		state;			/* the hops' random directions */
+	Optima		optima;
+	LbfgsWatch	watch;
+} Search;
+
+/* Rounds left of the fit's budget. */
+static inline int
+rounds_left(const Search *s)
+{
+	return s->opts->rounds - s->diag->rounds;
+}
+
+/*
+ * Hop: U <- Ubest with its HOP_COLUMNS weakest global directions (least
+ * variance of sum_i w_i S_i) replaced by other directions orthogonal to
+ * Ubest.  The optima of real data differ mostly in their weakest
+ * directions, which the clients' local components compete for; a hop frees
+ * them and lets the solver assign them anew.  With resid (d x m), the top
+ * pooled variance that Ubest leaves, comes in: the directions that most
+ * clients would gain from sharing; otherwise seeded random directions.
+ */
+static void
+hop_start(FitBackend *be, const double *Ubest, double *U, uint64 *state, const double *resid)
+{
+	int			d = be->d,
+				r1 = be->r1,
+				m = Min(HOP_COLUMNS, Min(r1, d - r1));
+	double	   *SU = palloc(sizeof(double) * d * r1),
+			   *Z = palloc(sizeof(double) * d * Max(m, 1)),
+			   *H = palloc(sizeof(double) * r1 * Max(r1, m)),
+			   *Q = palloc(sizeof(double) * r1 * r1),
+			   *var = palloc(sizeof(double) * r1);
+
+	/* U = Ubest Q, columns in decreasing variance */
+	be->apply(be, Ubest, r1, SU);
+	be->setup_rounds++;
+	linalg_gemm(true, false, r1, r1, d, 1.0, Ubest, r1, SU, r1, 0.0, H, r1);
+	fit_eigh_top(r1, H, r1, var, Q, r1);
+	linalg_gemm(false, false, d, r1, r1, 1.0, Ubest, r1, Q, r1, 0.0, U, r1);
+	if (resid != NULL)
+		memcpy(Z, resid, sizeof(double) * d * m);
+	else
+		fit_fill_gaussian(state, d, m, Z, Max(m, 1));
+	/* Z: orthonormal and orthogonal to U (twice, for rounding) */
+	for (int pass = 0; pass < 2 && m > 0; pass++)
+	{
+		linalg_gemm(true, false, r1, m, d, 1.0, U, r1, Z, m, 0.0, H, m);
+		linalg_gemm(false, false, d, m, r1, -1.0, U, r1, H, m, 1.0, Z, m);
+		fit_retract(FIT_RETRACT_QR, d, m, Z, m);
+	}
+	linalg_copy(d, m, Z, Max(m, 1), U + (r1 - m), r1);
+	pfree(SU);
+	pfree(Z);
+	pfree(H);
+	pfree(Q);
+	pfree(var);
+}
+
+/* Whether objective a beats b by more than rounding. */
+static bool
+improves(double a, double b)
+{
+	return a > b + HOP_GAIN * fabs(b);
+}
+
+/*
+ * Keep run j (its U and L-BFGS pairs) as the best when it is the first or
+ * improves on the best; the pairs of the run that is not kept are freed.
+ * Returns whether run j is now the best.
+ */
+static bool
+keep_best(Search *s, int j, LbfgsMemory *mem)
+{
+	FitDiagnostics *diag = s->diag;
+
+	if (s->memory != NULL && !improves(diag->starts[j].objective, diag->starts[s->best].objective))
+	{
+		lbfgs_memory_free(mem);
+		pfree(mem);
+		return false;
+	}
+	if (s->memory != NULL)
+	{
+		lbfgs_memory_free(s->memory);
+		pfree(s->memory);
+	}
+	s->memory = mem;
+	s->best = j;
+	memcpy(s->Ubest, s->U, sizeof(double) * s->size);
+	return true;
+}
+
+/* A search over the starts of list on be, U its run's iterate. */
+static void
+search_init(Search *s, FitBackend *be, const FitOptions *opts, int n, double *U,
+			FitDiagnostics *diag)
+{
+	memset(s, 0, sizeof(Search));
+	s->be = be;
+	s->opts = opts;
+	s->screen = *opts;
+	s->diag = diag;
+	s->U = U;
+	s->size = (int64) be->d * be->r1;
+	s->Ubest = palloc(sizeof(double) * Max(s->size, 1));
+	s->search = opts->init == FIT_INIT_BEST && (n > 1 || opts->hops > 0) && be->r1 > 0;
+	if (s->search)
+		s->screen.tolerance = Max(opts->tolerance, SCREEN_TOLERANCE);
+	s->state = UINT64CONST(0xA0761D6478BD642F) ^ opts->seed;
+	s->agree = true;
+	s->m = Min(HOP_COLUMNS, Min(be->r1, be->d - be->r1));
+	s->budget = HOP_MIN_ROUNDS;
+	s->resid = palloc(sizeof(double) * be->d * Max(s->m, 1));
+	s->optima.be = be;
+	s->optima.entered = -1;
+	s->watch.check = optima_watch;
+	s->watch.arg = &s->optima;
+}
+
+/* Every start of list to the screening tolerance (the tolerance, without a search). */
+static void
+search_starts(Search *s, const FitInit *list, int n)
+{
+	FitDiagnostics *diag = s->diag;
+	double		step = NAN;
+
+	for (int j = 0; j < n; j++)
+	{
+		LbfgsMemory *mem;
+		int			basin;
+
+		if (j > 0 && rounds_left(s) <= 0)
+			break;
+		mem = palloc0(sizeof(LbfgsMemory));
+		run_start(s->be, &s->screen, list[j], rounds_left(s), s->U, &step, diag, mem,
+				  s->search ? &s->watch : NULL);
+		diag->rounds += diag->starts[j].rounds;
+		s->budget = Max(s->budget, diag->starts[j].rounds);
+		basin = settle(&s->optima, diag, j, s->U, s->opts->verbose);
+		if (j > 0 && (basin < 0 || s->optima.run[basin] != s->best))
+			s->agree = false;
+		keep_best(s, j, mem);
+	}
+}
+
+/*
+ * Hop h from the best optimum, at most budget rounds, watched; returns the
+ * known basin it ended in (-1: a new one) and sets *kept when it is the
+ * new best.
+ */
+static int
+search_hop(Search *s, int h, bool *kept)
+{
+	FitDiagnostics *diag = s->diag;
+	FitStartReport *rep = &diag->starts[diag->nstarts];
+	LbfgsMemory *mem;
+	double		gnorm;
+	int			basin;
+
+	/* starts in one basin: the first hop brings in the pooled variance it leaves */
+	bool		first = s->agree && h == 1 && s->m > 0;
+
+	if (first)
+		fit_residual_top(s->be, s->Ubest, s->m, s->resid, NULL);
+	hop_start(s->be, s->Ubest, s->U, &s->state, first ? s->resid : NULL);
+	diag->current = diag->nstarts++;
+	rep->name = psprintf("hop %d", h);
+	mem = palloc0(sizeof(LbfgsMemory));
+	rep->rounds = solver_lbfgs(s->be, &s->screen, s->U, Min(s->budget, rounds_left(s)),
+							   &rep->converged, &rep->objective, &gnorm, diag, mem, &s->watch);
+	diag->rounds += rep->rounds;
+	if (s->opts->verbose)
+		ereport(NOTICE,
+				(errmsg("hop %d: objective %.12g after %d rounds", h, rep->objective,
+						rep->rounds)));
+	basin = settle(&s->optima, diag, diag->current, s->U, s->opts->verbose);
+	*kept = keep_best(s, diag->current, mem);
+	return basin;
+}
+
+/*
+ * Hops from the best optimum until opts->hops hops in a row fail to
+ * improve it (one hop when the starts all ended in one basin, until a hop
+ * finds another; that hop starts from the pooled variance the basin
+ * leaves, a deterministic probe of its weakest directions, the others
+ * from random directions, which explore a landscape of several basins
+ * more widely), or HOP_KNOWN hops in a row come back into known basins.
+ * A hop runs at most as many rounds as the slowest start did
+ * (HOP_MIN_ROUNDS at least): one that has not found a better optimum by
+ * then is given up.
+ */
+static void
+search_hops(Search *s)
+{
+	int			patience = s->agree ? Min(s->opts->hops, 1) : s->opts->hops;
+
+	for (int failed = 0, known = 0, h = 1; s->search && failed < patience && known < HOP_KNOWN &&
+		 s->diag->nstarts < FIT_MAX_STARTS && rounds_left(s) > 0; h++)
+	{
+		bool		kept;
+		int			basin = search_hop(s, h, &kept);
+
+		/* a better optimum in a new basin resets the count; a known basin does not */
+		failed = kept && basin < 0 ? 0 : failed + 1;
+		known = basin >= 0 ? known + 1 : 0;
+		if (failed == 0)
+			patience = s->opts->hops;
+	}
+}
+
+/* The best optimum to the tolerance: the winner's rounds continue from its screening. */
+static void
+search_polish(Search *s)
+{
+	FitDiagnostics *diag = s->diag;
+	FitStartReport *rep = &diag->starts[s->best];
+	double		gnorm;
+
+	memcpy(s->U, s->Ubest, sizeof(double) * s->size);
+	diag->chosen = s->best;
+	if (s->search && s->screen.tolerance > s->opts->tolerance && rounds_left(s) > 0)
+	{
+		int			more;
+
+		diag->current = s->best;
+		more = solver_lbfgs(s->be, s->opts, s->U, rounds_left(s), &rep->converged,
+							&rep->objective, &gnorm, diag, s->memory, NULL);
+		rep->rounds += more;
+		diag->rounds += more;
+	}
+	else if (s->search)
+		rep->converged = rep->converged && s->screen.tolerance <= s->opts->tolerance;
+	diag->step = NAN;
+}
+
+/*
+ * L-BFGS: the starts, the hops, then the best to the tolerance.  Any run
+ * after the first stops as soon as it comes within BASIN_ENTER of an
+ * optimum found before (the watch): it would only converge there again.
+ * A single start runs to the tolerance directly.
+ */
+static void
+search_lbfgs(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
+			 double *U, FitDiagnostics *diag)
+{
+	Search		s;
+
+	search_init(&s, be, opts, n, U, diag);
+	search_starts(&s, list, n);
+	search_hops(&s);
+	search_polish(&s);
+}
+
+/* ------------------------------------------------------------------------
+ * The paper solver's probe
+ * ------------------------------------------------------------------------
+ */
+
+/* The paper solver: probe each start briefly, then run the chosen one from its beginning. */
+static void
+search_paper(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
+			 double *U, FitDiagnostics *diag)
+{
+	FitInit		how = list[0];
+
+	if (n > 1)
+	{
+		FitOptions	probe = *opts;
+
+		probe.verbose = false;
+		for (int j = 0; j < n; j++)
+			run_start(be, &probe, list[j], Min(opts->rounds, PAPER_PROBE_ROUNDS), U,
+					  &diag->step, diag, NULL, NULL);
+		how = list[best_start(diag, 0)];
+		if (opts->verbose)
+			ereport(NOTICE, (errmsg("init best: chose %s", fit_init_names[how])));
+	}
+	run_start(be, opts, how, opts->rounds, U, &diag->step, diag, NULL, NULL);
+	diag->chosen = diag->nstarts - 1;
+	diag->rounds = diag->starts[diag->chosen].rounds;
+	if (n > 1)
+		diag->starts[diag->chosen].name = psprintf("%s (chosen by the probe)",
+												   fit_init_names[how]);
+}
+
+void
+fit_search(FitBackend *be, const FitOptions *opts, double *U, FitDiagnostics *diag)
+{
+	FitInit		list[SEARCH_MAX_LIST];
+	int			n = search_start_list(opts, list);
+
+	if (opts->solver == FIT_SOLVER_LBFGS)
+		search_lbfgs(be, opts, list, n, U, diag);
+	else
+		search_paper(be, opts, list, n, U, diag);
+}
