@@ -422,6 +422,36 @@ similarity_unref(void *arg)
 }
 
 /*
+ * The scan of a perpca_similarity call, in mcxt: the model opened and
+ * referenced until mcxt goes (fn_extra is the SRF's: the model is opened
+ * here, not bound), the clients' names as text, the scratch, the first pair.
+ */
+static SimilarityScan *
+similarity_begin(FunctionCallInfo fcinfo, MemoryContext mcxt)
+{
+	ModelData  *m = model_open(PG_GETARG_TEXT_PP(0));
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	SimilarityScan *scan = palloc0(sizeof(SimilarityScan));
+
+	scan->m = m;
+	m->refcount++;
+	scan->unref.func = similarity_unref;
+	scan->unref.arg = m;
+	MemoryContextRegisterResetCallback(mcxt, &scan->unref);
+	scan->all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
+	scan->j = scan->all_pairs ? 0 : 1;
+	scan->names = palloc(sizeof(Datum) * Max(m->nclients, 1));
+	for (int c = 0; c < m->nclients; c++)
+		scan->names[c] = CStringGetTextDatum(m->clients[c].name);
+	scan->G = palloc(sizeof(double) * Max(m->r2max * m->r2max, 1));
+	if (get_call_result_type(fcinfo, NULL, &scan->desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_similarity must return a record");
+	scan->desc = BlessTupleDesc(scan->desc);
+	MemoryContextSwitchTo(old);
+	return scan;
+}
+
+/*
  * rho_ab = ||P_Va - P_Vb||_F^2 / r2 for each unordered pair of clients, a < b
  * (bytewise), or with all_pairs every ordered pair and each client with
  * itself.  ||P_Va - P_Vb||_F^2 = r_a + r_b - 2 ||V_a V_b^T||_F^2 and
@@ -440,30 +470,8 @@ perpca_similarity(PG_FUNCTION_ARGS)
 
 	if (SRF_IS_FIRSTCALL())
 	{
-		MemoryContext old;
-		ModelData  *m;
-
-		/* (fn_extra is the SRF's: the model is opened here, not bound) */
-		m = model_open(PG_GETARG_TEXT_PP(0));
 		fctx = SRF_FIRSTCALL_INIT();
-		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
-		scan = palloc0(sizeof(SimilarityScan));
-		scan->m = m;
-		m->refcount++;
-		scan->unref.func = similarity_unref;
-		scan->unref.arg = m;
-		MemoryContextRegisterResetCallback(fctx->multi_call_memory_ctx, &scan->unref);
-		scan->all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
-		scan->j = scan->all_pairs ? 0 : 1;
-		scan->names = palloc(sizeof(Datum) * Max(scan->m->nclients, 1));
-		for (int c = 0; c < scan->m->nclients; c++)
-			scan->names[c] = CStringGetTextDatum(scan->m->clients[c].name);
-		scan->G = palloc(sizeof(double) * Max(scan->m->r2max * scan->m->r2max, 1));
-		if (get_call_result_type(fcinfo, NULL, &scan->desc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "perpca_similarity must return a record");
-		scan->desc = BlessTupleDesc(scan->desc);
-		fctx->user_fctx = scan;
-		MemoryContextSwitchTo(old);
+		fctx->user_fctx = similarity_begin(fcinfo, fctx->multi_call_memory_ctx);
 	}
 	fctx = SRF_PERCALL_SETUP();
 	scan = fctx->user_fctx;

@@ -297,17 +297,17 @@ monitor_prepare(MonitorClient *e, const ModelClient *c, int k, double alpha, dou
 	pfree(work);
 }
 
-/* The statistics of x for client c of m (NULL: unseen, Q against the global components only). */
-static MonitorRow
-monitor_row(const ModelData *m, const ModelClient *c, const double *x, double alpha, double *y,
-			double *t)
+/*
+ * The scores t = W y of x for client c of m (NULL: unseen, the global
+ * components only) with y = (x - centre) / scale, and the residual
+ * e = y - W't left in y; returns Q = ||e||^2.
+ */
+static double
+monitor_scores(const ModelData *m, const ModelClient *c, const double *x, double *y, double *t)
 {
 	int			d = m->d;
 	int			r2 = c ? c->r2 : 0;
-	int			k = m->r1 + r2;
 	const double *centre;
-	MonitorRow	r = {NAN, NAN, NAN, NAN};
-	MonitorClient *e;
 
 	if (c != NULL)
 		centre = c->mean;
@@ -328,7 +328,19 @@ monitor_row(const ModelData *m, const ModelClient *c, const double *x, double al
 		linalg_matvec(true, m->r1, d, -1.0, m->U, t, 1.0, y);
 	if (r2 > 0)
 		linalg_matvec(true, r2, d, -1.0, c->V, t + m->r1, 1.0, y);
-	r.q = linalg_dot(d, y, y);
+	return linalg_dot(d, y, y);
+}
+
+/* The statistics of x for client c of m (NULL: unseen, Q against the global components only). */
+static MonitorRow
+monitor_row(const ModelData *m, const ModelClient *c, const double *x, double alpha, double *y,
+			double *t)
+{
+	int			k = m->r1 + (c ? c->r2 : 0);
+	MonitorRow	r = {NAN, NAN, NAN, NAN};
+	MonitorClient *e;
+
+	r.q = monitor_scores(m, c, x, y, t);
 	if (c == NULL)
 		return r;
 	e = monitor_entry(m, c);
@@ -349,6 +361,34 @@ monitor_row(const ModelData *m, const ModelClient *c, const double *x, double al
 	return r;
 }
 
+/* The row (t2, t2_limit, q, q_limit, out_of_control) of perpca_model_monitor; NaN is NULL. */
+static Datum
+monitor_result(FunctionCallInfo fcinfo, MonitorRow r)
+{
+	TupleDesc	desc;
+	Datum		values[5];
+	bool		nulls[5];
+	bool		t2_out,
+				q_out;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_model_monitor must return a record");
+	desc = BlessTupleDesc(desc);
+	values[0] = Float8GetDatum(r.t2);
+	values[1] = Float8GetDatum(r.t2_limit);
+	values[2] = Float8GetDatum(r.q);
+	values[3] = Float8GetDatum(r.q_limit);
+	nulls[0] = isnan(r.t2);
+	nulls[1] = isnan(r.t2_limit);
+	nulls[2] = isnan(r.q);
+	nulls[3] = isnan(r.q_limit);
+	t2_out = !nulls[0] && !nulls[1] && r.t2 > r.t2_limit;
+	q_out = !nulls[2] && !nulls[3] && r.q > r.q_limit;
+	values[4] = BoolGetDatum(t2_out || q_out);
+	nulls[4] = !t2_out && !q_out && nulls[1] && nulls[3];	/* no limit to judge by */
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
 /*
  * perpca_model_monitor(model, client, x, alpha DEFAULT 0.01, OUT t2, OUT
  * t2_limit, OUT q, OUT q_limit, OUT out_of_control)
@@ -362,14 +402,8 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	const ModelClient *c;
 	const double *x;
 	int			d;
-	TupleDesc	desc;
-	Datum		values[5];
-	bool		nulls[5];
-	MonitorRow	r;
 	double	   *y,
 			   *t;
-	bool		t2_out,
-				q_out;
 
 	if (!(alpha > 0.0 && alpha < 1.0))
 		ereport(ERROR,
@@ -389,21 +423,5 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 				 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance and residual_moments."),
 				 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
 	y = model_bound_scratch(b, &t);
-	r = monitor_row(m, c, x, alpha, y, t);
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "perpca_model_monitor must return a record");
-	desc = BlessTupleDesc(desc);
-	values[0] = Float8GetDatum(r.t2);
-	values[1] = Float8GetDatum(r.t2_limit);
-	values[2] = Float8GetDatum(r.q);
-	values[3] = Float8GetDatum(r.q_limit);
-	nulls[0] = isnan(r.t2);
-	nulls[1] = isnan(r.t2_limit);
-	nulls[2] = isnan(r.q);
-	nulls[3] = isnan(r.q_limit);
-	t2_out = !nulls[0] && !nulls[1] && r.t2 > r.t2_limit;
-	q_out = !nulls[2] && !nulls[3] && r.q > r.q_limit;
-	values[4] = BoolGetDatum(t2_out || q_out);
-	nulls[4] = !t2_out && !q_out && nulls[1] && nulls[3];	/* no limit to judge by */
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	PG_RETURN_DATUM(monitor_result(fcinfo, monitor_row(m, c, x, alpha, y, t)));
 }
