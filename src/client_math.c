@@ -879,6 +879,29 @@ client_seed_response(FitClient *c, const FitLocalPCs *pcs)
 }
 
 /*
+ * The iterative best response on the Gram operator op (m x m) from c->X:
+ * subspace iteration when the block is more than half of m, else LOBPCG.
+ * Returns whether the exact solve must follow (the iteration failed, and m
+ * is small enough for it).
+ */
+static bool
+gram_iterate(FitClient *c, const EigenOp *op, double tol)
+{
+	int			m = op->n;
+	double	   *AX = palloc(sizeof(double) * m * c->b);
+	bool		exact;
+
+	eigen_orthonormalize_block(op, c->X, c->b);
+	eigen_apply(op, c->X, c->b, AX);
+	exact = (2 * c->b > m) ?
+		!eigen_subspace_iterate(op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
+		!eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+		m <= BEST_RESPONSE_EXACT_FALLBACK;
+	pfree(AX);
+	return exact;
+}
+
+/*
  * V_i of a thin client from its deflated Gram matrix F'F - (F'U)(F'U)':
  * iterated on the implicit operator, or exact (LAPACK on the explicit
  * matrix) when m is small or the iteration fails; S U into SU.
@@ -894,17 +917,7 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	if (c->X == NULL)
 		best_response_block(c, m);
 	if (!exact)
-	{
-		double	   *AX = palloc(sizeof(double) * m * c->b);
-
-		eigen_orthonormalize_block(&op, c->X, c->b);
-		eigen_apply(&op, c->X, c->b, AX);
-		exact = (2 * c->b > m) ?
-			!eigen_subspace_iterate(&op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
-			!eigen_lobpcg(&op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
-			m <= BEST_RESPONSE_EXACT_FALLBACK;
-		pfree(AX);
-	}
+		exact = gram_iterate(c, &op, tol);
 	if (exact)
 	{
 		double	   *G = thin_deflated_gram(c, FtU);
@@ -927,6 +940,26 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	return exact;
 }
 
+/* c->Lt = Lambda_r^(1/2) Q_r' (r x d) and c->Llambda from the eigenpairs lam, Q (d x d, columns) of S_i. */
+static void
+low_rank_factor(FitClient *c, int r, const double *lam, const double *Q)
+{
+	int			d = c->d;
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
+
+	c->lrank = r;
+	c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
+	c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
+	for (int j = 0; j < r; j++)
+	{
+		double		s = sqrt(lam[j]);
+
+		c->Llambda[j] = lam[j];
+		for (int i = 0; i < d; i++)
+			c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
+	}
+}
+
 /*
  * The factor S_i = Lt'Lt of a small dense S_i of low rank, from its exact
  * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' over the r eigenvalues
@@ -937,7 +970,6 @@ dense_low_rank(FitClient *c)
 {
 	int			d = c->d,
 				r = 0;
-	MemoryContext cxt = GetMemoryChunkContext(c->W);
 	double	   *A,
 			   *Q,
 			   *lam,
@@ -956,19 +988,7 @@ dense_low_rank(FitClient *c)
 	while (r < d && lam[r] > LOW_RANK_TOL * lam[0])
 		r++;
 	if (r >= c->r1 + c->r2 && r <= LOW_RANK_FRACTION * d)
-	{
-		c->lrank = r;
-		c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
-		c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
-		for (int j = 0; j < r; j++)
-		{
-			double		s = sqrt(lam[j]);
-
-			c->Llambda[j] = lam[j];
-			for (int i = 0; i < d; i++)
-				c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
-		}
-	}
+		low_rank_factor(c, r, lam, Q);
 	pfree(A);
 	pfree(Q);
 	pfree(lam);

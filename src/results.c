@@ -233,6 +233,28 @@ no_client_statistics(FunctionCallInfo fcinfo, const ModelClient *c)
 			 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
 }
 
+/* The row of component a (global ones first) of client c: C_aa + (w'delta)^2 and its share. */
+static void
+component_variance_row(ReturnSetInfo *rsinfo, const ModelData *m, const ModelClient *c, int a,
+					   const double *delta)
+{
+	int			k = m->r1 + c->r2;
+	bool		global = a < m->r1;
+	const double *w = global ? m->U + (int64) a * m->d : c->V + (int64) (a - m->r1) * m->d;
+	double		shift = linalg_dot(m->d, w, delta);
+	double		variance = c->score_cov[(int64) a * k + a] + shift * shift;
+	Datum		row[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	row[0] = CStringGetTextDatum(c->name);
+	row[1] = CStringGetTextDatum(global ? "global" : "local");
+	row[2] = Int32GetDatum(global ? m->global_number[a] : c->number[a - m->r1]);
+	row[3] = Float8GetDatum(variance);
+	nulls[4] = c->total_variance.isnull || !(c->total_variance.value > 0.0);
+	row[4] = Float8GetDatum(nulls[4] ? 0.0 : variance / c->total_variance.value);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+}
+
 /*
  * perpca_component_variance(model) RETURNS TABLE (client, kind, component,
  * variance, ratio): w' M_i w for each global and local component w of
@@ -270,22 +292,7 @@ perpca_component_variance(PG_FUNCTION_ARGS)
 			delta[j] = m->scale ? off / m->scale[j] : off;
 		}
 		for (int a = 0; a < k; a++)
-		{
-			bool		global = a < m->r1;
-			const double *w = global ? m->U + (int64) a * m->d : c->V + (int64) (a - m->r1) * m->d;
-			double		shift = linalg_dot(m->d, w, delta);
-			double		variance = c->score_cov[(int64) a * k + a] + shift * shift;
-			Datum		row[5];
-			bool		nulls[5] = {false, false, false, false, false};
-
-			row[0] = CStringGetTextDatum(c->name);
-			row[1] = CStringGetTextDatum(global ? "global" : "local");
-			row[2] = Int32GetDatum(global ? m->global_number[a] : c->number[a - m->r1]);
-			row[3] = Float8GetDatum(variance);
-			nulls[4] = c->total_variance.isnull || !(c->total_variance.value > 0.0);
-			row[4] = Float8GetDatum(nulls[4] ? 0.0 : variance / c->total_variance.value);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-		}
+			component_variance_row(rsinfo, m, c, a, delta);
 	}
 	return (Datum) 0;
 }
@@ -358,6 +365,55 @@ kmeans_start(const double *X, int n, int k, double *centers, uint64 *state, doub
 	}
 }
 
+/* Each row of X (n x k) to its nearest center (label); returns the inertia and whether a label changed. */
+static double
+kmeans_assign(const double *X, int n, int k, const double *centers, int *label, bool first,
+			  bool *changed)
+{
+	double		inertia = 0.0;
+
+	*changed = false;
+	for (int i = 0; i < n; i++)
+	{
+		int			best = 0;
+		double		bd = INFINITY;
+
+		for (int c = 0; c < k; c++)
+		{
+			double		dd = sqdist(X + (int64) i * k, centers + (int64) c * k, k);
+
+			if (dd < bd)
+			{
+				bd = dd;
+				best = c;
+			}
+		}
+		*changed |= first || label[i] != best;
+		label[i] = best;
+		inertia += bd;
+	}
+	return inertia;
+}
+
+/* Each center to the mean of its rows (a center without rows stays); sum (k x k), count (k): scratch. */
+static void
+kmeans_centers(const double *X, int n, int k, const int *label, double *centers, double *sum,
+			   int *count)
+{
+	memset(sum, 0, sizeof(double) * k * k);
+	memset(count, 0, sizeof(int) * k);
+	for (int i = 0; i < n; i++)
+	{
+		count[label[i]]++;
+		for (int j = 0; j < k; j++)
+			sum[(int64) label[i] * k + j] += X[(int64) i * k + j];
+	}
+	for (int c = 0; c < k; c++)
+		if (count[c] > 0)
+			for (int j = 0; j < k; j++)
+				centers[(int64) c * k + j] = sum[(int64) c * k + j] / count[c];
+}
+
 /* Lloyd iterations from the given centers; returns the inertia, labels set. */
 static double
 kmeans_lloyd(const double *X, int n, int k, double *centers, int *label)
@@ -368,42 +424,12 @@ kmeans_lloyd(const double *X, int n, int k, double *centers, int *label)
 
 	for (int it = 0; it < KMEANS_ITER; it++)
 	{
-		bool		changed = false;
+		bool		changed;
 
-		inertia = 0.0;
-		for (int i = 0; i < n; i++)
-		{
-			int			best = 0;
-			double		bd = INFINITY;
-
-			for (int c = 0; c < k; c++)
-			{
-				double		dd = sqdist(X + (int64) i * k, centers + (int64) c * k, k);
-
-				if (dd < bd)
-				{
-					bd = dd;
-					best = c;
-				}
-			}
-			changed |= it == 0 || label[i] != best;
-			label[i] = best;
-			inertia += bd;
-		}
+		inertia = kmeans_assign(X, n, k, centers, label, it == 0, &changed);
 		if (!changed)
 			break;
-		memset(sum, 0, sizeof(double) * k * k);
-		memset(count, 0, sizeof(int) * k);
-		for (int i = 0; i < n; i++)
-		{
-			count[label[i]]++;
-			for (int j = 0; j < k; j++)
-				sum[(int64) label[i] * k + j] += X[(int64) i * k + j];
-		}
-		for (int c = 0; c < k; c++)
-			if (count[c] > 0)
-				for (int j = 0; j < k; j++)
-					centers[(int64) c * k + j] = sum[(int64) c * k + j] / count[c];
+		kmeans_centers(X, n, k, label, centers, sum, count);
 	}
 	pfree(sum);
 	pfree(count);
