@@ -131,6 +131,43 @@ typedef struct RowGaps
 
 static const RowGaps complete_row = {false, NULL, 0, false};
 
+/* The row's centre (the client's mean, the pooled mean or none), r2, and y = (x - centre) / scale. */
+static void
+row_center(RowProjection *p, const double *x)
+{
+	const ModelData *m = p->m;
+
+	if (m->center == CENTER_NONE)
+		p->center = NULL;
+	else if (m->center == CENTER_CLIENT && p->c != NULL)
+		p->center = p->c->mean;
+	else
+		p->center = m->global_mean;
+	p->r2 = p->c ? p->c->r2 : 0;
+	for (int i = 0; i < m->d; i++)
+		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
+	if (m->scale != NULL)
+		for (int i = 0; i < m->d; i++)
+			p->y[i] /= m->scale[i];
+	p->isnull = false;
+}
+
+/* y at the gaps (obs false) set to the reconstruction W^T s (in out), so that the residual is 0 there. */
+static void
+row_fill_gaps(RowProjection *p, const bool *obs)
+{
+	const ModelData *m = p->m;
+	int			d = m->d;
+
+	memset(p->out, 0, sizeof(double) * d);
+	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
+	if (p->r2 > 0)
+		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
+	for (int i = 0; i < d; i++)
+		if (!obs[i])
+			p->y[i] = p->out[i];
+}
+
 /*
  * Bind the model, find the client, centre x (d values, 0 at the gaps) and
  * compute its scores: the projection, or under g->posterior the posterior
@@ -148,21 +185,9 @@ row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, R
 	p->c = model_client(fcinfo, b);
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
-	if (m->center == CENTER_NONE)
-		p->center = NULL;
-	else if (m->center == CENTER_CLIENT && p->c != NULL)
-		p->center = p->c->mean;
-	else
-		p->center = m->global_mean;
-	p->r2 = p->c ? p->c->r2 : 0;
 	p->y = model_bound_scratch(b, &p->s);
 	p->out = model_bound_out(b);
-	for (int i = 0; i < d; i++)
-		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
-	if (m->scale != NULL)
-		for (int i = 0; i < d; i++)
-			p->y[i] /= m->scale[i];
-	p->isnull = false;
+	row_center(p, x);
 	if (!g->posterior)
 	{
 		linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
@@ -177,16 +202,8 @@ row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, R
 		return;
 	}
 	missing_posterior(m, p->c, p->y, g->obs, p->s);
-	if (g->obs == NULL)
-		return;
-	/* y at the gaps: the reconstruction, so that the residual is 0 there */
-	memset(p->out, 0, sizeof(double) * d);
-	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
-	if (p->r2 > 0)
-		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
-	for (int i = 0; i < d; i++)
-		if (!g->obs[i])
-			p->y[i] = p->out[i];
+	if (g->obs != NULL)
+		row_fill_gaps(p, g->obs);
 }
 
 /* out = base (or zero) + alpha (U^T s_global if global) + alpha (V^T s_local if local). */
