@@ -117,6 +117,27 @@ personalize_as_owner(FunctionCallInfo fcinfo, const ModelLock *ml, const ModelDa
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
+/* The statistics and n_local of a call, checked against the model. */
+static void
+personalize_check(FunctionCallInfo fcinfo, const ModelData *m)
+{
+	PerpcaStats *s = PG_GETARG_PERPCA_STATS(ARG_STATS);
+
+	perpca_stats_validate(s);
+	if (s->dim != m->d)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIMENSION),
+				 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
+	if (!PG_ARGISNULL(ARG_NLOCAL) &&
+		(PG_GETARG_INT32(ARG_NLOCAL) < 0 || PG_GETARG_INT32(ARG_NLOCAL) > m->d - m->r1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n_local must be between 0 and %d, not %d", m->d - m->r1, PG_GETARG_INT32(ARG_NLOCAL)),
+				 errdetail("The local components live in the %d-dimensional complement of the model's %d global components.",
+						   m->d - m->r1, m->r1),
+				 errhint("Pass n_local => 0 to keep no local components for this client.")));
+}
+
 /*
  * perpca_personalize(model text, client text | anyelement, stats perpca_stats,
  *     n_local int DEFAULT NULL) RETURNS TABLE (component int, pc float8[], variance float8)
@@ -144,21 +165,8 @@ perpca_personalize(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		char	   *key = personalize_key(fcinfo, m, model);
-		PerpcaStats *s = PG_GETARG_PERPCA_STATS(ARG_STATS);
 
-		perpca_stats_validate(s);
-		if (s->dim != m->d)
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_DIMENSION),
-					 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
-		if (!PG_ARGISNULL(ARG_NLOCAL) &&
-			(PG_GETARG_INT32(ARG_NLOCAL) < 0 || PG_GETARG_INT32(ARG_NLOCAL) > m->d - m->r1))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("n_local must be between 0 and %d, not %d", m->d - m->r1, PG_GETARG_INT32(ARG_NLOCAL)),
-					 errdetail("The local components live in the %d-dimensional complement of the model's %d global components.",
-							   m->d - m->r1, m->r1),
-					 errhint("Pass n_local => 0 to keep no local components for this client.")));
+		personalize_check(fcinfo, m);
 		personalize_as_owner(fcinfo, &ml, m, key);
 	}
 	PG_FINALLY();
