@@ -347,6 +347,26 @@ lock_mode_arg(const char *purpose)
 }
 
 /*
+ * The purpose of perpca_internal.model_lock: write or drop.  It is
+ * executable by PUBLIC (the write path's PL/pgSQL, run as a model's owner,
+ * calls it): write and drop check the owner's privileges before any lock; a
+ * read lock, which checks no privilege, is for the C readers only (whose
+ * statement then checks SELECT or fails, releasing it).
+ */
+static ModelLockMode
+sql_lock_mode(const char *purpose)
+{
+	ModelLockMode mode = lock_mode_arg(purpose);
+
+	if (mode == MODEL_LOCK_READ)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("perpca_internal.model_lock takes purpose write or drop"),
+				 errdetail("perpca's readers take a model's read locks in C.")));
+	return mode;
+}
+
+/*
  * perpca_internal.model_lock(model text, purpose text, wait boolean, missing_ok boolean,
  *     display text, OUT present boolean, OUT schema_name text, OUT base text,
  *     OUT info oid, OUT clients oid, OUT components oid, OUT owner oid)
@@ -366,19 +386,7 @@ perpca_model_lock_sql(PG_FUNCTION_ARGS)
 				 errmsg("model must not be NULL")));
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "perpca_internal.model_lock must return a record");
-	mode = lock_mode_arg(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-
-	/*
-	 * Executable by PUBLIC (the write path's PL/pgSQL, run as a model's
-	 * owner, calls it): write and drop check the owner's privileges before
-	 * any lock; a read lock, which checks no privilege, is for the C readers
-	 * only (whose statement then checks SELECT or fails, releasing it).
-	 */
-	if (mode == MODEL_LOCK_READ)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("perpca_internal.model_lock takes purpose write or drop"),
-				 errdetail("perpca's readers take a model's read locks in C.")));
+	mode = sql_lock_mode(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	model_lock_as(&ml, text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				  PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 				  mode, PG_ARGISNULL(2) || PG_GETARG_BOOL(2), !PG_ARGISNULL(3) && PG_GETARG_BOOL(3));
