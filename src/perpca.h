@@ -75,8 +75,9 @@
  *                       place, for perpca_stats(vector) and the model row functions
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
- *   ranks.c             perpca_choose_ranks(): fits and held-out errors over a grid of
- *                       (n_global, n_local), and the recommended pair
+ *   ranks.c             perpca_choose_ranks(): every pair of a grid fitted on training
+ *                       rows and evaluated on held-out rows, in memory (ranks.h)
+ *   ranks_rule.c        the pair it recommends and every pair's note (ranks.h)
  *
  * test/t/091_file_map.pl checks that this map names every .c file in src/, and
  * only those.

@@ -9,25 +9,9 @@
  *
  * A pair that uses every dimension (n_global + n_local >= d) explains any
  * row exactly, so its held-out error is 0 and measures nothing: such pairs
- * are left out (a row that says so).  Two rules recommend a pair:
- *   error: the smallest n_global + n_local that no larger pair of the grid
- *          improves on by more than noise would: dimensions without
- *          structure remove (k' - k) / (d - k) of the held-out error left at
- *          k components when going to k' (plus a slack of within x the
- *          held-out rows' mean total variance).  0.2.0 took the smallest
- *          pair within that slack of the best, which any pair using nearly
- *          every dimension wins;
- *   share: with target_explained_ratio, the smallest n_global + n_local
- *          whose held-out explained ratio reaches it (as BigQuery ML's
- *          PCA_EXPLAINED_VARIANCE_RATIO or scikit-learn's fractional
- *          n_components, measured on held-out rows);
- * both only among pairs whose theta_est >= min_theta (or without local
- * components).  When no pair explains clearly more of the held-out
- * variance than its share of the dimensions (ratio < 1.5 (n_global +
- * n_local) / d for every pair: for rows without low-rank structure, any
- * k-dimensional subspace explains k/d of held-out variance on average),
- * the error rule recommends nothing and says "no low-rank structure".  The
- * closing NOTICE's hint says which way to move the grid.
+ * are left out (a row that says so).  The rule that recommends one of the
+ * others, and the note that says why each pair was or was not recommended,
+ * are in ranks_rule.c.
  */
 #include "postgres.h"
 
@@ -56,6 +40,7 @@
 #include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "ranks.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_choose_ranks);
@@ -68,38 +53,7 @@ enum
 	A_WEIGHTS, A_ADAPTIVE, A_SOLVER, A_SCALE, A_TARGET
 };
 
-/* A pair explains "clearly more" than chance when its ratio is this many times (n_global + n_local) / d. */
-#define STRUCTURE_LIFT 1.5
-
 #define NCOLS 13
-
-/* One pair of the grid and its figures. */
-typedef struct RankPair
-{
-	int			g;
-	int			l;
-	bool		left_out;		/* n_global + n_local >= d */
-	double		objective;
-	double		train_error;
-	double		heldout_error;	/* mean over held-out clients */
-	double		heldout_error_samples;	/* mean over held-out rows */
-	double		heldout_ratio;	/* explained / total, summed over held-out clients */
-	double		heldout_variance;	/* mean total variance of the held-out clients */
-	double		theta;			/* NaN without local components */
-	int			rounds;
-	bool		converged;
-	double		seconds;
-	const char *note;
-} RankPair;
-
-/* The scan's settings. */
-typedef struct RankScan
-{
-	double		within;
-	double		min_theta;
-	double		target;			/* share rule; NaN: error rule */
-	int			d;
-} RankScan;
 
 /* ------------------------------------------------------------------------
  * The queries
@@ -370,173 +324,6 @@ fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_
 }
 
 /* ------------------------------------------------------------------------
- * The rules
- * ------------------------------------------------------------------------
- */
-
-/* Whether p may be recommended at all: fitted, figures, theta_est >= min_theta with local components. */
-static bool
-eligible(const RankPair *p, const RankScan *scan)
-{
-	return !p->left_out && isfinite(p->heldout_error) &&
-		(p->l == 0 || (isfinite(p->theta) && p->theta >= scan->min_theta));
-}
-
-/* Smallest g + l, then lower error (error rule) or higher ratio (share rule), then grid order. */
-static bool
-better(const RankPair *a, const RankPair *b, bool share)
-{
-	if (b == NULL)
-		return true;
-	if (a->g + a->l != b->g + b->l)
-		return a->g + a->l < b->g + b->l;
-	return share ? a->heldout_ratio > b->heldout_ratio : a->heldout_error < b->heldout_error;
-}
-
-/*
- * Whether no larger pair of the grid explains more of p's held-out error
- * than noise would: going from k = n_global + n_local to k' > k components,
- * dimensions without structure remove (k' - k) / (d - k) of the remaining
- * error; a larger pair that removes more than that plus within x variance
- * has found structure that p misses.
- */
-static bool
-enough(const RankPair *p, const RankPair *pairs, int n, const RankScan *scan, double variance)
-{
-	int			k = p->g + p->l;
-
-	for (int i = 0; i < n; i++)
-	{
-		const RankPair *q = &pairs[i];
-		int			kq = q->g + q->l;
-
-		if (q->left_out || !isfinite(q->heldout_error) || kq <= k)
-			continue;
-		if (p->heldout_error - q->heldout_error >
-			(double) (kq - k) / (scan->d - k) * p->heldout_error + scan->within * variance)
-			return false;
-	}
-	return true;
-}
-
-/* The recommendation of the error rule, or -1. */
-static int
-rule_error(const RankPair *pairs, int n, const RankScan *scan, double variance)
-{
-	int			r = -1;
-
-	for (int i = 0; i < n; i++)
-		if (eligible(&pairs[i], scan) && enough(&pairs[i], pairs, n, scan, variance) &&
-			better(&pairs[i], r >= 0 ? &pairs[r] : NULL, false))
-			r = i;
-	return r;
-}
-
-/* The recommendation of the share rule, or -1. */
-static int
-rule_share(const RankPair *pairs, int n, const RankScan *scan)
-{
-	int			r = -1;
-
-	for (int i = 0; i < n; i++)
-		if (eligible(&pairs[i], scan) && pairs[i].heldout_ratio >= scan->target &&
-			better(&pairs[i], r >= 0 ? &pairs[r] : NULL, true))
-			r = i;
-	return r;
-}
-
-/*
- * Apply the rule; note the recommended pair and say in a NOTICE which way
- * the grid should move when the answer sits at its edge.  Returns the
- * recommended index or -1.
- */
-static int
-recommend(RankPair *pairs, int n, const RankScan *scan)
-{
-	bool		share = !isnan(scan->target);
-	double		best = INFINITY,
-				variance = 0,
-				lift = 0;
-	int			best_i = -1,
-				lo = INT_MAX,
-				hi = 0,
-				r;
-
-	for (int i = 0; i < n; i++)
-	{
-		const RankPair *p = &pairs[i];
-
-		if (p->left_out || !isfinite(p->heldout_error))
-			continue;
-		if (p->heldout_error < best)
-		{
-			best = p->heldout_error;
-			best_i = i;
-		}
-		variance = Max(variance, p->heldout_variance);
-		lift = Max(lift, p->heldout_ratio * scan->d / (p->g + p->l));
-		lo = Min(lo, p->g + p->l);
-		hi = Max(hi, p->g + p->l);
-	}
-	if (best_i < 0)
-		return -1;
-	if (best_i >= 0 && pairs[best_i].note == NULL)
-		pairs[best_i].note = "lowest held-out error";
-
-	if (lift < STRUCTURE_LIFT)
-		ereport(NOTICE,
-				(errmsg("perpca_choose_ranks: no low-rank structure: no pair explains more than %.2f times its share of the dimensions of the held-out variance",
-						lift),
-				 errdetail("For rows without low-rank structure a subspace of k dimensions explains about k/d of held-out variance; a pair must explain %.1f times that to count.",
-						   STRUCTURE_LIFT),
-				 errhint("%s", share ? "The share rule still picks the smallest pair that reaches the target, but a fit of these data will not summarise them; check the features' units (scale => 'standard')." :
-						 "No pair is recommended: a fit of these data will not summarise them; check the features' units (scale => 'standard').")));
-
-	if (share)
-	{
-		r = rule_share(pairs, n, scan);
-		if (r < 0)
-		{
-			ereport(NOTICE,
-					(errmsg("perpca_choose_ranks: no pair reaches a held-out explained ratio of %g with theta_est >= %g",
-							scan->target, scan->min_theta),
-					 errhint("Widen the grid toward larger ranks (up to n_global + n_local = %d), or lower target_explained_ratio.",
-							 scan->d - 1)));
-			return -1;
-		}
-		pairs[r].note = psprintf("recommended: the smallest pair whose held-out explained ratio reaches %g", scan->target);
-	}
-	else
-	{
-		if (lift < STRUCTURE_LIFT)
-			return -1;
-		r = rule_error(pairs, n, scan, variance);
-		if (r < 0)
-		{
-			ereport(NOTICE,
-					(errmsg("perpca_choose_ranks: no pair that no larger pair improves on has theta_est >= %g",
-							scan->min_theta),
-					 errhint("Those pairs have local subspaces that the clients share: include n_local 0 in the grid, or lower min_theta; or widen the grid toward larger ranks.")));
-			return -1;
-		}
-		pairs[r].note = psprintf("recommended: the smallest pair that no larger pair improves on by more than noise would (within %g)", scan->within);
-	}
-	if (lo == hi)
-		return r;				/* one size of pair: no direction to point */
-	if (pairs[r].g + pairs[r].l == hi && hi < scan->d - 1)
-		ereport(NOTICE,
-				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the largest of the grid",
-						pairs[r].g, pairs[r].l),
-				 errhint("Widen the grid toward larger ranks: up to n_global + n_local = %d can be measured.", scan->d - 1)));
-	else if (pairs[r].g + pairs[r].l == lo && lo > 1)
-		ereport(NOTICE,
-				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the smallest of the grid",
-						pairs[r].g, pairs[r].l),
-				 errhint("Narrow the grid toward smaller ranks: a smaller pair may do as well.")));
-	return r;
-}
-
-/* ------------------------------------------------------------------------
  * The SQL function
  * ------------------------------------------------------------------------
  */
@@ -753,7 +540,7 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 							npairs - nfit, data->d)));
 		(void) set_config_option("application_name", app, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
-		rec = recommend(pairs, npairs, &scan);
+		rec = ranks_recommend(pairs, npairs, &scan);
 		MemoryContextSwitchTo(old);
 		for (int i = 0; i < npairs; i++)
 			put_pair(rsinfo, &pairs[i], i == rec);
