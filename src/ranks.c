@@ -32,7 +32,6 @@
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 
-#include "error_kinds.h"
 #include "evaluate.h"
 #include "fit.h"
 #include "fit_input.h"
@@ -111,7 +110,7 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be NULL", what)));
 	a = PG_GETARG_ARRAYTYPE_P(argno);
 	deconstruct_array(a, INT4OID, sizeof(int32), true, TYPALIGN_INT, &values, &nulls, &count);
@@ -124,7 +123,7 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 
 		if (nulls[i])
 			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_NULL),
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("%s must not contain NULL", what)));
 		r = DatumGetInt32(values[i]);
 		if (r < 0)
@@ -436,7 +435,7 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 	for (int h = 0; h < data->nheld; h++)
 		if (data->held[h].stats->dim != data->d)
 			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_DIMENSION),
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 					 errmsg("held-out client \"%s\" has dimension %d, the training rows have %d",
 							data->held[h].name, data->held[h].stats->dim, data->d)));
 
@@ -484,7 +483,7 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(A_QUERY))
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("query must not be NULL")));
 	scan_settings(fcinfo, &scan, &holdout);
 	fit_options_parse_call_no_ranks(fcinfo, &opts);	/* by argument name; ranks per pair */
