@@ -234,6 +234,20 @@ $node->safe_psql('other', 'CREATE EXTENSION vector; CREATE EXTENSION perpca; CRE
 		'perpca_vector refuses a schema other than perpca\'s')
 	  or diag($err);
 }
+# As docs/pgvector.md says: with perpca in schema pca (pgvector in a schema
+# of its own), CREATE EXTENSION without SCHEMA is refused with the command as
+# the hint, and SCHEMA pca works.
+$node->safe_psql($db, 'CREATE DATABASE in_pca');
+$node->safe_psql('in_pca',
+	'CREATE SCHEMA pca; CREATE SCHEMA vec; CREATE EXTENSION vector SCHEMA vec; CREATE EXTENSION perpca SCHEMA pca');
+{
+	my ($rc, $out, $err) = $node->psql('in_pca', 'CREATE EXTENSION perpca_vector');
+	ok($rc != 0 && $err =~ /HINT:  CREATE EXTENSION perpca_vector SCHEMA pca/,
+		'perpca in schema pca: the refusal names the command') or diag($err);
+	is( $node->safe_psql('in_pca', q{CREATE EXTENSION perpca_vector SCHEMA pca;
+SELECT pca.perpca_count(pca.perpca_stats(v)) FROM (VALUES ('[1,2]'::vec.vector), ('[3,4]')) t(v)}),
+		'2', 'CREATE EXTENSION perpca_vector SCHEMA pca works, pgvector in its own schema');
+}
 
 # ---- Out: the model row functions --------------------------------------------------
 sql(q{SELECT count(*) FROM perpca_train('vm', 'SELECT g, perpca_stats(v) FROM rows WHERE g > 1 GROUP BY g', 2, 2)});

@@ -7,7 +7,8 @@
 # which needs cron.host (here the socket directory).  In each phase a job
 # refreshes the model every minute; the test waits (bounded) until
 # cron.job_run_details shows a successful run and the model has a new
-# version with the client that appeared, then unschedules the job.
+# version with the client that appeared, then unschedules the job.  Phase 3:
+# a refresh of unchanged data writes nothing to the server log.
 use strict;
 use warnings;
 
@@ -96,6 +97,25 @@ is( $node->safe_psql(
 		'postgres', q{SELECT count(*) FROM obs WHERE client = 'e'
                          AND array_length(perpca_model_scores('m', client, x), 1) = 4}),
 	'150', 'the refreshed model projects the new client with its local components');
+
+# Phase 3: a refresh of unchanged data is recorded in the model's history and
+# says so at DEBUG1 only, so a nightly job writes nothing to the server log
+# even at log_min_messages = notice (0.3.0 wrote a NOTICE every run).
+$node->safe_psql('postgres', 'ALTER SYSTEM SET log_min_messages = notice; SELECT pg_reload_conf()');
+my $log_offset = -s $node->logfile;
+my $v_same = $node->safe_psql('postgres', 'SELECT version FROM m_info');
+my $job3 = $node->safe_psql('postgres',
+	q{SELECT cron.schedule('perpca-refresh-same', '* * * * *', $$SELECT * FROM public.perpca_refresh('public.m')$$)});
+ok( $node->poll_query_until(
+		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
+                                       WHERE jobid = $job3 AND status IN ('succeeded', 'failed'))}),
+	'unchanged: the job ran within the wait');
+is($node->safe_psql('postgres', "SELECT cron.unschedule($job3)"), 't', 'unchanged: unscheduled');
+is( $node->safe_psql(
+		'postgres', q{SELECT outcome, version, rounds_run FROM perpca_model_history('public.m') ORDER BY entry DESC LIMIT 1}),
+	"unchanged|$v_same|0", 'unchanged: the history row is the record');
+unlike(slurp_file($node->logfile, $log_offset), qr/is unchanged: nothing was fitted/,
+	'unchanged: no line in the server log at log_min_messages = notice');
 
 $node->stop;
 done_testing();
