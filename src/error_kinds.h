@@ -47,5 +47,7 @@
 #define PERPCA_ERRCODE_NOT_OWNER ERRCODE_INSUFFICIENT_PRIVILEGE
 /* 55P03 lock_not_available: a model being refreshed or changed by another transaction */
 #define PERPCA_ERRCODE_MODEL_BUSY ERRCODE_LOCK_NOT_AVAILABLE
+/* 0A000 feature_not_supported: a query text that is not exactly one SELECT */
+#define PERPCA_ERRCODE_NOT_ONE_SELECT ERRCODE_FEATURE_NOT_SUPPORTED
 
 #endif							/* PERPCA_ERROR_KINDS_H */
