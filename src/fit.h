@@ -13,7 +13,7 @@
  *                    or on shards over libpq (federated.c) -- same sums
  *   solver_paper.c   the paper's Algorithm 2: rounds of client steps + server step
  *   solver_lbfgs.c   Riemannian L-BFGS over U on the Grassmannian, best responses
- *   fit_start.c      starting U: disPCA, Qu, pooled, random, given
+ *   fit_start.c      starting U: disPCA, Qu, pooled, random, given; hop starts
  *   fit_search.c     the search: starts and hops x solver, basins, the best start
  *   fit.c            one fit: the search, then the output and its diagnostics
  *   fit_options.c    options parsed once, with one set of defaults

@@ -210,7 +210,6 @@ typedef struct Search
 	bool		agree;			/* every start ended in the first one's basin */
 	int			budget;			/* rounds a hop may run */
 	int			m;				/* columns a hop replaces */
-	double	   *resid;			/* d x m: the pooled variance Ubest leaves (the first hop) */
 	uint64		state;			/* the hops' random directions */
 	Optima		optima;
 	LbfgsWatch	watch;
@@ -221,52 +220,6 @@ static inline int
 rounds_left(const Search *s)
 {
 	return s->opts->rounds - s->diag->rounds;
-}
-
-/*
- * Hop: U <- Ubest with its HOP_COLUMNS weakest global directions (least
- * variance of sum_i w_i S_i) replaced by other directions orthogonal to
- * Ubest.  The optima of real data differ mostly in their weakest
- * directions, which the clients' local components compete for; a hop frees
- * them and lets the solver assign them anew.  With resid (d x m), the top
- * pooled variance that Ubest leaves, comes in: the directions that most
- * clients would gain from sharing; otherwise seeded random directions.
- */
-static void
-hop_start(FitBackend *be, const double *Ubest, double *U, uint64 *state, const double *resid)
-{
-	int			d = be->d,
-				r1 = be->r1,
-				m = Min(HOP_COLUMNS, Min(r1, d - r1));
-	double	   *SU = palloc(sizeof(double) * d * r1),
-			   *Z = palloc(sizeof(double) * d * Max(m, 1)),
-			   *H = palloc(sizeof(double) * r1 * Max(r1, m)),
-			   *Q = palloc(sizeof(double) * r1 * r1),
-			   *var = palloc(sizeof(double) * r1);
-
-	/* U = Ubest Q, columns in decreasing variance */
-	be->apply(be, Ubest, r1, SU);
-	be->setup_rounds++;
-	linalg_gemm(true, false, r1, r1, d, 1.0, Ubest, r1, SU, r1, 0.0, H, r1);
-	fit_eigh_top(r1, H, r1, var, Q, r1);
-	linalg_gemm(false, false, d, r1, r1, 1.0, Ubest, r1, Q, r1, 0.0, U, r1);
-	if (resid != NULL)
-		memcpy(Z, resid, sizeof(double) * d * m);
-	else
-		fit_fill_gaussian(state, d, m, Z, Max(m, 1));
-	/* Z: orthonormal and orthogonal to U (twice, for rounding) */
-	for (int pass = 0; pass < 2 && m > 0; pass++)
-	{
-		linalg_gemm(true, false, r1, m, d, 1.0, U, r1, Z, m, 0.0, H, m);
-		linalg_gemm(false, false, d, m, r1, -1.0, U, r1, H, m, 1.0, Z, m);
-		fit_retract(FIT_RETRACT_QR, d, m, Z, m);
-	}
-	linalg_copy(d, m, Z, Max(m, 1), U + (r1 - m), r1);
-	pfree(SU);
-	pfree(Z);
-	pfree(H);
-	pfree(Q);
-	pfree(var);
 }
 
 /* Whether objective a beats b by more than rounding. */
@@ -323,7 +276,6 @@ search_init(Search *s, FitBackend *be, const FitOptions *opts, int n, double *U,
 	s->agree = true;
 	s->m = Min(HOP_COLUMNS, Min(be->r1, be->d - be->r1));
 	s->budget = HOP_MIN_ROUNDS;
-	s->resid = palloc(sizeof(double) * be->d * Max(s->m, 1));
 	s->optima.be = be;
 	s->optima.entered = -1;
 	s->watch.check = optima_watch;
@@ -370,12 +322,11 @@ search_hop(Search *s, int h, bool *kept)
 	double		gnorm;
 	int			basin;
 
-	/* starts in one basin: the first hop brings in the pooled variance it leaves */
-	bool		first = s->agree && h == 1 && s->m > 0;
-
-	if (first)
-		fit_residual_top(s->be, s->Ubest, s->m, s->resid, NULL);
-	hop_start(s->be, s->Ubest, s->U, &s->state, first ? s->resid : NULL);
+	/* starts in one basin: the first hop brings in the pooled variance it leaves, screened */
+	if (s->agree && h == 1 && s->m > 0)
+		fit_screened_hop(s->be, s->Ubest, s->m, s->U);
+	else
+		fit_hop_start(s->be, s->Ubest, s->m, &s->state, s->U);
 	diag->current = diag->nstarts++;
 	rep->name = psprintf("hop %d", h);
 	rep->basin = -1;

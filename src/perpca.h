@@ -22,7 +22,7 @@
  *                       backend (node.h)
  *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
  *   solver_lbfgs.c      Riemannian L-BFGS over U (best-response V_i): the default
- *   fit_start.c         starting U: disPCA, Qu, pooled, random, given
+ *   fit_start.c         starting U: disPCA, Qu, pooled, random, given; hop starts
  *   fit_search.c        the search of one fit: the start list, starts and hops x
  *                       solver, the basins found, when it stops (fit_search.h)
  *   fit.c               one fit: the search's U made feasible, ordered, diagnostics
