@@ -19,3 +19,8 @@ DROP FUNCTION IF EXISTS perpca_internal.shard_finish(text, float8[], boolean);
 -- Issue 34: perpca_last_fit gains stopped, perpca_last_fit_starts basin and ended.
 DROP FUNCTION IF EXISTS perpca_last_fit();
 DROP FUNCTION IF EXISTS perpca_last_fit_starts();
+
+-- Issue 36: a model's query is bound once, in the view <model>_source;
+-- stage_fill reads that view, its arguments renamed (query, search_path ->
+-- schema_name, base).
+DROP FUNCTION perpca_internal.stage_fill(text, text);
