@@ -32,6 +32,9 @@
  *   scale.c             feature scaling (scale => 'standard'): pooled standard
  *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
+ *   exact_sum.c         order-independent sums: a long accumulator per entry, read
+ *                       correctly rounded or as an exact expansion a shard ships
+ *                       (exact_sum.h), so a federated fit has one node's bits
  *   row_reader.c        the one reader of a user's query of rows or statistics: its
  *                       input forms, the missing option ('error', 'skip', 'observed'),
  *                       the NOTICEs for skipped rows and empty groups (row_reader.h)
