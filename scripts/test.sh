@@ -73,7 +73,7 @@ LOCAL_PG=${PERPCA_IN_ROOTFS:-$PG_MAJOR}
 # over libpq, the README's example), the same on every server, and run on
 # 15; with
 # PERPCA_MATRIX_FULL=1 every file runs everywhere (README, Testing: the time).
-VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_escalation|077_internal_execute|085_isolation|900_pg_cron|910_maintenance_cron)$'
+VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_bound_query|076_escalation|077_internal_execute|085_isolation|900_pg_cron|910_maintenance_cron)$'
 
 T0=$SECONDS
 PASSED=0

@@ -185,6 +185,7 @@ evaluate_query_types(const char *query, int *natts)
 	Oid		   *types;
 	MemoryContext caller = CurrentMemoryContext;
 
+	(void) perpca_one_select(query, "query");
 	SPI_connect();
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL)

@@ -164,8 +164,10 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 static Portal
 open_query(const char *query)
 {
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	SPIPlanPtr	plan;
 
+	(void) perpca_one_select(query, "query");
+	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL || !SPI_is_cursor_plan(plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

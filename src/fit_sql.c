@@ -145,6 +145,7 @@ read_start(const char *query, const ClientInput *in, FitNode *node)
 	int		   *vset = palloc0(sizeof(int) * Max(node->n, 1));
 	int			uset = 0;
 
+	(void) perpca_one_select(query, "start query");
 	for (int i = 0; i < node->n; i++)
 		node->clients[i].V0 = palloc0(sizeof(double) * node->d * Max(node->clients[i].r2, 1));
 	SPI_connect();

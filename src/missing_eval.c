@@ -184,6 +184,7 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	rowcxt = AllocSetContextCreate(outer, "perpca_evaluate_imputation row", ALLOCSET_DEFAULT_SIZES);
 	cs.cxt = outer;
 
+	(void) perpca_one_select(query, "query");
 	SPI_connect();
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL || !SPI_is_cursor_plan(plan))

@@ -1,7 +1,8 @@
 /*
  * model_lock.c -- the rule for model names, finding and locking a model's
  * three tables in one order (model_lock.h), and perpca_drop, which is nothing
- * more than that plus a DROP TABLE
+ * more than that plus a DROP TABLE (and a DROP VIEW of <model>_source, the
+ * model's bound query)
  *
  * The old lock of a model was pg_advisory_xact_lock(1885696624, hashtext(name)),
  * a key any role could compute and hold to make the owner's refresh fail.
@@ -388,6 +389,22 @@ is_model_info(Oid relid)
 	return att != InvalidAttrNumber && get_atttype(relid, att) == INT8OID;
 }
 
+/*
+ * The view <base>_source that holds the model's query (40_models.sql,
+ * source_bind), when it is a view of the model's owner; else InvalidOid
+ * (a model stored before 0.4.0 and never refreshed has none).
+ */
+static Oid
+model_source_view(const ModelLock *ml)
+{
+	Oid			nsp = get_rel_namespace(ml->relid[MODEL_REL_INFO]);
+	Oid			view = get_relname_relid(psprintf("%s_source", ml->base), nsp);
+
+	if (!OidIsValid(view) || get_rel_relkind(view) != RELKIND_VIEW || model_rel_owner(view) != ml->owner)
+		return InvalidOid;
+	return view;
+}
+
 /* perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void */
 Datum
 perpca_drop(PG_FUNCTION_ARGS)
@@ -396,7 +413,8 @@ perpca_drop(PG_FUNCTION_ARGS)
 	bool		if_exists = PG_GETARG_BOOL(1);
 	ModelLock	ml;
 	StringInfoData cmd;
-	Oid			history;
+	Oid			history,
+				view;
 
 	model_lock(&ml, model, MODEL_LOCK_DROP, true, if_exists);
 	if (!ml.present)
@@ -419,8 +437,12 @@ perpca_drop(PG_FUNCTION_ARGS)
 		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", model_relid_name(ml.relid[i]));
 	if (OidIsValid(history))
 		appendStringInfo(&cmd, ", %s", model_relid_name(history));
+	view = model_source_view(&ml);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	if (OidIsValid(view) &&
+		SPI_execute(psprintf("DROP VIEW %s", model_relid_name(view)), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "perpca_drop: DROP VIEW %s failed", model_relid_name(view));
 	if (SPI_execute(cmd.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "perpca_drop: %s failed", cmd.data);
 	SPI_finish();

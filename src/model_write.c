@@ -18,10 +18,13 @@
  * of every function that touches a model: its three tables, then its
  * history), and stays locked to the end of the transaction.
  *
- * The query of a model runs with the recorded search_path, at train and at
- * every refresh, as the model's owner inside a security-restricted
- * operation (run_as_owner.c), so a model refreshes from any session as it
- * was trained, and a query that cannot run that way fails at train time.
+ * The query of a model is checked to be one SELECT (query_check.c) and
+ * bound once, at train: the owner creates the view <model>_source holding
+ * it, with the recorded search_path (perpca_internal.source_bind), as
+ * CREATE MATERIALIZED VIEW binds its query.  Train and every refresh then
+ * read that view as the model's owner inside a security-restricted
+ * operation (run_as_owner.c); no refresh parses the text again, so nothing
+ * planted later in a schema of that search_path can bind into it.
  */
 #include "postgres.h"
 
@@ -167,6 +170,9 @@ perpca_train(PG_FUNCTION_ARGS)
 	/* Every option is checked before anything runs or is locked. */
 	options = fit_options_from_call(fcinfo);
 	fit_options_parse(options, &opts);
+	(void) perpca_one_select(query, "the query of a model");
+	if (opts.start != NULL)
+		(void) perpca_one_select(opts.start, "start query");
 	/* Lock first, then look: of sessions creating one model at once, one
 	 * creates it and the others find it (and replace it, or fail cleanly). */
 	model_lock(&ml, model, MODEL_LOCK_WRITE, true, true);	/* may create it */

@@ -35,6 +35,7 @@
  *   fit_input.c         the input: the user's query, its checks, the clients' S_i,
  *                       result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
+ *   query_check.c       every query text perpca runs is exactly one SELECT (one check)
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
  *   federated_shard.c   perpca_internal.shard_*(): node.c behind SQL on each shard
@@ -104,6 +105,15 @@ extern void perpca_restore_activity(void);
 
 /* GUC perpca.progress_rows (0 = off). */
 extern int	perpca_progress_rows;
+
+/* ---- query_check.c ---- */
+
+/*
+ * Check that a caller's query text is exactly one SELECT (0A000 naming it
+ * what otherwise); return the statement's own text, without trailing
+ * semicolons.
+ */
+extern char *perpca_one_select(const char *query, const char *what);
 
 /* ---- arrays.c ---- */
 

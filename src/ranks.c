@@ -463,13 +463,52 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 	return data;
 }
 
+/*
+ * Fit and evaluate every pair of the grid that is not left out, each in a
+ * memory context of its own, reset after it; the scan's context is current.
+ */
+static void
+fit_pairs(RankPair *pairs, int npairs, int nfit, const RankData *data, FitOptions *opts)
+{
+	MemoryContext scancxt = CurrentMemoryContext;
+	MemoryContext paircxt = AllocSetContextCreate(scancxt, "perpca_choose_ranks pair", ALLOCSET_DEFAULT_SIZES);
+	double	   *mean_sum = palloc(sizeof(double) * data->d);
+	const double *fit_centre = clients_center(opts->center, mean_sum,
+											  clients_mean_sum(data->train, data->ntrain, mean_sum), data->d);
+	int			k = 0;
+
+	for (int i = 0; i < npairs; i++)
+	{
+		instr_time	start,
+					elapsed;
+
+		if (pairs[i].left_out)
+			continue;
+		show_pair(++k, nfit, &pairs[i]);
+		perpca_report_phase("perpca_choose_ranks: pair %d/%d (n_global %d, n_local %d)",
+							k, nfit, pairs[i].g, pairs[i].l);
+		INSTR_TIME_SET_CURRENT(start);
+		MemoryContextSwitchTo(paircxt);
+		fit_pair(&pairs[i], data, opts, fit_centre);
+		MemoryContextSwitchTo(scancxt);
+		MemoryContextReset(paircxt);
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		pairs[i].seconds = INSTR_TIME_GET_DOUBLE(elapsed);
+	}
+	MemoryContextDelete(paircxt);
+	if (nfit < npairs)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: %d pair(s) left out: n_global + n_local >= d = %d leaves no dimension to measure held-out error",
+						npairs - nfit, data->d)));
+}
+
 /* perpca_choose_ranks(query, heldout, global_ranks, local_ranks, within, min_theta, holdout, fit options..., target_explained_ratio) */
 Datum
 perpca_choose_ranks(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext scancxt,
-				paircxt,
 				old;
 	FitOptions	opts;
 	RankScan	scan;
@@ -491,17 +530,13 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 	ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &nl);
 
 	scancxt = AllocSetContextCreate(CurrentMemoryContext, "perpca_choose_ranks", ALLOCSET_DEFAULT_SIZES);
-	paircxt = AllocSetContextCreate(scancxt, "perpca_choose_ranks pair", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(scancxt);
 	PG_TRY();
 	{
 		RankData   *data = read_data(fcinfo, &opts, holdout, scancxt);
 		RankPair   *pairs;
-		double	   *mean_sum = palloc(sizeof(double) * data->d);
-		const double *fit_centre;
 		int			npairs,
 					nfit,
-					k = 0,
 					rec;
 
 		scan.d = data->d;
@@ -512,31 +547,7 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 					 errmsg("no pair of ranks to fit: need n_global, n_local >= 0 with 1 <= n_global + n_local < %d",
 							data->d),
 					 errdetail("A pair that uses all %d dimensions explains held-out rows exactly.", data->d)));
-		fit_centre = clients_center(opts.center, mean_sum,
-									clients_mean_sum(data->train, data->ntrain, mean_sum), data->d);
-		for (int i = 0; i < npairs; i++)
-		{
-			instr_time	start,
-						elapsed;
-
-			if (pairs[i].left_out)
-				continue;
-			show_pair(++k, nfit, &pairs[i]);
-			perpca_report_phase("perpca_choose_ranks: pair %d/%d (n_global %d, n_local %d)",
-								k, nfit, pairs[i].g, pairs[i].l);
-			INSTR_TIME_SET_CURRENT(start);
-			MemoryContextSwitchTo(paircxt);
-			fit_pair(&pairs[i], data, &opts, fit_centre);
-			MemoryContextSwitchTo(scancxt);
-			MemoryContextReset(paircxt);
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, start);
-			pairs[i].seconds = INSTR_TIME_GET_DOUBLE(elapsed);
-		}
-		if (nfit < npairs)
-			ereport(NOTICE,
-					(errmsg("perpca_choose_ranks: %d pair(s) left out: n_global + n_local >= d = %d leaves no dimension to measure held-out error",
-							npairs - nfit, data->d)));
+		fit_pairs(pairs, npairs, nfit, data, &opts);
 		(void) set_config_option("application_name", app, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
 		rec = ranks_recommend(pairs, npairs, &scan);

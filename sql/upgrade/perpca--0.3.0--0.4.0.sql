@@ -8,3 +8,8 @@
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
 -- Each entry names the issue that needs it.
+
+-- Issue 36: a model's query is bound once, in the view <model>_source;
+-- stage_fill reads that view, its arguments renamed (query, search_path ->
+-- schema_name, base).
+DROP FUNCTION perpca_internal.stage_fill(text, text);

@@ -32,6 +32,7 @@ my $shard = "shard side of perpca_fit_federated: the connecting role's query, as
 my $stage = "the caller's own temporary tables, filled by the caller's query as the current user";
 my $owner_check = "touches a model: checks the owner's privileges first (model_lock 'write')";
 my %allow = (
+	'perpca_internal.one_select(text,text)' => $pure,
 	'perpca_internal.scale_stats(perpca_stats,double precision[])' => $pure,
 	'perpca_internal.scale_vector(double precision[],double precision[])' => $pure,
 	'perpca_internal.client_monitor_stats(perpca_stats,double precision[],double precision[])' => $pure,
@@ -52,7 +53,7 @@ my %allow = (
 	'perpca_internal.shard_result(text)' => $shard,
 	'perpca_internal.shard_close(text)' => $shard,
 	'perpca_internal.stage_create(regrole)' => $stage,
-	'perpca_internal.stage_fill(text,text)' => $stage,
+	'perpca_internal.stage_fill(text,text)' => "reads the model's view <model>_source into the caller's stage, only if it is a view of the current user",
 	'perpca_internal.stage_start(text,regrole,text)' => $stage,
 	'perpca_internal.stage_digest(jsonb,text[])' => $stage,
 	'perpca_internal.query_shape(text,text)' => "plans (never runs) the caller's query as the caller: its columns, as the catalog shows them",
@@ -66,6 +67,8 @@ my %allow = (
 	'perpca_internal.refresh(text,text,text,boolean,text)' =>
 	  "body of perpca_refresh (SPI as the caller): model_owner + model_check_owner first",
 	'perpca_internal.run_as(regrole,text,"any")' => "checks that the caller has the role's privileges",
+	'perpca_internal.run_as_caught(regrole,text,"any")' => "run_as in a subtransaction: checks that the caller has the role's privileges",
+	'perpca_internal.source_bind(text,text,text,text)' => $owner_check . " (or CREATE on the schema, for a new model)",
 	'perpca_internal.model_lock(text,text,boolean,boolean,text)' =>
 	  "write and drop check the owner's privileges before any lock; read refused from SQL",
 	'perpca_internal.model_refresh(text,text,boolean)' => $owner_check,
@@ -179,8 +182,14 @@ my @calls = (
 	[ "SELECT perpca_internal.shard_result('nope')", '22023|42704|55000' ],
 	[ "SELECT perpca_internal.shard_close('nope')", '' ],
 	[ "SELECT perpca_internal.stage_create('alice'::regrole)", '' ],
-	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT client, stats FROM alice.secret', 'pg_catalog')", $priv ],
-	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('SELECT 1, 2) x; DROP TABLE alice.am_info; --', 'alice')", "$priv|42601|42804" ],
+	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('alice', 'am')", '42809' ],
+	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_fill('alice', $hostile)", '42P01' ],
+	[ "SELECT perpca_internal.one_select('SELECT 1; DROP TABLE alice.am_info', 'q')", '0A000' ],
+	[ "SELECT perpca_internal.one_select('SELECT 1', 'q')", '' ],
+	[ "SELECT perpca_internal.source_bind('alice', 'am', 'SELECT * FROM alice.secret', 'pg_catalog')", $priv ],
+	[ "SELECT perpca_internal.source_bind('alice', 'newm', 'SELECT * FROM alice.secret', 'pg_catalog')", $priv ],
+	[ "SELECT perpca_internal.source_bind('alice', $hostile, 'SELECT 1; DROP TABLE alice.am_info', 'pg_catalog')", '0A000' ],
+	[ "SELECT perpca_internal.run_as_caught('alice'::regrole, 'SELECT pg_catalog.to_jsonb(i) FROM alice.am_info i', 0)", $priv ],
 	[ "SELECT perpca_internal.stage_start('SELECT * FROM alice.secret', 'alice', 'pg_catalog')", $priv ],
 	[ "SELECT perpca_internal.stage_create('mallory'::regrole);\nSELECT perpca_internal.stage_digest('{}', NULL) IS NULL", '' ],
 	[ "SELECT perpca_internal.query_shape('SELECT * FROM alice.secret', 'pg_catalog') IS NOT NULL", "|$priv" ],
