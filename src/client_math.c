@@ -414,6 +414,46 @@ response_block(int n, int r)
 }
 
 /*
+ * LOBPCG on op (dimension n) from a seeded block X (n x b) to the top kk
+ * eigenpairs at a residual of SPECTRUM_TOL x lambda_max: X, theta (b).
+ */
+static void
+spectrum_lobpcg(FitClient *c, const EigenOp *op, int b, int kk, double *X, double *theta)
+{
+	int			n = op->n;
+	double	   *AX = palloc(sizeof(double) * n * b);
+	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+
+	fit_fill_gaussian(&state, n, b, X, b);
+	eigen_orthonormalize_block(op, X, b);
+	eigen_apply(op, X, b, AX);
+	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
+	eigen_lobpcg(op, X, AX, b, theta, kk, 0.0, 0);
+	eigen_lobpcg(op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
+				 SPECTRUM_MAX_ITER);
+	pfree(AX);
+}
+
+/*
+ * A thin client's eigenvectors L (d x kk) from the Gram matrix's Z (m x kk,
+ * stride b; scaled in place): L = F z / sqrt(theta), then QR (order kept)
+ * for orthonormality to rounding.
+ */
+static void
+thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double *L)
+{
+	int			d = c->d,
+				nr = c->nrows;
+
+	for (int j = 0; j < kk; j++)
+		linalg_scale_column(thin_width(c), Z, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
+	linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, Z, b, 0.0, L, kk);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, Z + (int64) nr * b, b, 1.0, L, kk);
+	orthonormalize(c, FIT_RETRACT_QR, d, kk, L, kk);
+}
+
+/*
  * The client's top max(k, 1) eigenpairs to a residual of SPECTRUM_TOL x
  * lambda_max, computed once per fit (cached in c->pc_L, c->pc_lambda):
  * both lambda_max (then exact to ~1e-12) and the approximate local PCs of
@@ -434,9 +474,8 @@ client_spectrum(FitClient *c)
 	SpaceOp		space;
 	EigenOp		op;
 	double	   *X,
-			   *AX,
 			   *theta;
-	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+	bool		found;
 
 	if (c->pc_L != NULL)
 		return true;
@@ -444,45 +483,23 @@ client_spectrum(FitClient *c)
 		return false;
 	op = c->S != NULL ? space_op(c, NULL, &space) : gram_op(c, n, thin_gram(c), NULL, 0);
 	X = palloc(sizeof(double) * n * b);
-	AX = palloc(sizeof(double) * n * b);
 	theta = palloc(sizeof(double) * b);
-	fit_fill_gaussian(&state, n, b, X, b);
-	eigen_orthonormalize_block(&op, X, b);
-	eigen_apply(&op, X, b, AX);
-	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
-	eigen_lobpcg(&op, X, AX, b, theta, kk, 0.0, 0);
-	eigen_lobpcg(&op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
-				 SPECTRUM_MAX_ITER);
-	if (c->S == NULL && !(theta[kk - 1] > 1e-10 * theta[0]))
+	spectrum_lobpcg(c, &op, b, kk, X, theta);
+	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
+	found = c->S != NULL || theta[kk - 1] > 1e-10 * theta[0];
+	if (found)
 	{
-		/* fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
-		pfree(X);
-		pfree(AX);
-		pfree(theta);
-		return false;
-	}
-	c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
-	c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
-	memcpy(c->pc_lambda, theta, sizeof(double) * kk);
-	if (c->S != NULL)
-		linalg_copy(d, kk, X, b, c->pc_L, kk);
-	else
-	{
-		/* L = F z / sqrt(theta), then QR (order kept) for orthonormality to rounding */
-		int			nr = c->nrows;
-
-		for (int j = 0; j < kk; j++)
-			linalg_scale_column(n, X, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
-		linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, X, b, 0.0, c->pc_L, kk);
-		if (c->delta != NULL)
-			linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, X + (int64) nr * b, b, 1.0,
-						c->pc_L, kk);
-		orthonormalize(c, FIT_RETRACT_QR, d, kk, c->pc_L, kk);
+		c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
+		c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
+		memcpy(c->pc_lambda, theta, sizeof(double) * kk);
+		if (c->S != NULL)
+			linalg_copy(d, kk, X, b, c->pc_L, kk);
+		else
+			thin_vectors(c, X, b, theta, kk, c->pc_L);
 	}
 	pfree(X);
-	pfree(AX);
 	pfree(theta);
-	return true;
+	return found;
 }
 
 void
@@ -743,6 +760,59 @@ thin_deflated_gram(FitClient *c, const double *FtU)
 }
 
 /*
+ * The m x q right-hand side C of thin_local_and_su's one pass: columns
+ * [Z_j / sqrt(theta_j) (r2), F'U (r1), AZ_j / sqrt(theta_j) (r2, with AZ)].
+ */
+static double *
+thin_pass_columns(FitClient *c, const double *Z, int ldz, const double *FtU, const double *AZ,
+				  int q)
+{
+	int			r1 = c->r1,
+				r2 = c->r2,
+				m = thin_width(c);
+	double	   *C = palloc(sizeof(double) * m * q);
+
+	for (int i = 0; i < m; i++)
+	{
+		for (int j = 0; j < r2; j++)
+		{
+			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
+
+			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
+			if (AZ != NULL)
+				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
+		}
+		for (int j = 0; j < r1; j++)
+			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
+	}
+	return C;
+}
+
+/*
+ * T = [V, S U, S V] (d x q, stride q) with V orthogonal to U: V once more
+ * orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 by
+ * Cholesky QR; returns whether that succeeded (else V is only deflated).
+ */
+static bool
+thin_orthonormal_pair(FitClient *c, const double *U, double *T, int q)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2;
+	double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
+
+	if (r1 > 0)
+	{
+		linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
+		linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
+		linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
+	}
+	pfree(UtV);
+	return linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
+								 client_work(c, LINALG_CHOL_WORK(r2))) == 0;
+}
+
+/*
  * From m-space vectors Z (ldz) and F'U, in one pass over the rows: V
  * (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, and S U =
  * F (F'U) into SU (d x r1).  With AZ (the deflated Gram matrix times Z,
@@ -759,44 +829,15 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 				r1 = c->r1,
 				r2 = c->r2,
 				k = c->k,
-				q = r1 + r2 + (AZ != NULL ? r2 : 0),
-				m = thin_width(c);
-	double	   *C = palloc(sizeof(double) * m * q),
+				q = r1 + r2 + (AZ != NULL ? r2 : 0);
+	double	   *C = thin_pass_columns(c, Z, ldz, FtU, AZ, q),
 			   *T = palloc(sizeof(double) * d * q);
 
-	for (int i = 0; i < m; i++)
-	{
-		for (int j = 0; j < r2; j++)
-		{
-			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
-
-			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
-			if (AZ != NULL)
-				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
-		}
-		for (int j = 0; j < r1; j++)
-			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
-	}
 	linalg_gemm(true, false, d, q, n, sqrt(c->yscale), c->Y, d, C, q, 0.0, T, q);
 	if (c->delta != NULL)
 		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
 	deflate_block(d, r1, U, r2, T, q);
-	c->sw_ready = false;
-	if (AZ != NULL)
-	{
-		/* V once more orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 */
-		double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
-
-		if (r1 > 0)
-		{
-			linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
-			linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
-			linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
-		}
-		pfree(UtV);
-		c->sw_ready = linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
-											client_work(c, LINALG_CHOL_WORK(r2))) == 0;
-	}
+	c->sw_ready = AZ != NULL && thin_orthonormal_pair(c, U, T, q);
 	if (!c->sw_ready)
 		orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
 	linalg_copy(d, r2, T, q, c->W + r1, k);
@@ -838,6 +879,29 @@ client_seed_response(FitClient *c, const FitLocalPCs *pcs)
 }
 
 /*
+ * The iterative best response on the Gram operator op (m x m) from c->X:
+ * subspace iteration when the block is more than half of m, else LOBPCG.
+ * Returns whether the exact solve must follow (the iteration failed, and m
+ * is small enough for it).
+ */
+static bool
+gram_iterate(FitClient *c, const EigenOp *op, double tol)
+{
+	int			m = op->n;
+	double	   *AX = palloc(sizeof(double) * m * c->b);
+	bool		exact;
+
+	eigen_orthonormalize_block(op, c->X, c->b);
+	eigen_apply(op, c->X, c->b, AX);
+	exact = (2 * c->b > m) ?
+		!eigen_subspace_iterate(op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
+		!eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+		m <= BEST_RESPONSE_EXACT_FALLBACK;
+	pfree(AX);
+	return exact;
+}
+
+/*
  * V_i of a thin client from its deflated Gram matrix F'F - (F'U)(F'U)':
  * iterated on the implicit operator, or exact (LAPACK on the explicit
  * matrix) when m is small or the iteration fails; S U into SU.
@@ -853,17 +917,7 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	if (c->X == NULL)
 		best_response_block(c, m);
 	if (!exact)
-	{
-		double	   *AX = palloc(sizeof(double) * m * c->b);
-
-		eigen_orthonormalize_block(&op, c->X, c->b);
-		eigen_apply(&op, c->X, c->b, AX);
-		exact = (2 * c->b > m) ?
-			!eigen_subspace_iterate(&op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
-			!eigen_lobpcg(&op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
-			m <= BEST_RESPONSE_EXACT_FALLBACK;
-		pfree(AX);
-	}
+		exact = gram_iterate(c, &op, tol);
 	if (exact)
 	{
 		double	   *G = thin_deflated_gram(c, FtU);
@@ -886,6 +940,26 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	return exact;
 }
 
+/* c->Lt = Lambda_r^(1/2) Q_r' (r x d) and c->Llambda from the eigenpairs lam, Q (d x d, columns) of S_i. */
+static void
+low_rank_factor(FitClient *c, int r, const double *lam, const double *Q)
+{
+	int			d = c->d;
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
+
+	c->lrank = r;
+	c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
+	c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
+	for (int j = 0; j < r; j++)
+	{
+		double		s = sqrt(lam[j]);
+
+		c->Llambda[j] = lam[j];
+		for (int i = 0; i < d; i++)
+			c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
+	}
+}
+
 /*
  * The factor S_i = Lt'Lt of a small dense S_i of low rank, from its exact
  * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' over the r eigenvalues
@@ -896,7 +970,6 @@ dense_low_rank(FitClient *c)
 {
 	int			d = c->d,
 				r = 0;
-	MemoryContext cxt = GetMemoryChunkContext(c->W);
 	double	   *A,
 			   *Q,
 			   *lam,
@@ -915,19 +988,7 @@ dense_low_rank(FitClient *c)
 	while (r < d && lam[r] > LOW_RANK_TOL * lam[0])
 		r++;
 	if (r >= c->r1 + c->r2 && r <= LOW_RANK_FRACTION * d)
-	{
-		c->lrank = r;
-		c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
-		c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
-		for (int j = 0; j < r; j++)
-		{
-			double		s = sqrt(lam[j]);
-
-			c->Llambda[j] = lam[j];
-			for (int i = 0; i < d; i++)
-				c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
-		}
-	}
+		low_rank_factor(c, r, lam, Q);
 	pfree(A);
 	pfree(Q);
 	pfree(lam);

@@ -41,6 +41,7 @@
 #include "utils/builtins.h"
 #include "utils/plancache.h"
 
+#include "error_kinds.h"
 #include "evaluate.h"
 #include "linalg.h"
 #include "model_read.h"
@@ -111,6 +112,31 @@ evaluate_figures(const double *M, int d, const double *W, int r1, int r2)
 	return f;
 }
 
+/* The figures of evaluate_stats' client from its statistics s (n > 0) and the centre and components arguments. */
+static EvalFigures
+evaluate_stats_figures(FunctionCallInfo fcinfo, const PerpcaStats *s, const char *client)
+{
+	int			d = s->dim,
+				n,
+				r1,
+				r2;
+	double	   *centre = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_CENTRE), &n, "centre");
+	double	   *U,
+			   *V,
+			   *M;
+
+	if (n != d)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIMENSION),
+				 errmsg("client \"%s\" has dimension %d, the model has %d", client, d, n),
+				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
+	U = perpca_components_arg(fcinfo, ARG_U, d, &r1, "global components");
+	V = perpca_components_arg(fcinfo, ARG_V, d, &r2, "local components");
+	M = palloc(sizeof(double) * d * d);
+	perpca_stats_moment(s, centre, M);
+	return evaluate_figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
+}
+
 /*
  * perpca_internal.evaluate_stats(client text, s perpca_stats, centre float8[],
  *     u float8[], v float8[], OUT error, OUT total_variance, OUT global_variance,
@@ -125,14 +151,6 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 	bool		nulls[4] = {true, true, true, true};
 	const char *client;
 	PerpcaStats *s;
-	double	   *centre;
-	double	   *U;
-	double	   *V;
-	double	   *M;
-	int			d;
-	int			n;
-	int			r1;
-	int			r2;
 	EvalFigures f;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -140,28 +158,16 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 	desc = BlessTupleDesc(desc);
 	if (PG_ARGISNULL(ARG_CLIENT))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("the client of an evaluated row must not be NULL")));
 	client = text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
 	if (PG_ARGISNULL(ARG_STATS) || PG_ARGISNULL(ARG_CENTRE))
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 	s = PG_GETARG_PERPCA_STATS(ARG_STATS);
 	perpca_stats_validate(s);
-	d = s->dim;
 	if (s->n == 0)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-	centre = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_CENTRE), &n, "centre");
-	if (n != d)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("client \"%s\" has dimension %d, the model has %d", client, d, n),
-				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
-	U = perpca_components_arg(fcinfo, ARG_U, d, &r1, "global components");
-	V = perpca_components_arg(fcinfo, ARG_V, d, &r2, "local components");
-
-	M = palloc(sizeof(double) * d * d);
-	perpca_stats_moment(s, centre, M);
-	f = evaluate_figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
+	f = evaluate_stats_figures(fcinfo, s, client);
 
 	values[0] = Float8GetDatum(f.error);
 	values[1] = Float8GetDatum(f.total);
@@ -311,7 +317,7 @@ eval_one(const ModelData *m, EvalClient *e, PerpcaStats *s)
 
 	if (s->dim != m->d)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(PERPCA_ERRCODE_DIMENSION),
 				 errmsg("client \"%s\" has dimension %d, the model has %d", e->client, s->dim, m->d),
 				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
 	e->known = c != NULL;
@@ -457,6 +463,47 @@ perpca_evaluate(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* Sums over the clients with rows: per client (err, tot, g, l) and weighted by rows (_n). */
+typedef struct EvalTotals
+{
+	int			clients;
+	int			unseen;
+	int64		rows;
+	double		err,
+				err_n,
+				tot,
+				tot_n,
+				g,
+				g_n,
+				l,
+				l_n;
+} EvalTotals;
+
+static void
+evaluate_totals(const EvalClient *e, int n, EvalTotals *t)
+{
+	memset(t, 0, sizeof(EvalTotals));
+	for (int i = 0; i < n; i++)
+	{
+		double		w;
+
+		if (e[i].n <= 0)
+			continue;
+		w = (double) e[i].n;
+		t->clients++;
+		t->unseen += !e[i].known;
+		t->rows += e[i].n;
+		t->err += e[i].f.error;
+		t->err_n += w * e[i].f.error;
+		t->tot += e[i].f.total;
+		t->tot_n += w * e[i].f.total;
+		t->g += e[i].f.global;
+		t->g_n += w * e[i].f.global;
+		t->l += e[i].f.local;
+		t->l_n += w * e[i].f.local;
+	}
+}
+
 /*
  * perpca_evaluate_summary(model text, query text, OUT clients int, OUT
  * unseen_clients int, OUT n bigint, OUT error, OUT error_samples, OUT
@@ -474,53 +521,25 @@ perpca_evaluate_summary(PG_FUNCTION_ARGS)
 	bool		nulls[11] = {false};
 	int			n;
 	EvalClient *e;
-	int			clients = 0;
-	int			unseen = 0;
-	int64		rows = 0;
-	double		err = 0,
-				err_n = 0,
-				tot = 0,
-				tot_n = 0,
-				g = 0,
-				g_n = 0,
-				l = 0,
-				l_n = 0;
+	EvalTotals	t;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "perpca_evaluate_summary must return a record");
 	e = evaluate_all(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &n);
-	for (int i = 0; i < n; i++)
-	{
-		double		w;
-
-		if (e[i].n <= 0)
-			continue;
-		w = (double) e[i].n;
-		clients++;
-		unseen += !e[i].known;
-		rows += e[i].n;
-		err += e[i].f.error;
-		err_n += w * e[i].f.error;
-		tot += e[i].f.total;
-		tot_n += w * e[i].f.total;
-		g += e[i].f.global;
-		g_n += w * e[i].f.global;
-		l += e[i].f.local;
-		l_n += w * e[i].f.local;
-	}
-	values[0] = Int32GetDatum(clients);
-	values[1] = Int32GetDatum(unseen);
-	values[2] = Int64GetDatum(rows);
-	nulls[2] = clients == 0;
-	values[3] = Float8GetDatum(clients > 0 ? err / clients : 0);
-	nulls[3] = clients == 0;
-	values[4] = Float8GetDatum(rows > 0 ? err_n / (double) rows : 0);
-	nulls[4] = rows == 0;
-	values[5] = ratio(g, tot, &nulls[5]);
-	values[6] = ratio(g_n, tot_n, &nulls[6]);
-	values[7] = ratio(l, tot, &nulls[7]);
-	values[8] = ratio(l_n, tot_n, &nulls[8]);
-	values[9] = ratio(g + l, tot, &nulls[9]);
-	values[10] = ratio(g_n + l_n, tot_n, &nulls[10]);
+	evaluate_totals(e, n, &t);
+	values[0] = Int32GetDatum(t.clients);
+	values[1] = Int32GetDatum(t.unseen);
+	values[2] = Int64GetDatum(t.rows);
+	nulls[2] = t.clients == 0;
+	values[3] = Float8GetDatum(t.clients > 0 ? t.err / t.clients : 0);
+	nulls[3] = t.clients == 0;
+	values[4] = Float8GetDatum(t.rows > 0 ? t.err_n / (double) t.rows : 0);
+	nulls[4] = t.rows == 0;
+	values[5] = ratio(t.g, t.tot, &nulls[5]);
+	values[6] = ratio(t.g_n, t.tot_n, &nulls[6]);
+	values[7] = ratio(t.l, t.tot, &nulls[7]);
+	values[8] = ratio(t.l_n, t.tot_n, &nulls[8]);
+	values[9] = ratio(t.g + t.l, t.tot, &nulls[9]);
+	values[10] = ratio(t.g_n + t.l_n, t.tot_n, &nulls[10]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

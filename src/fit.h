@@ -7,6 +7,7 @@
  * sum_i w_i 1/2 [tr(U'S_iU) + tr(V_i'S_iV_i)] / sum_i w_i.
  *
  * Layers, each on top of the previous one, data flowing one way:
+ *   eigen.c          eigensolvers over double arrays: exact, subspace iteration, LOBPCG
  *   client_math.c    what one client computes (paper step, best response)
  *   node.c           the clients on this server, as weighted sums
  *   FitBackend       where the node operations run: node.c directly (local)

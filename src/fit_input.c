@@ -25,6 +25,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "exact_sum.h"
 #include "fit_input.h"
 #include "linalg.h"
 #include "perpca.h"
@@ -357,21 +358,39 @@ clients_stats(const ClientInput *in, int n)
 	return stats;
 }
 
-/* sum_i n_i mean_i into mean_sum (d); returns sum_i n_i. */
+/*
+ * sum_i n_i mean_i (d entries), summed exactly (exact_sum.h), so that a
+ * federated fit's shards add up to one node's sum bit for bit; *rows =
+ * sum_i n_i.
+ */
+ExactSum *
+clients_mean_sum_exact(const ClientInput *in, int n, double *rows)
+{
+	int			d = n > 0 ? in[0].stats->dim : 0;
+	ExactSum   *acc = exact_sum_create(Max(d, 1));
+
+	*rows = 0.0;
+	for (int i = 0; i < n; i++)
+	{
+		double		w = (double) in[i].stats->n;
+
+		*rows += w;
+		exact_sum_add_scaled(acc, 0, d, w, PERPCA_STATS_MEAN(in[i].stats));
+		exact_sum_add_scaled(acc, 0, d, w, PERPCA_STATS_MEAN_LO(in[i].stats));
+	}
+	return acc;
+}
+
+/* sum_i n_i mean_i into mean_sum (d), correctly rounded; returns sum_i n_i. */
 double
 clients_mean_sum(const ClientInput *in, int n, double *mean_sum)
 {
-	int			d = n > 0 ? in[0].stats->dim : 0;
-	double		total = 0.0;
+	double		rows;
+	ExactSum   *acc = clients_mean_sum_exact(in, n, &rows);
 
-	memset(mean_sum, 0, sizeof(double) * d);
-	for (int i = 0; i < n; i++)
-	{
-		total += (double) in[i].stats->n;
-		linalg_axpy(d, (double) in[i].stats->n, PERPCA_STATS_MEAN(in[i].stats), mean_sum);
-		linalg_axpy(d, (double) in[i].stats->n, PERPCA_STATS_MEAN_LO(in[i].stats), mean_sum);
-	}
-	return total;
+	exact_sum_values(acc, 0, n > 0 ? in[0].stats->dim : 0, mean_sum);
+	exact_sum_free(acc);
+	return rows;
 }
 
 /*

@@ -53,6 +53,9 @@ extern PerpcaStats **clients_stats(const ClientInput *in, int n);
 /* sum_i n_i mean_i into mean_sum (d, zeroed here); returns sum_i n_i. */
 extern double clients_mean_sum(const ClientInput *in, int n, double *mean_sum);
 
+/* The same sum kept exact (d entries; exact_sum.h), for a shard to ship; *rows = sum_i n_i. */
+extern struct ExactSum *clients_mean_sum_exact(const ClientInput *in, int n, double *rows);
+
 /* The center of the S_i: NULL (own means), pooled mean (mean_sum / rows) or zero. */
 extern double *clients_center(FitCenter how, const double *mean_sum, double rows, int d);
 

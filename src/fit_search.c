@@ -134,7 +134,12 @@ settle(Optima *o, FitDiagnostics *diag, int j, const double *U, bool verbose)
 							rep->rounds, rep->objective)));
 	}
 	else if (k < 0 && rep->converged)
+	{
 		optima_add(o, U, j);
+		rep->basin = j;
+	}
+	if (k >= 0)
+		rep->basin = o->run[k];
 	o->entered = -1;
 	return k;
 }
@@ -154,16 +159,18 @@ run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, doubl
 
 	diag->current = diag->nstarts++;
 	rep->name = fit_init_names[how];
+	rep->basin = -1;
 	fit_start_u(be, how, opts, U);
 	if (opts->solver == FIT_SOLVER_PAPER)
 	{
 		be->start_local(be, U, how);
 		rep->rounds = solver_paper(be, opts, U, rounds, step, &rep->converged,
 								   &rep->objective, diag);
+		rep->ended = rep->converged ? FIT_END_CONVERGED : FIT_END_BUDGET;
 	}
 	else
 		rep->rounds = solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective,
-								   &gnorm, diag, mem, watch);
+								   &gnorm, diag, mem, watch, &rep->ended);
 	if (opts->verbose)
 		ereport(NOTICE,
 				(errmsg("start %s: objective %.12g after %d rounds%s", rep->name, rep->objective,
@@ -322,9 +329,11 @@ search_hop(Search *s, int h, bool *kept)
 		fit_hop_start(s->be, s->Ubest, s->m, &s->state, s->U);
 	diag->current = diag->nstarts++;
 	rep->name = psprintf("hop %d", h);
+	rep->basin = -1;
 	mem = palloc0(sizeof(LbfgsMemory));
 	rep->rounds = solver_lbfgs(s->be, &s->screen, s->U, Min(s->budget, rounds_left(s)),
-							   &rep->converged, &rep->objective, &gnorm, diag, mem, &s->watch);
+							   &rep->converged, &rep->objective, &gnorm, diag, mem, &s->watch,
+							   &rep->ended);
 	diag->rounds += rep->rounds;
 	if (s->opts->verbose)
 		ereport(NOTICE,
@@ -333,6 +342,28 @@ search_hop(Search *s, int h, bool *kept)
 	basin = settle(&s->optima, diag, diag->current, s->U, s->opts->verbose);
 	*kept = keep_best(s, diag->current, mem);
 	return basin;
+}
+
+/* Why the search stopped after h hops, in diag->stop. */
+static void
+search_why(Search *s, int h, int failed, int patience, int known)
+{
+	char	   *why = s->diag->stop;
+	size_t		len = sizeof(s->diag->stop);
+
+	if (rounds_left(s) <= 0)
+		snprintf(why, len, "the round limit (rounds => %d) after %d start(s) and %d hop(s)",
+				 s->opts->rounds, s->diag->nstarts - h, h);
+	else if (known >= HOP_KNOWN)
+		snprintf(why, len, "%d hops in a row came back into known basins: every start and hop ended in one of %d basin(s)",
+				 known, s->optima.n);
+	else if (failed >= patience && s->agree && patience < s->opts->hops)
+		snprintf(why, len, "the starts agreed on one basin and a hop from the pooled variance it leaves found no better optimum");
+	else if (failed >= patience)
+		snprintf(why, len, "%d hop(s) in a row found no better optimum (hops => %d), %d basin(s) found",
+				 failed, s->opts->hops, s->optima.n);
+	else
+		snprintf(why, len, "the most starts and hops of a fit (%d)", FIT_MAX_STARTS);
 }
 
 /*
@@ -349,9 +380,12 @@ search_hop(Search *s, int h, bool *kept)
 static void
 search_hops(Search *s)
 {
-	int			patience = s->agree ? Min(s->opts->hops, 1) : s->opts->hops;
+	int			patience = s->agree ? Min(s->opts->hops, 1) : s->opts->hops,
+				failed = 0,
+				known = 0,
+				h = 1;
 
-	for (int failed = 0, known = 0, h = 1; s->search && failed < patience && known < HOP_KNOWN &&
+	for (; s->search && failed < patience && known < HOP_KNOWN &&
 		 s->diag->nstarts < FIT_MAX_STARTS && rounds_left(s) > 0; h++)
 	{
 		bool		kept;
@@ -363,6 +397,8 @@ search_hops(Search *s)
 		if (failed == 0)
 			patience = s->opts->hops;
 	}
+	if (s->search)
+		search_why(s, h - 1, failed, patience, known);
 }
 
 /* The best optimum to the tolerance: the winner's rounds continue from its screening. */
@@ -375,19 +411,37 @@ search_polish(Search *s)
 
 	memcpy(s->U, s->Ubest, sizeof(double) * s->size);
 	diag->chosen = s->best;
+	/* a run that met the screening tolerance is screened, not converged */
+	for (int j = 0; s->search && j < diag->nstarts; j++)
+		if (diag->starts[j].ended == FIT_END_CONVERGED && s->screen.tolerance > s->opts->tolerance)
+			diag->starts[j].ended = FIT_END_SCREENED;
 	if (s->search && s->screen.tolerance > s->opts->tolerance && rounds_left(s) > 0)
 	{
 		int			more;
 
 		diag->current = s->best;
 		more = solver_lbfgs(s->be, s->opts, s->U, rounds_left(s), &rep->converged,
-							&rep->objective, &gnorm, diag, s->memory, NULL);
+							&rep->objective, &gnorm, diag, s->memory, NULL, &rep->ended);
 		rep->rounds += more;
 		diag->rounds += more;
 	}
 	else if (s->search)
 		rep->converged = rep->converged && s->screen.tolerance <= s->opts->tolerance;
+	if (rep->ended == FIT_END_BUDGET && rounds_left(s) <= 0)
+		rep->ended = FIT_END_ROUND_LIMIT;
 	diag->step = NAN;
+}
+
+/* diag->stop gains how the chosen run ended: "...; the best (start) <how>". */
+static void
+search_why_end(FitDiagnostics *diag)
+{
+	const FitStartReport *won = &diag->starts[diag->chosen];
+	size_t		used = strlen(diag->stop);
+
+	snprintf(diag->stop + used, sizeof(diag->stop) - used, "; the chosen run (%s): %s%s",
+			 won->name, fit_end_names[won->ended],
+			 won->ended == FIT_END_FLAT ? " (the objective stopped gaining while U moves among nearly equal directions)" : "");
 }
 
 /*
@@ -405,7 +459,11 @@ search_lbfgs(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
 	search_init(&s, be, opts, n, U, diag);
 	search_starts(&s, list, n);
 	search_hops(&s);
+	if (!s.search)
+		snprintf(diag->stop, sizeof(diag->stop), "one start (init '%s')",
+				 fit_init_names[list[0]]);
 	search_polish(&s);
+	search_why_end(diag);
 }
 
 /* ------------------------------------------------------------------------
@@ -435,9 +493,19 @@ search_paper(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
 	run_start(be, opts, how, opts->rounds, U, &diag->step, diag, NULL, NULL);
 	diag->chosen = diag->nstarts - 1;
 	diag->rounds = diag->starts[diag->chosen].rounds;
+	if (diag->starts[diag->chosen].ended == FIT_END_BUDGET)
+		diag->starts[diag->chosen].ended = FIT_END_ROUND_LIMIT;
 	if (n > 1)
 		diag->starts[diag->chosen].name = psprintf("%s (chosen by the probe)",
 												   fit_init_names[how]);
+	if (n > 1)
+		snprintf(diag->stop, sizeof(diag->stop),
+				 "the paper solver: the best of %d starts after a probe of %d rounds each", n,
+				 PAPER_PROBE_ROUNDS);
+	else
+		snprintf(diag->stop, sizeof(diag->stop), "the paper solver: one start (init '%s')",
+				 fit_init_names[how]);
+	search_why_end(diag);
 }
 
 void

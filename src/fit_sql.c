@@ -345,8 +345,8 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const FitDiagnostics *l = last_diag[0];
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[16];
+	bool		nulls[16] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (l == NULL)
@@ -368,6 +368,8 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 	values[12] = fit_sql_float(l->gradient_norm, &nulls[12]);
 	values[13] = DirectFunctionCall1(jsonb_in, CStringGetDatum(fit_options_json(&l->opts)));
 	values[14] = Int64GetDatum(l->rows_skipped);
+	nulls[15] = l->stop[0] == '\0';
+	values[15] = nulls[15] ? (Datum) 0 : CStringGetTextDatum(l->stop);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }
@@ -382,14 +384,17 @@ perpca_last_fit_starts(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	for (int j = 0; l != NULL && j < l->nstarts; j++)
 	{
-		Datum		values[5];
-		bool		nulls[5] = {0};
+		Datum		values[7];
+		bool		nulls[7] = {0};
 
 		values[0] = CStringGetTextDatum(l->starts[j].name);
 		values[1] = fit_sql_float(l->starts[j].objective, &nulls[1]);
 		values[2] = Int32GetDatum(l->starts[j].rounds);
 		values[3] = BoolGetDatum(l->starts[j].converged);
 		values[4] = BoolGetDatum(j == l->chosen);
+		nulls[5] = l->starts[j].basin < 0;
+		values[5] = Int32GetDatum(l->starts[j].basin + 1);
+		values[6] = CStringGetTextDatum(fit_end_names[l->starts[j].ended]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

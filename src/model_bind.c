@@ -34,6 +34,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "error_kinds.h"
 #include "linalg.h"
 #include "model_bind.h"
 #include "model_read.h"
@@ -379,7 +380,7 @@ unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 		key_type_check(b);
 	if (mode == UNKNOWN_ERROR)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(b->model)),
 				 errdetail("The model knows %d client%s%s%s%s; keys are compared as text.", n,
 						   n == 1 ? "" : "s", n > 0 ? ", for example \"" : "",

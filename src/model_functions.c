@@ -131,6 +131,43 @@ typedef struct RowGaps
 
 static const RowGaps complete_row = {false, NULL, 0, false};
 
+/* The row's centre (the client's mean, the pooled mean or none), r2, and y = (x - centre) / scale. */
+static void
+row_center(RowProjection *p, const double *x)
+{
+	const ModelData *m = p->m;
+
+	if (m->center == CENTER_NONE)
+		p->center = NULL;
+	else if (m->center == CENTER_CLIENT && p->c != NULL)
+		p->center = p->c->mean;
+	else
+		p->center = m->global_mean;
+	p->r2 = p->c ? p->c->r2 : 0;
+	for (int i = 0; i < m->d; i++)
+		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
+	if (m->scale != NULL)
+		for (int i = 0; i < m->d; i++)
+			p->y[i] /= m->scale[i];
+	p->isnull = false;
+}
+
+/* y at the gaps (obs false) set to the reconstruction W^T s (in out), so that the residual is 0 there. */
+static void
+row_fill_gaps(RowProjection *p, const bool *obs)
+{
+	const ModelData *m = p->m;
+	int			d = m->d;
+
+	memset(p->out, 0, sizeof(double) * d);
+	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
+	if (p->r2 > 0)
+		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
+	for (int i = 0; i < d; i++)
+		if (!obs[i])
+			p->y[i] = p->out[i];
+}
+
 /*
  * Bind the model, find the client, centre x (d values, 0 at the gaps) and
  * compute its scores: the projection, or under g->posterior the posterior
@@ -148,21 +185,9 @@ row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, R
 	p->c = model_client(fcinfo, b);
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
-	if (m->center == CENTER_NONE)
-		p->center = NULL;
-	else if (m->center == CENTER_CLIENT && p->c != NULL)
-		p->center = p->c->mean;
-	else
-		p->center = m->global_mean;
-	p->r2 = p->c ? p->c->r2 : 0;
 	p->y = model_bound_scratch(b, &p->s);
 	p->out = model_bound_out(b);
-	for (int i = 0; i < d; i++)
-		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
-	if (m->scale != NULL)
-		for (int i = 0; i < d; i++)
-			p->y[i] /= m->scale[i];
-	p->isnull = false;
+	row_center(p, x);
 	if (!g->posterior)
 	{
 		linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
@@ -177,16 +202,8 @@ row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, R
 		return;
 	}
 	missing_posterior(m, p->c, p->y, g->obs, p->s);
-	if (g->obs == NULL)
-		return;
-	/* y at the gaps: the reconstruction, so that the residual is 0 there */
-	memset(p->out, 0, sizeof(double) * d);
-	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
-	if (p->r2 > 0)
-		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
-	for (int i = 0; i < d; i++)
-		if (!g->obs[i])
-			p->y[i] = p->out[i];
+	if (g->obs != NULL)
+		row_fill_gaps(p, g->obs);
 }
 
 /* out = base (or zero) + alpha (U^T s_global if global) + alpha (V^T s_local if local). */
@@ -422,6 +439,36 @@ similarity_unref(void *arg)
 }
 
 /*
+ * The scan of a perpca_similarity call, in mcxt: the model opened and
+ * referenced until mcxt goes (fn_extra is the SRF's: the model is opened
+ * here, not bound), the clients' names as text, the scratch, the first pair.
+ */
+static SimilarityScan *
+similarity_begin(FunctionCallInfo fcinfo, MemoryContext mcxt)
+{
+	ModelData  *m = model_open(PG_GETARG_TEXT_PP(0));
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	SimilarityScan *scan = palloc0(sizeof(SimilarityScan));
+
+	scan->m = m;
+	m->refcount++;
+	scan->unref.func = similarity_unref;
+	scan->unref.arg = m;
+	MemoryContextRegisterResetCallback(mcxt, &scan->unref);
+	scan->all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
+	scan->j = scan->all_pairs ? 0 : 1;
+	scan->names = palloc(sizeof(Datum) * Max(m->nclients, 1));
+	for (int c = 0; c < m->nclients; c++)
+		scan->names[c] = CStringGetTextDatum(m->clients[c].name);
+	scan->G = palloc(sizeof(double) * Max(m->r2max * m->r2max, 1));
+	if (get_call_result_type(fcinfo, NULL, &scan->desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_similarity must return a record");
+	scan->desc = BlessTupleDesc(scan->desc);
+	MemoryContextSwitchTo(old);
+	return scan;
+}
+
+/*
  * rho_ab = ||P_Va - P_Vb||_F^2 / r2 for each unordered pair of clients, a < b
  * (bytewise), or with all_pairs every ordered pair and each client with
  * itself.  ||P_Va - P_Vb||_F^2 = r_a + r_b - 2 ||V_a V_b^T||_F^2 and
@@ -440,30 +487,8 @@ perpca_similarity(PG_FUNCTION_ARGS)
 
 	if (SRF_IS_FIRSTCALL())
 	{
-		MemoryContext old;
-		ModelData  *m;
-
-		/* (fn_extra is the SRF's: the model is opened here, not bound) */
-		m = model_open(PG_GETARG_TEXT_PP(0));
 		fctx = SRF_FIRSTCALL_INIT();
-		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
-		scan = palloc0(sizeof(SimilarityScan));
-		scan->m = m;
-		m->refcount++;
-		scan->unref.func = similarity_unref;
-		scan->unref.arg = m;
-		MemoryContextRegisterResetCallback(fctx->multi_call_memory_ctx, &scan->unref);
-		scan->all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
-		scan->j = scan->all_pairs ? 0 : 1;
-		scan->names = palloc(sizeof(Datum) * Max(scan->m->nclients, 1));
-		for (int c = 0; c < scan->m->nclients; c++)
-			scan->names[c] = CStringGetTextDatum(scan->m->clients[c].name);
-		scan->G = palloc(sizeof(double) * Max(scan->m->r2max * scan->m->r2max, 1));
-		if (get_call_result_type(fcinfo, NULL, &scan->desc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "perpca_similarity must return a record");
-		scan->desc = BlessTupleDesc(scan->desc);
-		fctx->user_fctx = scan;
-		MemoryContextSwitchTo(old);
+		fctx->user_fctx = similarity_begin(fcinfo, fctx->multi_call_memory_ctx);
 	}
 	fctx = SRF_PERCALL_SETUP();
 	scan = fctx->user_fctx;

@@ -32,6 +32,9 @@
  *   scale.c             feature scaling (scale => 'standard'): pooled standard
  *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
+ *   exact_sum.c         order-independent sums: a long accumulator per entry, read
+ *                       correctly rounded or as an exact expansion a shard ships
+ *                       (exact_sum.h), so a federated fit has one node's bits
  *   fit_input.c         the input: the user's query, its checks, the clients' S_i,
  *                       result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit

@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "stats.h"
@@ -55,7 +56,7 @@ perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 	Assert(skipped >= 0);
 	if (form == PERPCA_FORM_THIN && n > (int64) (MaxAllocSize / sizeof(double)) / d)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value with %lld rows of dimension %d is too large",
 						(long long) n, d)));
 	values = perpca_stats_nvalues(form, d, n);
@@ -63,7 +64,7 @@ perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 		(skipped > 0 ? sizeof(int64) : 0);
 	if (size > MaxAllocSize)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value of dimension %d is too large", d)));
 	s = (PerpcaStats *) palloc0(size);
 	SET_VARSIZE(s, size);
@@ -97,7 +98,7 @@ static void
 invalid_stats(const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_DATA_EXCEPTION),
+			(errcode(PERPCA_ERRCODE_BAD_VALUE),
 			 errmsg("invalid perpca_stats value"),
 			 errdetail("%s", detail)));
 }
@@ -185,7 +186,7 @@ static void
 syntax_error(const char *str, const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			(errcode(PERPCA_ERRCODE_STATS_TEXT),
 			 errmsg("invalid input syntax for type perpca_stats: \"%.80s%s\"",
 					str, strlen(str) > 80 ? "..." : ""),
 			 errdetail("%s", detail)));
@@ -332,7 +333,7 @@ parse_header(const char **p, const char *str, int64 *n, int64 *d, int64 *skipped
 		syntax_error(str, "The dimension d must be positive.");
 	if (*d > PERPCA_MAX_DIM)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("dimension %lld exceeds the limit of %d", (long long) *d, PERPCA_MAX_DIM)));
 }
 
@@ -617,7 +618,7 @@ perpca_row_element_error(const char *what, int j, int d, bool isnull, double val
 	const char *kind = isnull ? "NULL" : isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
 
 	ereport(ERROR,
-			(errcode(isnull ? ERRCODE_NULL_VALUE_NOT_ALLOWED : ERRCODE_DATA_EXCEPTION),
+			(errcode(isnull ? PERPCA_ERRCODE_NULL : PERPCA_ERRCODE_BAD_VALUE),
 			 errmsg("%s element %d of %d is %s", what, j + 1, d, kind),
 			 errhint("%s", hint)));
 }

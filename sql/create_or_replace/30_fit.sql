@@ -35,18 +35,19 @@ RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
                kkt_residual float8, theta_est float8, step float8,
                n_clients int, d int, seconds float8,
                solver text, start text, gradient_norm float8, options jsonb,
-               rows_skipped bigint)
+               rows_skipped bigint, stopped text)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit() IS
-    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm, the effective options (defaults filled in) as jsonb, and the rows the clients'' statistics left out for missing values (perpca_stats(x, ''skip''); 0 for a federated fit)';
+    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm, the effective options (defaults filled in) as jsonb, and the rows the clients'' statistics left out for missing values (perpca_stats(x, ''skip''); 0 for a federated fit), and why the fit stopped, in words (the search''s stopping rule and how the chosen run ended; NULL for the closed-form methods)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_starts()
-RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean)
+RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean,
+               basin int, ended text)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit_starts() IS
-    'one row per start of the last perpca_fit or perpca_fit_federated in this session: its objective, rounds and convergence, and whether it was kept';
+    'one row per start of the last perpca_fit or perpca_fit_federated in this session: its objective, rounds and convergence, whether it was kept, its basin (the number of the row whose run first found the optimum it ended at; NULL: none known) and how it ended (converged, screened, known basin, budget, round limit, stalled, objective converged)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_rounds()
 RETURNS TABLE (start text, round int, objective float8, gradient_norm float8,

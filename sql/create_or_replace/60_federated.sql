@@ -3,6 +3,10 @@
 -- (perpca_fit_federated) keeps one libpq connection per shard; each round
 -- sends U out and gets one weighted sum of the shard's clients' U_i back.
 -- The perpca_internal.shard_* functions are the shard side of that protocol.
+-- Sums come back exact, as the layers of an expansion (a few float8 per
+-- entry that add up exactly to the shard's sum; sums = the expansion of
+-- weight, objective and gradient_v, layers x 3): the coordinator's total is
+-- the same whatever the grouping of the clients into shards.
 -- ==========================================================================
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_open(fit_id text, query text, n_global int, n_local int,
@@ -24,15 +28,16 @@ CREATE OR REPLACE FUNCTION perpca_internal.shard_init(fit_id text, center float8
 COMMENT ON FUNCTION perpca_internal.shard_init(text, float8[], float8[]) IS
     'federated fit, shard side: divides the clients'' statistics by scale_factors (1 x d; NULL: unscaled), then builds each client''s S_i about center (1 x d; NULL: its own mean); returns the sum of the client weights and max lambda_max(S_i)';
 
-CREATE OR REPLACE FUNCTION perpca_internal.shard_basis(fit_id text, qu boolean, exact boolean) RETURNS float8[]
+CREATE OR REPLACE FUNCTION perpca_internal.shard_basis(fit_id text, qu boolean, exact boolean,
+                                   OUT basis float8[], OUT keys text[], OUT columns int[])
     AS 'MODULE_PATHNAME', 'perpca_shard_basis' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_basis(text, boolean, boolean) IS
-    'federated fit, shard side: a d x q basis B with B B'' = the sum over the clients of their stacked local PCs (scaled for qu), for the disPCA and Qu starts';
+    'federated fit, shard side: the clients'' stacked local PCs (d x q, scaled for qu), one block of columns per client in the byte order of the keys, with the keys and the blocks'' widths, for the disPCA and Qu starts';
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_apply(fit_id text, x float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_shard_apply' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_apply(text, float8[]) IS
-    'federated fit, shard side: sum_i w_i S_i X for a d x q matrix X (the pooled start)';
+    'federated fit, shard side: sum_i w_i S_i X for a d x q matrix X (the pooled start), as the layers of its exact expansion ((layers x d) x q)';
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_start_local(fit_id text, u float8[], init text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'perpca_shard_start_local' LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -41,25 +46,22 @@ COMMENT ON FUNCTION perpca_internal.shard_start_local(text, float8[], text) IS
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_round(fit_id text, u float8[], step float8, update text,
                                    retraction text, want_kkt boolean,
-                                   OUT weight float8, OUT objective float8, OUT u_sum float8[],
-                                   OUT g_sum float8[], OUT gradient_v float8, OUT change float8,
-                                   OUT gram float8[], OUT exact int)
+                                   OUT sums float8[], OUT u_sum float8[], OUT g_sum float8[],
+                                   OUT change float8, OUT gram float8[], OUT exact int)
     AS 'MODULE_PATHNAME', 'perpca_shard_round' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_round(text, float8[], float8, text, text, boolean) IS
     'federated fit, shard side: one round of the paper''s client steps against U; weighted sums over the clients';
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_evaluate(fit_id text, u float8[], tol float8,
-                                   OUT weight float8, OUT objective float8, OUT u_sum float8[],
-                                   OUT g_sum float8[], OUT gradient_v float8, OUT change float8,
-                                   OUT gram float8[], OUT exact int)
+                                   OUT sums float8[], OUT u_sum float8[], OUT g_sum float8[],
+                                   OUT change float8, OUT gram float8[], OUT exact int)
     AS 'MODULE_PATHNAME', 'perpca_shard_evaluate' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_evaluate(text, float8[], float8) IS
     'federated fit, shard side: one L-BFGS evaluation: every client''s best response to U; sum_i w_i f_i and sum_i w_i of the gradient terms';
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_finish(fit_id text, u float8[], best_response boolean,
-                                   OUT weight float8, OUT objective float8, OUT u_sum float8[],
-                                   OUT g_sum float8[], OUT gradient_v float8, OUT change float8,
-                                   OUT gram float8[], OUT exact int)
+                                   OUT sums float8[], OUT u_sum float8[], OUT g_sum float8[],
+                                   OUT change float8, OUT gram float8[], OUT exact int)
     AS 'MODULE_PATHNAME', 'perpca_shard_finish' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_finish(text, float8[], boolean) IS
     'federated fit, shard side: local components feasible against the final U and ordered; sums for the diagnostics and the order of U';

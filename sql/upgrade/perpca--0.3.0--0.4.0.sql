@@ -9,6 +9,17 @@
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
 -- Each entry names the issue that needs it.
 
+-- Issue 34: the shards return their sums exact (the layers of an expansion,
+-- sums = weight, objective, gradient_v), and shard_basis the clients'
+-- blocks with their keys; the result types change.
+DROP FUNCTION IF EXISTS perpca_internal.shard_basis(text, boolean, boolean);
+DROP FUNCTION IF EXISTS perpca_internal.shard_round(text, float8[], float8, text, text, boolean);
+DROP FUNCTION IF EXISTS perpca_internal.shard_evaluate(text, float8[], float8);
+DROP FUNCTION IF EXISTS perpca_internal.shard_finish(text, float8[], boolean);
+-- Issue 34: perpca_last_fit gains stopped, perpca_last_fit_starts basin and ended.
+DROP FUNCTION IF EXISTS perpca_last_fit();
+DROP FUNCTION IF EXISTS perpca_last_fit_starts();
+
 -- Issue 36: a model's query is bound once, in the view <model>_source;
 -- stage_fill reads that view, its arguments renamed (query, search_path ->
 -- schema_name, base).

@@ -183,7 +183,7 @@ is( sql(  "SELECT bool_and(perpca_count(p.s) = perpca_count(q.s) AND perpca_coun
 
 # ---- Errors ----------------------------------------------------------------------
 error_is("SELECT perpca_stats(v) FROM (VALUES ('[1,2]'::vector), ('[1,2,3]')) s(v)",
-	'22000', qr/input row has dimension 3, expected 2/, 'rows of two dimensions: an error');
+	'2202E', qr/input row has dimension 3, expected 2/, 'rows of two dimensions: an error');
 error_is("SELECT perpca_stats(array_fill(1, ARRAY[5000])::vector)",
 	'54000', qr/dimension 5000 exceeds the limit of 4096/, 'a vector above perpca\'s dimension limit');
 error_is("SELECT perpca_stats(array_fill(1, ARRAY[5000])::halfvec)",
@@ -278,7 +278,7 @@ is( sql(  "SELECT perpca_model_scores('vm', 1, v)::text = perpca_model_scores('v
 error_is("SELECT perpca_model_scores('vm', 1, v, unknown => 'error') FROM rows WHERE i = 1",
 	'42704', qr/client "1" is not in model "vm"/, 'unknown => error holds for vector rows');
 error_is("SELECT perpca_model_global_part('vm', 2, '[1,2,3]'::vector)",
-	'22000', qr/x has dimension 3, expected 12/, 'a row of the wrong dimension: an error');
+	'2202E', qr/x has dimension 3, expected 12/, 'a row of the wrong dimension: an error');
 error_is(q{SELECT perpca_model_residual('vm', 2, '\x010001000000803f'::bytea::vector)},
 	'XX001', qr/x is not a valid vector value/, 'a malformed vector row: an error');
 error_is(q{SELECT perpca_model_scores('vm', 2, ''::bytea::vector)},
