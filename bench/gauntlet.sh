@@ -14,7 +14,8 @@
 #   STARTS=N                  fit N random starts even where gauntlet_best.txt
 #                             has the table (default 0: use the table; 30 are
 #                             fitted for a table it lacks, STARTS_LARGE (30)
-#                             where d >= 300; -1: none, "of 0")
+#                             where d >= 300; -1: none (a table without a
+#                             known best prints -)
 #   SCREEN_TOL=1e-8           the random starts' tolerance before the best
 #                             seed is fitted again at the default
 #   NEW=host:port OLD=host:port   use running servers instead of building
@@ -167,7 +168,7 @@ random_best() {
 	         (SELECT s FROM seeds ORDER BY f DESC LIMIT 1) FROM seeds"
 }
 
-reached() { awk -v a="$1" -v b="$2" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "yes" : "NO" }'; }
+reached() { [ "$2" = - ] && echo - || awk -v a="$1" -v b="$2" 'BEGIN { print (a >= b - 1e-9 * (b < 0 ? -b : b)) ? "yes" : "NO" }'; }
 
 printf '%-13s %-7s %5s %-5s | %-28s | %-28s | %-20s | %s\n' table half d r1+r2 "0.3.0: objective rounds CPU" "now: objective rounds CPU" "best of random starts" "reached (0.3.0 / now), now/0.3.0 CPU"
 : >"$TMP/sums"
@@ -189,7 +190,7 @@ for t in $TABLES; do
 	known="" nstarts=""
 	[ -f "$KNOWN" ] && read -r known nstarts < <(awk -v t="$t" -v s="$sum" -v r="$r1+$r2" '$1 == t && $2 == s && $3 == r { print $5, $4 }' "$KNOWN") || true
 	if [ "$STARTS" -lt 0 ]; then
-		known=${known:-0} nstarts=${nstarts:-0}
+		known=${known:--} nstarts=${nstarts:-0}
 	elif [ "$STARTS" -gt 0 ] || [ -z "$known" ]; then
 		nstarts=$([ "$STARTS" -gt 0 ] && echo "$STARTS" || echo $((d >= 300 ? ${STARTS_LARGE:-30} : 30)))
 		read -r fitted seed < <(random_best "$r1" "$r2" "$nstarts")
@@ -204,15 +205,15 @@ for t in $TABLES; do
 	ratio=$([ "$ocpu" = - ] && echo - || echo "scale=2; $ncpu / $ocpu" | bc | sed 's/^\./0./')
 	printf '%-13s %-7s %5s %-5s | %-28s | %-28s | %-20s | %s / %s, %sx\n' "$t" "$half" "$d" "$r1+$r2" \
 		"$([ "$oobj" = - ] && echo - || printf '%.6f %s %.3fs' "$oobj" "$orounds" "$ocpu")" \
-		"$(printf '%.6f %s %.3fs' "$nobj" "$nrounds" "$ncpu")" "$(printf '%.6f of %s' "$known" "$nstarts")" \
+		"$(printf '%.6f %s %.3fs' "$nobj" "$nrounds" "$ncpu")" "$([ "$known" = - ] && echo "- (none known)" || printf '%.6f of %s' "$known" "$nstarts")" \
 		"$oreach" "$(reached "$nobj" "$known")" "$ratio"
 	echo "$half $oreach $(reached "$nobj" "$known") ${ocpu/-/0} $ncpu $orounds $nrounds" >>"$TMP/sums"
 done
 echo
-awk '{ h[$1]; n[$1]++; o[$1] += ($2 == "yes"); w[$1] += ($3 == "yes"); oc[$1] += $4; nc[$1] += $5; ro[$1] += $6; rn[$1] += $7;
+awk '{ h[$1]; n[$1]++; o[$1] += ($2 == "yes"); w[$1] += ($3 == "yes"); kn[$1] += ($3 != "-"); oc[$1] += $4; nc[$1] += $5; ro[$1] += $6; rn[$1] += $7;
        if ($4 > 0 && $5 / $4 > mx[$1]) mx[$1] = $5 / $4 }
-     END { for (k in h) { printf "%-8s %d tables: best reached by 0.3.0 %d, now %d; CPU 0.3.0 %.2f s, now %.2f s (%.2fx, worst table %.2fx); rounds %d / %d\n",
-                          k, n[k], o[k], w[k], oc[k], nc[k], (oc[k] > 0 ? nc[k] / oc[k] : 0), mx[k], ro[k], rn[k];
-                          N += n[k]; O += o[k]; W += w[k]; OC += oc[k]; NC += nc[k]; if (mx[k] > MX) MX = mx[k] }
-           printf "all      %d tables: best reached by 0.3.0 %d, now %d; CPU 0.3.0 %.2f s, now %.2f s (%.2fx, worst table %.2fx)\n", N, O, W, OC, NC, (OC > 0 ? NC / OC : 0), MX }' "$TMP/sums" | sort
+     END { for (k in h) { printf "%-8s %d tables: best reached (of %d known) by 0.3.0 %d, now %d; CPU 0.3.0 %.2f s, now %.2f s (%.2fx, worst table %.2fx); rounds %d / %d\n",
+                          k, n[k], kn[k], o[k], w[k], oc[k], nc[k], (oc[k] > 0 ? nc[k] / oc[k] : 0), mx[k], ro[k], rn[k];
+                          N += n[k]; K += kn[k]; O += o[k]; W += w[k]; OC += oc[k]; NC += nc[k]; if (mx[k] > MX) MX = mx[k] }
+           printf "all      %d tables: best reached (of %d known) by 0.3.0 %d, now %d; CPU 0.3.0 %.2f s, now %.2f s (%.2fx, worst table %.2fx)\n", N, K, O, W, OC, NC, (OC > 0 ? NC / OC : 0), MX }' "$TMP/sums" | sort
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $(date -u '+%F %H:%M UTC')"
