@@ -34,6 +34,7 @@
 #include "fit_sql.h"
 #include "fit_sums.h"
 #include "linalg.h"
+#include "error_kinds.h"
 #include "perpca.h"
 #include "row_reader.h"
 #include "scale.h"
@@ -459,7 +460,7 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 			continue;
 		if (f->nclients > 0 && d != f->d)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
+					(errcode(PERPCA_ERRCODE_DIMENSION),
 					 errmsg("clients of shard %d have dimension %d, expected %d", s + 1, d, f->d),
 					 errdetail("All clients must have the same dimension.")));
 		f->d = d;

@@ -28,6 +28,7 @@
 #include "exact_sum.h"
 #include "fit_input.h"
 #include "linalg.h"
+#include "error_kinds.h"
 #include "perpca.h"
 #include "row_reader.h"
 #include "scale.h"
@@ -332,7 +333,7 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 	{
 		if (in[i].stats->dim != d)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
+					(errcode(PERPCA_ERRCODE_DIMENSION),
 					 errmsg("client \"%s\" has dimension %d, expected %d",
 							in[i].name, in[i].stats->dim, d),
 					 errdetail("All clients must have the same dimension (that of client \"%s\").",
