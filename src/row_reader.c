@@ -334,15 +334,18 @@ void
 row_rethrow(const char *missing_hint, MemoryContext cxt)
 {
 	ErrorData  *edata;
+	char	   *hint;
 
 	MemoryContextSwitchTo(cxt);
+	/* Copied before FlushErrorState: the caller may have built it in ErrorContext. */
+	hint = missing_hint != NULL ? pstrdup(missing_hint) : NULL;
 	edata = CopyErrorData();
 	FlushErrorState();
 	if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_TO_CATEGORY(ERRCODE_INTERNAL_ERROR))
 		edata->context = NULL;
-	if (missing_hint != NULL && edata->hint != NULL &&
+	if (hint != NULL && edata->hint != NULL &&
 		(strcmp(edata->hint, PERPCA_SKIP_HINT) == 0 || strcmp(edata->hint, PERPCA_OBSERVED_HINT) == 0))
-		edata->hint = pstrdup(missing_hint);
+		edata->hint = hint;
 	ReThrowError(edata);
 }
 
