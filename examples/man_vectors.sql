@@ -17,6 +17,9 @@
 \pset footer off
 CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE;
 
+-- The models of an earlier run first: each one's view <model>_source reads man_pages.
+SELECT perpca_drop(m) FROM (VALUES ('man_pp'), ('man_cpca'), ('man_cpca40')) AS t(m)
+WHERE to_regclass(m || '_info') IS NOT NULL;
 DROP TABLE IF EXISTS man_pages, man_terms;
 CREATE TABLE man_pages (section text, page text, v vector(768), id serial PRIMARY KEY);
 CREATE TABLE man_terms (term text PRIMARY KEY, v vector(768));
@@ -33,8 +36,6 @@ SELECT section, count(*) AS pages FROM man_pages GROUP BY section ORDER BY secti
 -- Statistics straight from the vector column (perpca_stats(vector)), then the
 -- fits.  center => 'global': every section's scores are measured from the same
 -- point, so that scores of different sections can be compared.
-SELECT perpca_drop(m) FROM (VALUES ('man_pp'), ('man_cpca'), ('man_cpca40')) AS t(m)
-WHERE to_regclass(m || '_info') IS NOT NULL;
 \timing on
 SELECT count(*) FROM perpca_train('man_pp',
     'SELECT section, perpca_stats(v) FROM man_pages GROUP BY section',

@@ -11,6 +11,8 @@ PG_SYS_SHARE=/usr/share/postgresql/$PG_MAJOR
 PERPCA_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
 	"postgresql-$PG_MAJOR-cron" libopenblas-dev liblapacke-dev libipc-run-perl
 	python3-numpy make gcc libc6-dev perl)
+# The From Python page's test (test/t/096_python.pl) on this machine's version.
+[ -n "${PERPCA_IN_ROOTFS:-}" ] || PERPCA_PACKAGES+=(python3-psycopg python3-psycopg2)
 # Building the Debian package (scripts/package.sh, debian/).
 PERPCA_DEB_BUILD_PACKAGES=(build-essential dpkg-dev debhelper postgresql-server-dev-all fakeroot)
 # The user that runs the clusters when a script starts as root (PostgreSQL

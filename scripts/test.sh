@@ -53,7 +53,7 @@ for v in $VERSIONS; do [[ "$v" =~ ^(15|17|18)$ ]] || die "--pg: PostgreSQL $v is
 # from any session, lock orders, pg_cron).  The others test perpca's own code
 # (numerics, memory, cancel, crash recovery, federated fits, the README's
 # example), the same on every server.
-VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_escalation|077_internal_execute|085_isolation|900_pg_cron|910_maintenance_cron)$'
+VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_bound_query|076_escalation|077_internal_execute|085_isolation|900_pg_cron|910_maintenance_cron)$'
 # The TAP files that drive perpca's C code along paths pg_regress does not:
 # binary send/receive (001), partial aggregates over postgres_fdw (010),
 # concurrent sessions and locks (020, 070, 085), a killed server (030), the

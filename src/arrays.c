@@ -12,6 +12,7 @@
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 
+#include "error_kinds.h"
 #include "perpca.h"
 
 /* Reject arrays whose element type is not float8 (can only happen via casts in C). */
@@ -31,7 +32,7 @@ check_float8_array(ArrayType *a, const char *what)
 	check_float8_type(a, what);
 	if (array_contains_nulls(a))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("%s must not contain NULL elements", what)));
 }
 
@@ -42,7 +43,7 @@ check_finite(const double *x, int64 n, const char *what)
 	for (int64 i = 0; i < n; i++)
 		if (!isfinite(x[i]))
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
+					(errcode(PERPCA_ERRCODE_BAD_VALUE),
 					 errmsg("%s must not contain NaN or infinite values", what)));
 }
 
@@ -51,7 +52,7 @@ perpca_check_dim_limit(int d)
 {
 	if (d > PERPCA_MAX_DIM)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("dimension %d exceeds the limit of %d", d, PERPCA_MAX_DIM)));
 }
 
@@ -59,7 +60,7 @@ void
 perpca_dim_mismatch(int expected, int got, const char *what)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_DATA_EXCEPTION),
+			(errcode(PERPCA_ERRCODE_DIMENSION),
 			 errmsg("%s has dimension %d, expected %d", what, got, expected)));
 }
 
@@ -87,11 +88,11 @@ perpca_vector_shape_nulls(ArrayType *a, int *dim, const char *what)
 	check_float8_type(a, what);
 	if (ARR_NDIM(a) == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("%s must not be empty", what)));
 	if (ARR_NDIM(a) != 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(PERPCA_ERRCODE_ARRAY_SHAPE),
 				 errmsg("%s must be a one-dimensional array, not %d-dimensional",
 						what, ARR_NDIM(a))));
 	n = ARR_DIMS(a)[0];
@@ -120,7 +121,7 @@ perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what)
 	check_float8_array(a, what);
 	if (ARR_NDIM(a) != 2)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(PERPCA_ERRCODE_ARRAY_SHAPE),
 				 errmsg("%s must be a two-dimensional array, not %d-dimensional",
 						what, ARR_NDIM(a))));
 	*rows = ARR_DIMS(a)[0];

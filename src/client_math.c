@@ -1,9 +1,10 @@
 /*
  * client_math.c -- what one client computes from its S_i (see client_math.h)
  *
- * Sections: helpers (random numbers, LAPACK workspace, retractions); S_i
- * (products, lambda_max, trace, exact eigenpairs, local PCs); the paper's
- * client step; the best response of the L-BFGS solver; output order.
+ * Sections: the client's workspace and blocks; S_i (products, lambda_max,
+ * trace, exact eigenpairs); S_i as an operator of eigen.c's solvers, and
+ * what they give (lambda_max, the spectrum, local PCs); the paper's client
+ * step; the best response of the L-BFGS solver; output order.
  *
  * Steps are in the paper's convention: the gradient of f_i is S_i W.
  */
@@ -15,6 +16,7 @@
 #include "utils/memutils.h"
 
 #include "client_math.h"
+#include "eigen.h"
 #include "linalg.h"
 
 /* Power iterations used to estimate lambda_max of a dense S_i. */
@@ -38,166 +40,17 @@
 #define BEST_RESPONSE_EXACT_FALLBACK 1024
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
-/* LOBPCG iterations without halving the residual after which it stops (at rounding level) */
-#define LOBPCG_STAGNATION 10
 /* The client's spectrum (lambda_max and the starts' local PCs): residual / lambda_max, iterations */
 #define SPECTRUM_EXACT_DIM 96
 #define SPECTRUM_TOL 1e-6
 #define SPECTRUM_MAX_ITER 200
-/* Block of fit_top_eigenvalue's LOBPCG */
-#define TOP_EIGENVALUE_BLOCK 16
 /* Subspace iterations of an approximate local-PC computation (starts). */
 #define LOCAL_PCS_ITER 8
 
 /* ------------------------------------------------------------------------
- * Helpers
+ * Workspace and blocks
  * ------------------------------------------------------------------------
  */
-
-/* splitmix64: next 64 random bits of the state. */
-static uint64
-rng_next(uint64 *state)
-{
-	uint64		z = (*state += UINT64CONST(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-/* Standard normal draw (Box-Muller on two uniforms in (0, 1]). */
-static double
-rng_gaussian(uint64 *state)
-{
-	double		u1 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
-	double		u2 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
-
-	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-void
-fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
-{
-	for (int i = 0; i < m; i++)
-		for (int j = 0; j < n; j++)
-			A[(int64) i * ld + j] = rng_gaussian(state);
-}
-
-/* LAPACK workspace of at least n doubles (freed by the caller). */
-static double *
-lapack_work(int64 n)
-{
-	return MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * Max(n, 1));
-}
-
-void
-fit_retract(FitRetraction how, int m, int n, double *A, int lda)
-{
-	double	   *work;
-	int			info;
-
-	if (how == FIT_RETRACT_QR)
-	{
-		work = lapack_work(2 * (int64) n);
-		info = linalg_qr_orth(m, n, A, lda, work);
-	}
-	else
-	{
-		work = lapack_work(Max(LINALG_POLAR_GRAM_WORK(m, n), LINALG_POLAR_WORK(m, n)));
-		info = linalg_polar_gram(m, n, A, lda, work) == 0 ? 0 :
-			linalg_polar(m, n, A, lda, work);
-	}
-	pfree(work);
-	if (info != 0)
-		elog(ERROR, "retraction failed (LAPACK info %d)", info);
-}
-
-void
-fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz)
-{
-	double	   *work = lapack_work(LINALG_EIGH_WORK(d, k));
-	int			info = linalg_eigh_top(d, A, k, values, Z, ldz, work);
-
-	pfree(work);
-	if (info != 0)
-		elog(ERROR, "symmetric eigensolver failed (LAPACK info %d)", info);
-}
-
-/*
- * Top k left singular vectors through the smaller Gram matrix (A'A or AA')
- * and a partial eigensolver: 5-10x cheaper than a full SVD when k is a small
- * part of min(m, n) (the disPCA basis: d x sum k_i).  Returns false, A
- * untouched, when sigma_k < 1e-4 sigma_1 (the Gram would lose accuracy).
- */
-static bool
-left_singular_gram(int m, int n, const double *A, int k, double *Z, int ldz, double *sigma)
-{
-	int			g = Min(m, n);
-	double	   *G = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * g * g),
-			   *lam = palloc(sizeof(double) * k),
-			   *V = n <= m ? palloc(sizeof(double) * n * k) : NULL;
-	bool		ok;
-
-	if (n <= m)
-		linalg_gemm(true, false, n, n, m, 1.0, A, n, A, n, 0.0, G, n);
-	else
-		linalg_gemm(false, true, m, m, n, 1.0, A, n, A, n, 0.0, G, m);
-	fit_eigh_top(g, G, k, lam, V != NULL ? V : Z, V != NULL ? k : ldz);
-	ok = lam[0] > 0.0 && lam[k - 1] >= 1e-8 * lam[0];
-	if (ok && V != NULL)
-	{
-		/* u_j = A v_j / sigma_j, then QR (order and signs kept) for orthonormality to rounding */
-		linalg_gemm(false, false, m, k, n, 1.0, A, n, V, k, 0.0, Z, ldz);
-		for (int j = 0; j < k; j++)
-			linalg_scale_column(m, Z, ldz, j, 1.0 / sqrt(lam[j]));
-		fit_retract(FIT_RETRACT_QR, m, k, Z, ldz);
-	}
-	if (ok && sigma != NULL)
-		for (int j = 0; j < k; j++)
-			sigma[j] = sqrt(lam[j]);
-	pfree(G);
-	pfree(lam);
-	if (V != NULL)
-		pfree(V);
-	return ok;
-}
-
-void
-fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma)
-{
-	double	   *work;
-	int			info;
-
-	if (k > 0 && 4 * k <= Min(m, n) && Min(m, n) >= 32 &&
-		left_singular_gram(m, n, A, k, Z, ldz, sigma))
-		return;
-	work = lapack_work(LINALG_LSV_WORK(m, n));
-	info = linalg_left_singular(m, n, A, k, Z, ldz, sigma, work);
-	pfree(work);
-	if (info != 0)
-		elog(ERROR, "singular value decomposition failed (LAPACK info %d)", info);
-}
-
-/* ||P_A - P_B||_F = sqrt(2) ||B - A A'B||_F for orthonormal A, B. */
-double
-fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb)
-{
-	double	   *AtB,
-			   *D,
-				norm;
-
-	if (r == 0)
-		return 0.0;
-	AtB = palloc(sizeof(double) * r * r);
-	D = palloc(sizeof(double) * m * r);
-	linalg_gemm(true, false, r, r, m, 1.0, A, lda, B, ldb, 0.0, AtB, r);
-	linalg_copy(m, r, B, ldb, D, r);
-	linalg_gemm(false, false, m, r, r, -1.0, A, lda, AtB, r, 1.0, D, r);
-	norm = sqrt(2.0 * linalg_dot((int64) m * r, D, D));
-	pfree(AtB);
-	pfree(D);
-	return norm;
-}
 
 /* The client's own workspace of at least n doubles (kept between calls). */
 static double *
@@ -213,12 +66,11 @@ client_work(FitClient *c, int64 n)
 	return c->work;
 }
 
-/* Orthonormalize A (spans only): Cholesky QR, else the chosen retraction. */
+/* Orthonormalize A (spans only): Cholesky QR in the client's workspace, else the chosen retraction. */
 static void
 orthonormalize(FitClient *c, FitRetraction how, int m, int n, double *A, int lda)
 {
-	if (linalg_chol_orth(m, n, A, lda, client_work(c, LINALG_CHOL_WORK(n))) != 0)
-		fit_retract(how, m, n, A, lda);
+	eigen_orthonormalize(how, m, n, A, lda, client_work(c, LINALG_CHOL_WORK(n)));
 }
 
 /* A' (I - U U') applied in place: A <- A - U (U'A), U d x r1, A d x n (stride lda). */
@@ -461,348 +313,63 @@ client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z
 		thin_top_eigen(c, U, k, values, Z, ldz);
 		return;
 	}
-	work = lapack_work(dense_eigen_work(c->d, c->r1, k));
+	work = eigen_work(dense_eigen_work(c->d, c->r1, k));
 	dense_top_eigen(c, U, k, values, Z, ldz, NULL, work);
 	pfree(work);
 }
 
 /* ------------------------------------------------------------------------
- * Subspace iteration with Rayleigh-Ritz on a symmetric operator: the
- * deflated S_i in d-space, or a thin client's deflated Gram matrix in
- * m-space (m = rows + 1)
+ * S_i as an operator of eigen.c's iterative solvers: the deflated S_i in
+ * d-space, or a thin client's deflated Gram matrix in m-space (m = rows + 1)
  * ------------------------------------------------------------------------
  */
 
-/* A symmetric positive semidefinite operator of dimension n. */
-typedef struct SymOp
+/* The state of the d-space operator: the client, and U (d x r1) to deflate against, or NULL. */
+typedef struct SpaceOp
 {
-	int			n;
-	const double *U;			/* d-space: deflate against U (d x r1), or NULL */
-	const double *G;			/* m-space: A = G - L L', G n x n, or NULL */
-	const double *L;			/* m-space: n x r, or NULL */
-	int			r;
-} SymOp;
+	FitClient  *c;
+	const double *U;
+} SpaceOp;
 
-/* Y (n x b) = A X. */
+/* Y (d x b) = (I - UU') S_i X, or S_i X without U. */
 static void
-op_apply(FitClient *c, const SymOp *op, const double *X, int b, double *Y)
+space_apply(void *arg, const double *X, int b, double *Y)
 {
-	if (op->G != NULL)
-	{
-		c->products++;
-		linalg_gemm(false, false, op->n, b, op->n, 1.0, op->G, op->n, X, b, 0.0, Y, b);
-		if (op->L != NULL && op->r > 0)
-		{
-			double	   *LtX = palloc(sizeof(double) * op->r * b);
+	SpaceOp    *s = (SpaceOp *) arg;
 
-			linalg_gemm(true, false, op->r, b, op->n, 1.0, op->L, op->r, X, b, 0.0, LtX, b);
-			linalg_gemm(false, false, op->n, b, op->r, -1.0, op->L, op->r, LtX, b, 1.0, Y, b);
-			pfree(LtX);
-		}
-	}
-	else
-	{
-		client_apply(c, X, b, Y);
-		if (op->U != NULL)
-			deflate_block(c->d, c->r1, op->U, b, Y, b);
-	}
+	client_apply(s->c, X, b, Y);
+	if (s->U != NULL)
+		deflate_block(s->c->d, s->c->r1, s->U, b, Y, b);
 }
 
-/* Make X (n x b) orthonormal (and orthogonal to U in d-space). */
+/* X (d x b) <- (I - UU') X. */
 static void
-op_orthonormalize(FitClient *c, const SymOp *op, double *X, int b)
+space_deflate(void *arg, double *X, int b)
 {
-	for (int pass = 0; pass < (op->U != NULL ? 2 : 1); pass++)
-	{
-		if (op->U != NULL)
-			deflate_block(c->d, c->r1, op->U, b, X, b);
-		orthonormalize(c, FIT_RETRACT_QR, op->n, b, X, b);
-	}
+	SpaceOp    *s = (SpaceOp *) arg;
+
+	deflate_block(s->c->d, s->c->r1, s->U, b, X, b);
 }
 
-/*
- * The small Rayleigh-Ritz problem of a block X (n x b) and Y = A X: H = X^T Y
- * (b x b, symmetrized), its eigenvalues into theta (ascending) and its
- * eigenvectors into Q (b x b); work holds LINALG_EIGH_SMALL_WORK(b) doubles.
- */
-static void
-ritz_small(int n, int b, const double *X, const double *Y, double *H, double *theta, double *Q,
-		   double *work)
+/* S_i in d-space, deflated against U when U is given; s holds its state. */
+static EigenOp
+space_op(FitClient *c, const double *U, SpaceOp *s)
 {
-	linalg_gemm(true, false, b, b, n, 1.0, X, b, Y, b, 0.0, H, b);
-	for (int i = 0; i < b; i++)
-		for (int j = 0; j < i; j++)
-			H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
-	if (linalg_eigh_small(b, H, theta, Q, b, work) != 0)
-		elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", b, b);
+	EigenOp		op = {c->d, space_apply, U != NULL ? space_deflate : NULL, s,
+	NULL, NULL, 0, &c->products, &c->iterations};
+
+	s->c = c;
+	s->U = U;
+	return op;
 }
 
-double
-fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
+/* The m x m operator G - L L' (L m x r, or NULL) of a thin client's Gram route. */
+static EigenOp
+gram_op(FitClient *c, int m, const double *G, const double *L, int r)
 {
-	double	   *T = palloc(sizeof(double) * n * b);
-	double	   *H = palloc(sizeof(double) * b * b);
-	double	   *Q = palloc(sizeof(double) * b * b);
-	double	   *work = lapack_work(LINALG_EIGH_SMALL_WORK(b));
-	double		worst = 0.0;
+	EigenOp		op = {m, NULL, NULL, NULL, G, L, r, &c->products, &c->iterations};
 
-	ritz_small(n, b, X, Y, H, theta, Q, work);
-	pfree(work);
-	memcpy(T, X, sizeof(double) * n * b);
-	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
-	memcpy(T, Y, sizeof(double) * n * b);
-	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, Y, b);
-	for (int j = 0; j < nres; j++)
-	{
-		double		r = 0.0;
-
-		for (int i = 0; i < n; i++)
-		{
-			double		e = Y[(int64) i * b + j] - theta[j] * X[(int64) i * b + j];
-
-			r += e * e;
-		}
-		worst = Max(worst, sqrt(r));
-	}
-	pfree(T);
-	pfree(H);
-	pfree(Q);
-	return worst;
-}
-
-/* One Rayleigh-Ritz step of the operator on the orthonormal block X (n x b); Y = A X. */
-static double
-rayleigh_ritz(FitClient *c, const SymOp *op, double *X, int b, double *Y, double *theta,
-			  int nres)
-{
-	op_apply(c, op, X, b, Y);
-	return fit_rayleigh_ritz(op->n, b, X, Y, theta, nres);
-}
-
-/*
- * Subspace iteration from X (n x b) until the first nres Ritz pairs have
- * residuals <= tol, at most maxit products.  Returns whether it converged;
- * X ends as orthonormal Ritz vectors either way.
- */
-static bool
-subspace_iterate(FitClient *c, const SymOp *op, double *X, int b, double *theta, int nres,
-				 double tol, int maxit)
-{
-	double	   *Y = palloc(sizeof(double) * op->n * b);
-	bool		done = false;
-
-	for (int it = 0; it < maxit && !done; it++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		op_orthonormalize(c, op, X, b);
-		done = rayleigh_ritz(c, op, X, b, Y, theta, nres) <= tol;
-		/* the next block is A X; on the way out X keeps the orthonormal Ritz vectors */
-		if (!done && it < maxit - 1)
-			memcpy(X, Y, sizeof(double) * op->n * b);
-	}
-	pfree(Y);
-	return done;
-}
-
-/*
- * Orthonormal basis Q (n x q) of the columns of M (n x mb), and AQ from AM
- * by the same transformation (A linear), by SVQB: the eigenvectors of the
- * column-scaled Gram matrix, dropping directions below rounding, so a block
- * that has lost rank gives fewer columns instead of failing.  M, AM are
- * replaced by Q, AQ (stride mb); returns q.
- */
-static int
-svqb(int n, int mb, double *M, double *AM, double *work)
-{
-	double	   *G = work,
-			   *V = G + mb * mb,
-			   *lam = V + mb * mb,
-			   *dinv = lam + mb,
-			   *T = dinv + mb,
-			   *eigwork = T + mb * mb,
-			   *C = palloc(sizeof(double) * n * mb);
-	int			q = 0;
-	double		top = 0.0;
-
-
-	linalg_gemm(true, false, mb, mb, n, 1.0, M, mb, M, mb, 0.0, G, mb);
-	for (int j = 0; j < mb; j++)
-		top = Max(top, G[j * mb + j]);
-	/* columns at rounding level of the largest are dropped (scaled to zero), as are NaNs */
-	for (int j = 0; j < mb; j++)
-		dinv[j] = G[j * mb + j] > 1e-28 * top ? 1.0 / sqrt(G[j * mb + j]) : 0.0;
-	for (int i = 0; i < mb; i++)
-		for (int j = 0; j < mb; j++)
-			G[i * mb + j] *= dinv[i] * dinv[j];
-	if (linalg_eigh_small(mb, G, lam, V, mb, eigwork) != 0)
-		elog(ERROR, "symmetric eigensolver failed on a %d x %d Gram matrix", mb, mb);
-	while (q < mb && lam[q] > 1e-12 * Max(lam[0], 1e-300))
-		q++;
-	/* T = D^-1 V_q Lambda_q^-1/2 (mb x q, stride mb) */
-	for (int i = 0; i < mb; i++)
-		for (int j = 0; j < q; j++)
-			T[i * mb + j] = dinv[i] * V[i * mb + j] / sqrt(lam[j]);
-	if (q > 0)
-	{
-		linalg_copy(n, mb, M, mb, C, mb);
-		linalg_gemm(false, false, n, q, mb, 1.0, C, mb, T, mb, 0.0, M, mb);
-		linalg_copy(n, mb, AM, mb, C, mb);
-		linalg_gemm(false, false, n, q, mb, 1.0, C, mb, T, mb, 0.0, AM, mb);
-	}
-	pfree(C);
-	return q;
-}
-
-/* M (n x mb) -= X (X'M), and the same combination of AX from AM's last np columns (if AM). */
-static void
-project_out(int n, int b, const double *X, const double *AX, int mb, double *M, double *AM,
-			int np, double *Cx)
-{
-	linalg_gemm(true, false, b, mb, n, 1.0, X, b, M, mb, 0.0, Cx, mb);
-	linalg_gemm(false, false, n, mb, b, -1.0, X, b, Cx, mb, 1.0, M, mb);
-	if (AM != NULL && np > 0)
-		linalg_gemm(false, false, n, np, b, -1.0, AX, b, Cx + (mb - np), mb, 1.0,
-					AM + (mb - np), mb);
-}
-
-/*
- * Block LOBPCG for the top eigenpairs of the operator, warm-started from the
- * orthonormal X (n x b) with AX = A X given: each iteration applies A once,
- * to the b residual columns, and takes Rayleigh-Ritz over [X, R, P] (P the
- * last step).  Stops when the first nres residuals are <= tol or after maxit
- * iterations; X, AX, theta end as Ritz vectors and values either way.
- * Counts the products and iterations in c.  Returns whether it converged.
- */
-static bool
-lobpcg(FitClient *c, const SymOp *op, double *X, double *AX, int b, double *theta, int nres,
-	   double tol, int maxit)
-{
-	int			n = op->n,
-				m3 = 3 * b,
-				p = 0;
-	double	   *R = palloc(sizeof(double) * n * b),
-			   *AR = palloc(sizeof(double) * n * b),
-			   *P = palloc(sizeof(double) * n * b),
-			   *AP = palloc(sizeof(double) * n * b),
-			   *M = palloc(sizeof(double) * n * 2 * b),
-			   *AM = palloc(sizeof(double) * n * 2 * b),
-			   *H = palloc(sizeof(double) * m3 * m3),
-			   *Q = palloc(sizeof(double) * m3 * m3),
-			   *ev = palloc(sizeof(double) * m3),
-			   *Cx = palloc(sizeof(double) * b * 2 * b),
-			   *work = palloc(sizeof(double) * (3 * 4 * b * b + 2 * 2 * b + LINALG_EIGH_SMALL_WORK(m3)));
-	bool		done = false;
-	double		anchor = INFINITY;
-	int			anchor_it = 0;
-
-	/* Rayleigh-Ritz on X alone: theta, X and AX rotated */
-	{
-		double	   *T = palloc(sizeof(double) * n * b);
-
-		ritz_small(n, b, X, AX, H, theta, Q, work);
-		linalg_copy(n, b, X, b, T, b);
-		linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
-		linalg_copy(n, b, AX, b, T, b);
-		linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, AX, b);
-		pfree(T);
-	}
-	for (int it = 0;; it++)
-	{
-		double		worst = 0.0;
-		int			mb,
-					q,
-					k;
-
-		/* residuals R = AX - X theta */
-		for (int i = 0; i < n; i++)
-			for (int j = 0; j < b; j++)
-				R[(int64) i * b + j] = AX[(int64) i * b + j] - theta[j] * X[(int64) i * b + j];
-		for (int j = 0; j < nres; j++)
-		{
-			double		r = 0.0;
-
-			for (int i = 0; i < n; i++)
-				r += R[(int64) i * b + j] * R[(int64) i * b + j];
-			worst = Max(worst, sqrt(r));
-		}
-		if (worst <= tol)
-		{
-			done = true;
-			break;
-		}
-		/* stop at maxit, or when the residual has not halved in STAGNATION iterations (rounding) */
-		if (it == 0 || worst < 0.5 * anchor)
-		{
-			anchor = worst;
-			anchor_it = it;
-		}
-		if (it >= maxit || it - anchor_it >= LOBPCG_STAGNATION)
-			break;
-		CHECK_FOR_INTERRUPTS();
-		c->iterations++;
-		/* M = [R, P] orthogonal to X (twice, for rounding), then A R by one product */
-		if (3 * b > n)
-			p = 0;				/* no room for P beside X and R */
-		mb = b + p;
-		linalg_copy(n, b, R, b, M, mb);
-		if (p > 0)
-		{
-			linalg_copy(n, p, P, b, M + b, mb);
-			linalg_copy(n, p, AP, b, AM + b, mb);
-		}
-		for (int pass = 0; pass < 2; pass++)
-		{
-			if (op->U != NULL)
-				deflate_block(c->d, c->r1, op->U, mb, M, mb);
-			project_out(n, b, X, AX, mb, M, AM, p, Cx);
-		}
-		linalg_copy(n, b, M, mb, R, b);
-		op_apply(c, op, R, b, AR);
-		linalg_copy(n, b, AR, b, AM, mb);
-		/* Cholesky QR twice (orthonormal to rounding); SVQB when the block has lost rank */
-		if (linalg_chol_orth_pair(n, mb, M, mb, AM, mb, work) == 0 &&
-			linalg_chol_orth_pair(n, mb, M, mb, AM, mb, work) == 0)
-			q = mb;
-		else
-			q = svqb(n, mb, M, AM, work);
-		if (q == 0)
-			break;
-		/* Rayleigh-Ritz on S = [X, Q]: H = S'AS (k x k) */
-		k = b + q;
-		linalg_gemm(true, false, b, b, n, 1.0, X, b, AX, b, 0.0, H, k);
-		linalg_gemm(true, false, b, q, n, 1.0, X, b, AM, mb, 0.0, H + b, k);
-		linalg_gemm(true, false, q, q, n, 1.0, M, mb, AM, mb, 0.0, H + b * k + b, k);
-		/* the lower left block is the upper right's transpose; the diagonal blocks are averaged */
-		for (int i = 0; i < k; i++)
-			for (int j = 0; j < i; j++)
-				H[i * k + j] = H[j * k + i] = (i >= b && j < b) ? H[j * k + i] :
-					0.5 * (H[j * k + i] + H[i * k + j]);
-		if (linalg_eigh_small(k, H, ev, Q, k, work) != 0)
-			elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", k, k);
-		memcpy(theta, ev, sizeof(double) * b);
-		/* P = Q_block C_bottom, X = X C_top + P (and the same for A) */
-		linalg_gemm(false, false, n, b, q, 1.0, M, mb, Q + b * k, k, 0.0, P, b);
-		linalg_gemm(false, false, n, b, q, 1.0, AM, mb, Q + b * k, k, 0.0, AP, b);
-		linalg_copy(n, b, X, b, R, b);
-		linalg_copy(n, b, AX, b, AR, b);
-		linalg_gemm(false, false, n, b, b, 1.0, R, b, Q, k, 0.0, X, b);
-		linalg_axpy((int64) n * b, 1.0, P, X);
-		linalg_gemm(false, false, n, b, b, 1.0, AR, b, Q, k, 0.0, AX, b);
-		linalg_axpy((int64) n * b, 1.0, AP, AX);
-		p = b;
-	}
-	pfree(R);
-	pfree(AR);
-	pfree(P);
-	pfree(AP);
-	pfree(M);
-	pfree(AM);
-	pfree(H);
-	pfree(Q);
-	pfree(ev);
-	pfree(Cx);
-	pfree(work);
-	return done;
+	return op;
 }
 
 /*
@@ -814,16 +381,17 @@ static double
 dense_lambda_max(FitClient *c)
 {
 	int			b = Min(c->d, 8);
-	SymOp		op = {c->d, NULL, NULL, NULL, 0};
+	SpaceOp		space;
+	EigenOp		op = space_op(c, NULL, &space);
 	double	   *X = palloc(sizeof(double) * c->d * b);
 	double	   *theta = palloc(sizeof(double) * b);
 	uint64		state = UINT64CONST(20240101);
 	double		lambda;
 
 	fit_fill_gaussian(&state, c->d, b, X, b);
-	subspace_iterate(c, &op, X, b, theta, 1, 0.0, 1);
+	eigen_subspace_iterate(&op, X, b, theta, 1, 0.0, 1);
 	for (int round = 0; round < POWER_ITERATIONS / 10; round++)
-		if (subspace_iterate(c, &op, X, b, theta, 1, 1e-7 * Max(theta[0], 1e-300), 10))
+		if (eigen_subspace_iterate(&op, X, b, theta, 1, 1e-7 * Max(theta[0], 1e-300), 10))
 			break;
 	lambda = theta[0];
 	pfree(X);
@@ -846,6 +414,46 @@ response_block(int n, int r)
 }
 
 /*
+ * LOBPCG on op (dimension n) from a seeded block X (n x b) to the top kk
+ * eigenpairs at a residual of SPECTRUM_TOL x lambda_max: X, theta (b).
+ */
+static void
+spectrum_lobpcg(FitClient *c, const EigenOp *op, int b, int kk, double *X, double *theta)
+{
+	int			n = op->n;
+	double	   *AX = palloc(sizeof(double) * n * b);
+	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+
+	fit_fill_gaussian(&state, n, b, X, b);
+	eigen_orthonormalize_block(op, X, b);
+	eigen_apply(op, X, b, AX);
+	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
+	eigen_lobpcg(op, X, AX, b, theta, kk, 0.0, 0);
+	eigen_lobpcg(op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
+				 SPECTRUM_MAX_ITER);
+	pfree(AX);
+}
+
+/*
+ * A thin client's eigenvectors L (d x kk) from the Gram matrix's Z (m x kk,
+ * stride b; scaled in place): L = F z / sqrt(theta), then QR (order kept)
+ * for orthonormality to rounding.
+ */
+static void
+thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double *L)
+{
+	int			d = c->d,
+				nr = c->nrows;
+
+	for (int j = 0; j < kk; j++)
+		linalg_scale_column(thin_width(c), Z, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
+	linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, Z, b, 0.0, L, kk);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, Z + (int64) nr * b, b, 1.0, L, kk);
+	orthonormalize(c, FIT_RETRACT_QR, d, kk, L, kk);
+}
+
+/*
  * The client's top max(k, 1) eigenpairs to a residual of SPECTRUM_TOL x
  * lambda_max, computed once per fit (cached in c->pc_L, c->pc_lambda):
  * both lambda_max (then exact to ~1e-12) and the approximate local PCs of
@@ -863,87 +471,35 @@ client_spectrum(FitClient *c)
 				n = c->S != NULL ? d : thin_width(c),
 				b = response_block(n, kk);
 	MemoryContext cxt = GetMemoryChunkContext(c->W);
-	SymOp		op = {n, NULL, NULL, NULL, 0};
+	SpaceOp		space;
+	EigenOp		op;
 	double	   *X,
-			   *AX,
 			   *theta;
-	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
+	bool		found;
 
 	if (c->pc_L != NULL)
 		return true;
 	if (c->S != NULL ? d <= SPECTRUM_EXACT_DIM : (2 * b > n || kk > d))
 		return false;
-	if (c->S == NULL)
-		op.G = thin_gram(c);
+	op = c->S != NULL ? space_op(c, NULL, &space) : gram_op(c, n, thin_gram(c), NULL, 0);
 	X = palloc(sizeof(double) * n * b);
-	AX = palloc(sizeof(double) * n * b);
 	theta = palloc(sizeof(double) * b);
-	fit_fill_gaussian(&state, n, b, X, b);
-	op_orthonormalize(c, &op, X, b);
-	op_apply(c, &op, X, b, AX);
-	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
-	lobpcg(c, &op, X, AX, b, theta, kk, 0.0, 0);
-	lobpcg(c, &op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
-		   SPECTRUM_MAX_ITER);
-	if (c->S == NULL && !(theta[kk - 1] > 1e-10 * theta[0]))
+	spectrum_lobpcg(c, &op, b, kk, X, theta);
+	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
+	found = c->S != NULL || theta[kk - 1] > 1e-10 * theta[0];
+	if (found)
 	{
-		/* fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
-		pfree(X);
-		pfree(AX);
-		pfree(theta);
-		return false;
-	}
-	c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
-	c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
-	memcpy(c->pc_lambda, theta, sizeof(double) * kk);
-	if (c->S != NULL)
-		linalg_copy(d, kk, X, b, c->pc_L, kk);
-	else
-	{
-		/* L = F z / sqrt(theta), then QR (order kept) for orthonormality to rounding */
-		int			nr = c->nrows;
-
-		for (int j = 0; j < kk; j++)
-			linalg_scale_column(n, X, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
-		linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, X, b, 0.0, c->pc_L, kk);
-		if (c->delta != NULL)
-			linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, X + (int64) nr * b, b, 1.0,
-						c->pc_L, kk);
-		orthonormalize(c, FIT_RETRACT_QR, d, kk, c->pc_L, kk);
+		c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
+		c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
+		memcpy(c->pc_lambda, theta, sizeof(double) * kk);
+		if (c->S != NULL)
+			linalg_copy(d, kk, X, b, c->pc_L, kk);
+		else
+			thin_vectors(c, X, b, theta, kk, c->pc_L);
 	}
 	pfree(X);
-	pfree(AX);
 	pfree(theta);
-	return true;
-}
-
-double
-fit_top_eigenvalue(int n, const double *A, double rtol)
-{
-	int			b = Min(n, TOP_EIGENVALUE_BLOCK);
-	FitClient	c = {0};
-	SymOp		op = {n, NULL, A, NULL, 0};
-	double	   *X = palloc(sizeof(double) * n * b),
-			   *AX = palloc(sizeof(double) * n * b),
-			   *theta = palloc(sizeof(double) * b),
-				top;
-	uint64		state = UINT64CONST(0x9E3779B97F4A7C15);
-
-	/* a client without S_i: only its counters and workspace are used */
-	c.d = n;
-	c.W = X;
-	fit_fill_gaussian(&state, n, b, X, b);
-	op_orthonormalize(&c, &op, X, b);
-	op_apply(&c, &op, X, b, AX);
-	lobpcg(&c, &op, X, AX, b, theta, 1, 0.0, 0);
-	lobpcg(&c, &op, X, AX, b, theta, 1, rtol * Max(theta[0], 1e-300), SPECTRUM_MAX_ITER);
-	top = theta[0];
-	if (c.work != NULL)
-		pfree(c.work);
-	pfree(X);
-	pfree(AX);
-	pfree(theta);
-	return top;
+	return found;
 }
 
 void
@@ -952,7 +508,8 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 	int			d = c->d,
 				k = c->k,
 				b = block_size(d, k);
-	SymOp		op = {d, NULL, NULL, NULL, 0};
+	SpaceOp		space;
+	EigenOp		op = space_op(c, NULL, &space);
 	double	   *X,
 			   *theta;
 
@@ -977,7 +534,7 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 
 		fit_fill_gaussian(&state, d, b, X, b);
 	}
-	subspace_iterate(c, &op, X, b, theta, k, 0.0, LOCAL_PCS_ITER);
+	eigen_subspace_iterate(&op, X, b, theta, k, 0.0, LOCAL_PCS_ITER);
 	linalg_copy(d, k, X, b, pcs->L, k);
 	memcpy(pcs->lambda, theta, sizeof(double) * k);
 	pfree(X);
@@ -1203,6 +760,59 @@ thin_deflated_gram(FitClient *c, const double *FtU)
 }
 
 /*
+ * The m x q right-hand side C of thin_local_and_su's one pass: columns
+ * [Z_j / sqrt(theta_j) (r2), F'U (r1), AZ_j / sqrt(theta_j) (r2, with AZ)].
+ */
+static double *
+thin_pass_columns(FitClient *c, const double *Z, int ldz, const double *FtU, const double *AZ,
+				  int q)
+{
+	int			r1 = c->r1,
+				r2 = c->r2,
+				m = thin_width(c);
+	double	   *C = palloc(sizeof(double) * m * q);
+
+	for (int i = 0; i < m; i++)
+	{
+		for (int j = 0; j < r2; j++)
+		{
+			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
+
+			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
+			if (AZ != NULL)
+				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
+		}
+		for (int j = 0; j < r1; j++)
+			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
+	}
+	return C;
+}
+
+/*
+ * T = [V, S U, S V] (d x q, stride q) with V orthogonal to U: V once more
+ * orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 by
+ * Cholesky QR; returns whether that succeeded (else V is only deflated).
+ */
+static bool
+thin_orthonormal_pair(FitClient *c, const double *U, double *T, int q)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2;
+	double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
+
+	if (r1 > 0)
+	{
+		linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
+		linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
+		linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
+	}
+	pfree(UtV);
+	return linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
+								 client_work(c, LINALG_CHOL_WORK(r2))) == 0;
+}
+
+/*
  * From m-space vectors Z (ldz) and F'U, in one pass over the rows: V
  * (columns r1.. of W) = (I - UU') F Z_j / sqrt(theta_j), j < r2, and S U =
  * F (F'U) into SU (d x r1).  With AZ (the deflated Gram matrix times Z,
@@ -1219,44 +829,15 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 				r1 = c->r1,
 				r2 = c->r2,
 				k = c->k,
-				q = r1 + r2 + (AZ != NULL ? r2 : 0),
-				m = thin_width(c);
-	double	   *C = palloc(sizeof(double) * m * q),
+				q = r1 + r2 + (AZ != NULL ? r2 : 0);
+	double	   *C = thin_pass_columns(c, Z, ldz, FtU, AZ, q),
 			   *T = palloc(sizeof(double) * d * q);
 
-	for (int i = 0; i < m; i++)
-	{
-		for (int j = 0; j < r2; j++)
-		{
-			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
-
-			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
-			if (AZ != NULL)
-				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
-		}
-		for (int j = 0; j < r1; j++)
-			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
-	}
 	linalg_gemm(true, false, d, q, n, sqrt(c->yscale), c->Y, d, C, q, 0.0, T, q);
 	if (c->delta != NULL)
 		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
 	deflate_block(d, r1, U, r2, T, q);
-	c->sw_ready = false;
-	if (AZ != NULL)
-	{
-		/* V once more orthogonal to U (S V along: S U (U'V)), then V R^-1 and S V R^-1 */
-		double	   *UtV = palloc(sizeof(double) * Max(r1, 1) * r2);
-
-		if (r1 > 0)
-		{
-			linalg_gemm(true, false, r1, r2, d, 1.0, U, r1, T, q, 0.0, UtV, r2);
-			linalg_gemm(false, false, d, r2, r1, -1.0, U, r1, UtV, r2, 1.0, T, q);
-			linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
-		}
-		pfree(UtV);
-		c->sw_ready = linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
-											client_work(c, LINALG_CHOL_WORK(r2))) == 0;
-	}
+	c->sw_ready = AZ != NULL && thin_orthonormal_pair(c, U, T, q);
 	if (!c->sw_ready)
 		orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
 	linalg_copy(d, r2, T, q, c->W + r1, k);
@@ -1298,6 +879,29 @@ client_seed_response(FitClient *c, const FitLocalPCs *pcs)
 }
 
 /*
+ * The iterative best response on the Gram operator op (m x m) from c->X:
+ * subspace iteration when the block is more than half of m, else LOBPCG.
+ * Returns whether the exact solve must follow (the iteration failed, and m
+ * is small enough for it).
+ */
+static bool
+gram_iterate(FitClient *c, const EigenOp *op, double tol)
+{
+	int			m = op->n;
+	double	   *AX = palloc(sizeof(double) * m * c->b);
+	bool		exact;
+
+	eigen_orthonormalize_block(op, c->X, c->b);
+	eigen_apply(op, c->X, c->b, AX);
+	exact = (2 * c->b > m) ?
+		!eigen_subspace_iterate(op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
+		!eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+		m <= BEST_RESPONSE_EXACT_FALLBACK;
+	pfree(AX);
+	return exact;
+}
+
+/*
  * V_i of a thin client from its deflated Gram matrix F'F - (F'U)(F'U)':
  * iterated on the implicit operator, or exact (LAPACK on the explicit
  * matrix) when m is small or the iteration fails; S U into SU.
@@ -1307,23 +911,13 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 {
 	int			m = thin_width(c);
 	double	   *FtU = thin_factor_t_u(c, U);
-	SymOp		op = {m, NULL, thin_gram(c), FtU, c->r1};
+	EigenOp		op = gram_op(c, m, thin_gram(c), FtU, c->r1);
 	bool		exact = m <= BEST_RESPONSE_EXACT_GRAM;
 
 	if (c->X == NULL)
 		best_response_block(c, m);
 	if (!exact)
-	{
-		double	   *AX = palloc(sizeof(double) * m * c->b);
-
-		op_orthonormalize(c, &op, c->X, c->b);
-		op_apply(c, &op, c->X, c->b, AX);
-		exact = (2 * c->b > m) ?
-			!subspace_iterate(c, &op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
-			!lobpcg(c, &op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
-			m <= BEST_RESPONSE_EXACT_FALLBACK;
-		pfree(AX);
-	}
+		exact = gram_iterate(c, &op, tol);
 	if (exact)
 	{
 		double	   *G = thin_deflated_gram(c, FtU);
@@ -1336,7 +930,7 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 		/* the final response: S W from the same pass (F'(I - UU')F X costs no pass) */
 		double	   *AX = palloc(sizeof(double) * m * c->b);
 
-		op_apply(c, &op, c->X, c->b, AX);
+		eigen_apply(&op, c->X, c->b, AX);
 		thin_local_and_su(c, U, c->X, c->b, FtU, SU, AX);
 		pfree(AX);
 	}
@@ -1344,6 +938,26 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 		thin_local_and_su(c, U, c->X, c->b, FtU, SU, NULL);
 	pfree(FtU);
 	return exact;
+}
+
+/* c->Lt = Lambda_r^(1/2) Q_r' (r x d) and c->Llambda from the eigenpairs lam, Q (d x d, columns) of S_i. */
+static void
+low_rank_factor(FitClient *c, int r, const double *lam, const double *Q)
+{
+	int			d = c->d;
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
+
+	c->lrank = r;
+	c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
+	c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
+	for (int j = 0; j < r; j++)
+	{
+		double		s = sqrt(lam[j]);
+
+		c->Llambda[j] = lam[j];
+		for (int i = 0; i < d; i++)
+			c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
+	}
 }
 
 /*
@@ -1356,7 +970,6 @@ dense_low_rank(FitClient *c)
 {
 	int			d = c->d,
 				r = 0;
-	MemoryContext cxt = GetMemoryChunkContext(c->W);
 	double	   *A,
 			   *Q,
 			   *lam,
@@ -1368,26 +981,14 @@ dense_low_rank(FitClient *c)
 	A = palloc(sizeof(double) * d * d);
 	Q = palloc(sizeof(double) * d * d);
 	lam = palloc(sizeof(double) * d);
-	work = lapack_work(LINALG_EIGH_WORK(d, d));
+	work = eigen_work(LINALG_EIGH_WORK(d, d));
 	memcpy(A, c->S, sizeof(double) * d * d);
 	if (linalg_eigh_top(d, A, d, lam, Q, d, work) != 0)
 		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
 	while (r < d && lam[r] > LOW_RANK_TOL * lam[0])
 		r++;
 	if (r >= c->r1 + c->r2 && r <= LOW_RANK_FRACTION * d)
-	{
-		c->lrank = r;
-		c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
-		c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
-		for (int j = 0; j < r; j++)
-		{
-			double		s = sqrt(lam[j]);
-
-			c->Llambda[j] = lam[j];
-			for (int i = 0; i < d; i++)
-				c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
-		}
-	}
+		low_rank_factor(c, r, lam, Q);
 	pfree(A);
 	pfree(Q);
 	pfree(lam);
@@ -1464,7 +1065,7 @@ exact_response_space(FitClient *c, const double *U, double *SU)
 	if (c->S != NULL)
 	{
 		int64		need = dense_eigen_work(d, r1, b);
-		double	   *work = small ? client_work(c, need) : lapack_work(need);
+		double	   *work = small ? client_work(c, need) : eigen_work(need);
 
 		dense_top_eigen(c, r1 > 0 ? U : NULL, small ? c->r2 : b, c->ritz, c->X, b, SU, work);
 		if (work != c->work)
@@ -1487,7 +1088,8 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 	int			d = c->d,
 				r1 = c->r1,
 				b;
-	SymOp		op = {d, r1 > 0 ? U : NULL, NULL, NULL, 0};
+	SpaceOp		space;
+	EigenOp		op = space_op(c, r1 > 0 ? U : NULL, &space);
 	bool		exact = d <= BEST_RESPONSE_EXACT_DIM;
 
 	if (c->X == NULL)
@@ -1499,7 +1101,7 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 				   *ST = palloc(sizeof(double) * d * (r1 + b)),
 				   *AX = palloc(sizeof(double) * d * b);
 
-		op_orthonormalize(c, &op, c->X, b);
+		eigen_orthonormalize_block(&op, c->X, b);
 		linalg_copy(d, r1, U, Max(r1, 1), T, r1 + b);
 		linalg_copy(d, b, c->X, b, T + r1, r1 + b);
 		client_apply(c, T, r1 + b, ST);
@@ -1507,7 +1109,7 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		linalg_copy(d, b, ST + r1, r1 + b, AX, b);
 		if (r1 > 0)
 			deflate_block(d, r1, U, b, AX, b);
-		exact = !lobpcg(c, &op, c->X, AX, b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+		exact = !eigen_lobpcg(&op, c->X, AX, b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
 			d <= BEST_RESPONSE_EXACT_FALLBACK;
 		pfree(T);
 		pfree(ST);

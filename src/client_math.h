@@ -17,24 +17,23 @@
  *     on the deflated S_i in d-space, or for a thin client on its m x m
  *     deflated Gram matrix F'(I - UU')F (S_i = F F', m = rows), so that a
  *     thin client never costs more than its rows.
- * Pure C over double arrays: no SPI, no fmgr.
+ * The eigensolvers themselves (exact, subspace iteration, LOBPCG) are
+ * eigen.c's, run here on S_i as an operator; eigen.h comes with this header
+ * for the fit's layers that call them directly.  Pure C over double arrays:
+ * no SPI, no fmgr.
  */
 #ifndef PERPCA_CLIENT_MATH_H
 #define PERPCA_CLIENT_MATH_H
 
 #include "postgres.h"
 
+#include "eigen.h"
+
 typedef enum FitUpdate
 {
 	FIT_UPDATE_STGD,			/* choice 1: tangent projection + gradient step */
 	FIT_UPDATE_POLAR			/* choice 2: polar([U,V_i] + eta S_i [U,V_i]) */
 } FitUpdate;
-
-typedef enum FitRetraction
-{
-	FIT_RETRACT_POLAR,
-	FIT_RETRACT_QR
-} FitRetraction;
 
 typedef struct FitClient
 {
@@ -154,32 +153,5 @@ extern void client_seed_response(FitClient *c, const FitLocalPCs *pcs);
  * fix their signs; right after client_gradient on the same W (its W'S_iW).
  */
 extern void client_order_local(FitClient *c);
-
-/* ---- helpers shared by the fit's layers ---- */
-
-/* Fill an m x n block (stride ld) with standard normal draws (splitmix64 state). */
-extern void fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld);
-
-/* Orthonormalize the m x n block A (stride lda): polar (SVD when ill-conditioned) or QR. */
-extern void fit_retract(FitRetraction how, int m, int n, double *A, int lda);
-
-/* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */
-extern void fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz);
-
-/* lambda_max of the symmetric positive semidefinite n x n A by block LOBPCG, to a residual of rtol lambda_max. */
-extern double fit_top_eigenvalue(int n, const double *A, double rtol);
-
-/* Top k left singular vectors of A (m x n, destroyed) into Z, singular values into sigma (or NULL). */
-extern void fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma);
-
-/*
- * One Rayleigh-Ritz step: X (n x b) orthonormal, Y = A X for a symmetric A;
- * X <- X Q, Y <- Y Q with Q, theta (descending) the eigenpairs of X'Y.
- * Returns the largest residual ||Y_j - theta_j X_j|| over the first nres.
- */
-extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres);
-
-/* ||P_A - P_B||_F for orthonormal m x r blocks. */
-extern double fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb);
 
 #endif							/* PERPCA_CLIENT_MATH_H */

@@ -41,10 +41,12 @@
 #include "utils/builtins.h"
 #include "utils/plancache.h"
 
+#include "error_kinds.h"
 #include "evaluate.h"
 #include "linalg.h"
 #include "model_read.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "scale.h"
 #include "stats.h"
 
@@ -111,6 +113,31 @@ evaluate_figures(const double *M, int d, const double *W, int r1, int r2)
 	return f;
 }
 
+/* The figures of evaluate_stats' client from its statistics s (n > 0) and the centre and components arguments. */
+static EvalFigures
+evaluate_stats_figures(FunctionCallInfo fcinfo, const PerpcaStats *s, const char *client)
+{
+	int			d = s->dim,
+				n,
+				r1,
+				r2;
+	double	   *centre = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_CENTRE), &n, "centre");
+	double	   *U,
+			   *V,
+			   *M;
+
+	if (n != d)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIMENSION),
+				 errmsg("client \"%s\" has dimension %d, the model has %d", client, d, n),
+				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
+	U = perpca_components_arg(fcinfo, ARG_U, d, &r1, "global components");
+	V = perpca_components_arg(fcinfo, ARG_V, d, &r2, "local components");
+	M = palloc(sizeof(double) * d * d);
+	perpca_stats_moment(s, centre, M);
+	return evaluate_figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
+}
+
 /*
  * perpca_internal.evaluate_stats(client text, s perpca_stats, centre float8[],
  *     u float8[], v float8[], OUT error, OUT total_variance, OUT global_variance,
@@ -125,14 +152,6 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 	bool		nulls[4] = {true, true, true, true};
 	const char *client;
 	PerpcaStats *s;
-	double	   *centre;
-	double	   *U;
-	double	   *V;
-	double	   *M;
-	int			d;
-	int			n;
-	int			r1;
-	int			r2;
 	EvalFigures f;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -140,28 +159,16 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 	desc = BlessTupleDesc(desc);
 	if (PG_ARGISNULL(ARG_CLIENT))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("the client of an evaluated row must not be NULL")));
 	client = text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
 	if (PG_ARGISNULL(ARG_STATS) || PG_ARGISNULL(ARG_CENTRE))
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 	s = PG_GETARG_PERPCA_STATS(ARG_STATS);
 	perpca_stats_validate(s);
-	d = s->dim;
 	if (s->n == 0)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-	centre = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_CENTRE), &n, "centre");
-	if (n != d)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("client \"%s\" has dimension %d, the model has %d", client, d, n),
-				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
-	U = perpca_components_arg(fcinfo, ARG_U, d, &r1, "global components");
-	V = perpca_components_arg(fcinfo, ARG_V, d, &r2, "local components");
-
-	M = palloc(sizeof(double) * d * d);
-	perpca_stats_moment(s, centre, M);
-	f = evaluate_figures(M, d, stack_rows(U, r1, V, r2, d), r1, r2);
+	f = evaluate_stats_figures(fcinfo, s, client);
 
 	values[0] = Float8GetDatum(f.error);
 	values[1] = Float8GetDatum(f.total);
@@ -185,6 +192,7 @@ evaluate_query_types(const char *query, int *natts)
 	Oid		   *types;
 	MemoryContext caller = CurrentMemoryContext;
 
+	(void) perpca_one_select(query, "query");
 	SPI_connect();
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL)
@@ -226,42 +234,19 @@ perpca_query_columns(PG_FUNCTION_ARGS)
 }
 
 /*
- * A query of rows (client, x float8[] or another numeric array) or of
- * statistics (client, perpca_stats) wrapped into one returning (client text,
- * stats perpca_stats), one row per client.  Every name in the wrapper is
- * qualified (nsp is perpca's schema), so nothing binds to a caller's
- * search_path; the user's query itself is the caller's own.
+ * A query of rows (any form of row_reader.h) or of statistics wrapped into
+ * one returning (client text, stats perpca_stats), one row per client (rows
+ * aggregated under mode, statistics merged).  Every name in the wrapper is
+ * qualified, so nothing binds to a caller's search_path; the user's query
+ * itself is the caller's own.
  */
 char *
-evaluate_stats_query(const char *query, const char *what, Oid nsp)
+evaluate_stats_query(const char *query, const char *what, PerpcaMissing mode)
 {
-	int			natts;
-	Oid		   *types = evaluate_query_types(query, &natts);
-	const char *ext = quote_identifier(get_namespace_name(nsp));
-	Oid			stats_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-											 CStringGetDatum("perpca_stats"), ObjectIdGetDatum(nsp));
-	const char *agg;
+	RowShape	shape;
 
-	if (natts < 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the %s must return at least two columns, (client, x float8[]) or (client, perpca_stats)",
-						what)));
-	if (types[1] == FLOAT8ARRAYOID)
-		agg = psprintf("%s.perpca_stats(q.x)", ext);
-	else if (types[1] == FLOAT4ARRAYOID || types[1] == NUMERICARRAYOID || types[1] == INT4ARRAYOID ||
-			 types[1] == INT8ARRAYOID || types[1] == INT2ARRAYOID)
-		agg = psprintf("%s.perpca_stats(CAST(q.x AS pg_catalog.float8[]))", ext);
-	else if (OidIsValid(stats_type) && types[1] == stats_type)
-		agg = psprintf("%s.perpca_merge(q.x)", ext);
-	else
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the second column of the %s has type %s, not float8[] or perpca_stats",
-						what, format_type_be(types[1])),
-				 errhint("Return (client, x float8[]) rows or (client, perpca_stats(x)) statistics.")));
-	return psprintf("SELECT CAST(q.client AS pg_catalog.text) AS client, %s AS stats FROM (%s\n) AS q(client, x) GROUP BY 1",
-					agg, query);
+	row_shape(query, &shape, what);
+	return row_stats_sql(query, &shape, mode, true, false);
 }
 
 /* perpca_internal.stats_query(query text, what text DEFAULT 'query') RETURNS text */
@@ -270,7 +255,7 @@ perpca_stats_query(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TEXT_P(cstring_to_text(evaluate_stats_query(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 													  text_to_cstring(PG_GETARG_TEXT_PP(1)),
-													  perpca_extension_schema())));
+													  PERPCA_MISSING_ERROR)));
 }
 
 /* ------------------------------------------------------------------------
@@ -285,6 +270,7 @@ typedef struct EvalClient
 	int			len;
 	bool		known;
 	int64		n;
+	int64		skipped;		/* rows left out for missing values */
 	EvalFigures f;
 } EvalClient;
 
@@ -310,7 +296,7 @@ eval_one(const ModelData *m, EvalClient *e, PerpcaStats *s)
 
 	if (s->dim != m->d)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(PERPCA_ERRCODE_DIMENSION),
 				 errmsg("client \"%s\" has dimension %d, the model has %d", e->client, s->dim, m->d),
 				 errhint("Evaluate a model on rows of the dimension it was trained on.")));
 	e->known = c != NULL;
@@ -331,84 +317,128 @@ eval_one(const ModelData *m, EvalClient *e, PerpcaStats *s)
 	pfree(M);
 }
 
+/* The client of one row of the wrapped query, its figures when it has rows (in caller). */
+static void
+eval_row(const ModelData *m, HeapTuple tup, TupleDesc desc, EvalClient *e, MemoryContext caller)
+{
+	bool		isnull;
+	Datum		v = SPI_getbinval(tup, desc, 1, &isnull);
+	MemoryContext old;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the client of an evaluated row must not be NULL")));
+	memset(e, 0, sizeof(EvalClient));
+	old = MemoryContextSwitchTo(caller);
+	e->client = TextDatumGetCString(v);
+	e->len = strlen(e->client);
+	e->known = model_find_client(m, e->client, e->len) != NULL;
+	v = SPI_getbinval(tup, desc, 2, &isnull);
+	if (!isnull)
+	{
+		PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
+
+		perpca_stats_validate(s);
+		e->n = s->n;
+		e->skipped = perpca_stats_skipped(s);
+		if (s->n > 0)
+			eval_one(m, e, s);
+		pfree(s);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* Run the wrapped query sql and evaluate each of its clients against m: *n of them. */
+static EvalClient *
+eval_query(const ModelData *m, const char *sql, int *nclients)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	int			cap = 16;
+	int			n = 0;
+	EvalClient *out = palloc(sizeof(EvalClient) * cap);
+	Portal		portal;
+
+	SPI_connect();
+	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, 1000);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (n == cap)
+			{
+				cap *= 2;
+				out = repalloc(out, sizeof(EvalClient) * cap);
+			}
+			eval_row(m, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &out[n++], caller);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+	*nclients = n;
+	return out;
+}
+
+/* One NOTICE for the rows skipped, one naming the clients without rows. */
+static void
+eval_report(const char *func, const EvalClient *e, int n)
+{
+	int64		skipped = 0;
+	int			with = 0;
+	int			nempty = 0;
+	const char **empty = palloc(sizeof(char *) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		skipped += e[i].skipped;
+		with += e[i].skipped > 0;
+		if (e[i].n <= 0)
+			empty[nempty++] = e[i].client;
+	}
+	row_report_skipped(func, skipped, with, n);
+	row_report_groups(func, empty, nempty, nempty == 1 ? "has no rows" : "have no rows",
+					  "Their rows have n = 0 and NULL figures: every row was skipped for missing values, or their statistics are NULL.");
+}
+
 /*
  * Evaluate model on query: the clients in byte order of their names, in
  * *nclients.  The model is read once by model_read.c (its tables locked in
- * the one order of model_lock.c); the query runs as the caller, wrapped.
+ * the one order of model_lock.c); the query runs as the caller, wrapped
+ * (row_reader.c: any form of rows, under mode, or statistics).
  */
 static EvalClient *
-evaluate_all(text *model, text *query, int *nclients)
+evaluate_all(text *model, text *query, PerpcaMissing mode, const char *func, int *nclients)
 {
-	ModelData  *m = model_open(model);
+	ModelData  *m;
 	EvalClient *out = NULL;
 	int			n = 0;
 	MemoryContext caller = CurrentMemoryContext;
 
+	if (mode == PERPCA_MISSING_OBSERVED)
+		row_missing_refuse(mode, func, "It evaluates each client from the statistics of its complete rows.",
+						   "Pass missing => 'skip' to leave out rows with gaps and count them; "
+						   "perpca_evaluate_imputation() measures how the model fills gaps.");
+	m = model_open(model);
 	m->refcount++;
 	PG_TRY();
 	{
-		char	   *sql = evaluate_stats_query(text_to_cstring(query), "query", perpca_extension_schema());
-		Portal		portal;
-		int			cap = 16;
-
-		out = palloc(sizeof(EvalClient) * cap);
-		SPI_connect();
-		portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
-		for (;;)
-		{
-			SPI_cursor_fetch(portal, true, 1000);
-			if (SPI_processed == 0)
-				break;
-			for (uint64 i = 0; i < SPI_processed; i++)
-			{
-				HeapTuple	tup = SPI_tuptable->vals[i];
-				TupleDesc	desc = SPI_tuptable->tupdesc;
-				bool		isnull;
-				Datum		v = SPI_getbinval(tup, desc, 1, &isnull);
-				MemoryContext old;
-				EvalClient *e;
-
-				CHECK_FOR_INTERRUPTS();
-				if (isnull)
-					ereport(ERROR,
-							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-							 errmsg("the client of an evaluated row must not be NULL")));
-				if (n == cap)
-				{
-					cap *= 2;
-					out = repalloc(out, sizeof(EvalClient) * cap);
-				}
-				e = &out[n++];
-				memset(e, 0, sizeof(EvalClient));
-				old = MemoryContextSwitchTo(caller);
-				e->client = TextDatumGetCString(v);
-				e->len = strlen(e->client);
-				e->known = model_find_client(m, e->client, e->len) != NULL;
-				v = SPI_getbinval(tup, desc, 2, &isnull);
-				if (!isnull)
-				{
-					PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
-
-					perpca_stats_validate(s);
-					e->n = s->n;
-					if (s->n > 0)
-						eval_one(m, e, s);
-					pfree(s);
-				}
-				MemoryContextSwitchTo(old);
-			}
-			SPI_freetuptable(SPI_tuptable);
-		}
-		SPI_cursor_close(portal);
-		SPI_finish();
+		out = eval_query(m, evaluate_stats_query(text_to_cstring(query), "query", mode), &n);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		model_unref(m);
+		row_rethrow(row_skip_hint(func), caller);
 	}
 	PG_END_TRY();
+	model_unref(m);
 	if (n > 1)
 		qsort(out, n, sizeof(EvalClient), eval_client_cmp);
+	eval_report(func, out, n);
 	*nclients = n;
 	return out;
 }
@@ -434,11 +464,12 @@ perpca_evaluate(PG_FUNCTION_ARGS)
 	EvalClient *e;
 
 	InitMaterializedSRF(fcinfo, 0);
-	e = evaluate_all(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &n);
+	e = evaluate_all(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1),
+					 row_missing_arg(fcinfo, 2, PERPCA_MISSING_ERROR), "perpca_evaluate", &n);
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[8];
-		bool		nulls[8] = {false};
+		Datum		values[9];
+		bool		nulls[9] = {false};
 		bool		has = e[i].n > 0;
 
 		values[0] = CStringGetTextDatum(e[i].client);
@@ -451,9 +482,53 @@ perpca_evaluate(PG_FUNCTION_ARGS)
 		values[7] = ratio(e[i].f.global + e[i].f.local, e[i].f.total, &nulls[7]);
 		for (int c = 3; c < 8; c++)
 			nulls[c] = nulls[c] || !has;
+		values[8] = Int64GetDatum(e[i].skipped);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/* Sums over the clients with rows: per client (err, tot, g, l) and weighted by rows (_n). */
+typedef struct EvalTotals
+{
+	int			clients;
+	int			unseen;
+	int64		rows;
+	int64		skipped;		/* rows left out for missing values */
+	double		err,
+				err_n,
+				tot,
+				tot_n,
+				g,
+				g_n,
+				l,
+				l_n;
+} EvalTotals;
+
+static void
+evaluate_totals(const EvalClient *e, int n, EvalTotals *t)
+{
+	memset(t, 0, sizeof(EvalTotals));
+	for (int i = 0; i < n; i++)
+	{
+		double		w;
+
+		t->skipped += e[i].skipped;
+		if (e[i].n <= 0)
+			continue;
+		w = (double) e[i].n;
+		t->clients++;
+		t->unseen += !e[i].known;
+		t->rows += e[i].n;
+		t->err += e[i].f.error;
+		t->err_n += w * e[i].f.error;
+		t->tot += e[i].f.total;
+		t->tot_n += w * e[i].f.total;
+		t->g += e[i].f.global;
+		t->g_n += w * e[i].f.global;
+		t->l += e[i].f.local;
+		t->l_n += w * e[i].f.local;
+	}
 }
 
 /*
@@ -469,57 +544,31 @@ Datum
 perpca_evaluate_summary(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[11];
-	bool		nulls[11] = {false};
+	Datum		values[12];
+	bool		nulls[12] = {false};
 	int			n;
 	EvalClient *e;
-	int			clients = 0;
-	int			unseen = 0;
-	int64		rows = 0;
-	double		err = 0,
-				err_n = 0,
-				tot = 0,
-				tot_n = 0,
-				g = 0,
-				g_n = 0,
-				l = 0,
-				l_n = 0;
+	EvalTotals	t;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "perpca_evaluate_summary must return a record");
-	e = evaluate_all(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1), &n);
-	for (int i = 0; i < n; i++)
-	{
-		double		w;
-
-		if (e[i].n <= 0)
-			continue;
-		w = (double) e[i].n;
-		clients++;
-		unseen += !e[i].known;
-		rows += e[i].n;
-		err += e[i].f.error;
-		err_n += w * e[i].f.error;
-		tot += e[i].f.total;
-		tot_n += w * e[i].f.total;
-		g += e[i].f.global;
-		g_n += w * e[i].f.global;
-		l += e[i].f.local;
-		l_n += w * e[i].f.local;
-	}
-	values[0] = Int32GetDatum(clients);
-	values[1] = Int32GetDatum(unseen);
-	values[2] = Int64GetDatum(rows);
-	nulls[2] = clients == 0;
-	values[3] = Float8GetDatum(clients > 0 ? err / clients : 0);
-	nulls[3] = clients == 0;
-	values[4] = Float8GetDatum(rows > 0 ? err_n / (double) rows : 0);
-	nulls[4] = rows == 0;
-	values[5] = ratio(g, tot, &nulls[5]);
-	values[6] = ratio(g_n, tot_n, &nulls[6]);
-	values[7] = ratio(l, tot, &nulls[7]);
-	values[8] = ratio(l_n, tot_n, &nulls[8]);
-	values[9] = ratio(g + l, tot, &nulls[9]);
-	values[10] = ratio(g_n + l_n, tot_n, &nulls[10]);
+	e = evaluate_all(PG_GETARG_TEXT_PP(0), PG_GETARG_TEXT_PP(1),
+					 row_missing_arg(fcinfo, 2, PERPCA_MISSING_ERROR), "perpca_evaluate_summary", &n);
+	evaluate_totals(e, n, &t);
+	values[0] = Int32GetDatum(t.clients);
+	values[1] = Int32GetDatum(t.unseen);
+	values[2] = Int64GetDatum(t.rows);
+	nulls[2] = t.clients == 0;
+	values[3] = Float8GetDatum(t.clients > 0 ? t.err / t.clients : 0);
+	nulls[3] = t.clients == 0;
+	values[4] = Float8GetDatum(t.rows > 0 ? t.err_n / (double) t.rows : 0);
+	nulls[4] = t.rows == 0;
+	values[5] = ratio(t.g, t.tot, &nulls[5]);
+	values[6] = ratio(t.g_n, t.tot_n, &nulls[6]);
+	values[7] = ratio(t.l, t.tot, &nulls[7]);
+	values[8] = ratio(t.l_n, t.tot_n, &nulls[8]);
+	values[9] = ratio(t.g + t.l, t.tot, &nulls[9]);
+	values[10] = ratio(t.g_n + t.l_n, t.tot_n, &nulls[10]);
+	values[11] = Int64GetDatum(t.skipped);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -7,6 +7,8 @@
 
 #include "postgres.h"
 
+#include "row_reader.h"
+
 /* The figures of one client. */
 typedef struct EvalFigures
 {
@@ -23,11 +25,11 @@ extern EvalFigures evaluate_figures(const double *M, int d, const double *W, int
 extern Oid *evaluate_query_types(const char *query, int *natts);
 
 /*
- * A query of rows (client, x numeric array) or statistics (client,
- * perpca_stats) wrapped into one returning (client text, stats perpca_stats),
- * one row per client, every name qualified with perpca's schema nsp; what
- * names the query in errors.
+ * A query of rows (any form of row_reader.h, aggregated under mode) or
+ * statistics (client, perpca_stats) wrapped into one returning (client text,
+ * stats perpca_stats), one row per client, every name qualified with
+ * perpca's schema; what names the query in errors.
  */
-extern char *evaluate_stats_query(const char *query, const char *what, Oid nsp);
+extern char *evaluate_stats_query(const char *query, const char *what, PerpcaMissing mode);
 
 #endif							/* PERPCA_EVALUATE_H */

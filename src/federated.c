@@ -27,13 +27,16 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "exact_sum.h"
 #include "fit.h"
 #include "fit_input.h"
 #include "fit_options.h"
 #include "fit_sql.h"
 #include "fit_sums.h"
 #include "linalg.h"
+#include "error_kinds.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "scale.h"
 #include "shard_conn.h"
 
@@ -58,6 +61,8 @@ typedef struct FedFit
 	int			nclients;
 	FitBackend	be;
 } FedFit;
+
+static char **fed_keys_parse(const ShardConn *sc, const char *value, int *n);
 
 /* Bytes sent and received over all connections so far. */
 static int64
@@ -138,38 +143,59 @@ fed_get_row(FedFit *f, int s, int ncols)
 	return r;
 }
 
-/* Add a shard's sums row (weight, objective, u, g, gv, change, gram, exact) into out. */
+/*
+ * A shard's exact expansion of rows x cols entries: (layers x rows) x cols
+ * (exact_sum.h); the terms, *layers set.
+ */
+static double *
+fed_expansion_parse(const ShardConn *sc, const char *text, int rows, int cols, int *layers,
+					const char *what)
+{
+	int			m = -1,
+				n = cols;
+	double	   *terms = fed_matrix_parse(sc, text, &m, &n, what);
+
+	if (rows <= 0 || m % rows != 0 || m / rows > EXACT_MAX_LAYERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned a %s of %d rows, not layers of %d", sc->index, what, m,
+						rows)));
+	*layers = m / rows;
+	return terms;
+}
+
+/* Add shard s's expansion of part (rows x cols) from column col of its row r into out. */
+static void
+fed_add_part(FedFit *f, int s, ShardRows *r, int col, FitSumPart part, int rows, int cols,
+			 FitSums *out)
+{
+	int			layers;
+	double	   *terms;
+
+	if (SHARD_VALUE(r, 0, col) == NULL || rows * cols == 0)
+		return;
+	terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, col), rows, cols, &layers, "sum");
+	fit_sums_add_expansion(out, part, terms, layers);
+}
+
+/* Add a shard's sums row (sums, u, g, change, gram, exact) into out's exact sums. */
 static void
 fed_add_sums(FedFit *f, int s, FitSums *out)
 {
-	ShardRows  *r = fed_get_row(f, s, 8);
-	ShardConn  *sc = &f->sc[s];
+	ShardRows  *r = fed_get_row(f, s, 6);
 	int			d = f->d,
 				r1 = f->be.r1;
 
-	out->weight += fed_float_parse(sc, SHARD_VALUE(r, 0, 0), "weight");
-	out->objective += fed_float_parse(sc, SHARD_VALUE(r, 0, 1), "objective");
-	for (int j = 2; j <= 3 && r1 > 0; j++)
-		if (SHARD_VALUE(r, 0, j) != NULL)
-		{
-			int			m = d,
-						n = r1;
-
-			linalg_axpy((int64) d * r1, 1.0,
-						fed_matrix_parse(sc, SHARD_VALUE(r, 0, j), &m, &n, "sum"),
-						j == 2 ? out->U : out->G);
-		}
-	out->gv += fed_float_parse(sc, SHARD_VALUE(r, 0, 4), "gradient_v");
-	out->change = Max(out->change, fed_float_parse(sc, SHARD_VALUE(r, 0, 5), "change"));
-	if (SHARD_VALUE(r, 0, 6) != NULL && r1 > 0)
-	{
-		int			m = r1,
-					n = r1;
-
-		linalg_axpy((int64) r1 * r1, 1.0,
-					fed_matrix_parse(sc, SHARD_VALUE(r, 0, 6), &m, &n, "gram"), out->gram);
-	}
-	out->exact += (int) fed_float_parse(sc, SHARD_VALUE(r, 0, 7), "exact");
+	if (SHARD_VALUE(r, 0, 0) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned no sums", f->sc[s].index)));
+	fed_add_part(f, s, r, 0, FIT_SUM_SCALARS, 1, 3, out);
+	fed_add_part(f, s, r, 1, FIT_SUM_U, d, r1, out);
+	fed_add_part(f, s, r, 2, FIT_SUM_G, d, r1, out);
+	out->change = Max(out->change, fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), "change"));
+	fed_add_part(f, s, r, 4, FIT_SUM_GRAM, r1, r1, out);
+	out->exact += (int) fed_float_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), "exact");
 }
 
 /* Send a sums-returning command to every active shard and add their answers. */
@@ -180,6 +206,7 @@ fed_sums(FedFit *f, const char *function, int nparams, const char *const *params
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 			fed_add_sums(f, s, out);
+	fit_sums_round(out);
 }
 
 /* ------------------------------------------------------------------------
@@ -187,14 +214,81 @@ fed_sums(FedFit *f, const char *function, int nparams, const char *const *params
  * ------------------------------------------------------------------------
  */
 
+/* One client's block of stacked local PCs: columns col .. col + k - 1 of a shard's basis. */
+typedef struct FedBlock
+{
+	const char *key;
+	const double *B;
+	int			ld;
+	int			col;
+	int			k;
+} FedBlock;
+
+static int
+fed_block_cmp(const void *a, const void *b)
+{
+	return strcmp(((const FedBlock *) a)->key, ((const FedBlock *) b)->key);
+}
+
+/* Shard s's blocks (basis, keys, columns) appended to blocks at *nblocks; returns its columns. */
+static int
+fed_basis_blocks(FedFit *f, int s, FedBlock *blocks, int *nblocks)
+{
+	ShardRows  *r = fed_get_row(f, s, 3);
+	int			m = f->d,
+				q = -1,
+				nkeys,
+				ncols,
+				col = 0;
+	double	   *B = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &q, "start basis");
+	char	  **keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), &nkeys);
+	Datum	   *widths;
+	bool	   *nulls;
+
+	if (SHARD_VALUE(r, 0, 2) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned no block widths", f->sc[s].index)));
+	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) SHARD_VALUE(r, 0, 2),
+															  INT4OID, -1)),
+					  INT4OID, 4, true, TYPALIGN_INT, &widths, &nulls, &ncols);
+	if (*nblocks + nkeys > f->nclients)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned %d start blocks, more than its clients", f->sc[s].index,
+						nkeys)));
+	for (int j = 0; j < nkeys && j < ncols; j++)
+	{
+		FedBlock   *b = &blocks[(*nblocks)++];
+
+		b->key = keys[j];
+		b->B = B;
+		b->ld = q;
+		b->col = col;
+		b->k = DatumGetInt32(widths[j]);
+		col += b->k;
+	}
+	if (ncols != nkeys || col != q)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned %d block widths for %d keys and %d columns",
+						f->sc[s].index, ncols, nkeys, q)));
+	return q;
+}
+
+/*
+ * The stacked local PCs of all clients, in the byte order of their keys:
+ * the same matrix as one node's (node_basis), however the clients are
+ * spread over the shards.
+ */
 static double *
 fed_basis(FitBackend *be, bool qu, bool exact, int *q)
 {
 	FedFit	   *f = be->state;
 	const char *params[3] = {f->id, qu ? "true" : "false", exact ? "true" : "false"};
-	double	  **B = palloc0(sizeof(double *) * f->nshards);
-	int		   *qs = palloc0(sizeof(int) * f->nshards);
-	int			Q = 0,
+	FedBlock   *blocks = palloc(sizeof(FedBlock) * Max(f->nclients, 1));
+	int			nblocks = 0,
+				Q = 0,
 				off = 0;
 	double	   *stacked;
 
@@ -202,20 +296,15 @@ fed_basis(FitBackend *be, bool qu, bool exact, int *q)
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
-			ShardRows  *r = fed_get_row(f, s, 1);
-			int			m = f->d;
-
-			qs[s] = -1;
-			B[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &qs[s], "start basis");
-			Q += qs[s];
+			Q += fed_basis_blocks(f, s, blocks, &nblocks);
 		}
+	qsort(blocks, nblocks, sizeof(FedBlock), fed_block_cmp);
 	stacked = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * f->d * Max(Q, 1));
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-		{
-			linalg_copy(f->d, qs[s], B[s], qs[s], stacked + off, Q);
-			off += qs[s];
-		}
+	for (int j = 0; j < nblocks; j++)
+	{
+		linalg_copy(f->d, blocks[j].k, blocks[j].B + blocks[j].col, blocks[j].ld, stacked + off, Q);
+		off += blocks[j].k;
+	}
 	*q = Q;
 	return stacked;
 }
@@ -226,18 +315,21 @@ fed_apply(FitBackend *be, const double *X, int q, double *out)
 	FedFit	   *f = be->state;
 	const char *params[2] = {f->id, fed_matrix_text(X, f->d, q)};
 
-	memset(out, 0, sizeof(double) * f->d * q);
+	ExactSum   *acc = exact_sum_create((int64) f->d * q);
+
 	fed_send_active(f, "shard_apply", 2, params);
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
 			ShardRows  *r = fed_get_row(f, s, 1);
-			int			m = f->d,
-						n = q;
+			int			layers;
+			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), f->d, q,
+													&layers, "product");
 
-			linalg_axpy((int64) f->d * q, 1.0,
-						fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &n, "product"), out);
+			exact_sum_add_expansion(acc, 0, acc->n, terms, layers);
 		}
+	exact_sum_values(acc, 0, acc->n, out);
+	exact_sum_free(acc);
 }
 
 static void
@@ -308,49 +400,6 @@ fed_check_keys(FedFit *f, char ***keys, int *nkeys)
 								 errhint("Partition the data by the client key, or fit with perpca_fit on merged statistics.")));
 }
 
-/* The smallest key of a shard's clients (byte order), NULL without clients. */
-static const char *
-fed_first_key(char **keys, int n)
-{
-	const char *first = NULL;
-
-	for (int i = 0; i < n; i++)
-		if (first == NULL || strcmp(keys[i], first) < 0)
-			first = keys[i];
-	return first;
-}
-
-/*
- * Put the shards in one fixed order, whatever order they were listed or
- * answer in: by the smallest client key of each (byte order), shards
- * without clients last.  Every later sum over shards runs in this order, so
- * a fit does not depend on the order of the shard list; messages keep the
- * shards' positions in it.
- */
-static void
-fed_order(FedFit *f, char ***keys, int *nkeys, double **means)
-{
-	for (int i = 1; i < f->nshards; i++)
-		for (int j = i; j > 0; j--)
-		{
-			const char *a = f->active[j - 1] ? fed_first_key(keys[j - 1], nkeys[j - 1]) : NULL,
-					   *b = f->active[j] ? fed_first_key(keys[j], nkeys[j]) : NULL;
-			ShardConn	sc;
-			bool		active;
-			char	  **k;
-			int			nk;
-			double	   *m;
-
-			if (b == NULL || (a != NULL && strcmp(a, b) <= 0))
-				break;
-			sc = f->sc[j - 1], f->sc[j - 1] = f->sc[j], f->sc[j] = sc;
-			active = f->active[j - 1], f->active[j - 1] = f->active[j], f->active[j] = active;
-			k = keys[j - 1], keys[j - 1] = keys[j], keys[j] = k;
-			nk = nkeys[j - 1], nkeys[j - 1] = nkeys[j], nkeys[j] = nk;
-			m = means[j - 1], means[j - 1] = means[j], means[j] = m;
-		}
-}
-
 /* The keys of a shard's clients (text[] value). */
 static char **
 fed_keys_parse(const ShardConn *sc, const char *value, int *n)
@@ -379,44 +428,47 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	char		r1[16],
 				nl[16],
 				seed[32];
-	const char *params[6] = {f->id, f->query, r1, nl,
-	fit_weights_names[f->opts->sample_weights ? 1 : 0], seed};
+	const char *params[7] = {f->id, f->query, r1, nl,
+		fit_weights_names[f->opts->sample_weights ? 1 : 0], seed,
+	perpca_missing_names[f->opts->missing]};
+	int			with_skipped = 0;
 	double	   *mean_sum = NULL;
 	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
 	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
 	double	  **means = palloc0(sizeof(double *) * f->nshards);
+	int		   *layers = palloc0(sizeof(int) * f->nshards);
+	ExactSum   *acc;
 
 	snprintf(r1, sizeof(r1), "%d", f->opts->n_global);
 	snprintf(nl, sizeof(nl), "%d", f->opts->n_local);
 	snprintf(seed, sizeof(seed), "%lld", (long long) (int64) f->opts->seed);
 	for (int s = 0; s < f->nshards; s++)
 		f->active[s] = true;
-	fed_send_active(f, "shard_open", 6, params);
+	fed_send_active(f, "shard_open", 7, params);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
 	{
-		ShardRows  *r = fed_get_row(f, s, 6);
+		ShardRows  *r = fed_get_row(f, s, 7);
 		int			n = pg_strtoint32(SHARD_VALUE(r, 0, 0)),
 					d = pg_strtoint32(SHARD_VALUE(r, 0, 1));
+		int64		skipped = pg_strtoint64(SHARD_VALUE(r, 0, 6));
 
+		diag->rows_skipped += skipped;
+		with_skipped += skipped > 0;
 		f->active[s] = n > 0;
 		if (n == 0)
 			continue;
 		if (f->nclients > 0 && d != f->d)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
+					(errcode(PERPCA_ERRCODE_DIMENSION),
 					 errmsg("clients of shard %d have dimension %d, expected %d", s + 1, d, f->d),
 					 errdetail("All clients must have the same dimension.")));
 		f->d = d;
 		f->nclients += n;
 		*rows += (double) pg_strtoint64(SHARD_VALUE(r, 0, 2));
 		diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
-		{
-			int			one = 1,
-						dd = d;
-
-			means[s] = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), &one, &dd, "mean sum");
-		}
+		means[s] = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, &layers[s],
+									   "mean sum");
 		keys[s] = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), &nkeys[s]);
 	}
 	if (f->nclients == 0)
@@ -424,12 +476,21 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("query returned no clients on any shard"),
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
+	/* (each shard names its groups without rows in its own NOTICE) */
+	if (diag->rows_skipped > 0)
+		ereport(NOTICE,
+				(errmsg("perpca_fit_federated: the shards left out %lld row%s with missing values, on %d of %d shard%s",
+						(long long) diag->rows_skipped, diag->rows_skipped == 1 ? "" : "s", with_skipped,
+						f->nshards, f->nshards == 1 ? "" : "s"),
+				 errdetail("missing => 'skip' (or perpca_stats(x, 'skip') on the shards); perpca_last_federated_fit().rows_skipped counts them.")));
+	/* the shards' sums are exact (exact_sum.h): their order does not matter */
 	fed_check_keys(f, keys, nkeys);
-	fed_order(f, keys, nkeys, means);
-	mean_sum = palloc0(sizeof(double) * f->d);
+	acc = exact_sum_create(f->d);
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
-			linalg_axpy(f->d, 1.0, means[s], mean_sum);
+			exact_sum_add_expansion(acc, 0, f->d, means[s], layers[s]);
+	mean_sum = palloc0(sizeof(double) * f->d);
+	exact_sum_values(acc, 0, f->d, mean_sum);
 	return mean_sum;
 }
 
@@ -444,6 +505,7 @@ fed_scale(FedFit *f, double *mean_sum, double rows, bool **constant_out)
 	int			d = f->d;
 	double	   *mean = palloc(sizeof(double) * d);
 	double	   *sums = palloc0(sizeof(double) * d);
+	ExactSum   *acc = exact_sum_create(d);
 	double	   *scale = palloc(sizeof(double) * d);
 	bool	   *constant = palloc(sizeof(bool) * d);
 	const char *params[2];
@@ -453,16 +515,18 @@ fed_scale(FedFit *f, double *mean_sum, double rows, bool **constant_out)
 	params[0] = f->id;
 	params[1] = fed_matrix_text(mean, 1, d);
 	fed_send_active(f, "shard_scale", 2, params);
+	/* added exactly: the same whatever order the shards are listed in */
 	for (int s = 0; s < f->nshards; s++)
 		if (f->active[s])
 		{
 			ShardRows  *r = fed_get_row(f, s, 1);
-			int			one = 1,
-						dd = d;
+			int			layers;
+			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), 1, d,
+													&layers, "scale sums");
 
-			linalg_axpy(d, 1.0, fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &one, &dd,
-												 "scale sums"), sums);
+			exact_sum_add_expansion(acc, 0, d, terms, layers);
 		}
+	exact_sum_values(acc, 0, d, sums);
 	if (scale_finish(sums, mean, rows, d, scale, constant) > 0)
 		scale_report_constant(constant, d);
 	for (int j = 0; j < d; j++)
@@ -688,12 +752,13 @@ perpca_last_federated_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const FitDiagnostics *l = fit_sql_last(true);
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (l == NULL)
 		return (Datum) 0;
+	values[17] = Int64GetDatum(l->rows_skipped);
 	values[0] = Int32GetDatum(l->rounds);
 	values[1] = BoolGetDatum(l->converged);
 	values[2] = fit_sql_float(l->objective, &nulls[2]);

@@ -15,6 +15,7 @@
 
 #include <math.h>
 
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -22,6 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "exact_sum.h"
 #include "fit_input.h"
 #include "fit_options.h"
 #include "fit_sums.h"
@@ -184,26 +186,42 @@ shard_u_arg(FunctionCallInfo fcinfo, ShardFit *sf, int argno)
 	return shard_matrix_arg(fcinfo, argno, sf->d, &r1, "U");
 }
 
-/* The sums row (weight, objective, u, g, gv, change, gram, exact) of a node operation. */
+/*
+ * A part of the sums as the layers of its exact expansion (exact_sum.h):
+ * a (layers x rows) x cols float8[], layer k holding the k-th terms.
+ */
 static Datum
-shard_sums_row(FunctionCallInfo fcinfo, ShardFit *sf, const FitSums *s, bool u, bool g, bool gram)
+shard_expansion(FitSums *s, FitSumPart part, int rows, int cols)
+{
+	int			layers;
+	double	   *terms = fit_sums_expansion(s, part, &layers);
+
+	return PointerGetDatum(perpca_matrix_build(terms, layers * rows, cols));
+}
+
+/*
+ * The sums row (sums, u_sum, g_sum, change, gram, exact) of a node
+ * operation: sums is the expansion of (weight, objective, gradient_v), the
+ * matrices the expansions of theirs, so that the coordinator adds every
+ * shard's exact sums whatever their number, grouping or order.
+ */
+static Datum
+shard_sums_row(FunctionCallInfo fcinfo, ShardFit *sf, FitSums *s, bool u, bool g, bool gram)
 {
 	int			d = sf->d,
 				r1 = sf->opts.n_global;
-	Datum		values[8];
-	bool		nulls[8] = {0};
+	Datum		values[6];
+	bool		nulls[6] = {0};
 
-	values[0] = Float8GetDatum(s->weight);
-	values[1] = Float8GetDatum(s->objective);
-	nulls[2] = !u || r1 == 0;
-	values[2] = nulls[2] ? (Datum) 0 : PointerGetDatum(perpca_matrix_build(s->U, d, r1));
-	nulls[3] = !g || r1 == 0;
-	values[3] = nulls[3] ? (Datum) 0 : PointerGetDatum(perpca_matrix_build(s->G, d, r1));
-	values[4] = Float8GetDatum(s->gv);
-	values[5] = Float8GetDatum(s->change);
-	nulls[6] = !gram || r1 == 0;
-	values[6] = nulls[6] ? (Datum) 0 : PointerGetDatum(perpca_matrix_build(s->gram, r1, r1));
-	values[7] = Int32GetDatum(s->exact);
+	values[0] = shard_expansion(s, FIT_SUM_SCALARS, 1, 3);
+	nulls[1] = !u || r1 == 0;
+	values[1] = nulls[1] ? (Datum) 0 : shard_expansion(s, FIT_SUM_U, d, r1);
+	nulls[2] = !g || r1 == 0;
+	values[2] = nulls[2] ? (Datum) 0 : shard_expansion(s, FIT_SUM_G, d, r1);
+	values[3] = Float8GetDatum(s->change);
+	nulls[4] = !gram || r1 == 0;
+	values[4] = nulls[4] ? (Datum) 0 : shard_expansion(s, FIT_SUM_GRAM, r1, r1);
+	values[5] = Int32GetDatum(s->exact);
 	return shard_row(fcinfo, values, nulls);
 }
 
@@ -215,6 +233,7 @@ shard_sums_row(FunctionCallInfo fcinfo, ShardFit *sf, const FitSums *s, bool u, 
 typedef struct OpenArgs
 {
 	const char *query;
+	int64		skipped;		/* rows left out for missing values */
 } OpenArgs;
 
 static void
@@ -222,7 +241,8 @@ shard_read(ShardFit *sf, void *arg)
 {
 	OpenArgs   *a = arg;
 
-	sf->in = clients_read(a->query, sf->opts.n_local, sf->cxt, &sf->n);
+	sf->in = clients_read(a->query, &(ClientsRead) {sf->opts.n_local, sf->opts.missing, false,
+						  "perpca_fit_federated", "query"}, sf->cxt, &sf->n, &a->skipped);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
 }
@@ -239,20 +259,22 @@ shard_keys(const ShardFit *sf)
 }
 
 /*
- * shard_open(fit_id, query, n_global, n_local, weights, seed)
- *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes, keys)
+ * shard_open(fit_id, query, n_global, n_local, weights, seed, missing)
+ *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes, keys, rows_skipped)
  */
 Datum
 perpca_shard_open(PG_FUNCTION_ARGS)
 {
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
-	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query")};
+	OpenArgs	a = {fit_text_arg(fcinfo, 1, "query"), 0};
 	ShardFit   *sf;
 	double	   *mean_sum;
+	ExactSum   *acc;
+	int			layers;
 	double		rows;
 	int64		bytes = 0;
-	Datum		values[6];
-	bool		nulls[6] = {0};
+	Datum		values[7];
+	bool		nulls[7] = {0};
 
 	if (shard_fit_find(id) != NULL)
 		ereport(ERROR,
@@ -270,16 +292,19 @@ perpca_shard_open(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	shard_in_fit(sf, shard_read, &a);
-	mean_sum = palloc0(sizeof(double) * Max(sf->d, 1));
-	rows = clients_mean_sum(sf->in, sf->n, mean_sum);
+	acc = clients_mean_sum_exact(sf->in, sf->n, &rows);
+	mean_sum = palloc0(sizeof(double) * Max(sf->d, 1) * EXACT_MAX_LAYERS);
+	layers = sf->d > 0 ? exact_sum_expansion(acc, 0, sf->d, mean_sum, EXACT_MAX_LAYERS) : 1;
 	for (int i = 0; i < sf->n; i++)
 		bytes += VARSIZE(sf->in[i].stats);
 	values[0] = Int32GetDatum(sf->n);
 	values[1] = Int32GetDatum(sf->d);
 	values[2] = Int64GetDatum((int64) rows);
-	values[3] = PointerGetDatum(perpca_matrix_build(mean_sum, 1, Max(sf->d, 1)));
+	/* the exact sum's expansion, layers x d */
+	values[3] = PointerGetDatum(perpca_matrix_build(mean_sum, layers, Max(sf->d, 1)));
 	values[4] = Int64GetDatum(bytes);
 	values[5] = shard_keys(sf);
+	values[6] = Int64GetDatum(a.skipped);
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
 }
 
@@ -358,7 +383,13 @@ perpca_shard_init(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
-/* shard_basis(fit_id, qu, exact) RETURNS float8[]: B with B B' = the stacked local PCs. */
+/*
+ * shard_basis(fit_id, qu, exact) RETURNS (basis, keys, columns): the
+ * stacked local PCs (d x q, not compressed), each client's block of
+ * columns in the byte order of the keys, with the keys and the blocks'
+ * widths in that order: the coordinator stacks all shards' blocks in one
+ * key order, as a single node does.
+ */
 Datum
 perpca_shard_basis(PG_FUNCTION_ARGS)
 {
@@ -366,22 +397,37 @@ perpca_shard_basis(PG_FUNCTION_ARGS)
 	int			q;
 	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
 	double	   *B = node_basis(sf->node, PG_GETARG_BOOL(1), PG_GETARG_BOOL(2), &q);
+	Datum	   *keys = palloc(sizeof(Datum) * Max(sf->n, 1));
+	Datum	   *columns = palloc(sizeof(Datum) * Max(sf->n, 1));
+	Datum		values[3];
+	bool		nulls[3] = {0};
 
 	MemoryContextSwitchTo(old);
-	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(B, sf->d, q));
+	for (int j = 0; j < sf->n; j++)
+	{
+		int			i = sf->node->order != NULL ? sf->node->order[j] : j;
+
+		keys[j] = CStringGetTextDatum(sf->in[i].name);
+		columns[j] = Int32GetDatum(sf->node->clients[i].k);
+	}
+	values[0] = PointerGetDatum(perpca_matrix_build(B, sf->d, q));
+	values[1] = PointerGetDatum(construct_array(keys, sf->n, TEXTOID, -1, false, TYPALIGN_INT));
+	values[2] = PointerGetDatum(construct_array(columns, sf->n, INT4OID, 4, true, TYPALIGN_INT));
+	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
 }
 
-/* shard_apply(fit_id, x) RETURNS float8[]: sum_i w_i S_i X. */
+/* shard_apply(fit_id, x) RETURNS float8[]: sum_i w_i S_i X as its exact expansion ((layers x d) x q). */
 Datum
 perpca_shard_apply(PG_FUNCTION_ARGS)
 {
 	ShardFit   *sf = shard_fit_get(fcinfo, true);
 	int			q = -1;
 	double	   *X = shard_matrix_arg(fcinfo, 1, sf->d, &q, "X");
-	double	   *out = palloc(sizeof(double) * sf->d * Max(q, 1));
+	ExactSum   *acc = node_apply_exact(sf->node, X, q);
+	double	   *terms = palloc(sizeof(double) * acc->n * EXACT_MAX_LAYERS);
+	int			layers = exact_sum_expansion(acc, 0, acc->n, terms, EXACT_MAX_LAYERS);
 
-	node_apply(sf->node, X, q, out);
-	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(out, sf->d, q));
+	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(terms, layers * sf->d, q));
 }
 
 /* shard_start_local(fit_id, u, init) RETURNS boolean: V_i start of the paper solver. */

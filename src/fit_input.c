@@ -25,9 +25,12 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "exact_sum.h"
 #include "fit_input.h"
 #include "linalg.h"
+#include "error_kinds.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "scale.h"
 
 /* Rows fetched from the query at a time: only these are held twice. */
@@ -129,9 +132,14 @@ client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
 	return (int) r2;
 }
 
-/* Copy one result row into cxt: client name, stats value, local rank. */
-static void
-read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out)
+/*
+ * Copy one result row into cxt: client name, stats value, local rank.  False
+ * for a client without rows (NULL statistics, or every row skipped): its
+ * name is set, its statistics (when any) are not kept, *skipped counts them.
+ */
+static bool
+read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out,
+			int64 *skipped)
 {
 	bool		isnull;
 	Datum		v;
@@ -150,22 +158,30 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	MemoryContextSwitchTo(old);
 	v = SPI_getbinval(tup, desc, 2, &isnull);
 	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("perpca_stats of client \"%s\" is NULL", out->name)));
+		return false;
 	old = MemoryContextSwitchTo(cxt);
 	out->stats = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
 	MemoryContextSwitchTo(old);
 	perpca_stats_validate(out->stats);
+	*skipped += perpca_stats_skipped(out->stats);
+	if (out->stats->n == 0)
+	{
+		pfree(out->stats);
+		out->stats = NULL;
+		return false;
+	}
 	out->r2 = client_local_rank(tup, desc, out->name, n_local);
+	return true;
 }
 
 /* Open query as a cursor, or the error for a query that returns no rows. */
 static Portal
 open_query(const char *query)
 {
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	SPIPlanPtr	plan;
 
+	(void) perpca_one_select(query, "query");
+	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL || !SPI_is_cursor_plan(plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -174,45 +190,101 @@ open_query(const char *query)
 	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
 }
 
-/*
- * Run the query through a cursor and copy its rows into cxt, a batch at a
- * time, so that the clients' statistics are in memory only once.
- */
-ClientInput *
-clients_read(const char *query, int n_local, MemoryContext cxt,
-			 int *nclients)
+/* The clients read so far, and the names of those without rows. */
+typedef struct ClientsSoFar
+{
+	ClientInput *clients;
+	int			n;
+	int			cap;
+	const char **empty;
+	int			nempty;
+	int64		skipped;
+	int			with_skipped;
+} ClientsSoFar;
+
+/* Read one fetched batch into sofar (in cxt). */
+static void
+read_batch(ClientsSoFar *sofar, const ClientsRead *how, MemoryContext cxt)
+{
+	if (sofar->n + (int) SPI_processed + 1 > sofar->cap)
+	{
+		sofar->cap = Max(sofar->cap * 2, sofar->n + (int) SPI_processed + 1);
+		sofar->clients = sofar->clients ? repalloc(sofar->clients, sizeof(ClientInput) * sofar->cap)
+			: MemoryContextAlloc(cxt, sizeof(ClientInput) * sofar->cap);
+	}
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		ClientInput *c = &sofar->clients[sofar->n];
+		int64		skipped = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		memset(c, 0, sizeof(ClientInput));
+		if (read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, how->n_local, cxt, c, &skipped))
+			sofar->n++;
+		else
+		{
+			sofar->empty = sofar->empty ? repalloc(sofar->empty, sizeof(char *) * (sofar->nempty + 1))
+				: MemoryContextAlloc(cxt, sizeof(char *));
+			sofar->empty[sofar->nempty++] = c->name;
+		}
+		sofar->skipped += skipped;
+		sofar->with_skipped += skipped > 0;
+	}
+}
+
+/* The query's clients into sofar: statistics as they come, rows aggregated per client. */
+static void
+read_all(const char *query, const ClientsRead *how, MemoryContext cxt, ClientsSoFar *sofar)
 {
 	Oid			stats_type = stats_type_oid();
-	ClientInput *clients = NULL;
-	int			n = 0,
-				cap = 0;
+	RowShape	shape;
 	Portal		portal;
 
+	row_shape(query, &shape, how->what);
 	SPI_connect();
-	portal = open_query(query);
+	portal = open_query(row_stats_sql(query, &shape, (PerpcaMissing) how->missing, how->merge, false));
 	for (;;)
 	{
 		SPI_cursor_fetch(portal, true, FETCH_ROWS);
 		check_result_shape(SPI_tuptable->tupdesc, stats_type);
 		if (SPI_processed == 0)
 			break;
-		if (n + (int) SPI_processed > cap)
-		{
-			cap = Max(cap * 2, n + (int) SPI_processed);
-			clients = clients ? repalloc(clients, sizeof(ClientInput) * cap)
-				: MemoryContextAlloc(cxt, sizeof(ClientInput) * cap);
-		}
-		for (uint64 i = 0; i < SPI_processed; i++, n++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, n_local, cxt, &clients[n]);
-		}
+		read_batch(sofar, how, cxt);
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
 	SPI_finish();
-	*nclients = n;
-	return clients ? clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
+}
+
+/*
+ * Run the query through a cursor and copy its rows into cxt, a batch at a
+ * time, so that the clients' statistics are in memory only once.  An error
+ * while reading names the caller's option in its hint and shows none of the
+ * wrapper's SQL.
+ */
+ClientInput *
+clients_read(const char *query, const ClientsRead *how, MemoryContext cxt,
+			 int *nclients, int64 *skipped)
+{
+	ClientsSoFar sofar = {0};
+	MemoryContext here = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		read_all(query, how, cxt, &sofar);
+	}
+	PG_CATCH();
+	{
+		row_rethrow(row_skip_hint(how->func), here);
+	}
+	PG_END_TRY();
+	row_report_skipped(how->func, sofar.skipped, sofar.with_skipped, sofar.n + sofar.nempty);
+	row_report_groups(how->func, sofar.empty, sofar.nempty, sofar.nempty == 1 ? "has no rows" : "have no rows",
+					  "A group whose every row was skipped for missing values (or whose statistics are NULL) "
+					  "contributes nothing: it is left out, and a model scores it as a client it does not know.");
+	*nclients = sofar.n;
+	*skipped = sofar.skipped;
+	return sofar.clients ? sofar.clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
 }
 
 /* The clients sorted by name, for duplicate checks and look-ups. */
@@ -261,7 +333,7 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 	{
 		if (in[i].stats->dim != d)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
+					(errcode(PERPCA_ERRCODE_DIMENSION),
 					 errmsg("client \"%s\" has dimension %d, expected %d",
 							in[i].name, in[i].stats->dim, d),
 					 errdetail("All clients must have the same dimension (that of client \"%s\").",
@@ -287,31 +359,6 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 				 errmsg("client \"%s\" appears more than once in the query", dup),
 				 errdetail("Each client must be one row: its statistics are one perpca_stats value."),
 				 errhint("Group by the client key alone, or merge its rows with perpca_merge().")));
-}
-
-/*
- * Rows the clients' statistics left out for missing values (perpca_stats(x,
- * 'skip')), summed, with one NOTICE when there are any.
- */
-int64
-clients_skipped(const ClientInput *in, int n)
-{
-	int64		total = 0;
-	int			clients = 0;
-
-	for (int i = 0; i < n; i++)
-	{
-		int64		k = perpca_stats_skipped(in[i].stats);
-
-		total += k;
-		clients += k > 0;
-	}
-	if (total > 0)
-		ereport(NOTICE,
-				(errmsg("the statistics of %d of the %d clients left out %lld row%s with missing values",
-						clients, n, (long long) total, total == 1 ? "" : "s"),
-				 errdetail("perpca_stats(x, 'skip') skipped them; the fit uses the complete rows. perpca_last_fit() reports the count as rows_skipped.")));
-	return total;
 }
 
 /* The statistics are private copies (read_client): scaled in place, before any S_i is built. */
@@ -355,21 +402,39 @@ clients_stats(const ClientInput *in, int n)
 	return stats;
 }
 
-/* sum_i n_i mean_i into mean_sum (d); returns sum_i n_i. */
+/*
+ * sum_i n_i mean_i (d entries), summed exactly (exact_sum.h), so that a
+ * federated fit's shards add up to one node's sum bit for bit; *rows =
+ * sum_i n_i.
+ */
+ExactSum *
+clients_mean_sum_exact(const ClientInput *in, int n, double *rows)
+{
+	int			d = n > 0 ? in[0].stats->dim : 0;
+	ExactSum   *acc = exact_sum_create(Max(d, 1));
+
+	*rows = 0.0;
+	for (int i = 0; i < n; i++)
+	{
+		double		w = (double) in[i].stats->n;
+
+		*rows += w;
+		exact_sum_add_scaled(acc, 0, d, w, PERPCA_STATS_MEAN(in[i].stats));
+		exact_sum_add_scaled(acc, 0, d, w, PERPCA_STATS_MEAN_LO(in[i].stats));
+	}
+	return acc;
+}
+
+/* sum_i n_i mean_i into mean_sum (d), correctly rounded; returns sum_i n_i. */
 double
 clients_mean_sum(const ClientInput *in, int n, double *mean_sum)
 {
-	int			d = n > 0 ? in[0].stats->dim : 0;
-	double		total = 0.0;
+	double		rows;
+	ExactSum   *acc = clients_mean_sum_exact(in, n, &rows);
 
-	memset(mean_sum, 0, sizeof(double) * d);
-	for (int i = 0; i < n; i++)
-	{
-		total += (double) in[i].stats->n;
-		linalg_axpy(d, (double) in[i].stats->n, PERPCA_STATS_MEAN(in[i].stats), mean_sum);
-		linalg_axpy(d, (double) in[i].stats->n, PERPCA_STATS_MEAN_LO(in[i].stats), mean_sum);
-	}
-	return total;
+	exact_sum_values(acc, 0, n > 0 ? in[0].stats->dim : 0, mean_sum);
+	exact_sum_free(acc);
+	return rows;
 }
 
 /*

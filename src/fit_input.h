@@ -22,12 +22,25 @@ typedef struct ClientInput
 	int			r2;				/* local components of this client */
 } ClientInput;
 
-/* Rows the clients' statistics skipped for missing values, with one NOTICE if any. */
-extern int64 clients_skipped(const ClientInput *in, int n);
+/* How to read a query of clients (row_reader.h: its forms and the missing option). */
+typedef struct ClientsRead
+{
+	int			n_local;		/* the local rank of a client without its own */
+	int			missing;		/* PerpcaMissing: 'error' or 'skip' (a fit refuses 'observed') */
+	bool		merge;			/* statistics: merge a client's rows (else one row each) */
+	const char *func;			/* who reads, in NOTICEs and hints */
+	const char *what;			/* the query, in errors ("query", "held-out query") */
+} ClientsRead;
 
-/* Run query through a cursor; the clients, copied into cxt, and their number. */
-extern ClientInput *clients_read(const char *query, int n_local,
-								 MemoryContext cxt, int *nclients);
+/*
+ * Run query (statistics, or rows of any form, which are aggregated per
+ * client under how->missing) through a cursor: the clients, copied into cxt,
+ * and their number.  A client without rows (every row skipped, or NULL
+ * statistics) is left out and named in one NOTICE; rows skipped for missing
+ * values, in all clients, are counted in *skipped (one NOTICE).
+ */
+extern ClientInput *clients_read(const char *query, const ClientsRead *how,
+								 MemoryContext cxt, int *nclients, int64 *skipped);
 
 /*
  * Rows in every client, one common dimension within the limit, unique keys,
@@ -52,6 +65,9 @@ extern PerpcaStats **clients_stats(const ClientInput *in, int n);
 
 /* sum_i n_i mean_i into mean_sum (d, zeroed here); returns sum_i n_i. */
 extern double clients_mean_sum(const ClientInput *in, int n, double *mean_sum);
+
+/* The same sum kept exact (d entries; exact_sum.h), for a shard to ship; *rows = sum_i n_i. */
+extern struct ExactSum *clients_mean_sum_exact(const ClientInput *in, int n, double *rows);
 
 /* The center of the S_i: NULL (own means), pooled mean (mean_sum / rows) or zero. */
 extern double *clients_center(FitCenter how, const double *mean_sum, double rows, int d);

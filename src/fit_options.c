@@ -24,6 +24,7 @@
 
 #include "fit_options.h"
 #include "perpca.h"
+#include "row_reader.h"
 
 PG_FUNCTION_INFO_V1(perpca_fit_options);
 
@@ -87,6 +88,8 @@ static const OptionDef option_defs[] = {
 	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true},
 	/* lbfgs, init 'best': hops in a row that find no better optimum before the search stops */
 	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true},
+	/* rows with gaps (row_reader.h): 'error' or 'skip'; a fit refuses 'observed' */
+	{"missing", OPT_CHOICE, FIELD(missing), PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true},
 	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false},
 	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false},
 };
@@ -343,6 +346,12 @@ parse(Jsonb *given, FitOptions *o, bool ranks)
 			o->tolerance = o->solver == FIT_SOLVER_LBFGS ? DEFAULT_TOLERANCE_LBFGS : DEFAULT_TOLERANCE_PAPER;
 		if (def->offset == FIELD(adaptive) && (v == NULL || v->type == jbvNull))
 			o->adaptive = !o->step_given;
+		if (def->offset == FIELD(missing) && o->missing == PERPCA_MISSING_OBSERVED)
+			row_missing_refuse(PERPCA_MISSING_OBSERVED, "a fit",
+							   "A fit is made from the statistics (perpca_stats) of complete rows.",
+							   "Pass missing => 'skip' to leave out rows with gaps and count them; on the fitted "
+							   "model, perpca_model_scores(..., missing => 'observed') scores such rows and "
+							   "perpca_model_impute() fills them.");
 	}
 }
 

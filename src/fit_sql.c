@@ -145,6 +145,7 @@ read_start(const char *query, const ClientInput *in, FitNode *node)
 	int		   *vset = palloc0(sizeof(int) * Max(node->n, 1));
 	int			uset = 0;
 
+	(void) perpca_one_select(query, "start query");
 	for (int i = 0; i < node->n; i++)
 		node->clients[i].V0 = palloc0(sizeof(double) * node->d * Max(node->clients[i].r2, 1));
 	SPI_connect();
@@ -190,6 +191,9 @@ start_arg(const FitOptions *opts)
  * ------------------------------------------------------------------------
  */
 
+/* Who reads the clients, in NOTICEs and hints: perpca_fit, or the fit of a train or refresh. */
+static const char *fit_caller = "the fit";
+
 /* The fit itself, phase by phase, with the options parsed in diag->opts;
  * results go to rsinfo, diagnostics to diag. */
 static void
@@ -207,9 +211,9 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 
 	start = start_arg(opts);
 	perpca_report_phase("perpca_fit: reading clients");
-	in = clients_read(query, opts->n_local, fitcxt, &n);
+	in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false, fit_caller, "query"},
+					  fitcxt, &n, &diag->rows_skipped);
 	clients_check(in, n, opts->n_global, true);
-	diag->rows_skipped = clients_skipped(in, n);
 	diag->scale_factors = clients_scale(in, n, opts->scale, &diag->constant);
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
@@ -277,7 +281,16 @@ perpca_fit(PG_FUNCTION_ARGS)
 
 	fit_options_parse_call(fcinfo, &diag.opts);
 	InitMaterializedSRF(fcinfo, 0);
-	MemoryContextDelete(fit_timed(query, rsinfo, &diag));
+	fit_caller = "perpca_fit";
+	PG_TRY();
+	{
+		MemoryContextDelete(fit_timed(query, rsinfo, &diag));
+	}
+	PG_FINALLY();
+	{
+		fit_caller = "the fit";
+	}
+	PG_END_TRY();
 	return (Datum) 0;
 }
 
@@ -344,8 +357,8 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const FitDiagnostics *l = last_diag[0];
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[16];
+	bool		nulls[16] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (l == NULL)
@@ -367,6 +380,8 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 	values[12] = fit_sql_float(l->gradient_norm, &nulls[12]);
 	values[13] = DirectFunctionCall1(jsonb_in, CStringGetDatum(fit_options_json(&l->opts)));
 	values[14] = Int64GetDatum(l->rows_skipped);
+	nulls[15] = l->stop[0] == '\0';
+	values[15] = nulls[15] ? (Datum) 0 : CStringGetTextDatum(l->stop);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
 }
@@ -381,14 +396,17 @@ perpca_last_fit_starts(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	for (int j = 0; l != NULL && j < l->nstarts; j++)
 	{
-		Datum		values[5];
-		bool		nulls[5] = {0};
+		Datum		values[7];
+		bool		nulls[7] = {0};
 
 		values[0] = CStringGetTextDatum(l->starts[j].name);
 		values[1] = fit_sql_float(l->starts[j].objective, &nulls[1]);
 		values[2] = Int32GetDatum(l->starts[j].rounds);
 		values[3] = BoolGetDatum(l->starts[j].converged);
 		values[4] = BoolGetDatum(j == l->chosen);
+		nulls[5] = l->starts[j].basin < 0;
+		values[5] = Int32GetDatum(l->starts[j].basin + 1);
+		values[6] = CStringGetTextDatum(fit_end_names[l->starts[j].ended]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -5,7 +5,10 @@
  * (each node sends a compressed basis); pooled: the top r1 eigenvectors of
  * sum_i w_i S_i by subspace iteration on the backend's products; random:
  * seeded Gaussian; given: the caller's U0.  Only U is set here; the paper
- * solver's V_i start is the backend's start_local.
+ * solver's V_i start is the backend's start_local.  A hop's start (the
+ * search, fit_search.c, calls it): the best optimum with its weakest
+ * global directions replaced by random ones, or, screened, by the block of
+ * the pooled variance it leaves whose first round scores best.
  */
 #include "postgres.h"
 
@@ -15,6 +18,7 @@
 #include "utils/memutils.h"
 
 #include "fit_start.h"
+#include "fit_sums.h"
 #include "linalg.h"
 
 /* Subspace iterations for the pooled start (each is one round trip): exact (paper solver), or a start for L-BFGS. */
@@ -25,6 +29,11 @@
 /* Subspace iterations and residual (/ lambda_max) of the directions a hop brings in. */
 #define RESIDUAL_ITERATIONS 30
 #define RESIDUAL_TOLERANCE 1e-3
+
+/* Candidate blocks a screened hop tries, each scored by one evaluation round. */
+#define HOP_CANDIDATES 4
+/* Best-response residual (/ lambda_max) of a candidate's scoring round. */
+#define HOP_SCORE_TOLERANCE 1e-6
 
 /* U = top r1 left singular vectors of the backend's stacked-PC basis. */
 static void
@@ -134,6 +143,118 @@ fit_residual_top(FitBackend *be, const double *U, int m, double *Z, double *valu
 	pfree(X);
 	pfree(Y);
 	pfree(theta);
+}
+
+/*
+ * Ubest rotated to decreasing variance of sum_i w_i S_i (one product):
+ * R = Ubest Q, Q the eigenvectors of Ubest'(sum_i w_i S_i)Ubest.
+ */
+static void
+rotate_by_variance(FitBackend *be, const double *Ubest, double *R)
+{
+	int			d = be->d,
+				r1 = be->r1;
+	double	   *SU = palloc(sizeof(double) * d * r1),
+			   *H = palloc(sizeof(double) * r1 * r1),
+			   *Q = palloc(sizeof(double) * r1 * r1),
+			   *var = palloc(sizeof(double) * r1);
+
+	be->apply(be, Ubest, r1, SU);
+	be->setup_rounds++;
+	linalg_gemm(true, false, r1, r1, d, 1.0, Ubest, r1, SU, r1, 0.0, H, r1);
+	fit_eigh_top(r1, H, r1, var, Q, r1);
+	linalg_gemm(false, false, d, r1, r1, 1.0, Ubest, r1, Q, r1, 0.0, R, r1);
+	pfree(SU);
+	pfree(H);
+	pfree(Q);
+	pfree(var);
+}
+
+/*
+ * U <- R (d x r1, columns in decreasing variance) with its last m columns
+ * replaced by the m columns of Z (leading dimension ldz), made orthonormal
+ * and orthogonal to all of R (twice, for rounding).
+ */
+static void
+replace_weakest(int d, int r1, const double *R, int m, const double *Z, int ldz, double *U)
+{
+	double	   *B = palloc(sizeof(double) * d * Max(m, 1)),
+			   *H = palloc(sizeof(double) * Max(r1 * m, 1));
+
+	memcpy(U, R, sizeof(double) * d * r1);
+	linalg_copy(d, m, Z, ldz, B, Max(m, 1));
+	for (int pass = 0; pass < 2 && m > 0; pass++)
+	{
+		linalg_gemm(true, false, r1, m, d, 1.0, U, r1, B, m, 0.0, H, m);
+		linalg_gemm(false, false, d, m, r1, -1.0, U, r1, H, m, 1.0, B, m);
+		fit_retract(FIT_RETRACT_QR, d, m, B, m);
+	}
+	linalg_copy(d, m, B, Max(m, 1), U + (r1 - m), r1);
+	pfree(B);
+	pfree(H);
+}
+
+/* sum_i w_i f_i at U after one round of the clients' best responses (a scoring round). */
+static double
+score(FitBackend *be, const double *U)
+{
+	FitSums    *s = fit_sums_create(be->d, be->r1);
+	double		f;
+
+	be->evaluate(be, U, HOP_SCORE_TOLERANCE * Max(be->lambda_max, 1e-300), s);
+	be->setup_rounds++;
+	f = s->objective / s->weight;
+	pfree(s->U);
+	pfree(s->G);
+	pfree(s->gram);
+	pfree(s);
+	return f;
+}
+
+void
+fit_hop_start(FitBackend *be, const double *Ubest, int m, uint64 *state, double *U)
+{
+	int			d = be->d,
+				r1 = be->r1;
+	double	   *R = palloc(sizeof(double) * d * r1),
+			   *Z = palloc(sizeof(double) * d * Max(m, 1));
+
+	rotate_by_variance(be, Ubest, R);
+	fit_fill_gaussian(state, d, m, Z, Max(m, 1));
+	replace_weakest(d, r1, R, m, Z, Max(m, 1), U);
+	pfree(R);
+	pfree(Z);
+}
+
+void
+fit_screened_hop(FitBackend *be, const double *Ubest, int m, double *U)
+{
+	int			d = be->d,
+				r1 = be->r1,
+				k = Min(m + HOP_CANDIDATES - 1, d - r1);
+	double	   *R = palloc(sizeof(double) * d * r1),
+			   *Z = palloc(sizeof(double) * d * k),
+			   *C = palloc(sizeof(double) * d * r1),
+			   best = -INFINITY;
+
+	Assert(m >= 1 && m <= k);
+	rotate_by_variance(be, Ubest, R);
+	fit_residual_top(be, Ubest, k, Z, NULL);
+	for (int j = 0; j + m <= k; j++)
+	{
+		double		f;
+
+		replace_weakest(d, r1, R, m, Z + j, k, C);
+		f = score(be, C);
+		if (f > best)
+		{
+			best = f;
+			memcpy(U, C, sizeof(double) * d * r1);
+		}
+	}
+	pfree(R);
+	pfree(Z);
+	pfree(C);
 }
 
 /* Seeded Gaussian U, QR-orthonormalized. */

@@ -15,4 +15,21 @@ extern void fit_pooled_top(FitBackend *be, int r, double *U, double *values, boo
 /* Top m eigenvectors of (I - UU')(sum_i w_i S_i)(I - UU') (loose) into Z (d x m), values (m) if not NULL. */
 extern void fit_residual_top(FitBackend *be, const double *U, int m, double *Z, double *values);
 
+/*
+ * A hop's start: Ubest (d x r1, orthonormal) rotated to decreasing pooled
+ * variance, its m weakest columns replaced by seeded random directions
+ * orthogonal to the others (one product).
+ */
+extern void fit_hop_start(FitBackend *be, const double *Ubest, int m, uint64 *state, double *U);
+
+/*
+ * A screened hop's start: as fit_hop_start, the m weakest columns replaced
+ * by m consecutive directions among the top m + HOP_CANDIDATES - 1 of the
+ * pooled variance Ubest leaves, (I - UU')(sum_i w_i S_i)(I - UU'): each of
+ * the HOP_CANDIDATES blocks is scored by one round of the clients' best
+ * responses, and the best objective wins (1 + HOP_CANDIDATES round trips
+ * plus the subspace iteration).
+ */
+extern void fit_screened_hop(FitBackend *be, const double *Ubest, int m, double *U);
+
 #endif							/* PERPCA_FIT_START_H */

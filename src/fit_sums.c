@@ -8,8 +8,20 @@
 
 #include <math.h>
 
+#include "exact_sum.h"
 #include "fit_sums.h"
 #include "linalg.h"
+
+const char *const fit_end_names[] = {
+	[FIT_END_CONVERGED] = "converged",
+	[FIT_END_SCREENED] = "screened",
+	[FIT_END_KNOWN_BASIN] = "known basin",
+	[FIT_END_BUDGET] = "budget",
+	[FIT_END_ROUND_LIMIT] = "round limit",
+	[FIT_END_STALLED] = "stalled",
+	[FIT_END_FLAT] = "objective converged",
+	[FIT_END_NONE] = "not run"
+};
 
 /* theta_est: dimension above which lambda_max is iterated instead of a dsyevr (d^3) */
 #define THETA_EXACT_DIM 1024
@@ -19,6 +31,8 @@ fit_sums_create(int d, int r1)
 {
 	FitSums    *s = palloc0(sizeof(FitSums));
 
+	s->d = d;
+	s->r1 = r1;
 	s->U = palloc0(sizeof(double) * d * Max(r1, 1));
 	s->G = palloc0(sizeof(double) * d * Max(r1, 1));
 	s->gram = palloc0(sizeof(double) * Max(r1 * r1, 1));
@@ -34,6 +48,102 @@ fit_sums_zero(FitSums *s, int d, int r1)
 	memset(s->U, 0, sizeof(double) * d * r1);
 	memset(s->G, 0, sizeof(double) * d * r1);
 	memset(s->gram, 0, sizeof(double) * r1 * r1);
+	for (int p = 0; p < FIT_SUM_PARTS; p++)
+		if (s->acc[p] != NULL)
+			exact_sum_zero(s->acc[p]);
+}
+
+int64
+fit_sums_part_size(const FitSums *s, FitSumPart part)
+{
+	switch (part)
+	{
+		case FIT_SUM_SCALARS:
+			return 3;
+		case FIT_SUM_U:
+		case FIT_SUM_G:
+			return (int64) s->d * s->r1;
+		case FIT_SUM_GRAM:
+			return (int64) s->r1 * s->r1;
+		default:
+			elog(ERROR, "no such part of the sums: %d", (int) part);
+	}
+}
+
+/* The exact sum of part, created (zero) on first use. */
+static ExactSum *
+part_sum(FitSums *s, FitSumPart part)
+{
+	if (s->acc[part] == NULL)
+		s->acc[part] = exact_sum_create(fit_sums_part_size(s, part));
+	return s->acc[part];
+}
+
+void
+fit_sums_add(FitSums *s, FitSumPart part, int64 i, double x)
+{
+	exact_sum_add(part_sum(s, part), i, x);
+}
+
+void
+fit_sums_add_scaled(FitSums *s, FitSumPart part, double scale, const double *x)
+{
+	exact_sum_add_scaled(part_sum(s, part), 0, fit_sums_part_size(s, part), scale, x);
+}
+
+/* The double fields of part. */
+static double *
+part_values(FitSums *s, FitSumPart part)
+{
+	switch (part)
+	{
+		case FIT_SUM_U:
+			return s->U;
+		case FIT_SUM_G:
+			return s->G;
+		case FIT_SUM_GRAM:
+			return s->gram;
+		default:
+			return NULL;
+	}
+}
+
+void
+fit_sums_round(FitSums *s)
+{
+	for (int p = 0; p < FIT_SUM_PARTS; p++)
+	{
+		ExactSum   *acc = s->acc[p];
+
+		if (acc == NULL)
+			continue;
+		if (p == FIT_SUM_SCALARS)
+		{
+			s->weight = exact_sum_value(acc, FIT_SUM_WEIGHT);
+			s->objective = exact_sum_value(acc, FIT_SUM_OBJECTIVE);
+			s->gv = exact_sum_value(acc, FIT_SUM_GV);
+		}
+		else
+			exact_sum_values(acc, 0, acc->n, part_values(s, (FitSumPart) p));
+	}
+}
+
+double *
+fit_sums_expansion(FitSums *s, FitSumPart part, int *layers)
+{
+	ExactSum   *acc = part_sum(s, part);
+	double	   *terms = palloc(sizeof(double) * Max(acc->n, 1) * EXACT_MAX_LAYERS);
+
+	*layers = exact_sum_expansion(acc, 0, acc->n, terms, EXACT_MAX_LAYERS);
+	return terms;
+}
+
+void
+fit_sums_add_expansion(FitSums *s, FitSumPart part, const double *terms, int layers)
+{
+	ExactSum   *acc = part_sum(s, part);
+
+	exact_sum_add_expansion(acc, 0, acc->n, terms, layers);
 }
 
 void

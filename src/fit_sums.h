@@ -8,9 +8,29 @@
 
 #include "fit_types.h"
 
+/* How a run ended, in words (FitEnd). */
+extern const char *const fit_end_names[];
+
 /* Allocate the sums for d x r1 (zeroed). */
 extern FitSums *fit_sums_create(int d, int r1);
 extern void fit_sums_zero(FitSums *s, int d, int r1);
+
+/*
+ * The exact sums of the parts (fit_types.h): add entry i of part, or a
+ * whole part (scale * x, each product rounded once); fit_sums_round writes
+ * their correctly rounded values into the fields of s.
+ */
+extern int64 fit_sums_part_size(const FitSums *s, FitSumPart part);
+extern void fit_sums_add(FitSums *s, FitSumPart part, int64 i, double x);
+extern void fit_sums_add_scaled(FitSums *s, FitSumPart part, double scale, const double *x);
+extern void fit_sums_round(FitSums *s);
+
+/*
+ * A part's exact sum as an expansion (*layers x the part's size, largest
+ * terms first; exact_sum.h) for another node, and such an expansion added in.
+ */
+extern double *fit_sums_expansion(FitSums *s, FitSumPart part, int *layers);
+extern void fit_sums_add_expansion(FitSums *s, FitSumPart part, const double *terms, int layers);
 
 /* theta_est = 1 - lambda_max(A / W), A = sum_i w_i V_i V_i' (destroyed); NaN unless any. */
 extern double fit_theta(double *A, int d, double W, bool any);

@@ -69,13 +69,37 @@ typedef struct FitOptions
 	bool		sample_weights;
 	bool		verbose;
 	int			hops;			/* lbfgs, init 'best': hops in a row without a better optimum before the search stops */
+	int			missing;		/* PerpcaMissing (row_reader.h): rows with gaps, 'error' or 'skip' */
 	char	   *start;			/* warm-start query (client, kind, component, pc), or NULL */
 	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
 } FitOptions;
 
+/*
+ * The parts of FitSums that are sums over clients of doubles: while they
+ * are summed each is kept exactly (exact_sum.h), so that the result does
+ * not depend on the order or grouping of the clients; fit_sums_round
+ * writes the correctly rounded values into the fields below.
+ */
+typedef enum FitSumPart
+{
+	FIT_SUM_SCALARS,			/* weight, objective, gv (FIT_SUM_WEIGHT, ...) */
+	FIT_SUM_U,					/* U, d x r1 */
+	FIT_SUM_G,					/* G, d x r1 */
+	FIT_SUM_GRAM,				/* gram, r1 x r1 */
+	FIT_SUM_PARTS
+} FitSumPart;
+
+/* The entries of FIT_SUM_SCALARS. */
+#define FIT_SUM_WEIGHT 0
+#define FIT_SUM_OBJECTIVE 1
+#define FIT_SUM_GV 2
+
 /* Weighted sums over clients (raw weights w_i = 1 or n_i) that a node returns. */
 typedef struct FitSums
 {
+	int			d;
+	int			r1;
+	struct ExactSum *acc[FIT_SUM_PARTS];	/* the exact sums of each part, NULL until used */
 	double		weight;			/* sum w_i */
 	double		objective;		/* sum w_i f_i */
 	double	   *U;				/* d x r1: paper round sum w_i U_i; L-BFGS: sum w_i grad_i */
@@ -117,6 +141,19 @@ struct FitBackend
 /* Starts and hops of one fit, at most. */
 #define FIT_MAX_STARTS 64
 
+/* How a run (a start, a hop) ended (perpca_last_fit_starts.ended; fit_end_names). */
+typedef enum FitEnd
+{
+	FIT_END_CONVERGED,			/* gradient norm within the tolerance */
+	FIT_END_SCREENED,			/* within the search's screening tolerance; not the winner, not polished */
+	FIT_END_KNOWN_BASIN,		/* came into the basin of an optimum found before (the watch) */
+	FIT_END_BUDGET,				/* its share of the rounds ran out (a hop's budget, the paper's probe) */
+	FIT_END_ROUND_LIMIT,		/* the fit's rounds ran out */
+	FIT_END_STALLED,			/* no step improves the objective or the gradient */
+	FIT_END_FLAT,				/* the objective converged where U cannot: a flat spectrum */
+	FIT_END_NONE				/* did not run */
+} FitEnd;
+
 /* One start's outcome (perpca_last_fit_starts). */
 typedef struct FitStartReport
 {
@@ -124,6 +161,8 @@ typedef struct FitStartReport
 	double		objective;
 	int			rounds;
 	bool		converged;
+	FitEnd		ended;
+	int			basin;			/* the start that found the optimum it ended at, or -1 (none known) */
 } FitStartReport;
 
 /* One round of the trace (perpca_last_fit_rounds). */
@@ -158,6 +197,7 @@ typedef struct FitDiagnostics
 	bool	   *constant;		/* dim: the features left at divisor 1 (zero variance), or NULL */
 	double		seconds;
 	int			chosen;			/* index of the winning start, -1 if none */
+	char		stop[256];		/* why the fit (its search) stopped, in words */
 	int			nstarts;
 	int			current;		/* the start the solver runs now (trace rows) */
 	FitStartReport starts[FIT_MAX_STARTS];

@@ -241,6 +241,45 @@ linalg_qr_orth(int m, int n, double *A, int lda, double *work)
 }
 
 /*
+ * linalg_eigh_top's fallback when dstemr fails: the top k eigenpairs of the
+ * tridiagonal (diag, off) by bisection and inverse iteration, as dsyevr
+ * does (iw: iblock, isplit, ifail, then work), in ascending order into w
+ * and z (d x k, column-major).
+ */
+static int
+eigh_top_bisection(int d, int k, double *diag, double *off, double *w, double *z,
+				   lapack_int *iw, double *lw)
+{
+	lapack_int *iblock = iw,
+			   *isplit = iblock + d,
+			   *ifail = isplit + d;
+	lapack_int	found = 0,
+				nsplit = 0;
+	int			info;
+
+	info = LAPACKE_dstebz_work('I', 'B', d, 0.0, 0.0, d - k + 1, d, 0.0, diag, off,
+							   &found, &nsplit, w, iblock, isplit, lw, ifail + d);
+	if (info != 0 || found != k)
+		return info != 0 ? info : -1;
+	info = LAPACKE_dstein_work(LAPACK_COL_MAJOR, d, diag, off, k, w, iblock, isplit,
+							   z, d, lw, ifail + d, ifail);
+	if (info != 0)
+		return info;
+	/* dstebz orders by split-off block: sort ascending, vectors along */
+	for (int i = 0; i < k; i++)
+		for (int j = i + 1; j < k; j++)
+			if (w[j] < w[i])
+			{
+				double		t = w[i];
+
+				w[i] = w[j];
+				w[j] = t;
+				cblas_dswap(d, z + (int64_t) i * d, 1, z + (int64_t) j * d, 1);
+			}
+	return 0;
+}
+
+/*
  * The top k eigenpairs of the symmetric d x d A: dsytrd, then the MRRR
  * solver dstemr on the tridiagonal for the index range [d-k+1, d], dormtr
  * back; reversed to descending order.  This is what dsyevr does for the
@@ -264,7 +303,6 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 			   *lw = z + (int64_t) d * k;
 	lapack_int *iw = (lapack_int *) (lw + LINALG_EIGH_LWORK(d));
 	lapack_int	found = 0,
-				nsplit = 0,
 				tryrac = 1;
 	int			info;
 
@@ -282,30 +320,9 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 							   lw, LINALG_EIGH_LWORK(d), iw + 2 * k, LINALG_EIGH_LIWORK(d));
 	if (info != 0 || found != k)
 	{
-		/* bisection and inverse iteration, as dsyevr (iw: iblock, isplit, ifail, then work) */
-		lapack_int *iblock = iw,
-				   *isplit = iblock + d,
-				   *ifail = isplit + d;
-
-		info = LAPACKE_dstebz_work('I', 'B', d, 0.0, 0.0, d - k + 1, d, 0.0, diag, off,
-								   &found, &nsplit, w, iblock, isplit, lw, ifail + d);
-		if (info != 0 || found != k)
-			return info != 0 ? info : -1;
-		info = LAPACKE_dstein_work(LAPACK_COL_MAJOR, d, diag, off, k, w, iblock, isplit,
-								   z, d, lw, ifail + d, ifail);
+		info = eigh_top_bisection(d, k, diag, off, w, z, iw, lw);
 		if (info != 0)
 			return info;
-		/* dstebz orders by split-off block: sort ascending, vectors along */
-		for (int i = 0; i < k; i++)
-			for (int j = i + 1; j < k; j++)
-				if (w[j] < w[i])
-				{
-					double		t = w[i];
-
-					w[i] = w[j];
-					w[j] = t;
-					cblas_dswap(d, z + (int64_t) i * d, 1, z + (int64_t) j * d, 1);
-				}
 	}
 	info = LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', d, k, A, d, tau, z, d,
 							   lw, LINALG_EIGH_LWORK(d));

@@ -51,35 +51,23 @@
 #include "perpca.h"
 #include "stats.h"
 
-/* The hint of the row functions' error for a missing value. */
-#define OBSERVED_HINT "Pass missing => 'observed' to score the row on its observed coordinates, or fill the gaps with perpca_model_impute()."
+/* The hint of the row functions' error for a missing value (stats.h). */
+#define OBSERVED_HINT PERPCA_OBSERVED_HINT
 
-MissingMode
+PerpcaMissing
 missing_arg(FunctionCallInfo fcinfo, int argno)
 {
-	text	   *t;
-	int			len;
-
 	if (PG_NARGS() <= argno)
-		return MISSING_ERROR;
+		return PERPCA_MISSING_ERROR;
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("missing must be 'error' or 'observed', not NULL")));
-	t = PG_GETARG_TEXT_PP(argno);
-	len = VARSIZE_ANY_EXHDR(t);
-	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
-		return MISSING_ERROR;
-	if (len == 8 && memcmp(VARDATA_ANY(t), "observed", 8) == 0)
-		return MISSING_OBSERVED;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("missing must be 'error' or 'observed', not \"%s\"", text_to_cstring(t))));
-	return MISSING_ERROR;		/* keep the compiler quiet */
+				 errmsg("missing must be 'error', 'skip' or 'observed', not NULL")));
+	return row_missing_parse(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
 
 int
-missing_read_row(ArrayType *a, MissingMode mode, int *d, const double **x, const bool **obs)
+missing_read_row(ArrayType *a, PerpcaMissing mode, int *d, const double **x, const bool **obs)
 {
 	const double *data = perpca_vector_shape_nulls(a, d, "x");
 	const bits8 *bitmap = ARR_NULLBITMAP(a);
@@ -101,7 +89,7 @@ missing_read_row(ArrayType *a, MissingMode mode, int *d, const double **x, const
 		bool		isnull = bitmap != NULL && !(bitmap[j / 8] & (1 << (j % 8)));
 		double		v = isnull ? 0.0 : *data++;
 
-		if (mode == MISSING_ERROR && (isnull || !isfinite(v)))
+		if (mode == PERPCA_MISSING_ERROR && (isnull || !isfinite(v)))
 			perpca_row_element_error("x", j, *d, isnull, v, OBSERVED_HINT);
 		seen[j] = !isnull && isfinite(v);
 		buf[j] = seen[j] ? v : 0.0;
@@ -117,7 +105,10 @@ missing_read_row(ArrayType *a, MissingMode mode, int *d, const double **x, const
  * ------------------------------------------------------------------------
  */
 
-/* The value of a stored variance figure, or an error when the model lacks it. */
+/*
+ * The value of a stored variance figure, or an error when the model lacks
+ * it (a model stored before its column existed).
+ */
 static double
 figure(ModelFloat f, const char *what)
 {
@@ -150,13 +141,20 @@ prior_variances(const ModelData *m, const ModelClient *c, double *lambda)
 	if (c != NULL)
 	{
 		total = figure(c->total_variance, "client total variance");
-		/* the client's own captured share, spread as the fit's mean variances are */
-		if (gsum > 0.0)
+		/*
+		 * the client's own captured share, spread as the fit's mean variances
+		 * are; a client without variance (one row, or equal rows) has no
+		 * ratio and captures nothing: its rows are its centre
+		 */
+		if (total <= 0.0)
+			scale = 0.0;
+		else if (gsum > 0.0)
 			scale = Max(figure(c->global_ratio, "client global ratio"), 0.0) * total / gsum;
 		for (int k = 0; k < r1; k++)
 			lambda[k] *= scale;
 		for (int k = 0; k < r2; k++)
-			lambda[r1 + k] = Max(figure(c->variance[k], "local component variance"), 0.0);
+			lambda[r1 + k] = total <= 0.0 ? 0.0 :
+				Max(figure(c->variance[k], "local component variance"), 0.0);
 	}
 	else
 		total = figure(m->total_variance, "total variance");
@@ -269,6 +267,7 @@ missing_posterior(const ModelData *m, const ModelClient *c, const double *y, con
 /* What a calling expression counts in its query. */
 typedef struct TooFew
 {
+	int64		skipped;		/* rows with gaps left out under missing => 'skip' */
 	int64		rows;			/* rows with fewer observed coordinates than components */
 	int			rank;			/* the rank of the first one */
 	const char *fname;			/* the function */
@@ -284,7 +283,14 @@ too_few_report(void *arg)
 {
 	TooFew	   *t = (TooFew *) arg;
 
-	if (t->rows == 0 || !IsTransactionState())
+	if (!IsTransactionState())
+		return;
+	if (t->skipped > 0)
+		ereport(NOTICE,
+				(errmsg("%s returned NULL for %lld row%s with missing values (missing => 'skip')",
+						t->fname, (long long) t->skipped, t->skipped == 1 ? "" : "s"),
+				 errhint("missing => 'observed' scores such rows on their observed coordinates.")));
+	if (t->rows == 0)
 		return;
 	ereport(NOTICE,
 			(errmsg("%s returned NULL for %lld row%s with fewer observed coordinates than the %d components",
@@ -292,8 +298,9 @@ too_few_report(void *arg)
 			 errhint("Such a row cannot be scored on the observed coordinates; perpca_model_impute() still fills its gaps.")));
 }
 
-void
-missing_too_few(FunctionCallInfo fcinfo, void **slot, int rank)
+/* The call site's counts, made at its first row. */
+static TooFew *
+call_site_counts(FunctionCallInfo fcinfo, void **slot)
 {
 	TooFew	   *t = (TooFew *) *slot;
 
@@ -310,8 +317,22 @@ missing_too_few(FunctionCallInfo fcinfo, void **slot, int rank)
 		MemoryContextRegisterResetCallback(cxt, &t->done);
 		*slot = t;
 	}
+	return t;
+}
+
+void
+missing_too_few(FunctionCallInfo fcinfo, void **slot, int rank)
+{
+	TooFew	   *t = call_site_counts(fcinfo, slot);
+
 	if (t->rows++ == 0)
 		t->rank = rank;
+}
+
+void
+missing_skip_row(FunctionCallInfo fcinfo, void **slot)
+{
+	call_site_counts(fcinfo, slot)->skipped++;
 }
 
 ArrayType *

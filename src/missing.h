@@ -10,24 +10,22 @@
 #include "utils/array.h"
 
 #include "model_read.h"
+#include "row_reader.h"
 
-typedef enum MissingMode
-{
-	MISSING_ERROR,				/* a NULL, NaN or infinite element is an error */
-	MISSING_OBSERVED			/* the row is scored on its observed coordinates */
-} MissingMode;
-
-/* The missing argument argno ('error' or 'observed'; 'error' when the call has no such argument). */
-extern MissingMode missing_arg(FunctionCallInfo fcinfo, int argno);
+/*
+ * The missing argument argno of a row function ('error', 'skip' or
+ * 'observed'; 'error' when the call has no such argument).
+ */
+extern PerpcaMissing missing_arg(FunctionCallInfo fcinfo, int argno);
 
 /*
  * Read the row x (its shape checked; *d its dimension): *x points at its
  * values (in place for a complete row, else a palloc'd copy with 0 at the
  * gaps) and *obs says which are observed (NULL: all of them).  Returns the
- * number observed.  Under MISSING_ERROR a NULL, NaN or infinite element is
- * an error naming it.
+ * number observed.  Under 'error' a NULL, NaN or infinite element is an
+ * error naming it (under 'skip' the caller returns NULL for such a row).
  */
-extern int	missing_read_row(ArrayType *a, MissingMode mode, int *d, const double **x,
+extern int	missing_read_row(ArrayType *a, PerpcaMissing mode, int *d, const double **x,
 							 const bool **obs);
 
 /*
@@ -45,6 +43,9 @@ extern void missing_posterior(const ModelData *m, const ModelClient *c, const do
  * ends.  *slot is the call site's counter (NULL at first).
  */
 extern void missing_too_few(FunctionCallInfo fcinfo, void **slot, int rank);
+
+/* Count a row with gaps left out under missing => 'skip' (NULL), reported the same way. */
+extern void missing_skip_row(FunctionCallInfo fcinfo, void **slot);
 
 /* A float8[] of the d values x with NULL where obs is false. */
 extern ArrayType *missing_build_masked(const double *x, const bool *obs, int d);

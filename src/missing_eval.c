@@ -35,6 +35,7 @@
 
 #include "missing.h"
 #include "perpca.h"
+#include "row_reader.h"
 
 PG_FUNCTION_INFO_V1(perpca_evaluate_imputation);
 
@@ -43,6 +44,7 @@ typedef struct ImputeClient
 {
 	char	   *name;
 	int64		rows;
+	int64		skipped;		/* rows with gaps left out (missing => 'skip') */
 	int64		hidden;
 	double		sse;			/* squared errors of the model's filling */
 	double		sse_centre;		/* squared errors of the centre's */
@@ -106,7 +108,7 @@ impute_function(FmgrInfo *fn, MemoryContext cxt)
 /* One row of the query: hide, fill twice, add the squared errors to its client. */
 static void
 evaluate_row(FmgrInfo *impute, Datum model, const char *client, ArrayType *arr, double share,
-			 int64 seed, ImputeClients *cs)
+			 int64 seed, PerpcaMissing mode, ImputeClients *cs)
 {
 	int			d;
 	const double *x;
@@ -123,7 +125,12 @@ evaluate_row(FmgrInfo *impute, Datum model, const char *client, ArrayType *arr, 
 	Datum		key = CStringGetTextDatum(client);
 	Datum		unknown = CStringGetTextDatum("global");
 
-	missing_read_row(arr, MISSING_OBSERVED, &d, &x, &obs);
+	missing_read_row(arr, mode == PERPCA_MISSING_ERROR ? mode : PERPCA_MISSING_OBSERVED, &d, &x, &obs);
+	if (obs != NULL && mode == PERPCA_MISSING_SKIP)
+	{
+		e->skipped++;
+		return;
+	}
 	keep = palloc(sizeof(bool) * d);
 	none = palloc0(sizeof(bool) * d);
 	pg_prng_seed(&rng, hash_bytes_extended((const unsigned char *) ARR_DATA_PTR(arr),
@@ -153,15 +160,131 @@ evaluate_row(FmgrInfo *impute, Datum model, const char *client, ArrayType *arr, 
 	e->hidden += hidden;
 }
 
+/* The query as rows (client, x float8[]), whatever form of rows it returns (row_reader.c). */
+static char *
+rows_query(const char *query, PerpcaMissing mode)
+{
+	RowShape	shape;
+
+	(void) mode;
+	row_shape(query, &shape, "query");
+	if (shape.form == ROW_FORM_STATS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("perpca_evaluate_imputation needs rows, not statistics"),
+				 errhint("Return (client, x) rows: a numeric array, a vector or halfvec, or numeric feature columns.")));
+	return row_rows_sql(&shape);
+}
+
+/* The text of the key of the first column of desc, for each row (as the fit stored keys). */
+static char *
+key_text(TupleDesc desc, Datum k, FmgrInfo *keyout, bool *ready, MemoryContext cxt)
+{
+	if (TupleDescAttr(desc, 0)->atttypid == TEXTOID)
+		return TextDatumGetCString(k);
+	if (!*ready)
+	{
+		Oid			typout;
+		bool		varlena;
+
+		getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &typout, &varlena);
+		fmgr_info_cxt(typout, keyout, cxt);
+		*ready = true;
+	}
+	return OutputFunctionCall(keyout, k);
+}
+
+/* Run sql (client, x float8[]) and evaluate each row into cs (rows in rowcxt, reset per row). */
+static pg_noinline void
+read_rows(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double share, int64 seed,
+		  PerpcaMissing mode, ImputeClients *cs, MemoryContext rowcxt)
+{
+	Datum		model = PG_GETARG_DATUM(0);
+	FmgrInfo	keyout;
+	bool		key_ready = false;
+	Portal		portal;
+
+	SPI_connect();
+	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+	for (;;)
+	{
+		TupleDesc	desc;
+
+		SPI_cursor_fetch(portal, true, 1000);
+		if (SPI_processed == 0)
+			break;
+		desc = SPI_tuptable->tupdesc;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Datum		k = SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull);
+			Datum		v;
+			MemoryContext old;
+
+			CHECK_FOR_INTERRUPTS();
+			if (isnull)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("the client of an evaluated row must not be NULL")));
+			v = SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull);
+			if (isnull)
+				continue;
+			old = MemoryContextSwitchTo(rowcxt);
+			evaluate_row(impute, model, key_text(desc, k, &keyout, &key_ready, fcinfo->flinfo->fn_mcxt), DatumGetArrayTypeP(v),
+						 share, seed, mode, cs);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+}
+
+/* read_rows, its error without the wrapper's SQL and with this function's hint. */
+static void
+read_guarded(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double share, int64 seed,
+			 PerpcaMissing mode, ImputeClients *cs, MemoryContext rowcxt)
+{
+	MemoryContext here = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		read_rows(fcinfo, impute, sql, share, seed, mode, cs, rowcxt);
+	}
+	PG_CATCH();
+	{
+		row_rethrow("Pass missing => 'observed' (the default) to hide and fill observed entries only, or "
+					"missing => 'skip' to leave out rows with gaps and count them.", here);
+	}
+	PG_END_TRY();
+}
+
+/* One NOTICE for the rows skipped (missing => 'skip'). */
+static void
+report(const ImputeClients *cs)
+{
+	int64		skipped = 0;
+	int			with = 0;
+
+	for (int i = 0; i < cs->n; i++)
+	{
+		skipped += cs->items[i].skipped;
+		with += cs->items[i].skipped > 0;
+	}
+	row_report_skipped("perpca_evaluate_imputation", skipped, with, cs->n);
+}
+
 /*
- * perpca_evaluate_imputation(model, query, share, seed) RETURNS TABLE
- * (client, n, hidden, error, mean_error, ratio)
+ * perpca_evaluate_imputation(model, query, share, seed, missing) RETURNS
+ * TABLE (client, n, hidden, error, mean_error, ratio, skipped): missing
+ * 'observed' (default: a row's gaps stay gaps, its observed entries may be
+ * hidden), 'skip' (a row with a gap is left out and counted) or 'error'.
  */
 Datum
 perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		model = PG_GETARG_DATUM(0);
 	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	double		share = PG_GETARG_FLOAT8(2);
 	int64		seed = PG_GETARG_INT64(3);
@@ -169,11 +292,7 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	MemoryContext rowcxt;
 	FmgrInfo	impute;
 	ImputeClients cs = {0};
-	SPIPlanPtr	plan;
-	Portal		portal;
-	FmgrInfo	keyout;
-	bool		key_ready = false;
-	bool		key_is_text = false;
+	PerpcaMissing mode = row_missing_arg(fcinfo, 4, PERPCA_MISSING_OBSERVED);
 
 	if (!(share > 0.0 && share < 1.0))
 		ereport(ERROR,
@@ -184,73 +303,18 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	rowcxt = AllocSetContextCreate(outer, "perpca_evaluate_imputation row", ALLOCSET_DEFAULT_SIZES);
 	cs.cxt = outer;
 
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL || !SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the query must return rows (client, x float8[])"),
-				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	for (;;)
-	{
-		TupleDesc	desc;
-
-		SPI_cursor_fetch(portal, true, 1000);
-		if (SPI_processed == 0)
-			break;
-		desc = SPI_tuptable->tupdesc;
-		if (desc->natts < 2 || TupleDescAttr(desc, 1)->atttypid != FLOAT8ARRAYOID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("the query must return rows (client, x float8[])"),
-					 errhint("Cast the rows to float8[].")));
-		if (!key_ready)
-		{
-			Oid			typout;
-			bool		varlena;
-
-			getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &typout, &varlena);
-			fmgr_info_cxt(typout, &keyout, fcinfo->flinfo->fn_mcxt);
-			key_is_text = TupleDescAttr(desc, 0)->atttypid == TEXTOID;
-			key_ready = true;
-		}
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			bool		isnull;
-			Datum		k = SPI_getbinval(tup, desc, 1, &isnull);
-			Datum		v;
-			MemoryContext old;
-			char	   *name;
-
-			CHECK_FOR_INTERRUPTS();
-			if (isnull)
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("the client of an evaluated row must not be NULL")));
-			v = SPI_getbinval(tup, desc, 2, &isnull);
-			if (isnull)
-				continue;
-			old = MemoryContextSwitchTo(rowcxt);
-			name = key_is_text ? TextDatumGetCString(k) : OutputFunctionCall(&keyout, k);
-			evaluate_row(&impute, model, name, DatumGetArrayTypeP(v), share, seed, &cs);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(rowcxt);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
+	(void) perpca_one_select(query, "query");
+	read_guarded(fcinfo, &impute, rows_query(query, mode), share, seed, mode, &cs, rowcxt);
+	report(&cs);
 
 	if (cs.n > 1)
 		qsort(cs.items, cs.n, sizeof(ImputeClient), client_cmp);
 	for (int i = 0; i < cs.n; i++)
 	{
 		ImputeClient *e = &cs.items[i];
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, e->hidden == 0, e->hidden == 0,
-		e->hidden == 0 || e->sse_centre == 0.0};
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, e->hidden == 0, e->hidden == 0,
+		e->hidden == 0 || e->sse_centre == 0.0, false};
 
 		values[0] = CStringGetTextDatum(e->name);
 		values[1] = Int64GetDatum(e->rows);
@@ -258,6 +322,7 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 		values[3] = Float8GetDatum(e->hidden ? e->sse / e->hidden : 0.0);
 		values[4] = Float8GetDatum(e->hidden ? e->sse_centre / e->hidden : 0.0);
 		values[5] = Float8GetDatum(nulls[5] ? 0.0 : e->sse / e->sse_centre);
+		values[6] = Int64GetDatum(e->skipped);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -2,22 +2,12 @@
  * model_functions.c -- SQL functions on a stored model read by name
  *
  * The model is found, checked and read by model_read.c (never with SQL, so
- * the model's owner cannot make a caller run her code) and cached per
- * backend.  Each calling expression keeps a ModelBinding in fn_extra.  The
- * binding is checked against the database only when the snapshot changes (in
- * practice once per statement): then the model's tables are looked up and
- * checked again, its version read, and the cache reloads the model if it was
- * replaced.  Rows of the same statement use the bound data directly, so the
- * per-row cost is that of the pure array functions plus a client lookup.
- *
- * Loaded data are reference-counted: a binding holds a reference until its
- * query's memory is released, so a reload never frees data in use.
- *
- * Client keys: the model keeps them as text, the output of the key type's
- * output function (what the fit stored).  The row functions take the key in
- * any type and convert it the same way.  A key the model does not have is,
- * with unknown => 'global' (the default), projected on the global components
- * only, with one NOTICE per statement; with unknown => 'error' it is an error.
+ * the model's owner cannot make a caller run her code), cached per backend
+ * and bound to each calling expression by model_bind.c, which also turns the
+ * client key of any type into the model's client.  A key the model does not
+ * have is, with unknown => 'global' (the default), projected on the global
+ * components only, with one NOTICE per statement; with unknown => 'error' it
+ * is an error.
  *
  * Decomposition of a row x of client i with centre c (the client's mean,
  * the pooled mean or zero, as the fit's center option), y = D^-1 (x - c)
@@ -45,22 +35,19 @@
 #include <math.h>
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 
 #include "linalg.h"
 #include "missing.h"
+#include "model_bind.h"
+#include "model_lock.h"
 #include "model_read.h"
-#include "model_rows.h"
 #include "perpca.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_name_parts);
@@ -73,14 +60,7 @@ PG_FUNCTION_INFO_V1(perpca_model_residual);
 PG_FUNCTION_INFO_V1(perpca_model_error);
 PG_FUNCTION_INFO_V1(perpca_model_impute);
 PG_FUNCTION_INFO_V1(perpca_similarity);
-PG_FUNCTION_INFO_V1(perpca_component_info);
 PG_FUNCTION_INFO_V1(perpca_model_theta);
-
-#if PG_VERSION_NUM >= 170000
-#define MY_LXID (MyProc->vxid.lxid)
-#else
-#define MY_LXID (MyProc->lxid)
-#endif
 
 /* Arguments of the row functions: (model, client, x[, unknown]). */
 #define ARG_MODEL 0
@@ -89,392 +69,37 @@ PG_FUNCTION_INFO_V1(perpca_model_theta);
 #define ARG_UNKNOWN 3
 #define ARG_MISSING 4			/* (..., unknown, missing) of the float8[] row functions */
 
-/* What a calling expression keeps in fn_extra. */
-struct ModelBinding
-{
-	text	   *model;			/* the model name it was bound for */
-	ModelData  *data;
-	MemoryContextCallback release;
-	/* snapshot the binding was last checked under */
-	LocalTransactionId lxid;
-	TransactionId xmin;
-	TransactionId xmax;
-	CommandId	curcid;
-	/* the client key's type and output function (set on first use) */
-	Oid			key_type;
-	bool		key_is_text;
-	bool		key_byval;		/* keys compared as Datums before conversion */
-	FmgrInfo	key_out;
-	Datum		last_key;		/* the by-value key of client (when set) */
-	bool		key_type_checked;	/* against data, at the first unknown key */
-	/* the last client looked up, and scratch space */
-	const ModelClient *client;
-	double	   *y;				/* d */
-	double	   *s;				/* r1 + r2max */
-	double	   *out;			/* d */
-	void	   *too_few;		/* missing.c's count of rows with too few (missing_too_few) */
-};
-
-const ModelData *
-model_bound_data(const ModelBinding *b)
-{
-	return b->data;
-}
-
-double *
-model_bound_scratch(ModelBinding *b, double **s)
-{
-	*s = b->s;
-	return b->y;
-}
-
 /* ------------------------------------------------------------------------
- * The per-expression binding
+ * The client of a row
  * ------------------------------------------------------------------------
  */
 
-/* True when two text values (either may be NULL) hold the same bytes. */
+/* The unknown option is 'error' (absent under the 0.1.0 signatures: 'global'). */
 static bool
-same_text(const text *a, const text *b)
-{
-	if (a == NULL || b == NULL)
-		return a == b;
-	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
-		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
-}
-
-/* Memory-context callback: the binding's query is over. */
-static void
-binding_release(void *arg)
-{
-	ModelBinding *b = (ModelBinding *) arg;
-
-	if (b->data != NULL)
-		model_unref(b->data);
-	b->data = NULL;
-}
-
-/* Check the model against the database and bind to its current data. */
-static void
-binding_refresh(ModelBinding *b, text *model, MemoryContext fcxt)
-{
-	ModelData  *m = model_open(model);
-
-	if (b->data != m)
-	{
-		if (b->data != NULL)
-			model_unref(b->data);
-		m->refcount++;
-		b->data = m;
-		b->client = NULL;
-		b->key_type_checked = false;
-		b->y = MemoryContextAlloc(fcxt, sizeof(double) * m->d);
-		b->out = MemoryContextAlloc(fcxt, sizeof(double) * m->d);
-		b->s = MemoryContextAlloc(fcxt, sizeof(double) * (m->r1 + m->r2max));
-	}
-	if (!same_text(b->model, model))
-	{
-		b->model = MemoryContextAlloc(fcxt, VARSIZE_ANY(model));
-		memcpy(b->model, model, VARSIZE_ANY(model));
-	}
-}
-
-/* True when the active snapshot differs from the one the binding was checked under. */
-static bool
-binding_snapshot_changed(ModelBinding *b)
-{
-	Snapshot	snap;
-
-	if (!ActiveSnapshotSet())
-		return true;
-	snap = GetActiveSnapshot();
-	return b->lxid != MY_LXID || b->xmin != snap->xmin ||
-		b->xmax != snap->xmax || b->curcid != snap->curcid;
-}
-
-/* Remember the active snapshot the binding was checked under. */
-static void
-binding_snapshot_save(ModelBinding *b)
-{
-	Snapshot	snap;
-
-	b->lxid = MY_LXID;
-	if (!ActiveSnapshotSet())
-		return;
-	snap = GetActiveSnapshot();
-	b->xmin = snap->xmin;
-	b->xmax = snap->xmax;
-	b->curcid = snap->curcid;
-}
-
-/* The binding of this call site, checked once per snapshot and whenever the model name changes. */
-ModelBinding *
-model_bind(FunctionCallInfo fcinfo, text *model)
-{
-	FmgrInfo   *flinfo = fcinfo->flinfo;
-	ModelBinding *b = (ModelBinding *) flinfo->fn_extra;
-
-	if (b == NULL)
-	{
-		b = MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(ModelBinding));
-		b->release.func = binding_release;
-		b->release.arg = b;
-		MemoryContextRegisterResetCallback(flinfo->fn_mcxt, &b->release);
-		flinfo->fn_extra = b;
-	}
-	if (b->data == NULL || binding_snapshot_changed(b) || !same_text(b->model, model))
-	{
-		binding_refresh(b, model, flinfo->fn_mcxt);
-		binding_snapshot_save(b);
-	}
-	return b;
-}
-
-/* ------------------------------------------------------------------------
- * Client keys of any type, and clients the model does not know
- * ------------------------------------------------------------------------
- */
-
-/* The key argument's type: from the call, else (no expression) as declared if not polymorphic. */
-static Oid
-key_arg_type(FunctionCallInfo fcinfo)
-{
-	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
-	Oid		   *argtypes;
-	int			nargs;
-
-	if (OidIsValid(type))
-		return type;
-	get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
-	return nargs > ARG_CLIENT && argtypes[ARG_CLIENT] == TEXTOID ? TEXTOID : InvalidOid;
-}
-
-/* The key argument's type and output function, looked up once per call site. */
-static void
-key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
-{
-	Oid			type = key_arg_type(fcinfo);
-	Oid			outfunc;
-	bool		isvarlena;
-
-	if (!OidIsValid(type))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
-				 errmsg("could not determine the type of the client key")));
-	b->key_type = type;
-	b->key_is_text = (type == TEXTOID);
-	b->key_byval = get_typbyval(type);
-	if (!b->key_is_text)
-	{
-		getTypeOutputInfo(type, &outfunc, &isvarlena);
-		fmgr_info_cxt(outfunc, &b->key_out, fcinfo->flinfo->fn_mcxt);
-	}
-}
-
-/* The key as the model stores it: its bytes (not terminated) and length. */
-static const char *
-key_text(FunctionCallInfo fcinfo, ModelBinding *b, int *len)
-{
-	const char *str;
-
-	if (b->key_is_text)
-	{
-		text	   *t = PG_GETARG_TEXT_PP(ARG_CLIENT);
-
-		*len = VARSIZE_ANY_EXHDR(t);
-		return VARDATA_ANY(t);
-	}
-	str = OutputFunctionCall(&b->key_out, PG_GETARG_DATUM(ARG_CLIENT));
-	*len = strlen(str);
-	return str;
-}
-
-/* True when str is the canonical text of an integer ("0", "-12", not "012" or "+1"). */
-static bool
-is_integer_text(const char *str)
-{
-	const char *p = str[0] == '-' ? str + 1 : str;
-
-	if (p[0] == '\0' || (p[0] == '0' && (p[1] != '\0' || p != str)))
-		return false;
-	for (; *p; p++)
-		if (*p < '0' || *p > '9')
-			return false;
-	return true;
-}
-
-/* True when str is the canonical text of a uuid (lower-case, 8-4-4-4-12). */
-static bool
-is_uuid_text(const char *str)
-{
-	if (strlen(str) != 36)
-		return false;
-	for (int i = 0; i < 36; i++)
-	{
-		bool		dash = (i == 8 || i == 13 || i == 18 || i == 23);
-
-		if (dash ? str[i] != '-' : !((str[i] >= '0' && str[i] <= '9') || (str[i] >= 'a' && str[i] <= 'f')))
-			return false;
-	}
-	return true;
-}
-
-/* Whether a key stored as str could be the output of a value of type (true when unknown). */
-static bool
-key_could_be(Oid type, const char *str)
-{
-	switch (type)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-			return is_integer_text(str);
-		case UUIDOID:
-			return is_uuid_text(str);
-		default:
-			return true;
-	}
-}
-
-/*
- * Keys of this type can never match the model's: none of its keys is the
- * text of a value of the type (checked for integer and uuid keys).  An error,
- * whatever the unknown option: every row would miss.
- */
-static void
-key_type_check(ModelBinding *b)
-{
-	const ModelData *m = b->data;
-
-	b->key_type_checked = true;
-	if (b->key_is_text || m->nclients == 0)
-		return;
-	for (int i = 0; i < m->nclients; i++)
-		if (key_could_be(b->key_type, m->clients[i].name))
-			return;
-	ereport(ERROR,
-			(errcode(ERRCODE_DATATYPE_MISMATCH),
-			 errmsg("client keys of type %s cannot match model \"%s\"",
-					format_type_be(b->key_type), text_to_cstring(b->model)),
-			 errdetail("None of the model's %d client keys is the text of a %s value, for example \"%s\".",
-					   m->nclients, format_type_be(b->key_type), m->clients[0].name),
-			 errhint("Pass the key in the type of the training query's client column, or as text.")));
-}
-
-typedef enum UnknownMode
-{
-	UNKNOWN_GLOBAL,				/* global components only, one NOTICE per statement */
-	UNKNOWN_ERROR				/* an error */
-} UnknownMode;
-
-/* The unknown option (absent under the 0.1.0 signatures: 'global'). */
-static UnknownMode
-unknown_arg(FunctionCallInfo fcinfo)
+unknown_is_error(FunctionCallInfo fcinfo)
 {
 	text	   *t;
 	int			len;
 
 	if (PG_NARGS() <= ARG_UNKNOWN)
-		return UNKNOWN_GLOBAL;
+		return false;
 	t = PG_GETARG_TEXT_PP(ARG_UNKNOWN);
 	len = VARSIZE_ANY_EXHDR(t);
 	if (len == 6 && memcmp(VARDATA_ANY(t), "global", 6) == 0)
-		return UNKNOWN_GLOBAL;
+		return false;
 	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
-		return UNKNOWN_ERROR;
+		return true;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unknown must be 'global' or 'error', not \"%s\"", text_to_cstring(t))));
-	return UNKNOWN_GLOBAL;		/* keep the compiler quiet */
-}
-
-/* The models an unknown-client NOTICE was raised for in the current statement. */
-#define NOTICED_MAX 16
-static struct
-{
-	LocalTransactionId lxid;
-	TimestampTz statement;
-	int			n;
-	Oid			info_oid[NOTICED_MAX];
-} unknown_noticed;
-
-/* True the first time per statement for a model (and for up to NOTICED_MAX models). */
-static bool
-unknown_first_in_statement(Oid info_oid)
-{
-	TimestampTz now = GetCurrentStatementStartTimestamp();
-
-	if (unknown_noticed.lxid != MY_LXID || unknown_noticed.statement != now)
-	{
-		unknown_noticed.lxid = MY_LXID;
-		unknown_noticed.statement = now;
-		unknown_noticed.n = 0;
-	}
-	for (int i = 0; i < unknown_noticed.n; i++)
-		if (unknown_noticed.info_oid[i] == info_oid)
-			return false;
-	if (unknown_noticed.n == NOTICED_MAX)
-		return false;
-	unknown_noticed.info_oid[unknown_noticed.n++] = info_oid;
-	return true;
-}
-
-/* A client the model does not know: an error, or the statement's one NOTICE. */
-static void
-unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
-{
-	int			n = b->data->nclients;
-
-	if (!b->key_type_checked)
-		key_type_check(b);
-	if (mode == UNKNOWN_ERROR)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(b->model)),
-				 errdetail("The model knows %d client%s%s%s%s; keys are compared as text.", n,
-						   n == 1 ? "" : "s", n > 0 ? ", for example \"" : "",
-						   n > 0 ? b->data->clients[0].name : "", n > 0 ? "\"" : ""),
-				 errhint("Check the key, or add the client with perpca_personalize().")));
-	if (!unknown_first_in_statement(b->data->info_oid))
-		return;
-	ereport(NOTICE,
-			(errmsg("client \"%s\" is not in model \"%s\": projected on the global components only",
-					pnstrdup(key, len), text_to_cstring(b->model)),
-			 errdetail("The model knows %d client%s. Further unknown clients in this statement are not reported.",
-					   n, n == 1 ? "" : "s"),
-			 errhint("Pass unknown => 'error' to make an unknown client an error, or add the client with perpca_personalize().")));
+	return false;				/* keep the compiler quiet */
 }
 
 /* The bound model's client for the key argument, or NULL for one it does not know. */
 static const ModelClient *
 model_client(FunctionCallInfo fcinfo, ModelBinding *b)
 {
-	return model_bound_client(fcinfo, b, unknown_arg(fcinfo) == UNKNOWN_ERROR);
-}
-
-const ModelClient *
-model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
-{
-	UnknownMode mode = unknown_error ? UNKNOWN_ERROR : UNKNOWN_GLOBAL;
-	int			len;
-	const char *key;
-
-	if (b->key_type == InvalidOid)
-		key_type_setup(fcinfo, b);
-	/* Rows come grouped by client: the same by-value key needs no conversion. */
-	if (b->client != NULL && b->key_byval && !b->key_is_text &&
-		PG_GETARG_DATUM(ARG_CLIENT) == b->last_key)
-		return b->client;
-	key = key_text(fcinfo, b, &len);
-	if (b->client != NULL && b->client->namelen == len &&
-		memcmp(b->client->name, key, len) == 0)
-		return b->client;
-	b->client = model_find_client(b->data, key, len);
-	b->last_key = PG_GETARG_DATUM(ARG_CLIENT);
-	if (b->client == NULL)
-		unknown_client(b, mode, key, len);
-	return b->client;
+	return model_bound_client(fcinfo, b, unknown_is_error(fcinfo));
 }
 
 /* ------------------------------------------------------------------------
@@ -502,9 +127,47 @@ typedef struct RowGaps
 	const bool *obs;			/* observed coordinates (NULL: all) */
 	int			nobs;			/* their number */
 	bool		impute;			/* no NULL for too few observed coordinates */
+	bool		skip;			/* a row with gaps under missing => 'skip': NULL, counted */
 } RowGaps;
 
-static const RowGaps complete_row = {false, NULL, 0, false};
+static const RowGaps complete_row = {false, NULL, 0, false, false};
+
+/* The row's centre (the client's mean, the pooled mean or none), r2, and y = (x - centre) / scale. */
+static void
+row_center(RowProjection *p, const double *x)
+{
+	const ModelData *m = p->m;
+
+	if (m->center == CENTER_NONE)
+		p->center = NULL;
+	else if (m->center == CENTER_CLIENT && p->c != NULL)
+		p->center = p->c->mean;
+	else
+		p->center = m->global_mean;
+	p->r2 = p->c ? p->c->r2 : 0;
+	for (int i = 0; i < m->d; i++)
+		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
+	if (m->scale != NULL)
+		for (int i = 0; i < m->d; i++)
+			p->y[i] /= m->scale[i];
+	p->isnull = false;
+}
+
+/* y at the gaps (obs false) set to the reconstruction W^T s (in out), so that the residual is 0 there. */
+static void
+row_fill_gaps(RowProjection *p, const bool *obs)
+{
+	const ModelData *m = p->m;
+	int			d = m->d;
+
+	memset(p->out, 0, sizeof(double) * d);
+	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
+	if (p->r2 > 0)
+		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
+	for (int i = 0; i < d; i++)
+		if (!obs[i])
+			p->y[i] = p->out[i];
+}
 
 /*
  * Bind the model, find the client, centre x (d values, 0 at the gaps) and
@@ -517,28 +180,21 @@ static void
 row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, RowProjection *p)
 {
 	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
-	const ModelData *m = b->data;
+	const ModelData *m = model_bound_data(b);
 
 	p->m = m;
 	p->c = model_client(fcinfo, b);
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
-	if (m->center == CENTER_NONE)
-		p->center = NULL;
-	else if (m->center == CENTER_CLIENT && p->c != NULL)
-		p->center = p->c->mean;
-	else
-		p->center = m->global_mean;
-	p->r2 = p->c ? p->c->r2 : 0;
-	p->y = b->y;
-	p->s = b->s;
-	p->out = b->out;
-	for (int i = 0; i < d; i++)
-		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
-	if (m->scale != NULL)
-		for (int i = 0; i < d; i++)
-			p->y[i] /= m->scale[i];
-	p->isnull = false;
+	if (g->skip)
+	{
+		p->isnull = true;
+		missing_skip_row(fcinfo, model_bound_too_few(b));
+		return;
+	}
+	p->y = model_bound_scratch(b, &p->s);
+	p->out = model_bound_out(b);
+	row_center(p, x);
 	if (!g->posterior)
 	{
 		linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
@@ -549,20 +205,12 @@ row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, R
 	if (g->obs != NULL && g->nobs < m->r1 + p->r2 && !g->impute)
 	{
 		p->isnull = true;
-		missing_too_few(fcinfo, &b->too_few, m->r1 + p->r2);
+		missing_too_few(fcinfo, model_bound_too_few(b), m->r1 + p->r2);
 		return;
 	}
 	missing_posterior(m, p->c, p->y, g->obs, p->s);
-	if (g->obs == NULL)
-		return;
-	/* y at the gaps: the reconstruction, so that the residual is 0 there */
-	memset(p->out, 0, sizeof(double) * d);
-	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
-	if (p->r2 > 0)
-		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
-	for (int i = 0; i < d; i++)
-		if (!g->obs[i])
-			p->y[i] = p->out[i];
+	if (g->obs != NULL)
+		row_fill_gaps(p, g->obs);
 }
 
 /* out = base (or zero) + alpha (U^T s_global if global) + alpha (V^T s_local if local). */
@@ -665,12 +313,13 @@ perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op, const double *x, int d
 static const double *
 model_row_arg(FunctionCallInfo fcinfo, int *d, RowGaps *g)
 {
-	MissingMode mode = missing_arg(fcinfo, ARG_MISSING);
+	PerpcaMissing mode = missing_arg(fcinfo, ARG_MISSING);
 	const double *x;
 
 	g->nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), mode, d, &x, &g->obs);
-	g->posterior = mode == MISSING_OBSERVED;
+	g->posterior = mode == PERPCA_MISSING_OBSERVED;
 	g->impute = false;
+	g->skip = mode == PERPCA_MISSING_SKIP && g->obs != NULL;
 	return x;
 }
 
@@ -757,9 +406,10 @@ perpca_model_impute(PG_FUNCTION_ARGS)
 	const double *recon;
 	double	   *filled;
 
-	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), MISSING_OBSERVED, &d, &x, &g.obs);
+	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), PERPCA_MISSING_OBSERVED, &d, &x, &g.obs);
 	g.posterior = true;
 	g.impute = true;
+	g.skip = false;
 	if (g.obs == NULL)
 	{
 		/* nothing to fill (the model and the client are still checked) */
@@ -777,23 +427,6 @@ perpca_model_impute(PG_FUNCTION_ARGS)
  * Client similarity
  * ------------------------------------------------------------------------
  */
-
-/* rho between two clients' local subspaces; G is r2max x r2max scratch. */
-double
-model_client_distance(const ModelData *m, const ModelClient *a, const ModelClient *c, double *G)
-{
-	double		inner = 0.0;
-
-	if (a == c || a->r2 + c->r2 == 0)
-		return 0.0;
-	if (a->r2 > 0 && c->r2 > 0)
-	{
-		linalg_gemm(false, true, a->r2, c->r2, m->d, 1.0, a->V, m->d,
-					c->V, m->d, 0.0, G, c->r2);
-		inner = linalg_dot((int64) a->r2 * c->r2, G, G);
-	}
-	return Max(a->r2 + c->r2 - 2.0 * inner, 0.0) / (0.5 * (a->r2 + c->r2));
-}
 
 /* The state of one perpca_similarity call: the pair to return next. */
 typedef struct SimilarityScan
@@ -815,6 +448,36 @@ similarity_unref(void *arg)
 }
 
 /*
+ * The scan of a perpca_similarity call, in mcxt: the model opened and
+ * referenced until mcxt goes (fn_extra is the SRF's: the model is opened
+ * here, not bound), the clients' names as text, the scratch, the first pair.
+ */
+static SimilarityScan *
+similarity_begin(FunctionCallInfo fcinfo, MemoryContext mcxt)
+{
+	ModelData  *m = model_open(PG_GETARG_TEXT_PP(0));
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	SimilarityScan *scan = palloc0(sizeof(SimilarityScan));
+
+	scan->m = m;
+	m->refcount++;
+	scan->unref.func = similarity_unref;
+	scan->unref.arg = m;
+	MemoryContextRegisterResetCallback(mcxt, &scan->unref);
+	scan->all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
+	scan->j = scan->all_pairs ? 0 : 1;
+	scan->names = palloc(sizeof(Datum) * Max(m->nclients, 1));
+	for (int c = 0; c < m->nclients; c++)
+		scan->names[c] = CStringGetTextDatum(m->clients[c].name);
+	scan->G = palloc(sizeof(double) * Max(m->r2max * m->r2max, 1));
+	if (get_call_result_type(fcinfo, NULL, &scan->desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_similarity must return a record");
+	scan->desc = BlessTupleDesc(scan->desc);
+	MemoryContextSwitchTo(old);
+	return scan;
+}
+
+/*
  * rho_ab = ||P_Va - P_Vb||_F^2 / r2 for each unordered pair of clients, a < b
  * (bytewise), or with all_pairs every ordered pair and each client with
  * itself.  ||P_Va - P_Vb||_F^2 = r_a + r_b - 2 ||V_a V_b^T||_F^2 and
@@ -833,30 +496,8 @@ perpca_similarity(PG_FUNCTION_ARGS)
 
 	if (SRF_IS_FIRSTCALL())
 	{
-		MemoryContext old;
-		ModelData  *m;
-
-		/* (fn_extra is the SRF's: the model is opened here, not bound) */
-		m = model_open(PG_GETARG_TEXT_PP(0));
 		fctx = SRF_FIRSTCALL_INIT();
-		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
-		scan = palloc0(sizeof(SimilarityScan));
-		scan->m = m;
-		m->refcount++;
-		scan->unref.func = similarity_unref;
-		scan->unref.arg = m;
-		MemoryContextRegisterResetCallback(fctx->multi_call_memory_ctx, &scan->unref);
-		scan->all_pairs = PG_NARGS() > 1 ? PG_GETARG_BOOL(1) : true;
-		scan->j = scan->all_pairs ? 0 : 1;
-		scan->names = palloc(sizeof(Datum) * Max(scan->m->nclients, 1));
-		for (int c = 0; c < scan->m->nclients; c++)
-			scan->names[c] = CStringGetTextDatum(scan->m->clients[c].name);
-		scan->G = palloc(sizeof(double) * Max(scan->m->r2max * scan->m->r2max, 1));
-		if (get_call_result_type(fcinfo, NULL, &scan->desc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "perpca_similarity must return a record");
-		scan->desc = BlessTupleDesc(scan->desc);
-		fctx->user_fctx = scan;
-		MemoryContextSwitchTo(old);
+		fctx->user_fctx = similarity_begin(fcinfo, fctx->multi_call_memory_ctx);
 	}
 	fctx = SRF_PERCALL_SETUP();
 	scan = fctx->user_fctx;
@@ -882,99 +523,12 @@ perpca_similarity(PG_FUNCTION_ARGS)
 	SRF_RETURN_DONE(fctx);
 }
 
-/* ------------------------------------------------------------------------
- * Component info and theta
- * ------------------------------------------------------------------------
- */
-
-/* a / b, or NULL when either is NULL or b is 0. */
-static ModelFloat
-ratio(ModelFloat a, ModelFloat b)
-{
-	ModelFloat	r = {0.0, a.isnull || b.isnull || b.value == 0.0};
-
-	if (!r.isnull)
-		r.value = a.value / b.value;
-	return r;
-}
-
-/*
- * Rows of one block of components (the global ones, or one client's local
- * ones): variance, variance / total and base + running sum / total (the
- * running sum skips NULL variances, as SQL's sum does).
- */
-static void
-component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
-					const int *number, const ModelFloat *variance, int k, ModelFloat total,
-					ModelFloat base)
-{
-	ModelFloat	sum = {0.0, true};
-
-	for (int j = 0; j < k; j++)
-	{
-		ModelFloat	share = ratio(variance[j], total);
-		ModelFloat	cumulative;
-		Datum		row[7];
-		bool		nulls[7];
-
-		if (!variance[j].isnull)
-		{
-			sum.value += variance[j].value;
-			sum.isnull = false;
-		}
-		cumulative = ratio(sum, total);
-		cumulative.isnull |= base.isnull;
-		cumulative.value += base.value;
-		row[0] = client ? CStringGetTextDatum(client) : (Datum) 0;
-		row[1] = CStringGetTextDatum(client ? "local" : "global");
-		row[2] = Int32GetDatum(number[j]);
-		row[3] = Float8GetDatum(variance[j].value);
-		row[4] = Float8GetDatum(share.value);
-		row[5] = Float8GetDatum(cumulative.value);
-		nulls[0] = client == NULL;
-		nulls[1] = nulls[2] = false;
-		nulls[3] = variance[j].isnull;
-		nulls[4] = share.isnull;
-		nulls[5] = cumulative.isnull;
-		row[6] = CStringGetTextDatum(model_top_features(m, A + (int64) j * m->d, COMPONENT_TOP_FEATURES));
-		nulls[6] = false;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-	}
-}
-
-/*
- * Variance, explained-variance ratio and cumulative ratio of each component:
- * global components against the fit's weighted mean total variance, local
- * ones against their client's total variance, cumulated on top of the
- * client's global share.  Rows: global first, then clients bytewise.
- */
-Datum
-perpca_component_info(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const ModelData *m;
-	ModelFloat	zero = {0.0, false};
-
-	InitMaterializedSRF(fcinfo, 0);
-	m = model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
-	component_info_rows(rsinfo, m, NULL, m->U, m->global_number, m->global_variance, m->r1,
-						m->total_variance, zero);
-	for (int i = 0; i < m->nclients; i++)
-	{
-		const ModelClient *c = &m->clients[i];
-
-		component_info_rows(rsinfo, m, c->name, c->V, c->number, c->variance, c->r2,
-							c->total_variance, c->global_ratio);
-	}
-	return (Datum) 0;
-}
-
 /* The model's theta_est, with a hint when it is below the threshold. */
 Datum
 perpca_model_theta(PG_FUNCTION_ARGS)
 {
 	double		threshold = PG_GETARG_FLOAT8(1);
-	const ModelData *m = model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
+	const ModelData *m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
 	TupleDesc	desc;
 	Datum		values[2];
 	bool		nulls[2] = {m->theta_est.isnull, true};
@@ -992,7 +546,7 @@ perpca_model_theta(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
-/* perpca_internal.model_name_parts(model text) RETURNS text[]: {[schema,] base} (model_read.h). */
+/* perpca_internal.model_name_parts(model text) RETURNS text[]: {[schema,] base} (model_lock.h). */
 Datum
 perpca_model_name_parts(PG_FUNCTION_ARGS)
 {

@@ -32,6 +32,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
@@ -67,36 +68,26 @@ history_row_cmp(const void *a, const void *b)
 }
 
 /*
- * perpca_model_history(model text) RETURNS TABLE (version, at, kind,
- *   clients, rows, rounds_run, converged, objective, seconds, role, warning,
- *   entry, outcome, starts, clients_added, clients_dropped, warm_start)
+ * Lock the model and its history (model_lock.c's order) and open the
+ * history, checked to be a plain table of the model's owner with the
+ * columns perpca gives it (their numbers into att) that the caller may read
+ * whole; NULL when the model has no history.
  */
-Datum
-perpca_model_history(PG_FUNCTION_ARGS)
+static Relation
+history_open(const char *model, AttrNumber *att)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	Oid			user = GetUserId();
 	ModelLock	ml;
 	Oid			history;
 	Relation	rel;
-	AttrNumber	att[H_NCOLS];
 	char	   *detail;
-	Snapshot	snap;
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-	HistoryRow **rows;
-	int			nrows = 0,
-				maxrows = 16;
 
-	InitMaterializedSRF(fcinfo, 0);
 	model_lock(&ml, model, MODEL_LOCK_READ, true, false);
 	/* No more of the history than of the model. */
-	if (pg_class_aclcheck(ml.relid[MODEL_REL_INFO], user, ACL_SELECT) != ACLCHECK_OK)
+	if (pg_class_aclcheck(ml.relid[MODEL_REL_INFO], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(ml.relid[MODEL_REL_INFO]));
 	history = model_lock_history(&ml, MODEL_LOCK_READ, true);
 	if (!OidIsValid(history))
-		return (Datum) 0;		/* stored before 0.3.0 and not refreshed since */
+		return NULL;			/* stored before 0.3.0 and not refreshed since */
 	if (get_rel_relkind(history) != RELKIND_RELATION || model_rel_owner(history) != ml.owner)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -112,50 +103,87 @@ perpca_model_history(PG_FUNCTION_ARGS)
 	model_check_readable(rel, att, H_NCOLS, psprintf("the history of model \"%s\"", model),
 						 psprintf("perpca reads a history whole; disable row-level security on %s.",
 								  model_relid_name(history)));
+	return rel;
+}
 
-	/* The rows, copied out of the buffers, then in entry order. */
-	rows = palloc(sizeof(HistoryRow *) * maxrows);
-	snap = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
-	scan = table_beginscan(rel, snap, 0, NULL);
-	slot = table_slot_create(rel, NULL);
+/* One row of the history, copied out of the buffer (absent columns NULL). */
+static HistoryRow *
+history_row(TupleTableSlot *slot, const AttrNumber *att, const char *model)
+{
+	HistoryRow *row = palloc(sizeof(HistoryRow));
+
+	for (int c = 0; c < (int) H_NCOLS; c++)
+	{
+		int16		typlen;
+		bool		typbyval;
+		Datum		v;
+
+		if (!AttributeNumberIsValid(att[c]))
+		{
+			row->nulls[c] = true;
+			row->values[c] = (Datum) 0;
+			continue;
+		}
+		v = slot_getattr(slot, att[c], &row->nulls[c]);
+		get_typlenbyval(history_columns[c].type, &typlen, &typbyval);
+		row->values[c] = row->nulls[c] ? (Datum) 0 : datumCopy(v, typbyval, typlen);
+	}
+	if (row->nulls[H_ENTRY])
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
+				 errmsg("the history of model \"%s\" has a row without entry", model)));
+	row->entry = DatumGetInt32(row->values[H_ENTRY]);
+	return row;
+}
+
+/* The rows of the history (*nrows), in entry order. */
+static HistoryRow **
+history_rows(Relation rel, const AttrNumber *att, const char *model, int *nrows)
+{
+	int			maxrows = 16;
+	HistoryRow **rows = palloc(sizeof(HistoryRow *) * maxrows);
+	Snapshot	snap = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+	TableScanDesc scan = table_beginscan(rel, snap, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+	*nrows = 0;
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
-		HistoryRow *row = palloc(sizeof(HistoryRow));
-
 		CHECK_FOR_INTERRUPTS();
-		for (int c = 0; c < (int) H_NCOLS; c++)
-		{
-			int16		typlen;
-			bool		typbyval;
-			Datum		v;
-
-			if (!AttributeNumberIsValid(att[c]))
-			{
-				row->nulls[c] = true;
-				row->values[c] = (Datum) 0;
-				continue;
-			}
-			v = slot_getattr(slot, att[c], &row->nulls[c]);
-			get_typlenbyval(history_columns[c].type, &typlen, &typbyval);
-			row->values[c] = row->nulls[c] ? (Datum) 0 : datumCopy(v, typbyval, typlen);
-		}
-		if (row->nulls[H_ENTRY])
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("the history of model \"%s\" has a row without entry", model)));
-		row->entry = DatumGetInt32(row->values[H_ENTRY]);
-		if (nrows == maxrows)
+		if (*nrows == maxrows)
 		{
 			maxrows *= 2;
 			rows = repalloc(rows, sizeof(HistoryRow *) * maxrows);
 		}
-		rows[nrows++] = row;
+		rows[(*nrows)++] = history_row(slot, att, model);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
-	relation_close(rel, NoLock);
+	qsort(rows, *nrows, sizeof(HistoryRow *), history_row_cmp);
+	return rows;
+}
 
-	qsort(rows, nrows, sizeof(HistoryRow *), history_row_cmp);
+/*
+ * perpca_model_history(model text) RETURNS TABLE (version, at, kind,
+ *   clients, rows, rounds_run, converged, objective, seconds, role, warning,
+ *   entry, outcome, starts, clients_added, clients_dropped, warm_start)
+ */
+Datum
+perpca_model_history(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	AttrNumber	att[H_NCOLS];
+	Relation	rel;
+	HistoryRow **rows;
+	int			nrows;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rel = history_open(model, att);
+	if (rel == NULL)
+		return (Datum) 0;
+	rows = history_rows(rel, att, model, &nrows);
+	relation_close(rel, NoLock);
 	for (int i = 0; i < nrows; i++)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rows[i]->values, rows[i]->nulls);
 	return (Datum) 0;

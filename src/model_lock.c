@@ -1,7 +1,8 @@
 /*
- * model_lock.c -- finding and locking a model's three tables in one order
- * (model_lock.h), and perpca_drop, which is nothing more than that plus a
- * DROP TABLE
+ * model_lock.c -- the rule for model names, finding and locking a model's
+ * three tables in one order (model_lock.h), and perpca_drop, which is nothing
+ * more than that plus a DROP TABLE (and a DROP VIEW of <model>_source, the
+ * model's bound query)
  *
  * The old lock of a model was pg_advisory_xact_lock(1885696624, hashtext(name)),
  * a key any role could compute and hold to make the owner's refresh fail.
@@ -30,10 +31,11 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/varlena.h"
 #include "access/htup_details.h"
 
+#include "error_kinds.h"
 #include "model_lock.h"
-#include "model_read.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_lock_sql);
 PG_FUNCTION_INFO_V1(perpca_drop);
@@ -50,7 +52,7 @@ void
 model_missing_error(const char *model, const char *schema, const char *base, const char *hint)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			(errcode(PERPCA_ERRCODE_UNDEFINED),
 			 errmsg("model \"%s\" does not exist", model),
 			 schema ?
 			 errdetail("No table %s was found.",
@@ -60,11 +62,33 @@ model_missing_error(const char *model, const char *schema, const char *base, con
 			 errhint("%s %s", hint ? hint : "Create it with perpca_train().", MODEL_NAME_RULE)));
 }
 
+List *
+model_name_parts(const char *model)
+{
+	List	   *parts;
+
+	if (!SplitIdentifierString(pstrdup(model), '.', &parts) ||
+		list_length(parts) < 1 || list_length(parts) > 2)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_NAME),
+				 errmsg("improper model name \"%s\"", model),
+				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
+				 errhint("%s", MODEL_NAME_RULE)));
+	/* (identifiers longer than NAMEDATALEN - 1 were truncated to it, so they fail here too) */
+	if (strlen(llast(parts)) > MODEL_BASE_MAX)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_NAME_LONG),
+				 errmsg("model name \"%s\" is too long", (char *) llast(parts)),
+				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
+						   MODEL_BASE_MAX)));
+	return parts;
+}
+
 static void
 model_busy_error(const ModelLock *ml, const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			(errcode(PERPCA_ERRCODE_MODEL_BUSY),
 			 errmsg("model \"%s\" is being refreshed or changed by another transaction", ml->model),
 			 errdetail("%s", detail),
 			 errhint("Try again when it has finished, or pass wait => true to wait for it.")));
@@ -95,7 +119,7 @@ check_owner_privs(const ModelLock *ml, Oid owner)
 {
 	if (OidIsValid(owner) && !has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("must be owner of model \"%s\"", ml->model),
 				 errdetail("The model is owned by role %s.", GetUserNameFromId(owner, false)),
 				 errhint("Only the owner of a model, or a member of the owning role, may refresh, replace or change it.")));
@@ -191,7 +215,7 @@ check_relations(ModelLock *ml, ModelLockMode mode)
 							 get_rel_name(relid))));
 		if (owner != ml->owner)
 			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					(errcode(PERPCA_ERRCODE_NOT_OWNER),
 					 errmsg("the tables of model \"%s\" have different owners", ml->model),
 					 errdetail("%s is owned by role \"%s\", %s by role \"%s\".",
 							   model_relid_name(ml->relid[MODEL_REL_INFO]), GetUserNameFromId(ml->owner, true),
@@ -208,6 +232,59 @@ model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool
 	model_lock_as(ml, model, NULL, mode, wait, missing_ok);
 }
 
+/*
+ * Writers and drop: take the model's name lock, then look its schema up
+ * again, until the schema found is the one locked (the model may have been
+ * created or dropped meanwhile).  The caller must have the privileges of the
+ * owner of an existing model, or may create tables in the schema.
+ */
+static void
+name_lock(ModelLock *ml, const char *schema, bool creating, bool wait)
+{
+	LOCKTAG		tag;
+
+	for (;;)
+	{
+		Oid			nsp;
+		Oid			info;
+
+		if (!OidIsValid(ml->nsp))
+			break;
+		info = get_relname_relid(psprintf("%s_info", ml->base), ml->nsp);
+		if (OidIsValid(info))
+			check_owner_privs(ml, model_rel_owner(info));
+		else if (creating &&
+				 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
+		name_locktag(&tag, ml->nsp, ml->base);
+		if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
+			model_busy_error(ml, "Another transaction holds the model's lock.");
+		AcceptInvalidationMessages();
+		nsp = model_namespace(ml, schema, creating);
+		if (nsp == ml->nsp)
+			break;
+		LockRelease(&tag, ExclusiveLock, false);
+		ml->nsp = nsp;
+	}
+}
+
+/* After <model>_info: lock <model>_clients and <model>_components, which must exist. */
+static void
+lock_other_tables(ModelLock *ml, ModelLockMode mode, bool wait)
+{
+	for (int i = MODEL_REL_CLIENTS; i < MODEL_NRELS; i++)
+	{
+		ml->relid[i] = lock_relation(ml, psprintf("%s_%s", ml->base, model_rel_suffix[i]), mode, wait);
+		if (!OidIsValid(ml->relid[i]))
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
+					 errmsg("model \"%s\" is incomplete", ml->model),
+					 errdetail("Relation %s does not exist.",
+							   quote_qualified_identifier(ml->schema,
+														  psprintf("%s_%s", ml->base, model_rel_suffix[i])))));
+	}
+}
+
 void
 model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMode mode, bool wait, bool missing_ok)
 {
@@ -216,7 +293,6 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 	const char *model = display ? display : name;
 	/* a model to be written that may not exist yet: it would be created */
 	bool		creating = mode == MODEL_LOCK_WRITE && missing_ok;
-	LOCKTAG		tag;
 
 	memset(ml, 0, sizeof(ModelLock));
 	ml->model = pstrdup(model);
@@ -227,35 +303,9 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 				 errmsg("cannot change model \"%s\" during recovery", model),
 				 errdetail("This server is a hot standby; models are read-only here."),
 				 errhint("Train, refresh, personalize and drop models on the primary; standbys receive them by replication.")));
-
 	ml->nsp = model_namespace(ml, schema, creating);
 	if (mode != MODEL_LOCK_READ)
-	{
-		/* The name lock, then the lookup again: the model may have been created or dropped meanwhile. */
-		for (;;)
-		{
-			Oid			nsp;
-			Oid			info;
-
-			if (!OidIsValid(ml->nsp))
-				break;
-			info = get_relname_relid(psprintf("%s_info", ml->base), ml->nsp);
-			if (OidIsValid(info))
-				check_owner_privs(ml, model_rel_owner(info));
-			else if (creating &&
-					 object_aclcheck(NamespaceRelationId, ml->nsp, GetUserId(), ACL_CREATE) != ACLCHECK_OK)
-				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_SCHEMA, get_namespace_name(ml->nsp));
-			name_locktag(&tag, ml->nsp, ml->base);
-			if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
-				model_busy_error(ml, "Another transaction holds the model's lock.");
-			AcceptInvalidationMessages();
-			nsp = model_namespace(ml, schema, creating);
-			if (nsp == ml->nsp)
-				break;
-			LockRelease(&tag, ExclusiveLock, false);
-			ml->nsp = nsp;
-		}
-	}
+		name_lock(ml, schema, creating, wait);
 	if (OidIsValid(ml->nsp))
 	{
 		ml->schema = get_namespace_name(ml->nsp);
@@ -268,17 +318,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 		model_missing_error(model, schema, ml->base,
 							mode == MODEL_LOCK_DROP ? "Pass if_exists => true to skip a missing model." : NULL);
 	}
-	for (int i = MODEL_REL_CLIENTS; i < MODEL_NRELS; i++)
-	{
-		ml->relid[i] = lock_relation(ml, psprintf("%s_%s", ml->base, model_rel_suffix[i]), mode, wait);
-		if (!OidIsValid(ml->relid[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("model \"%s\" is incomplete", model),
-					 errdetail("Relation %s does not exist.",
-							   quote_qualified_identifier(ml->schema,
-														  psprintf("%s_%s", ml->base, model_rel_suffix[i])))));
-	}
+	lock_other_tables(ml, mode, wait);
 	check_relations(ml, mode);
 	ml->present = true;
 }
@@ -308,6 +348,26 @@ lock_mode_arg(const char *purpose)
 }
 
 /*
+ * The purpose of perpca_internal.model_lock: write or drop.  It is
+ * executable by PUBLIC (the write path's PL/pgSQL, run as a model's owner,
+ * calls it): write and drop check the owner's privileges before any lock; a
+ * read lock, which checks no privilege, is for the C readers only (whose
+ * statement then checks SELECT or fails, releasing it).
+ */
+static ModelLockMode
+sql_lock_mode(const char *purpose)
+{
+	ModelLockMode mode = lock_mode_arg(purpose);
+
+	if (mode == MODEL_LOCK_READ)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("perpca_internal.model_lock takes purpose write or drop"),
+				 errdetail("perpca's readers take a model's read locks in C.")));
+	return mode;
+}
+
+/*
  * perpca_internal.model_lock(model text, purpose text, wait boolean, missing_ok boolean,
  *     display text, OUT present boolean, OUT schema_name text, OUT base text,
  *     OUT info oid, OUT clients oid, OUT components oid, OUT owner oid)
@@ -323,23 +383,11 @@ perpca_model_lock_sql(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("model must not be NULL")));
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "perpca_internal.model_lock must return a record");
-	mode = lock_mode_arg(text_to_cstring(PG_GETARG_TEXT_PP(1)));
-
-	/*
-	 * Executable by PUBLIC (the write path's PL/pgSQL, run as a model's
-	 * owner, calls it): write and drop check the owner's privileges before
-	 * any lock; a read lock, which checks no privilege, is for the C readers
-	 * only (whose statement then checks SELECT or fails, releasing it).
-	 */
-	if (mode == MODEL_LOCK_READ)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("perpca_internal.model_lock takes purpose write or drop"),
-				 errdetail("perpca's readers take a model's read locks in C.")));
+	mode = sql_lock_mode(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	model_lock_as(&ml, text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				  PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4)),
 				  mode, PG_ARGISNULL(2) || PG_GETARG_BOOL(2), !PG_ARGISNULL(3) && PG_GETARG_BOOL(3));
@@ -366,6 +414,22 @@ is_model_info(Oid relid)
 	return att != InvalidAttrNumber && get_atttype(relid, att) == INT8OID;
 }
 
+/*
+ * The view <base>_source that holds the model's query (40_models.sql,
+ * source_bind), when it is a view of the model's owner; else InvalidOid
+ * (a model stored before 0.4.0 and never refreshed has none).
+ */
+static Oid
+model_source_view(const ModelLock *ml)
+{
+	Oid			nsp = get_rel_namespace(ml->relid[MODEL_REL_INFO]);
+	Oid			view = get_relname_relid(psprintf("%s_source", ml->base), nsp);
+
+	if (!OidIsValid(view) || get_rel_relkind(view) != RELKIND_VIEW || model_rel_owner(view) != ml->owner)
+		return InvalidOid;
+	return view;
+}
+
 /* perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void */
 Datum
 perpca_drop(PG_FUNCTION_ARGS)
@@ -374,7 +438,8 @@ perpca_drop(PG_FUNCTION_ARGS)
 	bool		if_exists = PG_GETARG_BOOL(1);
 	ModelLock	ml;
 	StringInfoData cmd;
-	Oid			history;
+	Oid			history,
+				view;
 
 	model_lock(&ml, model, MODEL_LOCK_DROP, true, if_exists);
 	if (!ml.present)
@@ -397,8 +462,12 @@ perpca_drop(PG_FUNCTION_ARGS)
 		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", model_relid_name(ml.relid[i]));
 	if (OidIsValid(history))
 		appendStringInfo(&cmd, ", %s", model_relid_name(history));
+	view = model_source_view(&ml);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	if (OidIsValid(view) &&
+		SPI_execute(psprintf("DROP VIEW %s", model_relid_name(view)), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "perpca_drop: DROP VIEW %s failed", model_relid_name(view));
 	if (SPI_execute(cmd.data, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "perpca_drop: %s failed", cmd.data);
 	SPI_finish();

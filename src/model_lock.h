@@ -1,5 +1,6 @@
 /*
- * model_lock.h -- finding and locking a model's three tables, in one order
+ * model_lock.h -- the rule for model names; finding and locking a model's
+ * three tables, in one order
  *
  * Every function that touches a model's tables (readers, train, refresh,
  * personalize, drop) takes its locks through model_lock(), so all take them
@@ -26,6 +27,7 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
 #include "pg_compat.h"
 
 typedef enum ModelLockMode
@@ -45,6 +47,19 @@ extern const char *const model_rel_suffix[MODEL_NRELS];
 
 /* The longest base name of a model: "<base>_components" must fit NAMEDATALEN - 1. */
 #define MODEL_BASE_MAX (NAMEDATALEN - 1 - 11)
+
+/* The naming rule, for the hints of errors about model names. */
+#define MODEL_NAME_RULE \
+	"A model name follows SQL identifier rules and may be schema-qualified (schema.model): " \
+	"unquoted names fold to lower case, so 'MyModel' is mymodel; write '\"MyModel\"' to keep the case."
+
+/*
+ * The parts of a model name, [schema,] base, read as SQL identifiers
+ * (unquoted ones folded to lower case), or an improper-name error (42602)
+ * with the naming rule.  The one reader of model names, for C and for SQL
+ * (perpca_internal.model_name_parts).
+ */
+extern List *model_name_parts(const char *model);
 
 typedef struct ModelLock
 {

@@ -44,9 +44,9 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "utils/varlena.h"
 
 #include "citus_placement.h"
+#include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
@@ -113,32 +113,10 @@ static void
 model_damaged(const char *model, const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
+			(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
 			 errmsg("model \"%s\" is inconsistent", model),
 			 errdetail_internal("%s", detail),
 			 errhint("Train it again with perpca_train(..., replace => true).")));
-}
-
-List *
-model_name_parts(const char *model)
-{
-	List	   *parts;
-
-	if (!SplitIdentifierString(pstrdup(model), '.', &parts) ||
-		list_length(parts) < 1 || list_length(parts) > 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("improper model name \"%s\"", model),
-				 errdetail("A model name is a table name prefix, optionally qualified by a schema name."),
-				 errhint("%s", MODEL_NAME_RULE)));
-	/* (identifiers longer than NAMEDATALEN - 1 were truncated to it, so they fail here too) */
-	if (strlen(llast(parts)) > MODEL_BASE_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("model name \"%s\" is too long", (char *) llast(parts)),
-				 errdetail("A model name has at most %d bytes, so that \"<model>_components\" is a valid table name.",
-						   MODEL_BASE_MAX)));
-	return parts;
 }
 
 /*
@@ -228,7 +206,7 @@ model_check_readable(Relation rel, const AttrNumber *att, int ncols, const char 
 	}
 	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("%s cannot be read under row-level security", what),
 				 errdetail("Row-level security of %s applies to role \"%s\".",
 						   rel_name(rel), GetUserNameFromId(user, true)),
@@ -437,7 +415,7 @@ info_single_row(ModelScan *s, const ModelRels *r)
 		return;
 	if (rel_newer_than_snapshot(r->rel[REL_INFO]))
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("model \"%s\" does not exist", r->model),
 				 errdetail("Its tables were created after this statement's snapshot was taken (the model was dropped and trained again meanwhile)."),
 				 errhint("Run the statement again to read the new model.")));

@@ -15,19 +15,6 @@
 #include "nodes/pg_list.h"
 #include "utils/relcache.h"
 
-/* The naming rule, for the hints of errors about model names. */
-#define MODEL_NAME_RULE \
-	"A model name follows SQL identifier rules and may be schema-qualified (schema.model): " \
-	"unquoted names fold to lower case, so 'MyModel' is mymodel; write '\"MyModel\"' to keep the case."
-
-/*
- * The parts of a model name, [schema,] base, read as SQL identifiers
- * (unquoted ones folded to lower case), or an improper-name error (42602)
- * with the naming rule.  The one reader of model names, for C and for SQL
- * (perpca_internal.model_name_parts).
- */
-extern List *model_name_parts(const char *model);
-
 /* A column perpca reads from a table it stores, the type it must have, and whether older tables lack it. */
 typedef struct ModelColumn
 {

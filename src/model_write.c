@@ -18,10 +18,13 @@
  * of every function that touches a model: its three tables, then its
  * history), and stays locked to the end of the transaction.
  *
- * The query of a model runs with the recorded search_path, at train and at
- * every refresh, as the model's owner inside a security-restricted
- * operation (run_as_owner.c), so a model refreshes from any session as it
- * was trained, and a query that cannot run that way fails at train time.
+ * The query of a model is checked to be one SELECT (query_check.c) and
+ * bound once, at train: the owner creates the view <model>_source holding
+ * it, with the recorded search_path (perpca_internal.source_bind), as
+ * CREATE MATERIALIZED VIEW binds its query.  Train and every refresh then
+ * read that view as the model's owner inside a security-restricted
+ * operation (run_as_owner.c); no refresh parses the text again, so nothing
+ * planted later in a schema of that search_path can bind into it.
  */
 #include "postgres.h"
 
@@ -47,6 +50,7 @@
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
+#include "row_reader.h"
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
@@ -121,13 +125,36 @@ bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
 	return i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i) ? dflt : PG_GETARG_BOOL(i);
 }
 
+static void run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types,
+							 Datum *values, const char *nulls);
+
 /*
  * Run sql (an internal function's call) with search_path = pg_catalog,
- * pg_temp and return its rows as the calling function's result set.
+ * pg_temp and return its rows as the calling function's result set.  An
+ * error shows none of the internal SQL (row_reader.c), and a row's missing
+ * element gets missing_hint.
  */
 static Datum
 run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
-			 const char *nulls)
+			 const char *nulls, const char *missing_hint)
+{
+	MemoryContext here = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		run_internal_sql(fcinfo, sql, nargs, types, values, nulls);
+	}
+	PG_CATCH();
+	{
+		row_rethrow(missing_hint, here);
+	}
+	PG_END_TRY();
+	return (Datum) 0;
+}
+
+static void
+run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
+				 const char *nulls)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			nestlevel;
@@ -144,7 +171,6 @@ run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Da
 		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);
-	return (Datum) 0;
 }
 
 /*
@@ -167,6 +193,9 @@ perpca_train(PG_FUNCTION_ARGS)
 	/* Every option is checked before anything runs or is locked. */
 	options = fit_options_from_call(fcinfo);
 	fit_options_parse(options, &opts);
+	(void) perpca_one_select(query, "the query of a model");
+	if (opts.start != NULL)
+		(void) perpca_one_select(opts.start, "start query");
 	/* Lock first, then look: of sessions creating one model at once, one
 	 * creates it and the others find it (and replace it, or fail cleanly). */
 	model_lock(&ml, model, MODEL_LOCK_WRITE, true, true);	/* may create it */
@@ -183,7 +212,7 @@ perpca_train(PG_FUNCTION_ARGS)
 	else
 		nulls[7] = 'n';
 	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
-						8, types, values, nulls);
+						8, types, values, nulls, row_skip_hint("perpca_train"));
 }
 
 /*
@@ -218,7 +247,9 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
 	values[4] = CStringGetTextDatum(on_error);
 	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
-						5, types, values, NULL);
+						5, types, values, NULL,
+						"The model reads its query with missing => 'error' (its options); train it again "
+						"with missing => 'skip' and replace => true to leave out rows with gaps.");
 }
 
 /*

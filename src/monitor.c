@@ -50,7 +50,7 @@
 #include "utils/memutils.h"
 
 #include "linalg.h"
-#include "model_rows.h"
+#include "model_bind.h"
 #include "perpca.h"
 #include "quantiles.h"
 #include "stats.h"
@@ -65,6 +65,39 @@ PG_FUNCTION_INFO_V1(perpca_model_monitor);
  * At training time: the scores' covariance and the residual spectrum
  * ------------------------------------------------------------------------
  */
+
+/*
+ * C = W S W' (k x k) and {tr R, tr R^2, tr R^3} of R = P S P, P = I - W'W,
+ * for the covariance S of s and W (k x d, rows).
+ */
+static void
+monitor_moments(const PerpcaStats *s, const double *W, int k, double *C, double *moments)
+{
+	int			d = s->dim;
+	double	   *S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d),
+			   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d),
+			   *R = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d),
+			   *R2;
+
+	perpca_stats_moment(s, NULL, S);
+
+	/* C = W S W' */
+	linalg_gemm(false, false, k, d, d, 1.0, W, d, S, d, 0.0, A, d);
+	linalg_gemm(false, true, k, k, d, 1.0, A, d, W, d, 0.0, C, k);
+
+	/* P = I - W'W into R; A = P S; R = A P */
+	linalg_gemm(true, false, d, d, k, -1.0, W, d, W, d, 0.0, R, d);
+	for (int j = 0; j < d; j++)
+		R[(int64) j * d + j] += 1.0;
+	linalg_gemm(false, false, d, d, d, 1.0, R, d, S, d, 0.0, A, d);
+	linalg_gemm(false, false, d, d, d, 1.0, A, d, R, d, 0.0, S, d);	/* S <- P S P = R */
+	R2 = A;
+	linalg_gemm(false, false, d, d, d, 1.0, S, d, S, d, 0.0, R2, d);
+	for (int j = 0; j < d; j++)
+		moments[0] += S[(int64) j * d + j];
+	moments[1] = linalg_dot((int64) d * d, S, S);	/* tr R^2 = ||R||_F^2, R symmetric */
+	moments[2] = linalg_dot((int64) d * d, S, R2);	/* tr R^3 = sum R .* R^2 */
+}
 
 /*
  * perpca_internal.client_monitor_stats(s perpca_stats, u float8[], v float8[],
@@ -83,10 +116,6 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 	double	   *U,
 			   *V,
 			   *W,
-			   *S,
-			   *A,
-			   *R,
-			   *R2,
 			   *C;
 	double		moments[3] = {0, 0, 0};
 	int			d,
@@ -107,35 +136,13 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 	k = r1 + r2;
 	if (s->n == 0 || k == 0)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-
 	W = palloc(sizeof(double) * k * d);
 	if (r1 > 0)
 		memcpy(W, U, sizeof(double) * r1 * d);
 	if (r2 > 0)
 		memcpy(W + (int64) r1 * d, V, sizeof(double) * r2 * d);
-	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	R = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 	C = palloc(sizeof(double) * k * k);
-	perpca_stats_moment(s, NULL, S);
-
-	/* C = W S W' */
-	linalg_gemm(false, false, k, d, d, 1.0, W, d, S, d, 0.0, A, d);
-	linalg_gemm(false, true, k, k, d, 1.0, A, d, W, d, 0.0, C, k);
-
-	/* P = I - W'W into R; A = P S; R = A P */
-	linalg_gemm(true, false, d, d, k, -1.0, W, d, W, d, 0.0, R, d);
-	for (int j = 0; j < d; j++)
-		R[(int64) j * d + j] += 1.0;
-	linalg_gemm(false, false, d, d, d, 1.0, R, d, S, d, 0.0, A, d);
-	linalg_gemm(false, false, d, d, d, 1.0, A, d, R, d, 0.0, S, d);	/* S <- P S P = R */
-	R2 = A;
-	linalg_gemm(false, false, d, d, d, 1.0, S, d, S, d, 0.0, R2, d);
-	for (int j = 0; j < d; j++)
-		moments[0] += S[(int64) j * d + j];
-	moments[1] = linalg_dot((int64) d * d, S, S);	/* tr R^2 = ||R||_F^2, R symmetric */
-	moments[2] = linalg_dot((int64) d * d, S, R2);	/* tr R^3 = sum R .* R^2 */
-
+	monitor_moments(s, W, k, C, moments);
 	values[0] = PointerGetDatum(perpca_matrix_build(C, k, k));
 	values[1] = PointerGetDatum(perpca_vector_build(moments, 3));
 	nulls[0] = nulls[1] = false;
@@ -290,17 +297,17 @@ monitor_prepare(MonitorClient *e, const ModelClient *c, int k, double alpha, dou
 	pfree(work);
 }
 
-/* The statistics of x for client c of m (NULL: unseen, Q against the global components only). */
-static MonitorRow
-monitor_row(const ModelData *m, const ModelClient *c, const double *x, double alpha, double *y,
-			double *t)
+/*
+ * The scores t = W y of x for client c of m (NULL: unseen, the global
+ * components only) with y = (x - centre) / scale, and the residual
+ * e = y - W't left in y; returns Q = ||e||^2.
+ */
+static double
+monitor_scores(const ModelData *m, const ModelClient *c, const double *x, double *y, double *t)
 {
 	int			d = m->d;
 	int			r2 = c ? c->r2 : 0;
-	int			k = m->r1 + r2;
 	const double *centre;
-	MonitorRow	r = {NAN, NAN, NAN, NAN};
-	MonitorClient *e;
 
 	if (c != NULL)
 		centre = c->mean;
@@ -321,7 +328,19 @@ monitor_row(const ModelData *m, const ModelClient *c, const double *x, double al
 		linalg_matvec(true, m->r1, d, -1.0, m->U, t, 1.0, y);
 	if (r2 > 0)
 		linalg_matvec(true, r2, d, -1.0, c->V, t + m->r1, 1.0, y);
-	r.q = linalg_dot(d, y, y);
+	return linalg_dot(d, y, y);
+}
+
+/* The statistics of x for client c of m (NULL: unseen, Q against the global components only). */
+static MonitorRow
+monitor_row(const ModelData *m, const ModelClient *c, const double *x, double alpha, double *y,
+			double *t)
+{
+	int			k = m->r1 + (c ? c->r2 : 0);
+	MonitorRow	r = {NAN, NAN, NAN, NAN};
+	MonitorClient *e;
+
+	r.q = monitor_scores(m, c, x, y, t);
 	if (c == NULL)
 		return r;
 	e = monitor_entry(m, c);
@@ -342,6 +361,34 @@ monitor_row(const ModelData *m, const ModelClient *c, const double *x, double al
 	return r;
 }
 
+/* The row (t2, t2_limit, q, q_limit, out_of_control) of perpca_model_monitor; NaN is NULL. */
+static Datum
+monitor_result(FunctionCallInfo fcinfo, MonitorRow r)
+{
+	TupleDesc	desc;
+	Datum		values[5];
+	bool		nulls[5];
+	bool		t2_out,
+				q_out;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "perpca_model_monitor must return a record");
+	desc = BlessTupleDesc(desc);
+	values[0] = Float8GetDatum(r.t2);
+	values[1] = Float8GetDatum(r.t2_limit);
+	values[2] = Float8GetDatum(r.q);
+	values[3] = Float8GetDatum(r.q_limit);
+	nulls[0] = isnan(r.t2);
+	nulls[1] = isnan(r.t2_limit);
+	nulls[2] = isnan(r.q);
+	nulls[3] = isnan(r.q_limit);
+	t2_out = !nulls[0] && !nulls[1] && r.t2 > r.t2_limit;
+	q_out = !nulls[2] && !nulls[3] && r.q > r.q_limit;
+	values[4] = BoolGetDatum(t2_out || q_out);
+	nulls[4] = !t2_out && !q_out && nulls[1] && nulls[3];	/* no limit to judge by */
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
 /*
  * perpca_model_monitor(model, client, x, alpha DEFAULT 0.01, OUT t2, OUT
  * t2_limit, OUT q, OUT q_limit, OUT out_of_control)
@@ -355,14 +402,8 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	const ModelClient *c;
 	const double *x;
 	int			d;
-	TupleDesc	desc;
-	Datum		values[5];
-	bool		nulls[5];
-	MonitorRow	r;
 	double	   *y,
 			   *t;
-	bool		t2_out,
-				q_out;
 
 	if (!(alpha > 0.0 && alpha < 1.0))
 		ereport(ERROR,
@@ -382,21 +423,5 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 				 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance and residual_moments."),
 				 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
 	y = model_bound_scratch(b, &t);
-	r = monitor_row(m, c, x, alpha, y, t);
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "perpca_model_monitor must return a record");
-	desc = BlessTupleDesc(desc);
-	values[0] = Float8GetDatum(r.t2);
-	values[1] = Float8GetDatum(r.t2_limit);
-	values[2] = Float8GetDatum(r.q);
-	values[3] = Float8GetDatum(r.q_limit);
-	nulls[0] = isnan(r.t2);
-	nulls[1] = isnan(r.t2_limit);
-	nulls[2] = isnan(r.q);
-	nulls[3] = isnan(r.q_limit);
-	t2_out = !nulls[0] && !nulls[1] && r.t2 > r.t2_limit;
-	q_out = !nulls[2] && !nulls[3] && r.q > r.q_limit;
-	values[4] = BoolGetDatum(t2_out || q_out);
-	nulls[4] = !t2_out && !q_out && nulls[1] && nulls[3];	/* no limit to judge by */
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	PG_RETURN_DATUM(monitor_result(fcinfo, monitor_row(m, c, x, alpha, y, t)));
 }

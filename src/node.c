@@ -12,6 +12,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "exact_sum.h"
 #include "fit_sums.h"
 #include "linalg.h"
 #include "node.h"
@@ -106,44 +107,43 @@ stacked_pcs(FitNode *node, const FitLocalPCs *pcs, bool qu, int *ncols)
 	return B;
 }
 
+/*
+ * Not compressed when there are more columns than d: B is the same matrix
+ * on one node and, stacked again in the clients' key order, on a federated
+ * coordinator, so both starts get the same bits whatever the shards hold.
+ */
 double *
 node_basis(FitNode *node, bool qu, bool exact, int *q)
 {
-	int			d = node->d,
-				K;
-	double	   *B = stacked_pcs(node, node_pcs(node, exact), qu, &K),
-			   *Z,
-			   *sigma;
+	return stacked_pcs(node, node_pcs(node, exact), qu, q);
+}
 
-	*q = K;
-	if (K <= d)
-		return B;
-	/* more columns than rows: B B' = Z diag(sigma^2) Z', keep Z diag(sigma) */
-	Z = palloc(sizeof(double) * d * d);
-	sigma = palloc(sizeof(double) * d);
-	fit_left_singular(d, K, B, d, Z, d, sigma);
-	for (int j = 0; j < d; j++)
-		linalg_scale_column(d, Z, d, j, sigma[j]);
-	pfree(B);
-	*q = d;
-	return Z;
+ExactSum *
+node_apply_exact(FitNode *node, const double *X, int q)
+{
+	int			d = node->d;
+	double	   *T = palloc(sizeof(double) * d * Max(q, 1));
+	ExactSum   *acc = exact_sum_create((int64) d * q);
+
+	for (int j = 0; j < node->n; j++)
+	{
+		int			i = node_index(node, j);
+
+		CHECK_FOR_INTERRUPTS();
+		client_apply(&node->clients[i], X, q, T);
+		exact_sum_add_scaled(acc, 0, (int64) d * q, node->clients[i].weight, T);
+	}
+	pfree(T);
+	return acc;
 }
 
 void
 node_apply(FitNode *node, const double *X, int q, double *out)
 {
-	int			d = node->d;
-	double	   *T = palloc(sizeof(double) * d * Max(q, 1));
+	ExactSum   *acc = node_apply_exact(node, X, q);
 
-	memset(out, 0, sizeof(double) * d * q);
-	for (int j = 0; j < node->n; j++)
-	{
-		int			i = node_index(node, j);
-		CHECK_FOR_INTERRUPTS();
-		client_apply(&node->clients[i], X, q, T);
-		linalg_axpy((int64) d * q, node->clients[i].weight, T, out);
-	}
-	pfree(T);
+	exact_sum_values(acc, 0, acc->n, out);
+	exact_sum_free(acc);
 }
 
 void
@@ -165,7 +165,7 @@ node_start_local(FitNode *node, const double *U, FitInit how)
 	}
 }
 
-/* sums->G += w G_U and sums->gv += w ||G_V||^2 from the client's tangent gradient c->SW. */
+/* The sums' G += w G_U and gv += w ||G_V||^2 from the client's tangent gradient c->SW. */
 static void
 add_gradient(const FitClient *c, int d, int r1, FitSums *out)
 {
@@ -174,10 +174,35 @@ add_gradient(const FitClient *c, int d, int r1, FitSums *out)
 		const double *g = c->SW + (int64) row * c->k;
 
 		for (int j = 0; j < r1; j++)
-			out->G[row * r1 + j] += c->weight * g[j];
+			fit_sums_add(out, FIT_SUM_G, (int64) row * r1 + j, c->weight * g[j]);
 		for (int j = r1; j < c->k; j++)
-			out->gv += c->weight * g[j] * g[j];
+			fit_sums_add(out, FIT_SUM_SCALARS, FIT_SUM_GV, c->weight * g[j] * g[j]);
 	}
+}
+
+/*
+ * Free the client's LAPACK workspace (client_math.c grows it on demand and
+ * keeps it): the best response of a small dense client leaves one of
+ * about d^2 + 40 d doubles, which the allocator rounds up to a power of
+ * two -- 8 kB at d = 8, 160 MB over 20,000 clients, twice the paper
+ * solver's whole peak.  Freed after each client, the next one reuses the
+ * same chunk, so the node holds one workspace instead of one per client.
+ */
+static void
+release_work(FitClient *c)
+{
+	if (c->work != NULL)
+		pfree(c->work);
+	c->work = NULL;
+	c->worklen = 0;
+}
+
+/* The sums' weight += w and objective += w f. */
+static void
+add_objective(const FitClient *c, double f, FitSums *out)
+{
+	fit_sums_add(out, FIT_SUM_SCALARS, FIT_SUM_WEIGHT, c->weight);
+	fit_sums_add(out, FIT_SUM_SCALARS, FIT_SUM_OBJECTIVE, c->weight * f);
 }
 
 void
@@ -198,19 +223,21 @@ node_round(FitNode *node, const double *U, double step, FitUpdate update,
 		c->skip_change = false;
 		client_paper_step(c, U, update, retraction, step);
 		out->products += c->products - products;
-		linalg_axpy((int64) d * r1, c->weight, c->Ui, out->U);
-		out->objective += c->weight * c->objective;
-		out->weight += c->weight;
+		fit_sums_add_scaled(out, FIT_SUM_U, c->weight, c->Ui);
+		add_objective(c, c->objective, out);
 		out->change = Max(out->change, c->change);
 		if (want_kkt)
 			add_gradient(c, d, r1, out);
 	}
+	fit_sums_round(out);
 }
 
 void
 node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
 {
 	FitLocalPCs *pcs = node_pcs(node, false);
+	int64		size = (int64) node->d * node->r1;
+	double	   *T = palloc(sizeof(double) * Max(size, 1));
 
 	for (int j = 0; j < node->n; j++)
 	{
@@ -222,12 +249,17 @@ node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
 
 		CHECK_FOR_INTERRUPTS();
 		client_seed_response(c, &pcs[i]);
-		out->objective += c->weight * client_best_response(c, U, tol, c->weight, out->U, &exact);
-		out->weight += c->weight;
+		/* T = w_i (I - V_iV_i')S_iU, each product rounded once, then summed exactly */
+		memset(T, 0, sizeof(double) * size);
+		add_objective(c, client_best_response(c, U, tol, c->weight, T, &exact), out);
+		fit_sums_add_scaled(out, FIT_SUM_U, 1.0, T);
+		release_work(c);
 		out->exact += exact ? 1 : 0;
 		out->products += c->products - products;
 		out->iterations += c->iterations - iterations;
 	}
+	pfree(T);
+	fit_sums_round(out);
 }
 
 void
@@ -255,14 +287,15 @@ node_finish(FitNode *node, const double *U, bool best_response, FitSums *out)
 			pfree(G);
 		}
 		client_feasible(c, U);
-		out->objective += c->weight * client_gradient(c);
-		out->weight += c->weight;
+		add_objective(c, client_gradient(c), out);
 		for (int a = 0; a < r1; a++)
 			for (int b = 0; b < r1; b++)
-				out->gram[a * r1 + b] += c->weight * c->M[a * c->k + b];
+				fit_sums_add(out, FIT_SUM_GRAM, a * r1 + b, c->weight * c->M[a * c->k + b]);
 		add_gradient(c, d, r1, out);
 		client_order_local(c);
+		release_work(c);
 	}
+	fit_sums_round(out);
 }
 
 /* sum_i w_i V_i V_i' (d x d) added into A. */

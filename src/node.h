@@ -28,11 +28,17 @@ extern FitNode *node_create(int d, int r1, int n, FitClient *clients);
 extern double node_weight(const FitNode *node);
 extern double node_lambda_max(FitNode *node);
 
-/* The stacked local PCs, compressed to at most d columns: B B' = sum_i L_i D_i L_i'. */
+/*
+ * The stacked local PCs, d x q, each client's k_i columns in the byte
+ * order of their keys (node->order): B B' = sum_i L_i D_i L_i'.
+ */
 extern double *node_basis(FitNode *node, bool qu, bool exact, int *q);
 
-/* out (d x q) = sum_i w_i S_i X. */
+/* out (d x q) = sum_i w_i S_i X, summed exactly and rounded once (exact_sum.h). */
 extern void node_apply(FitNode *node, const double *X, int q, double *out);
+
+/* The exact sum sum_i w_i S_i X (d x q entries), for a shard to ship. */
+extern struct ExactSum *node_apply_exact(FitNode *node, const double *X, int q);
 
 /* V_i start for the paper solver, given U. */
 extern void node_start_local(FitNode *node, const double *U, FitInit how);

@@ -15,6 +15,7 @@
 
 #include "linalg.h"
 #include "perpca.h"
+#include "stats.h"
 
 PG_MODULE_MAGIC;
 
@@ -44,6 +45,7 @@ void
 _PG_init(void)
 {
 	linalg_init();
+	perpca_pgvector_init();		/* the aggregate's readers of vector and halfvec rows */
 	RegisterXactCallback(restore_activity, NULL);
 	DefineCustomIntVariable("perpca.progress_rows",
 							"Report the progress of perpca_stats scans every this many rows.",

@@ -12,37 +12,65 @@
  *   linalg.c            the only file that calls CBLAS / LAPACKE (linalg.h)
  *   The fit, one engine in layers (fit.h draws them; data flow one way; the
  *   types they share are in fit_types.h, below them all):
- *   client_math.c       what one client computes from S_i: products, eigenpairs,
- *                       the paper's client step, the best response (client_math.h)
+ *   eigen.c             eigensolvers over double arrays: the exact solves (LAPACK),
+ *                       subspace iteration, LOBPCG on an operator given by its
+ *                       products; orthonormal blocks, seeded start blocks (eigen.h)
+ *   client_math.c       what one client computes from S_i, in terms of eigen.c:
+ *                       products, eigenpairs, the paper's client step, the best
+ *                       response (client_math.h)
  *   node.c              the clients on this server as weighted sums; the local
  *                       backend (node.h)
  *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
  *   solver_lbfgs.c      Riemannian L-BFGS over U (best-response V_i): the default
- *   fit_start.c         starting U: disPCA, Qu, pooled, random, given
- *   fit.c               one fit: starts x solver, the best start, output, diagnostics
+ *   fit_start.c         starting U: disPCA, Qu, pooled, random, given; hop starts
+ *   fit_search.c        the search of one fit: the start list, starts and hops x
+ *                       solver, the basins found, when it stops (fit_search.h)
+ *   fit.c               one fit: the search's U made feasible, ordered, diagnostics
  *   fit_baselines.c     the one-shot methods dispca, cpca, indiv (fit_baselines.h)
  *   fit_options.c       the options of a fit: one table of names, kinds and defaults,
  *                       read by argument name or from one jsonb value
  *   scale.c             feature scaling (scale => 'standard'): pooled standard
  *                       deviations from statistics, scaled statistics (scale.h)
  *   fit_sums.c          the nodes' weighted sums, the per-round trace, theta_est
- *   fit_input.c         the input: the user's query, its checks, the clients' S_i,
- *                       result rows (fit_input.h)
+ *   exact_sum.c         order-independent sums: a long accumulator per entry, read
+ *                       correctly rounded or as an exact expansion a shard ships
+ *                       (exact_sum.h), so a federated fit has one node's bits
+ *   row_reader.c        the one reader of a user's query of rows or statistics: its
+ *                       input forms, the missing option ('error', 'skip', 'observed'),
+ *                       the NOTICEs for skipped rows and empty groups (row_reader.h)
+ *   fit_input.c         the input: the user's query (through row_reader.c), its checks,
+ *                       the clients' S_i, result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
+ *   query_check.c       every query text perpca runs is exactly one SELECT (one check)
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
  *   federated_shard.c   perpca_internal.shard_*(): node.c behind SQL on each shard
+ *   model_lock.c        the rule for model names; finding and locking a model's tables
+ *                       in one order; perpca_drop (model_lock.h)
  *   model_read.c        finding a stored model, checking its tables (plain, one owner,
  *                       readable by the caller) and reading them without SQL; the
  *                       per-backend model cache (model_read.h)
  *   citus_placement.c   on Citus: a model table that is a reference table, read through
  *                       this node's local shard (citus_placement.h)
+ *   model_bind.c        a calling expression bound to a stored model's cached data,
+ *                       client keys of any type, the distance between two clients'
+ *                       local subspaces (model_bind.h)
  *   model_functions.c   the read side: SQL functions on a stored model (row-wise
  *                       projection with client keys of any type, similarity,
  *                       component info, theta); 45_model_functions.sql declares them
+ *   results.c           perpca_component_info, perpca_loadings, perpca_component_variance,
+ *                       perpca_clusters: a stored model read as a user reads it
+ *   monitor.c           perpca_model_monitor: control limits of a stored model, and
+ *                       the per-client statistics they need, stored at training time
+ *   quantiles.c         upper quantiles of the F and normal distributions (monitor.c's
+ *                       control limits; quantiles.h)
+ *   model_history.c     perpca_model_history(): a model's history table, read as
+ *                       model_read.c reads a model
  *   model_write.c       the write side: perpca_train(), perpca_refresh() (model name,
  *                       options, the recorded search_path), over 40_models.sql and
  *                       50_refresh.sql
+ *   personalize.c       perpca_personalize(): local components for one client of a
+ *                       stored model, stored in the model
  *   run_as_owner.c      perpca_internal.run_as(): a model's query and writes run as its
  *                       owner, restricted (run_as_owner.h)
  *   missing.c           rows with missing coordinates on a model: missing => 'observed'
@@ -51,9 +79,17 @@
  *   missing_eval.c      perpca_evaluate_imputation(): entries hidden at random, filled, scored
  *   project.c           projection functions on float8[] arrays
  *   pgvector_io.c       perpca_vector: pgvector's vector and halfvec read and written in
- *                       place, for perpca_stats(vector) and the model row functions
+ *                       place, for perpca_stats(vector) (readers put in stats_agg.c's
+ *                       table at load, so stats_agg.c never calls it) and the model
+ *                       row functions
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
+ *   ranks.c             perpca_choose_ranks(): every pair of a grid fitted on training
+ *                       rows and evaluated on held-out rows, in memory (ranks.h)
+ *   ranks_rule.c        the pair it recommends and every pair's note (ranks.h)
+ *
+ * test/t/091_file_map.pl checks that this map names every .c file in src/, and
+ * only those.
  */
 #ifndef PERPCA_H
 #define PERPCA_H
@@ -77,6 +113,15 @@ extern void perpca_restore_activity(void);
 
 /* GUC perpca.progress_rows (0 = off). */
 extern int	perpca_progress_rows;
+
+/* ---- query_check.c ---- */
+
+/*
+ * Check that a caller's query text is exactly one SELECT (0A000 naming it
+ * what otherwise); return the statement's own text, without trailing
+ * semicolons.
+ */
+extern char *perpca_one_select(const char *query, const char *what);
 
 /* ---- arrays.c ---- */
 

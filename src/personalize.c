@@ -31,9 +31,11 @@
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
+#include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_personalize);
@@ -116,6 +118,27 @@ personalize_as_owner(FunctionCallInfo fcinfo, const ModelLock *ml, const ModelDa
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
+/* The statistics and n_local of a call, checked against the model. */
+static void
+personalize_check(FunctionCallInfo fcinfo, const ModelData *m)
+{
+	PerpcaStats *s = PG_GETARG_PERPCA_STATS(ARG_STATS);
+
+	perpca_stats_validate(s);
+	if (s->dim != m->d)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIMENSION),
+				 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
+	if (!PG_ARGISNULL(ARG_NLOCAL) &&
+		(PG_GETARG_INT32(ARG_NLOCAL) < 0 || PG_GETARG_INT32(ARG_NLOCAL) > m->d - m->r1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n_local must be between 0 and %d, not %d", m->d - m->r1, PG_GETARG_INT32(ARG_NLOCAL)),
+				 errdetail("The local components live in the %d-dimensional complement of the model's %d global components.",
+						   m->d - m->r1, m->r1),
+				 errhint("Pass n_local => 0 to keep no local components for this client.")));
+}
+
 /*
  * perpca_personalize(model text, client text | anyelement, stats perpca_stats,
  *     n_local int DEFAULT NULL) RETURNS TABLE (component int, pc float8[], variance float8)
@@ -129,36 +152,29 @@ perpca_personalize(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(ARG_MODEL))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("model must not be NULL")));
 	model = text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL));
 	InitMaterializedSRF(fcinfo, 0);
 	model_lock(&ml, model, MODEL_LOCK_WRITE, true, false);
 	if (PG_ARGISNULL(ARG_CLIENT) || PG_ARGISNULL(ARG_STATS))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("client and stats must not be NULL")));
 	m = model_open(PG_GETARG_TEXT_PP(ARG_MODEL));
 	m->refcount++;
 	PG_TRY();
 	{
 		char	   *key = personalize_key(fcinfo, m, model);
-		PerpcaStats *s = PG_GETARG_PERPCA_STATS(ARG_STATS);
 
-		perpca_stats_validate(s);
-		if (s->dim != m->d)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
-		if (!PG_ARGISNULL(ARG_NLOCAL) &&
-			(PG_GETARG_INT32(ARG_NLOCAL) < 0 || PG_GETARG_INT32(ARG_NLOCAL) > m->d - m->r1))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("n_local must be between 0 and %d, not %d", m->d - m->r1, PG_GETARG_INT32(ARG_NLOCAL)),
-					 errdetail("The local components live in the %d-dimensional complement of the model's %d global components.",
-							   m->d - m->r1, m->r1),
-					 errhint("Pass n_local => 0 to keep no local components for this client.")));
-		personalize_as_owner(fcinfo, &ml, m, key);
+		personalize_check(fcinfo, m);
+		if (PG_GETARG_PERPCA_STATS(ARG_STATS)->n > 0)
+			personalize_as_owner(fcinfo, &ml, m, key);
+		else
+			row_report_groups("perpca_personalize", (const char *const *) &key, 1, "has no rows",
+							  perpca_stats_skipped(PG_GETARG_PERPCA_STATS(ARG_STATS)) > 0
+							  ? "Its statistics left out every row for missing values: nothing is stored, and the model scores it as a client it does not know."
+							  : "Its statistics hold no rows: nothing is stored, and the model scores it as a client it does not know.");
 	}
 	PG_FINALLY();
 	{

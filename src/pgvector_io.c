@@ -11,7 +11,9 @@
  * needed: the SQL signatures fix the types when the script runs.
  *
  * In: perpca_stats(vector) and perpca_stats(halfvec), with or without nulls,
- * are stats_agg.c's transition for rows of these types (stats.h): a row is
+ * are stats_agg.c's transition for rows of these types, whose readers this
+ * file puts in the aggregate's table when the library loads (stats.h;
+ * stats_agg.c never calls this file by name): a row is
  * converted into a buffer of doubles kept in the state and added as a
  * float8[] row is, or, in a thin group, waits in TOAST as its pointer as a
  * float8[] row does, and is converted when fetched.  So they give the bits
@@ -153,45 +155,61 @@ half_to_doubles(int n, const uint16 *src, double *dst)
 }
 
 /* ------------------------------------------------------------------------
- * In: perpca_stats(vector), perpca_stats(halfvec), with or without nulls
+ * In: perpca_stats(vector), perpca_stats(halfvec), with or without nulls:
+ * the readers stats_agg.c calls through its table (stats.h)
  * ------------------------------------------------------------------------
  */
 
-const void *
-perpca_pgvector_row(PerpcaRowType type, Datum row, int *d, const char *what)
+static const void *
+vector_row(Datum row, int *d, const char *what)
 {
-	if (type == PERPCA_ROWTYPE_VECTOR)
-	{
-		const PgVector *v = vector_arg(row, what);
+	const PgVector *v = vector_arg(row, what);
 
-		*d = v->dim;
-		return v;
-	}
-	else
-	{
-		const PgHalfVector *v = halfvec_arg(row, what);
-
-		Assert(type == PERPCA_ROWTYPE_HALFVEC);
-		*d = v->dim;
-		return v;
-	}
+	*d = v->dim;
+	return v;
 }
+
+static void
+vector_values(const void *row, double *out)
+{
+	float_to_double(((const PgVector *) row)->dim, ((const PgVector *) row)->x, out);
+}
+
+static Size
+vector_size(int d)
+{
+	return offsetof(PgVector, x) + sizeof(float) * (Size) d;
+}
+
+static const void *
+halfvec_row(Datum row, int *d, const char *what)
+{
+	const PgHalfVector *v = halfvec_arg(row, what);
+
+	*d = v->dim;
+	return v;
+}
+
+static void
+halfvec_values(const void *row, double *out)
+{
+	half_to_doubles(((const PgHalfVector *) row)->dim, ((const PgHalfVector *) row)->x, out);
+}
+
+static Size
+halfvec_size(int d)
+{
+	return offsetof(PgHalfVector, x) + sizeof(uint16) * (Size) d;
+}
+
+static const PerpcaRowReader vector_reader = {vector_row, vector_values, vector_size};
+static const PerpcaRowReader halfvec_reader = {halfvec_row, halfvec_values, halfvec_size};
 
 void
-perpca_pgvector_values(PerpcaRowType type, const void *row, double *out)
+perpca_pgvector_init(void)
 {
-	if (type == PERPCA_ROWTYPE_VECTOR)
-		float_to_double(((const PgVector *) row)->dim, ((const PgVector *) row)->x, out);
-	else
-		half_to_doubles(((const PgHalfVector *) row)->dim, ((const PgHalfVector *) row)->x, out);
-}
-
-Size
-perpca_pgvector_size(PerpcaRowType type, int d)
-{
-	return type == PERPCA_ROWTYPE_VECTOR
-		? offsetof(PgVector, x) + sizeof(float) * (Size) d
-		: offsetof(PgHalfVector, x) + sizeof(uint16) * (Size) d;
+	perpca_stats_row_reader(PERPCA_ROWTYPE_VECTOR, &vector_reader);
+	perpca_stats_row_reader(PERPCA_ROWTYPE_HALFVEC, &halfvec_reader);
 }
 
 /* The nulls argument of perpca_stats(v, nulls): 'error' or 'skip'. */
@@ -201,7 +219,7 @@ nulls_arg(FunctionCallInfo fcinfo)
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	return perpca_nulls_arg(PG_GETARG_TEXT_PP(2));
 }
 

@@ -9,25 +9,9 @@
  *
  * A pair that uses every dimension (n_global + n_local >= d) explains any
  * row exactly, so its held-out error is 0 and measures nothing: such pairs
- * are left out (a row that says so).  Two rules recommend a pair:
- *   error: the smallest n_global + n_local that no larger pair of the grid
- *          improves on by more than noise would: dimensions without
- *          structure remove (k' - k) / (d - k) of the held-out error left at
- *          k components when going to k' (plus a slack of within x the
- *          held-out rows' mean total variance).  0.2.0 took the smallest
- *          pair within that slack of the best, which any pair using nearly
- *          every dimension wins;
- *   share: with target_explained_ratio, the smallest n_global + n_local
- *          whose held-out explained ratio reaches it (as BigQuery ML's
- *          PCA_EXPLAINED_VARIANCE_RATIO or scikit-learn's fractional
- *          n_components, measured on held-out rows);
- * both only among pairs whose theta_est >= min_theta (or without local
- * components).  When no pair explains clearly more of the held-out
- * variance than its share of the dimensions (ratio < 1.5 (n_global +
- * n_local) / d for every pair: for rows without low-rank structure, any
- * k-dimensional subspace explains k/d of held-out variance on average),
- * the error rule recommends nothing and says "no low-rank structure".  The
- * closing NOTICE's hint says which way to move the grid.
+ * are left out (a row that says so).  The rule that recommends one of the
+ * others, and the note that says why each pair was or was not recommended,
+ * are in ranks_rule.c.
  */
 #include "postgres.h"
 
@@ -55,6 +39,7 @@
 #include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "ranks.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_choose_ranks);
@@ -67,38 +52,7 @@ enum
 	A_WEIGHTS, A_ADAPTIVE, A_SOLVER, A_SCALE, A_TARGET
 };
 
-/* A pair explains "clearly more" than chance when its ratio is this many times (n_global + n_local) / d. */
-#define STRUCTURE_LIFT 1.5
-
 #define NCOLS 13
-
-/* One pair of the grid and its figures. */
-typedef struct RankPair
-{
-	int			g;
-	int			l;
-	bool		left_out;		/* n_global + n_local >= d */
-	double		objective;
-	double		train_error;
-	double		heldout_error;	/* mean over held-out clients */
-	double		heldout_error_samples;	/* mean over held-out rows */
-	double		heldout_ratio;	/* explained / total, summed over held-out clients */
-	double		heldout_variance;	/* mean total variance of the held-out clients */
-	double		theta;			/* NaN without local components */
-	int			rounds;
-	bool		converged;
-	double		seconds;
-	const char *note;
-} RankPair;
-
-/* The scan's settings. */
-typedef struct RankScan
-{
-	double		within;
-	double		min_theta;
-	double		target;			/* share rule; NaN: error rule */
-	int			d;
-} RankScan;
 
 /* ------------------------------------------------------------------------
  * The queries
@@ -111,14 +65,6 @@ is_stats_type(Oid type, Oid nsp)
 {
 	return type == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
 								   ObjectIdGetDatum(nsp));
-}
-
-/* The clients' statistics of a query of rows or statistics (evaluate.c's wrapper), clients without rows left out. */
-static char *
-stats_query(const char *query, Oid nsp, const char *what)
-{
-	return psprintf("SELECT s.client, s.stats FROM (%s) AS s WHERE s.stats IS NOT NULL",
-					evaluate_stats_query(query, what, nsp));
 }
 
 /* The training or held-out part of rows (client, x, key): a repeatable split on a hash of key. */
@@ -254,6 +200,8 @@ typedef struct RankData
 	int			ntrain;
 	ClientInput *held;
 	int			nheld;
+	int64		train_skipped;	/* rows left out for missing values (missing => 'skip') */
+	int64		held_skipped;
 	int			d;
 	const double *global_mean;	/* pooled training mean (scaled) */
 	const int  *held_train;		/* each held-out client's training index, or -1 */
@@ -369,173 +317,6 @@ fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_
 }
 
 /* ------------------------------------------------------------------------
- * The rules
- * ------------------------------------------------------------------------
- */
-
-/* Whether p may be recommended at all: fitted, figures, theta_est >= min_theta with local components. */
-static bool
-eligible(const RankPair *p, const RankScan *scan)
-{
-	return !p->left_out && isfinite(p->heldout_error) &&
-		(p->l == 0 || (isfinite(p->theta) && p->theta >= scan->min_theta));
-}
-
-/* Smallest g + l, then lower error (error rule) or higher ratio (share rule), then grid order. */
-static bool
-better(const RankPair *a, const RankPair *b, bool share)
-{
-	if (b == NULL)
-		return true;
-	if (a->g + a->l != b->g + b->l)
-		return a->g + a->l < b->g + b->l;
-	return share ? a->heldout_ratio > b->heldout_ratio : a->heldout_error < b->heldout_error;
-}
-
-/*
- * Whether no larger pair of the grid explains more of p's held-out error
- * than noise would: going from k = n_global + n_local to k' > k components,
- * dimensions without structure remove (k' - k) / (d - k) of the remaining
- * error; a larger pair that removes more than that plus within x variance
- * has found structure that p misses.
- */
-static bool
-enough(const RankPair *p, const RankPair *pairs, int n, const RankScan *scan, double variance)
-{
-	int			k = p->g + p->l;
-
-	for (int i = 0; i < n; i++)
-	{
-		const RankPair *q = &pairs[i];
-		int			kq = q->g + q->l;
-
-		if (q->left_out || !isfinite(q->heldout_error) || kq <= k)
-			continue;
-		if (p->heldout_error - q->heldout_error >
-			(double) (kq - k) / (scan->d - k) * p->heldout_error + scan->within * variance)
-			return false;
-	}
-	return true;
-}
-
-/* The recommendation of the error rule, or -1. */
-static int
-rule_error(const RankPair *pairs, int n, const RankScan *scan, double variance)
-{
-	int			r = -1;
-
-	for (int i = 0; i < n; i++)
-		if (eligible(&pairs[i], scan) && enough(&pairs[i], pairs, n, scan, variance) &&
-			better(&pairs[i], r >= 0 ? &pairs[r] : NULL, false))
-			r = i;
-	return r;
-}
-
-/* The recommendation of the share rule, or -1. */
-static int
-rule_share(const RankPair *pairs, int n, const RankScan *scan)
-{
-	int			r = -1;
-
-	for (int i = 0; i < n; i++)
-		if (eligible(&pairs[i], scan) && pairs[i].heldout_ratio >= scan->target &&
-			better(&pairs[i], r >= 0 ? &pairs[r] : NULL, true))
-			r = i;
-	return r;
-}
-
-/*
- * Apply the rule; note the recommended pair and say in a NOTICE which way
- * the grid should move when the answer sits at its edge.  Returns the
- * recommended index or -1.
- */
-static int
-recommend(RankPair *pairs, int n, const RankScan *scan)
-{
-	bool		share = !isnan(scan->target);
-	double		best = INFINITY,
-				variance = 0,
-				lift = 0;
-	int			best_i = -1,
-				lo = INT_MAX,
-				hi = 0,
-				r;
-
-	for (int i = 0; i < n; i++)
-	{
-		const RankPair *p = &pairs[i];
-
-		if (p->left_out || !isfinite(p->heldout_error))
-			continue;
-		if (p->heldout_error < best)
-		{
-			best = p->heldout_error;
-			best_i = i;
-		}
-		variance = Max(variance, p->heldout_variance);
-		lift = Max(lift, p->heldout_ratio * scan->d / (p->g + p->l));
-		lo = Min(lo, p->g + p->l);
-		hi = Max(hi, p->g + p->l);
-	}
-	if (best_i < 0)
-		return -1;
-	if (best_i >= 0 && pairs[best_i].note == NULL)
-		pairs[best_i].note = "lowest held-out error";
-
-	if (lift < STRUCTURE_LIFT)
-		ereport(NOTICE,
-				(errmsg("perpca_choose_ranks: no low-rank structure: no pair explains more than %.2f times its share of the dimensions of the held-out variance",
-						lift),
-				 errdetail("For rows without low-rank structure a subspace of k dimensions explains about k/d of held-out variance; a pair must explain %.1f times that to count.",
-						   STRUCTURE_LIFT),
-				 errhint("%s", share ? "The share rule still picks the smallest pair that reaches the target, but a fit of these data will not summarise them; check the features' units (scale => 'standard')." :
-						 "No pair is recommended: a fit of these data will not summarise them; check the features' units (scale => 'standard').")));
-
-	if (share)
-	{
-		r = rule_share(pairs, n, scan);
-		if (r < 0)
-		{
-			ereport(NOTICE,
-					(errmsg("perpca_choose_ranks: no pair reaches a held-out explained ratio of %g with theta_est >= %g",
-							scan->target, scan->min_theta),
-					 errhint("Widen the grid toward larger ranks (up to n_global + n_local = %d), or lower target_explained_ratio.",
-							 scan->d - 1)));
-			return -1;
-		}
-		pairs[r].note = psprintf("recommended: the smallest pair whose held-out explained ratio reaches %g", scan->target);
-	}
-	else
-	{
-		if (lift < STRUCTURE_LIFT)
-			return -1;
-		r = rule_error(pairs, n, scan, variance);
-		if (r < 0)
-		{
-			ereport(NOTICE,
-					(errmsg("perpca_choose_ranks: no pair that no larger pair improves on has theta_est >= %g",
-							scan->min_theta),
-					 errhint("Those pairs have local subspaces that the clients share: include n_local 0 in the grid, or lower min_theta; or widen the grid toward larger ranks.")));
-			return -1;
-		}
-		pairs[r].note = psprintf("recommended: the smallest pair that no larger pair improves on by more than noise would (within %g)", scan->within);
-	}
-	if (lo == hi)
-		return r;				/* one size of pair: no direction to point */
-	if (pairs[r].g + pairs[r].l == hi && hi < scan->d - 1)
-		ereport(NOTICE,
-				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the largest of the grid",
-						pairs[r].g, pairs[r].l),
-				 errhint("Widen the grid toward larger ranks: up to n_global + n_local = %d can be measured.", scan->d - 1)));
-	else if (pairs[r].g + pairs[r].l == lo && lo > 1)
-		ereport(NOTICE,
-				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the smallest of the grid",
-						pairs[r].g, pairs[r].l),
-				 errhint("Narrow the grid toward smaller ranks: a smaller pair may do as well.")));
-	return r;
-}
-
-/* ------------------------------------------------------------------------
  * The SQL function
  * ------------------------------------------------------------------------
  */
@@ -636,13 +417,16 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 		held_q = split_query(query, nsp, cut, true);
 	}
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
-	data->train = clients_read(stats_query(train_q, nsp, "query"), 0, cxt, &data->ntrain);
+	data->train = clients_read(train_q, &(ClientsRead) {0, opts->missing, true, "perpca_choose_ranks", "query"},
+							   cxt, &data->ntrain, &data->train_skipped);
 	if (data->ntrain == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("the training part of the query has no rows")));
 	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
-	data->held = clients_read(stats_query(held_q, nsp, "held-out query"), 0, cxt, &data->nheld);
+	data->held = clients_read(held_q, &(ClientsRead) {0, opts->missing, true,
+							  "perpca_choose_ranks (held-out rows)", "held-out query"},
+							  cxt, &data->nheld, &data->held_skipped);
 	clients_check(data->train, data->ntrain, 0, true);
 	data->d = data->train[0].stats->dim;
 	for (int h = 0; h < data->nheld; h++)
@@ -676,13 +460,52 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 	return data;
 }
 
+/*
+ * Fit and evaluate every pair of the grid that is not left out, each in a
+ * memory context of its own, reset after it; the scan's context is current.
+ */
+static void
+fit_pairs(RankPair *pairs, int npairs, int nfit, const RankData *data, FitOptions *opts)
+{
+	MemoryContext scancxt = CurrentMemoryContext;
+	MemoryContext paircxt = AllocSetContextCreate(scancxt, "perpca_choose_ranks pair", ALLOCSET_DEFAULT_SIZES);
+	double	   *mean_sum = palloc(sizeof(double) * data->d);
+	const double *fit_centre = clients_center(opts->center, mean_sum,
+											  clients_mean_sum(data->train, data->ntrain, mean_sum), data->d);
+	int			k = 0;
+
+	for (int i = 0; i < npairs; i++)
+	{
+		instr_time	start,
+					elapsed;
+
+		if (pairs[i].left_out)
+			continue;
+		show_pair(++k, nfit, &pairs[i]);
+		perpca_report_phase("perpca_choose_ranks: pair %d/%d (n_global %d, n_local %d)",
+							k, nfit, pairs[i].g, pairs[i].l);
+		INSTR_TIME_SET_CURRENT(start);
+		MemoryContextSwitchTo(paircxt);
+		fit_pair(&pairs[i], data, opts, fit_centre);
+		MemoryContextSwitchTo(scancxt);
+		MemoryContextReset(paircxt);
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		pairs[i].seconds = INSTR_TIME_GET_DOUBLE(elapsed);
+	}
+	MemoryContextDelete(paircxt);
+	if (nfit < npairs)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: %d pair(s) left out: n_global + n_local >= d = %d leaves no dimension to measure held-out error",
+						npairs - nfit, data->d)));
+}
+
 /* perpca_choose_ranks(query, heldout, global_ranks, local_ranks, within, min_theta, holdout, fit options..., target_explained_ratio) */
 Datum
 perpca_choose_ranks(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext scancxt,
-				paircxt,
 				old;
 	FitOptions	opts;
 	RankScan	scan;
@@ -704,17 +527,13 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 	ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &nl);
 
 	scancxt = AllocSetContextCreate(CurrentMemoryContext, "perpca_choose_ranks", ALLOCSET_DEFAULT_SIZES);
-	paircxt = AllocSetContextCreate(scancxt, "perpca_choose_ranks pair", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(scancxt);
 	PG_TRY();
 	{
 		RankData   *data = read_data(fcinfo, &opts, holdout, scancxt);
 		RankPair   *pairs;
-		double	   *mean_sum = palloc(sizeof(double) * data->d);
-		const double *fit_centre;
 		int			npairs,
 					nfit,
-					k = 0,
 					rec;
 
 		scan.d = data->d;
@@ -725,34 +544,10 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 					 errmsg("no pair of ranks to fit: need n_global, n_local >= 0 with 1 <= n_global + n_local < %d",
 							data->d),
 					 errdetail("A pair that uses all %d dimensions explains held-out rows exactly.", data->d)));
-		fit_centre = clients_center(opts.center, mean_sum,
-									clients_mean_sum(data->train, data->ntrain, mean_sum), data->d);
-		for (int i = 0; i < npairs; i++)
-		{
-			instr_time	start,
-						elapsed;
-
-			if (pairs[i].left_out)
-				continue;
-			show_pair(++k, nfit, &pairs[i]);
-			perpca_report_phase("perpca_choose_ranks: pair %d/%d (n_global %d, n_local %d)",
-								k, nfit, pairs[i].g, pairs[i].l);
-			INSTR_TIME_SET_CURRENT(start);
-			MemoryContextSwitchTo(paircxt);
-			fit_pair(&pairs[i], data, &opts, fit_centre);
-			MemoryContextSwitchTo(scancxt);
-			MemoryContextReset(paircxt);
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, start);
-			pairs[i].seconds = INSTR_TIME_GET_DOUBLE(elapsed);
-		}
-		if (nfit < npairs)
-			ereport(NOTICE,
-					(errmsg("perpca_choose_ranks: %d pair(s) left out: n_global + n_local >= d = %d leaves no dimension to measure held-out error",
-							npairs - nfit, data->d)));
+		fit_pairs(pairs, npairs, nfit, data, &opts);
 		(void) set_config_option("application_name", app, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
-		rec = recommend(pairs, npairs, &scan);
+		rec = ranks_recommend(pairs, npairs, &scan);
 		MemoryContextSwitchTo(old);
 		for (int i = 0; i < npairs; i++)
 			put_pair(rsinfo, &pairs[i], i == rec);

@@ -1,11 +1,12 @@
 /*
- * results.c -- a stored model read as a user reads it: named loadings
+ * results.c -- a stored model read as a user reads it: each component's
+ * variance and top features (perpca_component_info), named loadings
  * (perpca_loadings), what each component explains in each client
  * (perpca_component_variance) and clients clustered by their local
  * subspaces (perpca_clusters)
  *
  * All read the model through model_read.c's checked reader (via the
- * per-call-site binding of model_functions.c), never through SQL.
+ * per-call-site binding of model_bind.c), never through SQL.
  *
  * Clustering follows the paper's application (its section on clustering
  * clients by local components): spectral clustering of the subspace
@@ -34,9 +35,10 @@
 #include "utils/builtins.h"
 
 #include "linalg.h"
-#include "model_rows.h"
+#include "model_bind.h"
 #include "perpca.h"
 
+PG_FUNCTION_INFO_V1(perpca_component_info);
 PG_FUNCTION_INFO_V1(perpca_loadings);
 PG_FUNCTION_INFO_V1(perpca_component_variance);
 PG_FUNCTION_INFO_V1(perpca_clusters);
@@ -47,6 +49,8 @@ PG_FUNCTION_INFO_V1(perpca_clusters);
 #define CLUSTERS_MAX_AUTO_K 20
 #define KMEANS_RUNS 10
 #define KMEANS_ITER 300
+/* Features listed by perpca_component_info's top_features. */
+#define COMPONENT_TOP_FEATURES 3
 
 /* The name of feature j: the stored name, or x<j+1>. */
 static text *
@@ -57,8 +61,9 @@ feature_name(const ModelData *m, int j)
 	return cstring_to_text(psprintf("x%d", j + 1));
 }
 
-char *
-model_top_features(const ModelData *m, const double *w, int top)
+/* "name +0.52, name -0.41, ..." for the top features of a component w (d) by |loading|. */
+static char *
+top_features(const ModelData *m, const double *w, int top)
 {
 	StringInfoData buf;
 	bool	   *used = palloc0(sizeof(bool) * m->d);
@@ -78,6 +83,93 @@ model_top_features(const ModelData *m, const double *w, int top)
 	}
 	pfree(used);
 	return buf.data;
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_component_info
+ * ------------------------------------------------------------------------
+ */
+
+/* a / b, or NULL when either is NULL or b is 0. */
+static ModelFloat
+ratio(ModelFloat a, ModelFloat b)
+{
+	ModelFloat	r = {0.0, a.isnull || b.isnull || b.value == 0.0};
+
+	if (!r.isnull)
+		r.value = a.value / b.value;
+	return r;
+}
+
+/*
+ * Rows of one block of components (the global ones, or one client's local
+ * ones): variance, variance / total and base + running sum / total (the
+ * running sum skips NULL variances, as SQL's sum does).
+ */
+static void
+component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
+					const int *number, const ModelFloat *variance, int k, ModelFloat total,
+					ModelFloat base)
+{
+	ModelFloat	sum = {0.0, true};
+
+	for (int j = 0; j < k; j++)
+	{
+		ModelFloat	share = ratio(variance[j], total);
+		ModelFloat	cumulative;
+		Datum		row[7];
+		bool		nulls[7];
+
+		if (!variance[j].isnull)
+		{
+			sum.value += variance[j].value;
+			sum.isnull = false;
+		}
+		cumulative = ratio(sum, total);
+		cumulative.isnull |= base.isnull;
+		cumulative.value += base.value;
+		row[0] = client ? CStringGetTextDatum(client) : (Datum) 0;
+		row[1] = CStringGetTextDatum(client ? "local" : "global");
+		row[2] = Int32GetDatum(number[j]);
+		row[3] = Float8GetDatum(variance[j].value);
+		row[4] = Float8GetDatum(share.value);
+		row[5] = Float8GetDatum(cumulative.value);
+		nulls[0] = client == NULL;
+		nulls[1] = nulls[2] = false;
+		nulls[3] = variance[j].isnull;
+		nulls[4] = share.isnull;
+		nulls[5] = cumulative.isnull;
+		row[6] = CStringGetTextDatum(top_features(m, A + (int64) j * m->d, COMPONENT_TOP_FEATURES));
+		nulls[6] = false;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+}
+
+/*
+ * Variance, explained-variance ratio and cumulative ratio of each component:
+ * global components against the fit's weighted mean total variance, local
+ * ones against their client's total variance, cumulated on top of the
+ * client's global share.  Rows: global first, then clients bytewise.
+ */
+Datum
+perpca_component_info(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m;
+	ModelFloat	zero = {0.0, false};
+
+	InitMaterializedSRF(fcinfo, 0);
+	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
+	component_info_rows(rsinfo, m, NULL, m->U, m->global_number, m->global_variance, m->r1,
+						m->total_variance, zero);
+	for (int i = 0; i < m->nclients; i++)
+	{
+		const ModelClient *c = &m->clients[i];
+
+		component_info_rows(rsinfo, m, c->name, c->V, c->number, c->variance, c->r2,
+							c->total_variance, c->global_ratio);
+	}
+	return (Datum) 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -141,6 +233,28 @@ no_client_statistics(FunctionCallInfo fcinfo, const ModelClient *c)
 			 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
 }
 
+/* The row of component a (global ones first) of client c: C_aa + (w'delta)^2 and its share. */
+static void
+component_variance_row(ReturnSetInfo *rsinfo, const ModelData *m, const ModelClient *c, int a,
+					   const double *delta)
+{
+	int			k = m->r1 + c->r2;
+	bool		global = a < m->r1;
+	const double *w = global ? m->U + (int64) a * m->d : c->V + (int64) (a - m->r1) * m->d;
+	double		shift = linalg_dot(m->d, w, delta);
+	double		variance = c->score_cov[(int64) a * k + a] + shift * shift;
+	Datum		row[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	row[0] = CStringGetTextDatum(c->name);
+	row[1] = CStringGetTextDatum(global ? "global" : "local");
+	row[2] = Int32GetDatum(global ? m->global_number[a] : c->number[a - m->r1]);
+	row[3] = Float8GetDatum(variance);
+	nulls[4] = c->total_variance.isnull || !(c->total_variance.value > 0.0);
+	row[4] = Float8GetDatum(nulls[4] ? 0.0 : variance / c->total_variance.value);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+}
+
 /*
  * perpca_component_variance(model) RETURNS TABLE (client, kind, component,
  * variance, ratio): w' M_i w for each global and local component w of
@@ -178,22 +292,7 @@ perpca_component_variance(PG_FUNCTION_ARGS)
 			delta[j] = m->scale ? off / m->scale[j] : off;
 		}
 		for (int a = 0; a < k; a++)
-		{
-			bool		global = a < m->r1;
-			const double *w = global ? m->U + (int64) a * m->d : c->V + (int64) (a - m->r1) * m->d;
-			double		shift = linalg_dot(m->d, w, delta);
-			double		variance = c->score_cov[(int64) a * k + a] + shift * shift;
-			Datum		row[5];
-			bool		nulls[5] = {false, false, false, false, false};
-
-			row[0] = CStringGetTextDatum(c->name);
-			row[1] = CStringGetTextDatum(global ? "global" : "local");
-			row[2] = Int32GetDatum(global ? m->global_number[a] : c->number[a - m->r1]);
-			row[3] = Float8GetDatum(variance);
-			nulls[4] = c->total_variance.isnull || !(c->total_variance.value > 0.0);
-			row[4] = Float8GetDatum(nulls[4] ? 0.0 : variance / c->total_variance.value);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-		}
+			component_variance_row(rsinfo, m, c, a, delta);
 	}
 	return (Datum) 0;
 }
@@ -266,6 +365,55 @@ kmeans_start(const double *X, int n, int k, double *centers, uint64 *state, doub
 	}
 }
 
+/* Each row of X (n x k) to its nearest center (label); returns the inertia and whether a label changed. */
+static double
+kmeans_assign(const double *X, int n, int k, const double *centers, int *label, bool first,
+			  bool *changed)
+{
+	double		inertia = 0.0;
+
+	*changed = false;
+	for (int i = 0; i < n; i++)
+	{
+		int			best = 0;
+		double		bd = INFINITY;
+
+		for (int c = 0; c < k; c++)
+		{
+			double		dd = sqdist(X + (int64) i * k, centers + (int64) c * k, k);
+
+			if (dd < bd)
+			{
+				bd = dd;
+				best = c;
+			}
+		}
+		*changed |= first || label[i] != best;
+		label[i] = best;
+		inertia += bd;
+	}
+	return inertia;
+}
+
+/* Each center to the mean of its rows (a center without rows stays); sum (k x k), count (k): scratch. */
+static void
+kmeans_centers(const double *X, int n, int k, const int *label, double *centers, double *sum,
+			   int *count)
+{
+	memset(sum, 0, sizeof(double) * k * k);
+	memset(count, 0, sizeof(int) * k);
+	for (int i = 0; i < n; i++)
+	{
+		count[label[i]]++;
+		for (int j = 0; j < k; j++)
+			sum[(int64) label[i] * k + j] += X[(int64) i * k + j];
+	}
+	for (int c = 0; c < k; c++)
+		if (count[c] > 0)
+			for (int j = 0; j < k; j++)
+				centers[(int64) c * k + j] = sum[(int64) c * k + j] / count[c];
+}
+
 /* Lloyd iterations from the given centers; returns the inertia, labels set. */
 static double
 kmeans_lloyd(const double *X, int n, int k, double *centers, int *label)
@@ -276,42 +424,12 @@ kmeans_lloyd(const double *X, int n, int k, double *centers, int *label)
 
 	for (int it = 0; it < KMEANS_ITER; it++)
 	{
-		bool		changed = false;
+		bool		changed;
 
-		inertia = 0.0;
-		for (int i = 0; i < n; i++)
-		{
-			int			best = 0;
-			double		bd = INFINITY;
-
-			for (int c = 0; c < k; c++)
-			{
-				double		dd = sqdist(X + (int64) i * k, centers + (int64) c * k, k);
-
-				if (dd < bd)
-				{
-					bd = dd;
-					best = c;
-				}
-			}
-			changed |= it == 0 || label[i] != best;
-			label[i] = best;
-			inertia += bd;
-		}
+		inertia = kmeans_assign(X, n, k, centers, label, it == 0, &changed);
 		if (!changed)
 			break;
-		memset(sum, 0, sizeof(double) * k * k);
-		memset(count, 0, sizeof(int) * k);
-		for (int i = 0; i < n; i++)
-		{
-			count[label[i]]++;
-			for (int j = 0; j < k; j++)
-				sum[(int64) label[i] * k + j] += X[(int64) i * k + j];
-		}
-		for (int c = 0; c < k; c++)
-			if (count[c] > 0)
-				for (int j = 0; j < k; j++)
-					centers[(int64) c * k + j] = sum[(int64) c * k + j] / count[c];
+		kmeans_centers(X, n, k, label, centers, sum, count);
 	}
 	pfree(sum);
 	pfree(count);
@@ -378,34 +496,14 @@ affinity(const ModelData *m, double *dd)
 	return B;
 }
 
-/* perpca_clusters(model, k DEFAULT NULL) RETURNS TABLE (client, cluster, distance_to_center) */
-Datum
-perpca_clusters(PG_FUNCTION_ARGS)
+/* The checked arguments of perpca_clusters: the model's client count n, and k (0: chosen). */
+static int
+clusters_args(FunctionCallInfo fcinfo, const ModelData *m, bool chosen)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const ModelData *m;
-	int			n,
-				k,
-				top;
-	bool		chosen = PG_ARGISNULL(1);
-	double	   *dd,
-			   *B,
-			   *values,
-			   *Z,
-			   *X,
-			   *centers;
-	int		   *label,
-			   *number;
-	int			next = 0;
+	int			n = m->nclients,
+				k = chosen ? 0 : PG_GETARG_INT32(1);
 	bool		any_local = false;
 
-	InitMaterializedSRF(fcinfo, 0);
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("model must not be NULL")));
-	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
-	n = m->nclients;
 	for (int i = 0; i < n; i++)
 		any_local |= m->clients[i].r2 > 0;
 	if (!any_local)
@@ -419,57 +517,78 @@ perpca_clusters(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("perpca_clusters takes at most %d clients, model \"%s\" has %d",
 						CLUSTERS_MAX_CLIENTS, text_to_cstring(PG_GETARG_TEXT_PP(0)), n)));
-	k = chosen ? 0 : PG_GETARG_INT32(1);
 	if (!chosen && (k < 1 || k > n))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be between 1 and the number of clients (%d), got %d", n, k),
 				 errhint("Pass k => NULL to choose k by the largest eigengap.")));
+	return k;
+}
 
-	dd = palloc(sizeof(double) * n);
-	B = affinity(m, dd);
-	top = chosen ? Min(n, CLUSTERS_MAX_AUTO_K + 1) : k;
-	values = palloc(sizeof(double) * top);
-	Z = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * n * top);
+/* k by the largest eigengap among the top eigenvalues (descending) of the normalized affinity; a NOTICE says so. */
+static int
+clusters_eigengap_k(const double *values, int top, int n)
+{
+	double		gap = -1.0;
+	int			k;
+
+	/* k >= 2: mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are not perfectly apart */
+	k = Min(n, 2);
+	for (int j = 1; j + 1 < top; j++)
+		if (values[j] - values[j + 1] > gap)
+		{
+			gap = values[j] - values[j + 1];
+			k = j + 1;
+		}
+	ereport(NOTICE,
+			(errmsg("perpca_clusters: k = %d, chosen by the largest eigengap (mu_%d - mu_%d = %.3g)",
+					k, k, k + 1, gap > 0 ? gap : 0.0),
+			 errdetail("The eigenvalues mu of the normalized affinity D^-1/2 A D^-1/2 were compared for k = 2 .. %d.",
+					   Max(top - 1, 2))));
+	return k;
+}
+
+/*
+ * The spectral embedding of the clients (n x *k, returned): row i of the top
+ * k eigenvectors of D^-1/2 A D^-1/2, divided by sqrt(D_ii); *k chosen by
+ * the eigengap when it is 0.
+ */
+static double *
+clusters_embedding(const ModelData *m, int *k)
+{
+	int			n = m->nclients,
+				top = *k == 0 ? Min(n, CLUSTERS_MAX_AUTO_K + 1) : *k;
+	double	   *dd = palloc(sizeof(double) * n),
+			   *B = affinity(m, dd),
+			   *values = palloc(sizeof(double) * top),
+			   *Z = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * n * top),
+			   *X;
+
 	if (linalg_eigh_top(n, B, top, values, Z, top,
 						MemoryContextAllocHuge(CurrentMemoryContext,
 											   sizeof(double) * LINALG_EIGH_WORK(n, top))) != 0)
 		elog(ERROR, "eigendecomposition of the clients' affinities failed");
-	if (chosen)
-	{
-		double		gap = -1.0;
-
-		/* k >= 2: mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are not perfectly apart */
-		k = Min(n, 2);
-		for (int j = 1; j + 1 < top; j++)
-			if (values[j] - values[j + 1] > gap)
-			{
-				gap = values[j] - values[j + 1];
-				k = j + 1;
-			}
-		ereport(NOTICE,
-				(errmsg("perpca_clusters: k = %d, chosen by the largest eigengap (mu_%d - mu_%d = %.3g)",
-						k, k, k + 1, gap > 0 ? gap : 0.0),
-				 errdetail("The eigenvalues mu of the normalized affinity D^-1/2 A D^-1/2 were compared for k = 2 .. %d.",
-						   Max(top - 1, 2))));
-	}
-	/* The embedding: row i of the top k eigenvectors, divided by sqrt(D_ii). */
-	X = palloc(sizeof(double) * n * k);
+	if (*k == 0)
+		*k = clusters_eigengap_k(values, top, n);
+	X = palloc(sizeof(double) * n * *k);
 	for (int i = 0; i < n; i++)
-		for (int j = 0; j < k; j++)
-			X[(int64) i * k + j] = Z[(int64) i * top + j] / dd[i];
-	label = palloc(sizeof(int) * n);
-	centers = palloc(sizeof(double) * k * k);
-	kmeans(X, n, k, label, centers);
+		for (int j = 0; j < *k; j++)
+			X[(int64) i * *k + j] = Z[(int64) i * top + j] / dd[i];
+	return X;
+}
 
-	/* Number the clusters by their first client (clients are sorted bytewise). */
-	number = palloc(sizeof(int) * k);
-	for (int c = 0; c < k; c++)
-		number[c] = 0;
-	for (int i = 0; i < n; i++)
+/* One row per client: its cluster, numbered by the cluster's first client (bytewise), and its distance to the centre. */
+static void
+clusters_rows(ReturnSetInfo *rsinfo, const ModelData *m, const double *X, int k, const int *label,
+			  const double *centers)
+{
+	int		   *number = palloc0(sizeof(int) * k);
+	int			next = 0;
+
+	for (int i = 0; i < m->nclients; i++)
 		if (number[label[i]] == 0)
 			number[label[i]] = ++next;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < m->nclients; i++)
 	{
 		Datum		row[3];
 		bool		nulls[3] = {false, false, false};
@@ -479,5 +598,30 @@ perpca_clusters(PG_FUNCTION_ARGS)
 		row[2] = Float8GetDatum(sqrt(sqdist(X + (int64) i * k, centers + (int64) label[i] * k, k)));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 	}
+}
+
+/* perpca_clusters(model, k DEFAULT NULL) RETURNS TABLE (client, cluster, distance_to_center) */
+Datum
+perpca_clusters(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m;
+	int			k;
+	double	   *X,
+			   *centers;
+	int		   *label;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model must not be NULL")));
+	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
+	k = clusters_args(fcinfo, m, PG_ARGISNULL(1));
+	X = clusters_embedding(m, &k);
+	label = palloc(sizeof(int) * m->nclients);
+	centers = palloc(sizeof(double) * k * k);
+	kmeans(X, m->nclients, k, label, centers);
+	clusters_rows(rsinfo, m, X, k, label, centers);
 	return (Datum) 0;
 }

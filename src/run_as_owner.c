@@ -13,10 +13,22 @@
  *
  * Since the caller already has the role's privileges, the function grants
  * nothing that SET ROLE to it would not: it is safe for PUBLIC.
+ *
+ * perpca_internal.run_as_caught() is the same in a subtransaction, for
+ * perpca_refresh(on_error => 'record'): whatever the owner's code raises,
+ * a query_canceled (57014) of its own included, comes back as
+ * {"error": {"sqlstate", "message"}} with the subtransaction rolled back.
+ * Only an interrupt of the caller's statement is raised again: a cancel
+ * request or a statement or lock timeout, which PostgreSQL raises from
+ * ProcessInterrupts (the one place that acts on them), or one still
+ * pending (QueryCancelPending, ProcDiePending).  So the owner can neither
+ * stop the caller's batch of refreshes by raising 57014 nor swallow the
+ * caller's cancel.
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -27,11 +39,14 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/json.h"
 #include "utils/syscache.h"
 
 #include "run_as_owner.h"
 
 PG_FUNCTION_INFO_V1(perpca_run_as);
+PG_FUNCTION_INFO_V1(perpca_run_as_caught);
 /* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_run_as_owner);
 PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
@@ -125,6 +140,36 @@ run_as_role(FunctionCallInfo fcinfo, Oid role, const char *path, int command_arg
 }
 
 /*
+ * Whether an error is an interrupt of the caller's statement (a cancel
+ * request, a statement or lock timeout), as opposed to an error of the
+ * owner's code, even one with SQLSTATE 57014: PostgreSQL raises those
+ * interrupts from ProcessInterrupts alone, which clears the pending flag
+ * as it raises; one that arrived since is still pending.
+ */
+static bool
+caller_interrupted(const ErrorData *edata)
+{
+	if (QueryCancelPending || ProcDiePending)
+		return true;
+	return edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->funcname != NULL &&
+		strcmp(edata->funcname, "ProcessInterrupts") == 0;
+}
+
+/* {"error": {"sqlstate": .., "message": ..}} */
+static Datum
+error_jsonb(const ErrorData *edata)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"error\": {\"sqlstate\": \"%s\", \"message\": ",
+					 unpack_sql_state(edata->sqlerrcode));
+	escape_json(&buf, edata->message ? edata->message : "");
+	appendStringInfoString(&buf, "}}");
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+/*
  * perpca_internal.run_as(role regrole, command text, VARIADIC args "any")
  *   RETURNS jsonb
  */
@@ -136,6 +181,52 @@ perpca_run_as(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("role and command must not be NULL")));
 	return run_as_role(fcinfo, PG_GETARG_OID(0), "pg_catalog, pg_temp", 1, 2);
+}
+
+/*
+ * perpca_internal.run_as_caught(role regrole, command text, VARIADIC args
+ *   "any") RETURNS jsonb: run_as in a subtransaction; an error of the
+ *   command that is not an interrupt of the caller comes back as
+ *   {"error": {"sqlstate", "message"}}.
+ */
+Datum
+perpca_run_as_caught(PG_FUNCTION_ARGS)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile Datum result;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("role and command must not be NULL")));
+	run_as_check_role(PG_GETARG_OID(0));
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		result = run_as_role(fcinfo, PG_GETARG_OID(0), "pg_catalog, pg_temp", 1, 2);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (caller_interrupted(edata))
+			ReThrowError(edata);
+		fcinfo->isnull = false;
+		result = error_jsonb(edata);
+	}
+	PG_END_TRY();
+	return result;
 }
 
 /*

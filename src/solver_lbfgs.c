@@ -30,6 +30,18 @@
 #define STALL_ROUNDS 5			/* iterations without progress in f or in the gradient */
 #define ROUNDING 1e-14			/* relative change of f treated as rounding */
 #define RESPONSE_FACTOR 0.3		/* best-response residual / gradient norm */
+/*
+ * The objective converged where U cannot (a flat spectrum): over the last
+ * FLAT_WINDOW iterations f gained at most FLAT_GAIN of itself (100x below
+ * the gain the search counts as a better optimum) while the gradient did
+ * not halve, and the smallest curvature the pairs saw, s'y / s's, is below
+ * FLAT_CURVATURE x lambda_max: the eigengaps U must resolve are so small
+ * that the rest of the gradient moves U among nearly equal directions and
+ * f only by rounding.
+ */
+#define FLAT_WINDOW 10
+#define FLAT_GAIN 1e-12
+#define FLAT_CURVATURE 1e-3
 
 /* The L-BFGS state: iterate, its objective and gradient, the pairs. */
 typedef struct Lbfgs
@@ -241,6 +253,34 @@ stalled_tolerance(const FitOptions *opts, double lmax)
 	return Max(10.0 * opts->tolerance, sqrt(DBL_EPSILON)) * lmax;
 }
 
+/* The smallest curvature s'y / s's of the stored pairs (for -f), or +Inf without pairs. */
+static double
+smallest_curvature(const Lbfgs *lb)
+{
+	double		mu = INFINITY;
+
+	for (int j = 0; j < lb->npairs; j++)
+		mu = Min(mu, 1.0 / (lb->rho[j] * linalg_dot(lb->n, lb->S[j], lb->S[j])));
+	return mu;
+}
+
+/*
+ * Whether the objective has converged where U cannot (FLAT_*): f and the
+ * gradient norm of the last FLAT_WINDOW iterations are in the rings fh, gh
+ * (slot iteration % FLAT_WINDOW is the oldest, about to be replaced).
+ */
+static bool
+flat_converged(const Lbfgs *lb, int iteration, const double *fh, const double *gh)
+{
+	int			old = iteration % FLAT_WINDOW;
+	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
+
+	if (iteration < FLAT_WINDOW)
+		return false;
+	return lb->f - fh[old] <= FLAT_GAIN * fabs(lb->f) && lb->gnorm > 0.5 * gh[old] &&
+		smallest_curvature(lb) <= FLAT_CURVATURE * lmax;
+}
+
 /* NOTICE of the current iterate (verbose). */
 static void
 report(const Lbfgs *lb, int iteration)
@@ -251,10 +291,57 @@ report(const Lbfgs *lb, int iteration)
 						iteration, lb->rounds, lb->f * lb->be->nclients, lb->gnorm)));
 }
 
+/* Start from mem's pairs and, for a continued run, its evaluation of U; else evaluate U. */
+static void
+lbfgs_resume(Lbfgs *lb, const LbfgsMemory *mem, int rounds)
+{
+	if (mem != NULL)
+	{
+		lb->npairs = mem->npairs;
+		memcpy(lb->S, mem->S, sizeof(lb->S));
+		memcpy(lb->Y, mem->Y, sizeof(lb->Y));
+		memcpy(lb->rho, mem->rho, sizeof(lb->rho));
+	}
+	if (rounds > 0 && mem != NULL && mem->evaluated)
+	{
+		/* a continued run: U was evaluated at the end of the last call */
+		lb->f = mem->f;
+		lb->gnorm = mem->gnorm;
+		memcpy(lb->G, mem->G, sizeof(double) * lb->n);
+	}
+	else if (rounds > 0)
+	{
+		lb->gnorm = evaluate(lb, lb->U, &lb->f, lb->G);
+		if (lb->diag != NULL)
+			fit_trace(lb->diag, lb->rounds, lb->f * lb->be->nclients, lb->gnorm, NAN, 0.0,
+					  lb->sums);
+	}
+}
+
+/* Leave the run's pairs, objective and gradient in mem (evaluated: they hold U's evaluation). */
+static void
+lbfgs_keep(const Lbfgs *lb, LbfgsMemory *mem, bool evaluated)
+{
+	if (mem->G == NULL)
+		mem->G = palloc(sizeof(double) * Max(lb->n, 1));
+	mem->evaluated = evaluated;
+	mem->f = lb->f;
+	mem->gnorm = lb->gnorm;
+	memcpy(mem->G, lb->G, sizeof(double) * lb->n);
+	mem->npairs = lb->npairs;
+	memcpy(mem->S, lb->S, sizeof(lb->S));
+	memcpy(mem->Y, lb->Y, sizeof(lb->Y));
+	memcpy(mem->rho, lb->rho, sizeof(lb->rho));
+}
+
+/*
+ * The iteration loop (longer than 40 lines: one stopping rule after another,
+ * each setting how the run ended, reads best in one place).
+ */
 int
 solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool *converged,
 			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem,
-			 const LbfgsWatch *watch)
+			 const LbfgsWatch *watch, FitEnd *end)
 {
 	Lbfgs		lb = {0};
 	double		lmax = be->lambda_max > 0.0 ? be->lambda_max : 1.0;
@@ -267,7 +354,9 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	int			stall = 0,
 				iteration = 0;
 	double		fprev,
-				gprev;
+				gprev,
+				fh[FLAT_WINDOW],
+				gh[FLAT_WINDOW];
 
 	lb.be = be;
 	lb.opts = opts;
@@ -280,37 +369,20 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	lb.gnorm = NAN;
 	lb.max_rounds = rounds;
 	lb.sums = fit_sums_create(be->d, be->r1);
-	if (mem != NULL)
-	{
-		lb.npairs = mem->npairs;
-		memcpy(lb.S, mem->S, sizeof(lb.S));
-		memcpy(lb.Y, mem->Y, sizeof(lb.Y));
-		memcpy(lb.rho, mem->rho, sizeof(lb.rho));
-	}
 	*converged = false;
-	if (rounds > 0 && mem != NULL && mem->evaluated)
-	{
-		/* a continued run: U was evaluated at the end of the last call */
-		lb.f = mem->f;
-		lb.gnorm = mem->gnorm;
-		memcpy(lb.G, mem->G, sizeof(double) * n);
-	}
-	else if (rounds > 0)
-	{
-		lb.gnorm = evaluate(&lb, U, &lb.f, lb.G);
-		if (diag != NULL)
-			fit_trace(diag, lb.rounds, lb.f * be->nclients, lb.gnorm, NAN, 0.0, lb.sums);
-	}
+	lbfgs_resume(&lb, mem, rounds);
+	*end = FIT_END_BUDGET;
 	while (rounds > 0 && n > 0)
 	{
 		report(&lb, iteration);
 		if (lb.gnorm <= opts->tolerance * lmax)
 		{
 			*converged = true;
+			*end = FIT_END_CONVERGED;
 			break;
 		}
-		fprev = lb.f;
-		gprev = lb.gnorm;
+		fprev = fh[iteration % FLAT_WINDOW] = lb.f;
+		gprev = gh[iteration % FLAT_WINDOW] = lb.gnorm;
 		if (!iterate(&lb, p, Unew, Gnew, s, y))
 		{
 			/* no step along the quasi-Newton direction: forget the pairs, try the gradient */
@@ -321,35 +393,38 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			}
 			/* no step improves f or the gradient: as far as the arithmetic goes */
 			*converged = lb.gnorm <= stalled_tolerance(opts, lmax);
+			*end = lb.rounds < rounds ? FIT_END_STALLED : FIT_END_BUDGET;
 			break;
 		}
 		iteration++;
 		if (watch != NULL && watch->check(watch->arg, lb.U))
+		{
+			*end = FIT_END_KNOWN_BASIN;
 			break;
+		}
 		stall = (lb.f - fprev <= ROUNDING * fabs(lb.f) && lb.gnorm > 0.5 * gprev) ? stall + 1 : 0;
 		if (stall >= STALL_ROUNDS)
 		{
 			*converged = lb.gnorm <= stalled_tolerance(opts, lmax);
+			*end = FIT_END_STALLED;
+			break;
+		}
+		if (flat_converged(&lb, iteration, fh, gh))
+		{
+			*converged = true;
+			*end = FIT_END_FLAT;
 			break;
 		}
 	}
 	if (n == 0 && lb.rounds > 0)
+	{
 		*converged = true;
+		*end = FIT_END_CONVERGED;
+	}
 	*objective = lb.f * be->nclients;
 	*gnorm = lb.gnorm;
 	if (mem != NULL)
-	{
-		if (mem->G == NULL)
-			mem->G = palloc(sizeof(double) * Max(n, 1));
-		mem->evaluated = rounds > 0;
-		mem->f = lb.f;
-		mem->gnorm = lb.gnorm;
-		memcpy(mem->G, lb.G, sizeof(double) * n);
-		mem->npairs = lb.npairs;
-		memcpy(mem->S, lb.S, sizeof(lb.S));
-		memcpy(mem->Y, lb.Y, sizeof(lb.Y));
-		memcpy(mem->rho, lb.rho, sizeof(lb.rho));
-	}
+		lbfgs_keep(&lb, mem, rounds > 0);
 	return lb.rounds;
 }
 

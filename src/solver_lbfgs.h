@@ -34,12 +34,14 @@ typedef struct LbfgsWatch
 
 /*
  * L-BFGS from U (updated in place); returns rounds run, sets *converged,
- * *objective, *gnorm.  With mem, starts from its pairs (a run that ended at
- * this U) and leaves the run's pairs in it.
+ * *objective, *gnorm and how the run ended (*end: converged, stalled, the
+ * watch, the rounds, or the objective converged on a flat spectrum).  With
+ * mem, starts from its pairs (a run that ended at this U) and leaves the
+ * run's pairs in it.
  */
 extern int	solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds,
 						 bool *converged, double *objective, double *gnorm, FitDiagnostics *diag,
-						 LbfgsMemory *mem, const LbfgsWatch *watch);
+						 LbfgsMemory *mem, const LbfgsWatch *watch, FitEnd *end);
 
 /* Free the pairs and the stored gradient of mem (mem itself stays). */
 extern void lbfgs_memory_free(LbfgsMemory *mem);

@@ -6,6 +6,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
 
@@ -17,6 +18,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "stats.h"
@@ -54,7 +56,7 @@ perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 	Assert(skipped >= 0);
 	if (form == PERPCA_FORM_THIN && n > (int64) (MaxAllocSize / sizeof(double)) / d)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value with %lld rows of dimension %d is too large",
 						(long long) n, d)));
 	values = perpca_stats_nvalues(form, d, n);
@@ -62,7 +64,7 @@ perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 		(skipped > 0 ? sizeof(int64) : 0);
 	if (size > MaxAllocSize)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value of dimension %d is too large", d)));
 	s = (PerpcaStats *) palloc0(size);
 	SET_VARSIZE(s, size);
@@ -96,7 +98,7 @@ static void
 invalid_stats(const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_DATA_EXCEPTION),
+			(errcode(PERPCA_ERRCODE_BAD_VALUE),
 			 errmsg("invalid perpca_stats value"),
 			 errdetail("%s", detail)));
 }
@@ -125,6 +127,26 @@ check_diagonal(const PerpcaStats *s)
 			invalid_stats("The co-moment matrix must have a non-negative diagonal.");
 }
 
+/*
+ * The first j (0-based) whose mean_lo is not the rounding error of mean, or
+ * -1.  perpca keeps mean + mean_lo as a double-double whose low part is
+ * within half a unit in the last place of mean (TwoSum), or about two for a
+ * scaled mean; a value beyond four ("mean={1} mean_lo={5}", read as 6) is
+ * not one perpca writes.
+ */
+static int
+mean_lo_outlier(const double *mean, const double *lo, int d)
+{
+	for (int j = 0; j < d; j++)
+	{
+		double		hi = fabs(mean[j]);
+
+		if (!(fabs(lo[j]) <= 4.0 * (nextafter(hi, INFINITY) - hi)))
+			return j;
+	}
+	return -1;
+}
+
 void
 perpca_stats_validate(const PerpcaStats *s)
 {
@@ -149,6 +171,8 @@ perpca_stats_validate(const PerpcaStats *s)
 	for (int j = 0; j < s->dim; j++)
 		if (!isfinite(PERPCA_STATS_MEAN(s)[j] + PERPCA_STATS_MEAN_LO(s)[j]))
 			invalid_stats("The mean (mean + mean_lo) must be finite.");
+	if (mean_lo_outlier(PERPCA_STATS_MEAN(s), PERPCA_STATS_MEAN_LO(s), s->dim) >= 0)
+		invalid_stats("mean_lo must be the rounding error of mean (within a few units in its last place).");
 	if (s->form == PERPCA_FORM_DENSE)
 		check_diagonal(s);
 }
@@ -162,7 +186,7 @@ static void
 syntax_error(const char *str, const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			(errcode(PERPCA_ERRCODE_STATS_TEXT),
 			 errmsg("invalid input syntax for type perpca_stats: \"%.80s%s\"",
 					str, strlen(str) > 80 ? "..." : ""),
 			 errdetail("%s", detail)));
@@ -192,7 +216,41 @@ expect_token(const char **p, const char *tok, const char *str)
 	*p += strlen(tok);
 }
 
-/* Parse a signed 64-bit integer at *p. */
+/*
+ * Whether text..end is a number as perpca_stats_out writes it (the forms of
+ * 0.1.0 and 0.2.0 too): an optional minus, no leading zeros, digits, and
+ * for a float8 (real) an optional fraction and exponent "e+NN" / "e-NN".
+ * Not accepted: "+", blanks, hexadecimal, "E", "inf", "nan".
+ */
+static bool
+canonical_number(const char *text, const char *end, bool real)
+{
+	const char *c = text;
+
+	if (c < end && *c == '-')
+		c++;
+	if (c >= end || !isdigit((unsigned char) *c) || (*c == '0' && c + 1 < end && isdigit((unsigned char) c[1])))
+		return false;
+	while (c < end && isdigit((unsigned char) *c))
+		c++;
+	if (real && c < end && *c == '.')
+	{
+		if (++c >= end || !isdigit((unsigned char) *c))
+			return false;
+		while (c < end && isdigit((unsigned char) *c))
+			c++;
+	}
+	if (real && c < end && *c == 'e')
+	{
+		if (++c >= end || (*c != '+' && *c != '-') || ++c >= end || !isdigit((unsigned char) *c))
+			return false;
+		while (c < end && isdigit((unsigned char) *c))
+			c++;
+	}
+	return c == end;
+}
+
+/* Parse a signed 64-bit integer at *p, written as perpca_stats_out writes it. */
 static int64
 parse_int(const char **p, const char *str)
 {
@@ -203,6 +261,9 @@ parse_int(const char **p, const char *str)
 	v = strtoll(*p, &end, 10);
 	if (end == *p || errno != 0)
 		syntax_error(str, "Expected an integer.");
+	if (!canonical_number(*p, end, false))
+		syntax_error(str, psprintf("\"%.*s\" is not an integer as perpca_stats writes one (digits, an optional minus sign).",
+								   (int) Min(end - *p, 40), *p));
 	*p = end;
 	return (int64) v;
 }
@@ -228,6 +289,9 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 		/* ERANGE on a subnormal result is fine; on overflow or underflow to 0 it is not */
 		if (!isfinite(out[i]) || (errno == ERANGE && out[i] == 0.0))
 			syntax_error(str, "Values must be finite numbers within the range of float8.");
+		if (!canonical_number(*p, end, true))
+			syntax_error(str, psprintf("\"%.*s\" is not a number as perpca_stats writes one (such as -1.25e-07).",
+									   (int) Min(end - *p, 40), *p));
 		*p = end;
 	}
 	if (next_token_is(p, ","))
@@ -269,7 +333,7 @@ parse_header(const char **p, const char *str, int64 *n, int64 *d, int64 *skipped
 		syntax_error(str, "The dimension d must be positive.");
 	if (*d > PERPCA_MAX_DIM)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("dimension %lld exceeds the limit of %d", (long long) *d, PERPCA_MAX_DIM)));
 }
 
@@ -287,6 +351,7 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 				d,
 				skipped;
 	double	   *mean;
+	int			j;
 	PerpcaStats *s;
 
 	parse_header(&p, str, &n, &d, &skipped);
@@ -297,6 +362,9 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 	parse_list(&p, mean + d, d, str);
 	s = perpca_stats_alloc_skipped(next_token_is(&p, "rows=") ? PERPCA_FORM_THIN : PERPCA_FORM_DENSE,
 								   (int) d, n, skipped);
+	if ((j = mean_lo_outlier(mean, mean + d, (int) d)) >= 0)
+		syntax_error(str, psprintf("mean_lo element %d (%g) is not the rounding error of mean element %d (%g): it must be within a few units in its last place.",
+								   j + 1, mean[d + j], j + 1, mean[j]));
 	memcpy(s->data, mean, sizeof(double) * 2 * d);
 	expect_token(&p, s->form == PERPCA_FORM_THIN ? "rows=" : "m2=", str);
 	parse_list(&p, PERPCA_STATS_BODY(s), perpca_stats_nvalues(s->form, d, n) - 2 * d, str);
@@ -550,7 +618,7 @@ perpca_row_element_error(const char *what, int j, int d, bool isnull, double val
 	const char *kind = isnull ? "NULL" : isnan(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity";
 
 	ereport(ERROR,
-			(errcode(isnull ? ERRCODE_NULL_VALUE_NOT_ALLOWED : ERRCODE_DATA_EXCEPTION),
+			(errcode(isnull ? PERPCA_ERRCODE_NULL : PERPCA_ERRCODE_BAD_VALUE),
 			 errmsg("%s element %d of %d is %s", what, j + 1, d, kind),
 			 errhint("%s", hint)));
 }
@@ -564,8 +632,14 @@ perpca_nulls_arg(text *t)
 		return PERPCA_NULLS_SKIP;
 	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
 		return PERPCA_NULLS_ERROR;
+	if (len == 8 && memcmp(VARDATA_ANY(t), "observed", 8) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("perpca_stats cannot read rows with missing => 'observed'"),
+				 errdetail("Statistics are those of complete rows."),
+				 errhint("Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped).")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("nulls must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
+			 errmsg("missing must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
 }

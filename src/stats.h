@@ -121,13 +121,33 @@ extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type
 									 PerpcaNulls nulls);
 
 /*
- * pgvector_io.c: a vector or halfvec value (detoasted, its layout checked;
- * what names it in errors) and its dimension; its values as d doubles; the
- * size of such a value of dimension d, header included.
+ * The reader of rows of one type other than float8[]: a value (detoasted,
+ * its layout checked; what names it in errors) and its dimension; its
+ * values as d doubles; the size of such a value of dimension d, header
+ * included.  The module of that type fills the aggregate's table of readers
+ * when the library loads (pgvector_io.c: vector and halfvec), so the
+ * aggregate calls it only through the table.
  */
-extern const void *perpca_pgvector_row(PerpcaRowType type, Datum row, int *d, const char *what);
-extern void perpca_pgvector_values(PerpcaRowType type, const void *row, double *out);
-extern Size perpca_pgvector_size(PerpcaRowType type, int d);
+typedef struct PerpcaRowReader
+{
+	const void *(*row) (Datum row, int *d, const char *what);
+	void		(*values) (const void *row, double *out);
+	Size		(*size) (int d);
+} PerpcaRowReader;
+
+extern void perpca_stats_row_reader(PerpcaRowType type, const PerpcaRowReader *reader);
+
+/* pgvector_io.c: put the readers of vector and halfvec in the table (_PG_init). */
+extern void perpca_pgvector_init(void);
+
+/*
+ * The hint of the aggregate's error for a row's missing element; the readers
+ * of a query (row_reader.c) put their own option's hint in its place.
+ */
+#define PERPCA_SKIP_HINT "Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
+
+/* The same for the model's row functions (missing.c). */
+#define PERPCA_OBSERVED_HINT "Pass missing => 'observed' to score the row on its observed coordinates, or missing => 'skip' to return NULL for it; perpca_model_impute() fills the gaps."
 
 /*
  * The error for a NULL (isnull) or non-finite element at 0-based position

@@ -1,7 +1,8 @@
 /*
  * stats_agg.c -- the aggregates perpca_stats(float8[]) and perpca_merge()
  * (and the transition of perpca_vector's perpca_stats(vector / halfvec),
- * whose rows pgvector_io.c reads)
+ * whose rows it reads through the table of row readers that pgvector_io.c
+ * fills when the library loads: this file never calls pgvector_io.c)
  *
  * Rows are buffered into a block; a full block is centred at its own mean,
  * added to M2 with one BLAS rank-k update (dsyrk) and merged into the state
@@ -95,8 +96,30 @@ struct StatsState
 								 * the row being added meanwhile); not state */
 };
 
-/* The hint of the error for a row with a missing value. */
-#define SKIP_HINT "Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
+/*
+ * The readers of rows of other types than float8[], by PerpcaRowType: filled
+ * by their module when the library loads (stats.h), so this file calls
+ * pgvector_io.c only through them.
+ */
+static const PerpcaRowReader *row_readers[PERPCA_ROWTYPE_HALFVEC + 1];
+
+void
+perpca_stats_row_reader(PerpcaRowType type, const PerpcaRowReader *reader)
+{
+	Assert(type > PERPCA_ROWTYPE_FLOAT8 && type <= PERPCA_ROWTYPE_HALFVEC);
+	row_readers[type] = reader;
+}
+
+static const PerpcaRowReader *
+row_reader(PerpcaRowType type)
+{
+	if (type <= PERPCA_ROWTYPE_FLOAT8 || type > PERPCA_ROWTYPE_HALFVEC || row_readers[type] == NULL)
+		elog(ERROR, "perpca_stats has no reader of rows of type %d", (int) type);
+	return row_readers[type];
+}
+
+/* The hint of the error for a row with a missing value (stats.h). */
+#define SKIP_HINT PERPCA_SKIP_HINT
 
 PG_FUNCTION_INFO_V1(perpca_stats_accum);
 PG_FUNCTION_INFO_V1(perpca_stats_accum_nulls);
@@ -216,7 +239,7 @@ state_set_nulls(StatsState *st, PerpcaNulls nulls)
 	if (st->npend > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("nulls must be the same for every row of a group")));
+				 errmsg("missing must be the same for every row of a group")));
 	st->nulls = nulls;
 }
 
@@ -258,7 +281,7 @@ row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 	VARATT_EXTERNAL_GET_POINTER(ptr, v);
 	size = type == PERPCA_ROWTYPE_FLOAT8
 		? ARR_OVERHEAD_NONULLS(1) + sizeof(double) * st->d
-		: perpca_pgvector_size(type, st->d);
+		: row_reader(type)->size(st->d);
 	return ptr.va_rawsize == (int32) size;
 }
 
@@ -296,10 +319,10 @@ fetch_pending(const StatsState *st, int i, void **copy)
 	}
 	else
 	{
-		*copy = (void *) perpca_pgvector_row(st->rowtype, PointerGetDatum(st->pend[i].ptr),
+		*copy = (void *) row_reader(st->rowtype)->row(PointerGetDatum(st->pend[i].ptr),
 											  &d, "input row");
 		if (d == st->d)
-			perpca_pgvector_values(st->rowtype, *copy, st->fetched);
+			row_reader(st->rowtype)->values(*copy, st->fetched);
 		x = st->fetched;
 	}
 	if (d != st->d)
@@ -989,12 +1012,12 @@ perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls
 	}
 	else
 	{
-		const void *row = perpca_pgvector_row(type, PG_GETARG_DATUM(1), &d, "input row");
+		const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
 		double	   *scratch;
 
 		st = perpca_stats_accum_state(fcinfo, d, nulls);
 		scratch = perpca_stats_accum_scratch(st);
-		perpca_pgvector_values(type, row, scratch);
+		row_reader(type)->values(row, scratch);
 		x = scratch;
 	}
 	if (x != NULL)
@@ -1018,7 +1041,7 @@ perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8,
 								   perpca_nulls_arg(PG_GETARG_TEXT_PP(2)));
 }

@@ -253,7 +253,7 @@ perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("nulls must be 'error' or 'skip', not NULL")));
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	if (PG_ARGISNULL(1))
 	{
 		if (ds == NULL)

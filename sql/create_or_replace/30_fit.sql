@@ -23,30 +23,32 @@ CREATE OR REPLACE FUNCTION perpca_fit(
     start text DEFAULT NULL,
     solver text DEFAULT NULL,
     scale text DEFAULT NULL,
-    hops int DEFAULT NULL)
+    hops int DEFAULT NULL,
+    missing text DEFAULT NULL)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int) IS
-    'Personalized PCA: global components shared by all clients (rows of the query) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2 and its step options); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); scale ''standard'' divides each feature by its pooled standard deviation (perpca_scale_factors) before the fit, so components and variances are in standardized units (default ''none''); hops (lbfgs, init ''best'', default 4): after the starts, the two weakest global directions of the best optimum so far are replaced by random ones and the fit converged again, until this many hops in a row find no better optimum (0: the starts only; more: more certainty for more time); a NULL or omitted option means its default (README: Reference)';
+COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int, text) IS
+    'Personalized PCA: global components shared by all clients of the query (statistics (client, perpca_stats[, n_local]), or rows of any form the row reader takes -- a numeric array, a vector or halfvec, numeric feature columns -- aggregated per client; missing => ''error'' (default) or ''skip'' for rows with NULL, NaN or infinite elements, ''observed'' refused; a client without rows is left out with a NOTICE) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2 and its step options); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); scale ''standard'' divides each feature by its pooled standard deviation (perpca_scale_factors) before the fit, so components and variances are in standardized units (default ''none''); hops (lbfgs, init ''best'', default 4): after the starts, the two weakest global directions of the best optimum so far are replaced by random ones and the fit converged again, until this many hops in a row find no better optimum (0: the starts only; more: more certainty for more time); a NULL or omitted option means its default (README: Reference)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit()
 RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
                kkt_residual float8, theta_est float8, step float8,
                n_clients int, d int, seconds float8,
                solver text, start text, gradient_norm float8, options jsonb,
-               rows_skipped bigint)
+               rows_skipped bigint, stopped text)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit() IS
-    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm, the effective options (defaults filled in) as jsonb, and the rows the clients'' statistics left out for missing values (perpca_stats(x, ''skip''); 0 for a federated fit)';
+    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm, the effective options (defaults filled in) as jsonb, and the rows the clients'' statistics left out for missing values (perpca_stats(x, ''skip''); 0 for a federated fit), and why the fit stopped, in words (the search''s stopping rule and how the chosen run ended; NULL for the closed-form methods)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_starts()
-RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean)
+RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean,
+               basin int, ended text)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit_starts() IS
-    'one row per start of the last perpca_fit or perpca_fit_federated in this session: its objective, rounds and convergence, and whether it was kept';
+    'one row per start of the last perpca_fit or perpca_fit_federated in this session: its objective, rounds and convergence, whether it was kept, its basin (the number of the row whose run first found the optimum it ended at; NULL: none known) and how it ended (converged, screened, known basin, budget, round limit, stalled, objective converged)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_rounds()
 RETURNS TABLE (start text, round int, objective float8, gradient_norm float8,

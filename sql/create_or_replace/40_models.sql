@@ -6,7 +6,9 @@
 -- they resolve an unqualified model name through the caller's search_path
 -- and record that search_path for the model's query; every internal
 -- function here pins search_path = pg_catalog, pg_temp.  The model's query
--- runs with the recorded search_path, at train as at every refresh.
+-- is bound once, at train, with the recorded search_path: its owner creates
+-- the view <model>_source holding it (source_bind), as for a materialized
+-- view, and train and every refresh read that view (stage_fill).
 --
 -- Ownership: a model that belongs to another role is written as that role,
 -- inside a security-restricted operation (perpca_internal.run_as, see
@@ -128,13 +130,14 @@ BEGIN
             constant_features int[],
             search_path text,
             feature_names text[],
-            stats_digest text)$f$, info);
+            stats_digest text,
+            source_view text)$f$, info);
     EXECUTE format('COMMENT ON TABLE %s IS %L', components,
         'perpca model ' || base || ': global (client NULL) and local principal components');
     EXECUTE format('COMMENT ON TABLE %s IS %L', clients,
         'perpca model ' || base || ': one row per client (mean, explained-variance ratios, training error)');
     EXECUTE format('COMMENT ON TABLE %s IS %L', info,
-        'perpca model ' || base || ': options, source query and the search_path it runs with, key type, diagnostics and version of the fit');
+        'perpca model ' || base || ': options, source query (bound in the view ' || base || '_source) and the search_path it was bound with, key type, diagnostics and version of the fit');
     PERFORM perpca_internal.history_create(schema_name, base);
 END
 $$;
@@ -269,7 +272,8 @@ BEGIN
     -- covariance and residual spectrum (client_monitor_stats) too.
     EXECUTE format($f$
         WITH r AS (
-            SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s),
+            SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s
+             WHERE @extschema@.perpca_count(s.stats) > 0),
         c AS (
             SELECT r.client, r.raw, r.stats,
                    CASE $1 WHEN 'client' THEN @extschema@.perpca_mean(r.stats)
@@ -349,72 +353,108 @@ CREATE OR REPLACE FUNCTION perpca_internal.query_shape(query text, search_path t
 COMMENT ON FUNCTION perpca_internal.query_shape(text, text) IS
     'internal: the result columns of a query ([{name, type, base}], base the type under any domain), from planning it with the given search_path';
 
--- Run a clients query once into the stage, with the model's search_path
--- (recorded at train), recording the type of the client key.  Its rows are
--- either (client, perpca_stats[, n_local]) or (client, numeric feature
--- columns ...), which are aggregated here, perpca_stats(ARRAY[c1, ..]) per
--- client (a NULL feature is an error, as in perpca_stats); then the result
--- names the features after the columns.  Called through run_as: as the
--- model's owner (or the trainer), inside a security-restricted operation,
--- at train as at refresh.
-CREATE OR REPLACE FUNCTION perpca_internal.stage_fill(query text, search_path text) RETURNS jsonb
+-- The reader of a model's query (src/row_reader.c): planned, not run, as
+-- the current user with the given search_path.
+CREATE OR REPLACE FUNCTION perpca_internal.stage_command(query text, search_path text, missing text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'perpca_stage_command' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.stage_command(text, text, text) IS
+    'internal: the INSERT that stages a model''s query (statistics as they come; rows of any form -- a numeric array, vector or halfvec, numeric feature columns -- aggregated per client under missing) and the names of its feature columns, from planning it with the given search_path';
+
+-- The check of every query text the write path runs (src/query_check.c):
+-- exactly one SELECT, or 0A000; the statement's own text.
+CREATE OR REPLACE FUNCTION perpca_internal.one_select(query text, what text) RETURNS text
+    AS 'MODULE_PATHNAME', 'perpca_one_select_sql' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_internal.one_select(text, text) IS
+    'internal: the text of query if it is exactly one SELECT (VALUES, TABLE; no INTO, no data-modifying WITH), else feature_not_supported naming it what';
+
+-- Bind a model's query once: create (or, for a replace, create anew) the
+-- view <base>_source holding it, as the current user (the model's owner,
+-- through run_as) with the given search_path, which is in effect for the
+-- CREATE VIEW alone.  PostgreSQL binds the view's functions, operators,
+-- casts and relations now, as for a materialized view; every later read
+-- (stage_fill) runs what was bound, whatever is created in those schemas
+-- afterwards.  A model stored before 0.4.0 is bound by its first refresh.
+CREATE OR REPLACE FUNCTION perpca_internal.source_bind(schema_name text, base text, query text,
+                                                       search_path text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    body text := regexp_replace(query, '[;[:space:]]+$', '');
-    cols jsonb := perpca_internal.query_shape(body, search_path);
-    ncols int := jsonb_array_length(cols);
-    names text[];
-    bad text;
-    command text;
-    n bigint;
+    view text := format('%I.%I', schema_name, base || '_source');
+    command text := format('CREATE VIEW %s AS %s', view, perpca_internal.one_select(query, 'the query of a model'));
+    rel regclass;
 BEGIN
-    IF ncols >= 2 AND (cols -> 1 ->> 'type')::oid = '@extschema@.perpca_stats'::regtype::oid THEN
-        command := format(
-            'INSERT INTO pg_temp.perpca_train_src
-             SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.*
-               FROM (%s
-                    ) AS q(perpca_client_key, perpca_client_stats)', body);
-    ELSE
-        SELECT string_agg(format('%s (%s)', quote_ident(c ->> 'name'), format_type((c ->> 'type')::oid, NULL)),
-                          ', ' ORDER BY i)
-          INTO bad
-          FROM jsonb_array_elements(cols) WITH ORDINALITY AS t(c, i)
-         WHERE i > 1 AND (c ->> 'base')::oid <> ALL (ARRAY['int2'::regtype, 'int4'::regtype, 'int8'::regtype,
-                                                           'float4'::regtype, 'float8'::regtype,
-                                                           'numeric'::regtype]::oid[]);
-        IF ncols < 2 OR bad IS NOT NULL THEN
-            RAISE EXCEPTION 'a model''s query must return a client key, then perpca_stats or numeric feature columns'
-                USING ERRCODE = 'datatype_mismatch',
-                      DETAIL = CASE WHEN ncols < 2 THEN format('The query returns %s column.', ncols)
-                                    ELSE format('Not numeric: %s.', bad) END,
-                      HINT = 'Return (client, perpca_stats(x) ... GROUP BY client), or (client, c1, c2, ...) with '
-                             'numeric columns (smallint, integer, bigint, real, double precision, numeric).';
+    -- Executable by PUBLIC (95_privileges.sql): the owner's privileges (or
+    -- CREATE on the schema, for a new model) checked first.
+    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write', true, true);
+    rel := to_regclass(view);
+    IF rel IS NOT NULL THEN
+        IF (SELECT c.relkind <> 'v' OR c.relowner <> current_user::regrole::oid FROM pg_class c WHERE c.oid = rel) THEN
+            RAISE EXCEPTION 'relation % is in the way of the source view of model "%.%"', view, schema_name, base
+                USING ERRCODE = 'duplicate_table',
+                      DETAIL = format('It is not a view owned by role %s.', current_user),
+                      HINT = 'Rename or drop it: perpca_train keeps a model''s query in the view <model>_source.';
         END IF;
-        SELECT array_agg(c ->> 'name' ORDER BY i) INTO names
-          FROM jsonb_array_elements(cols) WITH ORDINALITY AS t(c, i) WHERE i > 1;
-        SELECT format(
-            'INSERT INTO pg_temp.perpca_train_src (client_type, client, stats)
-             SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.perpca_client_key,
-                    @extschema@.perpca_stats(ARRAY[%s])
-               FROM (%s
-                    ) AS q(perpca_client_key, %s)
-              GROUP BY q.perpca_client_key',
-            string_agg(format('q.perpca_f%s::pg_catalog.float8', i), ', ' ORDER BY i), body,
-            string_agg(format('perpca_f%s', i), ', ' ORDER BY i))
-          INTO command
-          FROM generate_series(1, ncols - 1) AS i;
+        EXECUTE format('DROP VIEW %s', view);
     END IF;
-    -- Only the query runs with the model's search_path: everything else here
-    -- is evaluated before and after (the function's SET restores it on error).
+    IF NOT has_schema_privilege(schema_name, 'CREATE') THEN
+        RAISE EXCEPTION 'role % may not create the view % that binds the query of model "%.%"',
+                        current_user, view, schema_name, base
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('Grant CREATE on schema %s to role %s (a model stored before 0.4.0 binds its query at its first refresh).',
+                                quote_ident(schema_name), current_user);
+    END IF;
+    -- Only the CREATE VIEW runs with the model's search_path (the command is
+    -- written before: no expression here is evaluated under that path).
     PERFORM set_config('search_path', search_path, true);
     EXECUTE command;
-    GET DIAGNOSTICS n = ROW_COUNT;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    RETURN jsonb_build_object('clients', n, 'feature_names', to_jsonb(names));
+    EXECUTE format('COMMENT ON VIEW %s IS %L', view,
+        'perpca model ' || base || ': its query, bound when it was trained; read by every refresh (perpca_train(..., replace => true) changes it)');
+    RETURN jsonb_build_object('view', view);
 END
 $$;
-COMMENT ON FUNCTION perpca_internal.stage_fill(text, text) IS
-    'internal: runs a clients query into the temporary stage of a train or refresh with the given search_path, with its key type; a query of numeric feature columns is aggregated per client (perpca_stats) and its column names returned as feature_names';
+COMMENT ON FUNCTION perpca_internal.source_bind(text, text, text, text) IS
+    'internal: creates (or creates anew) the view <base>_source holding a model''s query, as the current user with the given search_path, so the query is bound once as a materialized view''s is';
+
+-- Read a model's view <base>_source (source_bind) once into the stage,
+-- recording the type of the client key.  Its rows are statistics (client,
+-- perpca_stats[, n_local]) or rows of any form the one row reader takes
+-- (src/row_reader.c: a numeric array, a vector or halfvec, numeric feature
+-- columns), aggregated per client under missing ('error' or 'skip',
+-- recorded in the model's options); feature columns name the features.
+-- Called through run_as: as the model's owner, inside a security-restricted
+-- operation, at train as at refresh; the view must be a view of the current
+-- user (no other role's code is read here).
+CREATE OR REPLACE FUNCTION perpca_internal.stage_fill(schema_name text, base text, missing text DEFAULT 'error')
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    view text := format('%I.%I', schema_name, base || '_source');
+    rel regclass := to_regclass(view);
+    body text := format('SELECT * FROM %s', view);
+    staged jsonb;
+    n bigint;
+BEGIN
+    IF rel IS NULL THEN
+        RAISE EXCEPTION 'the view %, which holds the query of model "%.%", does not exist', view, schema_name, base
+            USING ERRCODE = 'undefined_table',
+                  HINT = 'It was dropped (DROP ... CASCADE of a relation its query reads?). Train the model again with perpca_train(..., replace => true).';
+    END IF;
+    IF (SELECT c.relkind <> 'v' OR c.relowner <> current_user::regrole::oid FROM pg_class c WHERE c.oid = rel) THEN
+        RAISE EXCEPTION '% is not the source view of model "%.%"', view, schema_name, base
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = format('It is not a view owned by role %s, the model''s owner.', current_user),
+                  HINT = 'Drop it and train the model again with perpca_train(..., replace => true).';
+    END IF;
+    staged := perpca_internal.stage_command(body, 'pg_catalog, pg_temp', missing);
+    -- The view's query was bound by source_bind: nothing here is looked up
+    -- in the model's search_path.
+    EXECUTE staged ->> 'command';
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN jsonb_build_object('clients', n, 'feature_names', staged -> 'feature_names');
+END
+$$;
+COMMENT ON FUNCTION perpca_internal.stage_fill(text, text, text) IS
+    'internal: reads the view <base>_source of a model (a view of the current user, the model''s owner) into the temporary stage of a train or refresh, with its key type; rows of any form (perpca_internal.stage_command) are aggregated per client under missing and the view''s feature column names returned as feature_names';
 
 -- Fit the staged clients and store the result as model schema_name.base
 -- (new, or replacing the rows of an existing one); the caller holds the
@@ -478,7 +518,8 @@ BEGIN
         SELECT string_agg(format('ADD COLUMN %I %s', c.name, c.type), ', ') INTO added
           FROM (VALUES ('client_type', 'text'), ('options', 'jsonb'), ('scale_factors', 'float8[]'),
                        ('constant_features', 'int[]'), ('search_path', 'text'),
-                       ('feature_names', 'text[]'), ('stats_digest', 'text')) AS c(name, type)
+                       ('feature_names', 'text[]'), ('stats_digest', 'text'),
+                       ('source_view', 'text')) AS c(name, type)
          WHERE NOT EXISTS (SELECT FROM pg_attribute a
                             WHERE a.attrelid = info::regclass AND a.attname = c.name AND NOT a.attisdropped);
         IF added IS NOT NULL THEN
@@ -513,7 +554,8 @@ BEGIN
               'version', version, 'client_type', key_type,
               'options', opts, 'scale_factors', to_jsonb(f.scale_factors),
               'constant_features', to_jsonb(f.constant_features), 'search_path', search_path,
-              'feature_names', to_jsonb(feature_names), 'stats_digest', digest);
+              'feature_names', to_jsonb(feature_names), 'stats_digest', digest,
+              'source_view', format('%I.%I', schema_name, base || '_source'));
 
     RETURN jsonb_build_object('model_name', base, 'd', diag -> 'd', 'n_clients', diag -> 'n_clients',
                               'rounds_run', diag -> 'rounds_run', 'converged', diag -> 'converged',
@@ -531,7 +573,7 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, p
 DECLARE
     -- Named columns: the query's own may be unnamed ("?column?" twice).
     command text := concat('CREATE TEMPORARY TABLE perpca_train_start (client, kind, component, pc) AS ',
-                           regexp_replace(query, '[;[:space:]]+$', ''));
+                           perpca_internal.one_select(query, 'start query'));
 BEGIN
     IF to_regclass('pg_temp.perpca_train_start') IS NOT NULL THEN
         DROP TABLE pg_temp.perpca_train_start;
@@ -577,11 +619,14 @@ BEGIN
         options := options || jsonb_build_object('start', 'SELECT * FROM pg_temp.perpca_train_start');
     END IF;
 
-    -- The caller's query runs once, as the caller, the way every refresh
-    -- will run it: restricted, with the recorded search_path.
+    -- The query is bound once, by the owner, with the caller's search_path:
+    -- the view <model>_source (a replace binds it anew).  It is read the way
+    -- every refresh will read it: as the owner, restricted.
     PERFORM perpca_internal.stage_create(owner);
-    staged := perpca_internal.run_as(current_user::regrole, 'SELECT perpca_internal.stage_fill($1, $2)',
-                                     query, search_path);
+    PERFORM perpca_internal.run_as(owner, 'SELECT perpca_internal.source_bind($1, $2, $3, $4)',
+                                   schema_name, base, query, search_path);
+    staged := perpca_internal.run_as(owner, 'SELECT perpca_internal.stage_fill($1, $2, $3)', schema_name, base,
+                                     coalesce(options ->> 'missing', 'error'));
     -- A query of feature columns names the features; feature_names, when
     -- given too, must say the same (a refresh reads the names from the query).
     names := feature_names;
@@ -629,10 +674,11 @@ CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_
                              verbose boolean DEFAULT NULL, adaptive boolean DEFAULT NULL,
                              replace boolean DEFAULT false, start text DEFAULT NULL,
                              solver text DEFAULT NULL, scale text DEFAULT NULL,
-                             feature_names text[] DEFAULT NULL, hops int DEFAULT NULL)
+                             feature_names text[] DEFAULT NULL, hops int DEFAULT NULL,
+                             missing text DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
     AS 'MODULE_PATHNAME', 'perpca_train' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[], int) IS
-    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query runs as it will at every refresh (restricted, with the search_path in effect now, recorded in <model>_info.search_path), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model; feature_names (d names) are stored in <model>_info.feature_names for perpca_loadings and top_features';
+COMMENT ON FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[], int, text) IS
+    'fits PerPCA on a query returning (client, perpca_stats[, n_local]) or rows of any form the row reader takes (a numeric array, a vector or halfvec, numeric feature columns), aggregated per client under missing (''error'', the default, or ''skip''; recorded in <model>_info.options and applied at every refresh; a client left without rows is named in a NOTICE and left out), and stores the model as tables <model>_components, <model>_clients and <model>_info; the client key may be of any type (its type is recorded); the query must be one SELECT; it is bound now, with the search_path in effect (recorded in <model>_info.search_path), in the view <model>_source, which the owner owns and every refresh reads, and read now as every refresh will (restricted, as the owner), so a query that could not be refreshed fails now; replace => true swaps an existing model atomically (another role''s model is written as its owner); NULL options take perpca_fit''s defaults (the effective ones are recorded in <model>_info.options); start is perpca_fit''s warm-start query (with init => ''given''); scale => ''standard'' divides each feature by its pooled standard deviation, stored in <model>_info.scale_factors and applied by every function that reads the model; feature_names (d names) are stored in <model>_info.feature_names for perpca_loadings and top_features';
 

@@ -70,7 +70,7 @@ CREATE OR REPLACE FUNCTION perpca_similarity(model text, all_pairs boolean DEFAU
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION perpca_model_scores(text, text, float8[], text, text) IS
-    'scores of a row x of a client: n_global global scores then the client''s local scores, after centering as the fit did; a client the model has never seen gets the global scores only (unknown => ''global'', one NOTICE per statement) or an error (unknown => ''error'').  missing => ''observed'': a row with NULL, NaN or infinite elements gets the posterior mean of its scores given the observed coordinates under the model''s probabilistic PCA form (every row is then scored so, also a complete one), NULL when fewer coordinates are observed than there are scores; missing => ''error'' (default): such an element is an error';
+    'scores of a row x of a client: n_global global scores then the client''s local scores, after centering as the fit did; a client the model has never seen gets the global scores only (unknown => ''global'', one NOTICE per statement) or an error (unknown => ''error'').  missing => ''observed'': a row with NULL, NaN or infinite elements gets the posterior mean of its scores given the observed coordinates under the model''s probabilistic PCA form (every row is then scored so, also a complete one), NULL when fewer coordinates are observed than there are scores; missing => ''skip'': such a row gets NULL (one NOTICE per statement counts them); missing => ''error'' (default): such an element is an error';
 COMMENT ON FUNCTION perpca_model_scores(text, anyelement, float8[], text, text) IS
     'perpca_model_scores with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
 COMMENT ON FUNCTION perpca_model_global_part(text, text, float8[], text, text) IS
@@ -101,8 +101,9 @@ COMMENT ON FUNCTION perpca_model_impute(text, anyelement, float8[], text) IS
     'perpca_model_impute with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
 
 CREATE OR REPLACE FUNCTION perpca_evaluate_imputation(model text, query text, share float8 DEFAULT 0.1,
-                                                      seed bigint DEFAULT 0)
-RETURNS TABLE (client text, n bigint, hidden bigint, error float8, mean_error float8, ratio float8)
+                                                      seed bigint DEFAULT 0, missing text DEFAULT 'observed')
+RETURNS TABLE (client text, n bigint, hidden bigint, error float8, mean_error float8, ratio float8,
+               skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_evaluate_imputation(text, text, float8, bigint) IS
-    'masked evaluation: the query returns rows (client, x float8[]); each observed entry is hidden with probability share (seeded by seed and the row, so the same rows hide the same entries in any order), filled by perpca_model_impute, and scored per client: rows n, hidden entries, error (mean squared error of the model''s filling on the hidden entries, in the data''s units), mean_error (that of filling with the client''s centre, its mean under center ''client'') and ratio = error / mean_error';
+COMMENT ON FUNCTION perpca_evaluate_imputation(text, text, float8, bigint, text) IS
+    'masked evaluation: the query returns rows (client, x) of any form of the row reader (a numeric array, a vector or halfvec, numeric feature columns); missing => ''observed'' (default: a row''s gaps stay gaps), ''skip'' (a row with a gap is left out, counted in skipped) or ''error''; each observed entry is hidden with probability share (seeded by seed and the row, so the same rows hide the same entries in any order), filled by perpca_model_impute, and scored per client: rows n, hidden entries, error (mean squared error of the model''s filling on the hidden entries, in the data''s units), mean_error (that of filling with the client''s centre, its mean under center ''client'') and ratio = error / mean_error';

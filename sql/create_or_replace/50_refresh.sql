@@ -2,12 +2,16 @@
 -- Refresh: refit a stored model from its source query (warm-started from
 -- the stored components).
 --
--- The source query is text written by the model's owner.  Like REFRESH
--- MATERIALIZED VIEW, a refresh runs it (and writes the model) as the owner,
--- inside a security-restricted operation, with the search_path recorded
--- when the model was trained (<model>_info.search_path; models stored
--- before 0.3.0: pg_catalog, perpca's schema); only the owner or a member of
--- the owning role may refresh.  perpca_refresh is C (src/model_write.c).
+-- The source query is the owner's, bound once when the model was trained:
+-- the view <model>_source.  Like REFRESH MATERIALIZED VIEW, a refresh reads
+-- it (and writes the model) as the owner, inside a security-restricted
+-- operation, and parses no text: what was planted in a schema of the
+-- recorded search_path after training cannot bind into it.  A model stored
+-- before 0.4.0 (<model>_info.source_view NULL) has its text bound into the
+-- view at its first refresh, with the search_path it recorded
+-- (<model>_info.search_path; models stored before 0.3.0: pg_catalog,
+-- perpca's schema).  Only the owner or a member of the owning role may
+-- refresh.  perpca_refresh is C (src/model_write.c).
 -- ==========================================================================
 
 -- Run one SQL command as a role (a model's owner), restricted (src/run_as_owner.c).
@@ -16,6 +20,16 @@ RETURNS jsonb
     AS 'MODULE_PATHNAME', 'perpca_run_as' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.run_as(regrole, text, "any") IS
     'internal: runs command (parameters $1.. from args) as role, inside a security-restricted operation with search_path = pg_catalog, pg_temp, and returns the first column (jsonb) of its first row; insufficient_privilege unless the caller has the role''s privileges';
+
+-- The same in a subtransaction, for on_error => 'record': whatever the
+-- command raises (a query_canceled of the owner's code included) comes back
+-- as {"error": {"sqlstate", "message"}}; only an interrupt of the caller's
+-- statement (cancel, statement or lock timeout) is raised again.
+CREATE OR REPLACE FUNCTION perpca_internal.run_as_caught(role regrole, command text, VARIADIC args "any")
+RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'perpca_run_as_caught' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.run_as_caught(regrole, text, "any") IS
+    'internal: run_as in a subtransaction: an error of the command comes back as {"error": {"sqlstate", "message"}} (the subtransaction rolled back), except an interrupt of the caller''s statement (a cancel, a statement or lock timeout), which is raised';
 
 -- The refresh itself, run as the model's owner: the source query into the
 -- stage; when the digest of the staged statistics (and options and feature
@@ -49,7 +63,17 @@ BEGIN
     options := coalesce(m -> 'options', (m - 'rounds') || jsonb_build_object('rounds', m -> 'rounds_max'))
                || jsonb_build_object('n_global', m -> 'n_global', 'n_local', m -> 'n_local');
     path := coalesce(m ->> 'search_path', 'pg_catalog, @extschema@');
-    staged := perpca_internal.stage_fill(m ->> 'source_query', path);
+    -- The query was bound at train, in the view <model>_source; a model
+    -- stored before 0.4.0 (no source_view) has its text bound here, once.
+    -- (source_view is recorded at once: an unchanged refresh stores nothing else)
+    IF m ->> 'source_view' IS NULL THEN
+        fit := perpca_internal.source_bind(schema_name, base, m ->> 'source_query', path);
+        IF NOT m ? 'source_view' THEN
+            EXECUTE format('ALTER TABLE %s ADD COLUMN source_view text', info);
+        END IF;
+        EXECUTE format('UPDATE %s SET source_view = $1', info) USING fit ->> 'view';
+    END IF;
+    staged := perpca_internal.stage_fill(schema_name, base, coalesce(options ->> 'missing', 'error'));
     -- A query of feature columns names the features at every refresh.
     names := CASE WHEN jsonb_typeof(staged -> 'feature_names') = 'array' THEN
                       ARRAY(SELECT t.e FROM jsonb_array_elements_text(staged -> 'feature_names')
@@ -108,8 +132,10 @@ COMMENT ON FUNCTION perpca_internal.model_refresh(text, text, boolean) IS
 
 -- The body of perpca_refresh (src/model_write.c resolved the name and
 -- locked the model with model_lock.c, which checked its owner).  With
--- on_error 'record', an error of the refit (not a cancel) is caught, the
--- model stays as it was, and the failure is the history's row.
+-- on_error 'record', whatever the refit raises is caught (run_as_caught: a
+-- 57014 of the owner's code too; only a cancel or timeout of the caller's
+-- statement is not), the model stays as it was, and the failure is the
+-- history's row.
 CREATE OR REPLACE FUNCTION perpca_internal.refresh(schema_name text, base text, model text, warm boolean,
                                                    on_error text)
 RETURNS TABLE (version bigint, at timestamptz, kind text, clients int, "rows" bigint, rounds_run int,
@@ -126,24 +152,26 @@ BEGIN
     PERFORM perpca_internal.model_check_owner(model, owner);
     PERFORM perpca_internal.stage_create(owner);
     IF on_error = 'record' THEN
-        BEGIN
-            r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
-                                        schema_name, base, warm);
-        EXCEPTION WHEN OTHERS THEN      -- not query_canceled: a cancel or timeout stays an error
-            GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+        r := perpca_internal.run_as_caught(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
+                                           schema_name, base, warm);
+        IF r ? 'error' THEN
+            state := r -> 'error' ->> 'sqlstate';
+            message := r -> 'error' ->> 'message';
             RAISE WARNING 'refresh of model "%" failed: %', model, message
                 USING DETAIL = format('SQLSTATE %s. The model is unchanged; the failure is in its history.', state),
                       HINT = format('SELECT * FROM perpca_model_history(%L) shows it.', model);
             r := jsonb_build_object('outcome', 'failed', 'rounds_run', 0, 'converged', false,
                                     'warm_start', warm, 'warning', format('failed: %s: %s', state, message));
-        END;
+        END IF;
     ELSE
         r := perpca_internal.run_as(owner, 'SELECT perpca_internal.model_refresh($1, $2, $3)',
                                     schema_name, base, warm);
     END IF;
     DROP TABLE pg_temp.perpca_train_src;
     IF r ->> 'outcome' = 'unchanged' THEN
-        RAISE NOTICE 'model "%" is unchanged: nothing was fitted', model
+        -- DEBUG1, not NOTICE: the history row is the record, and a nightly
+        -- pg_cron refresh of unchanged data should not write to the server log
+        RAISE DEBUG 'model "%" is unchanged: nothing was fitted', model
             USING HINT = 'perpca_refresh(..., warm => false) refits it anyway.';
     END IF;
     r := perpca_internal.run_as(owner, 'SELECT perpca_internal.history_append($1, $2, $3)', schema_name, base,
@@ -157,7 +185,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.refresh(text, text, text, boolean, text) IS
-    'internal: the body of perpca_refresh (the caller holds the model''s write lock): stages and refits the model as its owner, appends the history row and returns it; on_error ''record'' catches a failed refit (not a cancel) into that row';
+    'internal: the body of perpca_refresh (the caller holds the model''s write lock): stages and refits the model as its owner, appends the history row and returns it; on_error ''record'' catches whatever the refit raises (not a cancel or timeout of the caller''s statement) into that row';
 
 CREATE OR REPLACE FUNCTION perpca_refresh(model text, warm boolean DEFAULT true, wait boolean DEFAULT false,
                                           on_error text DEFAULT 'raise')
@@ -166,4 +194,4 @@ RETURNS TABLE (version bigint, at timestamptz, kind text, clients int, "rows" bi
                entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean)
     AS 'MODULE_PATHNAME', 'perpca_refresh' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_refresh(text, boolean, boolean, text) IS
-    'refits a stored model from its recorded source query and options and swaps the result in atomically, and returns the row it appends to the model''s history (perpca_model_history); runs as the model''s owner inside a security-restricted operation (like REFRESH MATERIALIZED VIEW) with the search_path recorded when the model was trained, so it refreshes the same from any session; only the owner or a member of the owning role may refresh (insufficient_privilege otherwise); warm => true starts from the stored components and fits nothing when the statistics, options and feature names are bit for bit those of the stored model (outcome ''unchanged'', rounds_run 0, a NOTICE); warm => false always refits from scratch; clients new in the query get local components, clients gone from it (including personalized ones) are dropped; a second refresh of the same model fails at once (lock_not_available) unless wait => true; on_error ''raise'' (default): a failed refit is an error; ''record'': it is caught (not a cancel), the old model stays, a WARNING is raised and the row (outcome ''failed'', converged false, warning ''failed: SQLSTATE: message'') is appended and returned';
+    'refits a stored model from its source query (bound when it was trained, in the view <model>_source, which it reads; a model stored before 0.4.0 binds its recorded text there at its first refresh) and its recorded options and swaps the result in atomically, and returns the row it appends to the model''s history (perpca_model_history); runs as the model''s owner inside a security-restricted operation (like REFRESH MATERIALIZED VIEW) with search_path = pg_catalog, pg_temp, so it refreshes the same from any session; only the owner or a member of the owning role may refresh (insufficient_privilege otherwise); warm => true starts from the stored components and fits nothing when the statistics, options and feature names are bit for bit those of the stored model (outcome ''unchanged'', rounds_run 0, a DEBUG1 message: the history row is the record); warm => false always refits from scratch; clients new in the query get local components, clients gone from it (including personalized ones) are dropped; a second refresh of the same model fails at once (lock_not_available) unless wait => true; on_error ''raise'' (default): a failed refit is an error; ''record'': whatever the refit raises is caught (a 57014 of the owner''s code too; not a cancel or timeout of the caller''s statement), the old model stays, a WARNING is raised and the row (outcome ''failed'', converged false, warning ''failed: SQLSTATE: message'') is appended and returned';

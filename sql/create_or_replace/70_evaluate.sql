@@ -20,24 +20,25 @@ COMMENT ON FUNCTION perpca_internal.query_columns(text) IS
 CREATE OR REPLACE FUNCTION perpca_internal.stats_query(query text, what text DEFAULT 'query') RETURNS text
     AS 'MODULE_PATHNAME', 'perpca_stats_query' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.stats_query(text, text) IS
-    'internal: wraps a query of rows (client, x float8[]) or statistics (client, perpca_stats) into one returning (client text, stats perpca_stats), one row per client; every name in the wrapper is schema-qualified';
+    'internal: wraps a query of rows (any form of the row reader) or statistics (client, perpca_stats) into one returning (client text, stats perpca_stats), one row per client; every name in the wrapper is schema-qualified';
 
 -- Both read the model with the checked C reader (src/model_read.c: plain
 -- tables of one owner, read from the heap, nothing of the owner's runs) and
 -- run the query as the caller (src/evaluate.c).
-CREATE OR REPLACE FUNCTION perpca_evaluate(model text, query text)
+CREATE OR REPLACE FUNCTION perpca_evaluate(model text, query text, missing text DEFAULT 'error')
 RETURNS TABLE (client text, known boolean, n bigint, error float8, total_variance float8,
-               global_ratio float8, local_ratio float8, explained_ratio float8)
+               global_ratio float8, local_ratio float8, explained_ratio float8, skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_evaluate(text, text) IS
-    'held-out evaluation of a stored model on a query of rows (client, x float8[]) or statistics (client, perpca_stats): per client the rows n, the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both (NULL for a client whose second moment is 0); a client the model has never seen (known false) is evaluated on the global components only; a scaled model (scale ''standard'') divides the rows by its stored scale_factors first, so error, total_variance and the ratios are in standardized units, as perpca_model_error';
+COMMENT ON FUNCTION perpca_evaluate(text, text, text) IS
+    'held-out evaluation of a stored model on a query of rows (any form of the row reader: a numeric array, a vector or halfvec, numeric feature columns) or statistics (client, perpca_stats): per client the rows n, the rows left out for missing values (skipped; missing => ''skip'', else a NULL, NaN or infinite element is an error; ''observed'' is refused; a client with no rows left has n 0 and NULL figures, named in a NOTICE), the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both (NULL for a client whose second moment is 0); a client the model has never seen (known false) is evaluated on the global components only; a scaled model (scale ''standard'') divides the rows by its stored scale_factors first, so error, total_variance and the ratios are in standardized units, as perpca_model_error';
 
-CREATE OR REPLACE FUNCTION perpca_evaluate_summary(model text, query text,
+CREATE OR REPLACE FUNCTION perpca_evaluate_summary(model text, query text, missing text DEFAULT 'error',
                                         OUT clients int, OUT unseen_clients int, OUT n bigint,
                                         OUT error float8, OUT error_samples float8,
                                         OUT global_ratio float8, OUT global_ratio_samples float8,
                                         OUT local_ratio float8, OUT local_ratio_samples float8,
-                                        OUT explained_ratio float8, OUT explained_ratio_samples float8)
+                                        OUT explained_ratio float8, OUT explained_ratio_samples float8,
+                                        OUT skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_evaluate_summary(text, text) IS
-    'the whole model on a query of rows or statistics, as perpca_evaluate: error = mean of the clients'' errors (equal weights, the paper''s metric), error_samples = mean over all rows; ratios = explained over total second moment summed over clients (equal weights) or over rows (_samples), NULL when that sum is 0';
+COMMENT ON FUNCTION perpca_evaluate_summary(text, text, text) IS
+    'the whole model on a query of rows or statistics, as perpca_evaluate (missing and skipped as there): error = mean of the clients'' errors (equal weights, the paper''s metric), error_samples = mean over all rows; ratios = explained over total second moment summed over clients (equal weights) or over rows (_samples), NULL when that sum is 0';

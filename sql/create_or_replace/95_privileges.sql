@@ -27,8 +27,10 @@
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA perpca_internal FROM PUBLIC;
 
 -- (a) Pure computation on the arguments, called by the write path's SQL as
--- the writer (model_fill_clients, model_personalize).
+-- the writer (one_select: stage_start, source_bind; model_fill_clients,
+-- model_personalize).
 GRANT EXECUTE ON FUNCTION
+    perpca_internal.one_select(pg_catalog.text, pg_catalog.text),
     perpca_internal.scale_stats(@extschema@.perpca_stats, pg_catalog.float8[]),
     perpca_internal.scale_vector(pg_catalog.float8[], pg_catalog.float8[]),
     perpca_internal.client_monitor_stats(@extschema@.perpca_stats, pg_catalog.float8[], pg_catalog.float8[])
@@ -53,7 +55,7 @@ GRANT EXECUTE ON FUNCTION perpca_internal.fit(pg_catalog.text, pg_catalog.jsonb)
 -- its clients in that session only (by fit_id).
 GRANT EXECUTE ON FUNCTION
     perpca_internal.shard_open(pg_catalog.text, pg_catalog.text, pg_catalog.int4, pg_catalog.int4,
-                               pg_catalog.text, pg_catalog.int8),
+                               pg_catalog.text, pg_catalog.int8, pg_catalog.text),
     perpca_internal.shard_scale(pg_catalog.text, pg_catalog.float8[]),
     perpca_internal.shard_init(pg_catalog.text, pg_catalog.float8[], pg_catalog.float8[]),
     perpca_internal.shard_basis(pg_catalog.text, pg_catalog.bool, pg_catalog.bool),
@@ -69,12 +71,15 @@ GRANT EXECUTE ON FUNCTION
 
 -- (b) The stage of a train or refresh: temporary tables of the caller's
 -- session (readable by the model's owner), filled by the caller's query as
--- the current user; new tables created as the caller (CREATE on the schema
--- needed); catalog reads; the plan (not a run) of the caller's query, as the
--- caller (query_shape: its column names and types, as the catalog shows them).
+-- the current user (stage_start) or from the model's view <model>_source,
+-- which must be a view of the current user (stage_fill); new tables created
+-- as the caller (CREATE on the schema needed); catalog reads; the plan (not
+-- a run) of the caller's query, as the caller (query_shape: its column names
+-- and types, as the catalog shows them).
 GRANT EXECUTE ON FUNCTION
     perpca_internal.stage_create(pg_catalog.regrole),
-    perpca_internal.stage_fill(pg_catalog.text, pg_catalog.text),
+    perpca_internal.stage_fill(pg_catalog.text, pg_catalog.text, pg_catalog.text),
+    perpca_internal.stage_command(pg_catalog.text, pg_catalog.text, pg_catalog.text),
     perpca_internal.stage_start(pg_catalog.text, pg_catalog.regrole, pg_catalog.text),
     perpca_internal.stage_digest(pg_catalog.jsonb, pg_catalog.text[]),
     perpca_internal.query_shape(pg_catalog.text, pg_catalog.text),
@@ -89,12 +94,15 @@ GRANT EXECUTE ON FUNCTION
 -- existing model), the switch to the owner (run_as: the caller must have
 -- the role's privileges), the model lock (write and drop check the owner's
 -- privileges before any lock; read is refused from SQL), and what runs as
--- the owner (each starts with model_lock(..., 'write')).
+-- the owner (each starts with model_lock(..., 'write'); source_bind with
+-- missing_ok, which checks CREATE on the schema for a new model).
 GRANT EXECUTE ON FUNCTION
     perpca_internal.train(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb,
                           pg_catalog.bool, pg_catalog.text, pg_catalog.text[]),
     perpca_internal.refresh(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text),
     perpca_internal.run_as(pg_catalog.regrole, pg_catalog.text, "any"),
+    perpca_internal.run_as_caught(pg_catalog.regrole, pg_catalog.text, "any"),
+    perpca_internal.source_bind(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text),
     perpca_internal.model_lock(pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.text),
     perpca_internal.model_refresh(pg_catalog.text, pg_catalog.text, pg_catalog.bool),
     perpca_internal.model_store(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb,

@@ -8,3 +8,31 @@
 -- has, or whose signature, argument names, defaults or result type change
 -- (CREATE OR REPLACE refuses those), and ALTERs of objects created once.
 -- Each entry names the issue that needs it.
+
+-- Issue 34: the shards return their sums exact (the layers of an expansion,
+-- sums = weight, objective, gradient_v), and shard_basis the clients'
+-- blocks with their keys; the result types change.
+DROP FUNCTION IF EXISTS perpca_internal.shard_basis(text, boolean, boolean);
+DROP FUNCTION IF EXISTS perpca_internal.shard_round(text, float8[], float8, text, text, boolean);
+DROP FUNCTION IF EXISTS perpca_internal.shard_evaluate(text, float8[], float8);
+DROP FUNCTION IF EXISTS perpca_internal.shard_finish(text, float8[], boolean);
+-- Issue 34: perpca_last_fit gains stopped, perpca_last_fit_starts basin and ended.
+DROP FUNCTION IF EXISTS perpca_last_fit();
+DROP FUNCTION IF EXISTS perpca_last_fit_starts();
+
+-- Issue 36: a model's query is bound once, in the view <model>_source;
+-- stage_fill reads that view, its arguments renamed (query, search_path ->
+-- schema_name, base).
+DROP FUNCTION perpca_internal.stage_fill(text, text);
+
+-- issue 35 (one row contract): missing => on the readers of rows; the
+-- evaluation reports the rows it skipped; the stage reads rows of any form.
+DROP FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int);
+DROP FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, boolean, text, text, text, text[], int);
+DROP FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text, float8, int);
+DROP FUNCTION perpca_evaluate(text, text);
+DROP FUNCTION perpca_evaluate_summary(text, text);
+DROP FUNCTION perpca_evaluate_imputation(text, text, float8, bigint);
+DROP FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int);
+DROP FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint);
+DROP FUNCTION perpca_last_federated_fit();

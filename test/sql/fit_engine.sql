@@ -40,6 +40,17 @@ FROM perpca_last_fit_starts();
 SELECT count(*) = (SELECT rounds_run FROM perpca_last_fit()) AS one_trace_row_per_round,
        bool_and(gradient_norm IS NOT NULL) AS gradient_norms
 FROM perpca_last_fit_rounds();
+-- every start says how it ended and which basin it found (a start's own row
+-- number when it found a new optimum); the winner ended converged or with its
+-- objective converged; the fit says why it stopped
+SELECT count(*) = count(ended) AS every_start_ended,
+       bool_and(ended IN ('converged', 'screened', 'known basin', 'budget', 'round limit', 'stalled',
+                          'objective converged')) AS known_endings,
+       bool_and(ended IN ('converged', 'objective converged')) FILTER (WHERE chosen) AS winner_converged,
+       bool_and(basin IS NOT NULL) FILTER (WHERE ended IN ('screened', 'known basin')) AS basins_named,
+       bool_and(basin BETWEEN 1 AND (SELECT count(*) FROM perpca_last_fit_starts())) AS basins_in_range
+FROM perpca_last_fit_starts();
+SELECT stopped LIKE '%; the chosen run (%): %' AS says_why_it_stopped FROM perpca_last_fit();
 
 -- 2. the paper's solver reaches the same optimum, in many more rounds
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM b_stats', 2, 10, solver => 'paper')$$) AS rows,

@@ -210,6 +210,16 @@ FROM (SELECT perpca_stats(ARRAY[5e-324::float8]) AS s) q;
 SELECT pg_temp.err($$SELECT 'v1 n=2 d=1 mean={1} mean_lo={0} m2={-1}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=0 d=1 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={0} m2={0} extra'::perpca_stats$$);
+-- Only the forms perpca_stats_out writes (0.1.0 and 0.2.0 wrote the same):
+-- a mean_lo beyond the rounding error of mean, hexadecimal, a plus sign,
+-- leading zeros and "E" are 22P02 (issue 36).
+SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={5} m2={0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={0x10} mean_lo={0} m2={0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=+2 d=1 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=02 d=1 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1E5} mean_lo={0} m2={0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={+1} mean_lo={0} m2={0}'::perpca_stats$$);
+SELECT 'v1 n=2 d=2 mean={-1.5e-07,0} mean_lo={1.2e-23,0} m2={1e+100,0,0}'::perpca_stats AS canonical_forms;
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={0} m2={0'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean=1 m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} m2={0}'::perpca_stats$$);

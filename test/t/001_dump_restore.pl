@@ -77,6 +77,8 @@ SELECT sum(perpca_model_error('m', client::text, x)) FROM obs;
 SELECT last_value FROM perpca_model_version;
 SELECT string_agg(concat_ws('|', entry, version, at, kind, clients, rows, rounds_run, converged, objective, role, outcome),
                   ';' ORDER BY entry) FROM perpca_model_history('m');
+SELECT source_view, c.relkind, pg_get_userbyid(c.relowner), pg_get_viewdef(c.oid)
+  FROM m_info, pg_class c WHERE c.oid = 'public.m_source'::regclass;
 });
 }
 my $model_orig = model_snapshot('src');

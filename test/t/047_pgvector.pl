@@ -183,7 +183,7 @@ is( sql(  "SELECT bool_and(perpca_count(p.s) = perpca_count(q.s) AND perpca_coun
 
 # ---- Errors ----------------------------------------------------------------------
 error_is("SELECT perpca_stats(v) FROM (VALUES ('[1,2]'::vector), ('[1,2,3]')) s(v)",
-	'22000', qr/input row has dimension 3, expected 2/, 'rows of two dimensions: an error');
+	'2202E', qr/input row has dimension 3, expected 2/, 'rows of two dimensions: an error');
 error_is("SELECT perpca_stats(array_fill(1, ARRAY[5000])::vector)",
 	'54000', qr/dimension 5000 exceeds the limit of 4096/, 'a vector above perpca\'s dimension limit');
 error_is("SELECT perpca_stats(array_fill(1, ARRAY[5000])::halfvec)",
@@ -220,9 +220,9 @@ is( sql(  q{SELECT perpca_count(s) || ' ' || perpca_skipped(s) FROM (SELECT perp
 error_is(q{SELECT perpca_stats(v, 'error') FROM (VALUES ('\x020000000000c07f00000040'::bytea::vector)) t(v)},
 	'22000', qr/input row element 1 of 2 is NaN/, "perpca_stats(vector, 'error'): an error");
 error_is(q{SELECT perpca_stats('[1,2]'::vector, NULL)},
-	'22004', qr/nulls must be 'error' or 'skip', not NULL/, 'nulls NULL: an error');
+	'22004', qr/missing must be 'error' or 'skip', not NULL/, 'nulls NULL: an error');
 error_is(q{SELECT perpca_stats('[1,2]'::halfvec, 'drop')},
-	'22023', qr/nulls must be 'error' or 'skip'/, 'nulls of another word: an error');
+	'22023', qr/missing must be 'error' or 'skip'/, 'nulls of another word: an error');
 
 sql('CREATE SCHEMA elsewhere');
 $node->safe_psql($db, 'CREATE DATABASE other');
@@ -233,6 +233,20 @@ $node->safe_psql('other', 'CREATE EXTENSION vector; CREATE EXTENSION perpca; CRE
 	ok($rc != 0 && $err =~ /3F000: perpca_vector must be created in the schema of perpca, public/,
 		'perpca_vector refuses a schema other than perpca\'s')
 	  or diag($err);
+}
+# As docs/pgvector.md says: with perpca in schema pca (pgvector in a schema
+# of its own), CREATE EXTENSION without SCHEMA is refused with the command as
+# the hint, and SCHEMA pca works.
+$node->safe_psql($db, 'CREATE DATABASE in_pca');
+$node->safe_psql('in_pca',
+	'CREATE SCHEMA pca; CREATE SCHEMA vec; CREATE EXTENSION vector SCHEMA vec; CREATE EXTENSION perpca SCHEMA pca');
+{
+	my ($rc, $out, $err) = $node->psql('in_pca', 'CREATE EXTENSION perpca_vector');
+	ok($rc != 0 && $err =~ /HINT:  CREATE EXTENSION perpca_vector SCHEMA pca/,
+		'perpca in schema pca: the refusal names the command') or diag($err);
+	is( $node->safe_psql('in_pca', q{CREATE EXTENSION perpca_vector SCHEMA pca;
+SELECT pca.perpca_count(pca.perpca_stats(v)) FROM (VALUES ('[1,2]'::vec.vector), ('[3,4]')) t(v)}),
+		'2', 'CREATE EXTENSION perpca_vector SCHEMA pca works, pgvector in its own schema');
 }
 
 # ---- Out: the model row functions --------------------------------------------------
@@ -264,7 +278,7 @@ is( sql(  "SELECT perpca_model_scores('vm', 1, v)::text = perpca_model_scores('v
 error_is("SELECT perpca_model_scores('vm', 1, v, unknown => 'error') FROM rows WHERE i = 1",
 	'42704', qr/client "1" is not in model "vm"/, 'unknown => error holds for vector rows');
 error_is("SELECT perpca_model_global_part('vm', 2, '[1,2,3]'::vector)",
-	'22000', qr/x has dimension 3, expected 12/, 'a row of the wrong dimension: an error');
+	'2202E', qr/x has dimension 3, expected 12/, 'a row of the wrong dimension: an error');
 error_is(q{SELECT perpca_model_residual('vm', 2, '\x010001000000803f'::bytea::vector)},
 	'XX001', qr/x is not a valid vector value/, 'a malformed vector row: an error');
 error_is(q{SELECT perpca_model_scores('vm', 2, ''::bytea::vector)},
@@ -272,6 +286,23 @@ error_is(q{SELECT perpca_model_scores('vm', 2, ''::bytea::vector)},
 error_is(q{SELECT perpca_model_error('vm', 2, '\x010000000000c07f'::bytea::vector)},
 	'22000', qr/x element 1 of 1 is NaN/, 'a NaN in a vector row: an error');
 is(sql("SELECT perpca_model_scores('vm', 2, NULL::vector) IS NULL"), 't', 'a NULL row: NULL (STRICT)');
+
+# The one row reader (issue 35): the functions that read a query of rows
+# take vector and halfvec rows as they take float8[] rows.
+is( sql(  q{SELECT count(*) FROM perpca_train('vr', 'SELECT g, v FROM rows WHERE g > 1', 2, 2, missing => 'skip');
+SELECT (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) FROM vr_components)
+     = (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) FROM vm_components)}),
+	"1\nt", 'perpca_train from vector rows: the model of perpca_stats(v), bit for bit');
+is( sql(  q{SELECT count(*) FILTER (WHERE a.error = b.error AND a.n = b.n AND a.skipped = 0) || '/' || count(*)
+  FROM perpca_evaluate('vm', 'SELECT g, h FROM rows') a
+  JOIN perpca_evaluate('vm', 'SELECT g, h::real[]::float8[] FROM rows') b USING (client)}),
+	'3/3', 'perpca_evaluate of halfvec rows: the figures of their float8[] values');
+is( sql(  q{SELECT count(*) FILTER (WHERE a.hidden = b.hidden AND a.error = b.error) || '/' || count(*)
+  FROM perpca_evaluate_imputation('vm', 'SELECT g, v FROM rows', 0.2, 5) a
+  JOIN perpca_evaluate_imputation('vm', 'SELECT g, v::real[]::float8[] FROM rows', 0.2, 5) b USING (client)}),
+	'3/3', 'perpca_evaluate_imputation of vector rows: that of their float8[] values');
+error_is("SELECT * FROM perpca_fit('SELECT g, v FROM rows', 2, 1, missing => 'observed')",
+	'0A000', qr/cannot read rows with missing => 'observed'/, 'vector rows: observed is refused by a fit, at once');
 sql(q{SELECT count(*) FROM perpca_train('vi', 'SELECT g, perpca_stats(v) FROM rows WHERE g > 1 GROUP BY g', 0, 2,
                                        method => 'indiv')});
 error_is("SET client_min_messages = warning; SELECT perpca_model_scores('vi', 9, v) FROM rows WHERE i = 1",

@@ -170,8 +170,11 @@ SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM pu
 	# 0.2.0 kept no history; 0.3.0 recorded the train.
 	is($node->safe_psql($db, q{SELECT count(*) FROM perpca_model_history('m')}), $old eq '0.2.0' ? '0' : '1',
 		"from $old: the model's history is as the old version left it");
-	is($node->safe_psql($db, q{SELECT outcome, clients FROM perpca_refresh('m')}), 'fitted|5',
+	# A 0.3.0 model of unchanged statistics would be 'unchanged': refit it anyway.
+	is($node->safe_psql($db, q{SELECT outcome, clients FROM perpca_refresh('m', warm => false)}), 'fitted|5',
 		"from $old: the $old model refreshes after the update");
+	is($node->safe_psql($db, q{SELECT source_view, pg_get_viewdef('public.m_source') ~ 'perpca_stats' FROM m_info}),
+		'public.m_source|t', "from $old: its first refresh binds its query in the view m_source (issue 36)");
 	is($node->safe_psql($db, q{SELECT outcome, rounds_run FROM perpca_refresh('m')}), 'unchanged|0',
 		"from $old: the next refresh of the same data fits nothing");
 }
@@ -188,6 +191,8 @@ is($node->safe_psql('upgraded', q{SELECT client, kind, component, pc FROM m_comp
 my $refresh = $node->safe_psql('upgraded',
 	q{SELECT outcome, clients, clients_added, clients_dropped, warm_start FROM perpca_refresh('m')});
 is($refresh, 'fitted|5|0|0|t', 'the 0.1.0 model refreshes (warm) after the update');
+is($node->safe_psql('upgraded', q{SELECT source_view FROM m_info}), 'public.m_source',
+	'and binds its query in the view m_source (issue 36)');
 my $personalized = $node->safe_psql('upgraded', q{
 SELECT count(*) FROM perpca_personalize('m', 'new', (SELECT dense FROM stats WHERE client = 'new'));
 SELECT source FROM m_clients WHERE client = 'new';

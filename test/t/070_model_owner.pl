@@ -97,8 +97,9 @@ SELECT model_name FROM perpca_train('alice.m', 'SELECT client, perpca_stats(x) F
 is($node->safe_psql('postgres', q{SELECT relowner::regrole FROM pg_class WHERE oid = 'alice.m_info'::regclass}),
 	'alice', 'alice owns her model');
 
-# She rewrites the stored source query to call her function, which tries
-# what she may not: read the secret, and reports who it runs as.
+# She rewrites her model's query (its view <model>_source, hers) to call her
+# function, which tries what she may not: read the secret, and reports who
+# it runs as.
 $node->safe_psql('postgres', q{
 SET ROLE alice;
 CREATE FUNCTION alice.probe(x float8[]) RETURNS float8[] LANGUAGE plpgsql AS $$
@@ -125,7 +126,7 @@ BEGIN
     RETURN x;
 END
 $$;
-UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(alice.probe(x)) FROM alice.rows GROUP BY client';
+CREATE OR REPLACE VIEW alice.m_source AS SELECT client, perpca_stats(alice.probe(x)) FROM alice.rows GROUP BY client;
 });
 
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
@@ -150,20 +151,21 @@ is($su[-1], 'alice', 'the model still belongs to alice');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname = 'hijack'}), '0',
 	'no temporary table was left behind');
 
-# The search_path of the refresh is the one recorded when alice trained the
-# model ("$user", public resolved to alice, public): the caller's does not reach it.
+# The query was bound with the search_path of the train; what it calls runs
+# with pg_catalog, pg_temp (as REFRESH MATERIALIZED VIEW since PostgreSQL 17):
+# the caller's search_path does not reach it.
 $node->safe_psql('postgres', q{
 SET ROLE alice;
 CREATE FUNCTION alice.path_probe() RETURNS text LANGUAGE sql AS $$ SELECT current_setting('search_path') $$;
 });
 $node->safe_psql('postgres', q{
 SET ROLE alice;
-UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(x) FROM alice.rows, (SELECT alice.path_probe() AS p) s WHERE pg_catalog.length(s.p) > 0 AND pg_catalog.textregexeq(s.p, ''^alice, public$'') GROUP BY client';
+CREATE OR REPLACE VIEW alice.m_source AS SELECT client, perpca_stats(x) FROM alice.rows, (SELECT alice.path_probe() AS p) s WHERE pg_catalog.length(s.p) > 0 AND pg_catalog.textregexeq(s.p, '^pg_catalog, pg_temp$') GROUP BY client;
 });
 is($node->safe_psql('postgres', q{
 SET search_path = public, pg_temp;
 SELECT clients FROM perpca_refresh('alice.m');
-}), '4', 'the source query runs with the search_path recorded at train, not the caller\'s');
+}), '4', 'the source query runs with search_path pg_catalog, pg_temp, not the caller\'s');
 
 # A role that is not alice (nor a member of alice) may not refresh: 42501.
 my ($rc, $out, $err) = $node->psql('postgres', q{
@@ -177,7 +179,7 @@ like($err, qr/42501: must be owner of model "alice.m"/, 'he gets insufficient_pr
 # A member of alice may, and the refresh still runs as alice.
 $node->safe_psql('postgres', q{
 SET ROLE alice;
-UPDATE alice.m_info SET source_query = 'SELECT client, perpca_stats(alice.probe(x)) FROM alice.rows GROUP BY client';
+CREATE OR REPLACE VIEW alice.m_source AS SELECT client, perpca_stats(alice.probe(x)) FROM alice.rows GROUP BY client;
 });
 $node->safe_psql('postgres', 'TRUNCATE audit');
 is($node->safe_psql('postgres', q{

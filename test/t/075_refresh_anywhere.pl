@@ -3,9 +3,10 @@
 #
 # perpca in its own schema, the data in schema app, the model trained with
 # search_path app, perpca, public and an unqualified query.  perpca_train
-# records that search_path (resolved to schema names) in <model>_info and
-# runs the query the way every refresh will: as the owner, inside a
-# security-restricted operation, with the recorded search_path.  Refreshes
+# records that search_path (resolved to schema names) in <model>_info,
+# binds the query with it in the view <model>_source, and reads the view the
+# way every refresh will: as the owner, inside a security-restricted
+# operation.  Refreshes
 # then work from a session whose search_path is pg_catalog alone, by the
 # owner and by a superuser; a query that could not run that way fails at
 # train time, not at the first refresh.
@@ -94,21 +95,25 @@ like($err, qr/cannot create temporary table within security-restricted operation
 	'with the error the first refresh would have given');
 is($node->safe_psql('postgres', q{SELECT to_regclass('app.bad_info') IS NULL}), 't', 'and no model is stored');
 
-# A model stored before 0.3.0 (no search_path column) keeps refreshing with
-# the search_path refreshes used then: pg_catalog and perpca's schema.
+# A model stored before 0.3.0 (no search_path column, no view) keeps
+# refreshing with the search_path refreshes used then: pg_catalog and
+# perpca's schema, with which its first refresh binds its query in a view.
 $node->safe_psql('postgres', q{
 SET ROLE alice;
 SET search_path = app, perpca;
 SELECT model_name FROM perpca_train('old', 'SELECT client, perpca.perpca_stats(x) FROM app.feed_rows GROUP BY client', 1, 1);
-ALTER TABLE app.old_info DROP COLUMN search_path;
+ALTER TABLE app.old_info DROP COLUMN search_path, DROP COLUMN source_view;
+DROP VIEW app.old_source;
 });
 ($rc, $out, $err) = $node->psql('postgres', q{
 SET search_path = pg_catalog;
 SELECT clients FROM perpca.perpca_refresh('app.old');
 });
 is($rc, 0, 'a model without a recorded search_path refreshes') or diag($err);
-is($node->safe_psql('postgres', 'SELECT search_path FROM app.old_info'),
-	'pg_catalog, perpca', 'and records the search_path it ran with');
+is($node->safe_psql('postgres', 'SELECT search_path, source_view FROM app.old_info'),
+	'pg_catalog, perpca|app.old_source', 'and records the search_path it was bound with, and its view');
+is($node->safe_psql('postgres', q{SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'app.old_source'::regclass}),
+	'alice', 'the view is the owner\'s, though a superuser refreshed');
 
 $node->stop;
 done_testing();

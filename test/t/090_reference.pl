@@ -88,5 +88,47 @@ ok(scalar(@model_columns) > 30, 'a model has its three tables');
 my @unexplained_columns = grep { my ($t, $c) = split /\./; !$named{$c} } @model_columns;
 is_deeply(\@unexplained_columns, [], "every column of a model's tables is named in the README reference");
 
+# The error table of the Reference lists the kinds of src/error_kinds.h, in
+# its order, with the same codes, condition names and words; each condition
+# name is its ERRCODE_ macro's, and the server raises it with that SQLSTATE.
+my (@kinds, $kind_comment);
+open($fh, '<', test_path('src/error_kinds.h')) or die "src/error_kinds.h: $!";
+while (my $line = <$fh>)
+{
+	if ($line =~ m{^/\* ([0-9A-Z]{5}) ([a-z_]+): (.*) \*/$})
+	{
+		$kind_comment = [ $1, $2, $3 ];
+	}
+	elsif ($line =~ /^#define PERPCA_ERRCODE_\w+ ERRCODE_(\w+)$/)
+	{
+		ok($kind_comment, "ERRCODE_$1 has its comment line in src/error_kinds.h");
+		push @kinds, [ @{ $kind_comment // [ '', '', '' ] }, $1 ];
+		undef $kind_comment;
+	}
+}
+close($fh);
+ok(scalar(@kinds) >= 10, 'src/error_kinds.h lists the kinds of errors');
+my @error_rows;
+push @error_rows, [ $1, $2, $3 ]
+  while $reference =~ /^\| `([0-9A-Z]{5})` \| `([a-z_]+)` \| (.*?) \|$/mg;
+is_deeply(\@error_rows, [ map { [ @$_[ 0 .. 2 ] ] } @kinds ],
+	'the README error table lists the kinds of src/error_kinds.h');
+my %server_code = split /[=\n]/, $node->safe_psql(
+	'postgres', q{
+CREATE FUNCTION pg_temp.sqlstate_of(name text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = name;
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;
+SELECT n || '=' || pg_temp.sqlstate_of(n) FROM unnest(ARRAY[}
+	  . join(', ', map { "'$_->[1]'" } @kinds) . q{]) n});
+for my $k (@kinds)
+{
+	my ($code, $name, $what, $macro) = @$k;
+	is($name, lc($macro), "$code: $name is the condition name of ERRCODE_$macro");
+	is($server_code{$name}, $code, "$name is SQLSTATE $code");
+}
+
 $node->stop;
 done_testing();

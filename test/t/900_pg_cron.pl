@@ -7,7 +7,8 @@
 # which needs cron.host (here the socket directory).  In each phase a job
 # refreshes the model every minute; the test waits (bounded) until
 # cron.job_run_details shows a successful run and the model has a new
-# version with the client that appeared, then unschedules the job.
+# version with the client that appeared, then unschedules the job.  Phase 3:
+# a refresh of unchanged data writes nothing to the server log.
 use strict;
 use warnings;
 
@@ -82,6 +83,52 @@ is($node->safe_psql('postgres', 'SELECT n_clients, search_path FROM app.m2_info'
 	'4|app, public', 'app schema: refreshed with the recorded search_path');
 is($node->safe_psql('postgres', "SELECT cron.unschedule($job2)"), 't', 'app schema: unscheduled');
 
+# The planted overload of issue 36, through pg_cron: a superuser's model
+# trained with search_path app, public (both writable by PUBLIC); mallory
+# then plants an aggregate perpca_stats(numeric[]) in both, which beats the
+# implicit cast numeric[] -> float8[] of the query's perpca_stats(x).  0.3.0
+# parsed the text again in the job and ran it as the superuser; 0.4.0 reads
+# the view bound at train (076_bound_query.pl has the hand-run refreshes).
+$node->safe_psql('postgres', q{
+GRANT CREATE ON SCHEMA public TO PUBLIC;
+GRANT USAGE, CREATE ON SCHEMA app TO PUBLIC;
+CREATE ROLE mallory LOGIN;
+CREATE TABLE app.feedn AS SELECT client, x::numeric[] AS x FROM public.feed_rows WHERE client IN ('a', 'b', 'c');
+SET search_path = app, public;
+SELECT model_name FROM perpca_train('app.atk', 'SELECT client, perpca_stats(x) FROM feedn GROUP BY client', 2, 1);
+INSERT INTO app.feedn SELECT client, x::numeric[] FROM public.obs WHERE client = 'd';
+});
+$node->safe_psql('postgres', q{
+CREATE TABLE public.fired (who text, what text);
+GRANT INSERT ON public.fired TO PUBLIC;
+CREATE FUNCTION app.trap_acc(perpca_stats, numeric[]) RETURNS perpca_stats LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.fired VALUES (current_user, 'perpca_stats(numeric[])');
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE mallory SUPERUSER';
+    END IF;
+    RETURN $1;
+END $$;
+CREATE AGGREGATE app.perpca_stats(numeric[]) (SFUNC = app.trap_acc, STYPE = perpca_stats);
+CREATE AGGREGATE public.perpca_stats(numeric[]) (SFUNC = app.trap_acc, STYPE = perpca_stats);
+}, extra_params => [ '-U', 'mallory' ]);
+my $job3 = $node->safe_psql('postgres',
+	q{SELECT cron.schedule('perpca-refresh-planted', '* * * * *', $$SELECT * FROM public.perpca_refresh('app.atk')$$)});
+ok( $node->poll_query_until(
+		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
+                                       WHERE jobid = $job3 AND status IN ('succeeded', 'failed'))}),
+	'planted overload: the job ran within the wait');
+is( $node->safe_psql(
+		'postgres', qq{SELECT status FROM cron.job_run_details WHERE jobid = $job3 ORDER BY runid LIMIT 1}),
+	'succeeded', 'planted overload: the refresh succeeded');
+is($node->safe_psql('postgres', 'SELECT n_clients FROM app.atk_info'), '4',
+	'planted overload: the model was refreshed with the new client');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM public.fired WHERE who <> 'mallory'}), '0',
+	'planted overload: it did not run in the job');
+is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 'f',
+	'planted overload: mallory is not a superuser');
+is($node->safe_psql('postgres', "SELECT cron.unschedule($job3)"), 't', 'planted overload: unscheduled');
+
 # Phase 2: libpq connection to the socket directory.
 $node->append_conf(
 	'postgresql.conf', sprintf(q{
@@ -96,6 +143,25 @@ is( $node->safe_psql(
 		'postgres', q{SELECT count(*) FROM obs WHERE client = 'e'
                          AND array_length(perpca_model_scores('m', client, x), 1) = 4}),
 	'150', 'the refreshed model projects the new client with its local components');
+
+# Phase 3: a refresh of unchanged data is recorded in the model's history and
+# says so at DEBUG1 only, so a nightly job writes nothing to the server log
+# even at log_min_messages = notice (0.3.0 wrote a NOTICE every run).
+$node->safe_psql('postgres', 'ALTER SYSTEM SET log_min_messages = notice; SELECT pg_reload_conf()');
+my $log_offset = -s $node->logfile;
+my $v_same = $node->safe_psql('postgres', 'SELECT version FROM m_info');
+my $job3 = $node->safe_psql('postgres',
+	q{SELECT cron.schedule('perpca-refresh-same', '* * * * *', $$SELECT * FROM public.perpca_refresh('public.m')$$)});
+ok( $node->poll_query_until(
+		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
+                                       WHERE jobid = $job3 AND status IN ('succeeded', 'failed'))}),
+	'unchanged: the job ran within the wait');
+is($node->safe_psql('postgres', "SELECT cron.unschedule($job3)"), 't', 'unchanged: unscheduled');
+is( $node->safe_psql(
+		'postgres', q{SELECT outcome, version, rounds_run FROM perpca_model_history('public.m') ORDER BY entry DESC LIMIT 1}),
+	"unchanged|$v_same|0", 'unchanged: the history row is the record');
+unlike(slurp_file($node->logfile, $log_offset), qr/is unchanged: nothing was fitted/,
+	'unchanged: no line in the server log at log_min_messages = notice');
 
 $node->stop;
 done_testing();

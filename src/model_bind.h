@@ -1,12 +1,11 @@
 /*
- * model_rows.h -- what the row-wise model functions of model_functions.c share with
- * the other readers of a model (monitor.c, results.c): the per-call-site
- * binding to a model's cached data, the client of a key argument of any
- * type (with the unknown-client rule), and the distance between two
- * clients' local subspaces
+ * model_bind.h -- what the readers of a stored model (model_functions.c,
+ * monitor.c, results.c) share: the per-call-site binding to a model's cached
+ * data, the client of a key argument of any type (with the unknown-client
+ * rule), and the distance between two clients' local subspaces
  */
-#ifndef PERPCA_MODEL_ROWS_H
-#define PERPCA_MODEL_ROWS_H
+#ifndef PERPCA_MODEL_BIND_H
+#define PERPCA_MODEL_BIND_H
 
 #include "fmgr.h"
 
@@ -23,6 +22,12 @@ extern const ModelData *model_bound_data(const ModelBinding *b);
 /* The binding's scratch space for one row: d doubles returned, r1 + r2max in *s. */
 extern double *model_bound_scratch(ModelBinding *b, double **s);
 
+/* A second d doubles of scratch space (a row function's result). */
+extern double *model_bound_out(ModelBinding *b);
+
+/* The call site's count of rows with too few observed coordinates (missing.c's missing_too_few). */
+extern void **model_bound_too_few(ModelBinding *b);
+
 /*
  * The client of the key argument (argument 1, text or any type), or NULL for
  * one the model does not know: then an error when unknown_error, else the
@@ -35,10 +40,4 @@ extern const ModelClient *model_bound_client(FunctionCallInfo fcinfo, ModelBindi
 extern double model_client_distance(const ModelData *m, const ModelClient *a, const ModelClient *c,
 									double *G);
 
-/* Features listed by perpca_component_info's top_features. */
-#define COMPONENT_TOP_FEATURES 3
-
-/* "name +0.52, name -0.41, ..." for the top features of a component w (d) by |loading| (results.c). */
-extern char *model_top_features(const ModelData *m, const double *w, int top);
-
-#endif							/* PERPCA_MODEL_ROWS_H */
+#endif							/* PERPCA_MODEL_BIND_H */

@@ -1,0 +1,107 @@
+/*
+ * eigen.h -- eigensolvers and orthonormal blocks, over plain double arrays
+ *
+ * The small exact solves (LAPACK's symmetric eigensolver and SVD, through
+ * linalg.c), block subspace iteration with Rayleigh-Ritz and block LOBPCG
+ * for the top eigenpairs of a symmetric positive semidefinite operator known
+ * only by its products, orthonormalization, and seeded Gaussian start
+ * blocks.  client_math.c runs them on one client's S_i; the fit's other
+ * layers call the exact solves and the helpers directly.  Pure C: no SPI,
+ * no fmgr.  All matrices are row-major; ld* are row strides.
+ */
+#ifndef PERPCA_EIGEN_H
+#define PERPCA_EIGEN_H
+
+#include "postgres.h"
+
+typedef enum FitRetraction
+{
+	FIT_RETRACT_POLAR,
+	FIT_RETRACT_QR
+} FitRetraction;
+
+/*
+ * A symmetric positive semidefinite operator A of dimension n for the
+ * iterative solvers: either given by its products (apply), or explicitly as
+ * A = G - L L' (apply NULL; G n x n, L n x r or NULL).  With deflate, the
+ * solution must stay orthogonal to a subspace that deflate removes from a
+ * block (the solvers apply it twice where rounding matters).
+ */
+typedef struct EigenOp
+{
+	int			n;
+	void		(*apply) (void *arg, const double *X, int b, double *Y);	/* Y (n x b) = A X */
+	void		(*deflate) (void *arg, double *X, int b);	/* X (n x b) in place; or NULL */
+	void	   *arg;
+	const double *G;			/* apply == NULL: n x n */
+	const double *L;			/* apply == NULL: n x r, or NULL */
+	int			r;
+	int64	   *products;		/* apply == NULL: products with G counted here (or NULL) */
+	int64	   *iterations;		/* LOBPCG iterations counted here (or NULL) */
+} EigenOp;
+
+/* ---- the iterative solvers ---- */
+
+/* Y (n x b) = A X. */
+extern void eigen_apply(const EigenOp *op, const double *X, int b, double *Y);
+
+/* Make X (n x b) orthonormal (and deflated, when the operator deflates). */
+extern void eigen_orthonormalize_block(const EigenOp *op, double *X, int b);
+
+/*
+ * Subspace iteration from X (n x b) until the first nres Ritz pairs have
+ * residuals <= tol, at most maxit products.  Returns whether it converged;
+ * X ends as orthonormal Ritz vectors, theta (b) as their values, either way.
+ */
+extern bool eigen_subspace_iterate(const EigenOp *op, double *X, int b, double *theta, int nres,
+								   double tol, int maxit);
+
+/*
+ * Block LOBPCG for the top eigenpairs, warm-started from the orthonormal X
+ * (n x b) with AX = A X given.  Stops when the first nres residuals are
+ * <= tol, after maxit iterations, or when the residual stagnates at rounding
+ * level; X, AX, theta end as Ritz vectors and values either way.  Returns
+ * whether it converged.
+ */
+extern bool eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int nres,
+						 double tol, int maxit);
+
+/*
+ * One Rayleigh-Ritz step: X (n x b) orthonormal, Y = A X for a symmetric A;
+ * X <- X Q, Y <- Y Q with Q, theta (descending) the eigenpairs of X'Y.
+ * Returns the largest residual ||Y_j - theta_j X_j|| over the first nres.
+ */
+extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres);
+
+/* lambda_max of the symmetric positive semidefinite n x n A by block LOBPCG, to a residual of rtol lambda_max. */
+extern double fit_top_eigenvalue(int n, const double *A, double rtol);
+
+/* ---- the exact solves ---- */
+
+/* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */
+extern void fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz);
+
+/* Top k left singular vectors of A (m x n, destroyed) into Z, singular values into sigma (or NULL). */
+extern void fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma);
+
+/* LAPACK workspace of at least n doubles in the current memory context (freed by the caller). */
+extern double *eigen_work(int64 n);
+
+/* ---- orthonormal blocks ---- */
+
+/* Orthonormalize the m x n block A (stride lda): polar (SVD when ill-conditioned) or QR. */
+extern void fit_retract(FitRetraction how, int m, int n, double *A, int lda);
+
+/*
+ * Orthonormalize A (spans only): Cholesky QR in work (LINALG_CHOL_WORK(n)
+ * doubles), else fit_retract(how).
+ */
+extern void eigen_orthonormalize(FitRetraction how, int m, int n, double *A, int lda, double *work);
+
+/* ||P_A - P_B||_F for orthonormal m x r blocks. */
+extern double fit_projector_distance(int m, int r, const double *A, int lda, const double *B, int ldb);
+
+/* Fill an m x n block (stride ld) with standard normal draws (splitmix64 state). */
+extern void fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld);
+
+#endif							/* PERPCA_EIGEN_H */

@@ -1,0 +1,298 @@
+/*
+ * ranks_rule.c -- which pair perpca_choose_ranks recommends, and why every
+ * pair was or was not recommended (its note)
+ *
+ * The rule reads the held-out figures of the pairs that ranks.c fitted.  It
+ * compares pairs first by their size k = n_global + n_local, then within a
+ * size:
+ *
+ *   size, error rule (the default): the smallest k whose best pair no
+ *     larger pair of the grid improves on by more than noise would.  Going
+ *     from k to k' > k components, dimensions without structure remove
+ *     (k' - k) / (d - k) of the held-out error left at k; a larger pair that
+ *     removes more than that plus within x (the held-out clients' mean total
+ *     variance) has found structure that the pair of size k misses.
+ *   size, share rule (target_explained_ratio): the smallest k with a pair
+ *     whose held-out explained ratio reaches the target.
+ *   within the size: the pair that explains held-out rows best (the lowest
+ *     held-out error; the same order as the held-out explained ratio, as
+ *     both are measured about the same centres).
+ *   min_theta only annotates: a pair whose theta_est is below it (its
+ *     clients' local subspaces are alike, as when a global direction is
+ *     copied into every client) is still recommended when it explains
+ *     held-out rows best, and its note says that its global/local split is
+ *     uncertain.  0.3.0 left such pairs out: it recommended 3 + 0 where
+ *     2 + 1 (theta_est 0.042) explained a later year 0.994 against 0.957
+ *     (issue 35).  A variant that preferred a pair with theta_est >=
+ *     min_theta within `within` of the best of its size was tried on real
+ *     tables (bench/ranks_bench.py): it passed over aligned pairs that
+ *     explained a later period better (US states' cigarette panel and
+ *     Produc), so it was dropped.
+ *   no structure: when no pair explains 1.5 times its share (k / d) of the
+ *     held-out variance (rows without low-rank structure: any k-dimensional
+ *     subspace explains about k / d), the error rule recommends nothing.
+ *
+ * Every pair's note says which of these decided it.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+#include <math.h>
+
+#include "ranks.h"
+
+/* A pair explains "clearly more" than chance when its ratio is this many times (n_global + n_local) / d. */
+#define STRUCTURE_LIFT 1.5
+
+/* Whether p has held-out figures to compare (fitted, finite error). */
+static bool
+measured(const RankPair *p)
+{
+	return !p->left_out && isfinite(p->heldout_error);
+}
+
+static int
+size_of(const RankPair *p)
+{
+	return p->g + p->l;
+}
+
+/* Whether p's clients' local subspaces differ: no local components, or theta_est >= min_theta. */
+static bool
+separable(const RankPair *p, const RankScan *scan)
+{
+	return p->l == 0 || (isfinite(p->theta) && p->theta >= scan->min_theta);
+}
+
+/* Whether p may answer the rule: always (error rule), its ratio reaches the target (share rule). */
+static bool
+reaches(const RankPair *p, const RankScan *scan)
+{
+	return isnan(scan->target) || p->heldout_ratio >= scan->target;
+}
+
+/* The pair of size k that fits held-out rows best (among those that reach the target), or -1. */
+static int
+size_best(const RankPair *pairs, int n, int k, const RankScan *scan)
+{
+	int			b = -1;
+
+	for (int i = 0; i < n; i++)
+	{
+		const RankPair *p = &pairs[i];
+
+		if (!measured(p) || size_of(p) != k || !reaches(p, scan))
+			continue;
+		if (b < 0 || p->heldout_error < pairs[b].heldout_error)
+			b = i;
+	}
+	return b;
+}
+
+/*
+ * The larger pair that improves on p by the most beyond what noise would
+ * remove ((k' - k) / (d - k) of p's error, plus within x variance), or -1
+ * when none does.
+ */
+static int
+improver(const RankPair *p, const RankPair *pairs, int n, const RankScan *scan)
+{
+	int			k = size_of(p),
+				r = -1;
+	double		most = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		const RankPair *q = &pairs[i];
+		int			kq = size_of(q);
+		double		excess;
+
+		if (!measured(q) || kq <= k)
+			continue;
+		excess = p->heldout_error - q->heldout_error -
+			((double) (kq - k) / (scan->d - k) * p->heldout_error + scan->within * scan->variance);
+		if (excess > most)
+		{
+			most = excess;
+			r = i;
+		}
+	}
+	return r;
+}
+
+/* The recommended pair: the first size (ascending) that the rule accepts, its pick; or -1. */
+static int
+chosen(const RankPair *pairs, int n, const RankScan *scan, int lo, int hi)
+{
+	for (int k = lo; k <= hi; k++)
+	{
+		int			best = size_best(pairs, n, k, scan);
+
+		if (best < 0)
+			continue;
+		if (!isnan(scan->target) || improver(&pairs[best], pairs, n, scan) < 0)
+			return best;
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------------
+ * The notes
+ * ------------------------------------------------------------------------
+ */
+
+/* The note of the recommended pair r. */
+static char *
+note_recommended(const RankPair *p, const RankScan *scan)
+{
+	if (isnan(scan->target))
+		return psprintf("recommended: the smallest n_global + n_local (%d) that no larger pair improves on by more than noise would (within %g), and of that size it explains held-out rows best",
+						size_of(p), scan->within);
+	return psprintf("recommended: the smallest n_global + n_local (%d) whose held-out explained ratio reaches %g, and of that size it explains held-out rows best",
+					size_of(p), scan->target);
+}
+
+/* The note of a pair of the recommended pair r's size. */
+static char *
+note_same_size(const RankPair *p, const RankPair *r, const RankScan *scan)
+{
+	if (!reaches(p, scan))
+		return psprintf("not recommended: its held-out explained ratio %.4g is below the target %g",
+						p->heldout_ratio, scan->target);
+	return psprintf("not recommended: (%d, %d) of the same size explains held-out rows better (explained ratio %.4g against %.4g)",
+					r->g, r->l, r->heldout_ratio, p->heldout_ratio);
+}
+
+/* The note of a pair smaller than the recommended pair. */
+static char *
+note_smaller(const RankPair *pairs, int n, int i, const RankScan *scan)
+{
+	const RankPair *p = &pairs[i];
+	int			q;
+
+	if (!isnan(scan->target))
+		return psprintf("not recommended: its held-out explained ratio %.4g is below the target %g",
+						p->heldout_ratio, scan->target);
+	q = improver(p, pairs, n, scan);
+	if (q < 0)
+	{
+		const RankPair *b = &pairs[size_best(pairs, n, size_of(p), scan)];
+
+		return psprintf("not recommended: (%d, %d) of the same size explains held-out rows better, and a larger pair improves on that one by more than noise would",
+						b->g, b->l);
+	}
+	return psprintf("not recommended: too small: (%d, %d) removes more of its held-out error than noise would (explained ratio %.4g against %.4g)",
+					pairs[q].g, pairs[q].l, pairs[q].heldout_ratio, p->heldout_ratio);
+}
+
+/* The note of pair i when the recommendation is r (-1: none). */
+static const char *
+note_pair(const RankPair *pairs, int n, int i, int r, const RankScan *scan)
+{
+	const RankPair *p = &pairs[i];
+	char	   *why;
+
+	if (p->left_out)
+		return p->note;
+	if (!measured(p))
+		return "not recommended: no held-out figures (the held-out rows have no variance)";
+	if (i == r)
+		why = note_recommended(p, scan);
+	else if (r < 0 && !isnan(scan->target))
+		why = psprintf("not recommended: its held-out explained ratio %.4g is below the target %g, as every pair's is",
+					   p->heldout_ratio, scan->target);
+	else if (r < 0)
+		why = psprintf("not recommended: no low-rank structure: it explains %.2f times its share (n_global + n_local) / d of the held-out variance, no pair explains %.1f times",
+					   p->heldout_ratio * scan->d / size_of(p), STRUCTURE_LIFT);
+	else if (size_of(p) > size_of(&pairs[r]))
+		why = psprintf(isnan(scan->target) ?
+					   "not recommended: larger than (%d, %d), which it does not improve on by more than noise would (explained ratio %.4g against %.4g)" :
+					   "not recommended: larger than (%d, %d), which reaches the target (explained ratio %.4g against %.4g)",
+					   pairs[r].g, pairs[r].l, p->heldout_ratio, pairs[r].heldout_ratio);
+	else if (size_of(p) == size_of(&pairs[r]))
+		why = note_same_size(p, &pairs[r], scan);
+	else
+		why = note_smaller(pairs, n, i, scan);
+	if (!separable(p, scan))
+		why = psprintf("%s; theta_est %.3g < min_theta %g: the clients' local subspaces are alike, so its split into global and local parts is uncertain (min_theta only annotates)",
+					   why, p->theta, scan->min_theta);
+	return why;
+}
+
+/* ------------------------------------------------------------------------
+ * The recommendation
+ * ------------------------------------------------------------------------
+ */
+
+/* The NOTICE when no pair explains clearly more than its share of the dimensions. */
+static void
+notice_no_structure(double lift, bool share)
+{
+	ereport(NOTICE,
+			(errmsg("perpca_choose_ranks: no low-rank structure: no pair explains more than %.2f times its share of the dimensions of the held-out variance",
+					lift),
+			 errdetail("For rows without low-rank structure a subspace of k dimensions explains about k/d of held-out variance; a pair must explain %.1f times that to count.",
+					   STRUCTURE_LIFT),
+			 errhint("%s", share ? "The share rule still picks the smallest pair that reaches the target, but a fit of these data will not summarise them; check the features' units (scale => 'standard')." :
+					 "No pair is recommended: a fit of these data will not summarise them; check the features' units (scale => 'standard').")));
+}
+
+/* The NOTICE that says which way to move a grid whose answer is at its edge (sizes lo..hi). */
+static void
+notice_edge(const RankPair *r, const RankScan *scan, int lo, int hi)
+{
+	if (lo == hi)
+		return;					/* one size of pair: no direction to point */
+	if (size_of(r) == hi && hi < scan->d - 1)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the largest of the grid",
+						r->g, r->l),
+				 errhint("Widen the grid toward larger ranks: up to n_global + n_local = %d can be measured.", scan->d - 1)));
+	else if (size_of(r) == lo && lo > 1)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: the recommended pair (%d, %d) is among the smallest of the grid",
+						r->g, r->l),
+				 errhint("Narrow the grid toward smaller ranks: a smaller pair may do as well.")));
+}
+
+/*
+ * Apply the rule; note every pair and say in a NOTICE which way the grid
+ * should move when the answer sits at its edge.  Returns the recommended
+ * index or -1.
+ */
+int
+ranks_recommend(RankPair *pairs, int n, RankScan *scan)
+{
+	bool		share = !isnan(scan->target);
+	double		lift = 0;
+	int			lo = INT_MAX,
+				hi = 0,
+				r = -1;
+
+	scan->variance = 0;
+	for (int i = 0; i < n; i++)
+	{
+		const RankPair *p = &pairs[i];
+
+		if (!measured(p))
+			continue;
+		scan->variance = Max(scan->variance, p->heldout_variance);
+		lift = Max(lift, p->heldout_ratio * scan->d / size_of(p));
+		lo = Min(lo, size_of(p));
+		hi = Max(hi, size_of(p));
+	}
+	if (lo <= hi && lift < STRUCTURE_LIFT)
+		notice_no_structure(lift, share);
+	if (lo <= hi && (share || lift >= STRUCTURE_LIFT))
+		r = chosen(pairs, n, scan, lo, hi);
+	if (lo <= hi && share && r < 0)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: no pair reaches a held-out explained ratio of %g", scan->target),
+				 errhint("Widen the grid toward larger ranks (up to n_global + n_local = %d), or lower target_explained_ratio.",
+						 scan->d - 1)));
+	for (int i = 0; i < n; i++)
+		pairs[i].note = note_pair(pairs, n, i, r, scan);
+	if (r >= 0)
+		notice_edge(&pairs[r], scan, lo, hi);
+	return r;
+}

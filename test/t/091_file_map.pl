@@ -1,0 +1,31 @@
+# 091_file_map.pl -- the file map at the top of src/perpca.h is true: it
+# names every src/*.c file, once, and no file that does not exist.  A map
+# entry is a comment line " *   name.c   what it owns" (three spaces after
+# the star; continuation lines have more).  No cluster.
+use strict;
+use warnings;
+
+use Test::More;
+use PerpcaTest;
+
+my $src = test_path('src');
+open(my $fh, '<', "$src/perpca.h") or die "src/perpca.h: $!";
+my (%mapped, @twice);
+while (my $line = <$fh>)
+{
+	last if $line =~ m{^\s*\*/};	# the map is the header's first comment
+	next unless $line =~ /^ \* {3}([a-z0-9_]+\.c)\s/;
+	push @twice, $1 if $mapped{$1}++;
+}
+close($fh);
+
+my %files = map { m{([^/]+)$}; $1 => 1 } glob("$src/*.c");
+ok(scalar(keys %files) > 30, 'src/*.c found');
+
+my @unmapped = grep { !$mapped{$_} } sort keys %files;
+is_deeply(\@unmapped, [], 'every src/*.c file is in the file map of src/perpca.h');
+my @gone = grep { !$files{$_} } sort keys %mapped;
+is_deeply(\@gone, [], 'every file the map names exists in src/');
+is_deeply(\@twice, [], 'no file is named twice in the map');
+
+done_testing();
