@@ -12,10 +12,10 @@
  *   3. the key (its type's output function, as the fit stored keys), the
  *      statistics and n_local (0 .. d - n_global; 0 keeps no local
  *      components for the client) are checked against them;
- *   4. perpca_internal.model_personalize (PL/pgSQL, search_path pinned)
- *      computes and writes the rows as the model's owner, inside a
- *      security-restricted operation with search_path = pg_catalog, pg_temp,
- *      as REFRESH MATERIALIZED VIEW runs its query; its rows are returned.
+ *   4. the rows are computed and written as the model's owner, inside a
+ *      security-restricted operation with search_path = pg_catalog, pg_temp
+ *      (run_as_owner.c), as REFRESH MATERIALIZED VIEW runs its query, by
+ *      the one module that writes models (model_store.c); they are returned.
  */
 #include "postgres.h"
 
@@ -34,8 +34,10 @@
 #include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
+#include "model_store.h"
 #include "perpca.h"
 #include "row_reader.h"
+#include "run_as_owner.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_personalize);
@@ -76,46 +78,32 @@ scale_datum(const ModelData *m, char *null)
 }
 
 /*
- * Run perpca_internal.model_personalize as owner in a security-restricted
- * operation and put its rows into the result.
+ * Compute and store the client's local components as the model's owner,
+ * restricted (run_as_owner.c), through the one module that writes models
+ * (model_store.c), and put them into the result.
  */
 static void
 personalize_as_owner(FunctionCallInfo fcinfo, const ModelLock *ml, const ModelData *m, const char *key)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, get_fn_expr_argtype(fcinfo->flinfo, ARG_STATS),
-	INT4OID, FLOAT8ARRAYOID};
-	Datum		values[6];
-	char		nulls[7] = "      ";
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	StoreModel	sm;
+	RunAs		ra;
+	char		scale_null;
+	Datum		scale = scale_datum(m, &scale_null);
+	int			nestlevel = NewGUCNestLevel();
 
-	values[0] = CStringGetTextDatum(ml->schema);
-	values[1] = CStringGetTextDatum(ml->base);
-	values[2] = CStringGetTextDatum(key);
-	values[3] = PG_GETARG_DATUM(ARG_STATS);
-	values[4] = PG_ARGISNULL(ARG_NLOCAL) ? (Datum) 0 : PG_GETARG_DATUM(ARG_NLOCAL);
-	nulls[4] = PG_ARGISNULL(ARG_NLOCAL) ? 'n' : ' ';
-	values[5] = scale_datum(m, &nulls[5]);
-
-	/* As ExecRefreshMatView: become the owner, restricted, at a new GUC level. */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(ml->owner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT k.component, k.pc, k.variance"
-							  "  FROM perpca_internal.model_personalize($1, $2, $3, $4, $5, $6) AS k",
-							  6, types, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "perpca_personalize: model_personalize failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+	store_model_init(&sm, ml->schema, ml->base);
+	run_as_enter(&ra, ml->owner);
+	store_personalize(&sm, key, get_fn_expr_argtype(fcinfo->flinfo, ARG_STATS), PG_GETARG_DATUM(ARG_STATS),
+					  PG_ARGISNULL(ARG_NLOCAL) ? (Datum) 0 : PG_GETARG_DATUM(ARG_NLOCAL), PG_ARGISNULL(ARG_NLOCAL),
+					  scale, scale_null == 'n', rsinfo->setResult);
+	run_as_leave(&ra);
 	SPI_finish();
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	AtEOXact_GUC(true, nestlevel);
 }
 
 /* The statistics and n_local of a call, checked against the model. */
