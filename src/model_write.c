@@ -132,23 +132,27 @@ static void run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs
  * Run sql (an internal function's call) with search_path = pg_catalog,
  * pg_temp and return its rows as the calling function's result set.  An
  * error shows none of the internal SQL (row_reader.c), and a row's missing
- * element gets missing_hint.
+ * element gets missing_hint; a read nested in it reports as func.
  */
 static Datum
-run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
-			 const char *nulls, const char *missing_hint)
+run_internal(FunctionCallInfo fcinfo, const char *func, const char *sql, int nargs, Oid *types,
+			 Datum *values, const char *nulls, const char *missing_hint)
 {
 	MemoryContext here = CurrentMemoryContext;
+	const char *outer = row_statement_func;
 
+	row_statement_func = func;
 	PG_TRY();
 	{
 		run_internal_sql(fcinfo, sql, nargs, types, values, nulls);
 	}
 	PG_CATCH();
 	{
+		row_statement_func = outer;
 		row_rethrow(missing_hint, here);
 	}
 	PG_END_TRY();
+	row_statement_func = outer;
 	return (Datum) 0;
 }
 
@@ -211,7 +215,7 @@ perpca_train(PG_FUNCTION_ARGS)
 		values[7] = PG_GETARG_DATUM(names);
 	else
 		nulls[7] = 'n';
-	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
+	return run_internal(fcinfo, "perpca_train", "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
 						8, types, values, nulls, row_skip_hint("perpca_train"));
 }
 
@@ -246,7 +250,7 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	values[2] = CStringGetTextDatum(model);
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
 	values[4] = CStringGetTextDatum(on_error);
-	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
+	return run_internal(fcinfo, "perpca_refresh", "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
 						5, types, values, NULL,
 						"The model reads its query with missing => 'error' (its options); train it again "
 						"with missing => 'skip' and replace => true to leave out rows with gaps.");

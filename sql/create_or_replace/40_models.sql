@@ -256,7 +256,6 @@ DECLARE
     clients regclass := format('%I.%I', schema_name, base || '_clients')::regclass;
     monitor boolean := EXISTS (SELECT FROM pg_attribute
                                 WHERE attrelid = clients AND attname = 'residual_moments' AND NOT attisdropped);
-    flat text[];
 BEGIN
     -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
     PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
@@ -305,26 +304,18 @@ BEGIN
                    local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,
                    train_error = excluded.train_error, source = excluded.source%s
             RETURNING client, total_variance)
-        SELECT array_agg(client ORDER BY client COLLATE "C") FROM w WHERE total_variance = 0$f$,
+        SELECT count(*) FROM w$f$,
         src, schema_name, base || '_components', schema_name, base || '_components',
         schema_name, base || '_clients',
         CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
         CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
         CASE WHEN monitor THEN ', score_covariance = excluded.score_covariance, '
                                'residual_moments = excluded.residual_moments' ELSE '' END)
-    INTO flat USING center, global_mean, source, one_client, one_stats, scale_factors;
-    IF flat IS NOT NULL THEN
-        RAISE NOTICE '% of model "%" % no variance and contribute% nothing to the fit',
-                     CASE WHEN cardinality(flat) = 1 THEN 'client ' || quote_literal(flat[1])
-                          ELSE cardinality(flat) || ' clients' END, base,
-                     CASE WHEN cardinality(flat) = 1 THEN 'has' ELSE 'have' END,
-                     CASE WHEN cardinality(flat) = 1 THEN 's' ELSE '' END
-            USING DETAIL = 'A client whose rows are all equal (or who has one row) has NULL variance ratios.';
-    END IF;
+    USING center, global_mean, source, one_client, one_stats, scale_factors;
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]) IS
-    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics; a client without variance gets NULL ratios and a NOTICE';
+    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics; a client without variance gets NULL ratios (the reader of the clients names it in its NOTICE, src/row_reader.c)';
 
 -- The clients of a train or refresh, staged once: the fit and the per-client
 -- figures read the same rows.  A temporary table, created by the caller (a
