@@ -54,6 +54,8 @@
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
+/* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE;
+ * 0.4.0 has no SQL function for it (stage_fill reads the view <model>_source). */
 PG_FUNCTION_INFO_V1(perpca_query_shape);
 
 /*
@@ -257,12 +259,11 @@ perpca_refresh(PG_FUNCTION_ARGS)
 }
 
 /*
- * perpca_internal.query_shape(query text, search_path text) RETURNS jsonb:
+ * 0.3.0's perpca_internal.query_shape(query text, search_path text) RETURNS jsonb:
  * the result columns of query, [{"name": .., "type": oid, "base": oid}]
  * (base: the type under any domain), from planning it (not running it) as
- * the current user with search_path set to the given one.  Called by
- * stage_fill, inside run_as (as the model's owner, restricted), to tell a
- * query of perpca_stats from one of feature columns.
+ * the current user with search_path set to the given one.  0.3.0's
+ * stage_fill called it, inside run_as; 0.4.0 drops the SQL function.
  */
 Datum
 perpca_query_shape(PG_FUNCTION_ARGS)
