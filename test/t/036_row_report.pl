@@ -75,7 +75,7 @@ for my $call (@calls)
 my ($skipped_part) = $ref->[1] =~ /^([^,;]+)/;
 my ($skipped_sentence) = $ref->[2] =~ /^(.*?\.)(?: A group|$)/;
 for my $call (
-	[ 'perpca_model_scores', "SELECT count(*) FROM (SELECT perpca_model_scores('m', g, x, missing => 'skip') FROM t) q" ],
+	[ 'perpca_model_scores', "SELECT count(s) FROM (SELECT perpca_model_scores('m', g, x, missing => 'skip') AS s FROM t) q" ],
 	[ 'perpca_fit_federated', "SELECT count(*) FROM perpca_fit_federated(ARRAY['$conn'], $q, 1, 1, missing => 'skip')" ])
 {
 	my ($func, $sql) = @$call;
