@@ -395,7 +395,7 @@ row_rethrow(const char *missing_hint, MemoryContext cxt)
 	char	   *hint;
 
 	MemoryContextSwitchTo(cxt);
-	/* Copied before FlushErrorState: the caller may have built it in ErrorContext. */
+	/* Callers build the hint before their PG_TRY; copied anyway, since FlushErrorState frees ErrorContext. */
 	hint = missing_hint != NULL ? pstrdup(missing_hint) : NULL;
 	edata = CopyErrorData();
 	FlushErrorState();
