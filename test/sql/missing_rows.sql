@@ -123,6 +123,11 @@ SELECT * FROM perpca_personalize('m', 'SELECT g, x FROM t');
 SELECT * FROM perpca_personalize('m', 'SELECT g, a / 0 FROM t');
 SELECT * FROM perpca_personalize('m', 'new', (SELECT perpca_stats(x) FROM t WHERE g = 'g1'));
 SELECT * FROM perpca_choose_ranks('SELECT g, x FROM t', heldout => 'SELECT g, x FROM t', global_ranks => '{1}', local_ranks => '{0}');
+-- an error inside personalize's write (here a trigger of the model's owner) shows none of its internal SQL either
+CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no new clients today'; END $$;
+CREATE TRIGGER boom BEFORE INSERT ON m_p_clients FOR EACH ROW EXECUTE FUNCTION boom();
+SELECT * FROM perpca_personalize('m_p', 'zz', (SELECT perpca_stats(x) FROM t WHERE g = 'g0'));
+DROP TRIGGER boom ON m_p_clients;
 
 -- ------------------------------------------------------------------------
 -- 2. A group empty after skipping: train, refresh, personalize, impute, evaluate
