@@ -192,33 +192,14 @@ store_create(const StoreModel *sm)
 		model_schema_create(MODEL_TABLE_HISTORY, sm->schema, sm->base);
 }
 
-/* The NOTICE for clients without variance (flat: a text[] of their keys). */
-static void
-notice_flat(const StoreModel *sm, Datum flat)
-{
-	ArrayType  *a = DatumGetArrayTypeP(flat);
-	Datum	   *keys;
-	int			n;
-
-	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &keys, NULL, &n);
-	if (n == 1)
-		ereport(NOTICE,
-				(errmsg("client %s of model \"%s\" has no variance and contributes nothing to the fit",
-						quote_literal_cstr(TextDatumGetCString(keys[0])), sm->base),
-				 errdetail("A client whose rows are all equal (or who has one row) has NULL variance ratios.")));
-	else
-		ereport(NOTICE,
-				(errmsg("%d clients of model \"%s\" have no variance and contribute nothing to the fit", n, sm->base),
-				 errdetail("A client whose rows are all equal (or who has one row) has NULL variance ratios.")));
-}
-
 /*
  * The per-client figures of the clients rows, from statistics (client,
  * stats) of the FROM item src (which may use $4 and $5): means in the data's
  * units; variances, ratios and errors in the units the fit saw (divided by
  * $6, the scale factors, NULL = unscaled); the scores' covariance and
  * residual spectrum (client_monitor_stats) too.  A client without variance
- * (one row, or constant rows) has no ratios.
+ * (one row, or constant rows) has no ratios (the reader of the clients
+ * names it in its NOTICE, row_reader.c).
  */
 static const char fill_clients_sql[] =
 "WITH r AS ("
@@ -254,8 +235,8 @@ static const char fill_clients_sql[] =
 "           local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,"
 "           train_error = excluded.train_error, source = excluded.source,"
 "           score_covariance = excluded.score_covariance, residual_moments = excluded.residual_moments"
-"    RETURNING client, total_variance)"
-" SELECT array_agg(client ORDER BY client COLLATE \"C\") FROM w WHERE total_variance = 0";
+"    RETURNING client)"
+" SELECT count(*) FROM w";
 
 /*
  * Write the clients rows of the model from the statistics of src, as the
@@ -269,15 +250,10 @@ store_fill_clients(const StoreModel *sm, const char *src, const Oid *types, cons
 {
 	const char *x = sm->ext;
 	char	   *components = store_rel(sm, "components");
-	bool		isnull;
-	Datum		flat;
-
 	store_columns_add(sm, "clients");
-	flat = store_sql(psprintf(fill_clients_sql, src, x, x, x, components, components, x, x, x, x, x,
-							  store_rel(sm, "clients")),
-					 6, types, args, nulls, &isnull);
-	if (!isnull)
-		notice_flat(sm, flat);
+	store_run(psprintf(fill_clients_sql, src, x, x, x, components, components, x, x, x, x, x,
+					   store_rel(sm, "clients")),
+			  6, types, args, nulls);
 }
 
 Datum
@@ -596,9 +572,9 @@ static const char personalize_sql[] =
 "                          WHEN 'global' THEN perpca_internal.scale_vector(i.global_mean, $5)"
 "                          ELSE array_fill(0::float8, ARRAY[i.d]) END FROM %s i)) AS l";
 
-void
-store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datum stats, Datum n_local,
-				  bool n_local_null, Datum factors, bool factors_null, Tuplestorestate *out)
+uint64
+store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datum stats, int n_local,
+				  Datum factors, bool factors_null, Tuplestorestate *out)
 {
 	char	   *components = store_rel(sm, "components");
 	char	   *info = store_rel(sm, "info");
@@ -615,8 +591,8 @@ store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datu
 	args[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	args[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	isnull = false;
-	r2 = n_local_null ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull))
-		: DatumGetInt32(n_local);
+	r2 = n_local < 0 ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull))
+		: n_local;
 	store_run(psprintf("DELETE FROM %s WHERE kind = 'local' AND client = $4", components), 6, types, args, nulls);
 	if (!isnull && r2 != 0)
 	{
@@ -639,8 +615,9 @@ store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datu
 	(void) store_sql(psprintf("SELECT k.component, k.pc, k.variance FROM %s k"
 							  " WHERE k.kind = 'local' AND k.client = $1 ORDER BY k.component", components),
 					 1, (Oid[]) {TEXTOID}, &args[3], NULL, &isnull);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (uint64 i = 0; out != NULL && i < SPI_processed; i++)
 		tuplestore_puttuple(out, SPI_tuptable->vals[i]);
+	return SPI_processed;
 }
 
 /* ------------------------------------------------------------------------

@@ -72,12 +72,12 @@ extern Datum store_digest(const StoreModel *sm, Datum options, Datum names, bool
 extern Datum store_history_append(const StoreModel *sm, Datum r);
 
 /*
- * Store local components of one client (none for n_local 0), its row in
- * <base>_clients and a new version; its components into out.
+ * Store local components of one client (none for n_local 0; n_local < 0:
+ * the model's), its row in <base>_clients and a new version; its
+ * components into out (when not NULL), their number returned.
  */
-extern void store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datum stats,
-							  Datum n_local, bool n_local_null, Datum factors, bool factors_null,
-							  Tuplestorestate *out);
+extern uint64 store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datum stats,
+								int n_local, Datum factors, bool factors_null, Tuplestorestate *out);
 
 /* Add to the model's table of suffix the declared columns it lacks (model_schema.c). */
 extern void store_columns_add(const StoreModel *sm, const char *suffix);

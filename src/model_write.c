@@ -317,6 +317,7 @@ perpca_train(PG_FUNCTION_ARGS)
 	ModelLock	ml;
 	int			names = arg_position(fcinfo, "feature_names");
 	MemoryContext here = CurrentMemoryContext;
+	const char *outer = row_statement_func;
 	char	   *hint = row_skip_hint("perpca_train");
 
 	tc.model = text_arg(fcinfo, "model");
@@ -337,6 +338,8 @@ perpca_train(PG_FUNCTION_ARGS)
 	 * creates it and the others find it (and replace it, or fail cleanly). */
 	model_lock(&ml, tc.model, MODEL_LOCK_WRITE, true, true);	/* may create it */
 	(void) model_lock_history(&ml, MODEL_LOCK_WRITE, true);
+	/* a read nested in it reports as perpca_train (row_reader.c) */
+	row_statement_func = "perpca_train";
 	PG_TRY();
 	{
 		int			nestlevel = write_begin();
@@ -346,9 +349,11 @@ perpca_train(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
+		row_statement_func = outer;
 		row_rethrow(hint, here);
 	}
 	PG_END_TRY();
+	row_statement_func = outer;
 	return (Datum) 0;
 }
 
@@ -605,6 +610,7 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	bool		warm = bool_arg(fcinfo, "warm", true);
 	ModelLock	ml;
 	MemoryContext here = CurrentMemoryContext;
+	const char *outer = row_statement_func;
 
 	if (strcmp(on_error, "raise") != 0 && strcmp(on_error, "record") != 0)
 		ereport(ERROR,
@@ -617,6 +623,8 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	if (!ml.present)
 		model_missing_error(model, ml.schema, ml.base, NULL);
 	(void) model_lock_history(&ml, MODEL_LOCK_WRITE, wait);
+	/* a read nested in it reports as perpca_refresh (row_reader.c) */
+	row_statement_func = "perpca_refresh";
 	PG_TRY();
 	{
 		int			nestlevel = write_begin();
@@ -626,10 +634,12 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
+		row_statement_func = outer;
 		row_rethrow("The model reads its query with missing => 'error' (its options); train it again "
 					"with missing => 'skip' and replace => true to leave out rows with gaps.", here);
 	}
 	PG_END_TRY();
+	row_statement_func = outer;
 	return (Datum) 0;
 }
 
