@@ -431,7 +431,6 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	const char *params[7] = {f->id, f->query, r1, nl,
 		fit_weights_names[f->opts->sample_weights ? 1 : 0], seed,
 	perpca_missing_names[f->opts->missing]};
-	int			with_skipped = 0;
 	double	   *mean_sum = NULL;
 	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
 	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
@@ -454,7 +453,6 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 		int64		skipped = pg_strtoint64(SHARD_VALUE(r, 0, 6));
 
 		diag->rows_skipped += skipped;
-		with_skipped += skipped > 0;
 		f->active[s] = n > 0;
 		if (n == 0)
 			continue;
@@ -477,12 +475,7 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 				 errmsg("query returned no clients on any shard"),
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
 	/* (each shard names its groups without rows in its own NOTICE) */
-	if (diag->rows_skipped > 0)
-		ereport(NOTICE,
-				(errmsg("perpca_fit_federated: the shards left out %lld row%s with missing values, on %d of %d shard%s",
-						(long long) diag->rows_skipped, diag->rows_skipped == 1 ? "" : "s", with_skipped,
-						f->nshards, f->nshards == 1 ? "" : "s"),
-				 errdetail("missing => 'skip' (or perpca_stats(x, 'skip') on the shards); perpca_last_federated_fit().rows_skipped counts them.")));
+	row_report("perpca_fit_federated", &(RowReport) {.skipped = diag->rows_skipped, .groups = -1});
 	/* the shards' sums are exact (exact_sum.h): their order does not matter */
 	fed_check_keys(f, keys, nkeys);
 	acc = exact_sum_create(f->d);

@@ -54,6 +54,8 @@
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
+/* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE;
+ * 0.4.0 has no SQL function for it (stage_fill reads the view <model>_source). */
 PG_FUNCTION_INFO_V1(perpca_query_shape);
 
 /*
@@ -132,23 +134,27 @@ static void run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs
  * Run sql (an internal function's call) with search_path = pg_catalog,
  * pg_temp and return its rows as the calling function's result set.  An
  * error shows none of the internal SQL (row_reader.c), and a row's missing
- * element gets missing_hint.
+ * element gets missing_hint; a read nested in it reports as func.
  */
 static Datum
-run_internal(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
-			 const char *nulls, const char *missing_hint)
+run_internal(FunctionCallInfo fcinfo, const char *func, const char *sql, int nargs, Oid *types,
+			 Datum *values, const char *nulls, const char *missing_hint)
 {
 	MemoryContext here = CurrentMemoryContext;
+	const char *outer = row_statement_func;
 
+	row_statement_func = func;
 	PG_TRY();
 	{
 		run_internal_sql(fcinfo, sql, nargs, types, values, nulls);
 	}
 	PG_CATCH();
 	{
+		row_statement_func = outer;
 		row_rethrow(missing_hint, here);
 	}
 	PG_END_TRY();
+	row_statement_func = outer;
 	return (Datum) 0;
 }
 
@@ -211,7 +217,7 @@ perpca_train(PG_FUNCTION_ARGS)
 		values[7] = PG_GETARG_DATUM(names);
 	else
 		nulls[7] = 'n';
-	return run_internal(fcinfo, "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
+	return run_internal(fcinfo, "perpca_train", "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
 						8, types, values, nulls, row_skip_hint("perpca_train"));
 }
 
@@ -246,19 +252,18 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	values[2] = CStringGetTextDatum(model);
 	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
 	values[4] = CStringGetTextDatum(on_error);
-	return run_internal(fcinfo, "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
+	return run_internal(fcinfo, "perpca_refresh", "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
 						5, types, values, NULL,
 						"The model reads its query with missing => 'error' (its options); train it again "
 						"with missing => 'skip' and replace => true to leave out rows with gaps.");
 }
 
 /*
- * perpca_internal.query_shape(query text, search_path text) RETURNS jsonb:
+ * 0.3.0's perpca_internal.query_shape(query text, search_path text) RETURNS jsonb:
  * the result columns of query, [{"name": .., "type": oid, "base": oid}]
  * (base: the type under any domain), from planning it (not running it) as
- * the current user with search_path set to the given one.  Called by
- * stage_fill, inside run_as (as the model's owner, restricted), to tell a
- * query of perpca_stats from one of feature columns.
+ * the current user with search_path set to the given one.  0.3.0's
+ * stage_fill called it, inside run_as; 0.4.0 drops the SQL function.
  */
 Datum
 perpca_query_shape(PG_FUNCTION_ARGS)

@@ -64,6 +64,11 @@
  *                       the per-client statistics they need, stored at training time
  *   quantiles.c         upper quantiles of the F and normal distributions (monitor.c's
  *                       control limits; quantiles.h)
+ *   model_schema.c      the columns of a model's tables, declared once: the CREATE TABLE,
+ *                       the ADD COLUMNs of older models and the readers' expected
+ *                       columns are generated from it (model_schema.h)
+ *   model_store.c       a model's tables made and kept to model_schema.c's declaration
+ *                       (new tables, the history, columns older models lack)
  *   model_history.c     perpca_model_history(): a model's history table, read as
  *                       model_read.c reads a model
  *   model_write.c       the write side: perpca_train(), perpca_refresh() (model name,

@@ -71,76 +71,11 @@ $$;
 COMMENT ON FUNCTION perpca_internal.model_check_owner(text, regrole) IS
     'internal: insufficient_privilege unless the current user has the privileges of the model''s owner';
 
--- Create the three tables of a model.
+-- Create the three tables of a model, and its history table when there is
+-- none: columns, constraints and comments as declared once in
+-- src/model_schema.c (model_store.c runs the DDL as the current user).
 CREATE OR REPLACE FUNCTION perpca_internal.model_create(schema_name text, base text) RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    components text := format('%I.%I', schema_name, base || '_components');
-    clients text := format('%I.%I', schema_name, base || '_clients');
-    info text := format('%I.%I', schema_name, base || '_info');
-BEGIN
-    -- Constraints are written with pg_catalog's operators: they are stored
-    -- bound, so they must not bind to whatever a search_path offers.
-    EXECUTE format($f$
-        CREATE TABLE %s (
-            client text,
-            kind text NOT NULL CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['global', 'local'])),
-            component int NOT NULL CHECK (component OPERATOR(pg_catalog.>=) 1),
-            pc float8[] NOT NULL,
-            variance float8,
-            CHECK ((kind OPERATOR(pg_catalog.=) 'global') OPERATOR(pg_catalog.=) (client IS NULL)),
-            UNIQUE NULLS NOT DISTINCT (kind, client, component))$f$, components);
-    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', components);
-    EXECUTE format($f$
-        CREATE TABLE %s (
-            client text PRIMARY KEY,
-            n bigint NOT NULL,
-            mean float8[] NOT NULL,
-            n_local int NOT NULL,
-            total_variance float8,
-            global_ratio float8,
-            local_ratio float8,
-            residual_ratio float8,
-            train_error float8,
-            source text NOT NULL CHECK (source OPERATOR(pg_catalog.=) ANY (ARRAY['fit', 'personalize'])),
-            score_covariance float8[],
-            residual_moments float8[])$f$,
-        clients);
-    -- The option columns (method .. weights) are those of 0.1.0; every option,
-    -- these and later ones, is in options (jsonb), which a refresh reads.
-    EXECUTE format($f$
-        CREATE TABLE %s (
-            model text PRIMARY KEY,
-            d int NOT NULL,
-            n_global int NOT NULL,
-            n_local int,
-            n_clients int NOT NULL,
-            method text, rounds_max int, tolerance float8, step float8, adaptive boolean, update text,
-            retraction text, init text, seed bigint, center text NOT NULL, weights text,
-            source_query text NOT NULL,
-            rounds int, converged boolean, objective float8, kkt_residual float8,
-            theta_est float8, step_used float8, fit_seconds float8,
-            global_mean float8[] NOT NULL,
-            total_variance float8,
-            fitted_at timestamptz NOT NULL,
-            version bigint NOT NULL,
-            client_type text,
-            options jsonb,
-            scale_factors float8[],
-            constant_features int[],
-            search_path text,
-            feature_names text[],
-            stats_digest text,
-            source_view text)$f$, info);
-    EXECUTE format('COMMENT ON TABLE %s IS %L', components,
-        'perpca model ' || base || ': global (client NULL) and local principal components');
-    EXECUTE format('COMMENT ON TABLE %s IS %L', clients,
-        'perpca model ' || base || ': one row per client (mean, explained-variance ratios, training error)');
-    EXECUTE format('COMMENT ON TABLE %s IS %L', info,
-        'perpca model ' || base || ': options, source query (bound in the view ' || base || '_source) and the search_path it was bound with, key type, diagnostics and version of the fit');
-    PERFORM perpca_internal.history_create(schema_name, base);
-END
-$$;
+    AS 'MODULE_PATHNAME', 'perpca_model_create' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.model_create(text, text) IS 'internal: creates the tables of a new model (and its history table when there is none)';
 
 -- A model's history: one row per train and refresh, in <model>_history,
@@ -148,39 +83,16 @@ COMMENT ON FUNCTION perpca_internal.model_create(text, text) IS 'internal: creat
 -- perpca_drop, locked after the model's three tables: model_lock.c).  Read
 -- by perpca_model_history (src/model_history.c, the checked C reader).
 CREATE OR REPLACE FUNCTION perpca_internal.history_create(schema_name text, base text) RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    history text := format('%I.%I', schema_name, base || '_history');
-BEGIN
-    IF to_regclass(history) IS NOT NULL THEN
-        RETURN;                 -- a model trained again under its old name continues its history
-    END IF;
-    EXECUTE format($f$
-        CREATE TABLE %s (
-            entry int PRIMARY KEY CHECK (entry OPERATOR(pg_catalog.>=) 1),
-            version bigint,
-            at timestamptz NOT NULL,
-            kind text NOT NULL CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['train', 'refresh'])),
-            clients int,
-            rows bigint,
-            rounds_run int,
-            converged boolean,
-            objective float8,
-            seconds float8,
-            role name,
-            warning text,
-            outcome text NOT NULL CHECK (outcome OPERATOR(pg_catalog.=) ANY (ARRAY['fitted', 'unchanged', 'failed'])),
-            starts jsonb,
-            clients_added int,
-            clients_dropped int,
-            warm_start boolean,
-            digest text)$f$, history);
-    EXECUTE format('COMMENT ON TABLE %s IS %L', history,
-        'perpca model ' || base || ': one row per train and refresh (perpca_model_history)');
-END
-$$;
+    AS 'MODULE_PATHNAME', 'perpca_history_create' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.history_create(text, text) IS
     'internal: creates the history table of a model, unless it exists';
+
+-- A model stored by an earlier version gets the columns declared since
+-- (src/model_schema.c) when its owner next writes it.
+CREATE OR REPLACE FUNCTION perpca_internal.model_columns_add(schema_name text, base text, tbl text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'perpca_model_columns_add' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_internal.model_columns_add(text, text, text) IS
+    'internal: adds to a model''s table tbl (info, clients, components or history) the columns declared since the version that stored it, as the current user; whether it added any';
 
 -- Append one row (jsonb, by column name) to a model's history, as the model's
 -- owner (through run_as); the row with its entry number.  A model stored
@@ -256,15 +168,13 @@ DECLARE
     clients regclass := format('%I.%I', schema_name, base || '_clients')::regclass;
     monitor boolean := EXISTS (SELECT FROM pg_attribute
                                 WHERE attrelid = clients AND attname = 'residual_moments' AND NOT attisdropped);
-    flat text[];
 BEGIN
     -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
     PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
     -- A model stored before 0.3.0 gets the columns of perpca_model_monitor
     -- and perpca_component_variance when its owner writes it.
     IF NOT monitor AND pg_has_role((SELECT relowner FROM pg_class WHERE oid = clients), 'USAGE') THEN
-        EXECUTE format('ALTER TABLE %s ADD COLUMN IF NOT EXISTS score_covariance float8[], '
-                       'ADD COLUMN IF NOT EXISTS residual_moments float8[]', clients);
+        PERFORM perpca_internal.model_columns_add(schema_name, base, 'clients');
         monitor := true;
     END IF;
     -- Means in the data's units; variances, ratios and errors in the units
@@ -305,26 +215,18 @@ BEGIN
                    local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,
                    train_error = excluded.train_error, source = excluded.source%s
             RETURNING client, total_variance)
-        SELECT array_agg(client ORDER BY client COLLATE "C") FROM w WHERE total_variance = 0$f$,
+        SELECT count(*) FROM w$f$,
         src, schema_name, base || '_components', schema_name, base || '_components',
         schema_name, base || '_clients',
         CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
         CASE WHEN monitor THEN ', score_covariance, residual_moments' ELSE '' END,
         CASE WHEN monitor THEN ', score_covariance = excluded.score_covariance, '
                                'residual_moments = excluded.residual_moments' ELSE '' END)
-    INTO flat USING center, global_mean, source, one_client, one_stats, scale_factors;
-    IF flat IS NOT NULL THEN
-        RAISE NOTICE '% of model "%" % no variance and contribute% nothing to the fit',
-                     CASE WHEN cardinality(flat) = 1 THEN 'client ' || quote_literal(flat[1])
-                          ELSE cardinality(flat) || ' clients' END, base,
-                     CASE WHEN cardinality(flat) = 1 THEN 'has' ELSE 'have' END,
-                     CASE WHEN cardinality(flat) = 1 THEN 's' ELSE '' END
-            USING DETAIL = 'A client whose rows are all equal (or who has one row) has NULL variance ratios.';
-    END IF;
+    USING center, global_mean, source, one_client, one_stats, scale_factors;
 END
 $$;
 COMMENT ON FUNCTION perpca_internal.model_fill_clients(text, text, text, text, float8[], text, text, perpca_stats, float8[]) IS
-    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics; a client without variance gets NULL ratios and a NOTICE';
+    'internal: writes the clients rows of a model (mean in the data''s units; variance ratios and training error of the statistics divided by scale_factors, NULL = unscaled) from statistics; a client without variance gets NULL ratios (the reader of the clients names it in its NOTICE, src/row_reader.c)';
 
 -- The clients of a train or refresh, staged once: the fit and the per-client
 -- figures read the same rows.  A temporary table, created by the caller (a
@@ -345,13 +247,6 @@ END
 $$;
 COMMENT ON FUNCTION perpca_internal.stage_create(regrole) IS
     'internal: creates the temporary table that holds the clients of a train or refresh, usable by reader';
-
--- The columns of a query's result, planned (not run) as the current user
--- with the given search_path (src/model_write.c).
-CREATE OR REPLACE FUNCTION perpca_internal.query_shape(query text, search_path text) RETURNS jsonb
-    AS 'MODULE_PATHNAME', 'perpca_query_shape' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_internal.query_shape(text, text) IS
-    'internal: the result columns of a query ([{name, type, base}], base the type under any domain), from planning it with the given search_path';
 
 -- The reader of a model's query (src/row_reader.c): planned, not run, as
 -- the current user with the given search_path.
@@ -478,7 +373,6 @@ DECLARE
     gmean float8[];
     merged @extschema@.perpca_stats;
     total float8;
-    added text;
     digest text;
     version bigint;
     nrows bigint;
@@ -515,16 +409,7 @@ BEGIN
         EXECUTE format('DELETE FROM %s', clients);
         EXECUTE format('DELETE FROM %s', info);
         -- A model stored by an earlier version gets the columns added since, once.
-        SELECT string_agg(format('ADD COLUMN %I %s', c.name, c.type), ', ') INTO added
-          FROM (VALUES ('client_type', 'text'), ('options', 'jsonb'), ('scale_factors', 'float8[]'),
-                       ('constant_features', 'int[]'), ('search_path', 'text'),
-                       ('feature_names', 'text[]'), ('stats_digest', 'text'),
-                       ('source_view', 'text')) AS c(name, type)
-         WHERE NOT EXISTS (SELECT FROM pg_attribute a
-                            WHERE a.attrelid = info::regclass AND a.attname = c.name AND NOT a.attisdropped);
-        IF added IS NOT NULL THEN
-            EXECUTE format('ALTER TABLE %s %s', info, added);
-        END IF;
+        PERFORM perpca_internal.model_columns_add(schema_name, base, 'info');
     ELSE
         PERFORM perpca_internal.model_create(schema_name, base);
     END IF;

@@ -68,9 +68,7 @@ BEGIN
     -- (source_view is recorded at once: an unchanged refresh stores nothing else)
     IF m ->> 'source_view' IS NULL THEN
         fit := perpca_internal.source_bind(schema_name, base, m ->> 'source_query', path);
-        IF NOT m ? 'source_view' THEN
-            EXECUTE format('ALTER TABLE %s ADD COLUMN source_view text', info);
-        END IF;
+        PERFORM perpca_internal.model_columns_add(schema_name, base, 'info');
         EXECUTE format('UPDATE %s SET source_view = $1', info) USING fit ->> 'view';
     END IF;
     staged := perpca_internal.stage_fill(schema_name, base, coalesce(options ->> 'missing', 'error'));

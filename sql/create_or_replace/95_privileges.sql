@@ -73,18 +73,17 @@ GRANT EXECUTE ON FUNCTION
 -- session (readable by the model's owner), filled by the caller's query as
 -- the current user (stage_start) or from the model's view <model>_source,
 -- which must be a view of the current user (stage_fill); new tables created
--- as the caller (CREATE on the schema needed); catalog reads; the plan (not
--- a run) of the caller's query, as the caller (query_shape: its column names
--- and types, as the catalog shows them).
+-- as the caller (CREATE on the schema needed), or columns added to them
+-- (ALTER TABLE: the table's owner only); catalog reads.
 GRANT EXECUTE ON FUNCTION
     perpca_internal.stage_create(pg_catalog.regrole),
     perpca_internal.stage_fill(pg_catalog.text, pg_catalog.text, pg_catalog.text),
     perpca_internal.stage_command(pg_catalog.text, pg_catalog.text, pg_catalog.text),
     perpca_internal.stage_start(pg_catalog.text, pg_catalog.regrole, pg_catalog.text),
     perpca_internal.stage_digest(pg_catalog.jsonb, pg_catalog.text[]),
-    perpca_internal.query_shape(pg_catalog.text, pg_catalog.text),
     perpca_internal.model_create(pg_catalog.text, pg_catalog.text),
     perpca_internal.history_create(pg_catalog.text, pg_catalog.text),
+    perpca_internal.model_columns_add(pg_catalog.text, pg_catalog.text, pg_catalog.text),
     perpca_internal.model_owner(pg_catalog.text, pg_catalog.text),
     perpca_internal.model_check_owner(pg_catalog.text, pg_catalog.regrole)
     TO PUBLIC;

@@ -24,6 +24,8 @@ DROP FUNCTION IF EXISTS perpca_last_fit_starts();
 -- stage_fill reads that view, its arguments renamed (query, search_path ->
 -- schema_name, base).
 DROP FUNCTION perpca_internal.stage_fill(text, text);
+-- Issue 36: query_shape is no longer called (stage_fill reads the view).
+DROP FUNCTION perpca_internal.query_shape(text, text);
 
 -- issue 35 (one row contract): missing => on the readers of rows; the
 -- evaluation reports the rows it skipped; the stage reads rows of any form.
