@@ -15,7 +15,7 @@ CREATE VIEW train_rows AS
 SELECT city, ln(1 + sales) AS sales, ln(1 + volume) AS volume, ln(1 + median) AS median, ln(1 + listings) AS listings, ln(1 + inventory) AS inventory
   FROM tx WHERE year < 2015 AND city <> 'Austin';
 -- 1. choose ranks, gaps left in
-SELECT n_global, n_local, round(heldout_explained_ratio::numeric, 4) AS heldout_ratio, round(theta_est::numeric, 3) AS theta, recommended, note
+SELECT n_global, n_local, round(heldout_explained_ratio::numeric, 4) AS heldout_ratio, round(theta_est::numeric, 3) AS theta, recommended, skipped, heldout_skipped, note
   FROM perpca_choose_ranks('SELECT city, sales, volume, median, listings, inventory FROM train_rows',
                            heldout => 'SELECT city, ln(1 + sales), ln(1 + volume), ln(1 + median), ln(1 + listings), ln(1 + inventory) FROM tx WHERE year = 2015 AND city <> ''Austin''',
                            global_ranks => '{1,2,3}', local_ranks => '{0,1,2}', missing => 'skip');
@@ -33,9 +33,10 @@ SELECT client, n, skipped FROM perpca_evaluate('tx_model',
 -- imputation of the held-out year with its gaps
 SELECT sum(n) AS rows, sum(hidden) AS hidden, round((sum(error * hidden) / sum(mean_error * hidden))::numeric, 3) AS ratio_to_centre
   FROM perpca_evaluate_imputation('tx_model', 'SELECT city, ln(1 + sales), ln(1 + volume), ln(1 + median), ln(1 + listings), ln(1 + inventory) FROM tx WHERE year = 2015 AND city <> ''Austin''', 0.2, 1);
--- 4. personalize the held-out city from its rows with gaps
-SELECT count(*) AS local_components FROM perpca_personalize('tx_model', 'Austin',
-  (SELECT perpca_stats(ARRAY[ln(1 + sales), ln(1 + volume), ln(1 + median), ln(1 + listings), ln(1 + inventory)], 'skip') FROM tx WHERE city = 'Austin' AND year < 2015));
+-- 4. personalize the held-out city from its rows with gaps (feature columns, as train read them)
+SELECT * FROM perpca_personalize('tx_model',
+  'SELECT city, ln(1 + sales), ln(1 + volume), ln(1 + median), ln(1 + listings), ln(1 + inventory) FROM tx WHERE city = ''Austin'' AND year < 2015',
+  missing => 'skip');
 SELECT client, n, round(global_ratio::numeric, 3) AS global_ratio, round(local_ratio::numeric, 3) AS local_ratio, source FROM tx_model_clients WHERE client = 'Austin';
 -- score held-out rows with gaps
 SELECT count(*) AS rows, count(s) AS scored FROM (SELECT perpca_model_scores('tx_model', city, ARRAY[ln(1 + sales), ln(1 + volume), ln(1 + median), ln(1 + listings), ln(1 + inventory)], missing => 'observed') AS s FROM tx WHERE year = 2015) q;
@@ -48,4 +49,4 @@ SELECT rows_skipped FROM perpca_last_fit();
 -- a city loses all its rows overnight (every row has a gap): the refresh still fits
 UPDATE tx SET inventory = NULL WHERE city = 'Abilene';
 SELECT outcome, clients, rows, clients_added, clients_dropped FROM perpca_refresh('tx_model');
-SELECT * FROM perpca_model_history('tx_model');
+SELECT version, kind, outcome, clients, rows, clients_added, clients_dropped, converged FROM perpca_model_history('tx_model');

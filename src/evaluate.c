@@ -384,25 +384,15 @@ eval_query(const ModelData *m, const char *sql, int *nclients)
 	return out;
 }
 
-/* One NOTICE for the rows skipped, one naming the clients without rows. */
+/* The one NOTICE: rows skipped, clients without rows, clients whose figures are NULL (no variance). */
 static void
 eval_report(const char *func, const EvalClient *e, int n)
 {
-	int64		skipped = 0;
-	int			with = 0;
-	int			nempty = 0;
-	const char **empty = palloc(sizeof(char *) * Max(n, 1));
+	RowReport	r = {0};
 
 	for (int i = 0; i < n; i++)
-	{
-		skipped += e[i].skipped;
-		with += e[i].skipped > 0;
-		if (e[i].n <= 0)
-			empty[nempty++] = e[i].client;
-	}
-	row_report_skipped(func, skipped, with, n);
-	row_report_groups(func, empty, nempty, nempty == 1 ? "has no rows" : "have no rows",
-					  "Their rows have n = 0 and NULL figures: every row was skipped for missing values, or their statistics are NULL.");
+		row_report_group(&r, e[i].client, e[i].n, e[i].skipped, e[i].f.total == 0);
+	row_report(func, &r);
 }
 
 /*
@@ -418,6 +408,7 @@ evaluate_all(text *model, text *query, PerpcaMissing mode, const char *func, int
 	EvalClient *out = NULL;
 	int			n = 0;
 	MemoryContext caller = CurrentMemoryContext;
+	char	   *hint = row_skip_hint(func);
 
 	if (mode == PERPCA_MISSING_OBSERVED)
 		row_missing_refuse(mode, func, "It evaluates each client from the statistics of its complete rows.",
@@ -432,7 +423,7 @@ evaluate_all(text *model, text *query, PerpcaMissing mode, const char *func, int
 	PG_CATCH();
 	{
 		model_unref(m);
-		row_rethrow(row_skip_hint(func), caller);
+		row_rethrow(hint, caller);
 	}
 	PG_END_TRY();
 	model_unref(m);

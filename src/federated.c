@@ -432,10 +432,9 @@ fed_keys_parse(const ShardConn *sc, const char *value, int *n)
 /*
  * Shard s's answer to shard_open: its clients, dimension, rows, skipped
  * rows, the sum of its clients' means (an exact expansion) and its keys.
- * A shard without clients is left out of the rounds.  True when it skipped
- * rows.
+ * A shard without clients is left out of the rounds.
  */
-static bool
+static void
 fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
 			   char ***keys, int *nkeys, double **means, int *layers)
 {
@@ -447,7 +446,7 @@ fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
 	diag->rows_skipped += skipped;
 	f->active[s] = n > 0;
 	if (n == 0)
-		return skipped > 0;
+		return;
 	if (f->nclients > 0 && d != f->d)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIMENSION),
@@ -459,7 +458,6 @@ fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
 	diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
 	*means = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, layers, "mean sum");
 	*keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), nkeys);
-	return skipped > 0;
 }
 
 /* Phase 1: open on every shard; the sum of n_i mean_i and the row count. */
@@ -472,7 +470,6 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	const char *params[7] = {f->id, f->query, r1, nl,
 		fit_weights_names[f->opts->sample_weights ? 1 : 0], seed,
 	perpca_missing_names[f->opts->missing]};
-	int			with_skipped = 0;
 	double	   *mean_sum = NULL;
 	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
 	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
@@ -488,19 +485,14 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	fed_send_active(f, "shard_open", 7, params);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
-		with_skipped += fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s], &means[s], &layers[s]);
+		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s], &means[s], &layers[s]);
 	if (f->nclients == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("query returned no clients on any shard"),
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
 	/* (each shard names its groups without rows in its own NOTICE) */
-	if (diag->rows_skipped > 0)
-		ereport(NOTICE,
-				(errmsg("perpca_fit_federated: the shards left out %lld row%s with missing values, on %d of %d shard%s",
-						(long long) diag->rows_skipped, diag->rows_skipped == 1 ? "" : "s", with_skipped,
-						f->nshards, f->nshards == 1 ? "" : "s"),
-				 errdetail("missing => 'skip' (or perpca_stats(x, 'skip') on the shards); perpca_last_federated_fit().rows_skipped counts them.")));
+	row_report("perpca_fit_federated", &(RowReport) {.skipped = diag->rows_skipped, .groups = -1});
 	/* the shards' sums are exact (exact_sum.h): their order does not matter */
 	fed_check_keys(f, keys, nkeys);
 	acc = exact_sum_create(f->d);

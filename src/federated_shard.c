@@ -242,7 +242,7 @@ shard_read(ShardFit *sf, void *arg)
 	OpenArgs   *a = arg;
 
 	sf->in = clients_read(a->query, &(ClientsRead) {sf->opts.n_local, sf->opts.missing, false,
-						  "perpca_fit_federated", "query"}, sf->cxt, &sf->n, &a->skipped);
+						  "perpca_fit_federated", "query", false}, sf->cxt, &sf->n, &a->skipped);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
 }

@@ -66,8 +66,7 @@ perpca_extension_schema(void)
 	return nsp;
 }
 
-/* OID of the perpca_stats type: in the schema of the perpca extension. */
-static Oid
+Oid
 stats_type_oid(void)
 {
 	Oid			nsp = perpca_extension_schema();
@@ -190,16 +189,13 @@ open_query(const char *query)
 	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
 }
 
-/* The clients read so far, and the names of those without rows. */
+/* The clients read so far, and what to report of them. */
 typedef struct ClientsSoFar
 {
 	ClientInput *clients;
 	int			n;
 	int			cap;
-	const char **empty;
-	int			nempty;
-	int64		skipped;
-	int			with_skipped;
+	RowReport	report;
 } ClientsSoFar;
 
 /* Read one fetched batch into sofar (in cxt). */
@@ -215,20 +211,15 @@ read_batch(ClientsSoFar *sofar, const ClientsRead *how, MemoryContext cxt)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		ClientInput *c = &sofar->clients[sofar->n];
-		int64		skipped = 0;
+		bool		rows;
 
 		CHECK_FOR_INTERRUPTS();
 		memset(c, 0, sizeof(ClientInput));
-		if (read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, how->n_local, cxt, c, &skipped))
+		rows = read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, how->n_local, cxt, c, &c->skipped);
+		row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped,
+						 rows && perpca_stats_flat(c->stats));
+		if (rows || how->keep_empty)
 			sofar->n++;
-		else
-		{
-			sofar->empty = sofar->empty ? repalloc(sofar->empty, sizeof(char *) * (sofar->nempty + 1))
-				: MemoryContextAlloc(cxt, sizeof(char *));
-			sofar->empty[sofar->nempty++] = c->name;
-		}
-		sofar->skipped += skipped;
-		sofar->with_skipped += skipped > 0;
 	}
 }
 
@@ -268,6 +259,7 @@ clients_read(const char *query, const ClientsRead *how, MemoryContext cxt,
 {
 	ClientsSoFar sofar = {0};
 	MemoryContext here = CurrentMemoryContext;
+	char	   *hint = row_skip_hint(how->func);
 
 	PG_TRY();
 	{
@@ -275,15 +267,12 @@ clients_read(const char *query, const ClientsRead *how, MemoryContext cxt,
 	}
 	PG_CATCH();
 	{
-		row_rethrow(row_skip_hint(how->func), here);
+		row_rethrow(hint, here);
 	}
 	PG_END_TRY();
-	row_report_skipped(how->func, sofar.skipped, sofar.with_skipped, sofar.n + sofar.nempty);
-	row_report_groups(how->func, sofar.empty, sofar.nempty, sofar.nempty == 1 ? "has no rows" : "have no rows",
-					  "A group whose every row was skipped for missing values (or whose statistics are NULL) "
-					  "contributes nothing: it is left out, and a model scores it as a client it does not know.");
+	row_report(how->func, &sofar.report);
 	*nclients = sofar.n;
-	*skipped = sofar.skipped;
+	*skipped = sofar.report.skipped;
 	return sofar.clients ? sofar.clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
 }
 

@@ -18,8 +18,9 @@
 typedef struct ClientInput
 {
 	char	   *name;
-	PerpcaStats *stats;
+	PerpcaStats *stats;			/* NULL: no rows (kept only with keep_empty) */
 	int			r2;				/* local components of this client */
+	int64		skipped;		/* its rows left out for missing values */
 } ClientInput;
 
 /* How to read a query of clients (row_reader.h: its forms and the missing option). */
@@ -30,14 +31,19 @@ typedef struct ClientsRead
 	bool		merge;			/* statistics: merge a client's rows (else one row each) */
 	const char *func;			/* who reads, in NOTICEs and hints */
 	const char *what;			/* the query, in errors ("query", "held-out query") */
+	bool		keep_empty;		/* keep a client without rows, with stats NULL */
 } ClientsRead;
+
+/* OID of the perpca_stats type: in the schema of the perpca extension. */
+extern Oid stats_type_oid(void);
 
 /*
  * Run query (statistics, or rows of any form, which are aggregated per
  * client under how->missing) through a cursor: the clients, copied into cxt,
  * and their number.  A client without rows (every row skipped, or NULL
- * statistics) is left out and named in one NOTICE; rows skipped for missing
- * values, in all clients, are counted in *skipped (one NOTICE).
+ * statistics) is left out (unless how->keep_empty); rows skipped for missing
+ * values, in all clients, are counted in *skipped; both, and clients without
+ * variance, are said in the one NOTICE of row_report.
  */
 extern ClientInput *clients_read(const char *query, const ClientsRead *how,
 								 MemoryContext cxt, int *nclients, int64 *skipped);

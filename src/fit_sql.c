@@ -36,6 +36,7 @@
 #include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "scale.h"
 
 PG_FUNCTION_INFO_V1(perpca_fit);
@@ -191,8 +192,8 @@ start_arg(const FitOptions *opts)
  * ------------------------------------------------------------------------
  */
 
-/* Who reads the clients, in NOTICEs and hints: perpca_fit, or the fit of a train or refresh. */
-static const char *fit_caller = "the fit";
+/* Who reads the clients, in NOTICEs and hints: perpca_fit, else the train or refresh it runs in. */
+static const char *fit_caller = NULL;
 
 /* The fit itself, phase by phase, with the options parsed in diag->opts;
  * results go to rsinfo, diagnostics to diag. */
@@ -211,7 +212,8 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 
 	start = start_arg(opts);
 	perpca_report_phase("perpca_fit: reading clients");
-	in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false, fit_caller, "query"},
+	in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false,
+					  fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit", "query", false},
 					  fitcxt, &n, &diag->rows_skipped);
 	clients_check(in, n, opts->n_global, true);
 	diag->scale_factors = clients_scale(in, n, opts->scale, &diag->constant);
@@ -288,7 +290,7 @@ perpca_fit(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		fit_caller = "the fit";
+		fit_caller = NULL;
 	}
 	PG_END_TRY();
 	return (Datum) 0;

@@ -49,6 +49,7 @@
 
 #include "missing.h"
 #include "perpca.h"
+#include "row_reader.h"
 #include "stats.h"
 
 /* The hint of the row functions' error for a missing value (stats.h). */
@@ -286,10 +287,7 @@ too_few_report(void *arg)
 	if (!IsTransactionState())
 		return;
 	if (t->skipped > 0)
-		ereport(NOTICE,
-				(errmsg("%s returned NULL for %lld row%s with missing values (missing => 'skip')",
-						t->fname, (long long) t->skipped, t->skipped == 1 ? "" : "s"),
-				 errhint("missing => 'observed' scores such rows on their observed coordinates.")));
+		row_report(t->fname, &(RowReport) {.skipped = t->skipped, .groups = -1});
 	if (t->rows == 0)
 		return;
 	ereport(NOTICE,

@@ -247,6 +247,8 @@ read_guarded(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double 
 			 PerpcaMissing mode, ImputeClients *cs, MemoryContext rowcxt)
 {
 	MemoryContext here = CurrentMemoryContext;
+	const char *hint = "Pass missing => 'observed' (the default) to hide and fill observed entries only, or "
+		"missing => 'skip' to leave out rows with gaps and count them.";
 
 	PG_TRY();
 	{
@@ -254,25 +256,25 @@ read_guarded(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double 
 	}
 	PG_CATCH();
 	{
-		row_rethrow("Pass missing => 'observed' (the default) to hide and fill observed entries only, or "
-					"missing => 'skip' to leave out rows with gaps and count them.", here);
+		row_rethrow(hint, here);
 	}
 	PG_END_TRY();
 }
 
-/* One NOTICE for the rows skipped (missing => 'skip'). */
+/*
+ * The one NOTICE: rows skipped (missing => 'skip'), clients left with no
+ * rows, and clients whose hidden entries are their centre (no variance:
+ * ratio NULL).
+ */
 static void
 report(const ImputeClients *cs)
 {
-	int64		skipped = 0;
-	int			with = 0;
+	RowReport	r = {0};
 
 	for (int i = 0; i < cs->n; i++)
-	{
-		skipped += cs->items[i].skipped;
-		with += cs->items[i].skipped > 0;
-	}
-	row_report_skipped("perpca_evaluate_imputation", skipped, with, cs->n);
+		row_report_group(&r, cs->items[i].name, cs->items[i].rows, cs->items[i].skipped,
+						 cs->items[i].hidden > 0 && cs->items[i].sse_centre == 0.0);
+	row_report("perpca_evaluate_imputation", &r);
 }
 
 /*

@@ -39,14 +39,10 @@
 
 PG_FUNCTION_INFO_V1(perpca_model_history);
 
-/* The columns returned, in order, as stored; entry (the order) is required, the others may be missing. */
-static const ModelColumn history_columns[] = {
-	{"version", INT8OID, true}, {"at", TIMESTAMPTZOID, true}, {"kind", TEXTOID, true},
-	{"clients", INT4OID, true}, {"rows", INT8OID, true}, {"rounds_run", INT4OID, true},
-	{"converged", BOOLOID, true}, {"objective", FLOAT8OID, true}, {"seconds", FLOAT8OID, true},
-	{"role", NAMEOID, true}, {"warning", TEXTOID, true}, {"entry", INT4OID, false},
-	{"outcome", TEXTOID, true}, {"starts", JSONBOID, true}, {"clients_added", INT4OID, true},
-	{"clients_dropped", INT4OID, true}, {"warm_start", BOOLOID, true}
+/* The columns returned, in order; their types are model_schema.c's declaration. */
+static const char *const history_columns[] = {
+	"version", "at", "kind", "clients", "rows", "rounds_run", "converged", "objective", "seconds",
+	"role", "warning", "entry", "outcome", "starts", "clients_added", "clients_dropped", "warm_start"
 };
 #define H_NCOLS lengthof(history_columns)
 #define H_ENTRY 11
@@ -99,7 +95,11 @@ history_open(const char *model, AttrNumber *att)
 	rel = relation_open(history, NoLock);
 	detail = psprintf("The history of model \"%s\" is not as perpca stores it.", model);
 	for (int c = 0; c < (int) H_NCOLS; c++)
-		att[c] = model_column_attnum(rel, &history_columns[c], detail);
+	{
+		ModelColumn col = model_schema_column(MODEL_TABLE_HISTORY, history_columns[c]);
+
+		att[c] = model_column_attnum(rel, &col, detail);
+	}
 	model_check_readable(rel, att, H_NCOLS, psprintf("the history of model \"%s\"", model),
 						 psprintf("perpca reads a history whole; disable row-level security on %s.",
 								  model_relid_name(history)));
@@ -125,7 +125,7 @@ history_row(TupleTableSlot *slot, const AttrNumber *att, const char *model)
 			continue;
 		}
 		v = slot_getattr(slot, att[c], &row->nulls[c]);
-		get_typlenbyval(history_columns[c].type, &typlen, &typbyval);
+		get_typlenbyval(model_schema_column(MODEL_TABLE_HISTORY, history_columns[c]).type, &typlen, &typbyval);
 		row->values[c] = row->nulls[c] ? (Datum) 0 : datumCopy(v, typbyval, typlen);
 	}
 	if (row->nulls[H_ENTRY])

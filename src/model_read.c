@@ -49,6 +49,7 @@
 #include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
+#include "model_schema.h"
 #include "perpca.h"
 
 /* ------------------------------------------------------------------------
@@ -66,38 +67,33 @@ enum
 {
 	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_CLIENT_TYPE, I_FEATURES, I_NCOLS
 };
-static const ModelColumn info_columns[I_NCOLS] = {
-	{"version", INT8OID, false}, {"d", INT4OID, false}, {"center", TEXTOID, false},
-	{"global_mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false}, {"theta_est", FLOAT8OID, false},
-	{"scale_factors", FLOAT8ARRAYOID, true},	/* models stored before 0.2.0's scale option: unscaled */
-	{"client_type", TEXTOID, true},	/* models stored by 0.1.0: text keys */
-	{"feature_names", TEXTARRAYOID, true}	/* before 0.3.0: unnamed */
+/* The columns read, by name; their types and whether an older model may lack them are
+ * model_schema.c's declaration. */
+static const char *const info_columns[I_NCOLS] = {
+	"version", "d", "center", "global_mean", "total_variance", "theta_est", "scale_factors", "client_type",
+	"feature_names"
 };
 
 enum
 {
 	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_N, C_SCORE_COV, C_RESIDUAL, C_NCOLS
 };
-static const ModelColumn clients_columns[C_NCOLS] = {
-	{"client", TEXTOID, false}, {"mean", FLOAT8ARRAYOID, false}, {"total_variance", FLOAT8OID, false},
-	{"global_ratio", FLOAT8OID, false}, {"n", INT8OID, false},
-	/* before 0.3.0: no control limits or per-component variance until trained again */
-	{"score_covariance", FLOAT8ARRAYOID, true}, {"residual_moments", FLOAT8ARRAYOID, true}
+static const char *const clients_columns[C_NCOLS] = {
+	"client", "mean", "total_variance", "global_ratio", "n", "score_covariance", "residual_moments"
 };
 
 enum
 {
 	K_KIND, K_CLIENT, K_COMPONENT, K_PC, K_VARIANCE, K_NCOLS
 };
-static const ModelColumn components_columns[K_NCOLS] = {
-	{"kind", TEXTOID, false}, {"client", TEXTOID, false}, {"component", INT4OID, false}, {"pc", FLOAT8ARRAYOID, false},
-	{"variance", FLOAT8OID, false}
-};
+static const char *const components_columns[K_NCOLS] = {"kind", "client", "component", "pc", "variance"};
 
-static const ModelColumn *const rel_columns[NRELS] = {info_columns, clients_columns, components_columns};
+static const char *const *const rel_columns[NRELS] = {info_columns, clients_columns, components_columns};
 static const int rel_ncolumns[NRELS] = {I_NCOLS, C_NCOLS, K_NCOLS};
 
 #define MAX_COLUMNS I_NCOLS		/* the longest of the three lists */
+StaticAssertDecl((int) MODEL_REL_INFO == (int) MODEL_TABLE_INFO && (int) MODEL_REL_CLIENTS == (int) MODEL_TABLE_CLIENTS &&
+				 (int) MODEL_REL_COMPONENTS == (int) MODEL_TABLE_COMPONENTS, "model_lock.h and model_schema.h disagree");
 StaticAssertDecl((int) C_NCOLS <= (int) MAX_COLUMNS && (int) K_NCOLS <= (int) MAX_COLUMNS, "MAX_COLUMNS too small");
 
 /* The opened relations of a model and the attribute numbers of its columns. */
@@ -226,7 +222,11 @@ rels_open_checked(ModelRels *r, text *model)
 	for (int i = 0; i < NRELS; i++)
 	{
 		for (int c = 0; c < rel_ncolumns[i]; c++)
-			r->att[i][c] = model_column_attnum(r->rel[i], &rel_columns[i][c], detail);
+		{
+			ModelColumn col = model_schema_column((ModelTable) i, rel_columns[i][c]);
+
+			r->att[i][c] = model_column_attnum(r->rel[i], &col, detail);
+		}
 		model_check_readable(r->rel[i], r->att[i], rel_ncolumns[i], what,
 							 "perpca reads a model whole; disable row-level security on the model's tables.");
 	}

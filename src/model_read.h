@@ -15,13 +15,7 @@
 #include "nodes/pg_list.h"
 #include "utils/relcache.h"
 
-/* A column perpca reads from a table it stores, the type it must have, and whether older tables lack it. */
-typedef struct ModelColumn
-{
-	const char *name;
-	Oid			type;
-	bool		optional;		/* absent: InvalidAttrNumber (read as NULL) */
-} ModelColumn;
+#include "model_schema.h"
 
 /* Its attribute number in rel, checked; errors (detail: which model) when of another type or missing and required. */
 extern AttrNumber model_column_attnum(Relation rel, const ModelColumn *col, const char *detail);

@@ -52,7 +52,7 @@ enum
 	A_WEIGHTS, A_ADAPTIVE, A_SOLVER, A_SCALE, A_TARGET
 };
 
-#define NCOLS 13
+#define NCOLS 15
 
 /* ------------------------------------------------------------------------
  * The queries
@@ -361,9 +361,9 @@ show_pair(int k, int n, const RankPair *p)
 	pfree(name);
 }
 
-/* Append one row of the result. */
+/* Append one row of the result (with the rows each part left out for missing values). */
 static void
-put_pair(ReturnSetInfo *rsinfo, const RankPair *p, bool recommended)
+put_pair(ReturnSetInfo *rsinfo, const RankPair *p, bool recommended, const RankData *data)
 {
 	Datum		values[NCOLS];
 	bool		nulls[NCOLS] = {0};
@@ -385,6 +385,8 @@ put_pair(ReturnSetInfo *rsinfo, const RankPair *p, bool recommended)
 	values[11] = BoolGetDatum(recommended);
 	nulls[12] = p->note == NULL;
 	values[12] = nulls[12] ? (Datum) 0 : CStringGetTextDatum(p->note);
+	values[13] = Int64GetDatum(data->train_skipped);
+	values[14] = Int64GetDatum(data->held_skipped);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -417,7 +419,7 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 		held_q = split_query(query, nsp, cut, true);
 	}
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
-	data->train = clients_read(train_q, &(ClientsRead) {0, opts->missing, true, "perpca_choose_ranks", "query"},
+	data->train = clients_read(train_q, &(ClientsRead) {0, opts->missing, true, "perpca_choose_ranks", "query", false},
 							   cxt, &data->ntrain, &data->train_skipped);
 	if (data->ntrain == 0)
 		ereport(ERROR,
@@ -425,7 +427,7 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 				 errmsg("the training part of the query has no rows")));
 	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
 	data->held = clients_read(held_q, &(ClientsRead) {0, opts->missing, true,
-							  "perpca_choose_ranks (held-out rows)", "held-out query"},
+							  "perpca_choose_ranks (held-out rows)", "held-out query", false},
 							  cxt, &data->nheld, &data->held_skipped);
 	clients_check(data->train, data->ntrain, 0, true);
 	data->d = data->train[0].stats->dim;
@@ -550,7 +552,7 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 		rec = ranks_recommend(pairs, npairs, &scan);
 		MemoryContextSwitchTo(old);
 		for (int i = 0; i < npairs; i++)
-			put_pair(rsinfo, &pairs[i], i == rec);
+			put_pair(rsinfo, &pairs[i], i == rec, data);
 	}
 	PG_FINALLY();
 	{

@@ -48,8 +48,7 @@
 
 const char *const perpca_missing_names[3] = {"error", "skip", "observed"};
 
-/* At most this many group names in a NOTICE; the rest are counted. */
-#define NAMES_SHOWN 5
+const char *row_statement_func = NULL;
 
 PerpcaMissing
 row_missing_parse(const char *value)
@@ -292,35 +291,94 @@ row_rows_sql(const RowShape *shape)
  * ------------------------------------------------------------------------
  */
 
-void
-row_report_skipped(const char *func, int64 skipped, int clients, int nclients)
+/* The detail of each part of a report: the same words for every function. */
+#define REPORT_SKIPPED_DETAIL \
+	"A row with a NULL, NaN or infinite element is left out under missing => 'skip' " \
+	"(perpca_stats(x, 'skip')): figures are those of the complete rows, and a row function returns NULL for it."
+#define REPORT_EMPTY_DETAIL \
+	"A group with no rows (all left out, or statistics of none) contributes nothing: a fit leaves it out, " \
+	"an evaluation gives it n = 0 and NULL figures, perpca_personalize stores nothing, " \
+	"and a model scores it as a client it does not know."
+#define REPORT_FLAT_DETAIL \
+	"A group without variance (one row, or all its rows equal) is kept but contributes nothing to the " \
+	"components; a ratio to its variance is NULL."
+
+/* names[0..*kept) stays the first ROW_REPORT_NAMES names in byte order (whatever the order of the groups). */
+static void
+keep_name(const char **names, int *kept, const char *name)
 {
-	if (skipped <= 0)
+	int			i;
+
+	if (*kept == ROW_REPORT_NAMES && strcmp(name, names[ROW_REPORT_NAMES - 1]) >= 0)
 		return;
-	ereport(NOTICE,
-			(errmsg("%s left out %lld row%s with missing values, in %d of %d group%s",
-					func, (long long) skipped, skipped == 1 ? "" : "s", clients, nclients,
-					nclients == 1 ? "" : "s"),
-			 errdetail("A row with a NULL, NaN or infinite element is skipped under missing => 'skip' "
-					   "(perpca_stats(x, 'skip')); the figures are those of the complete rows.")));
+	i = Min(*kept, ROW_REPORT_NAMES - 1);
+	for (; i > 0 && strcmp(name, names[i - 1]) < 0; i--)
+		names[i] = names[i - 1];
+	names[i] = name;
+	*kept = Min(*kept + 1, ROW_REPORT_NAMES);
 }
 
 void
-row_report_groups(const char *func, const char *const *names, int n, const char *what,
-				  const char *consequence)
+row_report_group(RowReport *r, const char *name, int64 n, int64 skipped, bool flat)
 {
-	StringInfoData buf;
+	r->groups = Max(r->groups, 0) + 1;
+	r->skipped += skipped;
+	r->with_skipped += skipped > 0;
+	if (n <= 0)
+	{
+		int			kept = Min(r->nempty, ROW_REPORT_NAMES);
 
+		keep_name(r->empty, &kept, name);
+		r->nempty++;
+	}
+	else if (flat)
+	{
+		int			kept = Min(r->nflat, ROW_REPORT_NAMES);
+
+		keep_name(r->flat, &kept, name);
+		r->nflat++;
+	}
+}
+
+/* "; k groups what: 'a', 'b' and 3 more" into msg, and its sentence into detail. */
+static void
+report_names(StringInfo msg, StringInfo detail, int n, const char *const *names, const char *what,
+			 const char *sentence)
+{
 	if (n <= 0)
 		return;
-	initStringInfo(&buf);
-	for (int i = 0; i < n && i < NAMES_SHOWN; i++)
-		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", quote_literal_cstr(names[i]));
-	if (n > NAMES_SHOWN)
-		appendStringInfo(&buf, " and %d more", n - NAMES_SHOWN);
+	appendStringInfo(msg, "%s%d group%s %s: ", msg->len > 0 ? "; " : "", n, n == 1 ? "" : "s", what);
+	for (int i = 0; i < n && i < ROW_REPORT_NAMES; i++)
+		appendStringInfo(msg, "%s%s", i > 0 ? ", " : "", quote_literal_cstr(names[i]));
+	if (n > ROW_REPORT_NAMES)
+		appendStringInfo(msg, " and %d more", n - ROW_REPORT_NAMES);
+	appendStringInfo(detail, "%s%s", detail->len > 0 ? " " : "", sentence);
+}
+
+void
+row_report(const char *func, const RowReport *r)
+{
+	StringInfoData msg;
+	StringInfoData detail;
+
+	if (r->skipped <= 0 && r->nempty <= 0 && r->nflat <= 0)
+		return;
+	initStringInfo(&msg);
+	initStringInfo(&detail);
+	if (r->skipped > 0)
+	{
+		appendStringInfo(&msg, "%lld row%s left out for missing values",
+						 (long long) r->skipped, r->skipped == 1 ? "" : "s");
+		if (r->groups >= 0)
+			appendStringInfo(&msg, ", in %d of %d group%s", r->with_skipped, r->groups,
+							 r->groups == 1 ? "" : "s");
+		appendStringInfoString(&detail, REPORT_SKIPPED_DETAIL);
+	}
+	report_names(&msg, &detail, r->nempty, r->empty, "with no rows", REPORT_EMPTY_DETAIL);
+	report_names(&msg, &detail, r->nflat, r->flat, "without variance", REPORT_FLAT_DETAIL);
 	ereport(NOTICE,
-			(errmsg("%s: %d group%s %s: %s", func, n, n == 1 ? "" : "s", what, buf.data),
-			 errdetail("%s", consequence)));
+			(errmsg("%s: %s", func, msg.data),
+			 errdetail("%s", detail.data)));
 }
 
 char *
@@ -337,7 +395,7 @@ row_rethrow(const char *missing_hint, MemoryContext cxt)
 	char	   *hint;
 
 	MemoryContextSwitchTo(cxt);
-	/* Copied before FlushErrorState: the caller may have built it in ErrorContext. */
+	/* Callers build the hint before their PG_TRY; copied anyway, since FlushErrorState frees ErrorContext. */
 	hint = missing_hint != NULL ? pstrdup(missing_hint) : NULL;
 	edata = CopyErrorData();
 	FlushErrorState();
@@ -353,8 +411,6 @@ row_rethrow(const char *missing_hint, MemoryContext cxt)
  * The stage of a train or refresh
  * ------------------------------------------------------------------------
  */
-
-PG_FUNCTION_INFO_V1(perpca_stage_command);
 
 /* The feature names of a query of columns, as a JSON array (null for other forms). */
 static char *
@@ -377,39 +433,28 @@ feature_names_json(const RowShape *shape)
 }
 
 /*
- * perpca_internal.stage_command(query text, search_path text, missing text)
- * RETURNS jsonb: {"command": the INSERT that fills pg_temp.perpca_train_src
- * from the query, "feature_names": the names of its feature columns or
- * null}, from planning the query (not running it) as the current user with
- * the given search_path.  Statistics go in as the query gives them (with
- * its n_local column); rows of any form are aggregated per client under
- * missing.  Called by stage_fill, inside run_as.
+ * The INSERT that fills pg_temp.perpca_train_src from query, planned (not
+ * run) as the current user with the given search_path; *names_json the
+ * names of its feature columns as a JSON array, or "null".  Statistics go
+ * in as the query gives them (with its n_local column); rows of any form
+ * are aggregated per client under missing.  The stage of a train or
+ * refresh (model_store.c), as the model's owner.
  */
-Datum
-perpca_stage_command(PG_FUNCTION_ARGS)
+char *
+row_stage_command(const char *query, const char *path, PerpcaMissing mode, char **names_json)
 {
-	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *path = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	PerpcaMissing mode = row_missing_parse(text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	RowShape	shape;
 	int			nestlevel;
-	char	   *command;
-	StringInfoData buf;
 
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	row_shape(query, &shape, "query of a model");
 	AtEOXact_GUC(true, nestlevel);
+	*names_json = feature_names_json(&shape);
 	if (shape.form == ROW_FORM_STATS)
-		command = psprintf("INSERT INTO pg_temp.perpca_train_src SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.* "
-						   "FROM (%s\n) AS q(perpca_client_key, perpca_client_stats)", query);
-	else
-		command = psprintf("INSERT INTO pg_temp.perpca_train_src (client_type, client, stats) %s",
-						   row_stats_sql(query, &shape, mode, false, true));
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"command\": ");
-	escape_json(&buf, command);
-	appendStringInfo(&buf, ", \"feature_names\": %s}", feature_names_json(&shape));
-	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+		return psprintf("INSERT INTO pg_temp.perpca_train_src SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.* "
+						"FROM (%s\n) AS q(perpca_client_key, perpca_client_stats)", query);
+	return psprintf("INSERT INTO pg_temp.perpca_train_src (client_type, client, stats) %s",
+					row_stats_sql(query, &shape, mode, false, true));
 }

@@ -77,6 +77,9 @@ extern void row_shape(const char *query, RowShape *shape, const char *what);
  * when merge, else returned as the query gives them (a third column too).
  * keyed puts pg_typeof(client) in front, and keeps the key's type.
  */
+/* The INSERT that stages query (a train's or refresh's) under missing; *names_json its feature names or "null". */
+extern char *row_stage_command(const char *query, const char *path, PerpcaMissing mode, char **names_json);
+
 extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode,
 						   bool merge, bool keyed);
 
@@ -86,19 +89,46 @@ extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissi
  */
 extern char *row_rows_sql(const RowShape *shape);
 
-/*
- * One NOTICE for the rows a statement left out for missing values: func
- * names the function, skipped the rows, in clients of nclients groups.
- */
-extern void row_report_skipped(const char *func, int64 skipped, int clients, int nclients);
+/* At most this many group names in a report; the rest are counted. */
+#define ROW_REPORT_NAMES 5
 
 /*
- * One NOTICE naming the groups that contribute nothing: empty (no row left
- * after skipping) or without variance; what says which ("have no rows",
- * ...), consequence what happens to them.
+ * What reading one query left out or found without substance, gathered
+ * group by group with row_report_group and said by row_report, the one
+ * NOTICE of every function that reads rows.
  */
-extern void row_report_groups(const char *func, const char *const *names, int n, const char *what,
-							  const char *consequence);
+typedef struct RowReport
+{
+	int64		skipped;		/* rows left out for missing values */
+	int			with_skipped;	/* groups that lost at least one of them */
+	int			groups;			/* groups read; -1: not known (rows of a row function, shards) */
+	int			nempty;			/* groups with no row left */
+	int			nflat;			/* groups without variance */
+	const char *empty[ROW_REPORT_NAMES];	/* the first names of each, in byte order */
+	const char *flat[ROW_REPORT_NAMES];
+} RowReport;
+
+/*
+ * One group read: n rows kept, skipped left out; flat when it has no
+ * variance (a group with n = 0 is empty whatever flat says).  name must live
+ * until row_report.
+ */
+extern void row_report_group(RowReport *r, const char *name, int64 n, int64 skipped, bool flat);
+
+/*
+ * The one NOTICE (none when there is nothing to say), worded the same for
+ * every function: "func: N rows left out for missing values, in a of b
+ * groups; k groups with no rows: 'x', ...; k groups without variance: ...",
+ * with one fixed sentence of detail per part.
+ */
+extern void row_report(const char *func, const RowReport *r);
+
+/*
+ * The user-facing function whose internal SQL is running (perpca_train,
+ * perpca_refresh), for the report and hint of a read nested in it; NULL
+ * outside one.
+ */
+extern const char *row_statement_func;
 
 /* The hint for a row's missing element in func, which takes missing => 'skip'. */
 extern char *row_skip_hint(const char *func);

@@ -94,6 +94,20 @@ perpca_stats_skipped(const PerpcaStats *s)
 	return skipped;
 }
 
+bool
+perpca_stats_flat(const PerpcaStats *s)
+{
+	const double *body = PERPCA_STATS_BODY(s);
+	int64		len = perpca_stats_nvalues(s->form, s->dim, s->n) - 2 * (int64) s->dim;
+
+	if (s->n <= 0)
+		return false;
+	for (int64 i = 0; i < len; i++)
+		if (body[i] != 0.0)
+			return false;
+	return true;
+}
+
 static void
 invalid_stats(const char *detail)
 {

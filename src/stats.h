@@ -78,6 +78,9 @@ extern PerpcaStats *perpca_stats_alloc_skipped(int form, int d, int64 n, int64 s
 /* Rows left out of the statistics (0 for a version 1 value). */
 extern int64 perpca_stats_skipped(const PerpcaStats *s);
 
+/* Rows, but no variance: one row, or rows all equal (its co-moment is zero). */
+extern bool perpca_stats_flat(const PerpcaStats *s);
+
 /*
  * stats_agg.c's transition, for rows of other types too (perpca_vector's
  * vector and halfvec): the state for a row of dimension d (argument 0 of the

@@ -81,9 +81,19 @@ SELECT rows_skipped FROM perpca_last_fit();
 
 -- Choose ranks.
 SELECT outcome($q$SELECT * FROM perpca_choose_ranks('SELECT g, x, a FROM perpca_missing_rows.t', global_ranks => '{1}', local_ranks => '{0}')$q$) AS ranks_error;
-SELECT n_global, n_local FROM perpca_choose_ranks('SELECT g, xn, b FROM t', heldout => 'SELECT g, xn FROM t',
+-- the rows left out are counted in the result (0.3.0: a NOTICE only)
+SELECT n_global, n_local, skipped, heldout_skipped FROM perpca_choose_ranks('SELECT g, xn, b FROM t', heldout => 'SELECT g, xn FROM t',
                                                   global_ranks => '{1}', local_ranks => '{0,1}', missing => 'skip');
 SELECT outcome($q$SELECT * FROM perpca_choose_ranks('SELECT g, x, a FROM perpca_missing_rows.t', missing => 'observed')$q$) AS ranks_observed;
+
+-- Personalize from a query of rows (0.4.0; the statistics form takes the
+-- aggregate's choice): one row per client, the same three answers.
+SELECT model_name FROM perpca_train('m_p', 'SELECT g, x FROM t WHERE g = ''g0''', 1, 1);
+SELECT outcome($q$SELECT * FROM perpca_personalize('perpca_missing_rows.m_p', 'SELECT g, x FROM perpca_missing_rows.t')$q$) AS personalize_error;
+SELECT * FROM perpca_personalize('m_p', 'SELECT g || ''_p'', a, b, c FROM t', missing => 'skip');
+SELECT client, n, source FROM m_p_clients WHERE client LIKE '%\_p' ORDER BY client;
+SELECT client, n, skipped, local_components FROM perpca_personalize('m_p', 'SELECT g || ''_p'', perpca_stats(x, ''skip'') FROM t GROUP BY g', n_local => 0);
+SELECT outcome($q$SELECT * FROM perpca_personalize('perpca_missing_rows.m_p', 'SELECT g, x FROM perpca_missing_rows.t', missing => 'observed')$q$) AS personalize_observed;
 
 -- Evaluate and its summary: rows of every form, skipped counted per client.
 SELECT outcome($q$SELECT * FROM perpca_evaluate('perpca_missing_rows.m', 'SELECT g, x FROM perpca_missing_rows.t')$q$) AS evaluate_error;
@@ -109,6 +119,15 @@ SELECT outcome($q$SELECT perpca_model_error('perpca_missing_rows.m', g, x) FROM 
 SELECT * FROM perpca_evaluate('m', 'SELECT g, x FROM t');
 SELECT * FROM perpca_train('m_ctx', 'SELECT g, a, b, c FROM t', 1, 1);
 SELECT * FROM perpca_train('m_ctx', 'SELECT g, a / 0 FROM t', 1, 1);
+SELECT * FROM perpca_personalize('m', 'SELECT g, x FROM t');
+SELECT * FROM perpca_personalize('m', 'SELECT g, a / 0 FROM t');
+SELECT * FROM perpca_personalize('m', 'new', (SELECT perpca_stats(x) FROM t WHERE g = 'g1'));
+SELECT * FROM perpca_choose_ranks('SELECT g, x FROM t', heldout => 'SELECT g, x FROM t', global_ranks => '{1}', local_ranks => '{0}');
+-- an error inside personalize's write (here a trigger of the model's owner) shows none of its internal SQL either
+CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no new clients today'; END $$;
+CREATE TRIGGER boom BEFORE INSERT ON m_p_clients FOR EACH ROW EXECUTE FUNCTION boom();
+SELECT * FROM perpca_personalize('m_p', 'zz', (SELECT perpca_stats(x) FROM t WHERE g = 'g0'));
+DROP TRIGGER boom ON m_p_clients;
 
 -- ------------------------------------------------------------------------
 -- 2. A group empty after skipping: train, refresh, personalize, impute, evaluate
@@ -123,8 +142,9 @@ SELECT string_agg(client, ',' ORDER BY client) AS clients FROM m_clients;
 -- The same with statistics: NULL statistics, or n = 0.
 SELECT model_name, n_clients FROM perpca_train('m_stats', 'SELECT g, CASE WHEN g = ''one'' THEN NULL ELSE perpca_stats(x, ''skip'') END FROM t GROUP BY g', 1, 1, replace => true);
 SELECT outcome, clients FROM perpca_refresh('m_stats', warm => false);
--- Personalize from statistics with no rows: a NOTICE, nothing stored.
+-- Personalize from statistics with no rows, or from a query: a NOTICE, nothing stored.
 SELECT * FROM perpca_personalize('m', 'gaps', (SELECT perpca_stats(x, 'skip') FROM t WHERE g = 'gaps'));
+SELECT * FROM perpca_personalize('m', 'SELECT g, x FROM t WHERE g = ''gaps''', missing => 'skip');
 SELECT count(*) AS stored FROM m_clients WHERE client = 'gaps';
 -- Impute and score it: a client the model does not know.
 SELECT perpca_model_impute('m', 'gaps', ARRAY[NULL, 1, 2]::float8[]) IS NOT NULL AS imputed;

@@ -130,5 +130,32 @@ for my $k (@kinds)
 	is($server_code{$name}, $code, "$name is SQLSTATE $code");
 }
 
+# The newcomer's points of issue 35, as the README and docs say them (each
+# failed on 0.3.0): commands that run in a root shell without sudo, a page on
+# Python, the schema of perpca_vector, personalized clients under refresh,
+# self-pairs in perpca_similarity, the Debian build outputs ignored.
+sub slurp
+{
+	my ($path) = @_;
+	open(my $in, '<', test_path($path)) or die "$path: $!";
+	local $/;
+	my $text = <$in>;
+	close($in);
+	return $text;
+}
+my $readme = slurp('README.md');
+my @sudo = grep { /^\s*sudo\b/ } split /\n/, $readme;
+is_deeply(\@sudo, [], 'no README command line starts with sudo');
+like($readme, qr/runuser -u postgres --/, 'the README runs psql as postgres with runuser');
+like($readme, qr/\(docs\/python\.md\)/, 'the README links the Python page');
+like(slurp('docs/python.md'), qr/psycopg2.*\.tolist\(\)|\.tolist\(\).*psycopg2/s, 'docs/python.md covers psycopg2 and numpy');
+like(slurp('docs/pgvector.md'), qr/CREATE EXTENSION perpca_vector SCHEMA/, 'docs/pgvector.md names the schema of perpca_vector');
+like($readme, qr/`perpca_personalize` are not in the query: a refresh drops them/, 'the README says a refresh drops personalized clients');
+like($reference, qr/all_pairs`[^|]*each client with itself/, 'the reference says all_pairs pairs each client with itself');
+my %ignored = map { $_ => 1 } split /\n/, slurp('.gitignore');
+is_deeply([ grep { !$ignored{$_} } ('/debian/.debhelper/', '/debian/debhelper-build-stamp', '/debian/files',
+		'/debian/postgresql-*-perpca/', '/debian/postgresql-*-perpca.debhelper.log', '/debian/postgresql-*-perpca.substvars') ],
+	[], "dpkg-buildpackage's outputs in debian/ are in .gitignore");
+
 $node->stop;
 done_testing();

@@ -7,7 +7,8 @@
 # which needs cron.host (here the socket directory).  In each phase a job
 # refreshes the model every minute; the test waits (bounded) until
 # cron.job_run_details shows a successful run and the model has a new
-# version with the client that appeared, then unschedules the job.  Phase 3:
+# version with the client that appeared, then unschedules the job (and, in
+# phase 1, a model of rows with gaps whose client lost every row).  Phase 3:
 # a refresh of unchanged data writes nothing to the server log.
 use strict;
 use warnings;
@@ -72,6 +73,19 @@ INSERT INTO app.feed SELECT client, x FROM public.obs WHERE client = 'd';
 });
 my $job2 = $node->safe_psql('postgres',
 	q{SELECT cron.schedule('perpca-refresh-app', '* * * * *', $$SELECT * FROM public.perpca_refresh('app.m2')$$)});
+
+# Issue 35's walk from pg_cron, in the same minute: a model of rows with
+# gaps, trained with missing => 'skip', whose client 'c' has since lost
+# every row (each has a gap), refreshes: 'c' is left out, not an error
+# (0.3.0 took no missing option, and a client of n = 0 failed every refresh).
+$node->safe_psql('postgres', q{
+CREATE TABLE public.gap_rows AS SELECT client, x FROM public.feed_rows WHERE client IN ('a', 'b', 'c');
+UPDATE public.gap_rows SET x[1] = NULL WHERE client = 'a' AND x[2] > 0;
+SELECT model_name FROM perpca_train('public.gm', 'SELECT client, x FROM public.gap_rows', 2, 1, missing => 'skip');
+UPDATE public.gap_rows SET x[2] = NULL WHERE client = 'c';
+});
+my $job_gaps = $node->safe_psql('postgres',
+	q{SELECT cron.schedule('perpca-refresh-gaps', '* * * * *', $$SELECT * FROM public.perpca_refresh('public.gm')$$)});
 ok( $node->poll_query_until(
 		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
                                        WHERE jobid = $job2 AND status IN ('succeeded', 'failed'))}),
@@ -82,6 +96,17 @@ is( $node->safe_psql(
 is($node->safe_psql('postgres', 'SELECT n_clients, search_path FROM app.m2_info'),
 	'4|app, public', 'app schema: refreshed with the recorded search_path');
 is($node->safe_psql('postgres', "SELECT cron.unschedule($job2)"), 't', 'app schema: unscheduled');
+ok( $node->poll_query_until(
+		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
+                                       WHERE jobid = $job_gaps AND status IN ('succeeded', 'failed'))}),
+	'gaps: the job ran within the wait');
+is( $node->safe_psql(
+		'postgres', qq{SELECT status FROM cron.job_run_details WHERE jobid = $job_gaps ORDER BY runid LIMIT 1}),
+	'succeeded', 'gaps: the refresh of rows with gaps and a client without rows succeeded');
+is( $node->safe_psql(
+		'postgres', q{SELECT outcome, clients, clients_dropped FROM perpca_model_history('public.gm') ORDER BY entry DESC LIMIT 1}),
+	'fitted|2|1', 'gaps: refitted on the two clients with rows, the empty one dropped');
+is($node->safe_psql('postgres', "SELECT cron.unschedule($job_gaps)"), 't', 'gaps: unscheduled');
 
 # The planted overload of issue 36, through pg_cron: a superuser's model
 # trained with search_path app, public (both writable by PUBLIC); mallory

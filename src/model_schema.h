@@ -1,0 +1,60 @@
+/*
+ * model_schema.h -- the columns of a model's tables, declared once
+ * (model_schema.c)
+ *
+ * A model is <model>_info, <model>_clients, <model>_components and
+ * <model>_history.  model_schema.c declares every column of them once (name,
+ * type, constraint, the version that added it) and generates from that one
+ * declaration:
+ *   - the CREATE TABLE of a new model (and of its history);
+ *   - the ADD COLUMNs that bring the tables of a model stored by an earlier
+ *     version up to date, when its owner next writes it;
+ *   - the columns the checked readers expect (model_read.c,
+ *     model_history.c): their types, and whether an older model may lack
+ *     them.
+ */
+#ifndef PERPCA_MODEL_SCHEMA_H
+#define PERPCA_MODEL_SCHEMA_H
+
+#include "postgres.h"
+
+#include "utils/relcache.h"
+
+/* The tables of a model; the first three in model_lock.h's lock order (MODEL_REL_*). */
+typedef enum ModelTable
+{
+	MODEL_TABLE_INFO, MODEL_TABLE_CLIENTS, MODEL_TABLE_COMPONENTS, MODEL_TABLE_HISTORY, MODEL_NTABLES
+} ModelTable;
+
+/* A column a reader reads from a table perpca stores, its type, and whether older tables lack it. */
+typedef struct ModelColumn
+{
+	const char *name;
+	Oid			type;
+	bool		optional;		/* absent: InvalidAttrNumber (read as NULL) */
+} ModelColumn;
+
+/* The suffix of a table's name ("info": <base>_info). */
+extern const char *model_table_suffix(ModelTable t);
+
+/* The table named by its suffix ("info", "clients", "components", "history"), or 22023. */
+extern ModelTable model_table_by_suffix(const char *suffix);
+
+/* The declared column name of table t, as its readers expect it (an unknown name is a bug: elog). */
+extern ModelColumn model_schema_column(ModelTable t, const char *name);
+
+/*
+ * Create table t of model schema.base as the current user (CREATE TABLE
+ * with every declared column, the table's constraints, its comment),
+ * through SPI; the caller is connected to SPI.
+ */
+extern void model_schema_create(ModelTable t, const char *schema, const char *base);
+
+/*
+ * Add to table relid (table t of a model) the declared columns it lacks
+ * (those added by a later version than the one that stored it), through
+ * SPI; the caller is connected to SPI.  Whether anything was added.
+ */
+extern bool model_schema_add_missing(ModelTable t, Oid relid);
+
+#endif							/* PERPCA_MODEL_SCHEMA_H */
