@@ -9,8 +9,8 @@
 #                                  video) and draw their pictures into docs/examples/
 #                                  (installs python3-matplotlib, python3-psycopg2)
 #
-# The SQL lives in scripts/demo.sql (data and statistics) and
-# scripts/demo_fit.sql (run only if the extension has a function perpca_fit).
+# The SQL lives in examples/demo.sql (data and statistics) and
+# examples/demo_fit.sql (run only if the extension has a function perpca_fit).
 # Works as root (installs missing packages, runs as user "perpca") or as a
 # normal user who has the packages.
 set -euo pipefail
@@ -55,8 +55,8 @@ cluster_start
 
 DB=perpca_demo
 "$PGBIN/createdb" "$DB"
-say "running scripts/demo.sql"
-"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$BUILD/scripts/demo.sql"
+say "running examples/demo.sql"
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$BUILD/examples/demo.sql"
 
 if [ "$EXAMPLES" = 1 ]; then
 	# The examples read their data by paths relative to the tree's root.
