@@ -1,30 +1,25 @@
 /*
  * model_write.c -- the entry points that write a model: perpca_train() and
- * perpca_refresh(), and the resolution of a model name for writing
+ * perpca_refresh(), in C from the call to the last row
  *
- * The caller's side stays here, in C, where the caller's search_path can do
- * nothing by accident: the model name is resolved (an unqualified one
- * through the caller's search_path, as a table name would be), the fit
- * options are parsed and checked (fit_options.c), and the search_path in
- * effect is recorded as a list of schema names.  The rest runs in the
- * internal SQL functions of sql/create_or_replace/40_models.sql and
- * 50_refresh.sql, every one of them with search_path = pg_catalog, pg_temp,
- * called from here under that same search_path:
+ * The caller's side: the model name is resolved (an unqualified one through
+ * the caller's search_path, as a table name would be), the fit options are
+ * parsed and checked (fit_options.c), every query text is checked to be one
+ * SELECT (query_check.c), the search_path in effect is recorded as a list of
+ * schema names, and the model is locked first, through model_lock.c (the
+ * one lock order of every function that touches a model: its three tables,
+ * then its history), to the end of the transaction.  The caller's
+ * temporary stage is made as the caller (a security-restricted operation
+ * may not create one).
  *
- *   perpca_internal.train(schema, base, model, query, options, replace, path, feature_names)
- *   perpca_internal.refresh(schema, base, model, warm, on_error)
- *
- * The model is locked here first, through model_lock.c (the one lock order
- * of every function that touches a model: its three tables, then its
- * history), and stays locked to the end of the transaction.
- *
- * The query of a model is checked to be one SELECT (query_check.c) and
- * bound once, at train: the owner creates the view <model>_source holding
- * it, with the recorded search_path (perpca_internal.source_bind), as
- * CREATE MATERIALIZED VIEW binds its query.  Train and every refresh then
- * read that view as the model's owner inside a security-restricted
- * operation (run_as_owner.c); no refresh parses the text again, so nothing
- * planted later in a schema of that search_path can bind into it.
+ * The owner's side: the query of a model is bound once, at train: the
+ * owner creates the view <model>_source holding it, with the recorded
+ * search_path, as CREATE MATERIALIZED VIEW binds its query.  Train and
+ * every refresh then read that view, fit, and write the model's tables and
+ * history as the model's owner inside a security-restricted operation
+ * (run_as_owner.c), through the one module that writes models
+ * (model_store.c); no refresh parses the text again, so nothing planted
+ * later in a schema of that search_path can bind into it.
  */
 #include "postgres.h"
 
@@ -38,6 +33,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -49,8 +45,10 @@
 #include "fit_options.h"
 #include "model_lock.h"
 #include "model_read.h"
+#include "model_store.h"
 #include "perpca.h"
 #include "row_reader.h"
+#include "run_as_owner.h"
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
@@ -127,56 +125,183 @@ bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
 	return i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i) ? dflt : PG_GETARG_BOOL(i);
 }
 
-static void run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types,
-							 Datum *values, const char *nulls);
-
-/*
- * Run sql (an internal function's call) with search_path = pg_catalog,
- * pg_temp and return its rows as the calling function's result set.  An
- * error shows none of the internal SQL (row_reader.c), and a row's missing
- * element gets missing_hint; a read nested in it reports as func.
+/* ------------------------------------------------------------------------
+ * What train and refresh share
+ * ------------------------------------------------------------------------
  */
-static Datum
-run_internal(FunctionCallInfo fcinfo, const char *func, const char *sql, int nargs, Oid *types,
-			 Datum *values, const char *nulls, const char *missing_hint)
+
+/* The write's SPI connection, with search_path = pg_catalog, pg_temp; the GUC level to close. */
+static int
+write_begin(void)
 {
-	MemoryContext here = CurrentMemoryContext;
-	const char *outer = row_statement_func;
+	int			nestlevel = NewGUCNestLevel();
 
-	row_statement_func = func;
-	PG_TRY();
-	{
-		run_internal_sql(fcinfo, sql, nargs, types, values, nulls);
-	}
-	PG_CATCH();
-	{
-		row_statement_func = outer;
-		row_rethrow(missing_hint, here);
-	}
-	PG_END_TRY();
-	row_statement_func = outer;
-	return (Datum) 0;
-}
-
-static void
-run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types, Datum *values,
-				 const char *nulls)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			nestlevel;
-
-	InitMaterializedSRF(fcinfo, 0);
-	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", sql);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+	return nestlevel;
+}
+
+static void
+write_end(int nestlevel)
+{
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);
+}
+
+/* insufficient_privilege unless the current user has the privileges of the model's owner. */
+static void
+check_owner(const char *model, Oid owner)
+{
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of model \"%s\"", model),
+				 errdetail("The model is owned by role %s.", quote_identifier(GetUserNameFromId(owner, false))),
+				 errhint("Only the owner of a model, or a member of the owning role, may refresh, replace or change it.")));
+}
+
+/* The jsonb array of names (feature names) as a text[] datum. */
+static Datum
+names_array(Datum json)
+{
+	bool		isnull;
+
+	return store_sql("SELECT ARRAY(SELECT t.e FROM jsonb_array_elements_text($1) WITH ORDINALITY AS t(e, i) ORDER BY t.i)",
+					 1, (Oid[]) {JSONBOID}, &json, NULL, &isnull);
+}
+
+/* The text of key of a jsonb object (NULL when absent or null). */
+static char *
+jtext(Datum j, const char *key)
+{
+	Datum		args[2] = {j, CStringGetTextDatum(key)};
+	bool		isnull;
+	Datum		v = store_sql("SELECT $1 ->> $2", 2, (Oid[]) {JSONBOID, TEXTOID}, args, NULL, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(v);
+}
+
+/* The rows of sql ($1: a jsonb) into the function's result. */
+static void
+result_rows(FunctionCallInfo fcinfo, const char *sql, Datum r)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		isnull;
+
+	(void) store_sql(sql, 1, (Oid[]) {JSONBOID}, &r, NULL, &isnull);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_train
+ * ------------------------------------------------------------------------
+ */
+
+/* A train's arguments, checked. */
+typedef struct TrainCall
+{
+	const char *model;
+	const char *query;
+	Datum		options;		/* jsonb */
+	bool		replace;
+	const char *path;
+	Datum		names;			/* text[] */
+	bool		names_null;
+} TrainCall;
+
+/* The feature names: a query of feature columns names them, and feature_names, when given too, must agree. */
+static void
+train_names(TrainCall *tc, Datum staged, bool staged_null)
+{
+	Datum		names;
+	Datum		args[2];
+	bool		isnull;
+
+	if (staged_null)
+		return;
+	names = names_array(staged);
+	args[0] = names;
+	args[1] = tc->names;
+	if (!tc->names_null &&
+		DatumGetBool(store_sql("SELECT $1 IS DISTINCT FROM $2", 2, (Oid[]) {TEXTARRAYOID, TEXTARRAYOID}, args, NULL,
+							   &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("feature_names differ from the names of the query's feature columns"),
+				 errdetail("The query's feature columns are %s; feature_names are %s.",
+						   TextDatumGetCString(store_sql("SELECT $1::text", 1, (Oid[]) {TEXTARRAYOID}, &args[0], NULL, &isnull)),
+						   TextDatumGetCString(store_sql("SELECT $1::text", 1, (Oid[]) {TEXTARRAYOID}, &args[1], NULL, &isnull))),
+				 errhint("Name the columns in the query instead (SELECT client, a AS name, ...): every refresh reads the names from it.")));
+	tc->names = names;
+	tc->names_null = false;
+}
+
+/* The history row of a train (as the caller: role is the caller). */
+static const char train_history_sql[] =
+"SELECT jsonb_build_object('version', $1 -> 'version', 'at', clock_timestamp(), 'kind', 'train',"
+"  'clients', $1 -> 'n_clients', 'rows', $1 -> 'rows', 'rounds_run', $1 -> 'rounds_run',"
+"  'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
+"  'seconds', extract(epoch FROM clock_timestamp() - $2), 'role', current_user,"
+"  'warning', CASE WHEN NOT ($1 ->> 'converged')::boolean THEN"
+"                 format('did not converge in %s rounds', $1 ->> 'rounds_run') END,"
+"  'outcome', 'fitted', 'starts', $1 -> 'starts', 'digest', $1 -> 'digest')";
+
+/*
+ * The body of perpca_train (the model is locked, ml): stage the query as
+ * the caller the way a refresh will run it, then bind, read, fit, store and
+ * append to the history as the model's owner.
+ */
+static void
+train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
+{
+	Oid			owner = ml->present ? ml->owner : GetUserId();
+	StoreModel	sm;
+	RunAs		ra;
+	Datum		staged,
+				r,
+				args[2];
+	bool		isnull,
+				staged_null;
+	char	   *start,
+			   *missing;
+
+	if (ml->present && !tc->replace)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("model \"%s\" already exists", tc->model),
+				 errhint("Pass replace => true to replace it, or drop it with perpca_drop().")));
+	check_owner(tc->model, owner);
+	store_model_init(&sm, ml->schema, ml->base);
+	args[1] = store_sql("SELECT clock_timestamp()", 0, NULL, NULL, NULL, &isnull);
+	if ((start = jtext(tc->options, "start")) != NULL)
+	{
+		store_stage_start(start, owner, tc->path);
+		tc->options = store_sql("SELECT $1 || jsonb_build_object('start', 'SELECT * FROM pg_temp.perpca_train_start')",
+								1, (Oid[]) {JSONBOID}, &tc->options, NULL, &isnull);
+	}
+	missing = jtext(tc->options, "missing");
+	store_stage_create(&sm, owner);
+	/* The query is bound once, by the owner, with the caller's search_path, and read as every refresh will read it. */
+	run_as_enter(&ra, owner);
+	store_source_bind(&sm, tc->query, tc->path);
+	staged = store_stage_fill(&sm, missing ? missing : "error", &staged_null);
+	run_as_leave(&ra);
+	train_names(tc, staged, staged_null);
+	run_as_enter(&ra, owner);
+	r = store_fit(&sm, tc->query, tc->options, tc->path, tc->names, tc->names_null);
+	run_as_leave(&ra);
+	args[0] = r;
+	args[0] = store_sql(train_history_sql, 2, (Oid[]) {JSONBOID, TIMESTAMPTZOID}, args, NULL, &isnull);
+	run_as_enter(&ra, owner);
+	(void) store_history_append(&sm, args[0]);
+	run_as_leave(&ra);
+	result_rows(fcinfo, "SELECT $1 ->> 'model_name', ($1 ->> 'd')::int, ($1 ->> 'n_clients')::int,"
+				" ($1 ->> 'rounds_run')::int, ($1 ->> 'converged')::boolean,"
+				" ($1 ->> 'objective')::float8, ($1 ->> 'theta_est')::float8", r);
+	store_stage_drop();
 }
 
 /*
@@ -186,39 +311,288 @@ run_internal_sql(FunctionCallInfo fcinfo, const char *sql, int nargs, Oid *types
 Datum
 perpca_train(PG_FUNCTION_ARGS)
 {
-	char	   *model = text_arg(fcinfo, "model");
-	char	   *query = text_arg(fcinfo, "query");
+	TrainCall	tc;
 	FitOptions	opts;
 	Jsonb	   *options;
 	ModelLock	ml;
-	Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID, TEXTOID, TEXTARRAYOID};
-	Datum		values[8];
-	char		nulls[8] = "       ";
 	int			names = arg_position(fcinfo, "feature_names");
+	MemoryContext here = CurrentMemoryContext;
+	const char *outer = row_statement_func;
+	char	   *hint = row_skip_hint("perpca_train");
 
+	tc.model = text_arg(fcinfo, "model");
+	tc.query = text_arg(fcinfo, "query");
 	/* Every option is checked before anything runs or is locked. */
 	options = fit_options_from_call(fcinfo);
 	fit_options_parse(options, &opts);
-	(void) perpca_one_select(query, "the query of a model");
+	(void) perpca_one_select(tc.query, "the query of a model");
 	if (opts.start != NULL)
 		(void) perpca_one_select(opts.start, "start query");
+	tc.options = JsonbPGetDatum(options);
+	tc.replace = bool_arg(fcinfo, "replace", false);
+	tc.path = caller_search_path();
+	tc.names_null = names < 0 || names >= PG_NARGS() || PG_ARGISNULL(names);
+	tc.names = tc.names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
+	InitMaterializedSRF(fcinfo, 0);
 	/* Lock first, then look: of sessions creating one model at once, one
 	 * creates it and the others find it (and replace it, or fail cleanly). */
-	model_lock(&ml, model, MODEL_LOCK_WRITE, true, true);	/* may create it */
+	model_lock(&ml, tc.model, MODEL_LOCK_WRITE, true, true);	/* may create it */
 	(void) model_lock_history(&ml, MODEL_LOCK_WRITE, true);
-	values[0] = CStringGetTextDatum(ml.schema);
-	values[1] = CStringGetTextDatum(ml.base);
-	values[2] = CStringGetTextDatum(model);
-	values[3] = CStringGetTextDatum(query);
-	values[4] = JsonbPGetDatum(options);
-	values[5] = BoolGetDatum(bool_arg(fcinfo, "replace", false));
-	values[6] = CStringGetTextDatum(caller_search_path());
-	if (names >= 0 && names < PG_NARGS() && !PG_ARGISNULL(names))
-		values[7] = PG_GETARG_DATUM(names);
+	/* a read nested in it reports as perpca_train (row_reader.c) */
+	row_statement_func = "perpca_train";
+	PG_TRY();
+	{
+		int			nestlevel = write_begin();
+
+		train_run(fcinfo, &ml, &tc);
+		write_end(nestlevel);
+	}
+	PG_CATCH();
+	{
+		row_statement_func = outer;
+		row_rethrow(hint, here);
+	}
+	PG_END_TRY();
+	row_statement_func = outer;
+	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * perpca_refresh
+ * ------------------------------------------------------------------------
+ */
+
+/* A refresh: the model, the warm flag, and what its body found (a history row without kind, at, seconds, role). */
+typedef struct RefreshCall
+{
+	StoreModel	sm;
+	bool		warm;
+	Datum		r;
+} RefreshCall;
+
+/* The options, search_path and flags of a stored model m (jsonb of its info row), as 0.1.0 to 0.4.0 stored them. */
+static const char refresh_model_sql[] =
+"SELECT coalesce($1 -> 'options', ($1 - 'rounds') || jsonb_build_object('rounds', $1 -> 'rounds_max'))"
+"         || jsonb_build_object('n_global', $1 -> 'n_global', 'n_local', $1 -> 'n_local'),"
+"       coalesce($1 ->> 'search_path', $2),"
+"       $1 ->> 'source_view' IS NULL,"
+"       $3 AND $1 -> 'options' IS NOT NULL"
+"         AND $1 ?& ARRAY['client_type', 'scale_factors', 'constant_features', 'search_path', 'feature_names',"
+"                         'stats_digest']";
+
+/* What the body of a refresh read from the stored model. */
+typedef struct RefreshModel
+{
+	Datum		m;				/* the info row (jsonb) */
+	Datum		options;
+	char	   *path;
+	bool		unbound;		/* stored before 0.4.0: no source view yet */
+	bool		current;		/* of the current form: an unchanged refresh may skip the fit */
+} RefreshModel;
+
+static void
+refresh_read(RefreshCall *rc, RefreshModel *rm)
+{
+	Datum		args[3];
+	bool		isnull;
+	HeapTuple	row;
+	TupleDesc	desc;
+
+	(void) store_sql(psprintf("SELECT to_jsonb(i) FROM %s i", store_rel(&rc->sm, "info")), 0, NULL, NULL, NULL, &isnull);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(SPI_processed == 0 ? ERRCODE_NO_DATA_FOUND : ERRCODE_TOO_MANY_ROWS),
+				 errmsg("query returned %s row", SPI_processed == 0 ? "no" : "more than one")));
+	rm->m = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	args[0] = rm->m;
+	args[1] = CStringGetTextDatum(psprintf("pg_catalog, %s", rc->sm.ext));
+	args[2] = BoolGetDatum(rc->warm);
+	(void) store_sql(refresh_model_sql, 3, (Oid[]) {JSONBOID, TEXTOID, BOOLOID}, args, NULL, &isnull);
+	row = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	rm->options = SPI_getbinval(row, desc, 1, &isnull);
+	rm->path = TextDatumGetCString(SPI_getbinval(row, desc, 2, &isnull));
+	rm->unbound = DatumGetBool(SPI_getbinval(row, desc, 3, &isnull));
+	rm->current = DatumGetBool(SPI_getbinval(row, desc, 4, &isnull)) && !isnull &&
+		get_attnum(get_relname_relid(psprintf("%s_clients", rc->sm.base), get_namespace_oid(rc->sm.schema, false)),
+				   "residual_moments") != InvalidAttrNumber;
+}
+
+/* The row of an unchanged refresh, or NULL when the staged statistics differ from the stored ones. */
+static bool
+refresh_unchanged(RefreshCall *rc, RefreshModel *rm, Datum names, bool names_null)
+{
+	Datum		args[2];
+	bool		isnull;
+
+	/* (personalized clients are not in the query: a refresh drops them, so it fits) */
+	if (DatumGetBool(store_sql(psprintf("SELECT EXISTS (SELECT FROM %s c WHERE c.source = 'personalize')",
+										store_rel(&rc->sm, "clients")), 0, NULL, NULL, NULL, &isnull)))
+		return false;
+	args[0] = rm->m;
+	args[1] = store_digest(&rc->sm, store_sql("SELECT $1 -> 'options'", 1, (Oid[]) {JSONBOID}, &rm->m, NULL, &isnull),
+						   names, names_null);
+	if (args[1] == (Datum) 0 ||
+		!DatumGetBool(store_sql("SELECT $2 = $1 ->> 'stats_digest'", 2, (Oid[]) {JSONBOID, TEXTOID}, args, NULL, &isnull))
+		|| isnull)
+		return false;
+	rc->r = store_sql(psprintf("SELECT jsonb_build_object("
+							   "'outcome', 'unchanged', 'version', $1 -> 'version', 'clients', $1 -> 'n_clients',"
+							   "'rows', (SELECT sum(%s.perpca_count(s.stats)) FROM pg_temp.perpca_train_src s),"
+							   "'rounds_run', 0, 'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
+							   "'clients_added', 0, 'clients_dropped', 0, 'digest', $2,"
+							   "'warning', 'unchanged: the statistics, options and feature names are those of the stored model; nothing was fitted')",
+							   rc->sm.ext),
+					  2, (Oid[]) {JSONBOID, TEXTOID}, args, NULL, &isnull);
+	return true;
+}
+
+/* warm: the stored U is one of the L-BFGS solver's starts (init 'best' keeps the best); the paper's solver continues from it. */
+static const char refresh_options_sql[] =
+"SELECT $1 || jsonb_build_object("
+"  'init', CASE WHEN $2 AND $1 ->> 'solver' = 'paper' THEN 'given'"
+"               WHEN $2 THEN 'best'"
+"               WHEN $1 ->> 'init' = 'given' THEN NULL"
+"               ELSE $1 ->> 'init' END,"
+"  'start', CASE WHEN $2 THEN format('SELECT client, kind, component, pc FROM %s', $3) END,"
+"  'verbose', false)";
+
+static const char refresh_fitted_sql[] =
+"SELECT jsonb_build_object("
+"  'outcome', 'fitted', 'version', $1 -> 'version', 'clients', $1 -> 'n_clients', 'rows', $1 -> 'rows',"
+"  'rounds_run', $1 -> 'rounds_run', 'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
+"  'clients_added', (SELECT count(*) FROM unnest($3) AS a(c) WHERE a.c <> ALL (coalesce($2, '{}'))),"
+"  'clients_dropped', (SELECT count(*) FROM unnest($2) AS b(c) WHERE b.c <> ALL (coalesce($3, '{}'))),"
+"  'warm_start', $4, 'starts', $1 -> 'starts', 'digest', $1 -> 'digest',"
+"  'warning', CASE WHEN NOT ($1 ->> 'converged')::boolean THEN"
+"                 format('did not converge in %s rounds', $1 ->> 'rounds_run') END)";
+
+/*
+ * The refresh itself, as the model's owner: the view into the stage (a
+ * model stored before 0.4.0 has its text bound first, once); unchanged
+ * statistics are not fitted again (when warm); otherwise the fit and the
+ * store.  rc->r: what happened.
+ */
+static void
+refresh_body(void *arg)
+{
+	RefreshCall *rc = arg;
+	RefreshModel rm;
+	Datum		staged,
+				names = (Datum) 0,
+				args[4];
+	bool		staged_null,
+				names_null = true,
+				isnull,
+				use_start;
+	char	   *missing,
+			   *clients = store_rel(&rc->sm, "clients");
+	char		nulls[5] = "    ";
+
+	refresh_read(rc, &rm);
+	if (rm.unbound)
+	{
+		store_source_bind(&rc->sm, jtext(rm.m, "source_query"), rm.path);
+		store_columns_add(&rc->sm, "info");
+		args[0] = CStringGetTextDatum(store_rel(&rc->sm, "source"));
+		store_run(psprintf("UPDATE %s SET source_view = $1", store_rel(&rc->sm, "info")), 1, (Oid[]) {TEXTOID}, args, NULL);
+	}
+	missing = jtext(rm.options, "missing");
+	staged = store_stage_fill(&rc->sm, missing ? missing : "error", &staged_null);
+	/* A query of feature columns names the features at every refresh. */
+	if (!staged_null)
+		names = names_array(staged), names_null = false;
+	else if (DatumGetBool(store_sql("SELECT jsonb_typeof($1 -> 'feature_names') = 'array'", 1, (Oid[]) {JSONBOID},
+									&rm.m, NULL, &isnull)) && !isnull)
+		names = names_array(store_sql("SELECT $1 -> 'feature_names'", 1, (Oid[]) {JSONBOID}, &rm.m, NULL, &isnull)),
+			names_null = false;
+	if (rm.current && refresh_unchanged(rc, &rm, names, names_null))
+		return;
+	args[1] = store_sql(psprintf("SELECT array_agg(client) FROM %s", clients), 0, NULL, NULL, NULL, &isnull);
+	nulls[1] = isnull ? 'n' : ' ';
+	use_start = rc->warm && strcmp(jtext(rm.options, "method") ? jtext(rm.options, "method") : "", "perpca") == 0;
+	rm.options = store_sql(refresh_options_sql, 3, (Oid[]) {JSONBOID, BOOLOID, TEXTOID},
+						   (Datum[]) {rm.options, BoolGetDatum(use_start),
+						   CStringGetTextDatum(store_rel(&rc->sm, "components"))}, NULL, &isnull);
+	args[0] = store_fit(&rc->sm, jtext(rm.m, "source_query"), rm.options, rm.path, names, names_null);
+	args[2] = store_sql(psprintf("SELECT array_agg(client) FROM %s", clients), 0, NULL, NULL, NULL, &isnull);
+	nulls[2] = isnull ? 'n' : ' ';
+	args[3] = BoolGetDatum(use_start);
+	rc->r = store_sql(refresh_fitted_sql, 4, (Oid[]) {JSONBOID, TEXTARRAYOID, TEXTARRAYOID, BOOLOID}, args, nulls,
+					  &isnull);
+}
+
+/* The row of a refresh that failed (on_error => 'record'), with its WARNING. */
+static Datum
+refresh_failed(const char *model, bool warm, ErrorData *edata)
+{
+	const char *state = unpack_sql_state(edata->sqlerrcode);
+	const char *message = edata->message ? edata->message : "";
+	Datum		args[2] = {BoolGetDatum(warm), CStringGetTextDatum(psprintf("failed: %s: %s", state, message))};
+	bool		isnull;
+
+	ereport(WARNING,
+			(errmsg("refresh of model \"%s\" failed: %s", model, message),
+			 errdetail("SQLSTATE %s. The model is unchanged; the failure is in its history.", state),
+			 errhint("SELECT * FROM perpca_model_history(%s) shows it.", quote_literal_cstr(model))));
+	return store_sql("SELECT jsonb_build_object('outcome', 'failed', 'rounds_run', 0, 'converged', false,"
+					 " 'warm_start', $1, 'warning', $2)", 2, (Oid[]) {BOOLOID, TEXTOID}, args, NULL, &isnull);
+}
+
+static const char refresh_history_sql[] =
+"SELECT $1 || jsonb_build_object('at', clock_timestamp(), 'kind', 'refresh',"
+"  'seconds', extract(epoch FROM clock_timestamp() - $2), 'role', current_user)";
+
+static const char refresh_result_sql[] =
+"SELECT * FROM jsonb_to_record($1) AS h("
+"  version bigint, at timestamptz, kind text, clients int, \"rows\" bigint, rounds_run int,"
+"  converged boolean, objective float8, seconds float8, role name, warning text,"
+"  entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean)";
+
+/*
+ * The body of perpca_refresh (the model is locked, ml): stage and refit as
+ * the owner, append the history row and return it.  With on_error
+ * 'record', whatever the refit raises is caught (a 57014 of the owner's
+ * code too; not a cancel or timeout of the caller's statement), the model
+ * stays as it was, and the failure is the history's row.
+ */
+static void
+refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, bool warm, bool record)
+{
+	RefreshCall rc = {.warm = warm};
+	RunAs		ra;
+	ErrorData  *edata;
+	Datum		args[2];
+	bool		isnull;
+
+	store_model_init(&rc.sm, ml->schema, ml->base);
+	args[1] = store_sql("SELECT clock_timestamp()", 0, NULL, NULL, NULL, &isnull);
+	check_owner(model, ml->owner);
+	store_stage_create(&rc.sm, ml->owner);
+	if (record)
+	{
+		if (!run_as_caught_call(ml->owner, refresh_body, &rc, &edata))
+			rc.r = refresh_failed(model, warm, edata);
+	}
 	else
-		nulls[7] = 'n';
-	return run_internal(fcinfo, "perpca_train", "SELECT * FROM perpca_internal.train($1, $2, $3, $4, $5, $6, $7, $8)",
-						8, types, values, nulls, row_skip_hint("perpca_train"));
+	{
+		run_as_enter(&ra, ml->owner);
+		refresh_body(&rc);
+		run_as_leave(&ra);
+	}
+	store_stage_drop();
+	if (strcmp(jtext(rc.r, "outcome"), "unchanged") == 0)
+		/* DEBUG1, not NOTICE: the history row is the record, and a nightly
+		 * pg_cron refresh of unchanged data should not write to the server log */
+		ereport(DEBUG1,
+				(errmsg("model \"%s\" is unchanged: nothing was fitted", model),
+				 errhint("perpca_refresh(..., warm => false) refits it anyway.")));
+	args[0] = rc.r;
+	args[0] = store_sql(refresh_history_sql, 2, (Oid[]) {JSONBOID, TIMESTAMPTZOID}, args, NULL, &isnull);
+	run_as_enter(&ra, ml->owner);
+	args[0] = store_history_append(&rc.sm, args[0]);
+	run_as_leave(&ra);
+	result_rows(fcinfo, refresh_result_sql, args[0]);
 }
 
 /*
@@ -233,29 +607,40 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	char	   *model = text_arg(fcinfo, "model");
 	char	   *on_error = text_arg(fcinfo, "on_error");
 	bool		wait = bool_arg(fcinfo, "wait", false);
+	bool		warm = bool_arg(fcinfo, "warm", true);
 	ModelLock	ml;
-	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, BOOLOID, TEXTOID};
-	Datum		values[5];
+	MemoryContext here = CurrentMemoryContext;
+	const char *outer = row_statement_func;
 
 	if (strcmp(on_error, "raise") != 0 && strcmp(on_error, "record") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid on_error \"%s\"", on_error),
 				 errhint("Use 'raise' (a failed refresh is an error) or 'record' (it is recorded in the model's history, with a WARNING).")));
+	InitMaterializedSRF(fcinfo, 0);
 	/* Lock first, then read: a refresh that waited starts from the model the other one stored. */
 	model_lock(&ml, model, MODEL_LOCK_WRITE, wait, false);
 	if (!ml.present)
 		model_missing_error(model, ml.schema, ml.base, NULL);
 	(void) model_lock_history(&ml, MODEL_LOCK_WRITE, wait);
-	values[0] = CStringGetTextDatum(ml.schema);
-	values[1] = CStringGetTextDatum(ml.base);
-	values[2] = CStringGetTextDatum(model);
-	values[3] = BoolGetDatum(bool_arg(fcinfo, "warm", true));
-	values[4] = CStringGetTextDatum(on_error);
-	return run_internal(fcinfo, "perpca_refresh", "SELECT * FROM perpca_internal.refresh($1, $2, $3, $4, $5)",
-						5, types, values, NULL,
-						"The model reads its query with missing => 'error' (its options); train it again "
-						"with missing => 'skip' and replace => true to leave out rows with gaps.");
+	/* a read nested in it reports as perpca_refresh (row_reader.c) */
+	row_statement_func = "perpca_refresh";
+	PG_TRY();
+	{
+		int			nestlevel = write_begin();
+
+		refresh_run(fcinfo, &ml, model, warm, strcmp(on_error, "record") == 0);
+		write_end(nestlevel);
+	}
+	PG_CATCH();
+	{
+		row_statement_func = outer;
+		row_rethrow("The model reads its query with missing => 'error' (its options); train it again "
+					"with missing => 'skip' and replace => true to leave out rows with gaps.", here);
+	}
+	PG_END_TRY();
+	row_statement_func = outer;
+	return (Datum) 0;
 }
 
 /*

@@ -67,17 +67,18 @@
  *   model_schema.c      the columns of a model's tables, declared once: the CREATE TABLE,
  *                       the ADD COLUMNs of older models and the readers' expected
  *                       columns are generated from it (model_schema.h)
- *   model_store.c       a model's tables made and kept to model_schema.c's declaration
- *                       (new tables, the history, columns older models lack)
+ *   model_store.c       the one module that writes a model's tables: the bound view, the
+ *                       stage, the fit's rows, the clients' figures, a personalized
+ *                       client, the history (model_store.h)
  *   model_history.c     perpca_model_history(): a model's history table, read as
  *                       model_read.c reads a model
- *   model_write.c       the write side: perpca_train(), perpca_refresh() (model name,
- *                       options, the recorded search_path), over 40_models.sql and
- *                       50_refresh.sql
+ *   model_write.c       the write side's entry points: perpca_train(), perpca_refresh()
+ *                       in C from the call to the last row (name, options, the recorded
+ *                       search_path, the caller's stage, the owner's fit and store)
  *   personalize.c       perpca_personalize(): local components for one client of a
- *                       stored model, stored in the model
- *   run_as_owner.c      perpca_internal.run_as(): a model's query and writes run as its
- *                       owner, restricted (run_as_owner.h)
+ *                       stored model, stored in the model through model_store.c
+ *   run_as_owner.c      a model's query and writes run as its owner, restricted
+ *                       (run_as_owner.h)
  *   missing.c           rows with missing coordinates on a model: missing => 'observed'
  *                       (posterior mean under probabilistic PCA), perpca_model_impute's
  *                       arithmetic, the count of rows too sparse to score (missing.h)

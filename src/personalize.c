@@ -12,10 +12,10 @@
  *   3. the key (its type's output function, as the fit stored keys), the
  *      statistics and n_local (0 .. d - n_global; 0 keeps no local
  *      components for the client) are checked against them;
- *   4. perpca_internal.model_personalize (PL/pgSQL, search_path pinned)
- *      computes and writes the rows as the model's owner, inside a
- *      security-restricted operation with search_path = pg_catalog, pg_temp,
- *      as REFRESH MATERIALIZED VIEW runs its query; its rows are returned.
+ *   4. the rows are computed and written as the model's owner, inside a
+ *      security-restricted operation with search_path = pg_catalog, pg_temp
+ *      (run_as_owner.c), as REFRESH MATERIALIZED VIEW runs its query, by
+ *      the one module that writes models (model_store.c); they are returned.
  *
  * Two forms: one client's statistics (client, stats), whose rows are
  * returned; or a query of rows of any form the row reader takes (or of
@@ -43,8 +43,10 @@
 #include "fit_input.h"
 #include "model_lock.h"
 #include "model_read.h"
+#include "model_store.h"
 #include "perpca.h"
 #include "row_reader.h"
+#include "run_as_owner.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_personalize);
@@ -98,48 +100,33 @@ scale_datum(const ModelData *m, char *null)
 }
 
 /*
- * Run perpca_internal.model_personalize for one client (n_local < 0: the
- * model's) as owner in a security-restricted operation; its rows go into
- * out when not NULL.  Returns the number of local components stored.
+ * Compute and store one client's local components (n_local < 0: the
+ * model's) as the model's owner, restricted (run_as_owner.c), through the
+ * one module that writes models (model_store.c); its rows go into out when
+ * not NULL.  Returns the number of local components stored.
  */
 static uint64
 personalize_as_owner(const ModelLock *ml, const ModelData *m, const char *key, PerpcaStats *stats,
 					 int n_local, Tuplestorestate *out)
 {
-	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, stats_type_oid(), INT4OID, FLOAT8ARRAYOID};
-	Datum		values[6];
-	char		nulls[7] = "      ";
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	StoreModel	sm;
+	RunAs		ra;
+	char		scale_null;
+	Datum		scale = scale_datum(m, &scale_null);
+	int			nestlevel = NewGUCNestLevel();
 	uint64		stored;
 
-	values[0] = CStringGetTextDatum(ml->schema);
-	values[1] = CStringGetTextDatum(ml->base);
-	values[2] = CStringGetTextDatum(key);
-	values[3] = PointerGetDatum(stats);
-	values[4] = Int32GetDatum(n_local);
-	nulls[4] = n_local < 0 ? 'n' : ' ';
-	values[5] = scale_datum(m, &nulls[5]);
-
-	/* As ExecRefreshMatView: become the owner, restricted, at a new GUC level. */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(ml->owner, save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT k.component, k.pc, k.variance"
-							  "  FROM perpca_internal.model_personalize($1, $2, $3, $4, $5, $6) AS k",
-							  6, types, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "perpca_personalize: model_personalize failed");
-	stored = SPI_processed;
-	for (uint64 i = 0; out != NULL && i < SPI_processed; i++)
-		tuplestore_puttuple(out, SPI_tuptable->vals[i]);
+	store_model_init(&sm, ml->schema, ml->base);
+	run_as_enter(&ra, ml->owner);
+	stored = store_personalize(&sm, key, stats_type_oid(), PointerGetDatum(stats), n_local,
+							   scale, scale_null == 'n', out);
+	run_as_leave(&ra);
 	SPI_finish();
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	AtEOXact_GUC(true, nestlevel);
 	return stored;
 }
 

@@ -21,7 +21,6 @@
 
 #include "perpca.h"
 
-PG_FUNCTION_INFO_V1(perpca_one_select_sql);
 
 static void
 refuse(const char *what, const char *detail)
@@ -96,15 +95,4 @@ perpca_one_select(const char *query, const char *what)
 		refuse(what, "It has a data-modifying statement in WITH.");
 	return raw->stmt_len > 0 ? pnstrdup(query + raw->stmt_location, raw->stmt_len)
 		: pstrdup(query + raw->stmt_location);
-}
-
-/*
- * perpca_internal.one_select(query text, what text) RETURNS text: the check
- * for the SQL of the write path (stage_start, source_bind).
- */
-Datum
-perpca_one_select_sql(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_TEXT_P(cstring_to_text(perpca_one_select(text_to_cstring(PG_GETARG_TEXT_PP(0)),
-													   text_to_cstring(PG_GETARG_TEXT_PP(1)))));
 }

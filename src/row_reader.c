@@ -412,8 +412,6 @@ row_rethrow(const char *missing_hint, MemoryContext cxt)
  * ------------------------------------------------------------------------
  */
 
-PG_FUNCTION_INFO_V1(perpca_stage_command);
-
 /* The feature names of a query of columns, as a JSON array (null for other forms). */
 static char *
 feature_names_json(const RowShape *shape)
@@ -435,39 +433,28 @@ feature_names_json(const RowShape *shape)
 }
 
 /*
- * perpca_internal.stage_command(query text, search_path text, missing text)
- * RETURNS jsonb: {"command": the INSERT that fills pg_temp.perpca_train_src
- * from the query, "feature_names": the names of its feature columns or
- * null}, from planning the query (not running it) as the current user with
- * the given search_path.  Statistics go in as the query gives them (with
- * its n_local column); rows of any form are aggregated per client under
- * missing.  Called by stage_fill, inside run_as.
+ * The INSERT that fills pg_temp.perpca_train_src from query, planned (not
+ * run) as the current user with the given search_path; *names_json the
+ * names of its feature columns as a JSON array, or "null".  Statistics go
+ * in as the query gives them (with its n_local column); rows of any form
+ * are aggregated per client under missing.  The stage of a train or
+ * refresh (model_store.c), as the model's owner.
  */
-Datum
-perpca_stage_command(PG_FUNCTION_ARGS)
+char *
+row_stage_command(const char *query, const char *path, PerpcaMissing mode, char **names_json)
 {
-	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *path = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	PerpcaMissing mode = row_missing_parse(text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	RowShape	shape;
 	int			nestlevel;
-	char	   *command;
-	StringInfoData buf;
 
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	row_shape(query, &shape, "query of a model");
 	AtEOXact_GUC(true, nestlevel);
+	*names_json = feature_names_json(&shape);
 	if (shape.form == ROW_FORM_STATS)
-		command = psprintf("INSERT INTO pg_temp.perpca_train_src SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.* "
-						   "FROM (%s\n) AS q(perpca_client_key, perpca_client_stats)", query);
-	else
-		command = psprintf("INSERT INTO pg_temp.perpca_train_src (client_type, client, stats) %s",
-						   row_stats_sql(query, &shape, mode, false, true));
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"command\": ");
-	escape_json(&buf, command);
-	appendStringInfo(&buf, ", \"feature_names\": %s}", feature_names_json(&shape));
-	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+		return psprintf("INSERT INTO pg_temp.perpca_train_src SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.* "
+						"FROM (%s\n) AS q(perpca_client_key, perpca_client_stats)", query);
+	return psprintf("INSERT INTO pg_temp.perpca_train_src (client_type, client, stats) %s",
+					row_stats_sql(query, &shape, mode, false, true));
 }

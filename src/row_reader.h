@@ -77,6 +77,9 @@ extern void row_shape(const char *query, RowShape *shape, const char *what);
  * when merge, else returned as the query gives them (a third column too).
  * keyed puts pg_typeof(client) in front, and keeps the key's type.
  */
+/* The INSERT that stages query (a train's or refresh's) under missing; *names_json its feature names or "null". */
+extern char *row_stage_command(const char *query, const char *path, PerpcaMissing mode, char **names_json);
+
 extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode,
 						   bool merge, bool keyed);
 

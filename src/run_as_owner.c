@@ -1,29 +1,29 @@
 /*
- * run_as_owner.c -- perpca_internal.run_as(): run one SQL command as a
- * model's owner, as REFRESH MATERIALIZED VIEW runs its query
+ * run_as_owner.c -- a model's query and writes run as its owner, as
+ * REFRESH MATERIALIZED VIEW runs its query (run_as_owner.h)
  *
- * The caller must have the privileges of the given role (the model's owner:
- * the role itself or a member of it); otherwise insufficient_privilege
- * (42501).  The command then runs with that role as current user, inside a
- * security-restricted operation (no SET ROLE, no temporary objects, no
- * session-level changes that outlive it) and with search_path set to
- * "pg_catalog, pg_temp" at a new GUC nesting level, so that the caller's
- * search_path has no say either.  Everything is undone on return, and on
- * error by the (sub)transaction abort, as for matviews.
+ * run_as_enter(): the caller must have the privileges of the given role
+ * (the model's owner: the role itself or a member of it); otherwise
+ * insufficient_privilege (42501).  The work then runs with that role as
+ * current user, inside a security-restricted operation (no SET ROLE, no
+ * temporary objects, no session-level changes that outlive it) and with
+ * search_path set to "pg_catalog, pg_temp" at a new GUC nesting level, so
+ * that the caller's search_path has no say either.  run_as_leave() undoes
+ * it; an error undoes it with the (sub)transaction abort, as for matviews.
  *
- * Since the caller already has the role's privileges, the function grants
- * nothing that SET ROLE to it would not: it is safe for PUBLIC.
- *
- * perpca_internal.run_as_caught() is the same in a subtransaction, for
+ * run_as_caught_call() is the same in a subtransaction, for
  * perpca_refresh(on_error => 'record'): whatever the owner's code raises,
- * a query_canceled (57014) of its own included, comes back as
- * {"error": {"sqlstate", "message"}} with the subtransaction rolled back.
- * Only an interrupt of the caller's statement is raised again: a cancel
- * request or a statement or lock timeout, which PostgreSQL raises from
- * ProcessInterrupts (the one place that acts on them), or one still
- * pending (QueryCancelPending, ProcDiePending).  So the owner can neither
- * stop the caller's batch of refreshes by raising 57014 nor swallow the
- * caller's cancel.
+ * a query_canceled (57014) of its own included, comes back to the caller
+ * with the subtransaction rolled back.  Only an interrupt of the caller's
+ * statement is raised again: a cancel request or a statement or lock
+ * timeout, which PostgreSQL raises from ProcessInterrupts (the one place
+ * that acts on them), or one still pending (QueryCancelPending,
+ * ProcDiePending).  So the owner can neither stop the caller's batch of
+ * refreshes by raising 57014 nor swallow the caller's cancel.
+ *
+ * The SQL forms perpca_internal.run_as() (0.3.0) and perpca_run_as_owner()
+ * (0.2.0) stay for the scripts of those versions, which call them until
+ * ALTER EXTENSION perpca UPDATE; 0.4.0 has no SQL form.
  */
 #include "postgres.h"
 
@@ -45,8 +45,8 @@
 
 #include "run_as_owner.h"
 
+/* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_run_as);
-PG_FUNCTION_INFO_V1(perpca_run_as_caught);
 /* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_run_as_owner);
 PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
@@ -155,22 +155,63 @@ caller_interrupted(const ErrorData *edata)
 		strcmp(edata->funcname, "ProcessInterrupts") == 0;
 }
 
-/* {"error": {"sqlstate": .., "message": ..}} */
-static Datum
-error_jsonb(const ErrorData *edata)
+void
+run_as_enter(RunAs *ra, Oid role)
 {
-	StringInfoData buf;
+	run_as_check_role(role);
+	GetUserIdAndSecContext(&ra->save_userid, &ra->save_sec_context);
+	SetUserIdAndSecContext(role, ra->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	ra->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
 
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"error\": {\"sqlstate\": \"%s\", \"message\": ",
-					 unpack_sql_state(edata->sqlerrcode));
-	escape_json(&buf, edata->message ? edata->message : "");
-	appendStringInfoString(&buf, "}}");
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+void
+run_as_leave(RunAs *ra)
+{
+	AtEOXact_GUC(false, ra->save_nestlevel);
+	SetUserIdAndSecContext(ra->save_userid, ra->save_sec_context);
+}
+
+bool
+run_as_caught_call(Oid role, void (*fn) (void *arg), void *arg, ErrorData **edata)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	run_as_check_role(role);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		RunAs		ra;
+
+		run_as_enter(&ra, role);
+		fn(arg);
+		run_as_leave(&ra);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		*edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (caller_interrupted(*edata))
+			ReThrowError(*edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 /*
- * perpca_internal.run_as(role regrole, command text, VARIADIC args "any")
+ * 0.3.0's perpca_internal.run_as(role regrole, command text, VARIADIC args "any")
  *   RETURNS jsonb
  */
 Datum
@@ -181,52 +222,6 @@ perpca_run_as(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("role and command must not be NULL")));
 	return run_as_role(fcinfo, PG_GETARG_OID(0), "pg_catalog, pg_temp", 1, 2);
-}
-
-/*
- * perpca_internal.run_as_caught(role regrole, command text, VARIADIC args
- *   "any") RETURNS jsonb: run_as in a subtransaction; an error of the
- *   command that is not an interrupt of the caller comes back as
- *   {"error": {"sqlstate", "message"}}.
- */
-Datum
-perpca_run_as_caught(PG_FUNCTION_ARGS)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile Datum result;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("role and command must not be NULL")));
-	run_as_check_role(PG_GETARG_OID(0));
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		result = run_as_role(fcinfo, PG_GETARG_OID(0), "pg_catalog, pg_temp", 1, 2);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (caller_interrupted(edata))
-			ReThrowError(edata);
-		fcinfo->isnull = false;
-		result = error_jsonb(edata);
-	}
-	PG_END_TRY();
-	return result;
 }
 
 /*

@@ -17,4 +17,31 @@
 /* Raise insufficient_privilege unless the current user has the privileges of role. */
 extern void run_as_check_role(Oid role);
 
+/* What run_as_enter() changed, for run_as_leave(). */
+typedef struct RunAs
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} RunAs;
+
+/*
+ * Become role (the caller must have its privileges: 42501 otherwise) inside
+ * a security-restricted operation, with search_path = pg_catalog, pg_temp
+ * at a new GUC level, as ExecRefreshMatView does; an error undoes it with
+ * the (sub)transaction.
+ */
+extern void run_as_enter(RunAs *ra, Oid role);
+
+/* Back to the caller. */
+extern void run_as_leave(RunAs *ra);
+
+/*
+ * fn(arg) as role (run_as_enter) in a subtransaction: true when it
+ * returned; false when it raised, with the error in *edata (rolled back),
+ * unless the error is an interrupt of the caller's statement (a cancel, a
+ * statement or lock timeout), which is raised again.
+ */
+extern bool run_as_caught_call(Oid role, void (*fn) (void *arg), void *arg, ErrorData **edata);
+
 #endif							/* PERPCA_RUN_AS_OWNER_H */

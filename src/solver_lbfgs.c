@@ -12,6 +12,10 @@
  * two-loop recursion on the stored (s, y) pairs, vector transport by
  * projection, Armijo backtracking along a QR retraction.  Line-search
  * evaluations are rounds too.  Reference: shared/oracle/grassmann_lbfgs.py.
+ * The recursion's initial inverse Hessian is preconditioned column by
+ * column (precondition_at): without it the strongest global column sets
+ * the step of all, and where the weak columns sit on a flat spectrum (a fit
+ * past the data's rank) L-BFGS crawls at the rate of their eigengap.
  */
 #include "postgres.h"
 
@@ -20,6 +24,7 @@
 
 #include "miscadmin.h"
 
+#include "eigen.h"
 #include "fit_sums.h"
 #include "linalg.h"
 #include "solver_lbfgs.h"
@@ -42,6 +47,8 @@
 #define FLAT_WINDOW 10
 #define FLAT_GAIN 1e-12
 #define FLAT_CURVATURE 1e-3
+/* The weakest column's variance the preconditioner scales for, / the strongest's. */
+#define PRECOND_FLOOR 1e-3
 
 /* The L-BFGS state: iterate, its objective and gradient, the pairs. */
 typedef struct Lbfgs
@@ -56,6 +63,8 @@ typedef struct Lbfgs
 	double		f;
 	double	   *G;				/* Riemannian gradient at U */
 	double		gnorm;
+	double	   *P;				/* the preconditioner at U (r1 x r1), from U'(sum_i w_i S_i)U */
+	double	   *Pnew;			/* the same at the line search's trial point */
 	double	   *S[MEMORY];		/* s_j, transported to the current U */
 	double	   *Y[MEMORY];		/* y_j (for minimizing -f) */
 	double		rho[MEMORY];
@@ -92,11 +101,51 @@ response_tolerance(const Lbfgs *lb)
 	return lmax * Max(Min(rel, 1e-3), 1e-13);
 }
 
-/* One round: f and the Riemannian gradient at U into *f, G; returns ||G||. */
+/*
+ * The preconditioner P (r1 x r1) at U from the gram H = U'(sum_i w_i S_i)U / W
+ * (destroyed): P = Q diag(theta_max / max(theta_j, PRECOND_FLOOR theta_max)) Q'.
+ * The Hessian of -f on column j of U (in the eigenbasis Q of H) is about
+ * theta_j - (the variance U leaves out), so a direction scaled by 1/theta_j
+ * column by column has the curvatures of all columns on one scale: the strong
+ * columns no longer set the step of the weak ones.
+ */
+static void
+precondition_at(const Lbfgs *lb, double *H, double *P)
+{
+	int			r = lb->r1;
+	double	   *Q,
+			   *theta,
+			   *T;
+
+	if (r == 0)
+		return;
+	Q = palloc(sizeof(double) * r * r);
+	theta = palloc(sizeof(double) * r);
+	T = palloc(sizeof(double) * r * r);
+	for (int a = 0; a < r; a++)
+		for (int b = 0; b < a; b++)
+			H[a * r + b] = H[b * r + a] = 0.5 * (H[a * r + b] + H[b * r + a]);
+	fit_eigh_top(r, H, r, theta, Q, r);
+	for (int j = 0; j < r; j++)
+	{
+		double		t = theta[0] > 0.0 ? theta[0] / Max(theta[j], PRECOND_FLOOR * theta[0]) : 1.0;
+
+		for (int a = 0; a < r; a++)
+			T[a * r + j] = Q[a * r + j] * t;
+	}
+	linalg_gemm(false, true, r, r, r, 1.0, T, r, Q, r, 0.0, P, r);
+	pfree(Q);
+	pfree(theta);
+	pfree(T);
+}
+
+/* One round: f, the Riemannian gradient and the preconditioner at U into *f, G, P; returns ||G||. */
 static double
-evaluate(Lbfgs *lb, const double *U, double *f, double *G)
+evaluate(Lbfgs *lb, const double *U, double *f, double *G, double *P)
 {
 	FitSums    *s = lb->sums;
+	int			r = lb->r1;
+	double	   *H = palloc(sizeof(double) * Max(r * r, 1));
 
 	CHECK_FOR_INTERRUPTS();
 	fit_sums_zero(s, lb->d, lb->r1);
@@ -105,8 +154,23 @@ evaluate(Lbfgs *lb, const double *U, double *f, double *G)
 	*f = s->objective / s->weight;
 	memcpy(G, s->U, sizeof(double) * lb->n);
 	linalg_scale_column((int) lb->n, G, 1, 0, 1.0 / s->weight);
+	/* U'E = U'(sum_i w_i S_i)U / W: the clients' V_i are orthogonal to U */
+	linalg_gemm(true, false, r, r, lb->d, 1.0, U, r, G, r, 0.0, H, r);
+	precondition_at(lb, H, P);
+	pfree(H);
 	project(lb, U, G);
 	return sqrt(linalg_dot(lb->n, G, G));
+}
+
+/* X <- X P (d x r1): column-wise scaling in the eigenbasis of the gram; stays horizontal. */
+static void
+precondition(const Lbfgs *lb, double *X)
+{
+	double	   *T = palloc(sizeof(double) * lb->n);
+
+	memcpy(T, X, sizeof(double) * lb->n);
+	linalg_gemm(false, false, lb->d, lb->r1, lb->r1, 1.0, T, lb->r1, lb->P, lb->r1, 0.0, X, lb->r1);
+	pfree(T);
 }
 
 /* Ascent direction: the two-loop recursion on the pairs, projected at U. */
@@ -126,11 +190,19 @@ direction(const Lbfgs *lb, double *q)
 	{
 		const double *s = lb->S[lb->npairs - 1],
 				   *y = lb->Y[lb->npairs - 1];
+		double	   *Py = palloc(sizeof(double) * lb->n);
 
-		linalg_scale_column((int) lb->n, q, 1, 0, linalg_dot(lb->n, s, y) / linalg_dot(lb->n, y, y));
+		memcpy(Py, y, sizeof(double) * lb->n);
+		precondition(lb, Py);
+		precondition(lb, q);
+		linalg_scale_column((int) lb->n, q, 1, 0, linalg_dot(lb->n, s, y) / linalg_dot(lb->n, y, Py));
+		pfree(Py);
 	}
 	else
+	{
+		precondition(lb, q);
 		linalg_scale_column((int) lb->n, q, 1, 0, 1.0 / lmax);
+	}
 	for (int j = 0; j < lb->npairs; j++)
 	{
 		double		beta = lb->rho[j] * linalg_dot(lb->n, lb->Y[j], q);
@@ -190,7 +262,7 @@ line_search(Lbfgs *lb, const double *p, double slope, double *Unew, double *fnew
 		memcpy(Unew, lb->U, sizeof(double) * lb->n);
 		linalg_axpy(lb->n, t, p, Unew);
 		fit_retract(FIT_RETRACT_QR, lb->d, lb->r1, Unew, lb->r1);
-		*gnew = evaluate(lb, Unew, fnew, Gnew);
+		*gnew = evaluate(lb, Unew, fnew, Gnew, lb->Pnew);
 		if (lb->diag != NULL)
 			fit_trace(lb->diag, lb->rounds, *fnew * lb->be->nclients, *gnew, NAN, t, lb->sums);
 		if (*fnew >= lb->f + ARMIJO * t * slope)
@@ -235,6 +307,7 @@ iterate(Lbfgs *lb, double *p, double *Unew, double *Gnew, double *s, double *y)
 		y[x] -= Gnew[x];
 	memcpy(lb->U, Unew, sizeof(double) * lb->n);
 	memcpy(lb->G, Gnew, sizeof(double) * lb->n);
+	memcpy(lb->P, lb->Pnew, sizeof(double) * lb->r1 * lb->r1);
 	lb->f = fnew;
 	lb->gnorm = gnew;
 	remember(lb, s, y);
@@ -308,10 +381,11 @@ lbfgs_resume(Lbfgs *lb, const LbfgsMemory *mem, int rounds)
 		lb->f = mem->f;
 		lb->gnorm = mem->gnorm;
 		memcpy(lb->G, mem->G, sizeof(double) * lb->n);
+		memcpy(lb->P, mem->P, sizeof(double) * lb->r1 * lb->r1);
 	}
 	else if (rounds > 0)
 	{
-		lb->gnorm = evaluate(lb, lb->U, &lb->f, lb->G);
+		lb->gnorm = evaluate(lb, lb->U, &lb->f, lb->G, lb->P);
 		if (lb->diag != NULL)
 			fit_trace(lb->diag, lb->rounds, lb->f * lb->be->nclients, lb->gnorm, NAN, 0.0,
 					  lb->sums);
@@ -324,6 +398,9 @@ lbfgs_keep(const Lbfgs *lb, LbfgsMemory *mem, bool evaluated)
 {
 	if (mem->G == NULL)
 		mem->G = palloc(sizeof(double) * Max(lb->n, 1));
+	if (mem->P == NULL)
+		mem->P = palloc(sizeof(double) * Max(lb->r1 * lb->r1, 1));
+	memcpy(mem->P, lb->P, sizeof(double) * lb->r1 * lb->r1);
 	mem->evaluated = evaluated;
 	mem->f = lb->f;
 	mem->gnorm = lb->gnorm;
@@ -366,6 +443,8 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	lb.n = n;
 	lb.U = U;
 	lb.G = palloc(sizeof(double) * Max(n, 1));
+	lb.P = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
+	lb.Pnew = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
 	lb.gnorm = NAN;
 	lb.max_rounds = rounds;
 	lb.sums = fit_sums_create(be->d, be->r1);
@@ -443,5 +522,8 @@ lbfgs_memory_free(LbfgsMemory *mem)
 	if (mem->G != NULL)
 		pfree(mem->G);
 	mem->G = NULL;
+	if (mem->P != NULL)
+		pfree(mem->P);
+	mem->P = NULL;
 	mem->evaluated = false;
 }

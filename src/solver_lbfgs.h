@@ -23,6 +23,7 @@ typedef struct LbfgsMemory
 	double		f;
 	double		gnorm;
 	double	   *G;				/* d x r1 */
+	double	   *P;				/* r1 x r1: the preconditioner at U */
 } LbfgsMemory;
 
 /* A watch on a run: check is called after each iteration with its U; true stops the run there. */

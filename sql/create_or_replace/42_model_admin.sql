@@ -3,11 +3,10 @@
 -- tables (the lock itself is src/model_lock.c: one order for every function
 -- that touches a model), dropping a model and personalizing a client.
 --
--- Search path: every function here pins search_path = pg_catalog, pg_temp
--- or is C; a model name is resolved by the C code with the caller's
--- search_path before anything else runs.  Ownership: a model that belongs
--- to another role is written as that role, inside a security-restricted
--- operation (perpca_internal.run_as, see 50_refresh.sql).
+-- Every function here is C; a model name is resolved by the C code with the
+-- caller's search_path before anything else runs.  Ownership: a model that
+-- belongs to another role is written as that role, inside a
+-- security-restricted operation (src/run_as_owner.c).
 -- ==========================================================================
 
 -- Find and lock a model's tables in the one order of src/model_lock.c: for
@@ -24,7 +23,8 @@
 -- lock_not_available when busy and not wait, read_only_sql_transaction for
 -- write and drop on a hot standby.  An unqualified name is resolved with the
 -- search_path the function is called with.  Messages name the model as
--- display (default: model).
+-- display (default: model).  perpca's own paths lock in C; this SQL form is
+-- not executable by PUBLIC (95_privileges.sql): for superusers and the tests.
 CREATE OR REPLACE FUNCTION perpca_internal.model_lock(model text, purpose text, wait boolean DEFAULT true,
                                                       missing_ok boolean DEFAULT false, display text DEFAULT NULL,
                                                       OUT present boolean, OUT schema_name text, OUT base text,
@@ -40,65 +40,10 @@ CREATE OR REPLACE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT fal
 COMMENT ON FUNCTION perpca_drop(text, boolean) IS
     'drops the tables of a model (after locking them in the order every perpca function uses, and checking that they are plain tables of one owner whose privileges the caller has, and that the info table is a perpca model''s); with if_exists => true a missing model is only a notice';
 
--- Local components of one client, computed and stored, and returned.  Run by
--- perpca_personalize (src/personalize.c) as the model's owner, inside a
--- security-restricted operation, after it locked the model and checked the
--- key, the statistics and n_local with the checked C reader; factors are
--- the model's scale_factors as that reader read them (NULL: unscaled).
--- Executable by PUBLIC (the owner runs it), so it checks for itself, with
--- model_lock, that the model is plain tables of one owner whose privileges
--- the current user has, before it reads anything.  n_local = 0: the client
--- keeps no local components (its old ones are deleted); its figures, scores
--- and errors then use the global components alone.
-CREATE OR REPLACE FUNCTION perpca_internal.model_personalize(schema_name text, base text, client text,
-                                                             stats perpca_stats, n_local int, factors float8[])
-RETURNS TABLE (component int, pc float8[], variance float8)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    components text := format('%I.%I', schema_name, base || '_components');
-    info text := format('%I.%I', schema_name, base || '_info');
-    m record;
-    u float8[];
-    centre float8[];
-    scaled @extschema@.perpca_stats;
-BEGIN
-    -- Executable by PUBLIC (95_privileges.sql): the model's owner's privileges, checked first.
-    PERFORM FROM perpca_internal.model_lock(format('%I.%I', schema_name, base), 'write');
-    EXECUTE format('SELECT d, n_local, center, global_mean FROM %s', info) INTO STRICT m;
-    EXECUTE format('SELECT array_agg(pc ORDER BY component) FROM %s WHERE kind OPERATOR(pg_catalog.=) %L',
-                   components, 'global')
-        INTO u;
-    -- The local components live where the model's components do: in the scaled features.
-    scaled := perpca_internal.scale_stats(stats, factors);
-    centre := CASE m.center WHEN 'client' THEN @extschema@.perpca_mean(scaled)
-                            WHEN 'global' THEN perpca_internal.scale_vector(m.global_mean, factors)
-                            ELSE array_fill(0::float8, ARRAY[m.d]) END;
-    EXECUTE format('DELETE FROM %s WHERE kind OPERATOR(pg_catalog.=) %L AND client OPERATOR(pg_catalog.=) $1',
-                   components, 'local') USING client;
-    IF coalesce(n_local, m.n_local) OPERATOR(pg_catalog.<>) 0 THEN
-        EXECUTE format('INSERT INTO %s (client, kind, component, pc, variance)
-                        SELECT $1, %L, l.component, l.pc, l.variance
-                          FROM @extschema@.perpca_local_pcs($2, $3, $4, $5) l',
-                       components, 'local')
-            USING client, scaled, u, coalesce(n_local, m.n_local), centre;
-    END IF;
-    PERFORM perpca_internal.model_fill_clients(schema_name, base, '(SELECT $4 AS client, $5 AS stats)',
-                                                      m.center, m.global_mean, 'personalize', client, stats,
-                                                      factors);
-    -- nextval() first: Citus refuses it inside an UPDATE of a reference table.
-    EXECUTE format('UPDATE %s SET version = $1', info) USING nextval('@extschema@.perpca_model_version');
-    RETURN QUERY EXECUTE format('SELECT k.component, k.pc, k.variance FROM %s k
-                                  WHERE k.kind OPERATOR(pg_catalog.=) %L AND k.client OPERATOR(pg_catalog.=) $1
-                                  ORDER BY k.component', components, 'local')
-        USING client;
-END
-$$;
-COMMENT ON FUNCTION perpca_internal.model_personalize(text, text, text, perpca_stats, int, float8[]) IS
-    'internal: computes, stores and returns the local components of one client with the global components frozen (none for n_local = 0); run as the model''s owner by perpca_personalize; refuses a model whose owner''s privileges the current user lacks (model_lock)';
-
--- Both forms are C (src/model_lock.c): the model is locked (its owner's
+-- Both forms are C (src/personalize.c): the model is locked (its owner's
 -- privileges checked), its key type, dimension and scale read with the
--- checked C reader, and model_personalize runs as the owner.
+-- checked C reader, and the client's rows are computed and written as the
+-- owner, restricted, by the one module that writes models (src/model_store.c).
 CREATE OR REPLACE FUNCTION perpca_personalize(model text, client text, stats perpca_stats, n_local int DEFAULT NULL)
 RETURNS TABLE (component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;

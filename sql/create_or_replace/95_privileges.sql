@@ -9,28 +9,23 @@
 -- test/t/077_internal_execute.pl, which fails on any difference, and in the
 -- table of docs/security.md).  A function may be listed only if
 --   (a) it is pure computation on its arguments, or
---   (b) it runs only the caller's own SQL text, as the caller, or touches
---       only the caller's own (temporary) objects or the catalog, or
---   (c) it touches a model, and then checks for itself, before it reads
---       anything, that the model is plain tables of one owner whose
---       privileges the current user has (perpca_internal.model_lock,
---       model_owner + model_check_owner) or the role's (run_as),
--- and it is reached from a path that runs as the caller (perpca_train,
--- perpca_refresh and perpca_personalize run their PL/pgSQL bodies through
--- SPI as the caller) or as a model's owner (an ordinary role) inside the
--- security-restricted operation of run_as and personalize.c; or by Citus
--- or the shards of a federated fit, which check EXECUTE as the caller.
+--   (b) it runs only the caller's own SQL text, as the caller,
+-- and a path of a plain caller reaches it through SQL: the write path of
+-- perpca_train, perpca_refresh and perpca_personalize is C (model_write.c,
+-- model_store.c, personalize.c) and calls these few by SQL as the writer
+-- (the caller, or a model's owner inside the security-restricted operation
+-- of run_as_owner.c); Citus and the shards of a federated fit check EXECUTE
+-- as the caller.  Everything else the write path does is C.
 -- The extension's schema keeps PostgreSQL's default (EXECUTE for PUBLIC),
 -- except perpca_fit_federated (60_federated.sql).
 -- ==========================================================================
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA perpca_internal FROM PUBLIC;
 
--- (a) Pure computation on the arguments, called by the write path's SQL as
--- the writer (one_select: stage_start, source_bind; model_fill_clients,
--- model_personalize).
+-- (a) Pure computation on the arguments, called by the SQL of the write
+-- path (src/model_store.c: the clients' figures, a personalized client's
+-- components) as the model's owner.
 GRANT EXECUTE ON FUNCTION
-    perpca_internal.one_select(pg_catalog.text, pg_catalog.text),
     perpca_internal.scale_stats(@extschema@.perpca_stats, pg_catalog.float8[]),
     perpca_internal.scale_vector(pg_catalog.float8[], pg_catalog.float8[]),
     perpca_internal.client_monitor_stats(@extschema@.perpca_stats, pg_catalog.float8[], pg_catalog.float8[])
@@ -46,8 +41,9 @@ GRANT EXECUTE ON FUNCTION
     perpca_internal.stats_dist_final(@extschema@.perpca_stats)
     TO PUBLIC;
 
--- (b) The fit of a train or refresh: runs the caller's query text (and its
--- warm-start query) as the caller; called by model_store as the writer.
+-- (b) The fit of a train or refresh: runs the query text it is given (the
+-- writer's stage, and its warm-start table) as the current user, as
+-- perpca_fit does; called by src/model_store.c as the model's owner.
 GRANT EXECUTE ON FUNCTION perpca_internal.fit(pg_catalog.text, pg_catalog.jsonb) TO PUBLIC;
 
 -- (b) The shard side of perpca_fit_federated, called over libpq by the role
@@ -69,52 +65,8 @@ GRANT EXECUTE ON FUNCTION
     perpca_internal.shard_close(pg_catalog.text)
     TO PUBLIC;
 
--- (b) The stage of a train or refresh: temporary tables of the caller's
--- session (readable by the model's owner), filled by the caller's query as
--- the current user (stage_start) or from the model's view <model>_source,
--- which must be a view of the current user (stage_fill); new tables created
--- as the caller (CREATE on the schema needed), or columns added to them
--- (ALTER TABLE: the table's owner only); catalog reads.
-GRANT EXECUTE ON FUNCTION
-    perpca_internal.stage_create(pg_catalog.regrole),
-    perpca_internal.stage_fill(pg_catalog.text, pg_catalog.text, pg_catalog.text),
-    perpca_internal.stage_command(pg_catalog.text, pg_catalog.text, pg_catalog.text),
-    perpca_internal.stage_start(pg_catalog.text, pg_catalog.regrole, pg_catalog.text),
-    perpca_internal.stage_digest(pg_catalog.jsonb, pg_catalog.text[]),
-    perpca_internal.model_create(pg_catalog.text, pg_catalog.text),
-    perpca_internal.history_create(pg_catalog.text, pg_catalog.text),
-    perpca_internal.model_columns_add(pg_catalog.text, pg_catalog.text, pg_catalog.text),
-    perpca_internal.model_owner(pg_catalog.text, pg_catalog.text),
-    perpca_internal.model_check_owner(pg_catalog.text, pg_catalog.regrole)
-    TO PUBLIC;
-
--- (c) The bodies of perpca_train and perpca_refresh (run through SPI as the
--- caller: model_owner + model_check_owner before anything else touches an
--- existing model), the switch to the owner (run_as: the caller must have
--- the role's privileges), the model lock (write and drop check the owner's
--- privileges before any lock; read is refused from SQL), and what runs as
--- the owner (each starts with model_lock(..., 'write'); source_bind with
--- missing_ok, which checks CREATE on the schema for a new model).
-GRANT EXECUTE ON FUNCTION
-    perpca_internal.train(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb,
-                          pg_catalog.bool, pg_catalog.text, pg_catalog.text[]),
-    perpca_internal.refresh(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.text),
-    perpca_internal.run_as(pg_catalog.regrole, pg_catalog.text, "any"),
-    perpca_internal.run_as_caught(pg_catalog.regrole, pg_catalog.text, "any"),
-    perpca_internal.source_bind(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text),
-    perpca_internal.model_lock(pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.text),
-    perpca_internal.model_refresh(pg_catalog.text, pg_catalog.text, pg_catalog.bool),
-    perpca_internal.model_store(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb,
-                                pg_catalog.text, pg_catalog.text[]),
-    perpca_internal.history_append(pg_catalog.text, pg_catalog.text, pg_catalog.jsonb),
-    perpca_internal.model_fill_clients(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text,
-                                       pg_catalog.float8[], pg_catalog.text, pg_catalog.text,
-                                       @extschema@.perpca_stats, pg_catalog.float8[]),
-    perpca_internal.model_personalize(pg_catalog.text, pg_catalog.text, pg_catalog.text, @extschema@.perpca_stats,
-                                      pg_catalog.int4, pg_catalog.float8[])
-    TO PUBLIC;
-
 -- Not granted (superusers and roles granted EXECUTE only): functions no
--- path of a plain caller reaches -- model_name_parts, fit_options,
--- evaluate_stats, query_columns, stats_query (C calls their code
--- directly) and f_upper_quantile (for the tests).
+-- path of a plain caller reaches through SQL -- model_name_parts,
+-- fit_options, evaluate_stats, query_columns, stats_query (C calls their
+-- code directly), model_lock (perpca's paths lock in C) and
+-- f_upper_quantile (for the tests).

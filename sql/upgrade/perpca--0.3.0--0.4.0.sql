@@ -26,6 +26,23 @@ DROP FUNCTION IF EXISTS perpca_last_fit_starts();
 DROP FUNCTION perpca_internal.stage_fill(text, text);
 -- Issue 36: query_shape is no longer called (stage_fill reads the view).
 DROP FUNCTION perpca_internal.query_shape(text, text);
+-- Issue 36: one write module in C (src/model_store.c): the PL/pgSQL of the
+-- write path, and the internal functions only it called, are gone.
+DROP FUNCTION perpca_internal.train(text, text, text, text, jsonb, boolean, text, text[]);
+DROP FUNCTION perpca_internal.refresh(text, text, text, boolean, text);
+DROP FUNCTION perpca_internal.model_refresh(text, text, boolean);
+DROP FUNCTION perpca_internal.model_store(text, text, text, jsonb, text, text[]);
+DROP FUNCTION perpca_internal.model_fill_clients(text, text, text, text, float8[], text, text, @extschema@.perpca_stats, float8[]);
+DROP FUNCTION perpca_internal.model_personalize(text, text, text, @extschema@.perpca_stats, int, float8[]);
+DROP FUNCTION perpca_internal.model_create(text, text);
+DROP FUNCTION perpca_internal.history_create(text, text);
+DROP FUNCTION perpca_internal.history_append(text, text, jsonb);
+DROP FUNCTION perpca_internal.model_owner(text, text);
+DROP FUNCTION perpca_internal.model_check_owner(text, regrole);
+DROP FUNCTION perpca_internal.stage_create(regrole);
+DROP FUNCTION perpca_internal.stage_start(text, regrole, text);
+DROP FUNCTION perpca_internal.stage_digest(jsonb, text[]);
+DROP FUNCTION perpca_internal.run_as(regrole, text, "any");
 
 -- issue 35 (one row contract): missing => on the readers of rows; the
 -- evaluation reports the rows it skipped; the stage reads rows of any form.

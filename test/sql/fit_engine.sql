@@ -146,7 +146,7 @@ FROM perpca_last_fit_rounds();
 -- 10. The UCI digits by class (examples/data/digits.csv: sklearn's 1,797 images,
 --     d = 64, 10 clients) at 10 + 5, where 0.2.0's two starts ended at
 --     2952.7401: the default reaches the best of 20 seeded random starts,
---     2953.6381421204 (2 of the 20 reach it; their WARNINGs of stalled fits are muted)
+--     2953.6381421204 (4 of the 20 reach it; their WARNINGs of stalled fits are muted)
 CREATE TEMP TABLE digit_rows (id int, label int, part text, few boolean, pixels float8[]);
 \copy digit_rows FROM 'examples/data/digits.csv' CSV HEADER
 CREATE TEMP TABLE digit_stats AS SELECT label AS client, perpca_stats(pixels) AS stats FROM digit_rows GROUP BY label;

@@ -150,8 +150,7 @@ SELECT p.pronamespace::regnamespace AS schema, p.proname, pg_get_function_identi
        (SELECT lanname FROM pg_language WHERE oid = p.prolang) = 'c'
        OR p.proconfig @> '{"search_path=pg_catalog, pg_temp"}' AS pinned_or_c
   FROM pg_proc p
- WHERE p.proname IN ('perpca_refresh', 'perpca_merge', 'perpca_model_lock', 'model_refresh', 'refresh',
-                     'run_as', 'stage_fill', 'stage_create', 'model_store') AND p.prokind = 'f'
+ WHERE p.proname IN ('perpca_refresh', 'perpca_merge', 'perpca_drop', 'model_lock', 'fit') AND p.prokind = 'f'
  ORDER BY 2, 3;
 
 -- The option hops reaches perpca_train, is recorded, and a refresh reuses

@@ -189,13 +189,16 @@ RESET ROLE;
 SELECT DISTINCT who FROM audit;
 }), "4\nalice", 'a member of the owning role refreshes, as the owner');
 
-# perpca_internal.run_as itself checks the caller, whatever calls it.
+# The switch to the owner is C (run_as_owner.c) with no SQL form in 0.4.0; the
+# writers check the caller before it, whatever calls them.
 ($rc, $out, $err) = $node->psql('postgres', q{
 \set VERBOSITY verbose
 SET ROLE bob;
-SELECT perpca_internal.run_as('alice'::regrole, 'SELECT pg_catalog.to_jsonb(current_user)', 0);
+SELECT * FROM perpca_refresh('alice.m', on_error => 'record');
 });
-like($err, qr/42501: must be a member of role alice/, 'run_as refuses a non-member (42501)');
+like($err, qr/42501: must be owner of model "alice.m"/, 'a non-member cannot refresh, even recording failures (42501)');
+is($node->safe_psql('postgres', q{SELECT to_regprocedure('perpca_internal.run_as(regrole, text, "any")') IS NULL}),
+	't', 'no SQL form of the switch to the owner');
 
 # ---- 3. replace and personalize of alice's model by the superuser ---------------
 $node->safe_psql('postgres', q{

@@ -126,12 +126,12 @@ $bg->query_safe(q{SELECT pg_advisory_xact_lock(1885696624, hashtext(format('%I.%
 	extra_params => [ '-U', 'alice' ]);
 is($ret, 0, "the owner's refresh runs while another role holds 0.2.0's advisory key") or diag($err);
 my ($lret, $lout, $lerr) = $node->psql('postgres',
-	"\\set VERBOSITY verbose\nSELECT * FROM perpca_internal.model_lock('alice.am', 'write', false)",
+	"\\set VERBOSITY verbose\nSELECT * FROM perpca_refresh('alice.am')",
 	extra_params => [ '-U', 'mallory' ]);
 like($lerr, qr/ERROR:  42501: must be owner of model "alice.am"/,
 	'another role cannot take the model lock (insufficient_privilege, before any lock is queued)');
 ($lret, $lout, $lerr) = $node->psql('postgres',
-	"\\set VERBOSITY verbose\nSELECT * FROM perpca_internal.model_lock('alice.am', 'drop', false)",
+	"\\set VERBOSITY verbose\nSELECT perpca_drop('alice.am')",
 	extra_params => [ '-U', 'mallory' ]);
 like($lerr, qr/ERROR:  42501: must be owner of model "alice.am"/, '... nor the drop lock');
 $bg->query_safe('COMMIT');
