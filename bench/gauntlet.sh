@@ -33,7 +33,7 @@ PERPCA_PACKAGES+=(python3-sklearn python3-statsmodels python3-pil bc)
 
 # As root: 0.3.0's source from the tag, then the same script as an unprivileged user.
 if [ "$(id -u)" -eq 0 ] && [ -z "${NEW:-}" ]; then
-	[ -n "${PERPCA_REEXECED:-}" ] && die "re-executed as root: refusing to loop"
+	[ -n "${PERPCA_STAGE:-}" ] && die "re-executed as root: refusing to loop"
 	ensure_packages
 	PERPCA_GAUNTLET_OLD_SRC=$(mktemp -d /tmp/perpca-v030.XXXXXX)
 	git -C "$REPO_ROOT" archive v0.3.0 | tar -C "$PERPCA_GAUNTLET_OLD_SRC" -xf -
@@ -42,7 +42,7 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${NEW:-}" ]; then
 		PERPCA_GAUNTLET_OLD=${OLD:-} PERPCA_GAUNTLET_CSV_DIR=${CSV_DIR:-}
 	[ -n "${CSV_DIR:-}" ] && mkdir -p "$CSV_DIR" && chmod 777 "$CSV_DIR"
 	rc=0
-	run_unprivileged ../bench/gauntlet.sh 0 "$@" || rc=$?
+	as_user ../bench/gauntlet.sh 0 "$@" || rc=$?
 	rm -rf "$PERPCA_GAUNTLET_OLD_SRC"
 	exit "$rc"
 fi

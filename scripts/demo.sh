@@ -9,8 +9,8 @@
 #                                  video) and draw their pictures into docs/examples/
 #                                  (installs python3-matplotlib, python3-psycopg2)
 #
-# The SQL lives in scripts/demo.sql (data and statistics) and
-# scripts/demo_fit.sql (run only if the extension has a function perpca_fit).
+# The SQL lives in examples/demo.sql (data and statistics) and
+# examples/demo_fit.sql (run only if the extension has a function perpca_fit).
 # Works as root (installs missing packages, runs as user "perpca") or as a
 # normal user who has the packages.
 set -euo pipefail
@@ -28,28 +28,22 @@ for arg in "$@"; do
 	esac
 done
 
-if [ "$EXAMPLES" = 1 ]; then
-	PERPCA_PACKAGES+=(python3-matplotlib python3-psycopg2)
-	# Started as root: the run happens as another user in a copy of the tree;
+[ "$EXAMPLES" = 1 ] && PERPCA_PACKAGES+=(python3-matplotlib python3-psycopg2)
+ensure_packages
+if [ "$(id -u)" -eq 0 ]; then
+	# Started as root: the demo runs as the user perpca in a copy of the tree;
 	# the pictures come back through a scratch directory it may write to.
-	if [ "$(id -u)" -eq 0 ] && [ -z "${PERPCA_REEXECED:-}" ]; then
-		PERPCA_EXAMPLES_OUT=$(mktemp -d /tmp/perpca-examples.XXXXXX)
+	[ "$EXAMPLES" = 1 ] && export PERPCA_EXAMPLES_OUT=$(mktemp -d /tmp/perpca-examples.XXXXXX) &&
 		chmod 777 "$PERPCA_EXAMPLES_OUT"
-		export PERPCA_EXAMPLES_OUT
-		rc=0
-		(prepare_user demo.sh "$KEEP" "$@") || rc=$?
-		if [ "$rc" -eq 0 ]; then
-			mkdir -p "$REPO_ROOT/docs/examples"
-			cp "$PERPCA_EXAMPLES_OUT"/*.png "$REPO_ROOT/docs/examples/"
-			chown -R --reference="$REPO_ROOT" "$REPO_ROOT/docs/examples"
-			say "pictures written to $REPO_ROOT/docs/examples/"
-		fi
+	rc=0
+	as_user demo.sh "$KEEP" "$@" || rc=$?
+	if [ "$EXAMPLES" = 1 ]; then
+		[ "$rc" -eq 0 ] && mkdir -p "$REPO_ROOT/docs/examples" && cp "$PERPCA_EXAMPLES_OUT"/*.png "$REPO_ROOT/docs/examples/" &&
+			chown -R --reference="$REPO_ROOT" "$REPO_ROOT/docs/examples" && say "pictures written to $REPO_ROOT/docs/examples/"
 		rm -rf "$PERPCA_EXAMPLES_OUT"
-		exit "$rc"
 	fi
+	exit "$rc"
 fi
-
-prepare_user demo.sh "$KEEP" "$@"
 
 make_work demo
 trap 'finish $? demo' EXIT
@@ -61,8 +55,8 @@ cluster_start
 
 DB=perpca_demo
 "$PGBIN/createdb" "$DB"
-say "running scripts/demo.sql"
-"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$BUILD/scripts/demo.sql"
+say "running examples/demo.sql"
+"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$BUILD/examples/demo.sql"
 
 if [ "$EXAMPLES" = 1 ]; then
 	# The examples read their data by paths relative to the tree's root.
@@ -83,7 +77,7 @@ if [ "$KEEP" = 1 ]; then
 	KEEP_CLUSTER=1
 	# Started as root: the server runs as $PGUSER, and the whole copy is $TMPDIR.
 	as='' top=$WORK
-	if [ -n "${PERPCA_REEXECED:-}" ]; then
+	if [ -n "${PERPCA_STAGE:-}" ]; then
 		as="runuser -u $PGUSER -- " top=$TMPDIR
 	fi
 	cat <<-EOF

@@ -230,6 +230,22 @@ fed_block_cmp(const void *a, const void *b)
 	return strcmp(((const FedBlock *) a)->key, ((const FedBlock *) b)->key);
 }
 
+/* The int4[] text of a shard's block widths, as *n Datums. */
+static Datum *
+fed_widths_parse(ShardConn *sc, const char *text, int *n)
+{
+	Datum	   *widths;
+	bool	   *nulls;
+
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned no block widths", sc->index)));
+	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, INT4OID, -1)),
+					  INT4OID, 4, true, TYPALIGN_INT, &widths, &nulls, n);
+	return widths;
+}
+
 /* Shard s's blocks (basis, keys, columns) appended to blocks at *nblocks; returns its columns. */
 static int
 fed_basis_blocks(FedFit *f, int s, FedBlock *blocks, int *nblocks)
@@ -242,16 +258,8 @@ fed_basis_blocks(FedFit *f, int s, FedBlock *blocks, int *nblocks)
 				col = 0;
 	double	   *B = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &q, "start basis");
 	char	  **keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), &nkeys);
-	Datum	   *widths;
-	bool	   *nulls;
+	Datum	   *widths = fed_widths_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), &ncols);
 
-	if (SHARD_VALUE(r, 0, 2) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("shard %d returned no block widths", f->sc[s].index)));
-	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) SHARD_VALUE(r, 0, 2),
-															  INT4OID, -1)),
-					  INT4OID, 4, true, TYPALIGN_INT, &widths, &nulls, &ncols);
 	if (*nblocks + nkeys > f->nclients)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -421,6 +429,37 @@ fed_keys_parse(const ShardConn *sc, const char *value, int *n)
 	return keys;
 }
 
+/*
+ * Shard s's answer to shard_open: its clients, dimension, rows, skipped
+ * rows, the sum of its clients' means (an exact expansion) and its keys.
+ * A shard without clients is left out of the rounds.
+ */
+static void
+fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
+			   char ***keys, int *nkeys, double **means, int *layers)
+{
+	ShardRows  *r = fed_get_row(f, s, 7);
+	int			n = pg_strtoint32(SHARD_VALUE(r, 0, 0)),
+				d = pg_strtoint32(SHARD_VALUE(r, 0, 1));
+	int64		skipped = pg_strtoint64(SHARD_VALUE(r, 0, 6));
+
+	diag->rows_skipped += skipped;
+	f->active[s] = n > 0;
+	if (n == 0)
+		return;
+	if (f->nclients > 0 && d != f->d)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIMENSION),
+				 errmsg("clients of shard %d have dimension %d, expected %d", s + 1, d, f->d),
+				 errdetail("All clients must have the same dimension.")));
+	f->d = d;
+	f->nclients += n;
+	*rows += (double) pg_strtoint64(SHARD_VALUE(r, 0, 2));
+	diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
+	*means = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, layers, "mean sum");
+	*keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), nkeys);
+}
+
 /* Phase 1: open on every shard; the sum of n_i mean_i and the row count. */
 static double *
 fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
@@ -446,29 +485,7 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	fed_send_active(f, "shard_open", 7, params);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
-	{
-		ShardRows  *r = fed_get_row(f, s, 7);
-		int			n = pg_strtoint32(SHARD_VALUE(r, 0, 0)),
-					d = pg_strtoint32(SHARD_VALUE(r, 0, 1));
-		int64		skipped = pg_strtoint64(SHARD_VALUE(r, 0, 6));
-
-		diag->rows_skipped += skipped;
-		f->active[s] = n > 0;
-		if (n == 0)
-			continue;
-		if (f->nclients > 0 && d != f->d)
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_DIMENSION),
-					 errmsg("clients of shard %d have dimension %d, expected %d", s + 1, d, f->d),
-					 errdetail("All clients must have the same dimension.")));
-		f->d = d;
-		f->nclients += n;
-		*rows += (double) pg_strtoint64(SHARD_VALUE(r, 0, 2));
-		diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
-		means[s] = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, &layers[s],
-									   "mean sum");
-		keys[s] = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), &nkeys[s]);
-	}
+		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s], &means[s], &layers[s]);
 	if (f->nclients == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -591,6 +608,39 @@ fed_vector_parse(const ShardConn *sc, const char *text, int d)
 	return x;
 }
 
+/*
+ * Shard s's local components into the result set, each one's weighted
+ * projector added to A (for theta_est); false when it has none.
+ */
+static bool
+fed_result_rows(FedFit *f, int s, ReturnSetInfo *rsinfo, double *A)
+{
+	ShardRows  *r = fed_get(&f->sc[s]);
+	int			d = f->d;
+
+	if (r->ncols != 6)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("shard %d returned %d result columns, expected 6", s + 1, r->ncols)));
+	for (int i = 0; i < r->nrows; i++)
+	{
+		double	   *pc;
+
+		CHECK_FOR_INTERRUPTS();
+		if (SHARD_VALUE(r, i, 0) == NULL || SHARD_VALUE(r, i, 2) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("shard %d returned a local component without client or number", s + 1)));
+		pc = fed_vector_parse(&f->sc[s], SHARD_VALUE(r, i, 3), d);
+		clients_put_component(rsinfo, SHARD_VALUE(r, i, 0), "local",
+							  pg_strtoint32(SHARD_VALUE(r, i, 2)), pc, d, 1, 0,
+							  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"));
+		linalg_gemm(false, true, d, d, 1, fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 5), "weight"),
+					pc, 1, pc, 1, 1.0, A, d);
+	}
+	return r->nrows > 0;
+}
+
 /* Global rows, then each shard's local rows (shard order, then its query order); theta_est. */
 static void
 fed_results(FedFit *f, ReturnSetInfo *rsinfo, const FitResult *res, FitDiagnostics *diag)
@@ -604,34 +654,8 @@ fed_results(FedFit *f, ReturnSetInfo *rsinfo, const FitResult *res, FitDiagnosti
 	clients_put_global(rsinfo, res, d);
 	fed_send_active(f, "shard_result", 1, params);
 	for (int s = 0; s < f->nshards; s++)
-	{
-		ShardRows  *r;
-
-		if (!f->active[s])
-			continue;
-		r = fed_get(&f->sc[s]);
-		if (r->ncols != 6)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("shard %d returned %d result columns, expected 6", s + 1, r->ncols)));
-		for (int i = 0; i < r->nrows; i++)
-		{
-			double	   *pc;
-
-			CHECK_FOR_INTERRUPTS();
-			if (SHARD_VALUE(r, i, 0) == NULL || SHARD_VALUE(r, i, 2) == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("shard %d returned a local component without client or number", s + 1)));
-			pc = fed_vector_parse(&f->sc[s], SHARD_VALUE(r, i, 3), d);
-			clients_put_component(rsinfo, SHARD_VALUE(r, i, 0), "local",
-								  pg_strtoint32(SHARD_VALUE(r, i, 2)), pc, d, 1, 0,
-								  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"));
-			linalg_gemm(false, true, d, d, 1, fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 5), "weight"),
-						pc, 1, pc, 1, 1.0, A, d);
-			any = true;
-		}
-	}
+		if (f->active[s])
+			any |= fed_result_rows(f, s, rsinfo, A);
 	diag->theta_est = fit_theta(A, d, f->be.weight, any);
 }
 

@@ -259,6 +259,33 @@ shard_keys(const ShardFit *sf)
 }
 
 /*
+ * A new fit named id in this session, with the options of shard_open's
+ * call (n_global, n_local, weights, seed); an id already open is an error.
+ */
+static ShardFit *
+shard_fit_open(const char *id, FunctionCallInfo fcinfo)
+{
+	ShardFit   *sf;
+
+	if (shard_fit_find(id) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("federated fit \"%s\" is already open in this session", id)));
+	sf = shard_fit_new(id);
+	PG_TRY();
+	{
+		fit_options_parse_call(fcinfo, &sf->opts);
+	}
+	PG_CATCH();
+	{
+		shard_fit_free(sf);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return sf;
+}
+
+/*
  * shard_open(fit_id, query, n_global, n_local, weights, seed, missing)
  *   RETURNS (n_clients, dim, n_rows, mean_sum, stats_bytes, keys, rows_skipped)
  */
@@ -276,21 +303,7 @@ perpca_shard_open(PG_FUNCTION_ARGS)
 	Datum		values[7];
 	bool		nulls[7] = {0};
 
-	if (shard_fit_find(id) != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("federated fit \"%s\" is already open in this session", id)));
-	sf = shard_fit_new(id);
-	PG_TRY();
-	{
-		fit_options_parse_call(fcinfo, &sf->opts);	/* n_global, n_local, weights, seed */
-	}
-	PG_CATCH();
-	{
-		shard_fit_free(sf);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	sf = shard_fit_open(id, fcinfo);
 	shard_in_fit(sf, shard_read, &a);
 	acc = clients_mean_sum_exact(sf->in, sf->n, &rows);
 	mean_sum = palloc0(sizeof(double) * Max(sf->d, 1) * EXACT_MAX_LAYERS);

@@ -280,6 +280,34 @@ eigh_top_bisection(int d, int k, double *diag, double *off, double *w, double *z
 }
 
 /*
+ * The top k eigenpairs (w ascending, z d x k column-major) of the symmetric
+ * tridiagonal matrix of diagonal diag and subdiagonal off: dstemr on copies
+ * (it overwrites its input), bisection and inverse iteration when it fails.
+ * w is followed by 2d doubles of room for the copies; lw is the workspace of
+ * linalg_eigh_top after z, its integer part after LINALG_EIGH_LWORK(d).
+ */
+static int
+tridiagonal_top(int d, int k, double *diag, double *off, double *w, double *z, double *lw)
+{
+	double	   *diag2 = w + d,
+			   *off2 = diag2 + d;
+	lapack_int *iw = (lapack_int *) (lw + LINALG_EIGH_LWORK(d));
+	lapack_int	found = 0,
+				tryrac = 1;
+	int			info;
+
+	off[d - 1] = 0.0;
+	memcpy(diag2, diag, sizeof(double) * d);
+	memcpy(off2, off, sizeof(double) * d);
+	info = LAPACKE_dstemr_work(LAPACK_COL_MAJOR, 'V', 'I', d, diag2, off2, 0.0, 0.0,
+							   d - k + 1, d, &found, w, z, d, k, iw, &tryrac,
+							   lw, LINALG_EIGH_LWORK(d), iw + 2 * k, LINALG_EIGH_LIWORK(d));
+	if (info == 0 && found == k)
+		return 0;
+	return eigh_top_bisection(d, k, diag, off, w, z, iw, lw);
+}
+
+/*
  * The top k eigenpairs of the symmetric d x d A: dsytrd, then the MRRR
  * solver dstemr on the tridiagonal for the index range [d-k+1, d], dormtr
  * back; reversed to descending order.  This is what dsyevr does for the
@@ -297,13 +325,8 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 			   *off = diag + d,
 			   *tau = off + d,
 			   *w = tau + d,
-			   *diag2 = w + d,
-			   *off2 = diag2 + d,
-			   *z = off2 + d,
+			   *z = w + 3 * d,
 			   *lw = z + (int64_t) d * k;
-	lapack_int *iw = (lapack_int *) (lw + LINALG_EIGH_LWORK(d));
-	lapack_int	found = 0,
-				tryrac = 1;
 	int			info;
 
 	if (k == 0)
@@ -312,18 +335,9 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 							   lw, LINALG_EIGH_LWORK(d));
 	if (info != 0)
 		return info;
-	off[d - 1] = 0.0;
-	memcpy(diag2, diag, sizeof(double) * d);
-	memcpy(off2, off, sizeof(double) * d);
-	info = LAPACKE_dstemr_work(LAPACK_COL_MAJOR, 'V', 'I', d, diag2, off2, 0.0, 0.0,
-							   d - k + 1, d, &found, w, z, d, k, iw, &tryrac,
-							   lw, LINALG_EIGH_LWORK(d), iw + 2 * k, LINALG_EIGH_LIWORK(d));
-	if (info != 0 || found != k)
-	{
-		info = eigh_top_bisection(d, k, diag, off, w, z, iw, lw);
-		if (info != 0)
-			return info;
-	}
+	info = tridiagonal_top(d, k, diag, off, w, z, lw);
+	if (info != 0)
+		return info;
 	info = LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', d, k, A, d, tau, z, d,
 							   lw, LINALG_EIGH_LWORK(d));
 	if (info != 0)

@@ -89,6 +89,28 @@ adapt_step(PaperServer *sv, double previous, double previous_kkt)
 		sv->step = Min(sv->step * 1.1, STEP_MAX_SCALE / lmax);
 }
 
+/* The round's objective and (when wanted) KKT residual from its sums. */
+static void
+paper_figures(PaperServer *sv, const FitSums *s, int nclients, bool want_kkt)
+{
+	sv->objective = s->objective / s->weight * nclients;
+	sv->kkt = want_kkt ? linalg_dot((int64) sv->d * sv->r1, s->G, s->G) / (s->weight * s->weight) +
+		s->gv / s->weight : NAN;
+}
+
+/* Round t into the diagnostics' trace, and a NOTICE when verbose. */
+static void
+paper_report(const PaperServer *sv, const FitOptions *opts, FitDiagnostics *diag,
+			 const FitSums *s, int t, bool last, double change, double used)
+{
+	if (diag != NULL)
+		fit_trace(diag, t, sv->objective, NAN, sv->kkt, used, s);
+	if (opts->verbose && (fit_report_round(t) || last))
+		ereport(NOTICE,
+				(errmsg("round %d: objective %.10g, kkt residual %.3e, change %.3e, step %.3e",
+						t, sv->objective, sv->kkt, change, used)));
+}
+
 /* The first round's step: the given one, or STEP_SCALE / lambda_max. */
 static double
 initial_step(const FitBackend *be, const FitOptions *opts)
@@ -121,19 +143,12 @@ solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, doub
 		CHECK_FOR_INTERRUPTS();
 		fit_sums_zero(s, d, r1);
 		be->round(be, U, sv.step, opts->update, opts->retraction, want_kkt, s);
-		sv.objective = s->objective / s->weight * be->nclients;
-		sv.kkt = want_kkt ? linalg_dot((int64) d * r1, s->G, s->G) / (s->weight * s->weight) +
-			s->gv / s->weight : NAN;
+		paper_figures(&sv, s, be->nclients, want_kkt);
 		if (r1 > 0)
 			server_step(&sv, U, s->U, s->weight, opts->retraction,
 						opts->adaptive ? MOMENTUM : 0.0);
 		change = Max(s->change, fit_projector_distance(d, r1, sv.Uprev, r1, U, r1));
-		if (diag != NULL)
-			fit_trace(diag, t, sv.objective, NAN, sv.kkt, used, s);
-		if (opts->verbose && (fit_report_round(t) || t == rounds))
-			ereport(NOTICE,
-					(errmsg("round %d: objective %.10g, kkt residual %.3e, change %.3e, step %.3e",
-							t, sv.objective, sv.kkt, change, used)));
+		paper_report(&sv, opts, diag, s, t, t == rounds, change, used);
 		if (opts->tolerance > 0.0 && change < opts->tolerance)
 		{
 			*converged = true;

@@ -607,6 +607,31 @@ state_copy(StatsState *a, const StatsState *b)
 	state_defer_many(a, b->pend, b->npend);
 }
 
+/*
+ * Two thin states whose union stays thin: b's buffered rows join a's
+ * buffer, b's pending rows a's pending ones, and nothing is fetched from
+ * TOAST, so a parallel plan's Finalize holds no more than the serial plan
+ * even when a group's rows are spread over its processes.  (Their order is
+ * a's buffered, b's buffered, a's pending, b's pending: a group split over
+ * processes meets in an order that depends on the processes anyway.)
+ */
+static void
+state_merge_thin(StatsState *a, StatsState *b)
+{
+	double	   *offset = palloc(sizeof(double) * a->d);
+
+	for (int j = 0; j < a->d; j++)
+		offset[j] = b->shift[j] - a->shift[j];
+	state_append(a, b->buf, b->nbuf, offset);
+	if (b->npend > 0)
+	{
+		state_set_nulls(a, b->nulls);
+		state_set_rowtype(a, b->rowtype);
+	}
+	state_defer_many(a, b->pend, b->npend);
+	pfree(offset);
+}
+
 /* Merge state b into state a. */
 static void
 state_merge_state(StatsState *a, StatsState *b)
@@ -627,27 +652,7 @@ state_merge_state(StatsState *a, StatsState *b)
 	if (a->m2 == NULL && b->m2 == NULL &&
 		state_unmerged(a) + state_unmerged(b) <= PERPCA_STATS_THIN_MAX(a->d))
 	{
-		/*
-		 * The union stays thin: b's buffered rows join a's buffer, b's
-		 * pending rows a's pending ones, and nothing is fetched from TOAST,
-		 * so a parallel plan's Finalize holds no more than the serial plan
-		 * even when a group's rows are spread over its processes.  (Their
-		 * order is a's buffered, b's buffered, a's pending, b's pending: a
-		 * group split over processes meets in an order that depends on the
-		 * processes anyway.)
-		 */
-		double	   *offset = palloc(sizeof(double) * a->d);
-
-		for (int j = 0; j < a->d; j++)
-			offset[j] = b->shift[j] - a->shift[j];
-		state_append(a, b->buf, b->nbuf, offset);
-		if (b->npend > 0)
-		{
-			state_set_nulls(a, b->nulls);
-			state_set_rowtype(a, b->rowtype);
-		}
-		state_defer_many(a, b->pend, b->npend);
-		pfree(offset);
+		state_merge_thin(a, b);
 		return;
 	}
 	state_materialize(a);

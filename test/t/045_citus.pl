@@ -12,7 +12,7 @@
 #     table's components, bit for bit;
 #   - a stored model in reference tables: projection functions pushed down to
 #     the workers read the model there, with the coordinator's results.
-# Citus comes from scripts/citus.sh (scripts/test.sh builds it when the source
+# Citus comes from scripts/prepare.sh (scripts/test.sh builds it when the source
 # is there); without it the test skips.
 use strict;
 use warnings;
@@ -31,7 +31,7 @@ if ($ENV{PERPCA_CITUS_FAILED})
 my $pkglibdir = `pg_config --pkglibdir`;
 chomp $pkglibdir;
 plan skip_all => 'Citus is not installed in this PostgreSQL installation ('
-  . ($ENV{PERPCA_CITUS_SKIP} // "no citus.so in $pkglibdir; scripts/test.sh builds it with scripts/citus.sh") . ')'
+  . ($ENV{PERPCA_CITUS_SKIP} // "no citus.so in $pkglibdir; scripts/test.sh builds it with scripts/prepare.sh extras") . ')'
   unless -f "$pkglibdir/citus.so";
 
 my $d = 6;         # dimension of a row

@@ -19,7 +19,7 @@
 #     the index search over the scores returns the neighbours that an exact
 #     search over the full vectors returns (recall@10 measured).
 # pgvector comes from the PostgreSQL installation (a Debian package) or from
-# scripts/pgvector.sh (scripts/test.sh builds it when the source is there);
+# scripts/prepare.sh (scripts/test.sh builds it when the source is there);
 # without it the test skips.
 use strict;
 use warnings;
@@ -39,7 +39,7 @@ my $sharedir = `pg_config --sharedir`;
 chomp $sharedir;
 plan skip_all => 'pgvector is not installed in this PostgreSQL installation ('
   . ($ENV{PERPCA_PGVECTOR_SKIP}
-	  // "no vector.control in $sharedir/extension; scripts/test.sh builds it with scripts/pgvector.sh")
+	  // "no vector.control in $sharedir/extension; scripts/test.sh builds it with scripts/prepare.sh extras")
   . ')'
   unless -f "$sharedir/extension/vector.control";
 

@@ -17,7 +17,7 @@ use Test::More;
 use PerpcaTest;
 
 plan skip_all => 'needs /proc' unless -r '/proc/self/status';
-# Under AddressSanitizer (scripts/sanitize.sh exports ASAN_OPTIONS) a backend's
+# Under AddressSanitizer (scripts/suite.sh --sanitize exports ASAN_OPTIONS) a backend's
 # memory includes shadow memory and the freed-memory quarantine, so a bound on
 # its growth says nothing about perpca: the normal run checks it.
 plan skip_all => 'memory bound not meaningful under AddressSanitizer (shadow memory, quarantine)'

@@ -1,6 +1,6 @@
--- scripts/demo_fit.sql -- fitted global/local components of the demo stores
+-- examples/demo_fit.sql -- fitted global/local components of the demo stores
 --
--- Included by scripts/demo.sql only when the extension has perpca_fit.
+-- Included by examples/demo.sql only when the extension has perpca_fit.
 -- The query given to perpca_fit returns one row per client: (name,
 -- perpca_stats, number of local components).  Odd stores were generated with
 -- one local direction, even stores with two.

@@ -1,4 +1,4 @@
--- scripts/demo.sql -- the demo run by scripts/demo.sh (psql -f, ON_ERROR_STOP)
+-- examples/demo.sql -- the demo run by scripts/demo.sh (psql -f, ON_ERROR_STOP)
 --
 -- Six "stores" with rows in d = 8.  Every store shares two directions (axes 1
 -- and 2, standard deviations 5 and 3); store s also varies along its own axis
