@@ -21,6 +21,8 @@ R1=${R1:-5}
 R2=${R2:-5}
 CAP=${CAP:-180}
 PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
+TMPD=$(mktemp -d)
+trap 'rm -rf "$TMPD"' EXIT
 OLD=(psql -X -q -At -v ON_ERROR_STOP=1 -h "${OLD_PGHOST:-${PGHOST:-}}" -p "${OLD_PGPORT:-0}")
 
 have=$("${PSQL[@]}" -c "SELECT count(*) FROM pg_tables WHERE tablename = 'fb_stats'")
@@ -46,14 +48,20 @@ SQL
 		"$(echo "$t1 - $t0" | bc)"
 fi
 
-# The default fit at R1 + R2 on the server of psql command "$@": seconds, rounds, stop, objective.
+# The default fit at R1 + R2 on the server of psql command "$@": seconds, rounds, stop, objective;
+# the backend's CPU seconds from /proc/PID/schedstat (a server on this machine; "-" otherwise).
 fit() {
 	local EXTRA=${EXTRA:-}
 	"$@" <<SQL
 SET statement_timeout = '${CAP}s';
+LOAD 'perpca';
+SELECT pg_backend_pid() AS pid \\gset
+\\setenv FB_PID :pid
+\\! cut -d' ' -f1 /proc/\$FB_PID/schedstat > $TMPD/cpu0 2>/dev/null || echo - > $TMPD/cpu0
 \\timing on
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM fb_stats', $R1, $R2);
 \\timing off
+\\! cut -d' ' -f1 /proc/\$FB_PID/schedstat > $TMPD/cpu1 2>/dev/null || echo - > $TMPD/cpu1
 $EXTRA
 SELECT rounds_run, converged, round(objective::numeric, 6) FROM perpca_last_fit();
 SQL
@@ -61,11 +69,14 @@ SQL
 
 report() {
 	local name=$1 out=$2
-	local ms rounds conv obj
+	local ms rounds conv obj cpu=-
 	ms=$(grep -o 'Time: [0-9.]*' <<<"$out" | awk '{print $2}' | head -1)
 	read -r rounds conv obj < <(tail -1 <<<"$out" | tr '|' ' ')
-	printf '%-8s %8.1f s  %5s rounds  converged %s  objective %s\n' "$name" "$(echo "$ms / 1000" | bc -l)" \
-		"$rounds" "$conv" "$obj"
+	if [ "$(cat "$TMPD/cpu0")" != - ] && [ "$(cat "$TMPD/cpu1")" != - ]; then
+		cpu=$(echo "scale=1; ($(cat "$TMPD/cpu1") - $(cat "$TMPD/cpu0")) / 1000000000" | bc)
+	fi
+	printf '%-8s %8.1f s (CPU %s s)  %5s rounds  converged %s  objective %s\n' "$name" "$(echo "$ms / 1000" | bc -l)" \
+		"$cpu" "$rounds" "$conv" "$obj"
 }
 
 if out=$(EXTRA="SELECT 'start', start, basin, ended, rounds_run FROM perpca_last_fit_starts();
@@ -87,4 +98,5 @@ if [ -n "${OLD_PGPORT:-}" ]; then
 		printf '%-8s > %d s (cancelled by statement_timeout)\n' "old" "$CAP"
 	fi
 fi
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 echo "goal: this < 60 s"

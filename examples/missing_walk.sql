@@ -34,7 +34,7 @@ SELECT client, n, skipped FROM perpca_evaluate('tx_model',
 SELECT sum(n) AS rows, sum(hidden) AS hidden, round((sum(error * hidden) / sum(mean_error * hidden))::numeric, 3) AS ratio_to_centre
   FROM perpca_evaluate_imputation('tx_model', 'SELECT city, ln(1 + sales), ln(1 + volume), ln(1 + median), ln(1 + listings), ln(1 + inventory) FROM tx WHERE year = 2015 AND city <> ''Austin''', 0.2, 1);
 -- 4. personalize the held-out city from its rows with gaps (feature columns, as train read them)
-SELECT * FROM perpca_personalize('tx_model',
+SELECT * FROM perpca_personalize_clients('tx_model',
   'SELECT city, ln(1 + sales), ln(1 + volume), ln(1 + median), ln(1 + listings), ln(1 + inventory) FROM tx WHERE city = ''Austin'' AND year < 2015',
   missing => 'skip');
 SELECT client, n, round(global_ratio::numeric, 3) AS global_ratio, round(local_ratio::numeric, 3) AS local_ratio, source FROM tx_model_clients WHERE client = 'Austin';

@@ -460,9 +460,9 @@ fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
 	*keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), nkeys);
 }
 
-/* Phase 1: open on every shard; the sum of n_i mean_i and the row count. */
-static double *
-fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
+/* Send shard_open (the query, the ranks, weights, seed and missing) to every shard, all active. */
+static void
+fed_send_open(FedFit *f)
 {
 	char		r1[16],
 				nl[16],
@@ -470,12 +470,6 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	const char *params[7] = {f->id, f->query, r1, nl,
 		fit_weights_names[f->opts->sample_weights ? 1 : 0], seed,
 	perpca_missing_names[f->opts->missing]};
-	double	   *mean_sum = NULL;
-	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
-	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
-	double	  **means = palloc0(sizeof(double *) * f->nshards);
-	int		   *layers = palloc0(sizeof(int) * f->nshards);
-	ExactSum   *acc;
 
 	snprintf(r1, sizeof(r1), "%d", f->opts->n_global);
 	snprintf(nl, sizeof(nl), "%d", f->opts->n_local);
@@ -483,6 +477,33 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	for (int s = 0; s < f->nshards; s++)
 		f->active[s] = true;
 	fed_send_active(f, "shard_open", 7, params);
+}
+
+/* The sum of n_i mean_i over the active shards' exact expansions (their order does not matter). */
+static double *
+fed_mean_sum(FedFit *f, double **means, const int *layers)
+{
+	ExactSum   *acc = exact_sum_create(f->d);
+	double	   *mean_sum;
+
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+			exact_sum_add_expansion(acc, 0, f->d, means[s], layers[s]);
+	mean_sum = palloc0(sizeof(double) * f->d);
+	exact_sum_values(acc, 0, f->d, mean_sum);
+	return mean_sum;
+}
+
+/* Phase 1: open on every shard; the sum of n_i mean_i and the row count. */
+static double *
+fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
+{
+	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
+	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
+	double	  **means = palloc0(sizeof(double *) * f->nshards);
+	int		   *layers = palloc0(sizeof(int) * f->nshards);
+
+	fed_send_open(f);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
 		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s], &means[s], &layers[s]);
@@ -493,15 +514,8 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
 	/* (each shard names its groups without rows in its own NOTICE) */
 	row_report("perpca_fit_federated", &(RowReport) {.skipped = diag->rows_skipped, .groups = -1});
-	/* the shards' sums are exact (exact_sum.h): their order does not matter */
 	fed_check_keys(f, keys, nkeys);
-	acc = exact_sum_create(f->d);
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-			exact_sum_add_expansion(acc, 0, f->d, means[s], layers[s]);
-	mean_sum = palloc0(sizeof(double) * f->d);
-	exact_sum_values(acc, 0, f->d, mean_sum);
-	return mean_sum;
+	return fed_mean_sum(f, means, layers);
 }
 
 /*

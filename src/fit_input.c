@@ -300,6 +300,33 @@ duplicate_key(const ClientInput *in, int n)
 	return dup;
 }
 
+/* The checks of one client: the common dimension d of the first client, rows, room for its ranks. */
+static void
+client_check(const ClientInput *c, const ClientInput *first, int d, int n_global)
+{
+	if (c->stats->dim != d)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIMENSION),
+				 errmsg("client \"%s\" has dimension %d, expected %d",
+						c->name, c->stats->dim, d),
+				 errdetail("All clients must have the same dimension (that of client \"%s\").",
+						   first->name)));
+	if (c->stats->n <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("client \"%s\" has no rows", c->name),
+				 perpca_stats_skipped(c->stats) > 0 ?
+				 errdetail("Its statistics left out all its %lld rows for missing values (perpca_stats(x, 'skip')).",
+						   (long long) perpca_stats_skipped(c->stats)) : 0,
+				 perpca_stats_skipped(c->stats) > 0 ?
+				 errhint("Leave the client out of the query, or fill its gaps first (perpca_model_impute).") : 0));
+	if ((int64) n_global + c->r2 > d)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n_global + local components (%d + %d) exceed the dimension %d for client \"%s\"",
+						n_global, c->r2, d, c->name)));
+}
+
 /*
  * The checks every fit's input gets before any arithmetic: clients, rows, one
  * common dimension within the limit, unique keys, and room for n_global +
@@ -319,29 +346,7 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 	if (n > 0)
 		perpca_check_dim_limit(d);
 	for (int i = 0; i < n; i++)
-	{
-		if (in[i].stats->dim != d)
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_DIMENSION),
-					 errmsg("client \"%s\" has dimension %d, expected %d",
-							in[i].name, in[i].stats->dim, d),
-					 errdetail("All clients must have the same dimension (that of client \"%s\").",
-							   in[0].name)));
-		if (in[i].stats->n <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("client \"%s\" has no rows", in[i].name),
-					 perpca_stats_skipped(in[i].stats) > 0 ?
-					 errdetail("Its statistics left out all its %lld rows for missing values (perpca_stats(x, 'skip')).",
-							   (long long) perpca_stats_skipped(in[i].stats)) : 0,
-					 perpca_stats_skipped(in[i].stats) > 0 ?
-					 errhint("Leave the client out of the query, or fill its gaps first (perpca_model_impute).") : 0));
-		if ((int64) n_global + in[i].r2 > d)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("n_global + local components (%d + %d) exceed the dimension %d for client \"%s\"",
-							n_global, in[i].r2, d, in[i].name)));
-	}
+		client_check(&in[i], &in[0], d, n_global);
 	if ((dup = duplicate_key(in, n)) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CARDINALITY_VIOLATION),

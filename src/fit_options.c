@@ -259,6 +259,24 @@ string_value(const OptionDef *def, const JsonbValue *v)
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 
+/* The value of a rank option (n_global, n_local): it has no default. */
+static int
+rank_value(const OptionDef *def, const JsonbValue *v, bool given)
+{
+	if (!given)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", def->name)));
+	return (int) int_value(def, v);
+}
+
+/* The index of a choice option's text value among its choices. */
+static int
+choice_value(const OptionDef *def, const JsonbValue *v)
+{
+	return fit_choice(string_value(def, v), def->name, def->choices, def->nchoices);
+}
+
 /* Set one option from its JSON value (NULL: absent or null, the default). */
 static void
 set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
@@ -268,11 +286,7 @@ set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
 	switch (def->kind)
 	{
 		case OPT_RANK:
-			if (!given)
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("argument \"%s\" must not be NULL", def->name)));
-			*FIELD_PTR(o, def, int) = (int) int_value(def, v);
+			*FIELD_PTR(o, def, int) = rank_value(def, v, given);
 			break;
 		case OPT_INT:
 			*FIELD_PTR(o, def, int) = given ? (int) int_value(def, v) : (int) def->dflt;
@@ -289,13 +303,10 @@ set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
 			*FIELD_PTR(o, def, bool) = given ? v->val.boolean : def->dflt == 1.0;
 			break;
 		case OPT_CHOICE:
-			*FIELD_PTR(o, def, int) = given ?
-				fit_choice(string_value(def, v), def->name, def->choices, def->nchoices) :
-				(int) def->dflt;
+			*FIELD_PTR(o, def, int) = given ? choice_value(def, v) : (int) def->dflt;
 			break;
 		case OPT_FLAG:
-			*FIELD_PTR(o, def, bool) = given &&
-				fit_choice(string_value(def, v), def->name, def->choices, def->nchoices) == 1;
+			*FIELD_PTR(o, def, bool) = given && choice_value(def, v) == 1;
 			break;
 		case OPT_TEXT:
 			*FIELD_PTR(o, def, char *) = given ? string_value(def, v) : NULL;

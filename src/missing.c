@@ -215,6 +215,18 @@ component_row(const ModelData *m, const ModelClient *c, int k)
 	return k < m->r1 ? m->U + (int64) k * m->d : c->V + (int64) (k - m->r1) * m->d;
 }
 
+/* The sum of a[j] * b[j] over the observed entries j (all when obs is NULL). */
+static double
+observed_dot(const double *a, const double *b, const bool *obs, int d)
+{
+	double		t = 0.0;
+
+	for (int j = 0; j < d; j++)
+		if (obs == NULL || obs[j])
+			t += a[j] * b[j];
+	return t;
+}
+
 void
 missing_posterior(const ModelData *m, const ModelClient *c, const double *y, const bool *obs,
 				  double *z)
@@ -232,22 +244,11 @@ missing_posterior(const ModelData *m, const ModelClient *c, const double *y, con
 	for (int a = 0; a < r; a++)
 	{
 		const double *wa = component_row(m, c, a);
-		double		t = 0.0;
 
-		for (int j = 0; j < d; j++)
-			if (obs == NULL || obs[j])
-				t += wa[j] * y[j];
-		z[a] = root[a] * t;
+		z[a] = root[a] * observed_dot(wa, y, obs, d);
 		for (int b = 0; b <= a; b++)
-		{
-			const double *wb = component_row(m, c, b);
-			double		g = 0.0;
-
-			for (int j = 0; j < d; j++)
-				if (obs == NULL || obs[j])
-					g += wa[j] * wb[j];
-			G[a * r + b] = root[a] * root[b] * g + (a == b ? s2 : 0.0);
-		}
+			G[a * r + b] = root[a] * root[b] * observed_dot(wa, component_row(m, c, b), obs, d) +
+				(a == b ? s2 : 0.0);
 	}
 	if (!cholesky_solve(r, G, z))
 		ereport(ERROR,

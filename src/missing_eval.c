@@ -105,34 +105,28 @@ impute_function(FmgrInfo *fn, MemoryContext cxt)
 	fmgr_info_cxt(oid, fn, cxt);
 }
 
-/* One row of the query: hide, fill twice, add the squared errors to its client. */
-static void
-evaluate_row(FmgrInfo *impute, Datum model, const char *client, ArrayType *arr, double share,
-			 int64 seed, PerpcaMissing mode, ImputeClients *cs)
+/* One pass over the query's rows: what evaluating each row needs. */
+typedef struct ImputeRun
 {
-	int			d;
-	const double *x;
-	const bool *obs;
-	bool	   *keep;
-	bool	   *none;
+	FmgrInfo   *impute;			/* perpca_model_impute */
+	Datum		model;
+	double		share;
+	int64		seed;
+	PerpcaMissing mode;
+	ImputeClients *cs;
+	MemoryContext rowcxt;		/* reset after each row */
+	FmgrInfo	keyout;			/* the client column's output function */
+	bool		key_ready;		/* keyout is set */
+	MemoryContext keycxt;		/* where keyout lives */
+} ImputeRun;
+
+/* Mark in keep the observed entries of the row that stay, hiding each with probability share; the count hidden. */
+static int
+hide_entries(ArrayType *arr, const bool *obs, int d, double share, int64 seed, bool *keep)
+{
 	pg_prng_state rng;
 	int			hidden = 0;
-	ArrayType  *filled;
-	ArrayType  *centre;
-	const double *f;
-	const double *c;
-	ImputeClient *e = client_entry(cs, client);
-	Datum		key = CStringGetTextDatum(client);
-	Datum		unknown = CStringGetTextDatum("global");
 
-	missing_read_row(arr, mode == PERPCA_MISSING_ERROR ? mode : PERPCA_MISSING_OBSERVED, &d, &x, &obs);
-	if (obs != NULL && mode == PERPCA_MISSING_SKIP)
-	{
-		e->skipped++;
-		return;
-	}
-	keep = palloc(sizeof(bool) * d);
-	none = palloc0(sizeof(bool) * d);
 	pg_prng_seed(&rng, hash_bytes_extended((const unsigned char *) ARR_DATA_PTR(arr),
 										   ARR_SIZE(arr) - ARR_DATA_OFFSET(arr), (uint64) seed));
 	for (int j = 0; j < d; j++)
@@ -142,21 +136,63 @@ evaluate_row(FmgrInfo *impute, Datum model, const char *client, ArrayType *arr, 
 		keep[j] = observed && !(pg_prng_double(&rng) < share);
 		hidden += observed && !keep[j];
 	}
-	e->rows++;
-	if (hidden == 0)
-		return;
-	filled = DatumGetArrayTypeP(FunctionCall4(impute, model, key,
-											  PointerGetDatum(missing_build_masked(x, keep, d)), unknown));
-	f = (const double *) ARR_DATA_PTR(filled);
-	centre = DatumGetArrayTypeP(FunctionCall4(impute, model, key,
-											  PointerGetDatum(missing_build_masked(x, none, d)), unknown));
-	c = (const double *) ARR_DATA_PTR(centre);
+	return hidden;
+}
+
+/* The model's filling of the row x with only the entries marked in mask observed. */
+static const double *
+impute_masked(const ImputeRun *run, Datum key, Datum unknown, const double *x, const bool *mask, int d)
+{
+	ArrayType  *filled = DatumGetArrayTypeP(FunctionCall4(run->impute, run->model, key,
+														  PointerGetDatum(missing_build_masked(x, mask, d)),
+														  unknown));
+
+	return (const double *) ARR_DATA_PTR(filled);
+}
+
+/* Add the squared errors of the fillings f (model) and c (centre) on the hidden entries to e. */
+static void
+add_errors(ImputeClient *e, const double *x, const bool *obs, const bool *keep,
+		   const double *f, const double *c, int d)
+{
 	for (int j = 0; j < d; j++)
 		if ((obs == NULL || obs[j]) && !keep[j])
 		{
 			e->sse += (f[j] - x[j]) * (f[j] - x[j]);
 			e->sse_centre += (c[j] - x[j]) * (c[j] - x[j]);
 		}
+}
+
+/* One row of the query: hide, fill twice, add the squared errors to its client. */
+static void
+evaluate_row(const ImputeRun *run, const char *client, ArrayType *arr)
+{
+	int			d;
+	const double *x;
+	const bool *obs;
+	bool	   *keep;
+	int			hidden;
+	const double *f;
+	const double *c;
+	ImputeClient *e = client_entry(run->cs, client);
+	Datum		key = CStringGetTextDatum(client);
+	Datum		unknown = CStringGetTextDatum("global");
+
+	missing_read_row(arr, run->mode == PERPCA_MISSING_ERROR ? run->mode : PERPCA_MISSING_OBSERVED,
+					 &d, &x, &obs);
+	if (obs != NULL && run->mode == PERPCA_MISSING_SKIP)
+	{
+		e->skipped++;
+		return;
+	}
+	keep = palloc(sizeof(bool) * d);
+	hidden = hide_entries(arr, obs, d, run->share, run->seed, keep);
+	e->rows++;
+	if (hidden == 0)
+		return;
+	f = impute_masked(run, key, unknown, x, keep, d);
+	c = impute_masked(run, key, unknown, x, palloc0(sizeof(bool) * d), d);	/* nothing observed */
+	add_errors(e, x, obs, keep, f, c, d);
 	e->hidden += hidden;
 }
 
@@ -178,63 +214,60 @@ rows_query(const char *query, PerpcaMissing mode)
 
 /* The text of the key of the first column of desc, for each row (as the fit stored keys). */
 static char *
-key_text(TupleDesc desc, Datum k, FmgrInfo *keyout, bool *ready, MemoryContext cxt)
+key_text(TupleDesc desc, Datum k, ImputeRun *run)
 {
 	if (TupleDescAttr(desc, 0)->atttypid == TEXTOID)
 		return TextDatumGetCString(k);
-	if (!*ready)
+	if (!run->key_ready)
 	{
 		Oid			typout;
 		bool		varlena;
 
 		getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &typout, &varlena);
-		fmgr_info_cxt(typout, keyout, cxt);
-		*ready = true;
+		fmgr_info_cxt(typout, &run->keyout, run->keycxt);
+		run->key_ready = true;
 	}
-	return OutputFunctionCall(keyout, k);
+	return OutputFunctionCall(&run->keyout, k);
 }
 
-/* Run sql (client, x float8[]) and evaluate each row into cs (rows in rowcxt, reset per row). */
-static pg_noinline void
-read_rows(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double share, int64 seed,
-		  PerpcaMissing mode, ImputeClients *cs, MemoryContext rowcxt)
+/* Evaluate one fetched tuple (client, x) in the row context; a NULL x is passed over. */
+static void
+evaluate_tuple(HeapTuple tuple, TupleDesc desc, ImputeRun *run)
 {
-	Datum		model = PG_GETARG_DATUM(0);
-	FmgrInfo	keyout;
-	bool		key_ready = false;
+	bool		isnull;
+	Datum		k = SPI_getbinval(tuple, desc, 1, &isnull);
+	Datum		v;
+	MemoryContext old;
+
+	CHECK_FOR_INTERRUPTS();
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the client of an evaluated row must not be NULL")));
+	v = SPI_getbinval(tuple, desc, 2, &isnull);
+	if (isnull)
+		return;
+	old = MemoryContextSwitchTo(run->rowcxt);
+	evaluate_row(run, key_text(desc, k, run), DatumGetArrayTypeP(v));
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(run->rowcxt);
+}
+
+/* Run sql (client, x float8[]) and evaluate each row into run->cs (rows in run->rowcxt, reset per row). */
+static pg_noinline void
+read_rows(ImputeRun *run, const char *sql)
+{
 	Portal		portal;
 
 	SPI_connect();
 	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
 	for (;;)
 	{
-		TupleDesc	desc;
-
 		SPI_cursor_fetch(portal, true, 1000);
 		if (SPI_processed == 0)
 			break;
-		desc = SPI_tuptable->tupdesc;
 		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Datum		k = SPI_getbinval(SPI_tuptable->vals[i], desc, 1, &isnull);
-			Datum		v;
-			MemoryContext old;
-
-			CHECK_FOR_INTERRUPTS();
-			if (isnull)
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("the client of an evaluated row must not be NULL")));
-			v = SPI_getbinval(SPI_tuptable->vals[i], desc, 2, &isnull);
-			if (isnull)
-				continue;
-			old = MemoryContextSwitchTo(rowcxt);
-			evaluate_row(impute, model, key_text(desc, k, &keyout, &key_ready, fcinfo->flinfo->fn_mcxt), DatumGetArrayTypeP(v),
-						 share, seed, mode, cs);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(rowcxt);
-		}
+			evaluate_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, run);
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
@@ -243,8 +276,7 @@ read_rows(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double sha
 
 /* read_rows, its error without the wrapper's SQL and with this function's hint. */
 static void
-read_guarded(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double share, int64 seed,
-			 PerpcaMissing mode, ImputeClients *cs, MemoryContext rowcxt)
+read_guarded(ImputeRun *run, const char *sql)
 {
 	MemoryContext here = CurrentMemoryContext;
 	const char *hint = "Pass missing => 'observed' (the default) to hide and fill observed entries only, or "
@@ -252,7 +284,7 @@ read_guarded(FunctionCallInfo fcinfo, FmgrInfo *impute, const char *sql, double 
 
 	PG_TRY();
 	{
-		read_rows(fcinfo, impute, sql, share, seed, mode, cs, rowcxt);
+		read_rows(run, sql);
 	}
 	PG_CATCH();
 	{
@@ -277,6 +309,30 @@ report(const ImputeClients *cs)
 	row_report("perpca_evaluate_imputation", &r);
 }
 
+/* One result row per client, by name. */
+static void
+put_clients(ReturnSetInfo *rsinfo, ImputeClients *cs)
+{
+	if (cs->n > 1)
+		qsort(cs->items, cs->n, sizeof(ImputeClient), client_cmp);
+	for (int i = 0; i < cs->n; i++)
+	{
+		ImputeClient *e = &cs->items[i];
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, e->hidden == 0, e->hidden == 0,
+		e->hidden == 0 || e->sse_centre == 0.0, false};
+
+		values[0] = CStringGetTextDatum(e->name);
+		values[1] = Int64GetDatum(e->rows);
+		values[2] = Int64GetDatum(e->hidden);
+		values[3] = Float8GetDatum(e->hidden ? e->sse / e->hidden : 0.0);
+		values[4] = Float8GetDatum(e->hidden ? e->sse_centre / e->hidden : 0.0);
+		values[5] = Float8GetDatum(nulls[5] ? 0.0 : e->sse / e->sse_centre);
+		values[6] = Int64GetDatum(e->skipped);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
 /*
  * perpca_evaluate_imputation(model, query, share, seed, missing) RETURNS
  * TABLE (client, n, hidden, error, mean_error, ratio, skipped): missing
@@ -291,9 +347,9 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	double		share = PG_GETARG_FLOAT8(2);
 	int64		seed = PG_GETARG_INT64(3);
 	MemoryContext outer = CurrentMemoryContext;
-	MemoryContext rowcxt;
 	FmgrInfo	impute;
 	ImputeClients cs = {0};
+	ImputeRun	run = {0};
 	PerpcaMissing mode = row_missing_arg(fcinfo, 4, PERPCA_MISSING_OBSERVED);
 
 	if (!(share > 0.0 && share < 1.0))
@@ -302,30 +358,19 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 				 errmsg("share must be between 0 and 1 (exclusive), not %g", share)));
 	InitMaterializedSRF(fcinfo, 0);
 	impute_function(&impute, fcinfo->flinfo->fn_mcxt);
-	rowcxt = AllocSetContextCreate(outer, "perpca_evaluate_imputation row", ALLOCSET_DEFAULT_SIZES);
+	run.rowcxt = AllocSetContextCreate(outer, "perpca_evaluate_imputation row", ALLOCSET_DEFAULT_SIZES);
 	cs.cxt = outer;
+	run.impute = &impute;
+	run.model = PG_GETARG_DATUM(0);
+	run.share = share;
+	run.seed = seed;
+	run.mode = mode;
+	run.cs = &cs;
+	run.keycxt = fcinfo->flinfo->fn_mcxt;
 
 	(void) perpca_one_select(query, "query");
-	read_guarded(fcinfo, &impute, rows_query(query, mode), share, seed, mode, &cs, rowcxt);
+	read_guarded(&run, rows_query(query, mode));
 	report(&cs);
-
-	if (cs.n > 1)
-		qsort(cs.items, cs.n, sizeof(ImputeClient), client_cmp);
-	for (int i = 0; i < cs.n; i++)
-	{
-		ImputeClient *e = &cs.items[i];
-		Datum		values[7];
-		bool		nulls[7] = {false, false, false, e->hidden == 0, e->hidden == 0,
-		e->hidden == 0 || e->sse_centre == 0.0, false};
-
-		values[0] = CStringGetTextDatum(e->name);
-		values[1] = Int64GetDatum(e->rows);
-		values[2] = Int64GetDatum(e->hidden);
-		values[3] = Float8GetDatum(e->hidden ? e->sse / e->hidden : 0.0);
-		values[4] = Float8GetDatum(e->hidden ? e->sse_centre / e->hidden : 0.0);
-		values[5] = Float8GetDatum(nulls[5] ? 0.0 : e->sse / e->sse_centre);
-		values[6] = Int64GetDatum(e->skipped);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	put_clients(rsinfo, &cs);
 	return (Datum) 0;
 }

@@ -99,6 +99,19 @@ monitor_moments(const PerpcaStats *s, const double *W, int k, double *C, double 
 	moments[2] = linalg_dot((int64) d * d, S, R2);	/* tr R^3 = sum R .* R^2 */
 }
 
+/* W = [U; V] ((r1 + r2) x d, rows): the global components, then the local ones. */
+static double *
+stack_rows(const double *U, int r1, const double *V, int r2, int d)
+{
+	double	   *W = palloc(sizeof(double) * (r1 + r2) * d);
+
+	if (r1 > 0)
+		memcpy(W, U, sizeof(double) * r1 * d);
+	if (r2 > 0)
+		memcpy(W + (int64) r1 * d, V, sizeof(double) * r2 * d);
+	return W;
+}
+
 /*
  * perpca_internal.client_monitor_stats(s perpca_stats, u float8[], v float8[],
  *     OUT score_covariance float8[], OUT residual_moments float8[]):
@@ -136,11 +149,7 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 	k = r1 + r2;
 	if (s->n == 0 || k == 0)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-	W = palloc(sizeof(double) * k * d);
-	if (r1 > 0)
-		memcpy(W, U, sizeof(double) * r1 * d);
-	if (r2 > 0)
-		memcpy(W + (int64) r1 * d, V, sizeof(double) * r2 * d);
+	W = stack_rows(U, r1, V, r2, d);
 	C = palloc(sizeof(double) * k * k);
 	monitor_moments(s, W, k, C, moments);
 	values[0] = PointerGetDatum(perpca_matrix_build(C, k, k));

@@ -1,6 +1,6 @@
 /*
- * personalize.c -- perpca_personalize(): local components for one client of
- * a stored model, stored in the model
+ * personalize.c -- perpca_personalize() and perpca_personalize_clients():
+ * local components for clients of a stored model, stored in the model
  *
  * Everything the caller's side needs is done here in C, so nothing of the
  * model's owner runs as the caller and the caller's search_path has no say:
@@ -17,13 +17,14 @@
  *      (run_as_owner.c), as REFRESH MATERIALIZED VIEW runs its query, by
  *      the one module that writes models (model_store.c); they are returned.
  *
- * Two forms: one client's statistics (client, stats), whose rows are
- * returned; or a query of rows of any form the row reader takes (or of
- * statistics), read as the caller under missing => 'error' | 'skip', every
- * client of it personalized, one row per client (n, skipped, local
- * components).  Either way a client with no rows stores nothing, and rows
- * left out and groups without rows or variance are said in row_report's one
- * NOTICE; an error shows none of perpca's internal SQL as CONTEXT.
+ * Two functions: perpca_personalize, one client's statistics (client,
+ * stats), whose rows are returned; perpca_personalize_clients, a query of
+ * rows of any form the row reader takes (or of statistics), read as the
+ * caller under missing => 'error' | 'skip', every client of it
+ * personalized, one row per client (n, skipped, local components).  Either
+ * way a client with no rows stores nothing, and rows left out and groups
+ * without rows or variance are said in row_report's one NOTICE; an error
+ * shows none of perpca's internal SQL as CONTEXT.
  */
 #include "postgres.h"
 
@@ -50,14 +51,14 @@
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_personalize);
-PG_FUNCTION_INFO_V1(perpca_personalize_query);
+PG_FUNCTION_INFO_V1(perpca_personalize_clients);
 
 /* perpca_personalize(model, client, stats, n_local) */
 #define ARG_MODEL 0
 #define ARG_CLIENT 1
 #define ARG_STATS 2
 #define ARG_NLOCAL 3
-/* perpca_personalize(model, query, n_local, missing) */
+/* perpca_personalize_clients(model, query, n_local, missing) */
 #define ARG_QUERY 1
 #define ARG_Q_NLOCAL 2
 #define ARG_MISSING 3
@@ -222,7 +223,7 @@ personalize_clients(FunctionCallInfo fcinfo, const ModelLock *ml, const ModelDat
 
 	row_shape(query, &shape, "query");
 	key_type_check(shape.types[0], m, model);
-	in = clients_read(query, &(ClientsRead) {n_local, mode, true, "perpca_personalize", "query", true},
+	in = clients_read(query, &(ClientsRead) {n_local, mode, true, "perpca_personalize_clients", "query", true},
 					  CurrentMemoryContext, &n, &skipped);
 	if (n > 1)
 		qsort(in, n, sizeof(ClientInput), client_cmp);
@@ -252,7 +253,7 @@ personalize_run(FunctionCallInfo fcinfo, bool query)
 	MemoryContext here = CurrentMemoryContext;
 
 	if (query && row_missing_arg(fcinfo, ARG_MISSING, PERPCA_MISSING_ERROR) == PERPCA_MISSING_OBSERVED)
-		row_missing_refuse(PERPCA_MISSING_OBSERVED, "perpca_personalize",
+		row_missing_refuse(PERPCA_MISSING_OBSERVED, "perpca_personalize_clients",
 						   "It computes a client's local components from the statistics of its complete rows.",
 						   "Pass missing => 'skip' to leave out rows with gaps and count them.");
 	m = personalize_open(fcinfo, query, &ml, &model);
@@ -284,12 +285,12 @@ perpca_personalize(PG_FUNCTION_ARGS)
 }
 
 /*
- * perpca_personalize(model text, query text, n_local int DEFAULT NULL,
+ * perpca_personalize_clients(model text, query text, n_local int DEFAULT NULL,
  *     missing text DEFAULT 'error') RETURNS TABLE (client text, n bigint,
  *     skipped bigint, local_components int)
  */
 Datum
-perpca_personalize_query(PG_FUNCTION_ARGS)
+perpca_personalize_clients(PG_FUNCTION_ARGS)
 {
 	return personalize_run(fcinfo, true);
 }

@@ -250,23 +250,14 @@ evaluate_one(const PerpcaStats *s, const double *centre, const FitResult *res,
 	return f;
 }
 
-/* Fit pair p on the training clients and evaluate it on both parts. */
-static void
-fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_centre)
+/* Fit pair p on the training clients: its diagnostics into p, its components into res. */
+static FitNode *
+fit_only(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_centre,
+		 FitResult *res)
 {
-	int			d = data->d;
 	FitNode    *node;
 	FitBackend *be;
-	FitResult	res = {0};
 	FitDiagnostics *diag = palloc0(sizeof(FitDiagnostics));
-	double	   *M = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	double	   *zero = palloc0(sizeof(double) * d);
-	double		err = 0,
-				err_rows = 0,
-				rows = 0,
-				explained = 0,
-				total = 0;
-	int			counted = 0;
 
 	opts->n_global = p->g;
 	opts->n_local = p->l;
@@ -276,23 +267,44 @@ fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_
 	node = clients_node(data->train, data->ntrain, p->g, fit_centre, opts);
 	be = node_backend(node);
 	diag->opts = *opts;
-	fit_run(be, opts, &res, diag);
+	fit_run(be, opts, res, diag);
 	p->objective = diag->objective;
 	p->rounds = diag->rounds;
 	p->converged = diag->converged;
 	p->theta = node_theta(node, be->weight);
+	return node;
+}
+
+/* The mean error of the fitted pair p over the training clients. */
+static void
+train_figures(RankPair *p, const RankData *data, const FitOptions *opts, const FitResult *res,
+			  const FitNode *node, double *M, double *zero)
+{
+	double		err = 0;
 
 	for (int i = 0; i < data->ntrain; i++)
 	{
 		EvalFigures f = evaluate_one(data->train[i].stats, centre_of(data, opts, i, zero),
-									 &res, node, i, d, M);
+									 res, node, i, data->d, M);
 
 		CHECK_FOR_INTERRUPTS();
 		err += f.error;
 	}
 	p->train_error = err / data->ntrain;
+}
 
-	err = 0;
+/* The held-out errors and explained ratio of the fitted pair p (clients with rows only). */
+static void
+heldout_figures(RankPair *p, const RankData *data, const FitOptions *opts, const FitResult *res,
+				const FitNode *node, double *M, double *zero)
+{
+	double		err = 0,
+				err_rows = 0,
+				rows = 0,
+				explained = 0,
+				total = 0;
+	int			counted = 0;
+
 	for (int h = 0; h < data->nheld; h++)
 	{
 		const PerpcaStats *s = data->held[h].stats;
@@ -302,7 +314,7 @@ fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_
 		CHECK_FOR_INTERRUPTS();
 		if (s->n <= 0)
 			continue;
-		f = evaluate_one(s, centre_of(data, opts, i, zero), &res, node, i, d, M);
+		f = evaluate_one(s, centre_of(data, opts, i, zero), res, node, i, data->d, M);
 		err += f.error;
 		err_rows += (double) s->n * f.error;
 		rows += (double) s->n;
@@ -314,6 +326,20 @@ fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_
 	p->heldout_error_samples = rows > 0 ? err_rows / rows : NAN;
 	p->heldout_ratio = total > 0 ? explained / total : NAN;
 	p->heldout_variance = counted > 0 ? total / counted : NAN;
+}
+
+/* Fit pair p on the training clients and evaluate it on both parts. */
+static void
+fit_pair(RankPair *p, const RankData *data, FitOptions *opts, const double *fit_centre)
+{
+	int			d = data->d;
+	FitResult	res = {0};
+	double	   *M = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	double	   *zero = palloc0(sizeof(double) * d);
+	FitNode    *node = fit_only(p, data, opts, fit_centre, &res);
+
+	train_figures(p, data, opts, &res, node, M, zero);
+	heldout_figures(p, data, opts, &res, node, M, zero);
 }
 
 /* ------------------------------------------------------------------------
@@ -390,34 +416,32 @@ put_pair(ReturnSetInfo *rsinfo, const RankPair *p, bool recommended, const RankD
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* Read both parts, scale them as the fit would, and pair each held-out client with its training client. */
-static RankData *
-read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryContext cxt)
+/* The training and held-out queries: the query and heldout, or the two sides of a split of the query. */
+static void
+part_queries(FunctionCallInfo fcinfo, double holdout, char **train_q, char **held_q)
 {
-	RankData   *data = palloc0(sizeof(RankData));
 	Oid			nsp = perpca_extension_schema();
 	char	   *query = fit_text_arg(fcinfo, A_QUERY, "query");
-	char	   *train_q,
-			   *held_q;
-	const ClientInput **sorted;
-	double	   *mean;
-	double		rows;
-	bool	   *constant;
-	double	   *scale;
-	int		   *held_train;
 
 	if (!PG_ARGISNULL(A_HELDOUT))
 	{
-		train_q = query;
-		held_q = text_to_cstring(PG_GETARG_TEXT_PP(A_HELDOUT));
+		*train_q = query;
+		*held_q = text_to_cstring(PG_GETARG_TEXT_PP(A_HELDOUT));
 	}
 	else
 	{
 		int			cut = (int) rint(holdout * 10000);
 
-		train_q = split_query(query, nsp, cut, false);
-		held_q = split_query(query, nsp, cut, true);
+		*train_q = split_query(query, nsp, cut, false);
+		*held_q = split_query(query, nsp, cut, true);
 	}
+}
+
+/* Read both parts as statistics per client; the held-out rows must have the training dimension. */
+static void
+read_parts(RankData *data, const char *train_q, const char *held_q, const FitOptions *opts,
+		   MemoryContext cxt)
+{
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
 	data->train = clients_read(train_q, &(ClientsRead) {0, opts->missing, true, "perpca_choose_ranks", "query", false},
 							   cxt, &data->ntrain, &data->train_skipped);
@@ -437,8 +461,17 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 					 errmsg("held-out client \"%s\" has dimension %d, the training rows have %d",
 							data->held[h].name, data->held[h].stats->dim, data->d)));
+}
 
-	scale = clients_scale(data->train, data->ntrain, opts->scale, &constant);
+/* Scale both parts by the training scale, as the fit would, and set the pooled training mean. */
+static void
+scale_parts(RankData *data, const FitOptions *opts)
+{
+	bool	   *constant;
+	double	   *scale = clients_scale(data->train, data->ntrain, opts->scale, &constant);
+	double	   *mean;
+	double		rows;
+
 	if (scale != NULL)
 		clients_scale_by(data->held, data->nheld, scale);
 	mean = palloc(sizeof(double) * data->d);
@@ -446,8 +479,15 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 	for (int j = 0; j < data->d; j++)
 		mean[j] /= rows;
 	data->global_mean = mean;
+}
 
-	sorted = palloc(sizeof(ClientInput *) * data->ntrain);
+/* Pair each held-out client with the training client of the same name (-1 when none). */
+static void
+pair_held_with_train(RankData *data)
+{
+	const ClientInput **sorted = palloc(sizeof(ClientInput *) * data->ntrain);
+	int		   *held_train;
+
 	for (int i = 0; i < data->ntrain; i++)
 		sorted[i] = &data->train[i];
 	qsort(sorted, data->ntrain, sizeof(ClientInput *), input_name_cmp);
@@ -459,6 +499,20 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 		held_train[h] = s < 0 ? -1 : (int) (sorted[s] - data->train);
 	}
 	data->held_train = held_train;
+}
+
+/* Read both parts, scale them as the fit would, and pair each held-out client with its training client. */
+static RankData *
+read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryContext cxt)
+{
+	RankData   *data = palloc0(sizeof(RankData));
+	char	   *train_q,
+			   *held_q;
+
+	part_queries(fcinfo, holdout, &train_q, &held_q);
+	read_parts(data, train_q, held_q, opts, cxt);
+	scale_parts(data, opts);
+	pair_held_with_train(data);
 	return data;
 }
 
@@ -502,6 +556,47 @@ fit_pairs(RankPair *pairs, int npairs, int nfit, const RankData *data, FitOption
 						npairs - nfit, data->d)));
 }
 
+/* The ranks to scan: the distinct non-negative values of global_ranks and local_ranks. */
+typedef struct RankLists
+{
+	int		   *gs;
+	int			ng;
+	int		   *ls;
+	int			nl;
+} RankLists;
+
+/* Read and check every argument, in the order their errors are raised. */
+static void
+scan_args(FunctionCallInfo fcinfo, RankScan *scan, double *holdout, FitOptions *opts,
+		  RankLists *lists)
+{
+	if (PG_ARGISNULL(A_QUERY))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("query must not be NULL")));
+	scan_settings(fcinfo, scan, holdout);
+	fit_options_parse_call_no_ranks(fcinfo, opts);	/* by argument name; ranks per pair */
+	lists->gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &lists->ng);
+	lists->ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &lists->nl);
+}
+
+/* The grid over the data's dimension, each pair that is not left out fitted and evaluated. */
+static RankPair *
+scan_pairs(const RankLists *lists, const RankData *data, FitOptions *opts, int *npairs)
+{
+	int			nfit;
+	RankPair   *pairs = grid(lists->gs, lists->ng, lists->ls, lists->nl, data->d, npairs, &nfit);
+
+	if (nfit == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("no pair of ranks to fit: need n_global, n_local >= 0 with 1 <= n_global + n_local < %d",
+						data->d),
+				 errdetail("A pair that uses all %d dimensions explains held-out rows exactly.", data->d)));
+	fit_pairs(pairs, *npairs, nfit, data, opts);
+	return pairs;
+}
+
 /* perpca_choose_ranks(query, heldout, global_ranks, local_ranks, within, min_theta, holdout, fit options..., target_explained_ratio) */
 Datum
 perpca_choose_ranks(PG_FUNCTION_ARGS)
@@ -511,23 +606,12 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 				old;
 	FitOptions	opts;
 	RankScan	scan;
+	RankLists	lists;
 	double		holdout;
-	int		   *gs,
-			   *ls,
-				ng,
-				nl;
 	char	   *app = pstrdup(GetConfigOption("application_name", false, false));
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (PG_ARGISNULL(A_QUERY))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("query must not be NULL")));
-	scan_settings(fcinfo, &scan, &holdout);
-	fit_options_parse_call_no_ranks(fcinfo, &opts);	/* by argument name; ranks per pair */
-	gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &ng);
-	ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &nl);
-
+	scan_args(fcinfo, &scan, &holdout, &opts, &lists);
 	scancxt = AllocSetContextCreate(CurrentMemoryContext, "perpca_choose_ranks", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(scancxt);
 	PG_TRY();
@@ -535,18 +619,10 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 		RankData   *data = read_data(fcinfo, &opts, holdout, scancxt);
 		RankPair   *pairs;
 		int			npairs,
-					nfit,
 					rec;
 
 		scan.d = data->d;
-		pairs = grid(gs, ng, ls, nl, data->d, &npairs, &nfit);
-		if (nfit == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("no pair of ranks to fit: need n_global, n_local >= 0 with 1 <= n_global + n_local < %d",
-							data->d),
-					 errdetail("A pair that uses all %d dimensions explains held-out rows exactly.", data->d)));
-		fit_pairs(pairs, npairs, nfit, data, &opts);
+		pairs = scan_pairs(&lists, data, &opts, &npairs);
 		(void) set_config_option("application_name", app, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
 		rec = ranks_recommend(pairs, npairs, &scan);

@@ -120,6 +120,23 @@ initial_step(const FitBackend *be, const FitOptions *opts)
 	return STEP_SCALE / (be->lambda_max > 0.0 ? be->lambda_max : 1.0);
 }
 
+/* One round: the clients' sums at U, its figures, the server's step on U; the round's change. */
+static double
+paper_round(FitBackend *be, const FitOptions *opts, PaperServer *sv, double *U, FitSums *s,
+			bool want_kkt)
+{
+	int			d = sv->d,
+				r1 = sv->r1;
+
+	fit_sums_zero(s, d, r1);
+	be->round(be, U, sv->step, opts->update, opts->retraction, want_kkt, s);
+	paper_figures(sv, s, be->nclients, want_kkt);
+	if (r1 > 0)
+		server_step(sv, U, s->U, s->weight, opts->retraction,
+					opts->adaptive ? MOMENTUM : 0.0);
+	return Max(s->change, fit_projector_distance(d, r1, sv->Uprev, r1, U, r1));
+}
+
 int
 solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, double *step,
 			 bool *converged, double *objective, FitDiagnostics *diag)
@@ -141,13 +158,7 @@ solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, doub
 					used = sv.step;
 
 		CHECK_FOR_INTERRUPTS();
-		fit_sums_zero(s, d, r1);
-		be->round(be, U, sv.step, opts->update, opts->retraction, want_kkt, s);
-		paper_figures(&sv, s, be->nclients, want_kkt);
-		if (r1 > 0)
-			server_step(&sv, U, s->U, s->weight, opts->retraction,
-						opts->adaptive ? MOMENTUM : 0.0);
-		change = Max(s->change, fit_projector_distance(d, r1, sv.Uprev, r1, U, r1));
+		change = paper_round(be, opts, &sv, U, s, want_kkt);
 		paper_report(&sv, opts, diag, s, t, t == rounds, change, used);
 		if (opts->tolerance > 0.0 && change < opts->tolerance)
 		{

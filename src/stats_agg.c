@@ -977,6 +977,52 @@ perpca_stats_accum_skip(StatsState *st)
 }
 
 /*
+ * Defer the row (leave it in TOAST, to be checked when fetched) when the
+ * state is a thin group of a plain aggregate that can take it; whether it was.
+ */
+static bool
+defer_row(StatsState *st, int kind, PerpcaRowType type, Datum row, MemoryContext aggcxt)
+{
+	if (!(st != NULL && kind == AGG_CONTEXT_AGGREGATE && st->m2 == NULL &&
+		  !state_empty(st) && state_unmerged(st) < PERPCA_STATS_THIN_MAX(st->d) &&
+		  row_deferrable(st, type, row)))
+		return false;
+	state_set_rowtype(st, type);
+	state_defer(st, row);
+	if (perpca_progress_rows > 0)
+		report_progress(aggcxt);
+	return true;
+}
+
+/*
+ * The row (argument 1) as doubles, NULL when it has a missing value, with
+ * *st created or checked for its dimension.
+ */
+static const double *
+row_doubles(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, StatsState **st)
+{
+	int			d;
+	const double *x;
+
+	if (type == PERPCA_ROWTYPE_FLOAT8)
+	{
+		x = row_values(PG_GETARG_ARRAYTYPE_P(1), &d, nulls);
+		*st = perpca_stats_accum_state(fcinfo, d, nulls);
+	}
+	else
+	{
+		const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
+		double	   *scratch;
+
+		*st = perpca_stats_accum_state(fcinfo, d, nulls);
+		scratch = perpca_stats_accum_scratch(*st);
+		row_reader(type)->values(row, scratch);
+		x = scratch;
+	}
+	return x;
+}
+
+/*
  * The transition of perpca_stats(x) and perpca_stats(x, nulls) for rows of
  * the given type: NULL rows are ignored, rows with a missing value are an
  * error or skipped.  A row in TOAST waits there while its group is thin
@@ -989,7 +1035,6 @@ perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls
 	int			kind;
 	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", &kind);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
-	int			d;
 	const double *x;
 
 	if (PG_ARGISNULL(1))
@@ -1000,31 +1045,9 @@ perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls
 	}
 	if (st != NULL)
 		state_set_nulls(st, nulls);
-	if (st != NULL && kind == AGG_CONTEXT_AGGREGATE && st->m2 == NULL &&
-		!state_empty(st) && state_unmerged(st) < PERPCA_STATS_THIN_MAX(st->d) &&
-		row_deferrable(st, type, PG_GETARG_DATUM(1)))
-	{
-		state_set_rowtype(st, type);
-		state_defer(st, PG_GETARG_DATUM(1));
-		if (perpca_progress_rows > 0)
-			report_progress(aggcxt);
+	if (defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
 		PG_RETURN_POINTER(st);
-	}
-	if (type == PERPCA_ROWTYPE_FLOAT8)
-	{
-		x = row_values(PG_GETARG_ARRAYTYPE_P(1), &d, nulls);
-		st = perpca_stats_accum_state(fcinfo, d, nulls);
-	}
-	else
-	{
-		const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
-		double	   *scratch;
-
-		st = perpca_stats_accum_state(fcinfo, d, nulls);
-		scratch = perpca_stats_accum_scratch(st);
-		row_reader(type)->values(row, scratch);
-		x = scratch;
-	}
+	x = row_doubles(fcinfo, type, nulls, &st);
 	if (x != NULL)
 		perpca_stats_accum_add(st, x);
 	else

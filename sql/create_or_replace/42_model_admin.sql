@@ -57,12 +57,15 @@ COMMENT ON FUNCTION perpca_personalize(text, anyelement, perpca_stats, int) IS
     'perpca_personalize with the client key in its own type (int, bigint, uuid, date, ...), which must be the type of the model''s keys; matched as its text form (the type''s output function)';
 
 -- The clients of a query of rows (any form of the row reader) or statistics,
--- read as the caller under missing, each personalized as above (0.4.0).
-CREATE OR REPLACE FUNCTION perpca_personalize(model text, query text, n_local int DEFAULT NULL,
-                                              missing text DEFAULT 'error')
+-- read as the caller under missing, each personalized as above (0.4.0).  A
+-- name of its own: an overload of perpca_personalize would make a call whose
+-- statistics are an untyped literal, perpca_personalize('m', 'c', '...'),
+-- ambiguous (perpca_stats or int), which 0.3.0 resolved.
+CREATE OR REPLACE FUNCTION perpca_personalize_clients(model text, query text, n_local int DEFAULT NULL,
+                                                      missing text DEFAULT 'error')
 RETURNS TABLE (client text, n bigint, skipped bigint, local_components int)
-    AS 'MODULE_PATHNAME', 'perpca_personalize_query' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_personalize(text, text, int, text) IS
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION perpca_personalize_clients(text, text, int, text) IS
     'perpca_personalize for every client of a query of rows (any form of the row reader: a numeric array, a vector or halfvec, numeric feature columns) or statistics (client, perpca_stats), run as the caller: per client its rows n, the rows left out for missing values (skipped; missing => ''skip'', else a NULL, NaN or infinite element is an error; ''observed'' is refused) and the local components stored (a client with no rows left stores nothing: n 0, named in a NOTICE); n_local as in the statistics form';
 
 -- 0.2.0's personalize helpers (the SQL-language perpca_personalize depended

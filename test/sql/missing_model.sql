@@ -149,17 +149,20 @@ SELECT perpca_evaluate_imputation('m_client', 'SELECT client, obs FROM perpca_mi
 SELECT perpca_evaluate_imputation('m_client', 'SELECT NULL::text, x FROM perpca_missing_model.obs');
 
 -- A scaled model (scale => 'standard') fills gaps as the unscaled model of the
--- data divided by its scale factors does, times the factors.
+-- data divided by its scale factors does, times the factors.  Both fits run to
+-- 1e-13: two separately converged fits agree only to what their tolerance and
+-- the eigengap allow (at 1e-11 the fills differ by up to 5e-9 when the two
+-- take different paths).
 SET client_min_messages = warning;
 CREATE TABLE sobs AS
 SELECT client, obs, ARRAY(SELECT v * j * j FROM unnest(x) WITH ORDINALITY u(v, j) ORDER BY j) AS x
   FROM obs WHERE client <> 'new';
 SELECT model_name FROM perpca_train('m_scaled', $$SELECT client, perpca_stats(x) FROM sobs GROUP BY client$$,
-                                    2, 2, tolerance => 1e-11, scale => 'standard');
+                                    2, 2, tolerance => 1e-13, scale => 'standard');
 CREATE TABLE dobs AS
 SELECT client, obs, ARRAY(SELECT v / f FROM unnest(x, (SELECT scale_factors FROM m_scaled_info)) u(v, f)) AS x FROM sobs;
 SELECT model_name FROM perpca_train('m_divided', $$SELECT client, perpca_stats(x) FROM dobs GROUP BY client$$,
-                                    2, 2, tolerance => 1e-11);
+                                    2, 2, tolerance => 1e-13);
 SELECT max(abs(a - b * f) / greatest(abs(a), 1)) < 1e-9 AS scaled_impute,
        (SELECT max(abs(p - q)) < 1e-9
           FROM sobs s JOIN dobs d USING (client, obs),

@@ -86,14 +86,17 @@ SELECT n_global, n_local, skipped, heldout_skipped FROM perpca_choose_ranks('SEL
                                                   global_ranks => '{1}', local_ranks => '{0,1}', missing => 'skip');
 SELECT outcome($q$SELECT * FROM perpca_choose_ranks('SELECT g, x, a FROM perpca_missing_rows.t', missing => 'observed')$q$) AS ranks_observed;
 
--- Personalize from a query of rows (0.4.0; the statistics form takes the
--- aggregate's choice): one row per client, the same three answers.
+-- Personalize every client of a query of rows (perpca_personalize_clients,
+-- 0.4.0; perpca_personalize's statistics carry the aggregate's choice): one
+-- row per client, the same three answers.  A 3-argument call of
+-- perpca_personalize with untyped statistics still resolves (as in 0.3.0).
 SELECT model_name FROM perpca_train('m_p', 'SELECT g, x FROM t WHERE g = ''g0''', 1, 1);
-SELECT outcome($q$SELECT * FROM perpca_personalize('perpca_missing_rows.m_p', 'SELECT g, x FROM perpca_missing_rows.t')$q$) AS personalize_error;
-SELECT * FROM perpca_personalize('m_p', 'SELECT g || ''_p'', a, b, c FROM t', missing => 'skip');
+SELECT outcome($q$SELECT * FROM perpca_personalize_clients('perpca_missing_rows.m_p', 'SELECT g, x FROM perpca_missing_rows.t')$q$) AS personalize_error;
+SELECT * FROM perpca_personalize_clients('m_p', 'SELECT g || ''_p'', a, b, c FROM t', missing => 'skip');
 SELECT client, n, source FROM m_p_clients WHERE client LIKE '%\_p' ORDER BY client;
-SELECT client, n, skipped, local_components FROM perpca_personalize('m_p', 'SELECT g || ''_p'', perpca_stats(x, ''skip'') FROM t GROUP BY g', n_local => 0);
-SELECT outcome($q$SELECT * FROM perpca_personalize('perpca_missing_rows.m_p', 'SELECT g, x FROM perpca_missing_rows.t', missing => 'observed')$q$) AS personalize_observed;
+SELECT client, n, skipped, local_components FROM perpca_personalize_clients('m_p', 'SELECT g || ''_p'', perpca_stats(x, ''skip'') FROM t GROUP BY g', n_local => 0);
+SELECT outcome($q$SELECT * FROM perpca_personalize_clients('perpca_missing_rows.m_p', 'SELECT g, x FROM perpca_missing_rows.t', missing => 'observed')$q$) AS personalize_observed;
+SELECT count(*) AS untyped_stats FROM perpca_personalize('m_p', 'lit', 'v1 n=2 d=3 mean={1,2,3} mean_lo={0,0,0} m2={1,0,0,0,0,0}');
 
 -- Evaluate and its summary: rows of every form, skipped counted per client.
 SELECT outcome($q$SELECT * FROM perpca_evaluate('perpca_missing_rows.m', 'SELECT g, x FROM perpca_missing_rows.t')$q$) AS evaluate_error;
@@ -119,8 +122,8 @@ SELECT outcome($q$SELECT perpca_model_error('perpca_missing_rows.m', g, x) FROM 
 SELECT * FROM perpca_evaluate('m', 'SELECT g, x FROM t');
 SELECT * FROM perpca_train('m_ctx', 'SELECT g, a, b, c FROM t', 1, 1);
 SELECT * FROM perpca_train('m_ctx', 'SELECT g, a / 0 FROM t', 1, 1);
-SELECT * FROM perpca_personalize('m', 'SELECT g, x FROM t');
-SELECT * FROM perpca_personalize('m', 'SELECT g, a / 0 FROM t');
+SELECT * FROM perpca_personalize_clients('m', 'SELECT g, x FROM t');
+SELECT * FROM perpca_personalize_clients('m', 'SELECT g, a / 0 FROM t');
 SELECT * FROM perpca_personalize('m', 'new', (SELECT perpca_stats(x) FROM t WHERE g = 'g1'));
 SELECT * FROM perpca_choose_ranks('SELECT g, x FROM t', heldout => 'SELECT g, x FROM t', global_ranks => '{1}', local_ranks => '{0}');
 -- an error inside personalize's write (here a trigger of the model's owner) shows none of its internal SQL either
@@ -144,7 +147,7 @@ SELECT model_name, n_clients FROM perpca_train('m_stats', 'SELECT g, CASE WHEN g
 SELECT outcome, clients FROM perpca_refresh('m_stats', warm => false);
 -- Personalize from statistics with no rows, or from a query: a NOTICE, nothing stored.
 SELECT * FROM perpca_personalize('m', 'gaps', (SELECT perpca_stats(x, 'skip') FROM t WHERE g = 'gaps'));
-SELECT * FROM perpca_personalize('m', 'SELECT g, x FROM t WHERE g = ''gaps''', missing => 'skip');
+SELECT * FROM perpca_personalize_clients('m', 'SELECT g, x FROM t WHERE g = ''gaps''', missing => 'skip');
 SELECT count(*) AS stored FROM m_clients WHERE client = 'gaps';
 -- Impute and score it: a client the model does not know.
 SELECT perpca_model_impute('m', 'gaps', ARRAY[NULL, 1, 2]::float8[]) IS NOT NULL AS imputed;

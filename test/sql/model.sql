@@ -197,7 +197,7 @@ SELECT p.proname, p.provolatile, p.proisstrict, p.proparallel
  WHERE p.proname IN ('perpca_model_scores', 'perpca_model_global_part', 'perpca_model_local_part',
                      'perpca_model_reconstruct', 'perpca_model_residual', 'perpca_model_error',
                      'perpca_similarity', 'perpca_component_info', 'perpca_model_theta',
-                     'perpca_train', 'perpca_drop', 'perpca_personalize')
+                     'perpca_train', 'perpca_drop', 'perpca_personalize', 'perpca_personalize_clients')
  ORDER BY 1;
 
 -- The row functions in parallel workers give the serial answer.

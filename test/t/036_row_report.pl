@@ -57,7 +57,7 @@ my @calls = (
 	[ 'perpca_evaluate', "SELECT count(*) FROM perpca_evaluate('m', $q, missing => 'skip')" ],
 	[ 'perpca_evaluate_summary', "SELECT count(*) FROM perpca_evaluate_summary('m', $q, missing => 'skip')" ],
 	[ 'perpca_evaluate_imputation', "SELECT count(*) FROM perpca_evaluate_imputation('m', $q, 0.9, 1, missing => 'skip')" ],
-	[ 'perpca_personalize', "SELECT count(*) FROM perpca_personalize('m_p', $q, missing => 'skip')" ]);
+	[ 'perpca_personalize_clients', "SELECT count(*) FROM perpca_personalize_clients('m_p', $q, missing => 'skip')" ]);
 for my $call (@calls)
 {
 	my ($func, $sql) = @$call;
