@@ -3,7 +3,7 @@
  * model_read.c reads a model
  *
  * Every perpca_train and perpca_refresh appends one row to <model>_history
- * (sql/create_or_replace/40_models.sql, perpca_internal.history_append, as
+ * (src/model_store.c, store_history_append, as
  * the model's owner).  The table belongs to the model's owner, who could
  * replace it by a view or give its columns types of her own; so it is read
  * here without SQL: found and locked after the model's three tables (the

@@ -415,8 +415,8 @@ is_model_info(Oid relid)
 }
 
 /*
- * The view <base>_source that holds the model's query (40_models.sql,
- * source_bind), when it is a view of the model's owner; else InvalidOid
+ * The view <base>_source that holds the model's query (model_store.c,
+ * store_source_bind), when it is a view of the model's owner; else InvalidOid
  * (a model stored before 0.4.0 and never refreshed has none).
  */
 static Oid

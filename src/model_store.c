@@ -2,7 +2,7 @@
  * model_store.c -- the one module that writes a model's tables
  * (model_store.h)
  *
- * Train, refresh and personalize (model_write.c, model_refresh.c,
+ * Train, refresh and personalize (model_write.c,
  * personalize.c) lock the model (model_lock.c), become its owner
  * (run_as_owner.c) and write it through the functions here, in this order
  * of tables: the view <model>_source (bound once), then info, clients and

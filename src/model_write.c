@@ -53,7 +53,7 @@
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
 /* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE;
- * 0.4.0 has no SQL function for it (stage_fill reads the view <model>_source). */
+ * 0.4.0 has no SQL function for it (the stage reads the view <model>_source). */
 PG_FUNCTION_INFO_V1(perpca_query_shape);
 
 /*
