@@ -411,6 +411,57 @@ lbfgs_keep(const Lbfgs *lb, LbfgsMemory *mem, bool evaluated)
 	memcpy(mem->rho, lb->rho, sizeof(lb->rho));
 }
 
+/* The solver's state for a run of at most rounds rounds from U. */
+static Lbfgs
+lbfgs_start(FitBackend *be, const FitOptions *opts, FitDiagnostics *diag, double *U, int rounds)
+{
+	Lbfgs		lb = {0};
+
+	lb.be = be;
+	lb.opts = opts;
+	lb.diag = diag;
+	lb.d = be->d;
+	lb.r1 = be->r1;
+	lb.n = (int64) be->d * be->r1;
+	lb.U = U;
+	lb.G = palloc(sizeof(double) * Max(lb.n, 1));
+	lb.P = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
+	lb.Pnew = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
+	lb.gnorm = NAN;
+	lb.max_rounds = rounds;
+	lb.sums = fit_sums_create(be->d, be->r1);
+	return lb;
+}
+
+/*
+ * After a step (iteration, from objective fprev and gradient norm gprev):
+ * why the run stops here, or FIT_END_NONE.  It stops in a basin the watch
+ * knows, after STALL_ROUNDS steps that gain nothing and do not halve the
+ * gradient (stall counts them), or when the objective has converged on a
+ * flat spectrum (fh, gh: the last FLAT_WINDOW objectives and norms).
+ */
+static FitEnd
+stop_after_step(Lbfgs *lb, const LbfgsWatch *watch, int iteration, double fprev, double gprev,
+				const double *fh, const double *gh, int *stall, bool *converged)
+{
+	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
+
+	if (watch != NULL && watch->check(watch->arg, lb->U))
+		return FIT_END_KNOWN_BASIN;
+	*stall = (lb->f - fprev <= ROUNDING * fabs(lb->f) && lb->gnorm > 0.5 * gprev) ? *stall + 1 : 0;
+	if (*stall >= STALL_ROUNDS)
+	{
+		*converged = lb->gnorm <= stalled_tolerance(lb->opts, lmax);
+		return FIT_END_STALLED;
+	}
+	if (flat_converged(lb, iteration, fh, gh))
+	{
+		*converged = true;
+		return FIT_END_FLAT;
+	}
+	return FIT_END_NONE;
+}
+
 /*
  * The iteration loop (longer than 40 lines: one stopping rule after another,
  * each setting how the run ended, reads best in one place).
@@ -420,9 +471,9 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem,
 			 const LbfgsWatch *watch, FitEnd *end)
 {
-	Lbfgs		lb = {0};
+	Lbfgs		lb = lbfgs_start(be, opts, diag, U, rounds);
 	double		lmax = be->lambda_max > 0.0 ? be->lambda_max : 1.0;
-	int64		n = (int64) be->d * be->r1;
+	int64		n = lb.n;
 	double	   *p = palloc(sizeof(double) * n),
 			   *Unew = palloc(sizeof(double) * n),
 			   *Gnew = palloc(sizeof(double) * n),
@@ -434,20 +485,8 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 				gprev,
 				fh[FLAT_WINDOW],
 				gh[FLAT_WINDOW];
+	FitEnd		stop;
 
-	lb.be = be;
-	lb.opts = opts;
-	lb.diag = diag;
-	lb.d = be->d;
-	lb.r1 = be->r1;
-	lb.n = n;
-	lb.U = U;
-	lb.G = palloc(sizeof(double) * Max(n, 1));
-	lb.P = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
-	lb.Pnew = palloc0(sizeof(double) * Max(be->r1 * be->r1, 1));
-	lb.gnorm = NAN;
-	lb.max_rounds = rounds;
-	lb.sums = fit_sums_create(be->d, be->r1);
 	*converged = false;
 	lbfgs_resume(&lb, mem, rounds);
 	*end = FIT_END_BUDGET;
@@ -476,22 +515,10 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			break;
 		}
 		iteration++;
-		if (watch != NULL && watch->check(watch->arg, lb.U))
+		stop = stop_after_step(&lb, watch, iteration, fprev, gprev, fh, gh, &stall, converged);
+		if (stop != FIT_END_NONE)
 		{
-			*end = FIT_END_KNOWN_BASIN;
-			break;
-		}
-		stall = (lb.f - fprev <= ROUNDING * fabs(lb.f) && lb.gnorm > 0.5 * gprev) ? stall + 1 : 0;
-		if (stall >= STALL_ROUNDS)
-		{
-			*converged = lb.gnorm <= stalled_tolerance(opts, lmax);
-			*end = FIT_END_STALLED;
-			break;
-		}
-		if (flat_converged(&lb, iteration, fh, gh))
-		{
-			*converged = true;
-			*end = FIT_END_FLAT;
+			*end = stop;
 			break;
 		}
 	}
