@@ -78,7 +78,7 @@
 #define PERPCA_ERRCODE_MODEL_COLUMN ERRCODE_UNDEFINED_COLUMN
 /* 3F000 invalid_schema_name: a schema that does not exist */
 #define PERPCA_ERRCODE_NO_SCHEMA ERRCODE_INVALID_SCHEMA_NAME
-/* 42883 undefined_function: rows of a type whose reader needs the extension perpca_vector */
+/* 42883 undefined_function: rows of a pgvector type without the companion extension that reads them */
 #define PERPCA_ERRCODE_NEEDS_EXTENSION ERRCODE_UNDEFINED_FUNCTION
 /* 25006 read_only_sql_transaction: a change to a model during recovery */
 #define PERPCA_ERRCODE_READ_ONLY ERRCODE_READ_ONLY_SQL_TRANSACTION
