@@ -41,45 +41,6 @@
  * ------------------------------------------------------------------------
  */
 
-/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (perpca.h). */
-Oid
-perpca_extension_schema(void)
-{
-	Oid			ext = get_extension_oid("perpca", true);
-	Oid			nsp = InvalidOid;
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-
-	if (!OidIsValid(ext))
-		return InvalidOid;
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(ext));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return nsp;
-}
-
-Oid
-stats_type_oid(void)
-{
-	Oid			nsp = perpca_extension_schema();
-	Oid			typid = InvalidOid;
-
-	if (OidIsValid(nsp))
-		typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
-								ObjectIdGetDatum(nsp));
-	if (!OidIsValid(typid))
-		elog(ERROR, "type perpca_stats of extension perpca not found");
-	return typid;
-}
-
 /* Check the shape of the query result: (client, perpca_stats [, integer]). */
 static void
 check_result_shape(TupleDesc desc, Oid stats_type)

@@ -40,7 +40,7 @@
 #include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
-#include "ranks.h"
+#include "ranks_rule.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_choose_ranks);

@@ -14,9 +14,18 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "error_kinds.h"
 #include "linalg.h"
@@ -656,4 +665,43 @@ perpca_nulls_arg(text *t)
 			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("missing must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
+}
+
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
+Oid
+perpca_extension_schema(void)
+{
+	Oid			ext = get_extension_oid("perpca", true);
+	Oid			nsp = InvalidOid;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+Oid
+stats_type_oid(void)
+{
+	Oid			nsp = perpca_extension_schema();
+	Oid			typid = InvalidOid;
+
+	if (OidIsValid(nsp))
+		typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
+								ObjectIdGetDatum(nsp));
+	if (!OidIsValid(typid))
+		elog(ERROR, "type perpca_stats of extension perpca not found");
+	return typid;
 }
