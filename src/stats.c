@@ -132,7 +132,7 @@ perpca_stats_check_version(const PerpcaStats *s)
 	if ((s->version != PERPCA_STATS_VERSION && s->version != PERPCA_STATS_VERSION_SKIPPED) ||
 		(s->form != PERPCA_FORM_DENSE && s->form != PERPCA_FORM_THIN))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d",
 						s->version, s->form),
 				 errhint("The value was written by a newer version of perpca.")));
@@ -335,7 +335,7 @@ parse_header(const char **p, const char *str, int64 *n, int64 *d, int64 *skipped
 	version = parse_int(p, str);
 	if (version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version in \"%.20s\"", str),
 				 errhint("The value was written by a newer version of perpca.")));
 	expect_token(p, "n=", str);
@@ -455,7 +455,7 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	if ((version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED) ||
 		(form != PERPCA_FORM_DENSE && form != PERPCA_FORM_THIN))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d", version, form)));
 	if (version == PERPCA_STATS_VERSION_SKIPPED)
 		skipped = pq_getmsgint64(msg);
@@ -657,12 +657,12 @@ perpca_nulls_arg(text *t)
 		return PERPCA_NULLS_ERROR;
 	if (len == 8 && memcmp(VARDATA_ANY(t), "observed", 8) == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("perpca_stats cannot read rows with missing => 'observed'"),
 				 errdetail("Statistics are those of complete rows."),
 				 errhint("Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped).")));
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("missing must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
 }
