@@ -66,12 +66,6 @@
 #define PERPCA_ERRCODE_OUT_OF_RANGE ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
 /* 21000 cardinality_violation: a client that appears twice in a query or on two shards */
 #define PERPCA_ERRCODE_DUPLICATE_CLIENT ERRCODE_CARDINALITY_VIOLATION
-/* P0002 no_data_found: a held-out rank search whose training part has no rows, a model info table without its row (refresh) */
-#define PERPCA_ERRCODE_NO_ROWS ERRCODE_NO_DATA_FOUND
-/* P0003 too_many_rows: a model info table of more than one row (refresh) */
-#define PERPCA_ERRCODE_TOO_MANY_ROWS ERRCODE_TOO_MANY_ROWS
-/* 42601 syntax_error: a model's query (perpca_train) that is not one SELECT */
-#define PERPCA_ERRCODE_MODEL_QUERY ERRCODE_SYNTAX_ERROR
 /* 42809 wrong_object_type: a model table that is not a plain table of the model's owner, a relation in place of its source view */
 #define PERPCA_ERRCODE_WRONG_OBJECT ERRCODE_WRONG_OBJECT_TYPE
 /* 42703 undefined_column: a model table missing one of its columns */

@@ -200,7 +200,7 @@ evaluate_query_types(const char *query, int *natts)
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1)
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("the query must be a single statement")));
 	src = (CachedPlanSource *) linitial(sources);
 	desc = src->resultDesc;

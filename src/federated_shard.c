@@ -170,7 +170,7 @@ shard_matrix_arg(FunctionCallInfo fcinfo, int argno, int d, int *cols, const cha
 	A = perpca_matrix_arg(PG_GETARG_ARRAYTYPE_P(argno), &rows, &c, what);
 	if (rows != d || (*cols >= 0 && c != *cols))
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_BAD_VALUE),
+				(errcode(PERPCA_ERRCODE_DIMENSION),
 				 errmsg("%s is %d x %d, expected %d x %d", what, rows, c, d, *cols >= 0 ? *cols : c)));
 	*cols = c;
 	return A;

@@ -144,7 +144,7 @@ open_query(const char *query)
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL || !SPI_is_cursor_plan(plan))
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("query must return rows (client, perpca_stats)"),
 				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
 	return SPI_cursor_open(NULL, plan, NULL, NULL, true);

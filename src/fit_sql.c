@@ -153,7 +153,7 @@ read_start(const char *query, const ClientInput *in, FitNode *node)
 	SPI_connect();
 	if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("start query must be a SELECT")));
 	check_start_shape(SPI_tuptable->tupdesc);
 	for (uint64 row = 0; row < SPI_processed; row++)

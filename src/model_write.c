@@ -402,7 +402,7 @@ refresh_read(RefreshCall *rc, RefreshModel *rm)
 	(void) store_sql(psprintf("SELECT to_jsonb(i) FROM %s i", store_rel(&rc->sm, "info")), 0, NULL, NULL, NULL, &isnull);
 	if (SPI_processed != 1)
 		ereport(ERROR,
-				(errcode(SPI_processed == 0 ? PERPCA_ERRCODE_NO_ROWS : PERPCA_ERRCODE_TOO_MANY_ROWS),
+				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
 				 errmsg("query returned %s row", SPI_processed == 0 ? "no" : "more than one")));
 	rm->m = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	args[0] = rm->m;
@@ -677,7 +677,7 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_QUERY),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("the query of a model must be one SELECT")));
 	desc = ((CachedPlanSource *) linitial(sources))->resultDesc;
 	appendStringInfoChar(&buf, '[');

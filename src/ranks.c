@@ -77,7 +77,7 @@ split_query(const char *query, Oid nsp, int cut, bool heldout)
 
 	if (natts < 3 || is_stats_type(types[1], nsp))
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("without a held-out query, the query must return rows (client, x float8[], key)"),
 				 errhint("Add a row key as third column (the split hashes it), or pass heldout => a second query.")));
 	return psprintf("SELECT q.client, q.x FROM (%s) AS q(client, x, key) WHERE "
@@ -448,7 +448,7 @@ read_parts(RankData *data, const char *train_q, const char *held_q, const FitOpt
 							   cxt, &data->ntrain, &data->train_skipped);
 	if (data->ntrain == 0)
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NO_ROWS),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("the training part of the query has no rows")));
 	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
 	data->held = clients_read(held_q, &(ClientsRead) {0, opts->missing, true,

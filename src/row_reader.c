@@ -173,7 +173,7 @@ planned_result(const char *sql, const char *what)
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1)
 		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("the %s must be a single statement", what)));
 	if (((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
 		ereport(ERROR,
