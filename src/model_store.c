@@ -20,6 +20,7 @@
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -121,7 +122,7 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path)
 					 errhint("Rename or drop it: perpca_train keeps a model's query in the view <model>_source.")));
 		store_run(psprintf("DROP VIEW %s", view), 0, NULL, NULL, NULL);
 	}
-	if (pg_namespace_aclcheck(get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+	if (object_aclcheck(NamespaceRelationId, get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("role %s may not create the view %s that binds the query of model \"%s.%s\"",
@@ -531,7 +532,7 @@ store_history_table(const StoreModel *sm)
 					 errhint("Drop it: the next train or refresh starts a new history.")));
 		return true;
 	}
-	if (pg_namespace_aclcheck(get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+	if (object_aclcheck(NamespaceRelationId, get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 	{
 		ereport(NOTICE,
 				(errmsg("model \"%s.%s\" keeps no history: role %s may not create tables in schema %s",
