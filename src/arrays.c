@@ -21,7 +21,7 @@ check_float8_type(ArrayType *a, const char *what)
 {
 	if (ARR_ELEMTYPE(a) != FLOAT8OID)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("%s must be a float8[] array", what)));
 }
 

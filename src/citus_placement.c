@@ -37,6 +37,7 @@
 #include "utils/syscache.h"
 
 #include "citus_placement.h"
+#include "error_kinds.h"
 
 /* A scan of one of Citus' catalog tables for the rows of one logicalrelid. */
 typedef struct CatalogScan
@@ -162,28 +163,28 @@ perpca_citus_local_placement(Oid relid, const char *model)
 	name = get_rel_name(relid);
 	if (method != 'n')
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("model \"%s\" is stored in a distributed table", model),
 				 errdetail("Citus distributes %s by a column (partition method '%c').", name, method),
 				 errhint("Make the three tables of the model reference tables with create_reference_table().")));
 	shard = psprintf("%s_" INT64_FORMAT, name, citus_single_shard(relid));
 	if (strlen(shard) >= NAMEDATALEN)
 		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
+				(errcode(PERPCA_ERRCODE_MODEL_NAME_LONG),
 				 errmsg("model \"%s\" has a name too long to find its Citus shards", model),
 				 errdetail("The shard of %s would be named \"%s\".", name, shard),
 				 errhint("Use a model name of at most %d characters on Citus.", NAMEDATALEN - 30)));
 	shardrel = get_relname_relid(shard, get_rel_namespace(relid));
 	if (!OidIsValid(shardrel))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("model \"%s\" has no copy on this node", model),
 				 errdetail("%s is a Citus table without a placement on this node.", name),
 				 errhint("Make the three tables of the model reference tables with create_reference_table().")));
 	LockRelationOid(shardrel, AccessShareLock);
 	if (!owned_alike(shardrel, relid))
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("the local copy of model \"%s\" has another owner than its table", model),
 				 errdetail("Relation %s is not owned by the owner of %s.", shard, name)));
 	return shardrel;

@@ -200,13 +200,13 @@ evaluate_query_types(const char *query, int *natts)
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("the query must be a single statement")));
 	src = (CachedPlanSource *) linitial(sources);
 	desc = src->resultDesc;
 	if (desc == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("the query must return rows"),
 				 errhint("Pass a SELECT returning (client, x float8[]) or (client, perpca_stats).")));
 	types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
@@ -327,7 +327,7 @@ eval_row(const ModelData *m, HeapTuple tup, TupleDesc desc, EvalClient *e, Memor
 
 	if (isnull)
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("the client of an evaluated row must not be NULL")));
 	memset(e, 0, sizeof(EvalClient));
 	old = MemoryContextSwitchTo(caller);

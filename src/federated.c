@@ -85,24 +85,24 @@ fed_shards_arg(FunctionCallInfo fcinfo, FedFit *f)
 
 	if (PG_ARGISNULL(FARG_SHARDS))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"shards\" must not be NULL")));
 	a = PG_GETARG_ARRAYTYPE_P(FARG_SHARDS);
 	if (ARR_NDIM(a) > 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(PERPCA_ERRCODE_ARRAY_SHAPE),
 				 errmsg("shards must be a one-dimensional array of connection strings")));
 	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &f->nshards);
 	if (f->nshards == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("shards must hold at least one connection string")));
 	f->conninfo = palloc(sizeof(char *) * f->nshards);
 	for (int s = 0; s < f->nshards; s++)
 	{
 		if (nulls[s])
 			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					(errcode(PERPCA_ERRCODE_NULL),
 					 errmsg("connection string of shard %d is NULL", s + 1)));
 		f->conninfo[s] = TextDatumGetCString(elems[s]);
 	}
@@ -137,7 +137,7 @@ fed_get_row(FedFit *f, int s, int ncols)
 
 	if (r->nrows != 1 || r->ncols != ncols)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned %d row(s) of %d column(s), expected one of %d",
 						f->sc[s].index, r->nrows, r->ncols, ncols)));
 	return r;
@@ -157,7 +157,7 @@ fed_expansion_parse(const ShardConn *sc, const char *text, int rows, int cols, i
 
 	if (rows <= 0 || m % rows != 0 || m / rows > EXACT_MAX_LAYERS)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned a %s of %d rows, not layers of %d", sc->index, what, m,
 						rows)));
 	*layers = m / rows;
@@ -188,7 +188,7 @@ fed_add_sums(FedFit *f, int s, FitSums *out)
 
 	if (SHARD_VALUE(r, 0, 0) == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned no sums", f->sc[s].index)));
 	fed_add_part(f, s, r, 0, FIT_SUM_SCALARS, 1, 3, out);
 	fed_add_part(f, s, r, 1, FIT_SUM_U, d, r1, out);
@@ -239,7 +239,7 @@ fed_widths_parse(ShardConn *sc, const char *text, int *n)
 
 	if (text == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned no block widths", sc->index)));
 	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, INT4OID, -1)),
 					  INT4OID, 4, true, TYPALIGN_INT, &widths, &nulls, n);
@@ -262,7 +262,7 @@ fed_basis_blocks(FedFit *f, int s, FedBlock *blocks, int *nblocks)
 
 	if (*nblocks + nkeys > f->nclients)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned %d start blocks, more than its clients", f->sc[s].index,
 						nkeys)));
 	for (int j = 0; j < nkeys && j < ncols; j++)
@@ -278,7 +278,7 @@ fed_basis_blocks(FedFit *f, int s, FedBlock *blocks, int *nblocks)
 	}
 	if (ncols != nkeys || col != q)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned %d block widths for %d keys and %d columns",
 						f->sc[s].index, ncols, nkeys, q)));
 	return q;
@@ -401,7 +401,7 @@ fed_check_keys(FedFit *f, char ***keys, int *nkeys)
 				for (int j = 0; j < nkeys[t]; j++)
 					if (strcmp(keys[s][i], keys[t][j]) == 0)
 						ereport(ERROR,
-								(errcode(ERRCODE_CARDINALITY_VIOLATION),
+								(errcode(PERPCA_ERRCODE_DUPLICATE_CLIENT),
 								 errmsg("client \"%s\" is on shard %d and on shard %d", keys[s][i],
 										s + 1, t + 1),
 								 errdetail("Statistics never leave the shards, so one client's rows must all be on one shard."),
@@ -418,7 +418,7 @@ fed_keys_parse(const ShardConn *sc, const char *value, int *n)
 
 	if (value == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned no client keys", sc->index)));
 	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) value,
 																  TEXTOID, -1)),
@@ -509,7 +509,7 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s], &means[s], &layers[s]);
 	if (f->nclients == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("query returned no clients on any shard"),
 				 errhint("perpca_fit_federated needs at least one (client, perpca_stats) row.")));
 	/* (each shard names its groups without rows in its own NOTICE) */
@@ -610,14 +610,14 @@ fed_vector_parse(const ShardConn *sc, const char *text, int d)
 
 	if (text == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned a NULL component", sc->index)));
 	x = perpca_vector_arg(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text,
 																  FLOAT8OID, -1)),
 						  &len, "component");
 	if (len != d)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned a component of length %d, expected %d", sc->index, len, d)));
 	return x;
 }
@@ -634,7 +634,7 @@ fed_result_rows(FedFit *f, int s, ReturnSetInfo *rsinfo, double *A)
 
 	if (r->ncols != 6)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned %d result columns, expected 6", s + 1, r->ncols)));
 	for (int i = 0; i < r->nrows; i++)
 	{
@@ -643,7 +643,7 @@ fed_result_rows(FedFit *f, int s, ReturnSetInfo *rsinfo, double *A)
 		CHECK_FOR_INTERRUPTS();
 		if (SHARD_VALUE(r, i, 0) == NULL || SHARD_VALUE(r, i, 2) == NULL)
 			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 					 errmsg("shard %d returned a local component without client or number", s + 1)));
 		pc = fed_vector_parse(&f->sc[s], SHARD_VALUE(r, i, 3), d);
 		clients_put_component(rsinfo, SHARD_VALUE(r, i, 0), "local",
@@ -723,7 +723,7 @@ fed_parse(FunctionCallInfo fcinfo, FedFit *f, FitOptions *opts)
 	fit_options_parse_call(fcinfo, opts);
 	if (opts->init == FIT_INIT_GIVEN)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("init 'given' is not available in perpca_fit_federated"),
 				 errhint("Use init 'best', 'dispca', 'qu', 'pooled' or 'random'.")));
 	f->opts = opts;

@@ -23,6 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "exact_sum.h"
 #include "fit_input.h"
 #include "fit_options.h"
@@ -94,17 +95,17 @@ shard_fit_get(FunctionCallInfo fcinfo, bool ready)
 
 	if (sf == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("federated fit \"%s\" is not open in this session", id),
 				 errhint("shard_open must run first, in the same session.")));
 	if (ready && sf->node == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" has not been initialized", sf->id),
 				 errhint("Call shard_init first.")));
 	if (ready && sf->finished)
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" is already finished", sf->id)));
 	return sf;
 }
@@ -164,12 +165,12 @@ shard_matrix_arg(FunctionCallInfo fcinfo, int argno, int d, int *cols, const cha
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"%s\" must not be NULL", what)));
 	A = perpca_matrix_arg(PG_GETARG_ARRAYTYPE_P(argno), &rows, &c, what);
 	if (rows != d || (*cols >= 0 && c != *cols))
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_DIMENSION),
 				 errmsg("%s is %d x %d, expected %d x %d", what, rows, c, d, *cols >= 0 ? *cols : c)));
 	*cols = c;
 	return A;
@@ -269,7 +270,7 @@ shard_fit_open(const char *id, FunctionCallInfo fcinfo)
 
 	if (shard_fit_find(id) != NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				(errcode(PERPCA_ERRCODE_FIT_OPEN),
 				 errmsg("federated fit \"%s\" is already open in this session", id)));
 	sf = shard_fit_new(id);
 	PG_TRY();
@@ -343,7 +344,7 @@ perpca_shard_scale(PG_FUNCTION_ARGS)
 
 	if (sf->node != NULL || sf->n == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
 	mean = shard_matrix_arg(fcinfo, 1, 1, &d, "mean");
 	scale_pooled_sums(stats, sf->n, sf->d, mean, sums);
@@ -365,7 +366,7 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 
 	if (sf->node != NULL || sf->n == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
 	if (!PG_ARGISNULL(1))
 	{
@@ -381,7 +382,7 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 		for (int j = 0; j < sf->d; j++)
 			if (!(scale[j] > 0.0 && isfinite(scale[j])))
 				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						(errcode(PERPCA_ERRCODE_ARGUMENT),
 						 errmsg("scale_factors must hold positive divisors")));
 		clients_scale_by(sf->in, sf->n, scale);
 	}
@@ -472,7 +473,7 @@ perpca_shard_round(PG_FUNCTION_ARGS)
 
 	if (!isfinite(step) || step <= 0.0)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("step must be a finite number > 0")));
 	node_round(sf->node, U, step, update, retraction, want_kkt, s);
 	return shard_sums_row(fcinfo, sf, s, true, want_kkt, false);
@@ -512,7 +513,7 @@ perpca_shard_result(PG_FUNCTION_ARGS)
 
 	if (!sf->finished)
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" is not finished", sf->id),
 				 errhint("Call shard_finish first.")));
 	InitMaterializedSRF(fcinfo, 0);

@@ -41,45 +41,6 @@
  * ------------------------------------------------------------------------
  */
 
-/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (perpca.h). */
-Oid
-perpca_extension_schema(void)
-{
-	Oid			ext = get_extension_oid("perpca", true);
-	Oid			nsp = InvalidOid;
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-
-	if (!OidIsValid(ext))
-		return InvalidOid;
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(ext));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return nsp;
-}
-
-Oid
-stats_type_oid(void)
-{
-	Oid			nsp = perpca_extension_schema();
-	Oid			typid = InvalidOid;
-
-	if (OidIsValid(nsp))
-		typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
-								ObjectIdGetDatum(nsp));
-	if (!OidIsValid(typid))
-		elog(ERROR, "type perpca_stats of extension perpca not found");
-	return typid;
-}
-
 /* Check the shape of the query result: (client, perpca_stats [, integer]). */
 static void
 check_result_shape(TupleDesc desc, Oid stats_type)
@@ -90,7 +51,7 @@ check_result_shape(TupleDesc desc, Oid stats_type)
 		 TupleDescAttr(desc, 2)->atttypid != INT2OID &&
 		 TupleDescAttr(desc, 2)->atttypid != INT8OID))
 		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("query must return columns (client, perpca_stats) or (client, perpca_stats, integer)"),
 				 errdetail("The query returned %d column(s)%s.", desc->natts,
 						   desc->natts >= 2 && TupleDescAttr(desc, 1)->atttypid != stats_type
@@ -125,7 +86,7 @@ client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
 	}
 	if (r2 < 0 || r2 > PERPCA_MAX_DIM)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("client \"%s\" asks for %lld local components", name, (long long) r2),
 				 errhint("The third column must be between 0 and the dimension minus n_global.")));
 	return (int) r2;
@@ -149,7 +110,7 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	v = SPI_getbinval(tup, desc, 1, &isnull);
 	if (isnull)
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("client column of the query must not be NULL")));
 	getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &outfunc, &isvarlena);
 	old = MemoryContextSwitchTo(cxt);
@@ -183,7 +144,7 @@ open_query(const char *query)
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL || !SPI_is_cursor_plan(plan))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("query must return rows (client, perpca_stats)"),
 				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
 	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
@@ -313,7 +274,7 @@ client_check(const ClientInput *c, const ClientInput *first, int d, int n_global
 						   first->name)));
 	if (c->stats->n <= 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("client \"%s\" has no rows", c->name),
 				 perpca_stats_skipped(c->stats) > 0 ?
 				 errdetail("Its statistics left out all its %lld rows for missing values (perpca_stats(x, 'skip')).",
@@ -322,7 +283,7 @@ client_check(const ClientInput *c, const ClientInput *first, int d, int n_global
 				 errhint("Leave the client out of the query, or fill its gaps first (perpca_model_impute).") : 0));
 	if ((int64) n_global + c->r2 > d)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("n_global + local components (%d + %d) exceed the dimension %d for client \"%s\"",
 						n_global, c->r2, d, c->name)));
 }
@@ -340,7 +301,7 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 
 	if (n == 0 && need_clients)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("query returned no clients"),
 				 errhint("A fit needs at least one (client, perpca_stats) row.")));
 	if (n > 0)
@@ -349,7 +310,7 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 		client_check(&in[i], &in[0], d, n_global);
 	if ((dup = duplicate_key(in, n)) != NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				(errcode(PERPCA_ERRCODE_DUPLICATE_CLIENT),
 				 errmsg("client \"%s\" appears more than once in the query", dup),
 				 errdetail("Each client must be one row: its statistics are one perpca_stats value."),
 				 errhint("Group by the client key alone, or merge its rows with perpca_merge().")));

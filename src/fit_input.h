@@ -34,9 +34,6 @@ typedef struct ClientsRead
 	bool		keep_empty;		/* keep a client without rows, with stats NULL */
 } ClientsRead;
 
-/* OID of the perpca_stats type: in the schema of the perpca extension. */
-extern Oid stats_type_oid(void);
-
 /*
  * Run query (statistics, or rows of any form, which are aggregated per
  * client under how->missing) through a cursor: the clients, copied into cxt,

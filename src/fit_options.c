@@ -22,6 +22,7 @@
 #include "utils/numeric.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "fit_options.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -109,7 +110,7 @@ fit_choice(const char *value, const char *option, const char *const *names, int 
 		appendStringInfo(&valid, "%s\"%s\"", i == 0 ? "" : (i == nnames - 1 ? " or " : ", "),
 						 names[i]);
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_OPTION),
 			 errmsg("invalid value for option \"%s\": \"%s\"", option, value),
 			 errhint("Valid values are %s.", valid.data)));
 	return -1;					/* keep compiler quiet */
@@ -120,7 +121,7 @@ fit_text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
 	if (argno < 0 || argno >= PG_NARGS() || PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"%s\" must not be NULL", what)));
 	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
@@ -206,7 +207,7 @@ static void
 wrong_type(const OptionDef *def, const char *want)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_OPTION),
 			 errmsg("option \"%s\" must be %s", def->name, want)));
 }
 
@@ -223,7 +224,7 @@ int_value(const OptionDef *def, const JsonbValue *v)
 		return value;
 	if (value < def->min || value > def->max)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_OPTION),
 				 errmsg("option \"%s\" must be between %d and %d, got " INT64_FORMAT,
 						def->name, def->min, def->max, value)));
 	return value;
@@ -245,7 +246,7 @@ float_value(const OptionDef *def, const JsonbValue *v)
 		value = NAN;
 	if (!isfinite(value) || value < 0.0 || (value == 0.0 && !zero_ok))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_OPTION),
 				 errmsg("option \"%s\" must be a finite number %s 0", def->name, zero_ok ? ">=" : ">"),
 				 errhint("Pass NULL for the default.")));
 	return value;
@@ -265,7 +266,7 @@ rank_value(const OptionDef *def, const JsonbValue *v, bool given)
 {
 	if (!given)
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"%s\" must not be NULL", def->name)));
 	return (int) int_value(def, v);
 }
@@ -334,7 +335,7 @@ parse(Jsonb *given, FitOptions *o, bool ranks)
 {
 	if (given != NULL && !JB_ROOT_IS_OBJECT(given))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_OPTION),
 				 errmsg("fit options must be a JSON object")));
 	memset(o, 0, sizeof(FitOptions));
 	for (int i = 0; i < (int) lengthof(option_defs); i++)
@@ -349,7 +350,7 @@ parse(Jsonb *given, FitOptions *o, bool ranks)
 			o->step_given = v != NULL && v->type != jbvNull;
 		if (def->offset == FIELD(method) && ranks && o->n_global + o->n_local == 0)
 			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					(errcode(PERPCA_ERRCODE_ARGUMENT),
 					 errmsg("n_global and n_local are both 0: there are no components to fit"),
 					 errhint("Ask for at least one global or local component.")));
 		/* Defaults that depend on other options. */

@@ -28,6 +28,7 @@
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
+#include "error_kinds.h"
 #include "fit.h"
 #include "fit_baselines.h"
 #include "fit_input.h"
@@ -65,7 +66,7 @@ check_start_shape(TupleDesc desc)
 		TupleDescAttr(desc, 2)->atttypid != INT4OID ||
 		TupleDescAttr(desc, 3)->atttypid != FLOAT8ARRAYOID)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("start query must return columns (client, kind text, component integer, pc float8[])"),
 				 errdetail("It returned %d column(s).", desc->natts),
 				 errhint("A stored model's components table has this shape: SELECT client, kind, component, pc FROM model_components.")));
@@ -80,7 +81,7 @@ start_value(HeapTuple tup, TupleDesc desc, int col, const char *what)
 
 	if (isnull)
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("start query returned a NULL %s", what)));
 	return v;
 }
@@ -112,7 +113,7 @@ start_row(HeapTuple tup, TupleDesc desc, const ClientInput *in, FitNode *node, d
 		perpca_dim_mismatch(d, len, "pc of the start");
 	if (strcmp(kind, "global") != 0 && strcmp(kind, "local") != 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("start query returned kind \"%s\"", kind),
 				 errhint("kind must be 'global' or 'local'.")));
 	if (comp < 1)
@@ -152,7 +153,7 @@ read_start(const char *query, const ClientInput *in, FitNode *node)
 	SPI_connect();
 	if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("start query must be a SELECT")));
 	check_start_shape(SPI_tuptable->tupdesc);
 	for (uint64 row = 0; row < SPI_processed; row++)
@@ -160,7 +161,7 @@ read_start(const char *query, const ClientInput *in, FitNode *node)
 	SPI_finish();
 	if (uset < node->r1)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("start query has %d of the %d global components needed", uset, node->r1)));
 	for (int i = 0; i < node->n; i++)
 		if (vset[i] < node->clients[i].r2)
@@ -177,12 +178,12 @@ start_arg(const FitOptions *opts)
 	if ((opts->init == FIT_INIT_GIVEN && start == NULL) ||
 		(start != NULL && opts->init != FIT_INIT_GIVEN && opts->init != FIT_INIT_BEST))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_OPTION),
 				 errmsg("option \"start\" goes with init => 'given' or init => 'best'"),
 				 errhint("Pass init => 'given', start => 'SELECT client, kind, component, pc FROM ...'.")));
 	if (start != NULL && opts->method != FIT_METHOD_PERPCA)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_OPTION),
 				 errmsg("option \"start\" applies only to method 'perpca'")));
 	return start;
 }

@@ -17,6 +17,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "fit_start.h"
 #include "fit_sums.h"
 #include "linalg.h"
@@ -45,7 +46,7 @@ start_stacked(FitBackend *be, bool qu, bool exact, double *U)
 	be->setup_rounds++;
 	if (q < be->r1)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("the clients' local components span %d dimensions, fewer than n_global = %d",
 						q, be->r1)));
 	fit_left_singular(be->d, q, B, be->r1, U, be->r1, NULL);

@@ -47,6 +47,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "missing.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -62,7 +63,7 @@ missing_arg(FunctionCallInfo fcinfo, int argno)
 		return PERPCA_MISSING_ERROR;
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("missing must be 'error', 'skip' or 'observed', not NULL")));
 	return row_missing_parse(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
@@ -115,7 +116,7 @@ figure(ModelFloat f, const char *what)
 {
 	if (f.isnull || !isfinite(f.value))
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("the model has no %s, which missing => 'observed' needs", what),
 				 errhint("Retrain the model with perpca_train().")));
 	return f.value;
@@ -252,7 +253,7 @@ missing_posterior(const ModelData *m, const ModelClient *c, const double *y, con
 	}
 	if (!cholesky_solve(r, G, z))
 		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
+				(errcode(PERPCA_ERRCODE_INTERNAL),
 				 errmsg("the posterior of a row with missing coordinates is not definite")));
 	for (int k = 0; k < r; k++)
 		z[k] *= root[k];

@@ -33,6 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "missing.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -206,7 +207,7 @@ rows_query(const char *query, PerpcaMissing mode)
 	row_shape(query, &shape, "query");
 	if (shape.form == ROW_FORM_STATS)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("perpca_evaluate_imputation needs rows, not statistics"),
 				 errhint("Return (client, x) rows: a numeric array, a vector or halfvec, or numeric feature columns.")));
 	return row_rows_sql(&shape);
@@ -242,7 +243,7 @@ evaluate_tuple(HeapTuple tuple, TupleDesc desc, ImputeRun *run)
 	CHECK_FOR_INTERRUPTS();
 	if (isnull)
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("the client of an evaluated row must not be NULL")));
 	v = SPI_getbinval(tuple, desc, 2, &isnull);
 	if (isnull)
@@ -354,7 +355,7 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 
 	if (!(share > 0.0 && share < 1.0))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("share must be between 0 and 1 (exclusive), not %g", share)));
 	InitMaterializedSRF(fcinfo, 0);
 	impute_function(&impute, fcinfo->flinfo->fn_mcxt);

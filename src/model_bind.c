@@ -233,7 +233,7 @@ key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
 
 	if (!OidIsValid(type))
 		ereport(ERROR,
-				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+				(errcode(PERPCA_ERRCODE_UNKNOWN_TYPE),
 				 errmsg("could not determine the type of the client key")));
 	b->key_type = type;
 	b->key_is_text = (type == TEXTOID);
@@ -328,7 +328,7 @@ key_type_check(ModelBinding *b)
 		if (key_could_be(b->key_type, m->clients[i].name))
 			return;
 	ereport(ERROR,
-			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 			 errmsg("client keys of type %s cannot match model \"%s\"",
 					format_type_be(b->key_type), text_to_cstring(b->model)),
 			 errdetail("None of the model's %d client keys is the text of a %s value, for example \"%s\".",

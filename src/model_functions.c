@@ -43,6 +43,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "linalg.h"
 #include "missing.h"
 #include "model_bind.h"
@@ -90,7 +91,7 @@ unknown_is_error(FunctionCallInfo fcinfo)
 	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
 		return true;
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("unknown must be 'global' or 'error', not \"%s\"", text_to_cstring(t))));
 	return false;				/* keep the compiler quiet */
 }

@@ -86,7 +86,7 @@ history_open(const char *model, AttrNumber *att)
 		return NULL;			/* stored before 0.3.0 and not refreshed since */
 	if (get_rel_relkind(history) != RELKIND_RELATION || model_rel_owner(history) != ml.owner)
 		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				(errcode(PERPCA_ERRCODE_WRONG_OBJECT),
 				 errmsg("the history of model \"%s\" is not a table of the model's owner", model),
 				 errdetail("%s is not a plain table owned by role \"%s\".", model_relid_name(history),
 						   GetUserNameFromId(ml.owner, true)),

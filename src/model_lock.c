@@ -208,7 +208,7 @@ check_relations(ModelLock *ml, ModelLockMode mode)
 
 		if (kind != RELKIND_RELATION)
 			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					(errcode(PERPCA_ERRCODE_WRONG_OBJECT),
 					 errmsg("model \"%s\" is not stored in plain tables", ml->model),
 					 errdetail("%s is not a table (relkind '%c').", model_relid_name(relid), kind),
 					 errhint("perpca reads a model only from the tables perpca_train() creates; drop \"%s\" and train the model again.",
@@ -299,7 +299,7 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 	ml->base = llast(parts);
 	if (mode != MODEL_LOCK_READ && RecoveryInProgress())
 		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				(errcode(PERPCA_ERRCODE_READ_ONLY),
 				 errmsg("cannot change model \"%s\" during recovery", model),
 				 errdetail("This server is a hot standby; models are read-only here."),
 				 errhint("Train, refresh, personalize and drop models on the primary; standbys receive them by replication.")));
@@ -341,7 +341,7 @@ lock_mode_arg(const char *purpose)
 	if (strcmp(purpose, "drop") == 0)
 		return MODEL_LOCK_DROP;
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("invalid lock purpose \"%s\"", purpose),
 			 errhint("Use read, write or drop.")));
 	return MODEL_LOCK_READ;		/* keep the compiler quiet */
@@ -361,7 +361,7 @@ sql_lock_mode(const char *purpose)
 
 	if (mode == MODEL_LOCK_READ)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("perpca_internal.model_lock takes purpose write or drop"),
 				 errdetail("perpca's readers take a model's read locks in C.")));
 	return mode;
@@ -450,7 +450,7 @@ perpca_drop(PG_FUNCTION_ARGS)
 	}
 	if (!is_model_info(ml.relid[MODEL_REL_INFO]))
 		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				(errcode(PERPCA_ERRCODE_WRONG_OBJECT),
 				 errmsg("table %s is not the info table of a perpca model", model_relid_name(ml.relid[MODEL_REL_INFO])),
 				 errdetail("It has no column \"version\" of type bigint."),
 				 errhint("perpca_drop drops only models stored by perpca_train(); drop other tables with DROP TABLE.")));

@@ -166,7 +166,7 @@ model_column_attnum(Relation rel, const ModelColumn *col, const char *detail)
 			continue;
 		if (att->atttypid != col->type)
 			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 					 errmsg("column \"%s\" of %s has type %s, expected %s",
 							col->name, rel_name(rel), format_type_be(att->atttypid),
 							format_type_be(col->type)),
@@ -175,7 +175,7 @@ model_column_attnum(Relation rel, const ModelColumn *col, const char *detail)
 	}
 	if (!col->optional)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				(errcode(PERPCA_ERRCODE_MODEL_COLUMN),
 				 errmsg("column \"%s\" of %s does not exist", col->name, rel_name(rel)),
 				 errdetail_internal("%s", detail)));
 	return InvalidAttrNumber;

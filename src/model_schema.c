@@ -22,6 +22,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "model_schema.h"
 
 /* A table of a model: its suffix, the version that created it, what follows its columns, its comment. */
@@ -172,7 +173,7 @@ model_table_by_suffix(const char *suffix)
 		if (strcmp(tables[t].suffix, suffix) == 0)
 			return (ModelTable) t;
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("a model has no table \"%s\"", suffix)));
 	pg_unreachable();
 }

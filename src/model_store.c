@@ -29,6 +29,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "model_schema.h"
 #include "model_store.h"
 #include "perpca.h"
@@ -114,7 +115,7 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path)
 	{
 		if (!own_relation(rel, RELKIND_VIEW))
 			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_TABLE),
+					(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
 					 errmsg("relation %s is in the way of the source view of model \"%s.%s\"", view, sm->schema, sm->base),
 					 errdetail("It is not a view owned by role %s.", GetUserNameFromId(GetUserId(), false)),
 					 errhint("Rename or drop it: perpca_train keeps a model's query in the view <model>_source.")));
@@ -122,7 +123,7 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path)
 	}
 	if (pg_namespace_aclcheck(get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("role %s may not create the view %s that binds the query of model \"%s.%s\"",
 						GetUserNameFromId(GetUserId(), false), view, sm->schema, sm->base),
 				 errhint("Grant CREATE on schema %s to role %s (a model stored before 0.4.0 binds its query at its first refresh).",
@@ -149,12 +150,12 @@ store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null)
 
 	if (!OidIsValid(rel))
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
+				(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
 				 errmsg("the view %s, which holds the query of model \"%s.%s\", does not exist", view, sm->schema, sm->base),
 				 errhint("It was dropped (DROP ... CASCADE of a relation its query reads?). Train the model again with perpca_train(..., replace => true).")));
 	if (!own_relation(rel, RELKIND_VIEW))
 		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				(errcode(PERPCA_ERRCODE_WRONG_OBJECT),
 				 errmsg("%s is not the source view of model \"%s.%s\"", view, sm->schema, sm->base),
 				 errdetail("It is not a view owned by role %s, the model's owner.", GetUserNameFromId(GetUserId(), false)),
 				 errhint("Drop it and train the model again with perpca_train(..., replace => true).")));
@@ -330,7 +331,7 @@ store_check_names(Datum names, Datum diag)
 								"       OR array_position($1, NULL) IS NOT NULL", 2, types, values, NULL, &isnull)))
 		return;
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("feature_names must hold one name for each of the %s features, without NULLs",
 					TextDatumGetCString(store_sql("SELECT $2 ->> 'd'", 2, types, values, NULL, &isnull))),
 			 errdetail("It has %s names.",
@@ -524,7 +525,7 @@ store_history_table(const StoreModel *sm)
 	{
 		if (!own_relation(rel, RELKIND_RELATION))
 			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					(errcode(PERPCA_ERRCODE_WRONG_OBJECT),
 					 errmsg("the history of model \"%s.%s\" is not a table of its owner", sm->schema, sm->base),
 					 errdetail("%s is not a plain table owned by role %s.", store_rel(sm, "history"), user),
 					 errhint("Drop it: the next train or refresh starts a new history.")));

@@ -42,6 +42,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "fit_options.h"
 #include "model_lock.h"
 #include "model_read.h"
@@ -111,7 +112,7 @@ text_arg(FunctionCallInfo fcinfo, const char *name)
 
 	if (i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"%s\" must not be NULL", name)));
 	return text_to_cstring(PG_GETARG_TEXT_PP(i));
 }
@@ -156,7 +157,7 @@ check_owner(const char *model, Oid owner)
 {
 	if (!has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("must be owner of model \"%s\"", model),
 				 errdetail("The model is owned by role %s.", quote_identifier(GetUserNameFromId(owner, false))),
 				 errhint("Only the owner of a model, or a member of the owning role, may refresh, replace or change it.")));
@@ -229,7 +230,7 @@ train_names(TrainCall *tc, Datum staged, bool staged_null)
 		DatumGetBool(store_sql("SELECT $1 IS DISTINCT FROM $2", 2, (Oid[]) {TEXTARRAYOID, TEXTARRAYOID}, args, NULL,
 							   &isnull)))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("feature_names differ from the names of the query's feature columns"),
 				 errdetail("The query's feature columns are %s; feature_names are %s.",
 						   TextDatumGetCString(store_sql("SELECT $1::text", 1, (Oid[]) {TEXTARRAYOID}, &args[0], NULL, &isnull)),
@@ -270,7 +271,7 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 
 	if (ml->present && !tc->replace)
 		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_TABLE),
+				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
 				 errmsg("model \"%s\" already exists", tc->model),
 				 errhint("Pass replace => true to replace it, or drop it with perpca_drop().")));
 	check_owner(tc->model, owner);
@@ -401,7 +402,7 @@ refresh_read(RefreshCall *rc, RefreshModel *rm)
 	(void) store_sql(psprintf("SELECT to_jsonb(i) FROM %s i", store_rel(&rc->sm, "info")), 0, NULL, NULL, NULL, &isnull);
 	if (SPI_processed != 1)
 		ereport(ERROR,
-				(errcode(SPI_processed == 0 ? ERRCODE_NO_DATA_FOUND : ERRCODE_TOO_MANY_ROWS),
+				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
 				 errmsg("query returned %s row", SPI_processed == 0 ? "no" : "more than one")));
 	rm->m = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	args[0] = rm->m;
@@ -614,7 +615,7 @@ perpca_refresh(PG_FUNCTION_ARGS)
 
 	if (strcmp(on_error, "raise") != 0 && strcmp(on_error, "record") != 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("invalid on_error \"%s\"", on_error),
 				 errhint("Use 'raise' (a failed refresh is an error) or 'record' (it is recorded in the model's history, with a WARNING).")));
 	InitMaterializedSRF(fcinfo, 0);
@@ -676,7 +677,7 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("the query of a model must be one SELECT")));
 	desc = ((CachedPlanSource *) linitial(sources))->resultDesc;
 	appendStringInfoChar(&buf, '[');

@@ -49,6 +49,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "linalg.h"
 #include "model_bind.h"
 #include "perpca.h"
@@ -416,7 +417,7 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 
 	if (!(alpha > 0.0 && alpha < 1.0))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("alpha must be between 0 and 1 (exclusive), got %g", alpha),
 				 errhint("alpha is the false-alarm rate of out_of_control, for example 0.01.")));
 	c = model_bound_client(fcinfo, b, false);
@@ -426,7 +427,7 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL || c->mean == NULL) &&
 		m->r1 + c->r2 > 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("model \"%s\" has no control statistics for client \"%s\"",
 						text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)), c->name),
 				 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance and residual_moments."),

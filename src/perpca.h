@@ -2,7 +2,8 @@
  * perpca.h -- declarations shared by the perpca source files
  *
  * Files and what they own:
- *   perpca.c            module initialisation (BLAS threading), phase reporting
+ *   init.c              module initialisation (_PG_init: BLAS threading, the readers of vector rows, settings)
+ *   progress.c          progress of long work: perpca.progress_rows, phases in pg_stat_activity
  *   arrays.c            validating and building float8[] values (vectors, matrices)
  *   stats.c             the perpca_stats type: I/O, send/receive, moments (stats.h)
  *   stats_agg.c         the perpca_stats aggregates: transition, combine, serialize
@@ -91,8 +92,8 @@
  *   evaluate.c          held-out evaluation of a stored model from statistics
  *                       (perpca_evaluate's per-client arithmetic), query column types
  *   ranks.c             perpca_choose_ranks(): every pair of a grid fitted on training
- *                       rows and evaluated on held-out rows, in memory (ranks.h)
- *   ranks_rule.c        the pair it recommends and every pair's note (ranks.h)
+ *                       rows and evaluated on held-out rows, in memory (ranks_rule.h)
+ *   ranks_rule.c        the pair it recommends and every pair's note (ranks_rule.h)
  *
  * test/t/091_file_map.pl checks that this map names every .c file in src/, and
  * only those.
@@ -109,7 +110,10 @@
 /* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
 #define PERPCA_MAX_DIM 4096
 
-/* ---- perpca.c ---- */
+/* ---- progress.c ---- */
+
+/* Define perpca.progress_rows and restore the statement at transaction end (_PG_init). */
+extern void perpca_progress_init(void);
 
 /* Show a long call's phase in pg_stat_activity.query (printf-style). */
 extern void perpca_report_phase(const char *fmt,...) pg_attribute_printf(1, 2);
@@ -131,8 +135,11 @@ extern char *perpca_one_select(const char *query, const char *what);
 
 /* ---- arrays.c ---- */
 
-/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (fit_input.c). */
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid (stats.c). */
 extern Oid	perpca_extension_schema(void);
+
+/* OID of the perpca_stats type: in the schema of the perpca extension (stats.c). */
+extern Oid	stats_type_oid(void);
 
 /* Validate a 1-D float8[] without NULLs or non-finite values; return its data. */
 extern double *perpca_vector_arg(ArrayType *a, int *dim, const char *what);

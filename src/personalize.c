@@ -71,7 +71,7 @@ key_type_check(Oid type, const ModelData *m, const char *model)
 
 	if (TypeCategory(type) != TYPCATEGORY_STRING && strcmp(format_type_be(type), model_type) != 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("client key of type %s cannot match model \"%s\"", format_type_be(type), model),
 				 errdetail("The model was trained on client keys of type %s.", model_type),
 				 errhint("Pass the key as %s (or as text).", model_type)));
@@ -150,7 +150,7 @@ n_local_arg(FunctionCallInfo fcinfo, int argno, const ModelData *m)
 
 	if (!PG_ARGISNULL(argno) && (n_local < 0 || n_local > m->d - m->r1))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("n_local must be between 0 and %d, not %d", m->d - m->r1, n_local),
 				 errdetail("The local components live in the %d-dimensional complement of the model's %d global components.",
 						   m->d - m->r1, m->r1),

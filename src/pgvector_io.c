@@ -31,6 +31,7 @@
 
 #include "fmgr.h"
 
+#include "error_kinds.h"
 #include "perpca.h"
 #include "stats.h"
 
@@ -77,12 +78,12 @@ check_layout(const PgVector *p, Size header, Size elemsize, const char *type,
 {
 	if (VARSIZE(p) < header)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
+				(errcode(PERPCA_ERRCODE_VECTOR_CORRUPTED),
 				 errmsg("%s is not a valid %s value", what, type),
 				 errdetail("It has %u bytes, fewer than a header.", (unsigned) VARSIZE(p))));
 	if (p->dim < 1 || p->unused != 0 || VARSIZE(p) != header + elemsize * (Size) p->dim)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
+				(errcode(PERPCA_ERRCODE_VECTOR_CORRUPTED),
 				 errmsg("%s is not a valid %s value", what, type),
 				 errdetail("Its header says %d dimensions (unused field %d) in %u bytes.",
 						   p->dim, p->unused, (unsigned) VARSIZE(p))));
@@ -218,7 +219,7 @@ nulls_arg(FunctionCallInfo fcinfo)
 {
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	return perpca_nulls_arg(PG_GETARG_TEXT_PP(2));
 }
@@ -269,7 +270,7 @@ vector_build(const double *x, int n, const char *what)
 
 	if (n < 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("%s has no values, and a vector needs at least one", what),
 				 errhint("The model has no global components and the client none of its own; the float8[] form returns an empty array.")));
 	v = palloc(size);
@@ -281,7 +282,7 @@ vector_build(const double *x, int n, const char *what)
 		v->x[j] = (float) x[j];
 		if (isinf(v->x[j]))
 			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
 					 errmsg("%s is out of range for type vector", what),
 					 errdetail("Value %d, %g, does not fit in a float4.", j + 1, x[j])));
 	}

@@ -23,6 +23,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
+#include "error_kinds.h"
 #include "fit_input.h"
 #include "linalg.h"
 #include "perpca.h"
@@ -128,7 +129,7 @@ stats_client_arg(FunctionCallInfo fcinfo, int argno, int r1, int r2, FitClient *
 	perpca_stats_validate(s);
 	if (s->n == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("statistics of zero rows have no variance")));
 	if (PG_NARGS() > argno)
 	{
@@ -219,7 +220,7 @@ perpca_local_pcs(PG_FUNCTION_ARGS)
 
 	if (k < 1 || k > d - r1)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("n_local must be between 1 and %d, not %d", d - r1, k),
 				 errdetail("The local components live in the %d-dimensional complement of the %d global components.",
 						   d - r1, r1)));

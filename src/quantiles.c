@@ -30,6 +30,7 @@
 
 #include "fmgr.h"
 
+#include "error_kinds.h"
 #include "quantiles.h"
 
 PG_FUNCTION_INFO_V1(perpca_f_upper_quantile);
@@ -182,7 +183,7 @@ perpca_f_upper_quantile(PG_FUNCTION_ARGS)
 
 	if (isnan(q))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("alpha must be between 0 and 1 (exclusive) and the degrees of freedom positive")));
 	PG_RETURN_FLOAT8(q);
 }

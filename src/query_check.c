@@ -19,6 +19,7 @@
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 
+#include "error_kinds.h"
 #include "perpca.h"
 
 
@@ -26,7 +27,7 @@ static void
 refuse(const char *what, const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 			 errmsg("%s must be exactly one SELECT", what),
 			 errdetail("%s", detail),
 			 errhint("Pass one SELECT, VALUES or TABLE statement: perpca runs nothing else.")));

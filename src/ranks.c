@@ -32,6 +32,7 @@
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "evaluate.h"
 #include "fit.h"
 #include "fit_input.h"
@@ -39,7 +40,7 @@
 #include "fit_sums.h"
 #include "linalg.h"
 #include "perpca.h"
-#include "ranks.h"
+#include "ranks_rule.h"
 #include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_choose_ranks);
@@ -76,7 +77,7 @@ split_query(const char *query, Oid nsp, int cut, bool heldout)
 
 	if (natts < 3 || is_stats_type(types[1], nsp))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("without a held-out query, the query must return rows (client, x float8[], key)"),
 				 errhint("Add a row key as third column (the split hashes it), or pass heldout => a second query.")));
 	return psprintf("SELECT q.client, q.x FROM (%s) AS q(client, x, key) WHERE "
@@ -102,7 +103,7 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"%s\" must not be NULL", what)));
 	a = PG_GETARG_ARRAYTYPE_P(argno);
 	deconstruct_array(a, INT4OID, sizeof(int32), true, TYPALIGN_INT, &values, &nulls, &count);
@@ -115,7 +116,7 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 
 		if (nulls[i])
 			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					(errcode(PERPCA_ERRCODE_NULL),
 					 errmsg("%s must not contain NULL", what)));
 		r = DatumGetInt32(values[i]);
 		if (r < 0)
@@ -365,11 +366,11 @@ scan_settings(FunctionCallInfo fcinfo, RankScan *scan, double *holdout)
 	if (!(scan->within >= 0) || isinf(scan->within) || isnan(scan->min_theta) ||
 		!(*holdout > 0 && *holdout < 1))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("within must be >= 0, min_theta not NULL and holdout between 0 and 1 (exclusive)")));
 	if (!PG_ARGISNULL(A_TARGET) && !(scan->target > 0 && scan->target <= 1))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("target_explained_ratio must be above 0 and at most 1, got %g", scan->target),
 				 errhint("Pass NULL for the error rule (within).")));
 }
@@ -447,7 +448,7 @@ read_parts(RankData *data, const char *train_q, const char *held_q, const FitOpt
 							   cxt, &data->ntrain, &data->train_skipped);
 	if (data->ntrain == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("the training part of the query has no rows")));
 	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
 	data->held = clients_read(held_q, &(ClientsRead) {0, opts->missing, true,
@@ -458,7 +459,7 @@ read_parts(RankData *data, const char *train_q, const char *held_q, const FitOpt
 	for (int h = 0; h < data->nheld; h++)
 		if (data->held[h].stats->dim != data->d)
 			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					(errcode(PERPCA_ERRCODE_DIMENSION),
 					 errmsg("held-out client \"%s\" has dimension %d, the training rows have %d",
 							data->held[h].name, data->held[h].stats->dim, data->d)));
 }
@@ -572,7 +573,7 @@ scan_args(FunctionCallInfo fcinfo, RankScan *scan, double *holdout, FitOptions *
 {
 	if (PG_ARGISNULL(A_QUERY))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("query must not be NULL")));
 	scan_settings(fcinfo, scan, holdout);
 	fit_options_parse_call_no_ranks(fcinfo, opts);	/* by argument name; ranks per pair */
@@ -589,7 +590,7 @@ scan_pairs(const RankLists *lists, const RankData *data, FitOptions *opts, int *
 
 	if (nfit == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("no pair of ranks to fit: need n_global, n_local >= 0 with 1 <= n_global + n_local < %d",
 						data->d),
 				 errdetail("A pair that uses all %d dimensions explains held-out rows exactly.", data->d)));

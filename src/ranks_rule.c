@@ -39,7 +39,7 @@
 #include <limits.h>
 #include <math.h>
 
-#include "ranks.h"
+#include "ranks_rule.h"
 
 /* A pair explains "clearly more" than chance when its ratio is this many times (n_global + n_local) / d. */
 #define STRUCTURE_LIFT 1.5

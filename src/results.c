@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "error_kinds.h"
 #include "linalg.h"
 #include "model_bind.h"
 #include "perpca.h"
@@ -226,7 +227,7 @@ static void
 no_client_statistics(FunctionCallInfo fcinfo, const ModelClient *c)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			(errcode(PERPCA_ERRCODE_NOT_READY),
 			 errmsg("model \"%s\" has no per-component statistics for client \"%s\"",
 					text_to_cstring(PG_GETARG_TEXT_PP(0)), c->name),
 			 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance."),
@@ -508,18 +509,18 @@ clusters_args(FunctionCallInfo fcinfo, const ModelData *m, bool chosen)
 		any_local |= m->clients[i].r2 > 0;
 	if (!any_local)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("model \"%s\" has no local components to cluster its clients by",
 						text_to_cstring(PG_GETARG_TEXT_PP(0))),
 				 errhint("Train it with n_local >= 1.")));
 	if (n > CLUSTERS_MAX_CLIENTS)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				(errcode(PERPCA_ERRCODE_CLIENT_LIMIT),
 				 errmsg("perpca_clusters takes at most %d clients, model \"%s\" has %d",
 						CLUSTERS_MAX_CLIENTS, text_to_cstring(PG_GETARG_TEXT_PP(0)), n)));
 	if (!chosen && (k < 1 || k > n))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("k must be between 1 and the number of clients (%d), got %d", n, k),
 				 errhint("Pass k => NULL to choose k by the largest eigengap.")));
 	return k;
@@ -614,7 +615,7 @@ perpca_clusters(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("model must not be NULL")));
 	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
 	k = clusters_args(fcinfo, m, PG_ARGISNULL(1));

@@ -42,6 +42,7 @@
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "perpca.h"
 #include "row_reader.h"
 #include "stats.h"
@@ -57,7 +58,7 @@ row_missing_parse(const char *value)
 		if (strcmp(value, perpca_missing_names[i]) == 0)
 			return (PerpcaMissing) i;
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_OPTION),
 			 errmsg("invalid value for option \"missing\": \"%s\"", value),
 			 errhint("Valid values are \"error\", \"skip\" or \"observed\".")));
 	return PERPCA_MISSING_ERROR;	/* keep the compiler quiet */
@@ -75,7 +76,7 @@ void
 row_missing_refuse(PerpcaMissing mode, const char *func, const char *why, const char *hint)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 			 errmsg("%s cannot read rows with missing => '%s'", func, perpca_missing_names[mode]),
 			 errdetail("%s", why),
 			 hint ? errhint("%s", hint) : 0));
@@ -138,7 +139,7 @@ classify(const Oid *types, int natts, const char *what)
 	{
 		if (!OidIsValid(get_extension_oid("perpca_vector", true)))
 			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					(errcode(PERPCA_ERRCODE_NEEDS_EXTENSION),
 					 errmsg("rows of type %s need the extension perpca_vector", format_type_be(types[1])),
 					 errhint("CREATE EXTENSION perpca_vector in perpca's schema (docs/pgvector.md).")));
 		return ROW_FORM_VECTOR;
@@ -148,7 +149,7 @@ classify(const Oid *types, int natts, const char *what)
 	if (columns)
 		return ROW_FORM_COLUMNS;
 	ereport(ERROR,
-			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 			 errmsg("the %s must return a client key, then statistics or rows", what),
 			 errdetail("Its columns are of types %s%s%s.", natts > 0 ? format_type_be(types[0]) : "(none)",
 					   natts > 1 ? ", " : "", natts > 1 ? format_type_be(types[1]) : ""),
@@ -172,11 +173,11 @@ planned_result(const char *sql, const char *what)
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
 				 errmsg("the %s must be a single statement", what)));
 	if (((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("the %s must return rows", what),
 				 errhint("Pass a SELECT returning (client, perpca_stats) or rows (client, x) or (client, c1, c2, ...).")));
 	return ((CachedPlanSource *) linitial(sources))->resultDesc;

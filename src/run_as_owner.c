@@ -43,6 +43,7 @@
 #include "utils/json.h"
 #include "utils/syscache.h"
 
+#include "error_kinds.h"
 #include "run_as_owner.h"
 
 /* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
@@ -57,7 +58,7 @@ run_as_check_role(Oid role)
 {
 	if (!has_privs_of_role(GetUserId(), role))
 		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
 				 errmsg("must be a member of role %s", GetUserNameFromId(role, false)),
 				 errdetail("The model belongs to role %s.", GetUserNameFromId(role, false)),
 				 errhint("Only the owner of a model, or a member of the owning role, may refresh or replace it.")));
@@ -119,7 +120,7 @@ run_as_role(FunctionCallInfo fcinfo, Oid role, const char *path, int command_arg
 
 	if (get_fn_expr_variadic(fcinfo->flinfo))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("run_as takes its parameters as separate arguments, not as a VARIADIC array")));
 	run_as_check_role(role);
 
@@ -219,7 +220,7 @@ perpca_run_as(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("role and command must not be NULL")));
 	return run_as_role(fcinfo, PG_GETARG_OID(0), "pg_catalog, pg_temp", 1, 2);
 }
@@ -239,19 +240,19 @@ perpca_run_as_owner(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("relation, schema and command must not be NULL")));
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(PG_GETARG_OID(0)));
 	if (!HeapTupleIsValid(tuple))
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
+				(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
 				 errmsg("relation with OID %u does not exist", PG_GETARG_OID(0))));
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
 	schema = get_namespace_name(PG_GETARG_OID(1));
 	if (schema == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_SCHEMA),
+				(errcode(PERPCA_ERRCODE_NO_SCHEMA),
 				 errmsg("schema with OID %u does not exist", PG_GETARG_OID(1))));
 	return run_as_role(fcinfo, owner, psprintf("pg_catalog, %s, pg_temp", quote_identifier(schema)), 2, 3);
 }

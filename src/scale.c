@@ -20,6 +20,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 
+#include "error_kinds.h"
 #include "perpca.h"
 #include "scale.h"
 
@@ -168,7 +169,7 @@ scale_arg(ArrayType *a, int d)
 	for (int j = 0; j < d; j++)
 		if (!(s[j] > 0.0))
 			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					(errcode(PERPCA_ERRCODE_ARGUMENT),
 					 errmsg("scale_factors must hold positive divisors, element %d is %g", j + 1, s[j])));
 	return s;
 }
@@ -213,7 +214,7 @@ perpca_scale_factors(PG_FUNCTION_ARGS)
 
 	if (s->n <= 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("perpca_scale_factors needs statistics of at least one row")));
 	scale_factors(&s, 1, d, scale, constant);
 	PG_RETURN_DATUM(scale_record(fcinfo, scale, constant, d));

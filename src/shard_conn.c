@@ -21,6 +21,7 @@
 #include "utils/fmgroids.h"
 #include "utils/wait_event.h"
 
+#include "error_kinds.h"
 #include "perpca.h"
 #include "shard_conn.h"
 
@@ -39,7 +40,7 @@ fed_check_conninfo(const char *conninfo, int index)
 
 		PQfreemem(err);
 		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				(errcode(PERPCA_ERRCODE_SHARD_CONNECT),
 				 errmsg("invalid connection string for shard %d", index),
 				 errdetail("%s", pchomp(msg))));
 	}
@@ -49,7 +50,7 @@ fed_check_conninfo(const char *conninfo, int index)
 	PQconninfoFree(opts);
 	if (!superuser() && !has_password)
 		ereport(ERROR,
-				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				(errcode(PERPCA_ERRCODE_SHARD_PASSWORD),
 				 errmsg("password is required for shard %d", index),
 				 errdetail("Non-superusers must provide a password in the connection string.")));
 }
@@ -71,7 +72,7 @@ fed_connection_error(ShardConn *sc, const char *what)
 	char	   *msg = pchomp(PQerrorMessage(sc->conn));
 
 	ereport(ERROR,
-			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+			(errcode(PERPCA_ERRCODE_SHARD_CONNECT),
 			 errmsg("could not %s shard %d", what, sc->index),
 			 errdetail("%s", msg),
 			 errhint("Check the shard's connection string and that its server is running.")));
@@ -89,7 +90,7 @@ fed_connect(ShardConn *sc, const char *conninfo)
 	fed_check_conninfo(conninfo, sc->index);
 	sc->conn = PQconnectStartParams(keywords, values, 1);
 	if (sc->conn == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+		ereport(ERROR, (errcode(PERPCA_ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	if (PQstatus(sc->conn) == CONNECTION_BAD)
 		fed_connection_error(sc, "connect to");
 	while (st != PGRES_POLLING_OK)
@@ -102,7 +103,7 @@ fed_connect(ShardConn *sc, const char *conninfo)
 	}
 	if (!superuser() && !PQconnectionUsedPassword(sc->conn))
 		ereport(ERROR,
-				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				(errcode(PERPCA_ERRCODE_SHARD_PASSWORD),
 				 errmsg("password is required for shard %d", sc->index),
 				 errdetail("Non-superusers cannot connect if the server does not request a password.")));
 }
@@ -128,7 +129,7 @@ fed_remote_error(ShardConn *sc, PGresult *res)
 	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
 	const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
 	int			code = state ? MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4])
-		: ERRCODE_CONNECTION_FAILURE;
+		: PERPCA_ERRCODE_SHARD_LOST;
 	char	   *m = pstrdup(prim ? prim : pchomp(PQerrorMessage(sc->conn)));
 	char	   *dt = detail ? pstrdup(detail) : NULL;
 	char	   *h = hint ? pstrdup(hint) : NULL;
@@ -241,7 +242,7 @@ fed_connect_all(ShardConn *sc, int n, char **conninfo)
 
 		if (r->nrows != 1 || SHARD_VALUE(r, 0, 0) == NULL)
 			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					(errcode(PERPCA_ERRCODE_UNDEFINED),
 					 errmsg("extension \"perpca\" is not installed on shard %d", sc[s].index),
 					 errhint("Run CREATE EXTENSION perpca in the shard's database.")));
 		sc[s].schema = SHARD_VALUE(r, 0, 0);
@@ -286,13 +287,13 @@ fed_matrix_parse(const ShardConn *sc, const char *text, int *m, int *n, const ch
 
 	if (text == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned a NULL %s", sc->index, what)));
 	a = DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, FLOAT8OID, -1));
 	x = perpca_matrix_arg(a, &r, &c, what);
 	if ((*m >= 0 && r != *m) || (*n >= 0 && c != *n))
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned a %d x %d %s, expected %d x %d",
 						sc->index, r, c, what, *m >= 0 ? *m : r, *n >= 0 ? *n : c)));
 	*m = r;
@@ -308,12 +309,12 @@ fed_float_parse(const ShardConn *sc, const char *text, const char *what)
 
 	if (text == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
 				 errmsg("shard %d returned a NULL %s", sc->index, what)));
 	x = DatumGetFloat8(DirectFunctionCall1(float8in, CStringGetDatum(text)));
 	if (!isfinite(x))
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("shard %d returned a non-finite %s", sc->index, what)));
 	return x;
 }

@@ -14,9 +14,18 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "error_kinds.h"
 #include "linalg.h"
@@ -123,7 +132,7 @@ perpca_stats_check_version(const PerpcaStats *s)
 	if ((s->version != PERPCA_STATS_VERSION && s->version != PERPCA_STATS_VERSION_SKIPPED) ||
 		(s->form != PERPCA_FORM_DENSE && s->form != PERPCA_FORM_THIN))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d",
 						s->version, s->form),
 				 errhint("The value was written by a newer version of perpca.")));
@@ -326,7 +335,7 @@ parse_header(const char **p, const char *str, int64 *n, int64 *d, int64 *skipped
 	version = parse_int(p, str);
 	if (version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version in \"%.20s\"", str),
 				 errhint("The value was written by a newer version of perpca.")));
 	expect_token(p, "n=", str);
@@ -446,7 +455,7 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	if ((version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED) ||
 		(form != PERPCA_FORM_DENSE && form != PERPCA_FORM_THIN))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d", version, form)));
 	if (version == PERPCA_STATS_VERSION_SKIPPED)
 		skipped = pq_getmsgint64(msg);
@@ -648,12 +657,51 @@ perpca_nulls_arg(text *t)
 		return PERPCA_NULLS_ERROR;
 	if (len == 8 && memcmp(VARDATA_ANY(t), "observed", 8) == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("perpca_stats cannot read rows with missing => 'observed'"),
 				 errdetail("Statistics are those of complete rows."),
 				 errhint("Use perpca_stats(x, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped).")));
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("missing must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
+}
+
+/* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
+Oid
+perpca_extension_schema(void)
+{
+	Oid			ext = get_extension_oid("perpca", true);
+	Oid			nsp = InvalidOid;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(ext))
+		return InvalidOid;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+Oid
+stats_type_oid(void)
+{
+	Oid			nsp = perpca_extension_schema();
+	Oid			typid = InvalidOid;
+
+	if (OidIsValid(nsp))
+		typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
+								ObjectIdGetDatum(nsp));
+	if (!OidIsValid(typid))
+		elog(ERROR, "type perpca_stats of extension perpca not found");
+	return typid;
 }

@@ -53,6 +53,7 @@
 #include "varatt.h"
 #endif
 
+#include "error_kinds.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "stats.h"
@@ -238,7 +239,7 @@ state_set_nulls(StatsState *st, PerpcaNulls nulls)
 		return;
 	if (st->npend > 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("missing must be the same for every row of a group")));
 	st->nulls = nulls;
 }
@@ -414,7 +415,7 @@ state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const doubl
 
 	if (pg_add_s64_overflow(na, nb, &total))
 		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
 				 errmsg("perpca_stats row count out of range"),
 				 errdetail("Merging %lld and %lld rows exceeds the largest count.",
 						   (long long) na, (long long) nb)));
@@ -442,7 +443,7 @@ static void
 too_large(int j, const char *detail)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
 			 errmsg("input rows are too large in magnitude for perpca_stats"),
 			 errdetail("In column %d, %s exceeds the range of float8.", j + 1, detail),
 			 errhint("Divide the column by a constant (its scale) before aggregating.")));
@@ -550,7 +551,7 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 {
 	if (pg_add_s64_overflow(st->skipped, perpca_stats_skipped(s), &st->skipped))
 		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
 				 errmsg("perpca_stats skipped row count out of range")));
 	if (s->n == 0)
 		return;
@@ -638,7 +639,7 @@ state_merge_state(StatsState *a, StatsState *b)
 {
 	if (pg_add_s64_overflow(a->skipped, b->skipped, &a->skipped))
 		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
 				 errmsg("perpca_stats skipped row count out of range")));
 	if (state_empty(b))
 		return;
@@ -893,7 +894,7 @@ agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind)
 
 	if (!k)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("%s called in non-aggregate context", fname),
 				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
 	if (kind)
@@ -1068,7 +1069,7 @@ perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8,
 								   perpca_nulls_arg(PG_GETARG_TEXT_PP(2)));

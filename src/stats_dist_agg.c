@@ -31,6 +31,7 @@
 #include "utils/expandeddatum.h"
 #include "utils/memutils.h"
 
+#include "error_kinds.h"
 #include "perpca.h"
 #include "stats.h"
 
@@ -114,7 +115,7 @@ dist_agg_context(FunctionCallInfo fcinfo, const char *fname)
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("%s called in non-aggregate context", fname),
 				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
 	return aggcxt;
@@ -252,7 +253,7 @@ perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	if (PG_ARGISNULL(1))
 	{

@@ -1,7 +1,10 @@
 # 091_file_map.pl -- the file map at the top of src/perpca.h is true: it
 # names every src/*.c file, once, and no file that does not exist.  A map
 # entry is a comment line " *   name.c   what it owns" (three spaces after
-# the star; continuation lines have more).  No cluster.
+# the star; continuation lines have more).  And every error src/*.c raises
+# takes its SQLSTATE from a kind of src/error_kinds.h: no raw ERRCODE_ name
+# outside that header, except where a caught error's code is tested
+# (sqlerrcode).  No cluster.
 use strict;
 use warnings;
 
@@ -27,5 +30,18 @@ is_deeply(\@unmapped, [], 'every src/*.c file is in the file map of src/perpca.h
 my @gone = grep { !$files{$_} } sort keys %mapped;
 is_deeply(\@gone, [], 'every file the map names exists in src/');
 is_deeply(\@twice, [], 'no file is named twice in the map');
+
+my @raw;
+for my $c (sort glob("$src/*.c"))
+{
+	open(my $cf, '<', $c) or die "$c: $!";
+	while (my $line = <$cf>)
+	{
+		push @raw, ($c =~ m{([^/]+)$})[0] . ":$.: $line"
+		  if $line =~ /(?<!PERPCA_)\bERRCODE_[A-Z]/ && $line !~ /sqlerrcode/;
+	}
+	close($cf);
+}
+is_deeply(\@raw, [], 'every errcode in src/*.c is a PERPCA_ERRCODE_ kind of src/error_kinds.h');
 
 done_testing();

@@ -1,5 +1,6 @@
 /*
- * perpca.c -- module initialisation and progress reporting
+ * progress.c -- progress of long work: the setting perpca.progress_rows, and
+ * the phase of a long call shown in pg_stat_activity.query
  */
 #include "postgres.h"
 
@@ -7,19 +8,12 @@
 #include <stdarg.h>
 
 #include "access/xact.h"
-#include "fmgr.h"
 #include "pgstat.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "linalg.h"
 #include "perpca.h"
-#include "stats.h"
-
-PG_MODULE_MAGIC;
-
-void		_PG_init(void);
 
 /* perpca.progress_rows: report statistics scans every this many rows (0 = off). */
 int			perpca_progress_rows = 0;
@@ -40,12 +34,10 @@ restore_activity(XactEvent event, void *arg pg_attribute_unused())
 		perpca_restore_activity();
 }
 
-/* Load-time setup: BLAS must not start threads inside a backend; our GUCs. */
+/* The setting perpca.progress_rows, and the statement shown again at transaction end. */
 void
-_PG_init(void)
+perpca_progress_init(void)
 {
-	linalg_init();
-	perpca_pgvector_init();		/* the aggregate's readers of vector and halfvec rows */
 	RegisterXactCallback(restore_activity, NULL);
 	DefineCustomIntVariable("perpca.progress_rows",
 							"Report the progress of perpca_stats scans every this many rows.",
@@ -53,11 +45,6 @@ _PG_init(void)
 							"pg_stat_activity.query; 0 turns reporting off.",
 							&perpca_progress_rows, 0, 0, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
-#if PG_VERSION_NUM >= 150000
-	MarkGUCPrefixReserved("perpca");
-#else
-	EmitWarningsOnPlaceholders("perpca");
-#endif
 }
 
 /*

@@ -1,10 +1,10 @@
 /*
- * ranks.h -- perpca_choose_ranks: the pairs of a scan and its settings
+ * ranks_rule.h -- perpca_choose_ranks: the pairs of a scan and its settings
  * (ranks.c fits and evaluates them), and the rule that recommends one pair
  * and writes every pair's note (ranks_rule.c)
  */
-#ifndef PERPCA_RANKS_H
-#define PERPCA_RANKS_H
+#ifndef PERPCA_RANKS_RULE_H
+#define PERPCA_RANKS_RULE_H
 
 #include "postgres.h"
 
@@ -44,4 +44,4 @@ typedef struct RankScan
  */
 extern int	ranks_recommend(RankPair *pairs, int n, RankScan *scan);
 
-#endif							/* PERPCA_RANKS_H */
+#endif							/* PERPCA_RANKS_RULE_H */
