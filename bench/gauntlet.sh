@@ -81,7 +81,7 @@ server() {
 	private_install >&2 || die "private installation of $1 failed"
 	cluster_start >&2 || die "cluster of $1 failed"
 	"$PGBIN/psql" -X -q -c "CREATE EXTENSION perpca" >&2
-	echo "$WORK $SOCK $PORT"
+	echo "$WORK $SOCK $PGPORT"
 }
 if [ -n "${NEW:-}" ]; then
 	NEW_HOST=${NEW%:*} NEW_PORT=${NEW##*:}

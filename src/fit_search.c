@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "fit_options.h"
@@ -33,6 +34,13 @@
 #define HOP_BASIN 1e-2
 /* Projector distance to a known optimum within which a run is in its basin and stops. */
 #define BASIN_ENTER 0.25
+/*
+ * ... or within BASIN_NEAR, coming nearer, and below its objective by at
+ * most BASIN_NEAR_GAP (relative): on a flat spectrum a run comes back to a
+ * known optimum slowly, its objective already close while U still moves.
+ */
+#define BASIN_NEAR 1.0
+#define BASIN_NEAR_GAP 1e-4
 /* Hops in a row that come back into known basins before the search stops (the landscape is covered). */
 #define HOP_KNOWN 3
 /* Weakest global directions a hop replaces. */
@@ -80,6 +88,8 @@ typedef struct Optima
 	int			n;
 	double	   *U[FIT_MAX_STARTS];
 	int			run[FIT_MAX_STARTS];	/* the run (index into the starts) that found it */
+	double		f[FIT_MAX_STARTS];	/* its objective */
+	double		last[FIT_MAX_STARTS];	/* the watched run's distance to it at the last check */
 	int			entered;		/* the optimum the watched run came near, or -1 */
 } Optima;
 
@@ -95,22 +105,34 @@ optima_near(const Optima *o, const double *U, double radius)
 
 /* Keep U, where run ended, as a new optimum. */
 static void
-optima_add(Optima *o, const double *U, int run)
+optima_add(Optima *o, const double *U, int run, double objective)
 {
 	int64		size = (int64) o->be->d * o->be->r1;
 
 	o->U[o->n] = palloc(sizeof(double) * Max(size, 1));
 	memcpy(o->U[o->n], U, sizeof(double) * size);
+	o->f[o->n] = objective;
 	o->run[o->n++] = run;
 }
 
 /* LbfgsWatch check: stop a run that has come into a known optimum's basin. */
 static bool
-optima_watch(void *arg, const double *U)
+optima_watch(void *arg, const double *U, double objective)
 {
 	Optima	   *o = arg;
 
-	o->entered = optima_near(o, U, BASIN_ENTER);
+	o->entered = -1;
+	for (int k = 0; k < o->n && o->entered < 0; k++)
+	{
+		double		dist = fit_projector_distance(o->be->d, o->be->r1, o->U[k], o->be->r1, U,
+												  o->be->r1);
+		double		gap = (o->f[k] - objective) / Max(fabs(o->f[k]), DBL_MIN);
+
+		if (dist < BASIN_ENTER ||
+			(dist < BASIN_NEAR && dist < o->last[k] && gap >= 0.0 && gap <= BASIN_NEAR_GAP))
+			o->entered = k;
+		o->last[k] = dist;
+	}
 	return o->entered >= 0;
 }
 
@@ -135,12 +157,14 @@ settle(Optima *o, FitDiagnostics *diag, int j, const double *U, bool verbose)
 	}
 	else if (k < 0 && rep->converged)
 	{
-		optima_add(o, U, j);
+		optima_add(o, U, j, rep->objective);
 		rep->basin = j;
 	}
 	if (k >= 0)
 		rep->basin = o->run[k];
 	o->entered = -1;
+	for (int i = 0; i < o->n; i++)
+		o->last[i] = INFINITY;
 	return k;
 }
 

@@ -446,7 +446,7 @@ stop_after_step(Lbfgs *lb, const LbfgsWatch *watch, int iteration, double fprev,
 {
 	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
 
-	if (watch != NULL && watch->check(watch->arg, lb->U))
+	if (watch != NULL && watch->check(watch->arg, lb->U, lb->f * lb->be->nclients))
 		return FIT_END_KNOWN_BASIN;
 	*stall = (lb->f - fprev <= ROUNDING * fabs(lb->f) && lb->gnorm > 0.5 * gprev) ? *stall + 1 : 0;
 	if (*stall >= STALL_ROUNDS)

@@ -29,7 +29,7 @@ typedef struct LbfgsMemory
 /* A watch on a run: check is called after each iteration with its U; true stops the run there. */
 typedef struct LbfgsWatch
 {
-	bool		(*check) (void *arg, const double *U);
+	bool		(*check) (void *arg, const double *U, double objective);
 	void	   *arg;
 } LbfgsWatch;
 
