@@ -185,30 +185,13 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 Oid *
 evaluate_query_types(const char *query, int *natts)
 {
-	SPIPlanPtr	plan;
-	List	   *sources;
-	CachedPlanSource *src;
 	TupleDesc	desc;
 	Oid		   *types;
 	MemoryContext caller = CurrentMemoryContext;
 
 	(void) perpca_one_select(query, "query");
 	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	sources = SPI_plan_get_plan_sources(plan);
-	if (list_length(sources) != 1)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
-				 errmsg("the query must be a single statement")));
-	src = (CachedPlanSource *) linitial(sources);
-	desc = src->resultDesc;
-	if (desc == NULL)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
-				 errmsg("the query must return rows"),
-				 errhint("Pass a SELECT returning (client, x float8[]) or (client, perpca_stats).")));
+	desc = row_planned_result(query, "query");
 	types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
 	for (int i = 0; i < desc->natts; i++)
 		types[i] = TupleDescAttr(desc, i)->atttypid;

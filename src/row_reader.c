@@ -159,11 +159,11 @@ classify(const Oid *types, int natts, const char *what)
 }
 
 /*
- * The plan's result of sql (prepared, not run), or the error for more than
- * one statement or one that returns no rows.
+ * The plan's result of sql (prepared, not run; SPI connected), or the error
+ * for more than one statement or one that returns no rows (row_reader.h).
  */
-static TupleDesc
-planned_result(const char *sql, const char *what)
+TupleDesc
+row_planned_result(const char *sql, const char *what)
 {
 	SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
 	List	   *sources;
@@ -204,9 +204,9 @@ row_shape(const char *query, RowShape *shape, const char *what)
 		elog(ERROR, "SPI_connect failed");
 	/* one SELECT (query_check.c), then as the subquery every reader runs it as */
 	(void) perpca_one_select(query, what);
-	(void) planned_result(query, what);
+	(void) row_planned_result(query, what);
 	shape->body = MemoryContextStrdup(caller, query_body(query));
-	desc = planned_result(psprintf("SELECT * FROM (%s\n) AS q", shape->body), what);
+	desc = row_planned_result(psprintf("SELECT * FROM (%s\n) AS q", shape->body), what);
 	shape->natts = desc->natts;
 	shape->types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
 	shape->names = MemoryContextAlloc(caller, sizeof(char *) * Max(desc->natts, 1));

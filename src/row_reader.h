@@ -71,6 +71,13 @@ typedef struct RowShape
 extern void row_shape(const char *query, RowShape *shape, const char *what);
 
 /*
+ * The columns sql returns, from its plan (prepared, not run; the caller has
+ * connected SPI): an error names it what when it is more than one statement
+ * or returns no rows.
+ */
+extern TupleDesc row_planned_result(const char *sql, const char *what);
+
+/*
  * The query as one row per client, (client text, stats perpca_stats): rows
  * aggregated under mode (every name qualified with perpca's schema, so
  * nothing binds to the caller's search_path); statistics merged per client
