@@ -178,7 +178,7 @@ perpca_stats_validate(const PerpcaStats *s)
 	perpca_stats_check_version(s);
 	if (s->dim < 1)
 		invalid_stats("The dimension must be positive.");
-	perpca_check_dim_limit(s->dim);
+	perpca_check_dense_dim_limit(s->dim, NULL);
 	if (s->n < 0)
 		invalid_stats("The row count must not be negative.");
 	if (perpca_stats_skipped(s) < 0)
@@ -354,10 +354,10 @@ parse_header(const char **p, const char *str, int64 *n, int64 *d, int64 *skipped
 		syntax_error(str, "The row count n must not be negative.");
 	if (*d < 1)
 		syntax_error(str, "The dimension d must be positive.");
-	if (*d > PERPCA_MAX_DIM)
+	if (*d > PERPCA_MAX_DENSE_DIM)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("dimension %lld exceeds the limit of %d", (long long) *d, PERPCA_MAX_DIM)));
+				 errmsg("dimension %lld exceeds the limit of %d", (long long) *d, PERPCA_MAX_DENSE_DIM)));
 }
 
 /*
@@ -461,7 +461,7 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 		skipped = pq_getmsgint64(msg);
 	if (d < 1)
 		invalid_stats("The dimension must be positive.");
-	perpca_check_dim_limit(d);
+	perpca_check_dense_dim_limit(d, NULL);
 	if (skipped < 0)
 		invalid_stats("The count of skipped rows must not be negative.");
 	left = (msg->len - msg->cursor) / (int64) sizeof(double);
