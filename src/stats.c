@@ -49,6 +49,7 @@ PG_FUNCTION_INFO_V1(perpca_stats_form);
  */
 
 /* The sketch's fields sit where exact values have zeros: their layout is unchanged. */
+StaticAssertDecl(PERPCA_SKETCH_MAX_DIM == PERPCA_MAX_DIM, "a sketch goes up to perpca's limit");
 StaticAssertDecl(offsetof(PerpcaStats, rows) == 12 && offsetof(PerpcaStats, n) == 16 &&
 				 offsetof(PerpcaStats, data) == 24, "perpca_stats header layout changed");
 
@@ -263,7 +264,7 @@ perpca_stats_validate(const PerpcaStats *s)
 	if (s->form == PERPCA_FORM_SKETCH)
 		perpca_check_sketch_dim(s->dim);
 	else
-		perpca_check_dim_limit(s->dim);
+		perpca_check_dense_dim_limit(s->dim, NULL);
 	if (s->n < 0)
 		invalid_stats("The row count must not be negative.");
 	if (perpca_stats_skipped(s) < 0)
@@ -495,12 +496,15 @@ parse_header(const char **p, const char *str, TextHeader *h)
 		syntax_error(str, "The row count n must not be negative.");
 	if (h->d < 1)
 		syntax_error(str, "The dimension d must be positive.");
-	if (h->d > (version == PERPCA_STATS_VERSION_SKETCH ? PERPCA_SKETCH_MAX_DIM : PERPCA_MAX_DIM))
+	if (h->d > INT_MAX)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("dimension %lld exceeds the limit of %d%s", (long long) h->d,
-						version == PERPCA_STATS_VERSION_SKETCH ? PERPCA_SKETCH_MAX_DIM : PERPCA_MAX_DIM,
-						version == PERPCA_STATS_VERSION_SKETCH ? " for a sketch" : "")));
+				 errmsg("dimension %lld exceeds the limit of %d", (long long) h->d,
+						version == PERPCA_STATS_VERSION_SKETCH ? PERPCA_SKETCH_MAX_DIM : PERPCA_MAX_DENSE_DIM)));
+	if (version == PERPCA_STATS_VERSION_SKETCH)
+		perpca_check_sketch_dim((int) h->d);
+	else
+		perpca_check_dense_dim_limit((int) h->d, NULL);
 }
 
 /* The value the header describes, zeroed (its delta and trace set). */
@@ -682,7 +686,7 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	}
 	if (d < 1)
 		invalid_stats("The dimension must be positive.");
-	perpca_check_dim_limit(d);
+	perpca_check_dense_dim_limit(d, NULL);
 	if (skipped < 0)
 		invalid_stats("The count of skipped rows must not be negative.");
 	left = (msg->len - msg->cursor) / (int64) sizeof(double);
@@ -764,11 +768,7 @@ void
 perpca_stats_moment(const PerpcaStats *s, const double *center, double *out)
 {
 	Assert(s->n > 0);
-	if (s->dim > PERPCA_MAX_DIM)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("a d x d matrix of a sketch of dimension %d exceeds the limit of %d", s->dim, PERPCA_MAX_DIM),
-				 errhint("Sketches of more than %d dimensions are read as their rows, not as a d x d matrix.", PERPCA_MAX_DIM)));
+	perpca_check_dense_dim_limit(s->dim, "The second-moment matrix of the statistics");
 	scaled_comoment(s, out);
 	if (center != NULL)
 	{
