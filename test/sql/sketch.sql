@@ -49,7 +49,7 @@ SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=1 rows=2 delta=0 trace=9 m
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=2 rows=1 delta=-1 trace=9 mean={1,2} mean_lo={0,0} sketch={1,0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=2 rows=1 delta=0 trace=0.5 mean={1,2} mean_lo={0,0} sketch={1,0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=2 rows=1 delta=1 trace=2.5 mean={1,2} mean_lo={0,0} sketch={1,0}'::perpca_stats$$);
-SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=3 rows=3 delta=0 trace=3 mean={1,2} mean_lo={0,0} sketch={1,0,1,0,1,0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v3 n=2 d=2 skipped=0 ell=3 rows=3 delta=0 trace=3 mean={1,2} mean_lo={0,0} sketch={1,0,1,0,1,0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v3 n=1 d=2 skipped=0 ell=3 rows=0 delta=0 trace=1 mean={1,2} mean_lo={0,0} sketch={}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=2 rows=1 delta=0 trace=9 mean={1,2} mean_lo={0,0} sketch={1,0,1}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=2 rows=1 delta=0 trace=9 mean={1,2} mean_lo={0,0} sketch={1,NaN}'::perpca_stats$$);
