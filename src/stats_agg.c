@@ -269,8 +269,8 @@ state_set_rowtype(StatsState *st, PerpcaRowType type)
  * Can this argument, a row of type `type`, wait in the state as it came?
  * Only a value of the size of a one-dimensional float8[d] without NULLs, or
  * of a vector or halfvec of dimension d, either an on-disk TOAST pointer to
- * one or one stored inline, uncompressed; anything else is read at once
- * (and a malformed row fails at once).
+ * one or (when a missing value is an error) one stored inline, uncompressed;
+ * anything else is read at once (and a malformed row fails at once).
  */
 static bool
 row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
@@ -290,6 +290,9 @@ row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 		VARATT_EXTERNAL_GET_POINTER(ptr, v);
 		return ptr.va_rawsize == (int32) size;
 	}
+	/* under 'skip', a row read at once that is left out does not count towards the thin limit */
+	if (st->nulls != PERPCA_NULLS_ERROR)
+		return false;
 	if (VARATT_IS_4B_U(v))
 		return VARSIZE(v) == size;
 	return VARATT_IS_1B(v) && !VARATT_IS_1B_E(v) &&
