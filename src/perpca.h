@@ -107,8 +107,19 @@
 
 #include "pg_compat.h"
 
-/* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
-#define PERPCA_MAX_DIM 4096
+/*
+ * Largest supported dimension d: pgvector's storage limit.  Fits whose
+ * clients are not dense (thin or sketched statistics) and the functions of
+ * a stored model work in d x k and rows x d blocks, never d x d.
+ */
+#define PERPCA_MAX_DIM 16000
+
+/*
+ * Largest dimension of exact statistics (dense or thin perpca_stats values)
+ * and of any path that forms a d x d matrix: a d x d float8 matrix stays
+ * well under 1 GB.
+ */
+#define PERPCA_MAX_DENSE_DIM 4096
 
 /* ---- progress.c ---- */
 
@@ -170,6 +181,12 @@ extern pg_noreturn void perpca_dim_mismatch(int expected, int got, const char *w
 
 /* Raise program_limit_exceeded when d is above PERPCA_MAX_DIM. */
 extern void perpca_check_dim_limit(int d);
+
+/*
+ * The same for PERPCA_MAX_DENSE_DIM: exact statistics, and paths that form
+ * a d x d matrix (what names the path in the error's detail, or NULL).
+ */
+extern void perpca_check_dense_dim_limit(int d, const char *what);
 
 /* Build float8[] values from C arrays. */
 extern ArrayType *perpca_vector_build(const double *x, int n);

@@ -896,7 +896,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	int64		d;
 
 	if (VARSIZE(ss) < offsetof(SerialState, data) || ss->format != STATE_FORMAT ||
-		ss->d < 1 || ss->d > PERPCA_MAX_DIM || ss->nbuf < 0 || ss->npend < 0 ||
+		ss->d < 1 || ss->d > PERPCA_MAX_DENSE_DIM || ss->nbuf < 0 || ss->npend < 0 ||
 		ss->n < 0 || ss->skipped < 0 || (ss->dense && ss->npend > 0) ||
 		(ss->nulls != PERPCA_NULLS_ERROR && ss->nulls != PERPCA_NULLS_SKIP) ||
 		ss->rowtype > PERPCA_ROWTYPE_HALFVEC || ss->pendlen < 0 ||
@@ -987,7 +987,10 @@ perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 
 	if (st == NULL)
+	{
+		perpca_check_dense_dim_limit(d, NULL);
 		return state_create(aggcxt, d, nulls);
+	}
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
 	state_set_nulls(st, nulls);
@@ -1141,6 +1144,10 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	}
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_check_version(s);
+	if (s->form == PERPCA_FORM_SKETCH)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+				 errmsg("perpca_merge cannot merge sketched statistics yet")));
 	if (st == NULL)
 		st = state_create(aggcxt, s->dim, PERPCA_NULLS_ERROR);
 	else if (s->dim != st->d)
