@@ -246,3 +246,8 @@ FROM (SELECT perpca_sketch(ARRAY(SELECT sin(i * j) FROM generate_series(1, 16000
       FROM generate_series(1, 6) i) q;
 SELECT pg_temp.err($$SELECT perpca_sketch(array_fill(1::float8, ARRAY[16001]), 2)$$);
 SELECT pg_temp.err($$SELECT perpca_stats(array_fill(1::float8, ARRAY[5000]))$$);
+
+-- the test's objects (agg_plan is shared with the other statistics tests)
+DROP FUNCTION agg_plan(text);
+DROP FUNCTION pg_temp.guarantee(perpca_stats, sk_exp);
+DROP TABLE lit, lit_copy, sk_exp, sk_rows, sk_serial, sk_copy, sk_parallel, sk_part, sk_pw, sk_parts, sk_merged_parallel;
