@@ -57,6 +57,20 @@ perpca_check_dim_limit(int d)
 }
 
 void
+perpca_check_dense_dim_limit(int d, const char *what)
+{
+	if (d > PERPCA_MAX_DENSE_DIM)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
+				 errmsg("dimension %d exceeds the limit of %d", d, PERPCA_MAX_DENSE_DIM),
+				 what ? errdetail("%s forms a d x d matrix.", what) :
+				 errdetail("Exact statistics (dense or thin) are limited to %d dimensions.",
+						   PERPCA_MAX_DENSE_DIM),
+				 errhint("Sketched statistics, perpca_sketch(x, ell), go up to %d dimensions.",
+						 PERPCA_MAX_DIM)));
+}
+
+void
 perpca_dim_mismatch(int expected, int got, const char *what)
 {
 	ereport(ERROR,

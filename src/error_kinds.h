@@ -26,7 +26,7 @@
 #define PERPCA_ERRCODE_DIMENSION ERRCODE_ARRAY_SUBSCRIPT_ERROR
 /* 22000 data_exception: a NaN or infinite value, an empty row, statistics of no rows where rows are needed, an invalid perpca_stats value */
 #define PERPCA_ERRCODE_BAD_VALUE ERRCODE_DATA_EXCEPTION
-/* 54000 program_limit_exceeded: d above 4096 */
+/* 54000 program_limit_exceeded: d above 16000, or above 4096 for exact statistics and paths that form a d x d matrix */
 #define PERPCA_ERRCODE_DIM_LIMIT ERRCODE_PROGRAM_LIMIT_EXCEEDED
 /* 54000 program_limit_exceeded: more clients than perpca_clusters takes */
 #define PERPCA_ERRCODE_CLIENT_LIMIT ERRCODE_PROGRAM_LIMIT_EXCEEDED

@@ -7,6 +7,13 @@
  *   arrays.c            validating and building float8[] values (vectors, matrices)
  *   stats.c             the perpca_stats type: I/O, send/receive, moments (stats.h)
  *   stats_agg.c         the perpca_stats aggregates: transition, combine, serialize
+ *   sketch.c            Frequent Directions over a group's centred rows: add, shrink
+ *                       (dsyevd of the buffer's Gram), merge sketches and stored values,
+ *                       the sketch value, serialized state (sketch.h); called by
+ *                       stats_agg.c (perpca_merge meeting a sketch) and sketch_agg.c
+ *   sketch_agg.c        the perpca_sketch aggregates (float8[]; vector and halfvec
+ *                       through stats_agg.c's table of row readers): transition,
+ *                       combine, serialize, final
  *   stats_dist_agg.c    perpca_stats_distributed / perpca_merge_distributed: stats_agg.c's
  *                       state behind a perpca_stats-typed (expanded) state, which Citus
  *                       splits across its workers
@@ -107,8 +114,19 @@
 
 #include "pg_compat.h"
 
-/* Largest supported dimension d: a d x d float8 matrix stays well under 1 GB. */
-#define PERPCA_MAX_DIM 4096
+/*
+ * Largest supported dimension d: pgvector's storage limit.  Fits whose
+ * clients are not dense (thin or sketched statistics) and the functions of
+ * a stored model work in d x k and rows x d blocks, never d x d.
+ */
+#define PERPCA_MAX_DIM 16000
+
+/*
+ * Largest dimension of exact statistics (dense or thin perpca_stats values)
+ * and of any path that forms a d x d matrix: a d x d float8 matrix stays
+ * well under 1 GB.
+ */
+#define PERPCA_MAX_DENSE_DIM 4096
 
 /* ---- progress.c ---- */
 
@@ -170,6 +188,12 @@ extern pg_noreturn void perpca_dim_mismatch(int expected, int got, const char *w
 
 /* Raise program_limit_exceeded when d is above PERPCA_MAX_DIM. */
 extern void perpca_check_dim_limit(int d);
+
+/*
+ * The same for PERPCA_MAX_DENSE_DIM: exact statistics, and paths that form
+ * a d x d matrix (what names the path in the error's detail, or NULL).
+ */
+extern void perpca_check_dense_dim_limit(int d, const char *what);
 
 /* Build float8[] values from C arrays. */
 extern ArrayType *perpca_vector_build(const double *x, int n);

@@ -351,7 +351,7 @@ no_sessions_left('remote error');
 ($ret, $err) = fed_error($shards, $query, '5, 6');
 like($err, qr/exceed the dimension 10/, 'ranks too large for d are rejected');
 ($ret, $err) = fed_error($shards, $query, '1, 2147483647');
-like($err, qr/option "n_local" must be between 0 and 4096/, 'an absurd rank is rejected, no crash');
+like($err, qr/option "n_local" must be between 0 and 16000/, 'an absurd rank is rejected, no crash');
 ($ret, $err) = fed_error($shards, $query, '0, 0');
 like($err, qr/no components to fit/, 'no components at all is an error');
 
