@@ -5,7 +5,7 @@
 # Debian section.
 #
 #   PGHOST=... PGPORT=... PGDATABASE=... nice -n 10 bash bench/pgvector_recall.sh [CORPUS_DIR]
-#   WIDTHS="32 64 128" QUERIES=50 RESULTS=file.json
+#   WIDTHS="16 32 64" QUERIES=50 RESULTS=file.json FIT_OPTIONS=", init => 'dispca', hops => 0, tolerance => 1e-6"
 #
 # CORPUS_DIR (default /tmp/perpca-lsa) holds bench/debian_lsa.py's output; it
 # is made when missing (apt lists with Translation-en needed: as root, run
