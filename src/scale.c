@@ -28,6 +28,21 @@ PG_FUNCTION_INFO_V1(perpca_scale_factors);
 PG_FUNCTION_INFO_V1(perpca_scale_stats);
 PG_FUNCTION_INFO_V1(perpca_scale_vector);
 
+/*
+ * A sketch cannot be scaled: its columns' variances (M2's diagonal) are not
+ * kept, only their sum, and B's bound would not survive unequal scales.
+ */
+static void
+refuse_sketch(const PerpcaStats *s)
+{
+	if (s->form == PERPCA_FORM_SKETCH)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+				 errmsg("sketched statistics cannot be scaled"),
+				 errdetail("A sketch keeps the total variance, not each column's."),
+				 errhint("Scale the rows before sketching them (perpca_sketch(x / s, ell)), or use exact statistics (perpca_stats).")));
+}
+
 /* M2_jj of one value: the packed diagonal (dense) or the column's sum of squares (thin). */
 static double
 comoment_diagonal(const PerpcaStats *s, int j)
@@ -36,6 +51,7 @@ comoment_diagonal(const PerpcaStats *s, int j)
 	int			d = s->dim;
 	double		sum = 0.0;
 
+	refuse_sketch(s);
 	if (s->form != PERPCA_FORM_THIN)
 		return body[(int64) j * d - (int64) j * (j - 1) / 2];
 	for (int64 r = 0; r < s->n; r++)
@@ -117,6 +133,7 @@ scale_stats_inplace(PerpcaStats *s, const double *scale)
 	int			d = s->dim;
 	double	   *body = PERPCA_STATS_BODY(s);
 
+	refuse_sketch(s);
 	for (int j = 0; j < d; j++)
 		scale_mean(&PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j], scale[j]);
 	if (s->form == PERPCA_FORM_THIN)

@@ -48,11 +48,62 @@ PG_FUNCTION_INFO_V1(perpca_stats_form);
  * ------------------------------------------------------------------------
  */
 
+/* The sketch's fields sit where exact values have zeros: their layout is unchanged. */
+StaticAssertDecl(PERPCA_SKETCH_MAX_DIM == PERPCA_MAX_DIM, "a sketch goes up to perpca's limit");
+StaticAssertDecl(offsetof(PerpcaStats, rows) == 12 && offsetof(PerpcaStats, n) == 16 &&
+				 offsetof(PerpcaStats, data) == 24, "perpca_stats header layout changed");
+
 /* Where a version 2 value keeps its skipped count: after the doubles. */
 static inline char *
 skipped_ptr(const PerpcaStats *s)
 {
-	return (char *) s->data + sizeof(double) * perpca_stats_nvalues(s->form, s->dim, s->n);
+	return (char *) s->data + sizeof(double) * perpca_stats_value_count(s);
+}
+
+/* Does the value carry a skipped count after its doubles (versions 2 and 3)? */
+static inline bool
+has_skipped(const PerpcaStats *s)
+{
+	return s->version == PERPCA_STATS_VERSION_SKIPPED || s->version == PERPCA_STATS_VERSION_SKETCH;
+}
+
+void
+perpca_check_sketch_dim(int d)
+{
+	if (d > PERPCA_SKETCH_MAX_DIM)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
+				 errmsg("dimension %d exceeds the limit of %d for a sketch", d, PERPCA_SKETCH_MAX_DIM)));
+}
+
+PerpcaStats *
+perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n, int64 skipped)
+{
+	Size		size;
+	PerpcaStats *s;
+
+	Assert(skipped >= 0 && rows >= 0 && rows <= ell && ell <= PERPCA_SKETCH_MAX_ELL);
+	perpca_check_sketch_dim(d);
+	if ((int64) rows * d > (int64) (MaxAllocSize / sizeof(double)))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
+				 errmsg("perpca_stats sketch with %d rows of dimension %d is too large", rows, d)));
+	size = offsetof(PerpcaStats, data) +
+		sizeof(double) * perpca_stats_nvalues(PERPCA_FORM_SKETCH, d, rows) + sizeof(int64);
+	if (size > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
+				 errmsg("perpca_stats sketch with %d rows of dimension %d is too large", rows, d)));
+	s = (PerpcaStats *) palloc0(size);
+	SET_VARSIZE(s, size);
+	s->version = PERPCA_STATS_VERSION_SKETCH;
+	s->form = PERPCA_FORM_SKETCH;
+	s->ell = (int16) ell;
+	s->dim = d;
+	s->rows = rows;
+	s->n = n;
+	memcpy(skipped_ptr(s), &skipped, sizeof(int64));
+	return s;
 }
 
 PerpcaStats *
@@ -62,7 +113,7 @@ perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 	Size		size;
 	PerpcaStats *s;
 
-	Assert(skipped >= 0);
+	Assert(skipped >= 0 && form != PERPCA_FORM_SKETCH);
 	if (form == PERPCA_FORM_THIN && n > (int64) (MaxAllocSize / sizeof(double)) / d)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
@@ -97,7 +148,7 @@ perpca_stats_skipped(const PerpcaStats *s)
 {
 	int64		skipped;
 
-	if (s->version != PERPCA_STATS_VERSION_SKIPPED)
+	if (!has_skipped(s))
 		return 0;
 	memcpy(&skipped, skipped_ptr(s), sizeof(int64));
 	return skipped;
@@ -107,10 +158,12 @@ bool
 perpca_stats_flat(const PerpcaStats *s)
 {
 	const double *body = PERPCA_STATS_BODY(s);
-	int64		len = perpca_stats_nvalues(s->form, s->dim, s->n) - 2 * (int64) s->dim;
+	int64		len = perpca_stats_value_count(s) - 2 * (int64) s->dim;
 
 	if (s->n <= 0)
 		return false;
+	if (s->form == PERPCA_FORM_SKETCH)
+		return body[1] == 0.0;	/* trace(M2), exact */
 	for (int64 i = 0; i < len; i++)
 		if (body[i] != 0.0)
 			return false;
@@ -129,8 +182,9 @@ invalid_stats(const char *detail)
 void
 perpca_stats_check_version(const PerpcaStats *s)
 {
-	if ((s->version != PERPCA_STATS_VERSION && s->version != PERPCA_STATS_VERSION_SKIPPED) ||
-		(s->form != PERPCA_FORM_DENSE && s->form != PERPCA_FORM_THIN))
+	if (!((s->version == PERPCA_STATS_VERSION || s->version == PERPCA_STATS_VERSION_SKIPPED) &&
+		  (s->form == PERPCA_FORM_DENSE || s->form == PERPCA_FORM_THIN)) &&
+		!(s->version == PERPCA_STATS_VERSION_SKETCH && s->form == PERPCA_FORM_SKETCH))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d",
@@ -170,6 +224,35 @@ mean_lo_outlier(const double *mean, const double *lo, int d)
 	return -1;
 }
 
+/*
+ * A sketch's own rules: 1 <= ell <= PERPCA_SKETCH_MAX_ELL; B has at most ell
+ * rows, and none for a group of at most one row (its co-moment is zero);
+ * delta >= 0; the exact trace(M2) is at least ||B||_F^2 + ell delta (what
+ * Frequent Directions shrinks away is at least ell delta), up to rounding.
+ */
+static void
+check_sketch(const PerpcaStats *s)
+{
+	const double *body = PERPCA_STATS_BODY(s);
+	double		delta = body[0];
+	double		trace = body[1];
+	double		frob;
+
+	if (s->ell < 1 || s->ell > PERPCA_SKETCH_MAX_ELL)
+		invalid_stats(psprintf("A sketch's ell must be between 1 and %d.", PERPCA_SKETCH_MAX_ELL));
+	if (s->rows < 0 || s->rows > s->ell)
+		invalid_stats("A sketch has at most ell rows.");
+	if (s->rows > 0 && s->rows >= s->n)
+		invalid_stats("A sketch of n rows has fewer than n rows of B (the co-moment of n rows has rank below n).");
+	if (delta < 0.0 || trace < 0.0)
+		invalid_stats("A sketch's delta and trace must not be negative.");
+	if (s->n <= 1 && (delta != 0.0 || trace != 0.0))
+		invalid_stats("A sketch of at most one row has zero delta and trace.");
+	frob = linalg_dot((int64) s->rows * s->dim, body + 2, body + 2);
+	if (!(frob + s->ell * delta <= trace * (1.0 + 1e-8) + 1e-300))
+		invalid_stats("A sketch's trace must be at least the squared norm of its rows plus ell times delta.");
+}
+
 void
 perpca_stats_validate(const PerpcaStats *s)
 {
@@ -178,12 +261,15 @@ perpca_stats_validate(const PerpcaStats *s)
 	perpca_stats_check_version(s);
 	if (s->dim < 1)
 		invalid_stats("The dimension must be positive.");
-	perpca_check_dense_dim_limit(s->dim, NULL);
+	if (s->form == PERPCA_FORM_SKETCH)
+		perpca_check_sketch_dim(s->dim);
+	else
+		perpca_check_dense_dim_limit(s->dim, NULL);
 	if (s->n < 0)
 		invalid_stats("The row count must not be negative.");
 	if (perpca_stats_skipped(s) < 0)
 		invalid_stats("The count of skipped rows must not be negative.");
-	total = perpca_stats_nvalues(s->form, s->dim, s->n);
+	total = perpca_stats_value_count(s);
 	for (int64 i = 0; i < total; i++)
 	{
 		if (!isfinite(s->data[i]))
@@ -198,6 +284,8 @@ perpca_stats_validate(const PerpcaStats *s)
 		invalid_stats("mean_lo must be the rounding error of mean (within a few units in its last place).");
 	if (s->form == PERPCA_FORM_DENSE)
 		check_diagonal(s);
+	if (s->form == PERPCA_FORM_SKETCH)
+		check_sketch(s);
 }
 
 /* ------------------------------------------------------------------------
@@ -322,75 +410,159 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 	expect_token(p, "}", str);
 }
 
+/* Parse one finite number at *p, written as perpca_stats_out writes it. */
+static double
+parse_real(const char **p, const char *str)
+{
+	char	   *end;
+	double		v;
+
+	errno = 0;
+	v = strtod(*p, &end);
+	if (end == *p)
+		syntax_error(str, "Expected a number.");
+	if (!isfinite(v) || (errno == ERANGE && v == 0.0))
+		syntax_error(str, "Values must be finite numbers within the range of float8.");
+	if (!canonical_number(*p, end, true))
+		syntax_error(str, psprintf("\"%.*s\" is not a number as perpca_stats writes one (such as -1.25e-07).",
+								   (int) Min(end - *p, 40), *p));
+	*p = end;
+	return v;
+}
+
+/* What the text form's header says. */
+typedef struct TextHeader
+{
+	int64		version;
+	int64		n;
+	int64		d;
+	int64		skipped;		/* 0 for version 1 */
+	int64		ell;			/* sketch (version 3) only */
+	int64		rows;
+	double		delta;
+	double		trace;
+} TextHeader;
+
+/* The sketch's part of the header: " ell=<l> rows=<r> delta=<x> trace=<t>". */
+static void
+parse_sketch_header(const char **p, const char *str, TextHeader *h)
+{
+	expect_token(p, "ell=", str);
+	h->ell = parse_int(p, str);
+	if (h->ell < 1 || h->ell > PERPCA_SKETCH_MAX_ELL)
+		syntax_error(str, psprintf("ell must be between 1 and %d.", PERPCA_SKETCH_MAX_ELL));
+	expect_token(p, "rows=", str);
+	h->rows = parse_int(p, str);
+	if (h->rows < 0 || h->rows > h->ell)
+		syntax_error(str, "A sketch has between 0 and ell rows.");
+	expect_token(p, "delta=", str);
+	h->delta = parse_real(p, str);
+	expect_token(p, "trace=", str);
+	h->trace = parse_real(p, str);
+}
+
 /*
- * Parse "v1 n=<n> d=<d>" or "v2 n=<n> d=<d> skipped=<k>" into n, d and
- * skipped (0 for version 1) and check them.
+ * Parse "v1 n=<n> d=<d>", "v2 n=<n> d=<d> skipped=<k>" or "v3 n=<n> d=<d>
+ * skipped=<k> ell=<l> rows=<r> delta=<x> trace=<t>" and check it.
  */
 static void
-parse_header(const char **p, const char *str, int64 *n, int64 *d, int64 *skipped)
+parse_header(const char **p, const char *str, TextHeader *h)
 {
 	int64		version;
 
+	memset(h, 0, sizeof(*h));
 	expect_token(p, "v", str);
-	version = parse_int(p, str);
-	if (version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED)
+	version = h->version = parse_int(p, str);
+	if (version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED &&
+		version != PERPCA_STATS_VERSION_SKETCH)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version in \"%.20s\"", str),
 				 errhint("The value was written by a newer version of perpca.")));
 	expect_token(p, "n=", str);
-	*n = parse_int(p, str);
+	h->n = parse_int(p, str);
 	expect_token(p, "d=", str);
-	*d = parse_int(p, str);
-	*skipped = 0;
-	if (version == PERPCA_STATS_VERSION_SKIPPED)
+	h->d = parse_int(p, str);
+	if (version != PERPCA_STATS_VERSION)
 	{
 		expect_token(p, "skipped=", str);
-		*skipped = parse_int(p, str);
-		if (*skipped < 0)
+		h->skipped = parse_int(p, str);
+		if (h->skipped < 0)
 			syntax_error(str, "The count of skipped rows must not be negative.");
 	}
-	if (*n < 0)
+	if (version == PERPCA_STATS_VERSION_SKETCH)
+		parse_sketch_header(p, str, h);
+	if (h->n < 0)
 		syntax_error(str, "The row count n must not be negative.");
-	if (*d < 1)
+	if (h->d < 1)
 		syntax_error(str, "The dimension d must be positive.");
-	if (*d > PERPCA_MAX_DENSE_DIM)
+	if (h->d > INT_MAX)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("dimension %lld exceeds the limit of %d", (long long) *d, PERPCA_MAX_DENSE_DIM)));
+				 errmsg("dimension %lld exceeds the limit of %d", (long long) h->d,
+						version == PERPCA_STATS_VERSION_SKETCH ? PERPCA_SKETCH_MAX_DIM : PERPCA_MAX_DENSE_DIM)));
+	if (version == PERPCA_STATS_VERSION_SKETCH)
+		perpca_check_sketch_dim((int) h->d);
+	else
+		perpca_check_dense_dim_limit((int) h->d, NULL);
+}
+
+/* The value the header describes, zeroed (its delta and trace set). */
+static PerpcaStats *
+header_value(const TextHeader *h, int form)
+{
+	PerpcaStats *s;
+
+	if (h->version != PERPCA_STATS_VERSION_SKETCH)
+		return perpca_stats_alloc_skipped(form, (int) h->d, h->n, h->skipped);
+	s = perpca_stats_alloc_sketch((int) h->d, (int) h->ell, (int) h->rows, h->n, h->skipped);
+	PERPCA_STATS_BODY(s)[0] = h->delta;
+	PERPCA_STATS_BODY(s)[1] = h->trace;
+	return s;
+}
+
+/* The keyword of the body's list in the text form of a value of this form. */
+static const char *
+body_keyword(int form)
+{
+	return form == PERPCA_FORM_SKETCH ? "sketch=" : form == PERPCA_FORM_THIN ? "rows=" : "m2=";
 }
 
 /*
  * Text form: "v1 n=<n> d=<d> mean={...} mean_lo={...} m2={packed M2}" (dense)
  * or "... mean_lo={...} rows={n x d centred rows, row-major}" (thin); "v2
- * n=<n> d=<d> skipped=<k> mean=..." when k rows were skipped.
+ * n=<n> d=<d> skipped=<k> mean=..." when k rows were skipped; a sketch "v3
+ * n=<n> d=<d> skipped=<k> ell=<l> rows=<r> delta=<x> trace=<t> mean={...}
+ * mean_lo={...} sketch={r x d rows of B, row-major}".
  */
 Datum
 perpca_stats_in(PG_FUNCTION_ARGS)
 {
 	const char *str = PG_GETARG_CSTRING(0);
 	const char *p = str;
-	int64		n,
-				d,
-				skipped;
+	TextHeader	h;
+	int64		d;
 	double	   *mean;
 	int			j;
 	PerpcaStats *s;
 
-	parse_header(&p, str, &n, &d, &skipped);
+	parse_header(&p, str, &h);
+	d = h.d;
 	mean = palloc(sizeof(double) * 2 * d);
 	expect_token(&p, "mean=", str);
 	parse_list(&p, mean, d, str);
 	expect_token(&p, "mean_lo=", str);
 	parse_list(&p, mean + d, d, str);
-	s = perpca_stats_alloc_skipped(next_token_is(&p, "rows=") ? PERPCA_FORM_THIN : PERPCA_FORM_DENSE,
-								   (int) d, n, skipped);
+	s = header_value(&h, next_token_is(&p, "rows=") ? PERPCA_FORM_THIN : PERPCA_FORM_DENSE);
 	if ((j = mean_lo_outlier(mean, mean + d, (int) d)) >= 0)
 		syntax_error(str, psprintf("mean_lo element %d (%g) is not the rounding error of mean element %d (%g): it must be within a few units in its last place.",
 								   j + 1, mean[d + j], j + 1, mean[j]));
 	memcpy(s->data, mean, sizeof(double) * 2 * d);
-	expect_token(&p, s->form == PERPCA_FORM_THIN ? "rows=" : "m2=", str);
-	parse_list(&p, PERPCA_STATS_BODY(s), perpca_stats_nvalues(s->form, d, n) - 2 * d, str);
+	expect_token(&p, body_keyword(s->form), str);
+	if (s->form == PERPCA_FORM_SKETCH)
+		parse_list(&p, PERPCA_STATS_BODY(s) + 2, (int64) s->rows * d, str);
+	else
+		parse_list(&p, PERPCA_STATS_BODY(s), perpca_stats_value_count(s) - 2 * d, str);
 	skip_blanks(&p);
 	if (*p != '\0')
 		syntax_error(str, "Unexpected text after the value.");
@@ -421,24 +593,70 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 	StringInfoData buf;
 
+	bool		sketch = s->form == PERPCA_FORM_SKETCH;
+	char		num[DOUBLE_SHORTEST_DECIMAL_LEN];
+
 	perpca_stats_check_version(s);
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "v%d n=%lld d=%d", perpca_stats_skipped(s) > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION, (long long) s->n, s->dim);
-	if (perpca_stats_skipped(s) > 0)
+	appendStringInfo(&buf, "v%d n=%lld d=%d",
+					 sketch ? PERPCA_STATS_VERSION_SKETCH :
+					 perpca_stats_skipped(s) > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION,
+					 (long long) s->n, s->dim);
+	if (sketch || perpca_stats_skipped(s) > 0)
 		appendStringInfo(&buf, " skipped=%lld", (long long) perpca_stats_skipped(s));
+	if (sketch)
+	{
+		appendStringInfo(&buf, " ell=%d rows=%d delta=", s->ell, s->rows);
+		double_to_shortest_decimal_buf(PERPCA_STATS_BODY(s)[0], num);
+		appendStringInfo(&buf, "%s trace=", num);
+		double_to_shortest_decimal_buf(PERPCA_STATS_BODY(s)[1], num);
+		appendStringInfoString(&buf, num);
+	}
 	appendStringInfoString(&buf, " mean=");
 	append_list(&buf, PERPCA_STATS_MEAN(s), s->dim);
 	appendStringInfoString(&buf, " mean_lo=");
 	append_list(&buf, PERPCA_STATS_MEAN_LO(s), s->dim);
-	appendStringInfoString(&buf, s->form == PERPCA_FORM_THIN ? " rows=" : " m2=");
-	append_list(&buf, PERPCA_STATS_BODY(s),
-				perpca_stats_nvalues(s->form, s->dim, s->n) - 2 * s->dim);
+	appendStringInfo(&buf, " %s", body_keyword(s->form));
+	append_list(&buf, PERPCA_STATS_BODY(s) + (sketch ? 2 : 0),
+				perpca_stats_value_count(s) - 2 * s->dim - (sketch ? 2 : 0));
 	PG_RETURN_CSTRING(buf.data);
 }
 
 /*
- * Binary form: version byte, form byte, int32 d, int64 n, for version 2 the
- * int64 skipped count, then the doubles.
+ * A sketch's binary form after the exact forms' header (version 3, form 2,
+ * d, n, skipped): int32 ell, int32 rows, then the doubles.
+ */
+static PerpcaStats *
+recv_sketch(StringInfo msg, int32 d, int64 n, int64 skipped)
+{
+	int32		ell = pq_getmsgint(msg, 4);
+	int32		rows = pq_getmsgint(msg, 4);
+	int64		left;
+
+	if (d < 1)
+		invalid_stats("The dimension must be positive.");
+	perpca_check_sketch_dim(d);
+	if (ell < 1 || ell > PERPCA_SKETCH_MAX_ELL || rows < 0 || rows > ell)
+		invalid_stats(psprintf("A sketch's ell must be between 1 and %d, its rows between 0 and ell.",
+							   PERPCA_SKETCH_MAX_ELL));
+	if (skipped < 0 || n < 0)
+		invalid_stats("The row counts must not be negative.");
+	left = (msg->len - msg->cursor) / (int64) sizeof(double);
+	if (perpca_stats_nvalues(PERPCA_FORM_SKETCH, d, rows) * (int64) sizeof(double) != msg->len - msg->cursor)
+		invalid_stats("The message length does not match the dimension and row count.");
+	{
+		PerpcaStats *s = perpca_stats_alloc_sketch(d, ell, rows, n, skipped);
+
+		for (int64 i = 0; i < left; i++)
+			s->data[i] = pq_getmsgfloat8(msg);
+		return s;
+	}
+}
+
+/*
+ * Binary form: version byte, form byte, int32 d, int64 n, for versions 2 and
+ * 3 the int64 skipped count, for a sketch (version 3) int32 ell and int32
+ * rows, then the doubles.
  */
 Datum
 perpca_stats_recv(PG_FUNCTION_ARGS)
@@ -452,13 +670,20 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	int64		left;
 	PerpcaStats *s;
 
-	if ((version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED) ||
-		(form != PERPCA_FORM_DENSE && form != PERPCA_FORM_THIN))
+	if (!((version == PERPCA_STATS_VERSION || version == PERPCA_STATS_VERSION_SKIPPED) &&
+		  (form == PERPCA_FORM_DENSE || form == PERPCA_FORM_THIN)) &&
+		!(version == PERPCA_STATS_VERSION_SKETCH && form == PERPCA_FORM_SKETCH))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d", version, form)));
-	if (version == PERPCA_STATS_VERSION_SKIPPED)
+	if (version != PERPCA_STATS_VERSION)
 		skipped = pq_getmsgint64(msg);
+	if (version == PERPCA_STATS_VERSION_SKETCH)
+	{
+		s = recv_sketch(msg, d, n, skipped);
+		perpca_stats_validate(s);
+		PG_RETURN_POINTER(s);
+	}
 	if (d < 1)
 		invalid_stats("The dimension must be positive.");
 	perpca_check_dense_dim_limit(d, NULL);
@@ -479,18 +704,28 @@ Datum
 perpca_stats_send(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-	int64		total = perpca_stats_nvalues(s->form, s->dim, s->n);
-	int64		skipped = perpca_stats_skipped(s);
+	int64		total;
+	int64		skipped;
+	bool		sketch;
 	StringInfoData buf;
 
 	perpca_stats_check_version(s);
+	total = perpca_stats_value_count(s);
+	skipped = perpca_stats_skipped(s);
+	sketch = s->form == PERPCA_FORM_SKETCH;
 	pq_begintypsend(&buf);
-	pq_sendbyte(&buf, skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION);
+	pq_sendbyte(&buf, sketch ? PERPCA_STATS_VERSION_SKETCH :
+				skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION);
 	pq_sendbyte(&buf, s->form);
 	pq_sendint32(&buf, s->dim);
 	pq_sendint64(&buf, s->n);
-	if (skipped > 0)
+	if (sketch || skipped > 0)
 		pq_sendint64(&buf, skipped);
+	if (sketch)
+	{
+		pq_sendint32(&buf, s->ell);
+		pq_sendint32(&buf, s->rows);
+	}
 	for (int64 i = 0; i < total; i++)
 		pq_sendfloat8(&buf, s->data[i]);
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
@@ -515,11 +750,13 @@ scaled_comoment(const PerpcaStats *s, double *out)
 {
 	int			d = s->dim;
 	double		inv = 1.0 / (double) s->n;
+	int			rows;
+	const double *B = perpca_stats_sketch_rows(s, &rows);
 
-	if (s->form == PERPCA_FORM_THIN)
+	if (s->form == PERPCA_FORM_THIN || s->form == PERPCA_FORM_SKETCH)
 	{
 		memset(out, 0, sizeof(double) * d * d);
-		linalg_syrk_upper(d, (int) s->n, inv, PERPCA_STATS_BODY(s), out);
+		linalg_syrk_upper(d, B ? rows : (int) s->n, inv, B ? B : PERPCA_STATS_BODY(s), out);
 		return;
 	}
 	for (int64 i = 0, k = 0; i < d; i++)
@@ -531,6 +768,7 @@ void
 perpca_stats_moment(const PerpcaStats *s, const double *center, double *out)
 {
 	Assert(s->n > 0);
+	perpca_check_dense_dim_limit(s->dim, "The second-moment matrix of the statistics");
 	scaled_comoment(s, out);
 	if (center != NULL)
 	{
@@ -569,14 +807,30 @@ perpca_dim(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(s->dim);
 }
 
-/* 'dense' or 'thin': how the value stores its co-moments. */
+/* 'dense', 'thin' or 'sketch': how the value stores its co-moments. */
 Datum
 perpca_stats_form(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 
 	perpca_stats_check_version(s);
-	PG_RETURN_TEXT_P(cstring_to_text(s->form == PERPCA_FORM_THIN ? "thin" : "dense"));
+	PG_RETURN_TEXT_P(cstring_to_text(s->form == PERPCA_FORM_SKETCH ? "sketch" :
+									 s->form == PERPCA_FORM_THIN ? "thin" : "dense"));
+}
+
+double
+perpca_stats_trace(const PerpcaStats *s)
+{
+	const double *body = PERPCA_STATS_BODY(s);
+	double		sum = 0.0;
+
+	if (s->form == PERPCA_FORM_SKETCH)
+		return body[1];
+	if (s->form == PERPCA_FORM_THIN)
+		return linalg_dot(s->n * s->dim, body, body);
+	for (int64 i = 0, k = 0; i < s->dim; k += s->dim - i, i++)
+		sum += body[k];
+	return sum;
 }
 
 /* Mean vector; NULL for a value with no rows. */

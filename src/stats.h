@@ -20,6 +20,18 @@
  * version 1, byte for byte what perpca 0.1.0 and 0.2.0 wrote, and a version
  * 1 value (stored by them) means "nothing skipped".  Readers of the doubles
  * need not know the difference.
+ *
+ * A third form, the sketch (perpca_sketch(x, ell), sketch.c), is version 3:
+ *   sketch: n, the mean and mean_lo exactly as above; then delta, trace and
+ *           B, `rows` rows of d values (row-major), a Frequent-Directions
+ *           sketch of the centred rows: 0 <= M2 - B^T B <= delta I, with
+ *           trace = trace(M2) kept exactly (not B's); then, as in version 2,
+ *           the int64 skipped count (always present).  ell (at most
+ *           PERPCA_SKETCH_MAX_ELL) and rows (<= ell) live in the header: ell
+ *           in the int16 that exact forms keep zero, rows in what is
+ *           padding (zero) in an exact value.
+ * Its dimension may reach PERPCA_SKETCH_MAX_DIM (pgvector's 16,000); exact
+ * values keep PERPCA_MAX_DIM.
  */
 #ifndef PERPCA_STATS_H
 #define PERPCA_STATS_H
@@ -33,14 +45,21 @@
 #define PERPCA_STATS_VERSION_SKIPPED 2	/* version 1 + int64 skipped count at the end */
 #define PERPCA_FORM_DENSE 0		/* mean, mean_lo, packed M2 */
 #define PERPCA_FORM_THIN 1		/* mean, mean_lo, n centred rows */
+#define PERPCA_STATS_VERSION_SKETCH 3	/* the sketch form; int64 skipped count at the end */
+#define PERPCA_FORM_SKETCH 2		/* mean, mean_lo, delta, trace, rows x d of B */
+
+/* Largest dimension of a sketch (pgvector's storage limit) and largest ell. */
+#define PERPCA_SKETCH_MAX_DIM 16000
+#define PERPCA_SKETCH_MAX_ELL 4096
 
 typedef struct PerpcaStats
 {
 	int32		vl_len_;		/* varlena header (do not touch directly) */
 	uint8		version;		/* PERPCA_STATS_VERSION(_SKIPPED) */
-	uint8		form;			/* PERPCA_FORM_DENSE or PERPCA_FORM_THIN */
-	int16		unused;			/* zero */
+	uint8		form;			/* PERPCA_FORM_DENSE, _THIN or _SKETCH */
+	int16		ell;			/* sketch: ell; zero in exact forms */
 	int32		dim;			/* d */
+	int32		rows;			/* sketch: rows of B; padding (zero) in exact forms */
 	int64		n;				/* number of rows */
 	double		data[FLEXIBLE_ARRAY_MEMBER];	/* mean[d], mean_lo[d], body */
 } PerpcaStats;
@@ -50,16 +69,28 @@ typedef struct PerpcaStats
 #define PERPCA_STATS_PACKED(d)	((int64) (d) * ((d) + 1) / 2)
 #define PERPCA_STATS_MEAN(s)	((s)->data)
 #define PERPCA_STATS_MEAN_LO(s)	((s)->data + (s)->dim)
-#define PERPCA_STATS_BODY(s)	((s)->data + 2 * (s)->dim)	/* packed M2 or rows */
+#define PERPCA_STATS_BODY(s)	((s)->data + 2 * (s)->dim)	/* packed M2, rows, or delta, trace, B */
 
 #define DatumGetPerpcaStats(x)	((PerpcaStats *) PG_DETOAST_DATUM(x))
 #define PG_GETARG_PERPCA_STATS(n) DatumGetPerpcaStats(PG_GETARG_DATUM(n))
 
-/* Number of doubles after the header for a value of this form, d and n. */
+/*
+ * Number of doubles after the header for a value of this form, d and n; for
+ * the sketch form, n is the number of rows of B (not the group's count).
+ */
 static inline int64
 perpca_stats_nvalues(int form, int d, int64 n)
 {
+	if (form == PERPCA_FORM_SKETCH)
+		return 2 * (int64) d + 2 + n * d;
 	return 2 * (int64) d + (form == PERPCA_FORM_THIN ? n * d : PERPCA_STATS_PACKED(d));
+}
+
+/* The same for a value: its doubles after the header, whatever its form. */
+static inline int64
+perpca_stats_value_count(const PerpcaStats *s)
+{
+	return perpca_stats_nvalues(s->form, s->dim, s->form == PERPCA_FORM_SKETCH ? s->rows : s->n);
 }
 
 /* Thin form: the n x d rows centred at the mean; NULL for a dense value. */
@@ -68,6 +99,45 @@ perpca_stats_thin_rows(const PerpcaStats *s)
 {
 	return s->form == PERPCA_FORM_THIN ? PERPCA_STATS_BODY(s) : NULL;
 }
+
+/* Sketch form: the B rows (rows x d, row-major) with 0 <= M2 - B'B <= delta I, else NULL. */
+static inline const double *
+perpca_stats_sketch_rows(const PerpcaStats *s, int *rows)
+{
+	if (s->form != PERPCA_FORM_SKETCH)
+	{
+		*rows = 0;
+		return NULL;
+	}
+	*rows = s->rows;
+	return PERPCA_STATS_BODY(s) + 2;
+}
+
+/* delta, in M2's units (not divided by n); 0 for exact forms. */
+static inline double
+perpca_stats_sketch_delta(const PerpcaStats *s)
+{
+	return s->form == PERPCA_FORM_SKETCH ? PERPCA_STATS_BODY(s)[0] : 0.0;
+}
+
+/* ell; 0 for exact forms. */
+static inline int
+perpca_stats_sketch_ell(const PerpcaStats *s)
+{
+	return s->form == PERPCA_FORM_SKETCH ? s->ell : 0;
+}
+
+/* trace(M2), exactly (kept by a sketch; summed from the co-moments otherwise). */
+extern double perpca_stats_trace(const PerpcaStats *s);
+
+/*
+ * A zeroed sketch value of dimension d, ell, `rows` rows of B and n rows in
+ * its group (version 3; errors if it would exceed the allocation limit).
+ */
+extern PerpcaStats *perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n, int64 skipped);
+
+/* Raise program_limit_exceeded when a sketch's d is above PERPCA_SKETCH_MAX_DIM. */
+extern void perpca_check_sketch_dim(int d);
 
 /* Allocate a zeroed value (errors if it would exceed the allocation limit). */
 extern PerpcaStats *perpca_stats_alloc(int form, int d, int64 n);
@@ -174,6 +244,10 @@ extern void perpca_stats_validate(const PerpcaStats *s);
  *   out = M2/n + (mean - c)(mean - c)^T.
  * center == NULL means c = the group's own mean (the covariance); a zero
  * vector gives the uncentered moment (1/n) sum x x^T.  Requires n > 0.
+ * For a sketch, M2 is its estimate B^T B (below M2 by at most delta I): the
+ * dense paths that call this (perpca_covariance, evaluation, ranks) see the
+ * sketch's estimate; a sketch of d above PERPCA_MAX_DIM is refused (its
+ * d x d matrix is too large).
  */
 extern void perpca_stats_moment(const PerpcaStats *s, const double *center, double *out);
 

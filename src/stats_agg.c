@@ -1094,6 +1094,10 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	}
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_check_version(s);
+	if (s->form == PERPCA_FORM_SKETCH)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+				 errmsg("perpca_merge cannot merge sketched statistics yet")));
 	if (st == NULL)
 		st = state_create(aggcxt, s->dim, PERPCA_NULLS_ERROR);
 	else if (s->dim != st->d)

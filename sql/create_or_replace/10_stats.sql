@@ -87,14 +87,14 @@ CREATE OR REPLACE FUNCTION perpca_covariance(s perpca_stats, centered boolean DE
 CREATE OR REPLACE FUNCTION perpca_stats_form(perpca_stats) RETURNS text
     AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_stats_form(perpca_stats) IS
-    'how the value stores its co-moments: ''thin'' (the centred rows, while n <= d/2) or ''dense'' (packed d x d matrix)';
+    'how the value stores its co-moments: ''thin'' (the centred rows, while n <= d/2), ''dense'' (packed d x d matrix) or ''sketch'' (perpca_sketch: ell rows B and delta with 0 <= M2 - B''B <= delta I)';
 COMMENT ON FUNCTION perpca_count(perpca_stats) IS 'number of rows n summarized by the statistics';
 COMMENT ON FUNCTION perpca_skipped(perpca_stats) IS
     'number of rows left out of the statistics for a NULL, NaN or infinite element (perpca_stats(x, ''skip'')), summed by perpca_merge; 0 for values stored before perpca 0.3.0';
 COMMENT ON FUNCTION perpca_dim(perpca_stats) IS 'dimension d of the rows';
 COMMENT ON FUNCTION perpca_mean(perpca_stats) IS 'mean vector (d values); NULL when n = 0';
 COMMENT ON FUNCTION perpca_covariance(perpca_stats, boolean) IS
-    'd x d covariance scaled by 1/n; with centered => false the uncentered second moment (1/n) sum x x^T; NULL when n = 0';
+    'd x d covariance scaled by 1/n; with centered => false the uncentered second moment (1/n) sum x x^T; NULL when n = 0.  For a sketch, the sketch''s estimate B''B/n (below the covariance by at most delta/n in every direction); an error for a sketch of d > 4096';
 
 
 -- Two perpca_stats values merged (NULLs skipped), for upserts of per-period statistics.
