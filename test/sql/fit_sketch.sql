@@ -19,11 +19,11 @@ CREATE FUNCTION pg_temp.near(a float8, b float8, tol float8) RETURNS boolean LAN
 
 -- f = sum_i 1/2 (tr(U'S_iU) + tr(V_i'S_iV_i)) of the fit in fo, on the fit's
 -- statistics (stats) or on the exact statistics of the same rows (exact)
-CREATE FUNCTION pg_temp.objective_on(exact boolean, prob text) RETURNS float8 LANGUAGE sql AS $$
+CREATE FUNCTION pg_temp.objective_on(on_exact boolean, prob text) RETURNS float8 LANGUAGE sql AS $$
 WITH u AS (SELECT array_agg(pc ORDER BY component) AS u FROM fo WHERE kind = 'global'),
 v AS (SELECT client, array_agg(pc ORDER BY component) AS v FROM fo WHERE kind = 'local' GROUP BY client)
-SELECT sum(0.5 * (perpca_explained_variance(CASE WHEN exact THEN s.exact ELSE s.stats END, u.u)
-                + perpca_explained_variance(CASE WHEN exact THEN s.exact ELSE s.stats END, v.v)))
+SELECT sum(0.5 * (perpca_explained_variance(CASE WHEN on_exact THEN s.exact ELSE s.stats END, u.u)
+                + perpca_explained_variance(CASE WHEN on_exact THEN s.exact ELSE s.stats END, v.v)))
 FROM sk s CROSS JOIN u JOIN v ON v.client = s.client::text WHERE s.problem = prob
 $$;
 
