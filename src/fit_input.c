@@ -123,7 +123,7 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	out->stats = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
 	MemoryContextSwitchTo(old);
 	perpca_stats_validate(out->stats);
-	out->ell = perpca_stats_sketch_ell(out->stats);
+	(void) perpca_stats_sketch_rows(out->stats, &out->sketch_rows);
 	out->delta = perpca_stats_sketch_delta(out->stats);
 	*skipped += perpca_stats_skipped(out->stats);
 	if (out->stats->n == 0)
@@ -560,7 +560,7 @@ clients_sketch_bound(const ClientInput *in, const FitNode *node, int rU, MemoryC
 
 		b[i].client = in[i].name;
 		b[i].n = in[i].stats->n;
-		b[i].ell = in[i].ell;
+		b[i].rows = in[i].sketch_rows;
 		b[i].delta = in[i].delta;
 		b[i].components = rU + c->k - c->lfirst;
 		b[i].bound = 0.5 * b[i].components * in[i].delta / (double) in[i].stats->n;

@@ -21,7 +21,7 @@ typedef struct ClientInput
 	PerpcaStats *stats;			/* NULL: no rows (kept only with keep_empty) */
 	int			r2;				/* local components of this client */
 	int64		skipped;		/* its rows left out for missing values */
-	int			ell;			/* sketched statistics: rows of the sketch; 0 for exact ones */
+	int			sketch_rows;	/* sketched statistics: rows of B (at most ell); 0 for exact ones */
 	double		delta;			/* sketched statistics: 0 <= M2 - B'B <= delta I; 0 for exact ones */
 } ClientInput;
 

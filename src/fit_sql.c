@@ -404,7 +404,7 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 
 /*
  * perpca_last_fit_clients(): one row per client of the last perpca_fit (in
- * the query's order): its rows, its sketch's rows and delta (0 for exact
+ * the query's order): its rows, its sketch's rows of B and delta (0 for exact
  * statistics), the components its objective counts and its share of the
  * sketch's bound, 1/2 components delta / n (fit_types.h, FitClientBound).
  */
@@ -423,7 +423,7 @@ perpca_last_fit_clients(PG_FUNCTION_ARGS)
 
 		values[0] = CStringGetTextDatum(b->client);
 		values[1] = Int64GetDatum(b->n);
-		values[2] = Int32GetDatum(b->ell);
+		values[2] = Int32GetDatum(b->rows);
 		values[3] = Float8GetDatum(b->delta);
 		values[4] = Int32GetDatum(b->components);
 		values[5] = Float8GetDatum(b->bound);

@@ -189,7 +189,7 @@ typedef struct FitClientBound
 {
 	const char *client;
 	int64		n;				/* rows of the client (exact) */
-	int			ell;			/* rows of its sketch; 0 for exact statistics */
+	int			rows;			/* rows of its sketch's B (at most ell); 0 for exact statistics */
 	double		delta;			/* delta_i, in M2's (scaled) units; 0 for exact statistics */
 	int			components;		/* k_i: global plus local components the objective counts */
 	double		bound;			/* 1/2 k_i delta_i / n_i */

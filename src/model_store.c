@@ -565,6 +565,8 @@ store_history_append(const StoreModel *sm, Datum r)
 								   store_rel(sm, "info")), 1, types, values, NULL, &isnull);
 	if (!store_history_table(sm))
 		return values[0];
+	/* a history started before 0.4.0 gets the columns added since (sketch_bound), once */
+	store_columns_add(sm, "history");
 	values[0] = store_sql(psprintf("SELECT $1 || jsonb_build_object('entry', (SELECT coalesce(max(h.entry), 0) + 1 FROM %s h))",
 								   history), 1, types, values, NULL, &isnull);
 	store_run(psprintf("INSERT INTO %s SELECT * FROM jsonb_populate_record(NULL::%s, $1)", history, history),

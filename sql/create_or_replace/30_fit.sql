@@ -48,7 +48,7 @@ RETURNS TABLE (client text, n bigint, sketch_rows int, sketch_delta float8, comp
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit_clients() IS
-    'one row per client of the last perpca_fit in this session (no rows before the first; the clients of perpca_train and perpca_refresh too): its rows n, its sketch''s rows ell and delta (0 <= M2 - B''B <= delta I; both 0 for exact statistics), the components its objective counts (n_global + its n_local), and its share of perpca_last_fit().sketch_bound, components * delta / (2 n), in the units of f_i = 1/2 tr(W_i''S_iW_i): f_i on the exact statistics minus f_i on the sketch lies between 0 and this for any components';
+    'one row per client of the last perpca_fit in this session (no rows before the first; the clients of perpca_train and perpca_refresh too): its rows n, its sketch''s rows (of B, at most ell) and delta (0 <= M2 - B''B <= delta I; both 0 for exact statistics), the components its objective counts (n_global + its n_local), and its share of perpca_last_fit().sketch_bound, components * delta / (2 n), in the units of f_i = 1/2 tr(W_i''S_iW_i): f_i on the exact statistics minus f_i on the sketch lies between 0 and this for any components';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_starts()
 RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean,

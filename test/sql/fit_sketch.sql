@@ -2,8 +2,9 @@
 -- trace exact, M2 approximated by B'B with 0 <= M2 - B'B <= delta I) and on a
 -- mix of dense, thin and sketched clients, against the numpy oracle
 -- (test/fixtures/gen_fit_sketch.py): the fit, the bound it states for its
--- objective (per client and in total), the model that stores it, the paths
--- that refuse sketches, and a sketched fit at d = 16,000.
+-- objective (per client and in total), the paths that refuse sketches, and a
+-- sketched fit at d = 16,000 (the model that stores the bound:
+-- fit_sketch_model.sql).
 SET extra_float_digits = 0;
 \i test/include/fit_helpers.sql
 \copy ref FROM 'test/data/fit_sketch_ref.csv' CSV HEADER
@@ -85,6 +86,14 @@ FROM unnest(ARRAY['dispca', 'cpca', 'indiv']) m;
 -- local ranks of the third column count in each client's bound
 SELECT pg_temp.run($$perpca_fit('SELECT client, stats, CASE WHEN client = 1 THEN 0 ELSE 2 END FROM sk WHERE problem = ''mixed''', 2, 2)$$) AS rows;
 SELECT client, components FROM perpca_last_fit_clients() ORDER BY client LIMIT 2;
+-- a client whose rows were all equal: a sketch without rows (S_i = 0 about
+-- its own mean) is kept, without variance, and states no bound
+CREATE TEMP TABLE flat AS
+SELECT 7 AS client, format('v3 n=5 d=40 skipped=0 ell=4 rows=0 delta=0 trace=0 mean=%s mean_lo=%s sketch={}',
+                           array_fill(1::float8, ARRAY[40]), array_fill(0::float8, ARRAY[40]))::perpca_stats AS stats;
+SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM sk WHERE problem = ''mixed'' UNION ALL SELECT client, stats FROM flat', 2, 2)$$) AS rows,
+       pg_temp.infeasibility() < 1e-10 AS feasible;
+SELECT client, sketch_rows, sketch_bound FROM perpca_last_fit_clients() WHERE client = '7';
 -- perpca_total_variance of a sketch is its exact trace / n; the variance the
 -- components capture is the sketch's
 SELECT s.form, pg_temp.near(perpca_total_variance(s.stats), perpca_total_variance(s.exact), 1e-12) AS exact_total,
@@ -105,35 +114,24 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' / ' || nullif(hint, ''), '');
 END $$;
 SELECT pg_temp.err($$SELECT * FROM perpca_fit('SELECT client, stats FROM sk WHERE problem = ''mixed''', 2, 2, scale => 'standard')$$);
-SELECT pg_temp.err($$SELECT * FROM perpca_choose_ranks('SELECT client, stats FROM sk WHERE problem = ''mixed''',
-                                                         heldout => 'SELECT client, exact FROM sk WHERE problem = ''mixed''',
-                                                         global_ranks => '{1}', local_ranks => '{1}')$$);
-
--- 4. A model: it stores the bound (info: total; clients: each one's share),
--- its history shows it, a refresh and a personalized client keep it
-SELECT model_name, n_clients, converged FROM perpca_train('sketched', 'SELECT client, stats FROM public.sk WHERE problem = ''mixed''', 2, 2);
-SELECT pg_temp.near(sketch_bound, pg_temp.x('bound_mixed'), 1e-12) AS info_bound FROM sketched_info;
-SELECT c.client, s.form, pg_temp.near(c.sketch_bound, 4 * s.delta / (2 * s.n), 1e-15) OR (s.delta = 0 AND c.sketch_bound = 0) AS client_bound,
+-- A model of exact statistics: its bound is 0 in info, clients and history;
+-- a client personalized from a sketch stores its own share; held-out
+-- statistics of a sketch are refused by the evaluation
+SELECT model_name, n_clients, converged FROM perpca_train('exact_model', 'SELECT client, exact FROM public.sk WHERE problem = ''mixed''', 2, 2);
+SELECT sketch_bound FROM exact_model_info;
+SELECT count(*) AS clients, sum(sketch_bound) AS bound FROM exact_model_clients;
+SELECT entry, kind, outcome, sketch_bound FROM perpca_model_history('exact_model');
+SELECT count(*) AS local FROM perpca_personalize('exact_model', 'new', (SELECT stats FROM sk WHERE problem = 'sketch' AND client = 1), 2);
+SELECT pg_temp.near(c.sketch_bound, 4 * s.delta / (2 * s.n), 1e-15) AS personalized_bound,
        pg_temp.near(c.total_variance, perpca_total_variance(s.exact), 1e-12) AS exact_total_variance,
-       c.train_error >= 0 AS error, c.score_covariance IS NOT NULL AS monitored
-FROM sketched_clients c JOIN sk s ON s.client::text = c.client AND s.problem = 'mixed' ORDER BY c.client;
-SELECT entry, kind, outcome, pg_temp.near(sketch_bound, pg_temp.x('bound_mixed'), 1e-12) AS bound FROM perpca_model_history('sketched');
-SELECT outcome, pg_temp.near(sketch_bound, pg_temp.x('bound_mixed'), 1e-12) AS bound FROM perpca_refresh('sketched');
-SELECT outcome, pg_temp.near(sketch_bound, pg_temp.x('bound_mixed'), 1e-12) AS bound FROM perpca_refresh('sketched', warm => false);
-SELECT entry, kind, outcome, pg_temp.near(sketch_bound, pg_temp.x('bound_mixed'), 1e-12) AS bound FROM perpca_model_history('sketched');
--- the model's functions on a sketched client: scores, the monitor
-SELECT cardinality(perpca_model_scores('sketched', '1', (SELECT perpca_mean(exact) FROM sk WHERE problem = 'mixed' AND client = 1))) AS scores;
-SELECT count(*) AS monitored FROM perpca_model_monitor('sketched', '1', (SELECT perpca_mean(exact) FROM sk WHERE problem = 'mixed' AND client = 1));
--- a client personalized from a sketch gets its own share of the bound
-SELECT count(*) AS local FROM perpca_personalize('sketched', 'new', (SELECT stats FROM sk WHERE problem = 'sketch' AND client = 1), 2);
-SELECT pg_temp.near(sketch_bound, 4 * (SELECT delta / (2 * n) FROM sk WHERE problem = 'sketch' AND client = 1), 1e-15) AS personalized_bound
-FROM sketched_clients WHERE client = 'new';
--- evaluation needs exact held-out statistics
-SELECT pg_temp.err($$SELECT * FROM perpca_evaluate('sketched', 'SELECT client, stats FROM sk WHERE problem = ''mixed''')$$);
-SELECT count(*) AS evaluated FROM perpca_evaluate('sketched', 'SELECT client, exact FROM sk WHERE problem = ''mixed''');
-SELECT perpca_drop('sketched');
+       c.score_covariance IS NOT NULL AS monitored
+FROM exact_model_clients c, sk s WHERE c.client = 'new' AND s.problem = 'sketch' AND s.client = 1;
+SELECT count(*) AS monitored FROM perpca_model_monitor('exact_model', 'new', (SELECT perpca_mean(exact) FROM sk WHERE problem = 'sketch' AND client = 1));
+SELECT pg_temp.err($$SELECT * FROM perpca_evaluate('exact_model', 'SELECT client, stats FROM sk WHERE problem = ''mixed''')$$);
+SELECT count(*) AS evaluated FROM perpca_evaluate('exact_model', 'SELECT client, exact FROM sk WHERE problem = ''mixed''');
+SELECT perpca_drop('exact_model');
 
--- 5. d = 16,000: sketched clients fit without any d x d matrix; the dense-only
+-- 4. d = 16,000: sketched clients fit without any d x d matrix; the dense-only
 -- method refuses, naming why.  The sketches' rows are a planted direction
 -- plus small noise, written as literals from generate_series.
 CREATE FUNCTION pg_temp.wide(c int, ell int, n int) RETURNS perpca_stats LANGUAGE sql AS $$
@@ -151,5 +149,13 @@ SELECT pg_temp.run($$perpca_fit('SELECT client, stats FROM wide', 1, 1)$$) AS ro
        pg_temp.infeasibility() < 1e-10 AS feasible;
 SELECT d, n_clients, theta_est BETWEEN 0 AND 1 AS theta, pg_temp.near(sketch_bound, 3 * 2 * 0.5 / (2 * 40), 1e-12) AS bound
 FROM perpca_last_fit();
+-- the projection functions and the variance helpers take d = 16,000 too
+SELECT cardinality(perpca_scores(array_fill(1.0::float8, ARRAY[16000]),
+                                 (SELECT array_agg(pc ORDER BY component) FROM fo WHERE kind = 'global'))) AS scores,
+       perpca_explained_variance(stats, (SELECT array_agg(pc ORDER BY component) FROM fo WHERE kind = 'global'))
+         <= perpca_total_variance(stats) AS explained
+FROM wide WHERE client = 1;
+SELECT count(*) AS local FROM perpca_local_pcs((SELECT stats FROM wide WHERE client = 2),
+                                                (SELECT array_agg(pc ORDER BY component) FROM fo WHERE kind = 'global'), 12);
 SELECT pg_temp.err($$SELECT * FROM perpca_fit('SELECT client, stats FROM wide', 1, 1, method => 'cpca')$$);
 DROP TABLE sk;
