@@ -63,13 +63,13 @@
 #define BLOCK_ROWS 128
 
 /*
- * A row still in TOAST: the on-disk pointer that arrived as the argument,
- * fetched only when its values are needed.
+ * A row of a thin group waits as the argument arrived, in the state's
+ * arena of pending rows, until its values are needed: a row in TOAST as its
+ * on-disk pointer, a row stored inline as its own bytes (float8, float4 or
+ * binary16 values: the smallest exact form, never widened to doubles twice).
+ * Each entry is one varlena, MAXALIGNed.
  */
-typedef struct PendingRow
-{
-	char		ptr[VARHDRSZ_EXTERNAL + sizeof(varatt_external)];
-} PendingRow;
+#define PENDING_SIZE(p)	MAXALIGN(VARSIZE_ANY(p))
 
 /* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
 struct StatsState
@@ -87,9 +87,10 @@ struct StatsState
 	int			bufcap;			/* rows buf can hold now */
 	double	   *buf;			/* bufcap x d, row-major, rows minus shift */
 	double	   *bsum;			/* d: column sums of the rows in buf */
-	int			npend;			/* rows after those in buf, still in TOAST */
-	int			pendcap;		/* entries pend can hold now */
-	PendingRow *pend;
+	int			npend;			/* rows after those in buf, waiting in pend */
+	Size		pendlen;		/* bytes of pend in use */
+	Size		pendcap;		/* bytes pend can hold now */
+	char	   *pend;			/* the pending rows, as they arrived */
 	double	   *scratch;		/* d: a row of another type converted to double
 								 * (perpca_stats_accum_scratch); not state */
 	double	   *fetched;		/* d: a pending row of another type converted
@@ -265,63 +266,92 @@ state_set_rowtype(StatsState *st, PerpcaRowType type)
 }
 
 /*
- * Can this argument, a row of type `type`, wait in TOAST?  Only an on-disk
- * pointer to a value of the size of a one-dimensional float8[d] without
- * NULLs, or of a vector or halfvec of dimension d; anything else is read at
- * once (and a malformed row fails at once).
+ * Can this argument, a row of type `type`, wait in the state as it came?
+ * Only a value of the size of a one-dimensional float8[d] without NULLs, or
+ * of a vector or halfvec of dimension d, either an on-disk TOAST pointer to
+ * one or (when a missing value is an error) one stored inline, uncompressed;
+ * anything else is read at once (and a malformed row fails at once).
  */
 static bool
 row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 {
 	struct varlena *v = (struct varlena *) DatumGetPointer(arg);
-	varatt_external ptr;
 	Size		size;
 
-	if (!VARATT_IS_EXTERNAL_ONDISK(v) || (st->npend > 0 && st->rowtype != type))
+	if (st->npend > 0 && st->rowtype != type)
 		return false;
-	VARATT_EXTERNAL_GET_POINTER(ptr, v);
 	size = type == PERPCA_ROWTYPE_FLOAT8
 		? ARR_OVERHEAD_NONULLS(1) + sizeof(double) * st->d
 		: row_reader(type)->size(st->d);
-	return ptr.va_rawsize == (int32) size;
-}
-
-static void
-state_defer(StatsState *st, Datum arg)
-{
-	if (st->npend == st->pendcap)
+	if (VARATT_IS_EXTERNAL_ONDISK(v))
 	{
-		int			cap = Max(8, st->pendcap * 2);
+		varatt_external ptr;
 
-		st->pend = st->pend
-			? repalloc(st->pend, sizeof(PendingRow) * cap)
-			: MemoryContextAlloc(st->cxt, sizeof(PendingRow) * cap);
-		st->pendcap = cap;
+		VARATT_EXTERNAL_GET_POINTER(ptr, v);
+		return ptr.va_rawsize == (int32) size;
 	}
-	memcpy(st->pend[st->npend++].ptr, DatumGetPointer(arg), sizeof(PendingRow));
+	/* under 'skip', a row read at once that is left out does not count towards the thin limit */
+	if (st->nulls != PERPCA_NULLS_ERROR)
+		return false;
+	if (VARATT_IS_4B_U(v))
+		return VARSIZE(v) == size;
+	return VARATT_IS_1B(v) && !VARATT_IS_1B_E(v) &&
+		VARSIZE_1B(v) == size - VARHDRSZ + VARHDRSZ_SHORT;
 }
 
 /*
- * Fetch pending row i (a palloc'd copy in *copy) and check it: its values,
- * or NULL when it is skipped.
+ * Append count pending rows, len bytes from rows (whole entries; the last
+ * may lack its padding), to the arena, which grows by doubling.
+ */
+static void
+state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
+{
+	Size		need = st->pendlen + MAXALIGN(len);
+
+	if (len == 0)
+		return;
+	if (need > st->pendcap)
+	{
+		Size		cap = Max(Max(st->pendcap * 2, 8192), need);
+
+		st->pend = st->pend
+			? repalloc_huge(st->pend, cap)
+			: MemoryContextAllocHuge(st->cxt, cap);
+		st->pendcap = cap;
+	}
+	memcpy(st->pend + st->pendlen, rows, len);
+	st->pendlen = need;
+	st->npend += count;
+}
+
+/* The row argument waits in the arena as it came (a TOAST pointer or its bytes). */
+static void
+state_defer(StatsState *st, Datum arg)
+{
+	state_defer_bytes(st, DatumGetPointer(arg), VARSIZE_ANY(DatumGetPointer(arg)), 1);
+}
+
+/*
+ * Fetch the pending row at entry (its detoasted value in *copy: a palloc'd
+ * copy, or entry itself when it was stored inline) and check it: its
+ * values, or NULL when it is skipped.
  */
 static const double *
-fetch_pending(const StatsState *st, int i, void **copy)
+fetch_pending(const StatsState *st, const char *entry, void **copy)
 {
 	int			d;
 	const double *x;
 
 	if (st->rowtype == PERPCA_ROWTYPE_FLOAT8)
 	{
-		ArrayType  *arr = DatumGetArrayTypeP(PointerGetDatum(st->pend[i].ptr));
+		ArrayType  *arr = DatumGetArrayTypeP(PointerGetDatum(entry));
 
 		*copy = arr;
 		x = row_values(arr, &d, st->nulls);
 	}
 	else
 	{
-		*copy = (void *) row_reader(st->rowtype)->row(PointerGetDatum(st->pend[i].ptr),
-											  &d, "input row");
+		*copy = (void *) row_reader(st->rowtype)->row(PointerGetDatum(entry), &d, "input row");
 		if (d == st->d)
 			row_reader(st->rowtype)->values(*copy, st->fetched);
 		x = st->fetched;
@@ -348,16 +378,18 @@ unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 		memcpy(rows, st->buf, sizeof(double) * st->nbuf * d);
 	if (sum != st->bsum)
 		memcpy(sum, st->bsum, sizeof(double) * d);
-	for (int i = 0; i < st->npend; i++)
+	for (const char *entry = st->pend; entry < st->pend + st->pendlen;
+		 entry += PENDING_SIZE(entry))
 	{
-		void	   *arr;
-		const double *x = fetch_pending(st, i, &arr);
+		void	   *value;
+		const double *x = fetch_pending(st, entry, &value);
 
 		if (x != NULL)
 			shift_row(d, x, st->shift, rows + (int64) k++ * d, sum);
 		else
 			(*skipped)++;
-		pfree(arr);
+		if (value != (void *) entry)
+			pfree(value);
 	}
 	return k;
 }
@@ -371,6 +403,7 @@ state_materialize(StatsState *st)
 	state_reserve(st, state_unmerged(st));
 	st->nbuf = unmerged_rows(st, st->buf, st->bsum, &st->skipped);
 	st->npend = 0;
+	st->pendlen = 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -575,14 +608,6 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 	state_merge_moments(st, s->n, PERPCA_STATS_MEAN(s), PERPCA_STATS_MEAN_LO(s));
 }
 
-/* Append n pending rows (their TOAST pointers) to the state. */
-static void
-state_defer_many(StatsState *st, const PendingRow *rows, int n)
-{
-	for (int i = 0; i < n; i++)
-		state_defer(st, PointerGetDatum(rows[i].ptr));
-}
-
 /* Make the empty state a an exact copy of b (combine into nothing). */
 static void
 state_copy(StatsState *a, const StatsState *b)
@@ -605,7 +630,7 @@ state_copy(StatsState *a, const StatsState *b)
 	}
 	a->nulls = b->nulls;
 	state_set_rowtype(a, b->rowtype);
-	state_defer_many(a, b->pend, b->npend);
+	state_defer_bytes(a, b->pend, b->pendlen, b->npend);
 }
 
 /*
@@ -629,7 +654,7 @@ state_merge_thin(StatsState *a, StatsState *b)
 		state_set_nulls(a, b->nulls);
 		state_set_rowtype(a, b->rowtype);
 	}
-	state_defer_many(a, b->pend, b->npend);
+	state_defer_bytes(a, b->pend, b->pendlen, b->npend);
 	pfree(offset);
 }
 
@@ -773,15 +798,16 @@ state_to_stats(StatsState *st)
  * ------------------------------------------------------------------------
  */
 
-#define STATE_FORMAT 2
+#define STATE_FORMAT 3
 
 /*
  * Layout: this header, then shift, mu, bsum (d each), the nbuf buffered
- * rows (minus shift), for a dense state the packed upper M2, and the npend
- * pending rows' TOAST pointers.  The pointers stay valid in the process
- * that deserializes: partial aggregation runs in workers of the same query,
- * which share its snapshot (as tuples with TOAST pointers travel from
- * workers to the leader through Gather).
+ * rows (minus shift), for a dense state the packed upper M2, and the arena
+ * of the npend pending rows (pendlen bytes: TOAST pointers and inline rows).
+ * The pointers stay valid in the process that deserializes: partial
+ * aggregation runs in workers of the same query, which share its snapshot
+ * (as tuples with TOAST pointers travel from workers to the leader through
+ * Gather).
  */
 typedef struct SerialState
 {
@@ -795,6 +821,7 @@ typedef struct SerialState
 	int32		npend;
 	int64		n;
 	int64		skipped;
+	int64		pendlen;
 	double		data[FLEXIBLE_ARRAY_MEMBER];
 } SerialState;
 
@@ -805,17 +832,35 @@ serial_doubles(bool dense, int d, int nbuf)
 }
 
 static Size
-serial_size(bool dense, int d, int nbuf, int npend)
+serial_size(bool dense, int d, int nbuf, Size pendlen)
 {
 	return offsetof(SerialState, data) + sizeof(double) * serial_doubles(dense, d, nbuf) +
-		sizeof(PendingRow) * (Size) npend;
+		pendlen;
+}
+
+/* Does the arena of pendlen bytes at p hold exactly npend whole entries? */
+static bool
+pending_well_formed(const char *p, Size pendlen, int npend)
+{
+	Size		off = 0;
+	int			count = 0;
+
+	while (off < pendlen)
+	{
+		if (pendlen - off < VARHDRSZ_SHORT || VARSIZE_ANY(p + off) < VARHDRSZ_SHORT ||
+			PENDING_SIZE(p + off) > pendlen - off)
+			return false;
+		off += PENDING_SIZE(p + off);
+		count++;
+	}
+	return count == npend;
 }
 
 static bytea *
 state_serialize(const StatsState *st)
 {
 	int64		d = st->d;
-	Size		size = serial_size(st->m2 != NULL, st->d, st->nbuf, st->npend);
+	Size		size = serial_size(st->m2 != NULL, st->d, st->nbuf, st->pendlen);
 	SerialState *ss = palloc0(size);
 	double	   *p = ss->data;
 
@@ -825,6 +870,7 @@ state_serialize(const StatsState *st)
 	ss->d = st->d;
 	ss->nbuf = st->nbuf;
 	ss->npend = st->npend;
+	ss->pendlen = st->pendlen;
 	ss->n = st->n;
 	ss->skipped = st->skipped;
 	ss->nulls = st->nulls;
@@ -837,8 +883,8 @@ state_serialize(const StatsState *st)
 		for (int64 i = 0; i < d; i++)
 			for (int64 j = i; j < d; j++)
 				*p++ = st->m2[i * d + j];
-	if (st->npend > 0)
-		memcpy(p, st->pend, sizeof(PendingRow) * st->npend);
+	if (st->pendlen > 0)
+		memcpy(p, st->pend, st->pendlen);
 	return (bytea *) ss;
 }
 
@@ -853,8 +899,9 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 		ss->d < 1 || ss->d > PERPCA_MAX_DENSE_DIM || ss->nbuf < 0 || ss->npend < 0 ||
 		ss->n < 0 || ss->skipped < 0 || (ss->dense && ss->npend > 0) ||
 		(ss->nulls != PERPCA_NULLS_ERROR && ss->nulls != PERPCA_NULLS_SKIP) ||
-		ss->rowtype > PERPCA_ROWTYPE_HALFVEC ||
-		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf, ss->npend))
+		ss->rowtype > PERPCA_ROWTYPE_HALFVEC || ss->pendlen < 0 ||
+		ss->pendlen > (int64) VARSIZE(ss) ||
+		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf, (Size) ss->pendlen))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
 	st = state_create(cxt, ss->d, (PerpcaNulls) ss->nulls);
@@ -876,7 +923,10 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 			for (int64 j = i; j < d; j++)
 				st->m2[i * d + j] = *p++;
 	state_set_rowtype(st, (PerpcaRowType) ss->rowtype);
-	state_defer_many(st, (const PendingRow *) p, ss->npend);
+	if (!pending_well_formed((const char *) p, ss->pendlen, ss->npend))
+		elog(ERROR, "serialized perpca_stats state is malformed");
+	if (ss->pendlen > 0)
+		state_defer_bytes(st, (const char *) p, ss->pendlen, ss->npend);
 	return st;
 }
 

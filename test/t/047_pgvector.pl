@@ -138,6 +138,23 @@ is( sql(  "SELECT bool_and(perpca_count(p.s) = perpca_count(q.s) AND "
 		  . "FROM par p JOIN (SELECT g, perpca_stats(v::real[]::float8[]) AS s FROM big GROUP BY g) q USING (g)"),
 	't', 'parallel perpca_stats(vector): the serial float8[] statistics');
 
+# Thin groups of inline rows under the forced parallel plan: each process's
+# state keeps its rows as they came (float4 bytes), serialized and combined
+# as they are, and the result is the serial float8[] path's.
+sql(q{CREATE TABLE thinpar AS
+SELECT i % 500 AS g, ARRAY(SELECT ((i % 500) + sin(i * 0.7 + j)) FROM generate_series(1, 64) AS j)::vector(64) AS v
+FROM generate_series(1, 10000) AS i; ANALYZE thinpar});
+like(sql("$par EXPLAIN (COSTS OFF) SELECT g, perpca_stats(v) FROM thinpar GROUP BY g"),
+	qr/Partial GroupAggregate|Partial HashAggregate/, 'thin groups of inline vector rows: a parallel partial aggregate');
+sql("$par CREATE TABLE thinpar_s AS SELECT g, perpca_stats(v) AS s FROM thinpar GROUP BY g");
+is( sql(  "SELECT count(*) FILTER (WHERE perpca_stats_form(p.s) = 'thin' AND perpca_count(p.s) = perpca_count(q.s) AND "
+		  . "(SELECT max(abs(a - b)) < 1e-9 FROM unnest(perpca_covariance(p.s), perpca_covariance(q.s)) AS u(a, b))) "
+		  . "|| '/' || count(*) FROM thinpar_s p JOIN (SELECT g, perpca_stats(v::real[]::float8[]) AS s FROM thinpar GROUP BY g) q USING (g)"),
+	'500/500', 'parallel thin groups of inline vector rows: the serial float8[] statistics');
+is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+		  . "SELECT g, perpca_stats(v) AS a, perpca_stats(v::real[]::float8[]) AS b FROM thinpar GROUP BY g) q"),
+	'500/500', 'serial thin groups of inline vector rows: the float8[] path bit for bit');
+
 # ---- Rows in TOAST ------------------------------------------------------------------
 # vector(600) (2408 bytes) and halfvec(1100) (2208 bytes) rows are stored out of
 # line; a thin group keeps such rows as TOAST pointers until its final function
