@@ -396,6 +396,23 @@ clients_mean_sum(const ClientInput *in, int n, double *mean_sum)
 	return rows;
 }
 
+double *
+clients_pooled_mean(const ClientInput *in, int n, const double *mean_sum, double rows)
+{
+	int			d = n > 0 ? in[0].stats->dim : 0;
+	bool		sketched = false;
+	double	   *mean;
+
+	for (int i = 0; i < n; i++)
+		sketched |= in[i].stats->form == PERPCA_FORM_SKETCH;
+	if (!sketched)
+		return NULL;
+	mean = palloc(sizeof(double) * d);
+	for (int j = 0; j < d; j++)
+		mean[j] = mean_sum[j] / rows;
+	return mean;
+}
+
 /*
  * The center of the S_i for opts->center given sum_i n_i mean_i over all
  * clients (of every shard) and their rows: NULL (each client's own mean),

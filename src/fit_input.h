@@ -74,6 +74,13 @@ extern double clients_mean_sum(const ClientInput *in, int n, double *mean_sum);
 /* The same sum kept exact (d entries; exact_sum.h), for a shard to ship; *rows = sum_i n_i. */
 extern struct ExactSum *clients_mean_sum_exact(const ClientInput *in, int n, double *rows);
 
+/*
+ * The pooled mean mean_sum / rows (d values, allocated here) when a client
+ * is sketched, else NULL: what a model stores as its global mean without
+ * merging the clients' statistics (a merge of sketches is a sketch's work).
+ */
+extern double *clients_pooled_mean(const ClientInput *in, int n, const double *mean_sum, double rows);
+
 /* The center of the S_i: NULL (own means), pooled mean (mean_sum / rows) or zero. */
 extern double *clients_center(FitCenter how, const double *mean_sum, double rows, int d);
 

@@ -223,6 +223,7 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
 	rows = clients_mean_sum(in, n, mean_sum);
+	diag->pooled_mean = clients_pooled_mean(in, n, mean_sum, rows);
 	node = clients_node(in, n, opts->n_global,
 						clients_center(opts->center, mean_sum, rows, in[0].stats->dim), opts);
 	if (start != NULL)
@@ -330,6 +331,7 @@ fit_sql_remember(const FitDiagnostics *diag, bool federated)
 		copy->constant = MemoryContextAlloc(cxt, sizeof(bool) * diag->dim);
 		memcpy(copy->constant, diag->constant, sizeof(bool) * diag->dim);
 	}
+	copy->pooled_mean = NULL;
 	copy->client_bounds = NULL;
 	if (diag->nbounds > 0)
 	{
@@ -525,7 +527,15 @@ diagnostics_jsonb(const FitDiagnostics *l)
 		escape_json(&buf, l->client_bounds[i].client);
 		appendStringInfo(&buf, ": %.17g", l->client_bounds[i].bound);
 	}
-	appendStringInfo(&buf, "}, \"options\": %s}", fit_options_json(&l->opts));
+	appendStringInfoChar(&buf, '}');
+	if (l->pooled_mean != NULL)
+	{
+		appendStringInfoString(&buf, ", \"pooled_mean\": [");
+		for (int j = 0; j < l->dim; j++)
+			appendStringInfo(&buf, "%s%.17g", j > 0 ? ", " : "", l->pooled_mean[j]);
+		appendStringInfoChar(&buf, ']');
+	}
+	appendStringInfo(&buf, ", \"options\": %s}", fit_options_json(&l->opts));
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 

@@ -216,6 +216,7 @@ typedef struct FitDiagnostics
 	 * (0 for exact inputs); per client in client_bounds (nbounds of them).
 	 */
 	double		sketch_bound;
+	double	   *pooled_mean;	/* dim: the clients' pooled mean when one is sketched (for the model), else NULL */
 	int			nbounds;
 	FitClientBound *client_bounds;
 	double	   *scale_factors;	/* dim divisors the input was divided by (scale 'standard'), or NULL */

@@ -385,10 +385,16 @@ store_figures(const StoreModel *sm, const StoreFitResult *f, Datum names, bool n
 	g->key_type = store_sql("SELECT format_type(s.client_type, NULL) FROM pg_temp.perpca_train_src s LIMIT 1",
 							0, NULL, NULL, NULL, &isnull);
 	g->nulls[2] = isnull ? 'n' : ' ';
-	(void) store_sql(psprintf("SELECT %s.perpca_mean(x.m), %s.perpca_count(x.m)"
-							  "  FROM (SELECT %s.perpca_merge(s.stats ORDER BY s.client COLLATE \"C\") AS m"
-							  "          FROM pg_temp.perpca_train_src s) x", sm->ext, sm->ext, sm->ext),
-					 0, NULL, NULL, NULL, &isnull);
+	/* with a sketched client, the fit's pooled mean: no merge of the statistics */
+	if (DatumGetBool(store_sql("SELECT $1 ? 'pooled_mean'", 1, &jtype, &f->diag, NULL, &isnull)))
+		(void) store_sql(psprintf("SELECT ARRAY(SELECT m::float8 FROM jsonb_array_elements_text($1 -> 'pooled_mean') WITH ORDINALITY AS e(m, j) ORDER BY j),"
+								  "       (SELECT sum(%s.perpca_count(s.stats))::bigint FROM pg_temp.perpca_train_src s)", sm->ext),
+						 1, &jtype, &f->diag, NULL, &isnull);
+	else
+		(void) store_sql(psprintf("SELECT %s.perpca_mean(x.m), %s.perpca_count(x.m)"
+								  "  FROM (SELECT %s.perpca_merge(s.stats ORDER BY s.client COLLATE \"C\") AS m"
+								  "          FROM pg_temp.perpca_train_src s) x", sm->ext, sm->ext, sm->ext),
+						 0, NULL, NULL, NULL, &isnull);
 	g->gmean = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	g->nrows = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	g->digest = store_digest(sm, g->opts, names, names_null);
