@@ -115,7 +115,8 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 SELECT pg_temp.err($$SELECT * FROM perpca_fit('SELECT client, stats FROM sk WHERE problem = ''mixed''', 2, 2, scale => 'standard')$$);
 -- A model of exact statistics: its bound is 0 in info, clients and history;
--- a client personalized from a sketch stores its own share
+-- a client personalized from a sketch stores its own share; held-out
+-- statistics of a sketch are refused by the evaluation
 SELECT model_name, n_clients, converged FROM perpca_train('exact_model', 'SELECT client, exact FROM public.sk WHERE problem = ''mixed''', 2, 2);
 SELECT sketch_bound FROM exact_model_info;
 SELECT count(*) AS clients, sum(sketch_bound) AS bound FROM exact_model_clients;
@@ -126,6 +127,7 @@ SELECT pg_temp.near(c.sketch_bound, 4 * s.delta / (2 * s.n), 1e-15) AS personali
        c.score_covariance IS NOT NULL AS monitored
 FROM exact_model_clients c, sk s WHERE c.client = 'new' AND s.problem = 'sketch' AND s.client = 1;
 SELECT count(*) AS monitored FROM perpca_model_monitor('exact_model', 'new', (SELECT perpca_mean(exact) FROM sk WHERE problem = 'sketch' AND client = 1));
+SELECT pg_temp.err($$SELECT * FROM perpca_evaluate('exact_model', 'SELECT client, stats FROM sk WHERE problem = ''mixed''')$$);
 SELECT count(*) AS evaluated FROM perpca_evaluate('exact_model', 'SELECT client, exact FROM sk WHERE problem = ''mixed''');
 SELECT perpca_drop('exact_model');
 

@@ -46,7 +46,29 @@ SELECT count(*) AS monitored FROM perpca_model_monitor('sketched', '1', (SELECT 
 SELECT count(*) AS local FROM perpca_personalize('sketched', 'new', (SELECT stats FROM skm WHERE problem = 'sketch' AND client = 1), 2);
 SELECT pg_temp.near(sketch_bound, 4 * (SELECT delta / (2 * n) FROM skm WHERE problem = 'sketch' AND client = 1), 1e-15) AS personalized_bound
 FROM sketched_clients WHERE client = 'new';
+-- evaluation and choosing the ranks need exact statistics
+SELECT pg_temp.err($$SELECT * FROM perpca_evaluate('sketched', 'SELECT client, stats FROM skm WHERE problem = ''mixed''')$$);
 SELECT count(*) AS evaluated FROM perpca_evaluate('sketched', 'SELECT client, exact FROM skm WHERE problem = ''mixed''');
+SELECT pg_temp.err($$SELECT * FROM perpca_choose_ranks('SELECT client, stats FROM skm WHERE problem = ''mixed''',
+                                                         heldout => 'SELECT client, exact FROM skm WHERE problem = ''mixed''',
+                                                         global_ranks => '{1}', local_ranks => '{1}')$$);
 SELECT perpca_drop('sketched');
 
 DROP TABLE skm;
+
+-- A model of sketches aggregated from rows (perpca_sketch), refreshed when
+-- rows and a client come: each fit states its bound
+CREATE TABLE skrows AS
+SELECT 'c' || (i % 4) AS client,
+       ARRAY[sin(i), cos(1.3 * i), 2 * sin(0.7 * i), cos(0.3 * i), sin(2.1 * i), (i % 4) * 0.5 + sin(0.1 * i),
+             cos(1.7 * i), sin(3.3 * i)]::float8[] AS x
+FROM generate_series(1, 400) i;
+SELECT model_name, n_clients FROM perpca_train('sketched_rows', 'SELECT client, perpca_sketch(x, 3) FROM public.skrows GROUP BY client', 1, 1);
+SELECT perpca_stats_form(perpca_sketch(x, 3)) AS form FROM skrows;
+SELECT sketch_bound > 0 AS bounded, (SELECT count(*) FROM sketched_rows_clients WHERE sketch_bound > 0) AS clients_bounded
+FROM sketched_rows_info;
+INSERT INTO skrows SELECT 'c4', ARRAY[sin(i), cos(i), 1, 0, sin(2 * i), 0, cos(2 * i), 1]::float8[] FROM generate_series(401, 460) i;
+SELECT outcome, clients_added, sketch_bound > 0 AS bounded FROM perpca_refresh('sketched_rows');
+SELECT entry, kind, outcome, sketch_bound > 0 AS bounded FROM perpca_model_history('sketched_rows');
+SELECT perpca_drop('sketched_rows');
+DROP TABLE skrows;
