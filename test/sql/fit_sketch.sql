@@ -158,4 +158,15 @@ FROM wide WHERE client = 1;
 SELECT count(*) AS local FROM perpca_local_pcs((SELECT stats FROM wide WHERE client = 2),
                                                 (SELECT array_agg(pc ORDER BY component) FROM fo WHERE kind = 'global'), 12);
 SELECT pg_temp.err($$SELECT * FROM perpca_fit('SELECT client, stats FROM wide', 1, 1, method => 'cpca')$$);
+-- a model at d = 16,000: stored (with its clients' monitor figures), and its row functions
+CREATE TABLE wide_stats AS SELECT client, stats FROM wide;
+SELECT model_name, d, n_clients FROM perpca_train('wide_model', 'SELECT client, stats FROM public.wide_stats', 1, 1);
+SELECT pg_temp.near(sketch_bound, 3 * 2 * 0.5 / (2 * 40), 1e-12) AS bound FROM wide_model_info;
+SELECT count(*) AS clients, bool_and(score_covariance IS NOT NULL AND residual_moments IS NOT NULL) AS monitored
+FROM wide_model_clients;
+SELECT cardinality(perpca_model_scores('wide_model', '2', array_fill(2.5::float8, ARRAY[16000]))) AS scores,
+       perpca_model_error('wide_model', '2', array_fill(2.5::float8, ARRAY[16000])) >= 0 AS error,
+       cardinality(perpca_model_reconstruct('wide_model', '2', array_fill(2.5::float8, ARRAY[16000]))) AS reconstructed;
+SELECT perpca_drop('wide_model');
+DROP TABLE wide_stats;
 DROP TABLE sk;
