@@ -377,6 +377,15 @@ linalg_eigh_small(int n, double *A, double *values, double *Z, int ldz, double *
 	return 0;
 }
 
+/* Column-major A's column j is row-major row j: the eigenvectors as rows. */
+int
+linalg_eigh_all(int n, double *A, double *w)
+{
+	if (n == 0)
+		return 0;
+	return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', n, A, n, w);
+}
+
 /* Thin SVD without right vectors; keep the first k left singular vectors. */
 int
 linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma,

@@ -92,6 +92,13 @@ extern int	linalg_eigh_top(int d, double *A, int k, double *values, double *Z, i
 /* All eigenpairs of a small symmetric A (n x n, destroyed): values descending, vectors as columns of Z (stride ldz). */
 extern int	linalg_eigh_small(int n, double *A, double *values, double *Z, int ldz, double *work);
 
+/*
+ * All eigenpairs of a symmetric A (n x n, either triangle; replaced by the
+ * eigenvectors, eigenvector j in row j) by divide and conquer (dsyevd):
+ * values ascending into w; 0 on success.
+ */
+extern int	linalg_eigh_all(int n, double *A, double *w);
+
 /* Top k left singular vectors of A (m x n, destroyed) as columns of Z (m x k, stride ldz), and their singular values into sigma (if not NULL); k <= min(m, n). */
 extern int	linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz,
 								 double *sigma, double *work);

@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 
 #include "common/shortest_dec.h"
@@ -226,7 +227,8 @@ mean_lo_outlier(const double *mean, const double *lo, int d)
 
 /*
  * A sketch's own rules: 1 <= ell <= PERPCA_SKETCH_MAX_ELL; B has at most ell
- * rows, and none for a group of at most one row (its co-moment is zero);
+ * rows and at most n, none for a group of at most one row (its co-moment is
+ * zero);
  * delta >= 0; the exact trace(M2) is at least ||B||_F^2 + ell delta (what
  * Frequent Directions shrinks away is at least ell delta), up to rounding.
  */
@@ -242,8 +244,8 @@ check_sketch(const PerpcaStats *s)
 		invalid_stats(psprintf("A sketch's ell must be between 1 and %d.", PERPCA_SKETCH_MAX_ELL));
 	if (s->rows < 0 || s->rows > s->ell)
 		invalid_stats("A sketch has at most ell rows.");
-	if (s->rows > 0 && s->rows >= s->n)
-		invalid_stats("A sketch of n rows has fewer than n rows of B (the co-moment of n rows has rank below n).");
+	if (s->rows > s->n || (s->n <= 1 && s->rows > 0))
+		invalid_stats("A sketch of n rows has at most n rows of B, and none for a single row.");
 	if (delta < 0.0 || trace < 0.0)
 		invalid_stats("A sketch's delta and trace must not be negative.");
 	if (s->n <= 1 && (delta != 0.0 || trace != 0.0))

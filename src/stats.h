@@ -210,6 +210,9 @@ typedef struct PerpcaRowReader
 
 extern void perpca_stats_row_reader(PerpcaRowType type, const PerpcaRowReader *reader);
 
+/* The reader of rows of that type (an error if its module has not filled it). */
+extern const PerpcaRowReader *perpca_stats_row_reader_get(PerpcaRowType type);
+
 /* pgvector_io.c: put the readers of vector and halfvec in the table (_PG_init). */
 extern void perpca_pgvector_init(void);
 

@@ -56,6 +56,7 @@
 #include "error_kinds.h"
 #include "linalg.h"
 #include "perpca.h"
+#include "sketch.h"
 #include "stats.h"
 
 /* Rows per BLAS block: large enough for an efficient dsyrk, small enough
@@ -115,6 +116,9 @@ struct StatsState
 	double	   *fetched;		/* d: a pending row of another type converted
 								 * (fetch_pending; not scratch, which may hold
 								 * the row being added meanwhile); not state */
+	SketchState *sketch;		/* perpca_merge once it has met a sketch: the
+								 * sketch of everything (sketch.c); the exact
+								 * state above is then unused */
 };
 
 /*
@@ -137,6 +141,12 @@ row_reader(PerpcaRowType type)
 	if (type <= PERPCA_ROWTYPE_FLOAT8 || type > PERPCA_ROWTYPE_HALFVEC || row_readers[type] == NULL)
 		elog(ERROR, "perpca_stats has no reader of rows of type %d", (int) type);
 	return row_readers[type];
+}
+
+const PerpcaRowReader *
+perpca_stats_row_reader_get(PerpcaRowType type)
+{
+	return row_reader(type);
 }
 
 /* The hint of the error for a row with a missing value (stats.h). */
@@ -635,6 +645,8 @@ add_comoment(StatsState *st, const PerpcaStats *s)
 			st->m2[i * d + j] += body[k++];
 }
 
+static PerpcaStats *state_to_stats(StatsState *st);
+
 /* Merge a stored value into the state. */
 static void
 state_merge_stats(StatsState *st, const PerpcaStats *s)
@@ -715,10 +727,34 @@ state_merge_thin(StatsState *a, StatsState *b)
 	pfree(offset);
 }
 
+/*
+ * perpca_merge has met a sketch: from now on the state is a sketch with
+ * (at most) ell rows, and what the exact state holds enters it as a value
+ * (sketch.c: a thin value's rows; a dense value's top eigenpairs, FD-shrunk).
+ */
+static void
+state_to_sketch(StatsState *st, int ell)
+{
+	if (st->sketch != NULL)
+		return;
+	st->sketch = sketch_create(st->cxt, st->d, ell);
+	if (!state_empty(st) || st->skipped > 0)
+		sketch_merge_stats(st->sketch, state_to_stats(st));
+}
+
 /* Merge state b into state a. */
 static void
 state_merge_state(StatsState *a, StatsState *b)
 {
+	if (a->sketch != NULL || b->sketch != NULL)
+	{
+		state_to_sketch(a, b->sketch != NULL ? b->sketch->ell : a->sketch->ell);
+		if (b->sketch != NULL)
+			sketch_merge(a->sketch, b->sketch);
+		else if (!state_empty(b) || b->skipped > 0)
+			sketch_merge_stats(a->sketch, state_to_stats(b));
+		return;
+	}
 	if (pg_add_s64_overflow(a->skipped, b->skipped, &a->skipped))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
@@ -917,9 +953,15 @@ static bytea *
 state_serialize(const StatsState *st)
 {
 	int64		d = st->d;
-	Size		size = serial_size(st->m2 != NULL, st->d, st->nbuf, st->pendlen);
-	SerialState *ss = palloc0(size);
-	double	   *p = ss->data;
+	Size		size;
+	SerialState *ss;
+	double	   *p;
+
+	if (st->sketch != NULL)
+		return sketch_serialize(st->sketch);	/* perpca_merge of sketches */
+	size = serial_size(st->m2 != NULL, st->d, st->nbuf, st->pendlen);
+	ss = palloc0(size);
+	p = ss->data;
 
 	SET_VARSIZE(ss, size);
 	ss->format = STATE_FORMAT;
@@ -955,6 +997,14 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	const double *p = ss->data;
 	int64		d;
 
+	if (sketch_is_serialized((const bytea *) ss))
+	{
+		SketchState *sk = sketch_deserialize(cxt, (const bytea *) ss);
+
+		st = state_create(cxt, sk->d, PERPCA_NULLS_ERROR);
+		st->sketch = sk;
+		return st;
+	}
 	if (VARSIZE(ss) < offsetof(SerialState, data) || ss->format != STATE_FORMAT ||
 		ss->d < 1 || ss->d > PERPCA_MAX_DENSE_DIM || ss->nbuf < 0 || ss->npend < 0 ||
 		ss->n < 0 || ss->skipped < 0 || (ss->dense && ss->npend > 0) ||
@@ -1204,15 +1254,17 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	}
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_check_version(s);
-	if (s->form == PERPCA_FORM_SKETCH)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
-				 errmsg("perpca_merge cannot merge sketched statistics yet")));
 	if (st == NULL)
 		st = state_create(aggcxt, s->dim, PERPCA_NULLS_ERROR);
 	else if (s->dim != st->d)
 		perpca_dim_mismatch(st->d, s->dim, "perpca_stats value");
-	state_merge_stats(st, s);
+	if (s->form == PERPCA_FORM_SKETCH || st->sketch != NULL)
+	{
+		state_to_sketch(st, s->form == PERPCA_FORM_SKETCH ? s->ell : st->sketch->ell);
+		sketch_merge_stats(st->sketch, s);
+	}
+	else
+		state_merge_stats(st, s);
 	PG_RETURN_POINTER(st);
 }
 
@@ -1231,7 +1283,7 @@ perpca_stats_combine(PG_FUNCTION_ARGS)
 	}
 	if (a == NULL)
 		a = state_create(aggcxt, b->d, b->nulls);	/* a copy of b in our context */
-	else if (a->d != b->d)
+	if (a->d != b->d)
 		perpca_dim_mismatch(a->d, b->d, "input row");
 	state_merge_state(a, b);
 	PG_RETURN_POINTER(a);
@@ -1266,5 +1318,7 @@ perpca_stats_final(PG_FUNCTION_ARGS)
 	perpca_restore_activity();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
+	if (((StatsState *) PG_GETARG_POINTER(0))->sketch != NULL)
+		PG_RETURN_POINTER(sketch_to_stats(((StatsState *) PG_GETARG_POINTER(0))->sketch));
 	PG_RETURN_POINTER(state_to_stats((StatsState *) PG_GETARG_POINTER(0)));
 }

@@ -70,7 +70,55 @@ CREATE OR REPLACE AGGREGATE perpca_merge(perpca_stats) (
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_merge(perpca_stats) IS
-    'merges perpca_stats values as if their rows had been aggregated together (counts exactly; means and co-moments up to rounding)';
+    'merges perpca_stats values as if their rows had been aggregated together (counts exactly; means and co-moments up to rounding); once a sketch is among them the result is a sketch with the smallest ell met: thin values enter as their rows, dense ones as their top ell eigenpairs shrunk as Frequent Directions shrinks (delta grows by the (ell+1)-th eigenvalue)';
+
+-- Sketched statistics (Frequent Directions; sketch.c, sketch_agg.c).
+CREATE OR REPLACE FUNCTION perpca_sketch_accum(internal, float8[], int) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_sketch_accum_nulls(internal, float8[], int, text) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_sketch_combine(internal, internal) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_sketch_serialize(internal) RETURNS bytea
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_sketch_deserialize(bytea, internal) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OR REPLACE FUNCTION perpca_sketch_final(internal) RETURNS perpca_stats
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION perpca_sketch_accum(internal, float8[], int) IS 'transition function of perpca_sketch(float8[], int)';
+COMMENT ON FUNCTION perpca_sketch_accum_nulls(internal, float8[], int, text) IS 'transition function of perpca_sketch(float8[], int, text)';
+COMMENT ON FUNCTION perpca_sketch_combine(internal, internal) IS 'combine function of the perpca_sketch aggregates (merges two Frequent Directions sketches)';
+COMMENT ON FUNCTION perpca_sketch_serialize(internal) IS 'serialize function of the perpca_sketch aggregates';
+COMMENT ON FUNCTION perpca_sketch_deserialize(bytea, internal) IS 'deserialize function of the perpca_sketch aggregates';
+COMMENT ON FUNCTION perpca_sketch_final(internal) IS 'final function of the perpca_sketch aggregates';
+
+CREATE OR REPLACE AGGREGATE perpca_sketch(float8[], int) (
+    SFUNC = perpca_sketch_accum,
+    STYPE = internal,
+    FINALFUNC = perpca_sketch_final,
+    COMBINEFUNC = perpca_sketch_combine,
+    SERIALFUNC = perpca_sketch_serialize,
+    DESERIALFUNC = perpca_sketch_deserialize,
+    -- bytes a group's state holds at most, for the planner's sizing of hash
+    -- aggregates: its buffer of 2 ell rows at ell = 64, d = 1024 (a small
+    -- group's buffer is smaller; it grows by doubling)
+    SSPACE = 1048576,
+    PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE perpca_sketch(float8[], int) IS
+    'perpca_sketch(x, ell): sketched statistics of the (non-NULL) rows of a group, a perpca_stats value: exact count, mean and total variance, and a Frequent-Directions sketch B (at most ell rows) of the centred rows with 0 <= M2 - B''B <= delta I; exact (delta = 0) for a group of at most ell + 1 rows; d up to 16000; a NULL, NaN or infinite element is an error';
+CREATE OR REPLACE AGGREGATE perpca_sketch(float8[], int, text) (
+    SFUNC = perpca_sketch_accum_nulls,
+    STYPE = internal,
+    FINALFUNC = perpca_sketch_final,
+    COMBINEFUNC = perpca_sketch_combine,
+    SERIALFUNC = perpca_sketch_serialize,
+    DESERIALFUNC = perpca_sketch_deserialize,
+    SSPACE = 1048576,               -- as perpca_sketch(float8[], int)
+    PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE perpca_sketch(float8[], int, text) IS
+    'perpca_sketch(x, ell, nulls): with nulls ''skip'' the rows with a NULL, NaN or infinite element are left out and counted (perpca_skipped); with ''error'' such a row is an error, as in perpca_sketch(x, ell)';
 
 -- Accessors.
 CREATE OR REPLACE FUNCTION perpca_count(perpca_stats) RETURNS bigint

@@ -109,6 +109,20 @@ is( sql(  "SELECT (SELECT perpca_stats(v)::text FROM rows WHERE g = 2) "
 		  . "= (SELECT perpca_merge(s)::text FROM (SELECT perpca_stats(v) AS s FROM rows WHERE g = 2) q)"),
 	't', 'a vector-made value merges like any perpca_stats value');
 
+# perpca_sketch (perpca_vector 0.4.0): the float8[] aggregate's value for the
+# same rows in the same order, bit for bit; a stored sketch for the dump below.
+is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text AND perpca_stats_form(a) = 'sketch') || '/' || count(*) FROM ("
+		  . "SELECT g, perpca_sketch(v, 3 ORDER BY i) AS a, perpca_sketch(v::real[]::float8[], 3 ORDER BY i) AS b FROM rows GROUP BY g "
+		  . "UNION ALL SELECT g, perpca_sketch(h, 4, 'skip' ORDER BY i), perpca_sketch(h::real[]::float8[], 4, 'skip' ORDER BY i) FROM rows GROUP BY g) q"),
+	'6/6',
+	'perpca_sketch(vector / halfvec, ell[, nulls]) = perpca_sketch(v::real[]::float8[], ...) bit for bit');
+error_is("SELECT perpca_sketch(v, 13) FROM rows", '22023', qr/ell \(13\) must not exceed the dimension d \(12\)/,
+	'perpca_sketch(vector): ell above d is an error');
+is( sql(  "SELECT perpca_dim(perpca_sketch(x, 8)) FROM (SELECT ARRAY(SELECT sin(i * j)::real FROM generate_series(1, 16000) j)::vector AS x "
+		  . "FROM generate_series(1, 20) i) q"),
+	'16000', 'perpca_sketch(vector) at d = 16000');
+sql("CREATE TABLE vsketch AS SELECT g, perpca_sketch(v, 3) AS s FROM rows GROUP BY g");
+
 # Every finite binary16 value, both signs (63488 values), in 16 rows of 3968:
 # the mean of a one-row group is the row, so it shows each conversion
 # (compared as numbers: the statistics' mean of -0 alone is +0, for float8[] too).
@@ -387,6 +401,26 @@ my $check = "SELECT md5(string_agg(perpca_model_scores('em', g, v)::text, '' ORD
   . "|| (SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM (SELECT g, perpca_stats(v) AS s FROM emb GROUP BY g) q) FROM emb";
 is($node->safe_psql('restored', $check), sql($check),
 	'restored: perpca_model_scores(vector) and perpca_stats(vector) as before');
+
+is( $node->safe_psql('restored', "SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM vsketch"),
+	sql("SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM vsketch"),
+	'restored: the stored sketches as before');
+
+# ---- Upgrade ------------------------------------------------------------------------
+# perpca_vector 0.3.0 updated to 0.4.0 has the objects (and their comments) of a
+# fresh 0.4.0.
+my $objects = q{SELECT string_agg(pg_describe_object(d.classid, d.objid, 0) || ' / ' ||
+        coalesce(obj_description(d.objid, d.classid::regclass::name), ''), E'\n' ORDER BY 1)
+    FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'perpca_vector'};
+$node->safe_psql('postgres', 'CREATE DATABASE upgraded');
+$node->safe_psql('upgraded', q{CREATE EXTENSION perpca; CREATE EXTENSION vector;
+	CREATE EXTENSION perpca_vector VERSION '0.3.0'; ALTER EXTENSION perpca_vector UPDATE});
+is($node->safe_psql('upgraded', "SELECT extversion FROM pg_extension WHERE extname = 'perpca_vector'"),
+	'0.4.0', 'perpca_vector updates from 0.3.0 to 0.4.0');
+is($node->safe_psql('upgraded', $objects), sql($objects),
+	'perpca_vector 0.3.0 -> 0.4.0: the objects and comments of a fresh 0.4.0');
+like(sql($objects), qr/function perpca_sketch\(vector,integer\)/, 'the object list names perpca_sketch(vector, int)');
 
 $node->stop;
 done_testing();

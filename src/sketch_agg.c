@@ -1,0 +1,279 @@
+/*
+ * sketch_agg.c -- the aggregates perpca_sketch(x, ell) and perpca_sketch(x,
+ * ell, nulls) over float8[] rows, and the transitions of perpca_vector's
+ * perpca_sketch(vector / halfvec, ell[, nulls]): Frequent Directions
+ * (sketch.c) over the group's centred rows, returning a perpca_stats sketch
+ *
+ * Rows of vector and halfvec are read through stats_agg.c's table of row
+ * readers (filled by pgvector_io.c when the library loads), so this file
+ * never calls pgvector_io.c.  A NULL row is ignored; a row with a NULL, NaN
+ * or infinite element is an error naming it, or with nulls 'skip' left out
+ * and counted, as in perpca_stats(x, nulls).
+ *
+ * The serialized state (parallel plans, partition-wise aggregation) is the
+ * sketch state exactly (its buffer of up to 2 ell rows), so partial
+ * aggregation loses nothing beyond what FD itself does; FD depends on the
+ * order of the rows, so a parallel plan's sketch differs from the serial
+ * plan's, within the same guarantee.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/array.h"
+
+#include "error_kinds.h"
+#include "perpca.h"
+#include "sketch.h"
+#include "stats.h"
+
+PG_FUNCTION_INFO_V1(perpca_sketch_accum);
+PG_FUNCTION_INFO_V1(perpca_sketch_accum_nulls);
+PG_FUNCTION_INFO_V1(perpca_vector_sketch_accum);
+PG_FUNCTION_INFO_V1(perpca_vector_sketch_accum_nulls);
+PG_FUNCTION_INFO_V1(perpca_halfvec_sketch_accum);
+PG_FUNCTION_INFO_V1(perpca_halfvec_sketch_accum_nulls);
+PG_FUNCTION_INFO_V1(perpca_sketch_combine);
+PG_FUNCTION_INFO_V1(perpca_sketch_serialize);
+PG_FUNCTION_INFO_V1(perpca_sketch_deserialize);
+PG_FUNCTION_INFO_V1(perpca_sketch_final);
+
+#define SKETCH_SKIP_HINT "Use perpca_sketch(x, ell, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
+
+/* The aggregate's state: the sketch, what a missing value does, a row buffer. */
+typedef struct SketchAgg
+{
+	SketchState *sk;
+	PerpcaNulls nulls;
+	double	   *scratch;		/* d: a row of another type as doubles */
+} SketchAgg;
+
+static MemoryContext
+agg_context(FunctionCallInfo fcinfo, const char *fname)
+{
+	MemoryContext aggcxt;
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+				 errmsg("%s called in non-aggregate context", fname),
+				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
+	return aggcxt;
+}
+
+static SketchAgg *
+agg_create(MemoryContext cxt, int d, int ell, PerpcaNulls nulls)
+{
+	SketchAgg  *agg = MemoryContextAllocZero(cxt, sizeof(SketchAgg));
+
+	agg->sk = sketch_create(cxt, d, ell);
+	agg->nulls = nulls;
+	return agg;
+}
+
+/* The ell argument (argument 2): not NULL, checked against d. */
+static int
+ell_arg(FunctionCallInfo fcinfo, int d)
+{
+	int			ell;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("ell must not be NULL")));
+	ell = PG_GETARG_INT32(2);
+	sketch_check_ell(ell, d);
+	return ell;
+}
+
+/*
+ * The state for a row of dimension d: created on the first row, checked on
+ * the others (the same d, ell and nulls for every row of a group).
+ */
+static SketchAgg *
+agg_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
+{
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_sketch_accum");
+	SketchAgg  *agg = PG_ARGISNULL(0) ? NULL : (SketchAgg *) PG_GETARG_POINTER(0);
+	int			ell = ell_arg(fcinfo, d);
+
+	if (agg == NULL)
+		return agg_create(aggcxt, d, ell, nulls);
+	if (d != agg->sk->d)
+		perpca_dim_mismatch(agg->sk->d, d, "input row");
+	if (ell != agg->sk->ell)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("ell must be the same for every row of a group (%d, then %d)",
+						agg->sk->ell, ell)));
+	if (nulls != agg->nulls)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("missing must be the same for every row of a group")));
+	return agg;
+}
+
+/* Add the row x (d doubles): a non-finite value is an error or skips the row. */
+static void
+agg_add(SketchAgg *agg, const double *x)
+{
+	int			j = perpca_first_nonfinite(x, agg->sk->d);
+
+	if (j < 0)
+		sketch_add_row(agg->sk, x);
+	else if (agg->nulls == PERPCA_NULLS_ERROR)
+		perpca_row_element_error("input row", j, agg->sk->d, false, x[j], SKETCH_SKIP_HINT);
+	else
+		agg->sk->skipped++;
+}
+
+/* The transition for a float8[] row (argument 1). */
+static Datum
+accum_float8(FunctionCallInfo fcinfo, PerpcaNulls nulls)
+{
+	ArrayType  *a;
+	const double *x;
+	int			d;
+	int			j;
+	SketchAgg  *agg;
+
+	if (PG_ARGISNULL(1))
+	{
+		agg_context(fcinfo, "perpca_sketch_accum");
+		if (PG_ARGISNULL(0))
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(PG_GETARG_POINTER(0));
+	}
+	a = PG_GETARG_ARRAYTYPE_P(1);
+	x = perpca_vector_shape_nulls(a, &d, "input row");
+	agg = agg_state(fcinfo, d, nulls);
+	if (ARR_HASNULL(a) && (j = perpca_first_null(a)) >= 0)
+	{
+		if (nulls == PERPCA_NULLS_ERROR)
+			perpca_row_element_error("input row", j, d, true, 0.0, SKETCH_SKIP_HINT);
+		agg->sk->skipped++;
+	}
+	else
+		agg_add(agg, x);
+	PG_RETURN_POINTER(agg);
+}
+
+/* The transition for a row of another type (argument 1), read through its reader. */
+static Datum
+accum_rowtype(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
+{
+	const PerpcaRowReader *reader = perpca_stats_row_reader_get(type);
+	const void *row;
+	int			d;
+	SketchAgg  *agg;
+
+	if (PG_ARGISNULL(1))
+	{
+		agg_context(fcinfo, "perpca_sketch_accum");
+		if (PG_ARGISNULL(0))
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(PG_GETARG_POINTER(0));
+	}
+	row = reader->row(PG_GETARG_DATUM(1), &d, "input row");
+	agg = agg_state(fcinfo, d, nulls);
+	if (agg->scratch == NULL)
+		agg->scratch = MemoryContextAlloc(agg->sk->cxt, sizeof(double) * d);
+	reader->values(row, agg->scratch);
+	agg_add(agg, agg->scratch);
+	PG_RETURN_POINTER(agg);
+}
+
+/* The nulls argument (argument 3): 'error' or 'skip'. */
+static PerpcaNulls
+nulls_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
+	return perpca_nulls_arg(PG_GETARG_TEXT_PP(3));
+}
+
+Datum
+perpca_sketch_accum(PG_FUNCTION_ARGS)
+{
+	return accum_float8(fcinfo, PERPCA_NULLS_ERROR);
+}
+
+Datum
+perpca_sketch_accum_nulls(PG_FUNCTION_ARGS)
+{
+	return accum_float8(fcinfo, nulls_arg(fcinfo));
+}
+
+Datum
+perpca_vector_sketch_accum(PG_FUNCTION_ARGS)
+{
+	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR);
+}
+
+Datum
+perpca_vector_sketch_accum_nulls(PG_FUNCTION_ARGS)
+{
+	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_VECTOR, nulls_arg(fcinfo));
+}
+
+Datum
+perpca_halfvec_sketch_accum(PG_FUNCTION_ARGS)
+{
+	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR);
+}
+
+Datum
+perpca_halfvec_sketch_accum_nulls(PG_FUNCTION_ARGS)
+{
+	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_HALFVEC, nulls_arg(fcinfo));
+}
+
+/* Merge partial state b into a (a created as an empty copy in our context). */
+Datum
+perpca_sketch_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt = agg_context(fcinfo, "perpca_sketch_combine");
+	SketchAgg  *a = PG_ARGISNULL(0) ? NULL : (SketchAgg *) PG_GETARG_POINTER(0);
+	SketchAgg  *b = PG_ARGISNULL(1) ? NULL : (SketchAgg *) PG_GETARG_POINTER(1);
+
+	if (b == NULL)
+	{
+		if (a == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(a);
+	}
+	if (a == NULL)
+		a = agg_create(aggcxt, b->sk->d, b->sk->ell, b->nulls);
+	sketch_merge(a->sk, b->sk);
+	PG_RETURN_POINTER(a);
+}
+
+Datum
+perpca_sketch_serialize(PG_FUNCTION_ARGS)
+{
+	agg_context(fcinfo, "perpca_sketch_serialize");
+	PG_RETURN_BYTEA_P(sketch_serialize(((SketchAgg *) PG_GETARG_POINTER(0))->sk));
+}
+
+/* In the current (per-input-tuple) context: the combine function copies what it keeps. */
+Datum
+perpca_sketch_deserialize(PG_FUNCTION_ARGS)
+{
+	SketchAgg  *agg;
+
+	agg_context(fcinfo, "perpca_sketch_deserialize");
+	agg = palloc0(sizeof(SketchAgg));
+	agg->sk = sketch_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0));
+	agg->nulls = PERPCA_NULLS_ERROR;	/* its rows were checked where they were read */
+	PG_RETURN_POINTER(agg);
+}
+
+Datum
+perpca_sketch_final(PG_FUNCTION_ARGS)
+{
+	agg_context(fcinfo, "perpca_sketch_final");
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	PG_RETURN_POINTER(sketch_to_stats(((SketchAgg *) PG_GETARG_POINTER(0))->sk));
+}
