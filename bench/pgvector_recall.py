@@ -216,7 +216,7 @@ def main():
             print(f"| {t} | {half[t]} | {sizes[t]} | " + " | ".join(
                 f"{pt[f'pp_vector_{r}']:.3f} / {pt[f'pooled_vector_{r}']:.3f}" for r in cols) + " |")
         with open(os.environ.get("RESULTS", "/dev/null"), "w") as out:
-            json.dump({"summary": summary, "per_tenant": per_tenant}, out, indent=1)
+            json.dump({"summary": summary, "per_tenant": per_tenant}, out, indent=1, default=lambda o: o.item())
 
 
 if __name__ == "__main__":
