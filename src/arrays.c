@@ -66,8 +66,8 @@ perpca_check_dense_dim_limit(int d, const char *what)
 				 what ? errdetail("%s forms a d x d matrix.", what) :
 				 errdetail("Exact statistics (dense or thin) are limited to %d dimensions.",
 						   PERPCA_MAX_DENSE_DIM),
-				 errhint("Sketched statistics, perpca_sketch(x, ell), go up to %d dimensions.",
-						 PERPCA_MAX_DIM)));
+				 what ? 0 : errhint("Sketched statistics, perpca_sketch(x, ell), go up to %d dimensions.",
+									PERPCA_MAX_DIM)));
 }
 
 void

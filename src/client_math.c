@@ -16,6 +16,7 @@
 #include "utils/memutils.h"
 
 #include "client_math.h"
+#include "perpca.h"
 #include "eigen.h"
 #include "linalg.h"
 
@@ -147,6 +148,8 @@ client_add_dense(FitClient *c, double alpha, double *A)
 		linalg_axpy((int64) d * d, alpha, c->S, A);
 		return;
 	}
+	/* the guard that keeps a wide thin or sketched client from being densified by accident */
+	perpca_check_dense_dim_limit(d, "Densifying a thin or sketched client");
 	T = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 	memset(T, 0, sizeof(double) * d * d);
 	linalg_syrk_upper(d, c->nrows, c->yscale, c->Y, T);
@@ -229,7 +232,7 @@ client_trace(const FitClient *c)
 			t += c->S[(int64) j * d + j];
 		return t;
 	}
-	t = c->yscale * linalg_dot((int64) c->nrows * d, c->Y, c->Y);
+	t = c->yscale * linalg_dot((int64) c->nrows * d, c->Y, c->Y) + c->trace_extra;
 	if (c->delta != NULL)
 		t += linalg_dot(d, c->delta, c->delta);
 	return t;
@@ -301,6 +304,40 @@ thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, 
 	pfree(F);
 }
 
+/*
+ * More eigenpairs of a thin S_i than its rank allows (k > m columns of its
+ * factor), above PERPCA_MAX_DENSE_DIM where S_i is never formed: the m of
+ * its factor's SVD, then k - m eigenvalues 0 whose vectors are a seeded
+ * orthonormal basis of part of the rest (orthogonal to those and to U).
+ */
+static void
+thin_top_eigen_completed(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+{
+	int			d = c->d,
+				m = Min(thin_width(c), k),
+				rest = k - m;
+	double	   *Q = palloc(sizeof(double) * d * Max(m, 1)),
+			   *X = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * rest);
+	uint64		state = c->seed ^ UINT64CONST(0x2545F4914F6CDD1D);
+
+	if (m > 0)
+		thin_top_eigen(c, U, m, values, Z, ldz);
+	linalg_copy(d, m, Z, ldz, Q, m);
+	fit_fill_gaussian(&state, d, rest, X, rest);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (U != NULL)
+			deflate_block(d, c->r1, U, rest, X, rest);
+		deflate_block(d, m, Q, rest, X, rest);
+		fit_retract(FIT_RETRACT_QR, d, rest, X, rest);
+	}
+	for (int j = m; j < k; j++)
+		values[j] = 0.0;
+	linalg_copy(d, rest, X, rest, Z + m, ldz);
+	pfree(Q);
+	pfree(X);
+}
+
 void
 client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
 {
@@ -311,6 +348,11 @@ client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z
 	if (c->S == NULL && k <= Min(c->d, thin_width(c)))
 	{
 		thin_top_eigen(c, U, k, values, Z, ldz);
+		return;
+	}
+	if (c->S == NULL && c->d > PERPCA_MAX_DENSE_DIM)
+	{
+		thin_top_eigen_completed(c, U, k, values, Z, ldz);
 		return;
 	}
 	work = eigen_work(dense_eigen_work(c->d, c->r1, k));

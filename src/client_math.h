@@ -43,6 +43,7 @@ typedef struct FitClient
 	int			nrows;
 	double		yscale;			/* thin: 1/n */
 	const double *delta;		/* thin: d, or NULL */
+	double		trace_extra;	/* sketch: (trace(M2) - ||B||_F^2) / n, what tr(S_i) lacks of the exact trace */
 	/* shape and weight */
 	int			d;
 	int			r1;
@@ -101,7 +102,7 @@ extern void client_add_dense(FitClient *c, double alpha, double *A);
 /* lambda_max(S_i) (cached). */
 extern double client_lambda_max(FitClient *c);
 
-/* tr(S_i) without forming a thin S_i. */
+/* tr(S_i) without forming a thin S_i; for a sketch, the exact trace (its statistics keep it). */
 extern double client_trace(const FitClient *c);
 
 /* Exact top k eigenpairs of S_i, or of (I - P_U)S_i(I - P_U) when U is given; Z d x k (stride ldz). */

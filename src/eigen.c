@@ -600,10 +600,10 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
  */
 
 double
-fit_top_eigenvalue(int n, const double *A, double rtol)
+fit_top_eigenvalue_op(const EigenOp *op, double rtol)
 {
-	int			b = Min(n, TOP_EIGENVALUE_BLOCK);
-	EigenOp		op = {n, NULL, NULL, NULL, A, NULL, 0, NULL, NULL};
+	int			n = op->n,
+				b = Min(n, TOP_EIGENVALUE_BLOCK);
 	double	   *X = palloc(sizeof(double) * n * b),
 			   *AX = palloc(sizeof(double) * n * b),
 			   *theta = palloc(sizeof(double) * b),
@@ -611,13 +611,21 @@ fit_top_eigenvalue(int n, const double *A, double rtol)
 	uint64		state = UINT64CONST(0x9E3779B97F4A7C15);
 
 	fit_fill_gaussian(&state, n, b, X, b);
-	eigen_orthonormalize_block(&op, X, b);
-	eigen_apply(&op, X, b, AX);
-	eigen_lobpcg(&op, X, AX, b, theta, 1, 0.0, 0);
-	eigen_lobpcg(&op, X, AX, b, theta, 1, rtol * Max(theta[0], 1e-300), TOP_EIGENVALUE_MAX_ITER);
+	eigen_orthonormalize_block(op, X, b);
+	eigen_apply(op, X, b, AX);
+	eigen_lobpcg(op, X, AX, b, theta, 1, 0.0, 0);
+	eigen_lobpcg(op, X, AX, b, theta, 1, rtol * Max(theta[0], 1e-300), TOP_EIGENVALUE_MAX_ITER);
 	top = theta[0];
 	pfree(X);
 	pfree(AX);
 	pfree(theta);
 	return top;
+}
+
+double
+fit_top_eigenvalue(int n, const double *A, double rtol)
+{
+	EigenOp		op = {n, NULL, NULL, NULL, A, NULL, 0, NULL, NULL};
+
+	return fit_top_eigenvalue_op(&op, rtol);
 }

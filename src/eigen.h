@@ -76,6 +76,9 @@ extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *thet
 /* lambda_max of the symmetric positive semidefinite n x n A by block LOBPCG, to a residual of rtol lambda_max. */
 extern double fit_top_eigenvalue(int n, const double *A, double rtol);
 
+/* The same for an operator known by its products. */
+extern double fit_top_eigenvalue_op(const EigenOp *op, double rtol);
+
 /* ---- the exact solves ---- */
 
 /* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */

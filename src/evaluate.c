@@ -43,6 +43,7 @@
 
 #include "error_kinds.h"
 #include "evaluate.h"
+#include "fit_input.h"
 #include "linalg.h"
 #include "model_read.h"
 #include "perpca.h"
@@ -55,6 +56,9 @@ PG_FUNCTION_INFO_V1(perpca_query_columns);
 PG_FUNCTION_INFO_V1(perpca_stats_query);
 PG_FUNCTION_INFO_V1(perpca_evaluate);
 PG_FUNCTION_INFO_V1(perpca_evaluate_summary);
+
+/* What to do instead of evaluating sketched statistics (they approximate the second moments). */
+#define EVAL_SKETCH_HINT "Pass the held-out rows (their exact statistics are computed) or exact perpca_stats values."
 
 /* Argument positions of perpca_internal.evaluate_stats. */
 #define ARG_CLIENT 0
@@ -166,6 +170,7 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 	s = PG_GETARG_PERPCA_STATS(ARG_STATS);
 	perpca_stats_validate(s);
+	clients_refuse_sketch(s, client, "perpca_evaluate", EVAL_SKETCH_HINT);
 	if (s->n == 0)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 	f = evaluate_stats_figures(fcinfo, s, client);
@@ -323,6 +328,7 @@ eval_row(const ModelData *m, HeapTuple tup, TupleDesc desc, EvalClient *e, Memor
 		PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
 
 		perpca_stats_validate(s);
+		clients_refuse_sketch(s, e->client, "perpca_evaluate", EVAL_SKETCH_HINT);
 		e->n = s->n;
 		e->skipped = perpca_stats_skipped(s);
 		if (s->n > 0)

@@ -245,6 +245,9 @@ shard_read(ShardFit *sf, void *arg)
 	sf->in = clients_read(a->query, &(ClientsRead) {sf->opts.n_local, sf->opts.missing, false,
 						  "perpca_fit_federated", "query", false}, sf->cxt, &sf->n, &a->skipped);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
+	/* a federated fit reports no sketch's bound: its shards take exact statistics only */
+	clients_refuse_sketches(sf->in, sf->n, "perpca_fit_federated",
+							"Fit sketched statistics with perpca_fit, on one server (a query may read the shards' sketches through postgres_fdw).");
 	sf->d = sf->n > 0 ? sf->in[0].stats->dim : 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "fit.h"
 #include "fit_baselines.h"
+#include "perpca.h"
 #include "fit_sums.h"
 #include "linalg.h"
 
@@ -53,8 +54,10 @@ static void
 baseline_cpca(FitNode *node, FitBackend *be, int n_local, FitResult *res)
 {
 	int			d = node->d;
-	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	double	   *A;
 
+	perpca_check_dense_dim_limit(d, "method 'cpca'");
+	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 	memset(A, 0, sizeof(double) * d * d);
 	for (int i = 0; i < node->n; i++)
 	{

@@ -123,6 +123,8 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	out->stats = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
 	MemoryContextSwitchTo(old);
 	perpca_stats_validate(out->stats);
+	(void) perpca_stats_sketch_rows(out->stats, &out->sketch_rows);
+	out->delta = perpca_stats_sketch_delta(out->stats);
 	*skipped += perpca_stats_skipped(out->stats);
 	if (out->stats->n == 0)
 	{
@@ -327,6 +329,8 @@ clients_scale(ClientInput *in, int n, FitScale how, bool **constant)
 	*constant = NULL;
 	if (how == FIT_SCALE_NONE || n == 0)
 		return NULL;
+	clients_refuse_sketches(in, n, "scale => 'standard'",
+							"Fit sketched statistics unscaled (scale => 'none'), or sketch rows already divided by their standard deviations.");
 	stats = clients_stats(in, n);
 	scale = palloc(sizeof(double) * d);
 	*constant = palloc(sizeof(bool) * d);
@@ -392,6 +396,23 @@ clients_mean_sum(const ClientInput *in, int n, double *mean_sum)
 	return rows;
 }
 
+double *
+clients_pooled_mean(const ClientInput *in, int n, const double *mean_sum, double rows)
+{
+	int			d = n > 0 ? in[0].stats->dim : 0;
+	bool		sketched = false;
+	double	   *mean;
+
+	for (int i = 0; i < n; i++)
+		sketched |= in[i].stats->form == PERPCA_FORM_SKETCH;
+	if (!sketched)
+		return NULL;
+	mean = palloc(sizeof(double) * d);
+	for (int j = 0; j < d; j++)
+		mean[j] = mean_sum[j] / rows;
+	return mean;
+}
+
 /*
  * The center of the S_i for opts->center given sum_i n_i mean_i over all
  * clients (of every shard) and their rows: NULL (each client's own mean),
@@ -422,17 +443,30 @@ client_seed(const char *name, uint64 seed)
 	return h;
 }
 
-/* S_i about center (NULL: the client's own mean): thin rows kept as they are, else d x d. */
+/*
+ * S_i about center (NULL: the client's own mean): thin rows and a sketch's
+ * rows kept as they are (S_i = Y'Y / n + delta delta', delta the centre's
+ * offset; for a sketch, Y = B, its ell rows, and n the exact row count), else
+ * d x d (dense statistics, at most PERPCA_MAX_DENSE_DIM).
+ */
 static void
 client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
 {
 	int			d = stats->dim;
+	int			rows = (int) stats->n;
+	const double *Y = perpca_stats_thin_rows(stats);
 	double	   *S;
 
-	if (perpca_stats_thin_rows(stats) != NULL)
+	if (stats->form == PERPCA_FORM_SKETCH)
 	{
-		c->Y = perpca_stats_thin_rows(stats);
-		c->nrows = (int) stats->n;
+		Y = perpca_stats_sketch_rows(stats, &rows);
+		c->trace_extra = Max(perpca_stats_trace(stats) - linalg_dot((int64) rows * d, Y, Y), 0.0) /
+			(double) stats->n;
+	}
+	if (stats->form != PERPCA_FORM_DENSE)
+	{
+		c->Y = Y;
+		c->nrows = Y != NULL ? rows : 0;
 		c->yscale = 1.0 / (double) stats->n;
 		if (center != NULL)
 		{
@@ -443,6 +477,7 @@ client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
 		}
 		return;
 	}
+	perpca_check_dense_dim_limit(d, "dense statistics");
 	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
 	perpca_stats_moment(stats, center, S);
 	c->S = S;
@@ -492,6 +527,65 @@ clients_node(const ClientInput *in, int n, int n_global, const double *center,
 	key_order_input = in;
 	qsort(node->order, n, sizeof(int), key_order_cmp);
 	return node;
+}
+
+void
+clients_refuse_sketch(const PerpcaStats *s, const char *client, const char *func, const char *hint)
+{
+	if (s == NULL || s->form != PERPCA_FORM_SKETCH)
+		return;
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+			 client ? errmsg("%s does not take sketched statistics (client \"%s\")", func, client)
+			 : errmsg("%s does not take sketched statistics", func),
+			 errdetail("It needs the exact second moments, which a sketch (perpca_sketch) approximates."),
+			 errhint("%s", hint)));
+}
+
+void
+clients_refuse_sketches(const ClientInput *in, int n, const char *func, const char *hint)
+{
+	for (int i = 0; i < n; i++)
+		clients_refuse_sketch(in[i].stats, in[i].name, func, hint);
+}
+
+/*
+ * The sketch's bound, derived in the units of the fit's objective
+ * (perpca_last_fit: N / sum w_i * sum_i w_i f_i, f_i = 1/2 tr(W_i'S_iW_i),
+ * W_i = [U, V_i] of k_i orthonormal columns).  A sketched client has S^_i =
+ * B'B / n_i + o o' where the exact S_i = M2 / n_i + o o' (the same exact
+ * mean, so the same centre offset o), and 0 <= M2 - B'B <= delta_i I; so
+ * for any such W_i
+ *   0 <= f_i - f^_i = 1/2 tr(W_i'(M2 - B'B)W_i) / n_i <= 1/2 k_i delta_i / n_i,
+ * and the objective's difference lies in [0, N / sum w_i * sum_i w_i
+ * 1/2 k_i delta_i / n_i]: with equal weights, 1/2 sum_i k_i delta_i / n_i
+ * (half of issue 38's sum_i (n_global + n_local_i) delta_i / n_i, the 1/2 of
+ * f_i).  The sum runs in the node's key order, as the objective's.
+ */
+double
+clients_sketch_bound(const ClientInput *in, const FitNode *node, int rU, MemoryContext cxt,
+					 FitClientBound **bounds)
+{
+	FitClientBound *b = MemoryContextAllocZero(cxt, sizeof(FitClientBound) * Max(node->n, 1));
+	double		total = 0.0,
+				weight = 0.0;
+
+	for (int j = 0; j < node->n; j++)
+	{
+		int			i = node->order ? node->order[j] : j;
+		const FitClient *c = &node->clients[i];
+
+		b[i].client = in[i].name;
+		b[i].n = in[i].stats->n;
+		b[i].rows = in[i].sketch_rows;
+		b[i].delta = in[i].delta;
+		b[i].components = rU + c->k - c->lfirst;
+		b[i].bound = 0.5 * b[i].components * in[i].delta / (double) in[i].stats->n;
+		total += c->weight * b[i].bound;
+		weight += c->weight;
+	}
+	*bounds = b;
+	return weight > 0.0 ? total / weight * node->n : 0.0;
 }
 
 /* ------------------------------------------------------------------------

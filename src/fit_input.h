@@ -21,6 +21,8 @@ typedef struct ClientInput
 	PerpcaStats *stats;			/* NULL: no rows (kept only with keep_empty) */
 	int			r2;				/* local components of this client */
 	int64		skipped;		/* its rows left out for missing values */
+	int			sketch_rows;	/* sketched statistics: rows of B (at most ell); 0 for exact ones */
+	double		delta;			/* sketched statistics: 0 <= M2 - B'B <= delta I; 0 for exact ones */
 } ClientInput;
 
 /* How to read a query of clients (row_reader.h: its forms and the missing option). */
@@ -72,10 +74,36 @@ extern double clients_mean_sum(const ClientInput *in, int n, double *mean_sum);
 /* The same sum kept exact (d entries; exact_sum.h), for a shard to ship; *rows = sum_i n_i. */
 extern struct ExactSum *clients_mean_sum_exact(const ClientInput *in, int n, double *rows);
 
+/*
+ * The pooled mean mean_sum / rows (d values, allocated here) when a client
+ * is sketched, else NULL: what a model stores as its global mean without
+ * merging the clients' statistics (a merge of sketches is a sketch's work).
+ */
+extern double *clients_pooled_mean(const ClientInput *in, int n, const double *mean_sum, double rows);
+
 /* The center of the S_i: NULL (own means), pooled mean (mean_sum / rows) or zero. */
 extern double *clients_center(FitCenter how, const double *mean_sum, double rows, int d);
 
-/* One client from one statistics value (thin or dense, as the value is): S about center (NULL: its mean). */
+/*
+ * The error for sketched statistics s where func needs exact ones (0A000),
+ * with hint saying what to do instead; nothing for exact statistics.
+ */
+extern void clients_refuse_sketch(const PerpcaStats *s, const char *client, const char *func,
+								  const char *hint);
+
+/* The same for every client of in. */
+extern void clients_refuse_sketches(const ClientInput *in, int n, const char *func, const char *hint);
+
+/*
+ * The bound the clients' sketches put on the fit's objective (node fitted,
+ * rU global components in the result): each client's share into *bounds
+ * (allocated in cxt, node->n of them, names pointing into in), and the
+ * total in the objective's units, N / sum w_i * sum_i w_i bound_i.
+ */
+extern double clients_sketch_bound(const ClientInput *in, const FitNode *node, int rU,
+								   MemoryContext cxt, FitClientBound **bounds);
+
+/* One client from one statistics value (thin, sketched or dense, as the value is): S about center (NULL: its mean). */
 extern void clients_one(const PerpcaStats *stats, const double *center, int r1, int r2,
 						FitClient *c);
 

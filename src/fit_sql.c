@@ -5,7 +5,7 @@
  * clients (fit_input.c), reads an optional warm start, runs the fit on one
  * node (fit.c or fit_baselines.c) and returns the components as rows.
  * Everything is allocated in a private memory context deleted at the end.
- * perpca_last_fit(), _starts() and _rounds() show the diagnostics that
+ * perpca_last_fit(), _starts(), _rounds() and _clients() show the diagnostics that
  * perpca_fit and perpca_fit_federated leave behind (fit_sql_remember).
  * perpca_internal.fit(query, options jsonb) is the same fit for the write
  * path: it hands back the rows, the diagnostics and the divisors of a scaled
@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -44,6 +45,7 @@ PG_FUNCTION_INFO_V1(perpca_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit_starts);
 PG_FUNCTION_INFO_V1(perpca_last_fit_rounds);
+PG_FUNCTION_INFO_V1(perpca_last_fit_clients);
 PG_FUNCTION_INFO_V1(perpca_internal_fit);
 /* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_last_fit_scale_factors);
@@ -221,6 +223,7 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
 	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
 	rows = clients_mean_sum(in, n, mean_sum);
+	diag->pooled_mean = clients_pooled_mean(in, n, mean_sum, rows);
 	node = clients_node(in, n, opts->n_global,
 						clients_center(opts->center, mean_sum, rows, in[0].stats->dim), opts);
 	if (start != NULL)
@@ -235,6 +238,8 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 	diag->theta_est = opts->method == FIT_METHOD_PERPCA || opts->method == FIT_METHOD_DISPCA
 		? node_theta(node, be->weight) : NAN;
 	opts->U0 = NULL;
+	diag->sketch_bound = clients_sketch_bound(in, node, res.rU, fitcxt, &diag->client_bounds);
+	diag->nbounds = n;
 	perpca_report_phase("perpca_fit: writing results");
 	clients_put_global(rsinfo, &res, node->d);
 	clients_put_local(rsinfo, node, in);
@@ -326,6 +331,15 @@ fit_sql_remember(const FitDiagnostics *diag, bool federated)
 		copy->constant = MemoryContextAlloc(cxt, sizeof(bool) * diag->dim);
 		memcpy(copy->constant, diag->constant, sizeof(bool) * diag->dim);
 	}
+	copy->pooled_mean = NULL;
+	copy->client_bounds = NULL;
+	if (diag->nbounds > 0)
+	{
+		copy->client_bounds = MemoryContextAllocHuge(cxt, sizeof(FitClientBound) * diag->nbounds);
+		memcpy(copy->client_bounds, diag->client_bounds, sizeof(FitClientBound) * diag->nbounds);
+		for (int i = 0; i < diag->nbounds; i++)
+			copy->client_bounds[i].client = MemoryContextStrdup(cxt, diag->client_bounds[i].client);
+	}
 	if (last_cxt[federated])
 		MemoryContextDelete(last_cxt[federated]);
 	last_cxt[federated] = cxt;
@@ -360,8 +374,8 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const FitDiagnostics *l = last_diag[0];
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum		values[17];
+	bool		nulls[17] = {0};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (l == NULL)
@@ -385,7 +399,38 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 	values[14] = Int64GetDatum(l->rows_skipped);
 	nulls[15] = l->stop[0] == '\0';
 	values[15] = nulls[15] ? (Datum) 0 : CStringGetTextDatum(l->stop);
+	values[16] = Float8GetDatum(l->sketch_bound);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+/*
+ * perpca_last_fit_clients(): one row per client of the last perpca_fit (in
+ * the query's order): its rows, its sketch's rows of B and delta (0 for exact
+ * statistics), the components its objective counts and its share of the
+ * sketch's bound, 1/2 components delta / n (fit_types.h, FitClientBound).
+ */
+Datum
+perpca_last_fit_clients(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const FitDiagnostics *l = last_diag[0];
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; l != NULL && i < l->nbounds; i++)
+	{
+		const FitClientBound *b = &l->client_bounds[i];
+		Datum		values[6];
+		bool		nulls[6] = {0};
+
+		values[0] = CStringGetTextDatum(b->client);
+		values[1] = Int64GetDatum(b->n);
+		values[2] = Int32GetDatum(b->rows);
+		values[3] = Float8GetDatum(b->delta);
+		values[4] = Int32GetDatum(b->components);
+		values[5] = Float8GetDatum(b->bound);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	return (Datum) 0;
 }
 
@@ -473,6 +518,23 @@ diagnostics_jsonb(const FitDiagnostics *l)
 	appendStringInfo(&buf, ", \"n_clients\": %d, \"d\": %d", l->n_clients, l->dim);
 	json_float(&buf, "seconds", l->seconds);
 	json_float(&buf, "gradient_norm", l->gradient_norm);
+	json_float(&buf, "sketch_bound", l->sketch_bound);
+	/* each client's share of the bound, by key: what <model>_clients.sketch_bound stores */
+	appendStringInfoString(&buf, ", \"client_bounds\": {");
+	for (int i = 0; i < l->nbounds; i++)
+	{
+		appendStringInfoString(&buf, i > 0 ? ", " : "");
+		escape_json(&buf, l->client_bounds[i].client);
+		appendStringInfo(&buf, ": %.17g", l->client_bounds[i].bound);
+	}
+	appendStringInfoChar(&buf, '}');
+	if (l->pooled_mean != NULL)
+	{
+		appendStringInfoString(&buf, ", \"pooled_mean\": [");
+		for (int j = 0; j < l->dim; j++)
+			appendStringInfo(&buf, "%s%.17g", j > 0 ? ", " : "", l->pooled_mean[j]);
+		appendStringInfoChar(&buf, ']');
+	}
 	appendStringInfo(&buf, ", \"options\": %s}", fit_options_json(&l->opts));
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }

@@ -178,6 +178,23 @@ typedef struct FitTraceRow
 	int64		iterations;		/* the clients' inner eigensolver iterations in this round */
 } FitTraceRow;
 
+/*
+ * One client's share of the bound a sketch puts on the objective
+ * (perpca_last_fit_clients): with S_i - S^_i = (M2 - B'B) / n_i between 0
+ * and delta_i / n_i I, for any k_i orthonormal components W_i,
+ *   0 <= f_i - f^_i = 1/2 tr(W_i'(S_i - S^_i)W_i) <= 1/2 k_i delta_i / n_i = bound,
+ * in f_i's units; 0 for exact statistics (fit_input.c computes it).
+ */
+typedef struct FitClientBound
+{
+	const char *client;
+	int64		n;				/* rows of the client (exact) */
+	int			rows;			/* rows of its sketch's B (at most ell); 0 for exact statistics */
+	double		delta;			/* delta_i, in M2's (scaled) units; 0 for exact statistics */
+	int			components;		/* k_i: global plus local components the objective counts */
+	double		bound;			/* 1/2 k_i delta_i / n_i */
+} FitClientBound;
+
 /* Diagnostics of one fit (perpca_last_fit and friends). */
 typedef struct FitDiagnostics
 {
@@ -193,6 +210,15 @@ typedef struct FitDiagnostics
 	int			n_clients;
 	int			dim;
 	int64		rows_skipped;	/* rows the clients' statistics left out (perpca_stats(x, 'skip')) */
+	/*
+	 * The sketch's bound in the objective's units: 0 <= exact objective -
+	 * sketched objective <= sketch_bound = N / sum w_i * sum_i w_i bound_i
+	 * (0 for exact inputs); per client in client_bounds (nbounds of them).
+	 */
+	double		sketch_bound;
+	double	   *pooled_mean;	/* dim: the clients' pooled mean when one is sketched (for the model), else NULL */
+	int			nbounds;
+	FitClientBound *client_bounds;
 	double	   *scale_factors;	/* dim divisors the input was divided by (scale 'standard'), or NULL */
 	bool	   *constant;		/* dim: the features left at divisor 1 (zero variance), or NULL */
 	double		seconds;

@@ -42,7 +42,8 @@ PG_FUNCTION_INFO_V1(perpca_model_history);
 /* The columns returned, in order; their types are model_schema.c's declaration. */
 static const char *const history_columns[] = {
 	"version", "at", "kind", "clients", "rows", "rounds_run", "converged", "objective", "seconds",
-	"role", "warning", "entry", "outcome", "starts", "clients_added", "clients_dropped", "warm_start"
+	"role", "warning", "entry", "outcome", "starts", "clients_added", "clients_dropped", "warm_start",
+	"sketch_bound"
 };
 #define H_NCOLS lengthof(history_columns)
 #define H_ENTRY 11
@@ -166,7 +167,7 @@ history_rows(Relation rel, const AttrNumber *att, const char *model, int *nrows)
 /*
  * perpca_model_history(model text) RETURNS TABLE (version, at, kind,
  *   clients, rows, rounds_run, converged, objective, seconds, role, warning,
- *   entry, outcome, starts, clients_added, clients_dropped, warm_start)
+ *   entry, outcome, starts, clients_added, clients_dropped, warm_start, sketch_bound)
  */
 Datum
 perpca_model_history(PG_FUNCTION_ARGS)

@@ -108,6 +108,7 @@ static const ColumnDecl columns[] = {
 	{I, "feature_names", TEXTARRAYOID, NULL, "0.3.0"},
 	{I, "stats_digest", TEXTOID, NULL, "0.3.0"},
 	{I, "source_view", TEXTOID, NULL, "0.4.0"},
+	{I, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
 
 	{C, "client", TEXTOID, "PRIMARY KEY", "0.1.0"},
 	{C, "n", INT8OID, NN, "0.1.0"},
@@ -121,6 +122,7 @@ static const ColumnDecl columns[] = {
 	{C, "source", TEXTOID, ONE_OF("source", "'fit', 'personalize'"), "0.1.0"},
 	{C, "score_covariance", FLOAT8ARRAYOID, NULL, "0.3.0"},
 	{C, "residual_moments", FLOAT8ARRAYOID, NULL, "0.3.0"},
+	{C, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
 
 	{K, "client", TEXTOID, NULL, "0.1.0"},
 	{K, "kind", TEXTOID, ONE_OF("kind", "'global', 'local'"), "0.1.0"},
@@ -146,6 +148,7 @@ static const ColumnDecl columns[] = {
 	{H, "clients_dropped", INT4OID, NULL, "0.3.0"},
 	{H, "warm_start", BOOLOID, NULL, "0.3.0"},
 	{H, "digest", TEXTOID, NULL, "0.3.0"},
+	{H, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
 };
 
 #undef I

@@ -27,6 +27,8 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
@@ -35,6 +37,7 @@
 #include "model_store.h"
 #include "perpca.h"
 #include "row_reader.h"
+#include "stats.h"
 
 void
 store_model_init(StoreModel *sm, const char *schema, const char *base)
@@ -222,21 +225,22 @@ static const char fill_clients_sql[] =
 "           %s.perpca_total_variance(c.stats, c.centre) AS tv,"
 "           coalesce(%s.perpca_explained_variance(c.stats, u.u, c.centre), 0) AS gv,"
 "           coalesce(%s.perpca_explained_variance(c.stats, v.v, c.centre), 0) AS lv,"
-"           ms.score_covariance, ms.residual_moments"
+"           ms.score_covariance, ms.residual_moments, ($7 ->> c.client)::float8 AS sketch_bound"
 "      FROM c CROSS JOIN u LEFT JOIN v ON v.client = c.client"
 "     CROSS JOIN LATERAL perpca_internal.client_monitor_stats(c.stats, u.u, v.v) AS ms),"
 " w AS ("
 "    INSERT INTO %s (client, n, mean, n_local, total_variance, global_ratio, local_ratio,"
-"                    residual_ratio, train_error, source, score_covariance, residual_moments)"
+"                    residual_ratio, train_error, source, score_covariance, residual_moments, sketch_bound)"
 "    SELECT client, n, mean, r2, tv, gv / nullif(tv, 0), lv / nullif(tv, 0),"
-"           (tv - gv - lv) / nullif(tv, 0), tv - gv - lv, $3, score_covariance, residual_moments"
+"           (tv - gv - lv) / nullif(tv, 0), tv - gv - lv, $3, score_covariance, residual_moments, sketch_bound"
 "      FROM f"
 "    ON CONFLICT (client) DO UPDATE"
 "       SET n = excluded.n, mean = excluded.mean, n_local = excluded.n_local,"
 "           total_variance = excluded.total_variance, global_ratio = excluded.global_ratio,"
 "           local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,"
 "           train_error = excluded.train_error, source = excluded.source,"
-"           score_covariance = excluded.score_covariance, residual_moments = excluded.residual_moments"
+"           score_covariance = excluded.score_covariance, residual_moments = excluded.residual_moments,"
+"           sketch_bound = excluded.sketch_bound"
 "    RETURNING client)"
 " SELECT count(*) FROM w";
 
@@ -244,8 +248,9 @@ static const char fill_clients_sql[] =
  * Write the clients rows of the model from the statistics of src, as the
  * model's owner (its table brought up to date first: a model stored before
  * 0.3.0 gets the columns of perpca_model_monitor and
- * perpca_component_variance).  args: center, global mean, source, one
- * client, its stats, scale factors ($1..$6).
+ * perpca_component_variance, one stored before 0.4.0 sketch_bound).  args:
+ * center, global mean, source, one client, its stats, scale factors, each
+ * client's share of the sketch's bound as jsonb {client: bound} ($1..$7).
  */
 static void
 store_fill_clients(const StoreModel *sm, const char *src, const Oid *types, const Datum *args, const char *nulls)
@@ -255,7 +260,7 @@ store_fill_clients(const StoreModel *sm, const char *src, const Oid *types, cons
 	store_columns_add(sm, "clients");
 	store_run(psprintf(fill_clients_sql, src, x, x, x, components, components, x, x, x, x, x,
 					   store_rel(sm, "clients")),
-			  6, types, args, nulls);
+			  7, types, args, nulls);
 }
 
 Datum
@@ -355,7 +360,7 @@ static const char info_row_sql[] =
 "  'options', $1, 'scale_factors', to_jsonb($9),"
 "  'constant_features', to_jsonb($10), 'search_path', $11,"
 "  'feature_names', to_jsonb($12), 'stats_digest', $13,"
-"  'source_view', $14)";
+"  'source_view', $14, 'sketch_bound', $2 -> 'sketch_bound')";
 
 /* What store_fit has computed before it writes. */
 typedef struct StoreFigures
@@ -380,10 +385,16 @@ store_figures(const StoreModel *sm, const StoreFitResult *f, Datum names, bool n
 	g->key_type = store_sql("SELECT format_type(s.client_type, NULL) FROM pg_temp.perpca_train_src s LIMIT 1",
 							0, NULL, NULL, NULL, &isnull);
 	g->nulls[2] = isnull ? 'n' : ' ';
-	(void) store_sql(psprintf("SELECT %s.perpca_mean(x.m), %s.perpca_count(x.m)"
-							  "  FROM (SELECT %s.perpca_merge(s.stats ORDER BY s.client COLLATE \"C\") AS m"
-							  "          FROM pg_temp.perpca_train_src s) x", sm->ext, sm->ext, sm->ext),
-					 0, NULL, NULL, NULL, &isnull);
+	/* with a sketched client, the fit's pooled mean: no merge of the statistics */
+	if (DatumGetBool(store_sql("SELECT $1 ? 'pooled_mean'", 1, &jtype, &f->diag, NULL, &isnull)))
+		(void) store_sql(psprintf("SELECT ARRAY(SELECT m::float8 FROM jsonb_array_elements_text($1 -> 'pooled_mean') WITH ORDINALITY AS e(m, j) ORDER BY j),"
+								  "       (SELECT sum(%s.perpca_count(s.stats))::bigint FROM pg_temp.perpca_train_src s)", sm->ext),
+						 1, &jtype, &f->diag, NULL, &isnull);
+	else
+		(void) store_sql(psprintf("SELECT %s.perpca_mean(x.m), %s.perpca_count(x.m)"
+								  "  FROM (SELECT %s.perpca_merge(s.stats ORDER BY s.client COLLATE \"C\") AS m"
+								  "          FROM pg_temp.perpca_train_src s) x", sm->ext, sm->ext, sm->ext),
+						 0, NULL, NULL, NULL, &isnull);
 	g->gmean = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	g->nrows = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	g->digest = store_digest(sm, g->opts, names, names_null);
@@ -419,9 +430,9 @@ static void
 store_write(const StoreModel *sm, const char *source_query, Datum options, const char *path, Datum names,
 			bool names_null, const StoreFitResult *f, const StoreFigures *g)
 {
-	Oid			ctypes[6] = {TEXTOID, FLOAT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8ARRAYOID};
-	Datum		cargs[6];
-	char		cnulls[7] = "   nn ";
+	Oid			ctypes[7] = {TEXTOID, FLOAT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8ARRAYOID, JSONBOID};
+	Datum		cargs[7];
+	char		cnulls[8] = "   nn  ";
 	Oid			itypes[15] = {JSONBOID, JSONBOID, JSONBOID, TEXTOID, FLOAT8ARRAYOID, FLOAT8OID, INT8OID, TEXTOID,
 	FLOAT8ARRAYOID, INT4ARRAYOID, TEXTOID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		iargs[15];
@@ -439,6 +450,8 @@ store_write(const StoreModel *sm, const char *source_query, Datum options, const
 	cargs[3] = cargs[4] = (Datum) 0;	/* no one client: NULLs */
 	cargs[5] = f->scale;
 	cnulls[5] = f->nulls[2];
+	cargs[6] = store_sql("SELECT $1 -> 'client_bounds'", 1, &itypes[0], &f->diag, NULL, &isnull);
+	cnulls[6] = isnull ? 'n' : ' ';
 	store_fill_clients(sm, "pg_temp.perpca_train_src", ctypes, cargs, cnulls);
 
 	iargs[0] = g->opts;
@@ -500,7 +513,8 @@ store_fit(const StoreModel *sm, const char *source_query, Datum options, const c
 	values[0] = store_sql("SELECT jsonb_build_object('model_name', $1, 'd', $2 -> 'd', 'n_clients', $2 -> 'n_clients',"
 						  " 'rounds_run', $2 -> 'rounds_run', 'converged', $2 -> 'converged',"
 						  " 'objective', $2 -> 'objective', 'theta_est', $2 -> 'theta_est',"
-						  " 'version', $3, 'rows', $4, 'starts', $5, 'digest', $6)",
+						  " 'version', $3, 'rows', $4, 'starts', $5, 'digest', $6,"
+						  " 'sketch_bound', $2 -> 'sketch_bound')",
 						  6, types, values, nulls, &isnull);
 	AtEOXact_GUC(true, nestlevel);
 	return values[0];
@@ -557,6 +571,8 @@ store_history_append(const StoreModel *sm, Datum r)
 								   store_rel(sm, "info")), 1, types, values, NULL, &isnull);
 	if (!store_history_table(sm))
 		return values[0];
+	/* a history started before 0.4.0 gets the columns added since (sketch_bound), once */
+	store_columns_add(sm, "history");
 	values[0] = store_sql(psprintf("SELECT $1 || jsonb_build_object('entry', (SELECT coalesce(max(h.entry), 0) + 1 FROM %s h))",
 								   history), 1, types, values, NULL, &isnull);
 	store_run(psprintf("INSERT INTO %s SELECT * FROM jsonb_populate_record(NULL::%s, $1)", history, history),
@@ -574,27 +590,47 @@ static const char personalize_sql[] =
 "                          WHEN 'global' THEN perpca_internal.scale_vector(i.global_mean, $5)"
 "                          ELSE array_fill(0::float8, ARRAY[i.d]) END FROM %s i)) AS l";
 
+/*
+ * {client: bound} (jsonb) of one personalized client with k components:
+ * its share of a sketch's bound, k delta / (2 n), as the fit's
+ * (fit_input.c, clients_sketch_bound); 0 for exact statistics.
+ */
+static Datum
+store_client_bound(const char *client, const PerpcaStats *s, int k)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	escape_json(&buf, client);
+	appendStringInfo(&buf, ": %.17g}", s->n > 0 ? 0.5 * k * perpca_stats_sketch_delta(s) / (double) s->n : 0.0);
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
 uint64
 store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datum stats, int n_local,
 				  Datum factors, bool factors_null, Tuplestorestate *out)
 {
 	char	   *components = store_rel(sm, "components");
 	char	   *info = store_rel(sm, "info");
-	Oid			types[6] = {TEXTOID, FLOAT8ARRAYOID, TEXTOID, TEXTOID, stats_type, FLOAT8ARRAYOID};
-	Datum		args[6] = {0, 0, CStringGetTextDatum("personalize"), CStringGetTextDatum(client), stats, factors};
-	char		nulls[7] = "      ";
+	Oid			types[7] = {TEXTOID, FLOAT8ARRAYOID, TEXTOID, TEXTOID, stats_type, FLOAT8ARRAYOID, JSONBOID};
+	Datum		args[7] = {0, 0, CStringGetTextDatum("personalize"), CStringGetTextDatum(client), stats, factors, 0};
+	char		nulls[8] = "       ";
 	bool		isnull;
-	int32		r2;
+	int32		r1,
+				r2;
 
 	nulls[5] = factors_null ? 'n' : ' ';
-	(void) store_sql(psprintf("SELECT i.center, i.global_mean, i.n_local FROM %s i", info), 0, NULL, NULL, NULL, &isnull);
+	(void) store_sql(psprintf("SELECT i.center, i.global_mean, i.n_local, i.n_global FROM %s i", info), 0, NULL, NULL, NULL, &isnull);
 	if (SPI_processed != 1)
 		elog(ERROR, "model \"%s\" has %d info rows", sm->base, (int) SPI_processed);
 	args[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	args[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	r1 = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 	isnull = false;
 	r2 = n_local < 0 ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull))
 		: n_local;
+	args[6] = store_client_bound(client, DatumGetPerpcaStats(stats), r1 + (isnull ? 0 : r2));
 	store_run(psprintf("DELETE FROM %s WHERE kind = 'local' AND client = $4", components), 6, types, args, nulls);
 	if (!isnull && r2 != 0)
 	{

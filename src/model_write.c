@@ -248,7 +248,8 @@ static const char train_history_sql[] =
 "  'seconds', extract(epoch FROM clock_timestamp() - $2), 'role', current_user,"
 "  'warning', CASE WHEN NOT ($1 ->> 'converged')::boolean THEN"
 "                 format('did not converge in %s rounds', $1 ->> 'rounds_run') END,"
-"  'outcome', 'fitted', 'starts', $1 -> 'starts', 'digest', $1 -> 'digest')";
+"  'outcome', 'fitted', 'starts', $1 -> 'starts', 'digest', $1 -> 'digest',"
+"  'sketch_bound', $1 -> 'sketch_bound')";
 
 /*
  * The body of perpca_train (the model is locked, ml): stage the query as
@@ -441,6 +442,7 @@ refresh_unchanged(RefreshCall *rc, RefreshModel *rm, Datum names, bool names_nul
 							   "'outcome', 'unchanged', 'version', $1 -> 'version', 'clients', $1 -> 'n_clients',"
 							   "'rows', (SELECT sum(%s.perpca_count(s.stats)) FROM pg_temp.perpca_train_src s),"
 							   "'rounds_run', 0, 'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
+							   "'sketch_bound', $1 -> 'sketch_bound',"
 							   "'clients_added', 0, 'clients_dropped', 0, 'digest', $2,"
 							   "'warning', 'unchanged: the statistics, options and feature names are those of the stored model; nothing was fitted')",
 							   rc->sm.ext),
@@ -464,7 +466,7 @@ static const char refresh_fitted_sql[] =
 "  'rounds_run', $1 -> 'rounds_run', 'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
 "  'clients_added', (SELECT count(*) FROM unnest($3) AS a(c) WHERE a.c <> ALL (coalesce($2, '{}'))),"
 "  'clients_dropped', (SELECT count(*) FROM unnest($2) AS b(c) WHERE b.c <> ALL (coalesce($3, '{}'))),"
-"  'warm_start', $4, 'starts', $1 -> 'starts', 'digest', $1 -> 'digest',"
+"  'warm_start', $4, 'starts', $1 -> 'starts', 'digest', $1 -> 'digest', 'sketch_bound', $1 -> 'sketch_bound',"
 "  'warning', CASE WHEN NOT ($1 ->> 'converged')::boolean THEN"
 "                 format('did not converge in %s rounds', $1 ->> 'rounds_run') END)";
 
@@ -548,7 +550,8 @@ static const char refresh_result_sql[] =
 "SELECT * FROM jsonb_to_record($1) AS h("
 "  version bigint, at timestamptz, kind text, clients int, \"rows\" bigint, rounds_run int,"
 "  converged boolean, objective float8, seconds float8, role name, warning text,"
-"  entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean)";
+"  entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean,"
+"  sketch_bound float8)";
 
 /*
  * The body of perpca_refresh (the model is locked, ml): stage and refit as

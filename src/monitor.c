@@ -36,7 +36,9 @@
  * C and (theta1, theta2, theta3) are computed from each client's statistics
  * when the model is written (perpca_internal.client_monitor_stats, called by
  * perpca_internal.model_fill_clients) and stored in <model>_clients.score_covariance
- * and .residual_moments: no second pass over the rows.
+ * and .residual_moments: no second pass over the rows.  For sketched
+ * statistics they are the sketch's (M2 taken as B'B), computed in blocks of
+ * its rows, never as a d x d matrix.
  */
 #include "postgres.h"
 
@@ -100,6 +102,42 @@ monitor_moments(const PerpcaStats *s, const double *W, int k, double *C, double 
 	moments[2] = linalg_dot((int64) d * d, S, R2);	/* tr R^3 = sum R .* R^2 */
 }
 
+/*
+ * The same for a sketch, S = B'B / n (B its rows x d rows, n its rows'
+ * count), in rows x rows blocks, never d x d: with A = W B' / sqrt(n)
+ * (k x rows), C = A A'; with G = (B / sqrt(n)) - A'W (rows x d, the rows
+ * of P B' / sqrt(n)), R = G'G has the nonzero spectrum of H = G G', so
+ * tr R^j = tr H^j.  The figures are the sketch's (B'B for M2), as its fit's.
+ */
+static void
+monitor_moments_rows(const double *B, int rows, double n, int d, const double *W, int k,
+					 double *C, double *moments)
+{
+	double		s = 1.0 / sqrt(n);
+	double	   *A,
+			   *G,
+			   *H,
+			   *H2;
+
+	memset(C, 0, sizeof(double) * k * k);
+	if (rows == 0)
+		return;
+	A = palloc(sizeof(double) * k * rows);
+	G = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * rows * d);
+	H = palloc(sizeof(double) * rows * rows);
+	H2 = palloc(sizeof(double) * rows * rows);
+	linalg_gemm(false, true, k, rows, d, s, W, d, B, d, 0.0, A, rows);
+	linalg_gemm(false, true, k, k, rows, 1.0, A, rows, A, rows, 0.0, C, k);
+	memcpy(G, B, sizeof(double) * rows * d);
+	linalg_gemm(true, false, rows, d, k, -1.0, A, rows, W, d, s, G, d);
+	linalg_gemm(false, true, rows, rows, d, 1.0, G, d, G, d, 0.0, H, rows);
+	linalg_gemm(false, false, rows, rows, rows, 1.0, H, rows, H, rows, 0.0, H2, rows);
+	for (int j = 0; j < rows; j++)
+		moments[0] += H[j * rows + j];
+	moments[1] = linalg_dot((int64) rows * rows, H, H);
+	moments[2] = linalg_dot((int64) rows * rows, H, H2);
+}
+
 /* W = [U; V] ((r1 + r2) x d, rows): the global components, then the local ones. */
 static double *
 stack_rows(const double *U, int r1, const double *V, int r2, int d)
@@ -152,7 +190,15 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 	W = stack_rows(U, r1, V, r2, d);
 	C = palloc(sizeof(double) * k * k);
-	monitor_moments(s, W, k, C, moments);
+	if (s->form == PERPCA_FORM_SKETCH)
+	{
+		int			rows;
+		const double *B = perpca_stats_sketch_rows(s, &rows);
+
+		monitor_moments_rows(B, B != NULL ? rows : 0, (double) s->n, d, W, k, C, moments);
+	}
+	else
+		monitor_moments(s, W, k, C, moments);
 	values[0] = PointerGetDatum(perpca_matrix_build(C, k, k));
 	values[1] = PointerGetDatum(perpca_vector_build(moments, 3));
 	nulls[0] = nulls[1] = false;

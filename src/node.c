@@ -16,6 +16,7 @@
 #include "fit_sums.h"
 #include "linalg.h"
 #include "node.h"
+#include "perpca.h"
 
 /* The index of the j-th client in the order of the sums (by key when known). */
 static inline int
@@ -314,16 +315,46 @@ node_local_projectors(const FitNode *node, double *A)
 	}
 }
 
+/* Y (d x b) = sum_i w_i V_i V_i' X, client by client (the operator of node_theta above PERPCA_MAX_DENSE_DIM). */
+static void
+node_projectors_apply(void *arg, const double *X, int b, double *Y)
+{
+	const FitNode *node = (const FitNode *) arg;
+	int			d = node->d;
+
+	memset(Y, 0, sizeof(double) * d * b);
+	for (int j = 0; j < node->n; j++)
+	{
+		const FitClient *c = &node->clients[node_index(node, j)];
+		int			m = c->k - c->lfirst;
+		double	   *T;
+
+		if (m == 0)
+			continue;
+		T = palloc(sizeof(double) * m * b);
+		linalg_gemm(true, false, m, b, d, 1.0, c->W + c->lfirst, c->k, X, b, 0.0, T, b);
+		linalg_gemm(false, false, d, b, m, c->weight, c->W + c->lfirst, c->k, T, b, 1.0, Y, b);
+		pfree(T);
+	}
+}
+
 double
 node_theta(const FitNode *node, double W)
 {
-	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext,
-										   sizeof(double) * node->d * node->d);
+	double	   *A;
 	bool		any = false;
 
-	memset(A, 0, sizeof(double) * node->d * node->d);
 	for (int i = 0; i < node->n; i++)
 		any |= node->clients[i].k > node->clients[i].lfirst;
+	if (node->d > PERPCA_MAX_DENSE_DIM)
+	{
+		/* a fit of thin or sketched clients this wide never forms a d x d matrix */
+		EigenOp		op = {node->d, node_projectors_apply, NULL, (void *) node, NULL, NULL, 0, NULL, NULL};
+
+		return any ? 1.0 - fit_top_eigenvalue_op(&op, 1e-9) / W : NAN;
+	}
+	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * node->d * node->d);
+	memset(A, 0, sizeof(double) * node->d * node->d);
 	node_local_projectors(node, A);
 	return fit_theta(A, node->d, W, any);
 }

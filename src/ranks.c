@@ -455,6 +455,10 @@ read_parts(RankData *data, const char *train_q, const char *held_q, const FitOpt
 							  "perpca_choose_ranks (held-out rows)", "held-out query", false},
 							  cxt, &data->nheld, &data->held_skipped);
 	clients_check(data->train, data->ntrain, 0, true);
+	clients_refuse_sketches(data->train, data->ntrain, "perpca_choose_ranks",
+							"Pass the rows: perpca_choose_ranks computes exact statistics of each part.");
+	clients_refuse_sketches(data->held, data->nheld, "perpca_choose_ranks",
+							"Pass the held-out rows, or exact perpca_stats values of them.");
 	data->d = data->train[0].stats->dim;
 	for (int h = 0; h < data->nheld; h++)
 		if (data->held[h].stats->dim != data->d)

@@ -68,9 +68,28 @@
  * arena of pending rows, until its values are needed: a row in TOAST as its
  * on-disk pointer, a row stored inline as its own bytes (float8, float4 or
  * binary16 values: the smallest exact form, never widened to doubles twice).
- * Each entry is one varlena, MAXALIGNed.
+ * Each entry is one varlena, MAXALIGNed.  The arena is a list of blocks of
+ * doubling size, each holding whole entries: it grows without copying what
+ * it holds (growing one buffer by reallocation cost a thin d = 384 group
+ * of inline rows 40% of its CPU time).
  */
 #define PENDING_SIZE(p)	MAXALIGN(VARSIZE_ANY(p))
+#define PENDING_FIRST_BLOCK 8192
+#define PENDING_MAX_BLOCK (1024 * 1024)
+
+typedef struct PendingBlock
+{
+	struct PendingBlock *next;
+	Size		used;			/* bytes of data in use */
+	Size		cap;			/* bytes data can hold */
+	char		data[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed entries */
+} PendingBlock;
+
+/* Every pending entry of state st, in arrival order. */
+#define foreach_pending(st, blk, entry) \
+	for (const PendingBlock *blk = (st)->pend; blk != NULL; blk = blk->next) \
+		for (const char *entry = blk->data; entry < blk->data + blk->used; \
+			 entry += PENDING_SIZE(entry))
 
 /* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
 struct StatsState
@@ -89,9 +108,9 @@ struct StatsState
 	double	   *buf;			/* bufcap x d, row-major, rows minus shift */
 	double	   *bsum;			/* d: column sums of the rows in buf */
 	int			npend;			/* rows after those in buf, waiting in pend */
-	Size		pendlen;		/* bytes of pend in use */
-	Size		pendcap;		/* bytes pend can hold now */
-	char	   *pend;			/* the pending rows, as they arrived */
+	Size		pendlen;		/* bytes of the pending entries */
+	PendingBlock *pend;			/* the pending rows, as they arrived: first block */
+	PendingBlock *pendtail;		/* its last block */
 	double	   *scratch;		/* d: a row of another type converted to double
 								 * (perpca_stats_accum_scratch); not state */
 	double	   *fetched;		/* d: a pending row of another type converted
@@ -311,27 +330,67 @@ row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 
 /*
  * Append count pending rows, len bytes from rows (whole entries; the last
- * may lack its padding), to the arena, which grows by doubling.
+ * may lack its padding), to the arena: into its last block if they fit,
+ * else into a new block, twice the last one's size (or what they need).
  */
 static void
 state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
 {
-	Size		need = st->pendlen + MAXALIGN(len);
+	PendingBlock *tail = st->pendtail;
+	Size		need = MAXALIGN(len);
 
 	if (len == 0)
 		return;
-	if (need > st->pendcap)
+	if (tail == NULL || tail->cap - tail->used < need)
 	{
-		Size		cap = Max(Max(st->pendcap * 2, 8192), need);
+		Size		cap = tail == NULL ? PENDING_FIRST_BLOCK : Min(2 * tail->cap, PENDING_MAX_BLOCK);
+		PendingBlock *blk;
 
-		st->pend = st->pend
-			? repalloc_huge(st->pend, cap)
-			: MemoryContextAllocHuge(st->cxt, cap);
-		st->pendcap = cap;
+		cap = Max(cap, need);
+		blk = MemoryContextAllocHuge(st->cxt, offsetof(PendingBlock, data) + cap);
+		blk->next = NULL;
+		blk->used = 0;
+		blk->cap = cap;
+		if (tail == NULL)
+			st->pend = blk;
+		else
+			tail->next = blk;
+		st->pendtail = tail = blk;
 	}
-	memcpy(st->pend + st->pendlen, rows, len);
-	st->pendlen = need;
+	memcpy(tail->data + tail->used, rows, len);
+	tail->used += need;
+	st->pendlen += need;
 	st->npend += count;
+}
+
+/* Append b's pending rows to a's arena. */
+static void
+state_defer_all(StatsState *a, const StatsState *b)
+{
+	for (const PendingBlock *blk = b->pend; blk != NULL; blk = blk->next)
+	{
+		int			count = 0;
+
+		for (const char *entry = blk->data; entry < blk->data + blk->used; entry += PENDING_SIZE(entry))
+			count++;
+		state_defer_bytes(a, blk->data, blk->used, count);
+	}
+}
+
+/* Free the arena: no rows pending. */
+static void
+state_clear_pending(StatsState *st)
+{
+	while (st->pend != NULL)
+	{
+		PendingBlock *next = st->pend->next;
+
+		pfree(st->pend);
+		st->pend = next;
+	}
+	st->pendtail = NULL;
+	st->pendlen = 0;
+	st->npend = 0;
 }
 
 /* The row argument waits in the arena as it came (a TOAST pointer or its bytes). */
@@ -388,8 +447,7 @@ unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 		memcpy(rows, st->buf, sizeof(double) * st->nbuf * d);
 	if (sum != st->bsum)
 		memcpy(sum, st->bsum, sizeof(double) * d);
-	for (const char *entry = st->pend; entry < st->pend + st->pendlen;
-		 entry += PENDING_SIZE(entry))
+	foreach_pending(st, blk, entry)
 	{
 		void	   *value;
 		const double *x = fetch_pending(st, entry, &value);
@@ -412,8 +470,7 @@ state_materialize(StatsState *st)
 		return;
 	state_reserve(st, state_unmerged(st));
 	st->nbuf = unmerged_rows(st, st->buf, st->bsum, &st->skipped);
-	st->npend = 0;
-	st->pendlen = 0;
+	state_clear_pending(st);
 }
 
 /* ------------------------------------------------------------------------
@@ -642,7 +699,7 @@ state_copy(StatsState *a, const StatsState *b)
 	}
 	a->nulls = b->nulls;
 	state_set_rowtype(a, b->rowtype);
-	state_defer_bytes(a, b->pend, b->pendlen, b->npend);
+	state_defer_all(a, b);
 }
 
 /*
@@ -666,7 +723,7 @@ state_merge_thin(StatsState *a, StatsState *b)
 		state_set_nulls(a, b->nulls);
 		state_set_rowtype(a, b->rowtype);
 	}
-	state_defer_bytes(a, b->pend, b->pendlen, b->npend);
+	state_defer_all(a, b);
 	pfree(offset);
 }
 
@@ -925,8 +982,11 @@ state_serialize(const StatsState *st)
 		for (int64 i = 0; i < d; i++)
 			for (int64 j = i; j < d; j++)
 				*p++ = st->m2[i * d + j];
-	if (st->pendlen > 0)
-		memcpy(p, st->pend, st->pendlen);
+	for (const PendingBlock *blk = st->pend; blk != NULL; blk = blk->next)
+	{
+		memcpy(p, blk->data, blk->used);
+		p = (double *) ((char *) p + blk->used);
+	}
 	return (bytea *) ss;
 }
 

@@ -36,11 +36,19 @@ RETURNS TABLE (method text, rounds_run int, converged boolean, objective float8,
                kkt_residual float8, theta_est float8, step float8,
                n_clients int, d int, seconds float8,
                solver text, start text, gradient_norm float8, options jsonb,
-               rows_skipped bigint, stopped text)
+               rows_skipped bigint, stopped text, sketch_bound float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 COMMENT ON FUNCTION perpca_last_fit() IS
-    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm, the effective options (defaults filled in) as jsonb, and the rows the clients'' statistics left out for missing values (perpca_stats(x, ''skip''); 0 for a federated fit), and why the fit stopped, in words (the search''s stopping rule and how the chosen run ended; NULL for the closed-form methods)';
+    'diagnostics of the last perpca_fit call in this session (no row before the first): rounds of all starts (0 for the closed-form methods, which always converge), objective sum_i N w_i f_i, KKT residual, theta_est, final step (paper solver), the solver, the winning start, the Riemannian gradient norm, the effective options (defaults filled in) as jsonb, and the rows the clients'' statistics left out for missing values (perpca_stats(x, ''skip''); 0 for a federated fit), and why the fit stopped, in words (the search''s stopping rule and how the chosen run ended; NULL for the closed-form methods), and sketch_bound: for any components, the objective on the exact statistics minus the objective on the sketched ones lies between 0 and this, N / sum_i w_i * sum_i w_i (n_global + n_local_i) delta_i / (2 n_i) (0 for exact inputs; per client in perpca_last_fit_clients)';
+
+CREATE OR REPLACE FUNCTION perpca_last_fit_clients()
+RETURNS TABLE (client text, n bigint, sketch_rows int, sketch_delta float8, components int,
+               sketch_bound float8)
+    AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION perpca_last_fit_clients() IS
+    'one row per client of the last perpca_fit in this session (no rows before the first; the clients of perpca_train and perpca_refresh too): its rows n, its sketch''s rows (of B, at most ell) and delta (0 <= M2 - B''B <= delta I; both 0 for exact statistics), the components its objective counts (n_global + its n_local), and its share of perpca_last_fit().sketch_bound, components * delta / (2 n), in the units of f_i = 1/2 tr(W_i''S_iW_i): f_i on the exact statistics minus f_i on the sketch lies between 0 and this for any components';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit_starts()
 RETURNS TABLE (start text, objective float8, rounds_run int, converged boolean, chosen boolean,

@@ -16,7 +16,8 @@ DROP FUNCTION IF EXISTS perpca_internal.shard_basis(text, boolean, boolean);
 DROP FUNCTION IF EXISTS perpca_internal.shard_round(text, float8[], float8, text, text, boolean);
 DROP FUNCTION IF EXISTS perpca_internal.shard_evaluate(text, float8[], float8);
 DROP FUNCTION IF EXISTS perpca_internal.shard_finish(text, float8[], boolean);
--- Issue 34: perpca_last_fit gains stopped, perpca_last_fit_starts basin and ended.
+-- Issue 34: perpca_last_fit gains stopped, perpca_last_fit_starts basin and ended
+-- (issue 38: and perpca_last_fit sketch_bound).
 DROP FUNCTION IF EXISTS perpca_last_fit();
 DROP FUNCTION IF EXISTS perpca_last_fit_starts();
 
@@ -55,3 +56,9 @@ DROP FUNCTION perpca_evaluate_imputation(text, text, float8, bigint);
 DROP FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int);
 DROP FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint);
 DROP FUNCTION perpca_last_federated_fit();
+
+-- Issue 38: the history row gains sketch_bound (the bound a fit on sketched
+-- statistics states for its objective): perpca_model_history and
+-- perpca_refresh, which returns the row it appends, change their result type.
+DROP FUNCTION perpca_model_history(text);
+DROP FUNCTION perpca_refresh(text, boolean, boolean, text);

@@ -263,6 +263,10 @@ like($gap_err, qr/input row element \d+ of 20 is NULL.*missing => 'skip' to perp
 	'rows with gaps, missing => error (default): the element, and the hint of perpca_fit_federated');
 ($gap_ret, $gap_err) = fed_error($shards, $gap_query, "2, 2, missing => 'observed'");
 like($gap_err, qr/0A000|cannot read rows with missing => 'observed'/, 'missing => observed: refused at once');
+# a federated fit states no sketch's bound: sketched statistics on a shard are refused, naming perpca_fit
+($gap_ret, $gap_err) = fed_error($shards, q{'SELECT client, perpca_sketch(x, 2, ''skip'') FROM gap_rows GROUP BY client'}, '1, 1');
+like($gap_err, qr/perpca_fit_federated does not take sketched statistics.*perpca_fit, on one server/s,
+	'sketched statistics on a shard: refused, with the hint to fit them with perpca_fit');
 
 # The comparison can fail: a fit with other ranks is told apart.
 is( $coord->safe_psql('postgres', qq{
