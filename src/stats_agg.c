@@ -990,6 +990,19 @@ state_serialize(const StatsState *st)
 	return (bytea *) ss;
 }
 
+/* Does the header of a serialized exact state agree with itself and its size? */
+static bool
+serial_header_valid(const SerialState *ss)
+{
+	return VARSIZE(ss) >= offsetof(SerialState, data) && ss->format == STATE_FORMAT &&
+		ss->d >= 1 && ss->d <= PERPCA_MAX_DENSE_DIM && ss->nbuf >= 0 && ss->npend >= 0 &&
+		ss->n >= 0 && ss->skipped >= 0 && !(ss->dense && ss->npend > 0) &&
+		(ss->nulls == PERPCA_NULLS_ERROR || ss->nulls == PERPCA_NULLS_SKIP) &&
+		ss->rowtype <= PERPCA_ROWTYPE_HALFVEC && ss->pendlen >= 0 &&
+		ss->pendlen <= (int64) VARSIZE(ss) &&
+		VARSIZE(ss) == serial_size(ss->dense, ss->d, ss->nbuf, (Size) ss->pendlen);
+}
+
 static StatsState *
 state_deserialize(MemoryContext cxt, const SerialState *ss)
 {
@@ -1005,13 +1018,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 		st->sketch = sk;
 		return st;
 	}
-	if (VARSIZE(ss) < offsetof(SerialState, data) || ss->format != STATE_FORMAT ||
-		ss->d < 1 || ss->d > PERPCA_MAX_DENSE_DIM || ss->nbuf < 0 || ss->npend < 0 ||
-		ss->n < 0 || ss->skipped < 0 || (ss->dense && ss->npend > 0) ||
-		(ss->nulls != PERPCA_NULLS_ERROR && ss->nulls != PERPCA_NULLS_SKIP) ||
-		ss->rowtype > PERPCA_ROWTYPE_HALFVEC || ss->pendlen < 0 ||
-		ss->pendlen > (int64) VARSIZE(ss) ||
-		VARSIZE(ss) != serial_size(ss->dense, ss->d, ss->nbuf, (Size) ss->pendlen))
+	if (!serial_header_valid(ss))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
 	st = state_create(cxt, ss->d, (PerpcaNulls) ss->nulls);
