@@ -64,6 +64,17 @@ sketch_create(MemoryContext cxt, int d, int ell)
 	return sk;
 }
 
+/* The error for finite rows whose squares overflow. */
+static void
+too_large(void)
+{
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
+			 errmsg("input rows are too large in magnitude for perpca_sketch"),
+			 errdetail("The sum of squared deviations from the mean exceeds the range of float8."),
+			 errhint("Divide the rows by a constant (their scale) before aggregating.")));
+}
+
 /*
  * Shrink the buffer's m = nrows rows to at most keep rows: delta_t is the
  * (keep + 1)-th eigenvalue of the Gram matrix (0 if there are no more than
@@ -92,6 +103,8 @@ sketch_shrink(SketchState *sk, int keep)
 	W = w + m;
 	out = W + (int64) keep * m;
 	linalg_syrk_rows(m, d, 1.0, sk->buf, d, G, m);
+	if (perpca_first_nonfinite(G, m * m) >= 0)
+		too_large();
 	if (linalg_eigh_all(m, G, w) != 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_INTERNAL),
@@ -327,6 +340,11 @@ sketch_merge_stats(SketchState *sk, const PerpcaStats *s)
 
 	if (s->dim != sk->d)
 		perpca_dim_mismatch(sk->d, s->dim, "perpca_stats value");
+	if (perpca_first_nonfinite(s->data, (int) Min(perpca_stats_value_count(s), INT_MAX)) >= 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
+				 errmsg("invalid perpca_stats value"),
+				 errdetail("The mean and co-moment values must be finite.")));
 	add_skipped(sk, perpca_stats_skipped(s));
 	if (s->form == PERPCA_FORM_SKETCH)
 		lower_ell(sk, s->ell);
@@ -369,11 +387,7 @@ check_finite_result(const SketchState *sk, const PerpcaStats *s)
 {
 	if (!isfinite(sk->trace) || !isfinite(sk->delta) ||
 		perpca_first_nonfinite(s->data, (int) Min(perpca_stats_value_count(s), INT_MAX)) >= 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("input rows are too large in magnitude for perpca_sketch"),
-				 errdetail("The sum of squared deviations from the mean exceeds the range of float8."),
-				 errhint("Divide the rows by a constant (their scale) before aggregating.")));
+		too_large();
 }
 
 PerpcaStats *
