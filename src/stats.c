@@ -869,6 +869,8 @@ perpca_covariance(PG_FUNCTION_ARGS)
 	perpca_stats_check_version(s);
 	if (s->n == 0)
 		PG_RETURN_NULL();
+	/* before the d x d allocation: a sketch's d may be past what one allocation holds */
+	perpca_check_dense_dim_limit(s->dim, "The second-moment matrix of the statistics");
 	cov = palloc(sizeof(double) * s->dim * s->dim);
 	zero = palloc0(sizeof(double) * s->dim);
 	perpca_stats_moment(s, centered ? NULL : zero, cov);
