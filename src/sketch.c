@@ -430,8 +430,15 @@ sketch_to_stats(const SketchState *sk)
 	SketchState tmp = *sk;
 	PerpcaStats *s;
 
-	/* shrink a copy of the buffer (the state goes on unchanged: windows) */
-	if (sk->nrows > sk->ell)
+	/*
+	 * At most ell rows, and at most n (merged thin rows and the means' rows
+	 * can outnumber the rows of the group by one; the co-moment of n rows
+	 * has rank below n, so that shrink removes rounding only).  Shrink a
+	 * copy of the buffer: the state goes on unchanged (windows).
+	 */
+	int			keep = (int) Min((int64) sk->ell, Max(sk->n, 1));
+
+	if (sk->nrows > keep)
 	{
 		tmp.buf = palloc(sizeof(double) * sk->nrows * (Size) sk->d);
 		memcpy(tmp.buf, sk->buf, sizeof(double) * sk->nrows * (Size) sk->d);
@@ -439,7 +446,7 @@ sketch_to_stats(const SketchState *sk)
 		tmp.onorm = palloc(sizeof(double) * sk->ell);
 		memcpy(tmp.onorm, sk->onorm, sizeof(double) * Min(sk->northo, sk->ell));
 		tmp.cxt = CurrentMemoryContext;
-		sketch_shrink(&tmp, sk->ell);
+		sketch_shrink(&tmp, keep);
 	}
 	if (sk->n <= 1)
 		tmp.nrows = 0;			/* a thin value's one centred row is zero */
