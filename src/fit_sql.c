@@ -198,6 +198,32 @@ start_arg(const FitOptions *opts)
 /* Who reads the clients, in NOTICEs and hints: perpca_fit, else the train or refresh it runs in. */
 static const char *fit_caller = NULL;
 
+/*
+ * The fit's clients (*in, *n) read from query, checked and scaled, and the
+ * node that holds them about the fit's centre (the pooled mean into diag).
+ */
+static FitNode *
+fit_clients(const char *query, MemoryContext fitcxt, FitDiagnostics *diag, ClientInput **in, int *n)
+{
+	FitOptions *opts = &diag->opts;
+	double	   *mean_sum;
+	double		rows;
+	int			d;
+
+	perpca_report_phase("perpca_fit: reading clients");
+	*in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false,
+					   fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit", "query", false},
+					   fitcxt, n, &diag->rows_skipped);
+	clients_check(*in, *n, opts->n_global, true);
+	diag->scale_factors = clients_scale(*in, *n, opts->scale, &diag->constant);
+	d = (*in)[0].stats->dim;
+	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", *n, d);
+	mean_sum = palloc(sizeof(double) * d);
+	rows = clients_mean_sum(*in, *n, mean_sum);
+	diag->pooled_mean = clients_pooled_mean(*in, *n, mean_sum, rows);
+	return clients_node(*in, *n, opts->n_global, clients_center(opts->center, mean_sum, rows, d), opts);
+}
+
 /* The fit itself, phase by phase, with the options parsed in diag->opts;
  * results go to rsinfo, diagnostics to diag. */
 static void
@@ -209,23 +235,10 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 	FitNode    *node;
 	FitBackend *be;
 	FitResult	res = {0};
-	double	   *mean_sum;
-	double		rows;
 	int			n;
 
 	start = start_arg(opts);
-	perpca_report_phase("perpca_fit: reading clients");
-	in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false,
-					  fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit", "query", false},
-					  fitcxt, &n, &diag->rows_skipped);
-	clients_check(in, n, opts->n_global, true);
-	diag->scale_factors = clients_scale(in, n, opts->scale, &diag->constant);
-	perpca_report_phase("perpca_fit: preparing %d clients, d = %d", n, in[0].stats->dim);
-	mean_sum = palloc(sizeof(double) * in[0].stats->dim);
-	rows = clients_mean_sum(in, n, mean_sum);
-	diag->pooled_mean = clients_pooled_mean(in, n, mean_sum, rows);
-	node = clients_node(in, n, opts->n_global,
-						clients_center(opts->center, mean_sum, rows, in[0].stats->dim), opts);
+	node = fit_clients(query, fitcxt, diag, &in, &n);
 	if (start != NULL)
 		opts->U0 = read_start(start, in, node);
 	be = node_backend(node);

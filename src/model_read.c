@@ -503,47 +503,52 @@ client_qsort_cmp(const void *a, const void *b)
 	return client_cmp(x->name, x->namelen, y->name, y->namelen);
 }
 
+/* The client of the clients table's current row s, read into c and checked. */
+static void
+client_row(ModelScan *s, const ModelData *m, const ModelRels *r, ModelClient *c)
+{
+	const AttrNumber *att = r->att[REL_CLIENTS];
+	int			nmoments;
+	bool		isnull;
+
+	memset(c, 0, sizeof(ModelClient));
+	c->name = scan_text(s, att[C_CLIENT], m->cxt);
+		if (c->name == NULL)
+			model_damaged(r->model, "A client name is NULL.");
+	c->namelen = strlen(c->name);
+	c->mean = scan_vector(s, att[C_MEAN], m->d, m->cxt, r->model, "client mean");
+	if (c->mean == NULL && m->center == CENTER_CLIENT)
+		model_damaged(r->model, psprintf("Client \"%s\" has no mean.", c->name));
+	c->total_variance = scan_float(s, att[C_TOTAL_VARIANCE]);
+	c->global_ratio = scan_float(s, att[C_GLOBAL_RATIO]);
+	c->n = DatumGetInt64(scan_value(s, att[C_N], &isnull));
+	if (isnull || c->n < 0)
+		model_damaged(r->model, psprintf("Client \"%s\" has no row count.", c->name));
+	c->score_cov = scan_floats(s, att[C_SCORE_COV], &c->score_cov_len, m->cxt, r->model,
+							   "score_covariance");
+	c->residual_moments = scan_floats(s, att[C_RESIDUAL], &nmoments, m->cxt, r->model,
+									  "residual_moments");
+	if (c->residual_moments != NULL && nmoments != 3)
+		model_damaged(r->model, psprintf("Client \"%s\" has %d residual_moments, not 3.", c->name, nmoments));
+}
+
 /* The clients, sorted by name, with their means and variance figures. */
 static void
 load_clients(ModelData *m, const ModelRels *r)
 {
-	const AttrNumber *att = r->att[REL_CLIENTS];
 	ModelScan	s;
 	int			cap = 16;
-	int			nmoments;
-	bool		isnull;
 
 	m->clients = MemoryContextAllocZero(m->cxt, sizeof(ModelClient) * cap);
 	scan_begin(&s, r->rel[REL_CLIENTS]);
 	while (scan_next(&s))
 	{
-		ModelClient *c;
-
 		if (m->nclients == cap)
 		{
 			cap *= 2;
 			m->clients = repalloc(m->clients, sizeof(ModelClient) * cap);
 		}
-		c = &m->clients[m->nclients++];
-		memset(c, 0, sizeof(ModelClient));
-		c->name = scan_text(&s, att[C_CLIENT], m->cxt);
-		if (c->name == NULL)
-			model_damaged(r->model, "A client name is NULL.");
-		c->namelen = strlen(c->name);
-		c->mean = scan_vector(&s, att[C_MEAN], m->d, m->cxt, r->model, "client mean");
-		if (c->mean == NULL && m->center == CENTER_CLIENT)
-			model_damaged(r->model, psprintf("Client \"%s\" has no mean.", c->name));
-		c->total_variance = scan_float(&s, att[C_TOTAL_VARIANCE]);
-		c->global_ratio = scan_float(&s, att[C_GLOBAL_RATIO]);
-		c->n = DatumGetInt64(scan_value(&s, att[C_N], &isnull));
-		if (isnull || c->n < 0)
-			model_damaged(r->model, psprintf("Client \"%s\" has no row count.", c->name));
-		c->score_cov = scan_floats(&s, att[C_SCORE_COV], &c->score_cov_len, m->cxt, r->model,
-								   "score_covariance");
-		c->residual_moments = scan_floats(&s, att[C_RESIDUAL], &nmoments, m->cxt, r->model,
-										  "residual_moments");
-		if (c->residual_moments != NULL && nmoments != 3)
-			model_damaged(r->model, psprintf("Client \"%s\" has %d residual_moments, not 3.", c->name, nmoments));
+		client_row(&s, m, r, &m->clients[m->nclients++]);
 	}
 	scan_end(&s);
 	qsort(m->clients, m->nclients, sizeof(ModelClient), client_qsort_cmp);
@@ -621,33 +626,57 @@ component_block(const ComponentRow *rows, int from, int to, int d, MemoryContext
 	}
 }
 
-/* The components: U, then each client's V_i. */
-static void
-load_components(ModelData *m, const ModelRels *r)
+/* The rows of the components table (*n), sorted: global first, then by client and number. */
+static ComponentRow *
+component_rows(const ModelRels *r, int d, int *n)
 {
 	ModelScan	s;
-	ComponentRow *rows;
-	int			n = 0;
 	int			cap = 16;
-	int			i = 0;
+	ComponentRow *rows = palloc(sizeof(ComponentRow) * cap);
 
-	rows = palloc(sizeof(ComponentRow) * cap);
+	*n = 0;
 	scan_begin(&s, r->rel[REL_COMPONENTS]);
 	while (scan_next(&s))
 	{
-		if (n == cap)
+		if (*n == cap)
 		{
 			cap *= 2;
 			rows = repalloc(rows, sizeof(ComponentRow) * cap);
 		}
-		component_row(&s, r, m->d, &rows[n++]);
+		component_row(&s, r, d, &rows[(*n)++]);
 	}
 	scan_end(&s);
-	qsort(rows, n, sizeof(ComponentRow), component_cmp);
-	for (int j = 1; j < n; j++)
+	qsort(rows, *n, sizeof(ComponentRow), component_cmp);
+	for (int j = 1; j < *n; j++)
 		if (component_cmp(&rows[j - 1], &rows[j]) == 0)
 			model_damaged(r->model, psprintf("Component %d of %s appears twice.", rows[j].component,
 											 rows[j].global ? "the global components" : rows[j].client));
+	return rows;
+}
+
+/* Each client's score_covariance, when stored, is k x k for its r1 + r2 components. */
+static void
+check_score_covariances(const ModelData *m, const ModelRels *r)
+{
+	for (int j = 0; j < m->nclients; j++)
+	{
+		const ModelClient *c = &m->clients[j];
+		int			k = m->r1 + c->r2;
+
+		if (c->score_cov != NULL && c->score_cov_len != k * k)
+			model_damaged(r->model, psprintf("Client \"%s\" has a score_covariance of %d values, not %d x %d.",
+											 c->name, c->score_cov_len, k, k));
+	}
+}
+
+/* The components: U, then each client's V_i. */
+static void
+load_components(ModelData *m, const ModelRels *r)
+{
+	int			n;
+	int			i = 0;
+	ComponentRow *rows = component_rows(r, m->d, &n);
+
 	while (i < n && rows[i].global)
 		i++;
 	m->r1 = i;
@@ -668,15 +697,7 @@ load_components(ModelData *m, const ModelRels *r)
 		m->r2max = Max(m->r2max, c->r2);
 		i = end;
 	}
-	for (int j = 0; j < m->nclients; j++)
-	{
-		ModelClient *c = &m->clients[j];
-		int			k = m->r1 + c->r2;
-
-		if (c->score_cov != NULL && c->score_cov_len != k * k)
-			model_damaged(r->model, psprintf("Client \"%s\" has a score_covariance of %d values, not %d x %d.",
-											 c->name, c->score_cov_len, k, k));
-	}
+	check_score_covariances(m, r);
 }
 
 /* Read one version of a model into a new memory context under TopMemoryContext. */

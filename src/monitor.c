@@ -151,6 +151,22 @@ stack_rows(const double *U, int r1, const double *V, int r2, int d)
 	return W;
 }
 
+/* C and the residual moments of statistics of any form: a sketch through its rows B. */
+static void
+monitor_moments_any(const PerpcaStats *s, const double *W, int k, double *C, double *moments)
+{
+	int			rows;
+	const double *B;
+
+	if (s->form != PERPCA_FORM_SKETCH)
+	{
+		monitor_moments(s, W, k, C, moments);
+		return;
+	}
+	B = perpca_stats_sketch_rows(s, &rows);
+	monitor_moments_rows(B, B != NULL ? rows : 0, (double) s->n, s->dim, W, k, C, moments);
+}
+
 /*
  * perpca_internal.client_monitor_stats(s perpca_stats, u float8[], v float8[],
  *     OUT score_covariance float8[], OUT residual_moments float8[]):
@@ -190,15 +206,7 @@ perpca_client_monitor_stats(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 	W = stack_rows(U, r1, V, r2, d);
 	C = palloc(sizeof(double) * k * k);
-	if (s->form == PERPCA_FORM_SKETCH)
-	{
-		int			rows;
-		const double *B = perpca_stats_sketch_rows(s, &rows);
-
-		monitor_moments_rows(B, B != NULL ? rows : 0, (double) s->n, d, W, k, C, moments);
-	}
-	else
-		monitor_moments(s, W, k, C, moments);
+	monitor_moments_any(s, W, k, C, moments);
 	values[0] = PointerGetDatum(perpca_matrix_build(C, k, k));
 	values[1] = PointerGetDatum(perpca_vector_build(moments, 3));
 	nulls[0] = nulls[1] = false;

@@ -61,7 +61,51 @@ sketch_create(MemoryContext cxt, int d, int ell)
 	sk->ell = ell;
 	sk->shift = MemoryContextAllocZero(cxt, sizeof(double) * 2 * d);
 	sk->mu = sk->shift + d;
+	sk->onorm = MemoryContextAlloc(cxt, sizeof(double) * ell);
 	return sk;
+}
+
+/* The error for finite rows whose squares overflow. */
+static void
+too_large(void)
+{
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
+			 errmsg("input rows are too large in magnitude for perpca_sketch"),
+			 errdetail("The sum of squared deviations from the mean exceeds the range of float8."),
+			 errhint("Divide the rows by a constant (their scale) before aggregating.")));
+}
+
+/*
+ * G = Buf Buf^T (m = nrows).  The first northo rows are a shrink's result:
+ * orthogonal, of squared norms onorm, so their block is diagonal and only
+ * the newer rows N need products: N N^T (dsyrk) and N B^T (dgemm), about
+ * three quarters of the flops of the whole dsyrk.
+ */
+static void
+buffer_gram(const SketchState *sk, double *G)
+{
+	int			m = sk->nrows,
+				d = sk->d,
+				no = Min(sk->northo, m),
+				r = m - no;
+	const double *N = sk->buf + (int64) no * d;
+
+	if (no == 0)
+	{
+		linalg_syrk_rows(m, d, 1.0, sk->buf, d, G, m);
+		return;
+	}
+	for (int i = 0; i < no; i++)
+	{
+		memset(G + (int64) i * m, 0, sizeof(double) * no);
+		G[(int64) i * m + i] = sk->onorm[i];
+	}
+	linalg_syrk_rows(r, d, 1.0, N, d, G + (int64) no * m + no, m);
+	linalg_gemm(false, true, r, no, d, 1.0, N, d, sk->buf, d, 0.0, G + (int64) no * m, m);
+	for (int i = no; i < m; i++)
+		for (int j = 0; j < no; j++)
+			G[(int64) j * m + i] = G[(int64) i * m + j];
 }
 
 /*
@@ -91,7 +135,9 @@ sketch_shrink(SketchState *sk, int keep)
 	w = G + (int64) m * m;
 	W = w + m;
 	out = W + (int64) keep * m;
-	linalg_syrk_rows(m, d, 1.0, sk->buf, d, G, m);
+	buffer_gram(sk, G);
+	if (perpca_first_nonfinite(G, m * m) >= 0)
+		too_large();
 	if (linalg_eigh_all(m, G, w) != 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_INTERNAL),
@@ -106,11 +152,12 @@ sketch_shrink(SketchState *sk, int keep)
 			break;
 		for (int j = 0; j < m; j++)
 			W[(int64) k * m + j] = sqrt(1.0 - dt / lambda) * G[(int64) (m - 1 - i) * m + j];
-		k++;
+		sk->onorm[k++] = lambda - dt;
 	}
 	linalg_gemm(false, false, k, d, m, 1.0, W, m, sk->buf, d, 0.0, out, d);
 	memcpy(sk->buf, out, sizeof(double) * k * d);
 	sk->nrows = k;
+	sk->northo = k;
 	sk->delta += dt;
 }
 
@@ -327,6 +374,11 @@ sketch_merge_stats(SketchState *sk, const PerpcaStats *s)
 
 	if (s->dim != sk->d)
 		perpca_dim_mismatch(sk->d, s->dim, "perpca_stats value");
+	if (perpca_first_nonfinite(s->data, (int) Min(perpca_stats_value_count(s), INT_MAX)) >= 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_BAD_VALUE),
+				 errmsg("invalid perpca_stats value"),
+				 errdetail("The mean and co-moment values must be finite.")));
 	add_skipped(sk, perpca_stats_skipped(s));
 	if (s->form == PERPCA_FORM_SKETCH)
 		lower_ell(sk, s->ell);
@@ -369,11 +421,7 @@ check_finite_result(const SketchState *sk, const PerpcaStats *s)
 {
 	if (!isfinite(sk->trace) || !isfinite(sk->delta) ||
 		perpca_first_nonfinite(s->data, (int) Min(perpca_stats_value_count(s), INT_MAX)) >= 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("input rows are too large in magnitude for perpca_sketch"),
-				 errdetail("The sum of squared deviations from the mean exceeds the range of float8."),
-				 errhint("Divide the rows by a constant (their scale) before aggregating.")));
+		too_large();
 }
 
 PerpcaStats *
@@ -382,14 +430,23 @@ sketch_to_stats(const SketchState *sk)
 	SketchState tmp = *sk;
 	PerpcaStats *s;
 
-	/* shrink a copy of the buffer (the state goes on unchanged: windows) */
-	if (sk->nrows > sk->ell)
+	/*
+	 * At most ell rows, and at most n (merged thin rows and the means' rows
+	 * can outnumber the rows of the group by one; the co-moment of n rows
+	 * has rank below n, so that shrink removes rounding only).  Shrink a
+	 * copy of the buffer: the state goes on unchanged (windows).
+	 */
+	int			keep = (int) Min((int64) sk->ell, Max(sk->n, 1));
+
+	if (sk->nrows > keep)
 	{
 		tmp.buf = palloc(sizeof(double) * sk->nrows * (Size) sk->d);
 		memcpy(tmp.buf, sk->buf, sizeof(double) * sk->nrows * (Size) sk->d);
 		tmp.work = palloc(sizeof(double) * shrink_work_size(2 * sk->ell, sk->ell, sk->d));
+		tmp.onorm = palloc(sizeof(double) * sk->ell);
+		memcpy(tmp.onorm, sk->onorm, sizeof(double) * Min(sk->northo, sk->ell));
 		tmp.cxt = CurrentMemoryContext;
-		sketch_shrink(&tmp, sk->ell);
+		sketch_shrink(&tmp, keep);
 	}
 	if (sk->n <= 1)
 		tmp.nrows = 0;			/* a thin value's one centred row is zero */

@@ -43,6 +43,8 @@ typedef struct SketchState
 	double	   *mu;				/* d: mean minus shift */
 	double	   *buf;			/* 2 ell x d, row-major: the rows B */
 	double	   *work;			/* scratch of a shrink (allocated on first use) */
+	int			northo;			/* the first northo rows are a shrink's: orthogonal */
+	double	   *onorm;			/* ell: their squared norms */
 } SketchState;
 
 /*

@@ -190,7 +190,13 @@ perpca_stats_check_version(const PerpcaStats *s)
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d",
 						s->version, s->form),
-				 errhint("The value was written by a newer version of perpca.")));
+				 errhint("The value was written by a newer version of perpca.")));	/* a sketch's shape is in its header: checked before anything reads past it */
+	if (s->form == PERPCA_FORM_SKETCH &&
+		(s->ell < 1 || s->ell > PERPCA_SKETCH_MAX_ELL || s->rows < 0 || s->rows > s->ell ||
+		 s->dim < 1 || s->dim > PERPCA_SKETCH_MAX_DIM ||
+		 VARSIZE_ANY(s) != offsetof(PerpcaStats, data) +
+		 sizeof(double) * perpca_stats_value_count(s) + sizeof(int64)))
+		invalid_stats("The sketch's ell, rows and dimension do not match its size.");
 }
 
 /* Every diagonal entry of the packed M2 of a dense value is non-negative. */
@@ -863,6 +869,8 @@ perpca_covariance(PG_FUNCTION_ARGS)
 	perpca_stats_check_version(s);
 	if (s->n == 0)
 		PG_RETURN_NULL();
+	/* before the d x d allocation: a sketch's d may be past what one allocation holds */
+	perpca_check_dense_dim_limit(s->dim, "The second-moment matrix of the statistics");
 	cov = palloc(sizeof(double) * s->dim * s->dim);
 	zero = palloc0(sizeof(double) * s->dim);
 	perpca_stats_moment(s, centered ? NULL : zero, cov);

@@ -990,6 +990,16 @@ state_serialize(const StatsState *st)
 	return (bytea *) ss;
 }
 
+/* A state that is the sketch sk (perpca_merge's, once it has met a sketch). */
+static StatsState *
+state_of_sketch(MemoryContext cxt, SketchState *sk)
+{
+	StatsState *st = state_create(cxt, sk->d, PERPCA_NULLS_ERROR);
+
+	st->sketch = sk;
+	return st;
+}
+
 /* Does the header of a serialized exact state agree with itself and its size? */
 static bool
 serial_header_valid(const SerialState *ss)
@@ -1011,13 +1021,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	int64		d;
 
 	if (sketch_is_serialized((const bytea *) ss))
-	{
-		SketchState *sk = sketch_deserialize(cxt, (const bytea *) ss);
-
-		st = state_create(cxt, sk->d, PERPCA_NULLS_ERROR);
-		st->sketch = sk;
-		return st;
-	}
+		return state_of_sketch(cxt, sketch_deserialize(cxt, (const bytea *) ss));
 	if (!serial_header_valid(ss))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;

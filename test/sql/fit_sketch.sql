@@ -168,5 +168,7 @@ SELECT cardinality(perpca_model_scores('wide_model', '2', array_fill(2.5::float8
        perpca_model_error('wide_model', '2', array_fill(2.5::float8, ARRAY[16000])) >= 0 AS error,
        cardinality(perpca_model_reconstruct('wide_model', '2', array_fill(2.5::float8, ARRAY[16000]))) AS reconstructed;
 SELECT perpca_drop('wide_model');
+-- the covariance of a sketch past 4,096 dimensions: 54000, before any d x d allocation
+SELECT pg_temp.err($$SELECT perpca_covariance(stats) FROM wide WHERE client = 1$$);
 DROP TABLE wide_stats;
 DROP TABLE sk;

@@ -54,6 +54,19 @@ INSERT INTO t SELECT 8, 'thin d=40 n=5',
   perpca_stats(ARRAY(SELECT 1e3 + sin(i * j) FROM generate_series(1, 40) AS j ORDER BY j))
 FROM generate_series(1, 5) AS i;
 
+-- sketches (0.4.0): shrunk (300 rows, ell = 4), exact (3 rows), with rows
+-- skipped, and one merged with exact values
+INSERT INTO t SELECT 9, 'sketch d=12 ell=4',
+  perpca_sketch(ARRAY(SELECT 1e6 + sin(i * j) * j FROM generate_series(1, 12) AS j ORDER BY j), 4 ORDER BY i)
+FROM generate_series(1, 300) AS i;
+INSERT INTO t SELECT 10, 'sketch exact, skipped',
+  perpca_sketch(CASE WHEN i = 2 THEN ARRAY[1, NULL, 3, 4]::float8[] ELSE ARRAY[i, i * i, -i, 0.5]::float8[] END, 3, 'skip' ORDER BY i)
+FROM generate_series(1, 4) AS i;
+INSERT INTO t SELECT 11, 'sketch merged with exact', perpca_merge(s ORDER BY k) FROM (
+  SELECT 1 AS k, s FROM t WHERE id = 9
+  UNION ALL SELECT 2, perpca_stats(ARRAY(SELECT cos(i * j) FROM generate_series(1, 12) AS j ORDER BY j))
+  FROM generate_series(1, 20) AS i) q;
+
 -- a stored model (plain tables + the extension's version sequence)
 CREATE TABLE obs AS
   SELECT i % 4 AS client, ARRAY(SELECT sin(i * j) + (i % 4) * cos(j) FROM generate_series(1, 6) AS j ORDER BY j) AS x
@@ -85,7 +98,7 @@ my $model_orig = model_snapshot('src');
 
 is( $node->safe_psql(
 		'src', q{SELECT string_agg(id || ':' || coalesce(perpca_dim(s), 0), ' ' ORDER BY id) FROM t}),
-	'1:1 2:5 3:5 4:300 5:5 6:5 7:0 8:40',
+	'1:1 2:5 3:5 4:300 5:5 6:5 7:0 8:40 9:12 10:4 11:12',
 	'source values have the intended dimensions');
 is( $node->safe_psql(
 		'src', q{SELECT pg_relation_size(reltoastrelid) > 0 FROM pg_class WHERE relname = 't'}),

@@ -50,6 +50,15 @@ SELECT perpca_stats(ARRAY(SELECT cos(i + j * d) FROM generate_series(1, d) AS j)
   FROM generate_series(2, 5) AS d, generate_series(1, 1) AS i
  GROUP BY d;
 INSERT INTO base (v) SELECT perpca_merge(v) FROM base WHERE perpca_dim(v) = 4;
+-- sketches (0.4.0): shrunk (ell < rows), exact, one row, skipped rows
+INSERT INTO base (v)
+SELECT perpca_sketch(ARRAY(SELECT sin(i * 5 + j * 2 + d) * 10 ^ (j % 3) FROM generate_series(1, d) AS j), 1 + d % 2 ORDER BY i)
+  FROM generate_series(2, 5) AS d, generate_series(1, 9) AS i
+ GROUP BY d;
+INSERT INTO base (v)
+SELECT perpca_sketch(ARRAY(SELECT cos(i + j * d) FROM generate_series(1, d) AS j), d, 'skip' ORDER BY i)
+  FROM generate_series(1, 4) AS d, generate_series(1, 2) AS i
+ GROUP BY d;
 CREATE TABLE accepted (how text, id int, v perpca_stats);
 CREATE TABLE bin_in (v perpca_stats);
 -- The bytes of a value as they are stored, and back (byteasend copies a varlena as it is).
@@ -64,6 +73,7 @@ my @raw = map { pack('H*', $_) }
 cmp_ok(scalar(@text), '>=', 10, scalar(@text) . ' valid values to start from');
 like(join(' ', @text), qr/ rows=\{/, 'thin values among them');
 like(join(' ', @text), qr/ m2=\{/, 'dense values among them');
+like(join(' ', @text), qr/ sketch=\{/, 'sketches among them');
 
 # ---- mutations -----------------------------------------------------------------
 my @numbers = ('0', '-0', '1', '-1', '1e308', '-1e308', '1e309', '1e-320', '1e-400', 'NaN', 'Infinity',
@@ -231,6 +241,12 @@ sub deserialize_admits
 	my ($b) = @_;
 	return 0 if length($b) < 20;
 	my ($version, $form, $unused, $d, $pad, $n) = unpack('C C s< l< l< q<', $b);
+	if ($version == 3 && $form == 2)
+	{
+		# a sketch: ell in the int16, rows in the padding, the skipped count after the doubles
+		return 0 unless $d >= 1 && $d <= 16000 && $unused >= 1 && $unused <= 4096 && $pad >= 0 && $pad <= $unused && $n >= 0;
+		return length($b) == 20 + 8 * (2 * $d + 2 + $pad * $d) + 8;
+	}
 	return 0 unless $version == 1 && ($form == 0 || $form == 1) && $d >= 1 && $d <= 4096 && $n >= 0;
 	return 0 if $form == 1 && $n > 1_000_000;
 	my $values = 2 * $d + ($form == 1 ? $n * $d : $d * ($d + 1) / 2);
@@ -421,8 +437,9 @@ DECLARE
     d int := perpca_dim(v);
     n bigint := perpca_count(v);
     mean float8[] := perpca_mean(v);
+    lim int := CASE WHEN perpca_stats_form(v) = 'sketch' THEN 16000 ELSE 4096 END;
 BEGIN
-    IF d < 1 OR d > 4096 THEN RETURN 'dimension ' || d; END IF;
+    IF d < 1 OR d > lim THEN RETURN 'dimension ' || d; END IF;
     IF n < 0 THEN RETURN 'count ' || n; END IF;
     IF n > 0 AND (array_length(mean, 1) <> d
                   OR EXISTS (SELECT FROM unnest(mean) AS m WHERE m IN ('NaN', 'Infinity', '-Infinity'))) THEN
@@ -437,7 +454,7 @@ BEGIN
     EXCEPTION WHEN data_exception OR program_limit_exceeded THEN
         NULL;  -- merging a value with itself may overflow (huge n or values): a clear error is right
     END;
-    IF perpca_stats_form(v) NOT IN ('dense', 'thin') THEN RETURN 'form'; END IF;
+    IF perpca_stats_form(v) NOT IN ('dense', 'thin', 'sketch') THEN RETURN 'form'; END IF;
     RETURN NULL;
 EXCEPTION WHEN OTHERS THEN
     RETURN 'error on an accepted value: ' || SQLSTATE || ' ' || SQLERRM;
