@@ -331,6 +331,12 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 
 	if (k == 0)
 		return 0;
+	if (d == 0)
+	{
+		/* an empty matrix (a thin client without rows): LAPACK wants lda >= 1 */
+		memset(values, 0, sizeof(double) * k);
+		return 0;
+	}
 	info = LAPACKE_dsytrd_work(LAPACK_COL_MAJOR, 'L', d, A, d, diag, off, tau,
 							   lw, LINALG_EIGH_LWORK(d));
 	if (info != 0)
