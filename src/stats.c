@@ -197,6 +197,9 @@ perpca_stats_check_version(const PerpcaStats *s)
 		 VARSIZE_ANY(s) != offsetof(PerpcaStats, data) +
 		 sizeof(double) * perpca_stats_value_count(s) + sizeof(int64)))
 		invalid_stats("The sketch's ell, rows and dimension do not match its size.");
+	/* its size checked, the count after its doubles can be read */
+	if (s->form == PERPCA_FORM_SKETCH && perpca_stats_skipped(s) < 0)
+		invalid_stats("The count of skipped rows must not be negative.");
 }
 
 /* Every diagonal entry of the packed M2 of a dense value is non-negative. */
