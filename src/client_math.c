@@ -521,7 +521,8 @@ client_spectrum(FitClient *c)
 
 	if (c->pc_L != NULL)
 		return true;
-	if (c->S != NULL ? d <= SPECTRUM_EXACT_DIM : (2 * b > n || kk > d))
+	/* theta[kk - 1] below needs a block of kk (a thin client without rows has none) */
+	if (b < kk || (c->S != NULL ? d <= SPECTRUM_EXACT_DIM : (2 * b > n || kk > d)))
 		return false;
 	op = c->S != NULL ? space_op(c, NULL, &space) : gram_op(c, n, thin_gram(c), NULL, 0);
 	X = palloc(sizeof(double) * n * b);
