@@ -213,17 +213,6 @@ perpca_pgvector_init(void)
 	perpca_stats_row_reader(PERPCA_ROWTYPE_HALFVEC, &halfvec_reader);
 }
 
-/* The nulls argument of perpca_stats(v, nulls): 'error' or 'skip'. */
-static PerpcaNulls
-nulls_arg(FunctionCallInfo fcinfo)
-{
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
-				 errmsg("missing must be 'error' or 'skip', not NULL")));
-	return perpca_nulls_arg(PG_GETARG_TEXT_PP(2));
-}
-
 /* perpca_stats(vector) transition: NULL rows are ignored. */
 Datum
 perpca_vector_stats_accum(PG_FUNCTION_ARGS)
@@ -246,14 +235,14 @@ perpca_halfvec_stats_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_vector_stats_accum_nulls(PG_FUNCTION_ARGS)
 {
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, nulls_arg(fcinfo));
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2));
 }
 
 /* perpca_stats(halfvec, nulls) transition. */
 Datum
 perpca_halfvec_stats_accum_nulls(PG_FUNCTION_ARGS)
 {
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, nulls_arg(fcinfo));
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2));
 }
 
 /* ------------------------------------------------------------------------

@@ -182,17 +182,6 @@ accum_rowtype(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
 	PG_RETURN_POINTER(agg);
 }
 
-/* The nulls argument (argument 3): 'error' or 'skip'. */
-static PerpcaNulls
-nulls_arg(FunctionCallInfo fcinfo)
-{
-	if (PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
-				 errmsg("missing must be 'error' or 'skip', not NULL")));
-	return perpca_nulls_arg(PG_GETARG_TEXT_PP(3));
-}
-
 Datum
 perpca_sketch_accum(PG_FUNCTION_ARGS)
 {
@@ -202,7 +191,7 @@ perpca_sketch_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_sketch_accum_nulls(PG_FUNCTION_ARGS)
 {
-	return accum_float8(fcinfo, nulls_arg(fcinfo));
+	return accum_float8(fcinfo, perpca_nulls_fcinfo_arg(fcinfo, 3));
 }
 
 Datum
@@ -214,7 +203,7 @@ perpca_vector_sketch_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_vector_sketch_accum_nulls(PG_FUNCTION_ARGS)
 {
-	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_VECTOR, nulls_arg(fcinfo));
+	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 3));
 }
 
 Datum
@@ -226,7 +215,7 @@ perpca_halfvec_sketch_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_halfvec_sketch_accum_nulls(PG_FUNCTION_ARGS)
 {
-	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_HALFVEC, nulls_arg(fcinfo));
+	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 3));
 }
 
 /* Merge partial state b into a (a created as an empty copy in our context). */

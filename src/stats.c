@@ -934,6 +934,16 @@ perpca_nulls_arg(text *t)
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
 }
 
+PerpcaNulls
+perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
+	return perpca_nulls_arg(PG_GETARG_TEXT_PP(argno));
+}
+
 /* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
 Oid
 perpca_extension_schema(void)

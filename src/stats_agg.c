@@ -1241,12 +1241,7 @@ perpca_stats_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
-				 errmsg("missing must be 'error' or 'skip', not NULL")));
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8,
-								   perpca_nulls_arg(PG_GETARG_TEXT_PP(2)));
+	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2));
 }
 
 /* perpca_merge(perpca_stats) transition. */
