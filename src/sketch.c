@@ -5,10 +5,11 @@
  *
  * A shrink works on the Gram matrix G = Buf Buf^T of the buffer (m <= 2 ell
  * rows): one BLAS rank-k update, a LAPACK eigendecomposition of order m
- * (dsyevd) and one matrix product B = diag(sqrt(1 - delta_t / lambda_i))
- * V^T Buf.  Each scale is at most 1, so the small eigenvalues' vectors,
- * which the Gram matrix resolves only to eps lambda_1, enter with weights
- * that do not amplify their error.  The buffer's rows are those of the
+ * (dsyevd) and one matrix product B = diag(sqrt(1 - c_i / lambda_i))
+ * V^T Buf, c_i = delta_t for the bottom s kept rows and 0 above them
+ * (alpha-FD, sketch.h).  Each scale is at most 1, so the small
+ * eigenvalues' vectors, which the Gram matrix resolves only to
+ * eps lambda_1, enter with weights that do not amplify their error.  The buffer's rows are those of the
  * sketch after any shrink, so the cost per row is O(d ell), amortized.
  */
 #include "postgres.h"
@@ -111,8 +112,9 @@ buffer_gram(const SketchState *sk, double *G)
 /*
  * Shrink the buffer's m = nrows rows to at most keep rows: delta_t is the
  * (keep + 1)-th eigenvalue of the Gram matrix (0 if there are no more than
- * keep), row i (i < keep) becomes sqrt(1 - delta_t / lambda_i) v_i^T Buf.
- * Rows whose eigenvalue is not above delta_t vanish.
+ * keep), row i (i < keep) becomes sqrt(1 - c / lambda_i) v_i^T Buf with
+ * c = delta_t for the bottom perpca_sketch_shrunk_rows(keep) rows and c = 0
+ * above them.  Rows whose eigenvalue is not above c vanish.
  */
 static void
 sketch_shrink(SketchState *sk, int keep)
@@ -125,6 +127,7 @@ sketch_shrink(SketchState *sk, int keep)
 			   *W,
 			   *out;
 	double		dt;
+	int			top;
 
 	if (m <= keep)
 		return;
@@ -144,15 +147,17 @@ sketch_shrink(SketchState *sk, int keep)
 				 errmsg("eigendecomposition failed in a Frequent Directions shrink")));
 	/* ascending: lambda_i (1-based, descending) is w[m - i] */
 	dt = Max(w[m - keep - 1], 0.0);
+	top = keep - perpca_sketch_shrunk_rows(keep);
 	for (int i = 0; i < keep; i++)
 	{
 		double		lambda = w[m - 1 - i];
+		double		cut = i < top ? 0.0 : dt;
 
-		if (!(lambda > dt))
+		if (!(lambda > cut))
 			break;
 		for (int j = 0; j < m; j++)
-			W[(int64) k * m + j] = sqrt(1.0 - dt / lambda) * G[(int64) (m - 1 - i) * m + j];
-		sk->onorm[k++] = lambda - dt;
+			W[(int64) k * m + j] = sqrt(1.0 - cut / lambda) * G[(int64) (m - 1 - i) * m + j];
+		sk->onorm[k++] = lambda - cut;
 	}
 	linalg_gemm(false, false, k, d, m, 1.0, W, m, sk->buf, d, 0.0, out, d);
 	memcpy(sk->buf, out, sizeof(double) * k * d);
@@ -333,8 +338,9 @@ sketch_merge(SketchState *a, const SketchState *b)
 
 /*
  * The FD shrink of a dense value's M2 (d <= PERPCA_MAX_DENSE_DIM): its top
- * ell eigenpairs as rows sqrt(lambda_i - lambda_{ell+1}) v_i into rows
- * (ell x d); the number of rows, and lambda_{ell+1} into *dt.
+ * ell eigenpairs as rows sqrt(lambda_i - c) v_i into rows (ell x d), c =
+ * lambda_{ell+1} for the bottom perpca_sketch_shrunk_rows(ell) and 0 above;
+ * the number of rows, and lambda_{ell+1} into *dt.
  */
 static int
 dense_rows(const PerpcaStats *s, int ell, double *rows, double *dt)
@@ -356,9 +362,15 @@ dense_rows(const PerpcaStats *s, int ell, double *rows, double *dt)
 				(errcode(PERPCA_ERRCODE_INTERNAL),
 				 errmsg("eigendecomposition of a dense perpca_stats value failed")));
 	*dt = k > ell ? Max(values[ell], 0.0) : 0.0;
-	for (int i = 0; i < Min(k, ell) && values[i] > *dt; i++, r++)
+	for (int i = 0; i < Min(k, ell); i++, r++)
+	{
+		double		cut = i < ell - perpca_sketch_shrunk_rows(ell) ? 0.0 : *dt;
+
+		if (!(values[i] > cut))
+			break;
 		for (int j = 0; j < d; j++)
-			rows[(int64) r * d + j] = sqrt(values[i] - *dt) * Z[(int64) j * k + i];
+			rows[(int64) r * d + j] = sqrt(values[i] - cut) * Z[(int64) j * k + i];
+	}
 	pfree(A);
 	pfree(values);
 	pfree(Z);

@@ -10,11 +10,17 @@
  * keeps them in a buffer of 2 ell rows; a full buffer is shrunk (Liberty
  * 2013; Ghashami, Liberty, Phillips, Woodruff 2016) through the
  * eigendecomposition of its Gram matrix: with lambda_1 >= lambda_2 >= ...
- * its eigenvalues, delta_t = lambda_{ell+1}, the buffer becomes the ell
- * rows sqrt(lambda_i - delta_t) v_i^T (right singular vectors), and delta
- * grows by delta_t.  Then 0 <= M2 - B^T B <= delta I always, and each
- * shrink removes at least (ell + 1) delta_t of trace, so
- * delta <= ||A - A_k||_F^2 / (ell + 1 - k) for every k < ell + 1.
+ * its eigenvalues and v_i their right singular vectors, delta_t =
+ * lambda_{ell+1}, the buffer becomes the ell rows sqrt(lambda_i) v_i^T for
+ * the top ell - s and sqrt(lambda_i - delta_t) v_i^T for the bottom s =
+ * perpca_sketch_shrunk_rows(ell) = ceil(ell / 4) (alpha-FD, Desai,
+ * Ghashami, Phillips 2016; stats.h), and delta grows by delta_t.  Then
+ * 0 <= M2 - B^T B <= delta I always (each shrink leaves out delta_t along
+ * the bottom s directions and lambda_i <= delta_t along those past ell),
+ * and each shrink removes at least (s + 1) delta_t of trace, so
+ * delta <= ||A - A_k||_F^2 / (s + 1 - k) for every k < s + 1.  Merges keep
+ * both: the removed trace and delta add up over all the shrinks of all the
+ * parts, and a smaller ell only lowers s.
  * A group of n rows has at most n - 1 Welford rows (merges keep that), so a
  * group of at most ell + 1 rows is kept exactly: delta = 0.
  *
@@ -65,8 +71,9 @@ extern void sketch_merge(SketchState *a, const SketchState *b);
 /*
  * Merge a stored value of any form into the sketch: a sketch's rows, a thin
  * value's centred rows; a dense value's M2 enters as the FD shrink of its
- * eigendecomposition (its top ell eigenpairs as rows sqrt(lambda_i -
- * lambda_{ell+1}) v_i, delta += lambda_{ell+1}).
+ * eigendecomposition (its top ell eigenpairs as rows sqrt(lambda_i) v_i,
+ * the bottom s of them sqrt(lambda_i - lambda_{ell+1}) v_i; delta +=
+ * lambda_{ell+1}).
  */
 extern void sketch_merge_stats(SketchState *sk, const PerpcaStats *s);
 

@@ -238,8 +238,9 @@ mean_lo_outlier(const double *mean, const double *lo, int d)
  * A sketch's own rules: 1 <= ell <= PERPCA_SKETCH_MAX_ELL; B has at most ell
  * rows and at most n, none for a group of at most one row (its co-moment is
  * zero);
- * delta >= 0; the exact trace(M2) is at least ||B||_F^2 + ell delta (what
- * Frequent Directions shrinks away is at least ell delta), up to rounding.
+ * delta >= 0; the exact trace(M2) is at least ||B||_F^2 + s delta, s =
+ * perpca_sketch_shrunk_rows(ell) (what Frequent Directions shrinks away is
+ * at least s delta), up to rounding.
  */
 static void
 check_sketch(const PerpcaStats *s)
@@ -260,8 +261,8 @@ check_sketch(const PerpcaStats *s)
 	if (s->n <= 1 && (delta != 0.0 || trace != 0.0))
 		invalid_stats("A sketch of at most one row has zero delta and trace.");
 	frob = linalg_dot((int64) s->rows * s->dim, body + 2, body + 2);
-	if (!(frob + s->ell * delta <= trace * (1.0 + 1e-8) + 1e-300))
-		invalid_stats("A sketch's trace must be at least the squared norm of its rows plus ell times delta.");
+	if (!(frob + perpca_sketch_shrunk_rows(s->ell) * delta <= trace * (1.0 + 1e-8) + 1e-300))
+		invalid_stats("A sketch's trace must be at least the squared norm of its rows plus ceil(ell/4) times delta.");
 }
 
 void
