@@ -34,6 +34,8 @@
 # pgvector added.  ROWS_384, ROWS_768, ROWS_1536 set the table sizes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/dsyrk_floor" "$here/dsyrk_floor.c" -lopenblas
@@ -43,23 +45,6 @@ DIMS=${DIMS:-384 768 1536}
 
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE'
 
-SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '1GB'; SET jit = off;"
-# Loads both libraries in the session before the timing (not the query's work).
-WARM="SELECT perpca_count(perpca_stats('[1]'::vector)), vector_dims('[1]'::vector)"
-
-# The backend's CPU time so far, in clock ticks (utime + stime of /proc/self/stat),
-# and its minor page faults.
-CPU="SELECT f[12]::bigint + f[13]::bigint, f[8] FROM string_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f"
-TICK=$(getconf CLK_TCK)
-
-# ms SQL: the backend CPU time of SQL, in milliseconds (a new session, libraries
-# loaded), and after a colon the minor page faults it took.
-ms() {
-	psql -X -q -At -F ' ' -v ON_ERROR_STOP=1 -c "$SETTINGS" -c "$WARM" -c "$CPU" -c "$1" -c "$CPU" |
-		awk -v tick="$TICK" 'NR == 2 {t0 = $1; f0 = $2} NR == 4 {printf "%.1f:%d\n", ($1 - t0) * 1000 / tick, $2 - f0}'
-}
-# lo TIMES: the best (least CPU) of "ms:faults" figures, as "ms faults"
-lo() { echo "$1" | tr ' ' '\n' | { grep . || true; } | sort -t: -k1,1g | head -1 | tr : ' '; }
 
 # run_case D ROWS: the table, both cases, the figures
 run_case() {
