@@ -348,7 +348,8 @@ node_projectors_apply(void *arg, const double *X, int b, double *Y)
 double
 node_theta(const FitNode *node, double W)
 {
-	double	   *A;
+	double	   *A,
+				theta;
 	bool		any = false,
 				dense = false;
 
@@ -366,7 +367,9 @@ node_theta(const FitNode *node, double W)
 	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * node->d * node->d);
 	memset(A, 0, sizeof(double) * node->d * node->d);
 	node_local_projectors(node, A);
-	return fit_theta(A, node->d, W, any);
+	theta = fit_theta(A, node->d, W, any);
+	pfree(A);
+	return theta;
 }
 
 /* ------------------------------------------------------------------------
