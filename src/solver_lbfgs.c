@@ -149,6 +149,10 @@ evaluate(Lbfgs *lb, const double *U, double *f, double *G, double *P)
 
 	CHECK_FOR_INTERRUPTS();
 	fit_sums_zero(s, lb->d, lb->r1);
+#ifdef PERPCA_TRACE_READS
+	/* client_math.c's read trace: which round the reads below belong to */
+	elog(LOG, "perpca round %d", lb->rounds + 1);
+#endif
 	lb->be->evaluate(lb->be, U, response_tolerance(lb), s);
 	lb->rounds++;
 	*f = s->objective / s->weight;
