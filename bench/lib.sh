@@ -1,6 +1,8 @@
-# bench/lib.sh -- what the solver benchmarks share (sourced by solver_bench.sh
-# and round_bench.sh, not run): the rows of the real corpora, the BLAS floor
-# of one round over them, and the backend CPU time of a query.
+# bench/lib.sh -- what the benchmarks share (sourced, not run): the rows of the
+# real corpora, the BLAS floor of one round over them, and the backend CPU
+# time of a query (solver_bench.sh, round_bench.sh, gauntlet.sh); the CPU
+# time and page faults of one aggregate query (vector_bench.sh,
+# sketch_agg_bench.sh).
 # The caller sets TMP (a scratch folder) and PY (python3 with numpy).
 
 # "cpu_s wall_s" of the backend that runs the SQL in file $1 with the psql
@@ -90,3 +92,23 @@ load_stats() {
 	"$@" -c "\\copy ${table}_rows FROM '$csv' CSV HEADER"
 	"$@" -c "CREATE TABLE $table AS SELECT client, perpca_stats(x) AS stats FROM ${table}_rows GROUP BY client; DROP TABLE ${table}_rows"
 }
+
+# The aggregate benchmarks' queries: serial plans, jit off, work_mem large
+# enough that nothing spills, both libraries loaded before the timing.
+SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '1GB'; SET jit = off;"
+# Loads both libraries in the session before the timing (not the query's work).
+WARM="SELECT perpca_count(perpca_stats('[1]'::vector)), vector_dims('[1]'::vector)"
+
+# The backend's CPU time so far, in clock ticks (utime + stime of /proc/self/stat),
+# and its minor page faults.
+CPU="SELECT f[12]::bigint + f[13]::bigint, f[8] FROM string_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f"
+TICK=$(getconf CLK_TCK)
+
+# ms SQL: the backend CPU time of SQL, in milliseconds (a new session, libraries
+# loaded), and after a colon the minor page faults it took.
+ms() {
+	psql -X -q -At -F ' ' -v ON_ERROR_STOP=1 -c "$SETTINGS" -c "$WARM" -c "$CPU" -c "$1" -c "$CPU" |
+		awk -v tick="$TICK" 'NR == 2 {t0 = $1; f0 = $2} NR == 4 {printf "%.1f:%d\n", ($1 - t0) * 1000 / tick, $2 - f0}'
+}
+# lo TIMES: the best (least CPU) of "ms:faults" figures, as "ms faults"
+lo() { echo "$1" | tr ' ' '\n' | { grep . || true; } | sort -t: -k1,1g | head -1 | tr : ' '; }

@@ -26,6 +26,8 @@
 # ROWS_1536, ROWS_3072 set the table sizes (default 6000 and 8000).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/fd_shrink_bench" "$here/fd_shrink_bench.c" -lopenblas -llapacke -lm
@@ -35,17 +37,6 @@ ELL=${ELL:-64}
 
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE'
 
-SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '1GB'; SET jit = off;"
-WARM="SELECT perpca_count(perpca_stats('[1]'::vector)), vector_dims('[1]'::vector)"
-CPU="SELECT f[12]::bigint + f[13]::bigint FROM string_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f"
-TICK=$(getconf CLK_TCK)
-
-# ms SQL: the backend CPU time of SQL, in milliseconds (a new session, libraries loaded).
-ms() {
-	psql -X -q -At -v ON_ERROR_STOP=1 -c "$SETTINGS" -c "$WARM" -c "$CPU" -c "$1" -c "$CPU" |
-		awk -v tick="$TICK" 'NR == 2 {t0 = $1} NR == 4 {printf "%.1f\n", ($1 - t0) * 1000 / tick}'
-}
-lo() { echo "$1" | tr ' ' '\n' | grep . | sort -g | head -1; }
 
 # run_case D ROWS PER: the table, the three queries, the figures
 run_case() {

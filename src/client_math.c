@@ -39,6 +39,16 @@
  * a minute), and the next round warm-starts from these vectors anyway.
  */
 #define BEST_RESPONSE_EXACT_FALLBACK 1024
+/*
+ * Dimension from which a product S_i X reads only the upper block triangle
+ * of a dense S_i (linalg_symm_half, in blocks of HALF_READ_PANEL rows):
+ * from there S_i is far beyond the caches and a product with a few columns
+ * is bound by reading it (bench/dense_read.c, d = 4096, load 2.3: dgemm
+ * 19.7 / 18.1 / 22.2 ms for 5 / 8 / 13 columns, the half read 14.4 / 13.5 /
+ * 19.3, cblas_dsymm 21.8 / 20.7 / 24.5).
+ */
+#define HALF_READ_DIM 1024
+#define HALF_READ_PANEL 256
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
 /* The client's spectrum (lambda_max and the starts' local PCs): residual / lambda_max, iterations */
@@ -47,6 +57,24 @@
 #define SPECTRUM_MAX_ITER 200
 /* Subspace iterations of an approximate local-PC computation (starts). */
 #define LOCAL_PCS_ITER 8
+
+/*
+ * Build with -DPERPCA_TRACE_READS (make COPT=-DPERPCA_TRACE_READS) to log
+ * every full read of a dense S_i at LOG: the client, the columns of the
+ * product (0: a whole-matrix copy) and the site (READ_SITE), which
+ * bench/flat_reads.py counts per round.  Off by default: no cost.
+ */
+#ifdef PERPCA_TRACE_READS
+static const char *read_site = "other";
+
+#define READ_SITE(s) (read_site = (s))
+#define TRACE_READ(c, cols) \
+	elog(LOG, "perpca S_i read: client %u columns %d site %s", \
+		 (unsigned) ((c)->seed & 0xffff), (cols), read_site)
+#else
+#define READ_SITE(s) ((void) 0)
+#define TRACE_READ(c, cols) ((void) 0)
+#endif
 
 /* ------------------------------------------------------------------------
  * Workspace and blocks
@@ -122,8 +150,13 @@ client_apply(FitClient *c, const double *W, int k, double *out)
 	c->products++;
 	if (c->S != NULL)
 	{
-		/* S_i W (S_i symmetric: OpenBLAS packs the untransposed A faster, 1.3x at d = 800-4096) */
-		linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
+		TRACE_READ(c, k);
+		/* S_i W: half of a large S_i read (HALF_READ_DIM), else dgemm on the whole */
+		if (d >= HALF_READ_DIM)
+			linalg_symm_half(d, k, c->S, W, out, HALF_READ_PANEL);
+		else
+			/* (S_i symmetric: OpenBLAS packs the untransposed A faster, 1.3x at d = 800-4096) */
+			linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
 		return;
 	}
 	YW = palloc(sizeof(double) * Max(c->nrows + 1, 1) * Max(k, 1));
@@ -145,6 +178,7 @@ client_add_dense(FitClient *c, double alpha, double *A)
 
 	if (c->S != NULL)
 	{
+		TRACE_READ(c, 0);
 		linalg_axpy((int64) d * d, alpha, c->S, A);
 		return;
 	}
@@ -262,7 +296,10 @@ dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z,
 			   *eigwork = G + (int64) r1 * r1;	/* LINALG_EIGH_WORK(d, k) */
 
 	if (c->S != NULL)
+	{
+		TRACE_READ(c, 0);
 		memcpy(D, c->S, sizeof(double) * d * d);
+	}
 	else
 	{
 		memset(D, 0, sizeof(double) * d * d);
@@ -431,10 +468,12 @@ dense_lambda_max(FitClient *c)
 	double		lambda;
 
 	fit_fill_gaussian(&state, c->d, b, X, b);
+	READ_SITE("lambda_max");
 	eigen_subspace_iterate(&op, X, b, theta, 1, 0.0, 1);
 	for (int round = 0; round < POWER_ITERATIONS / 10; round++)
 		if (eigen_subspace_iterate(&op, X, b, theta, 1, 1e-7 * Max(theta[0], 1e-300), 10))
 			break;
+	READ_SITE("other");
 	lambda = theta[0];
 	pfree(X);
 	pfree(theta);
@@ -527,7 +566,9 @@ client_spectrum(FitClient *c)
 	op = c->S != NULL ? space_op(c, NULL, &space) : gram_op(c, n, thin_gram(c), NULL, 0);
 	X = palloc(sizeof(double) * n * b);
 	theta = palloc(sizeof(double) * b);
+	READ_SITE("spectrum");
 	spectrum_lobpcg(c, &op, b, kk, X, theta);
+	READ_SITE("other");
 	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
 	found = c->S != NULL || theta[kk - 1] > 1e-10 * theta[0];
 	if (found)
@@ -577,7 +618,9 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 
 		fit_fill_gaussian(&state, d, b, X, b);
 	}
+	READ_SITE("local_pcs");
 	eigen_subspace_iterate(&op, X, b, theta, k, 0.0, LOCAL_PCS_ITER);
+	READ_SITE("other");
 	linalg_copy(d, k, X, b, pcs->L, k);
 	memcpy(pcs->lambda, theta, sizeof(double) * k);
 	pfree(X);
@@ -631,8 +674,10 @@ client_gradient(FitClient *c)
 				k = c->k;
 	double		trace = 0.0;
 
+	READ_SITE("gradient");
 	if (!c->sw_ready)
 		client_apply(c, c->W, k, c->SW);
+	READ_SITE("other");
 	c->sw_ready = false;
 	linalg_gemm(true, false, k, k, d, 1.0, c->W, k, c->SW, k, 0.0, c->M, k);
 	for (int j = 0; j < k; j++)
@@ -1147,19 +1192,26 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		eigen_orthonormalize_block(&op, c->X, b);
 		linalg_copy(d, r1, U, Max(r1, 1), T, r1 + b);
 		linalg_copy(d, b, c->X, b, T + r1, r1 + b);
+		READ_SITE("response_first");
 		client_apply(c, T, r1 + b, ST);
+		READ_SITE("response_lobpcg");
 		linalg_copy(d, r1, ST, r1 + b, SU, Max(r1, 1));
 		linalg_copy(d, b, ST + r1, r1 + b, AX, b);
 		if (r1 > 0)
 			deflate_block(d, r1, U, b, AX, b);
 		exact = !eigen_lobpcg(&op, c->X, AX, b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
 			d <= BEST_RESPONSE_EXACT_FALLBACK;
+		READ_SITE("other");
 		pfree(T);
 		pfree(ST);
 		pfree(AX);
 	}
 	if (exact)
+	{
+		READ_SITE("response_exact");
 		exact_response_space(c, U, SU);
+		READ_SITE("other");
+	}
 	linalg_copy(d, c->r2, c->X, b, c->W + r1, c->k);
 	return exact;
 }
@@ -1180,7 +1232,11 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 	else if (r2 > 0)
 		*exact = best_response_space(c, U, tol, SU);
 	else if (r1 > 0)
+	{
+		READ_SITE("response_su");
 		client_apply(c, U, r1, SU);
+		READ_SITE("other");
+	}
 	/* W = [U, V_i]; f_i and the gradient (I - V V')S U */
 	linalg_copy(d, r1, U, r1, c->W, c->k);
 	for (int j = 0; j < r2; j++)

@@ -47,6 +47,7 @@ baseline_dispca(FitNode *node, FitBackend *be, FitResult *res, FitDiagnostics *d
 	diag->kkt_residual = linalg_dot((int64) d * r1, s->G, s->G) / (s->weight * s->weight) +
 		s->gv / s->weight;
 	diag->gradient_norm = sqrt(linalg_dot((int64) d * r1, s->G, s->G)) / s->weight;
+	fit_sums_free(s);
 }
 
 /* CPCA: the pooled matrix's top r1 + n_local eigenvectors (dense, exact). */

@@ -205,10 +205,7 @@ score(FitBackend *be, const double *U)
 	be->evaluate(be, U, HOP_SCORE_TOLERANCE * Max(be->lambda_max, 1e-300), s);
 	be->setup_rounds++;
 	f = s->objective / s->weight;
-	pfree(s->U);
-	pfree(s->G);
-	pfree(s->gram);
-	pfree(s);
+	fit_sums_free(s);
 	return f;
 }
 

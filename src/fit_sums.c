@@ -23,9 +23,6 @@ const char *const fit_end_names[] = {
 	[FIT_END_NONE] = "not run"
 };
 
-/* theta_est: dimension above which lambda_max is iterated instead of a dsyevr (d^3) */
-#define THETA_EXACT_DIM 1024
-
 FitSums *
 fit_sums_create(int d, int r1)
 {
@@ -51,6 +48,18 @@ fit_sums_zero(FitSums *s, int d, int r1)
 	for (int p = 0; p < FIT_SUM_PARTS; p++)
 		if (s->acc[p] != NULL)
 			exact_sum_zero(s->acc[p]);
+}
+
+void
+fit_sums_free(FitSums *s)
+{
+	for (int p = 0; p < FIT_SUM_PARTS; p++)
+		if (s->acc[p] != NULL)
+			exact_sum_free(s->acc[p]);
+	pfree(s->U);
+	pfree(s->G);
+	pfree(s->gram);
+	pfree(s);
 }
 
 int64
@@ -188,8 +197,8 @@ fit_theta(double *A, int d, double W, bool any)
 
 	if (!any)
 		return NAN;
-	/* above THETA_EXACT_DIM, d^2 per LOBPCG product against d^3 for a tridiagonalization */
-	if (d > THETA_EXACT_DIM)
+	/* above FIT_THETA_EXACT_DIM, d^2 per LOBPCG product against d^3 for a tridiagonalization */
+	if (d > FIT_THETA_EXACT_DIM)
 		return 1.0 - fit_top_eigenvalue(d, A, 1e-9) / W;
 	Z = palloc(sizeof(double) * d);
 	fit_eigh_top(d, A, 1, &top, Z, 1);

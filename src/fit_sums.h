@@ -24,6 +24,8 @@ extern int64 fit_sums_part_size(const FitSums *s, FitSumPart part);
 extern void fit_sums_add(FitSums *s, FitSumPart part, int64 i, double x);
 extern void fit_sums_add_scaled(FitSums *s, FitSumPart part, double scale, const double *x);
 extern void fit_sums_round(FitSums *s);
+/* Free sums and their exact accumulators (d x r1 x EXACT_CHUNKS digits each). */
+extern void fit_sums_free(FitSums *s);
 
 /*
  * A part's exact sum as an expansion (*layers x the part's size, largest
@@ -31,6 +33,9 @@ extern void fit_sums_round(FitSums *s);
  */
 extern double *fit_sums_expansion(FitSums *s, FitSumPart part, int *layers);
 extern void fit_sums_add_expansion(FitSums *s, FitSumPart part, const double *terms, int layers);
+
+/* theta_est: dimension above which lambda_max is iterated (LOBPCG, relative 1e-9) instead of a dsyevr (d^3) */
+#define FIT_THETA_EXACT_DIM 1024
 
 /* theta_est = 1 - lambda_max(A / W), A = sum_i w_i V_i V_i' (destroyed); NaN unless any. */
 extern double fit_theta(double *A, int d, double W, bool any);

@@ -99,6 +99,45 @@ linalg_gemm(bool transa, bool transb, int m, int n, int k, double alpha,
 				A, lda, B, ldb, beta, C, ldc);
 }
 
+/*
+ * Y (d x k) = S X for a symmetric d x d S stored whole (row-major), reading
+ * only its upper block triangle: the diagonal panel x panel blocks once,
+ * each block S_IJ above them once for both Y_I += S_IJ X_J and Y_J +=
+ * S_IJ' X_I while it is in cache.  A product with a few columns streams S
+ * from memory (d = 4096: 134 MB); this reads half of it.  cblas_dsymm reads
+ * one triangle too but was slower here than dgemm on the whole S
+ * (bench/dense_read.c).  Equal to the dgemm to rounding; with d <= panel
+ * it is that dgemm.
+ */
+void
+linalg_symm_half(int d, int k, const double *S, const double *X, double *Y, int panel)
+{
+	if (d == 0 || k == 0)
+		return;
+	for (int i = 0; i < d; i += panel)
+	{
+		int			m = d - i < panel ? d - i : panel;
+
+		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, m, 1.0,
+					S + (int64_t) i * d + i, d, X + (int64_t) i * k, k, 0.0, Y + (int64_t) i * k, k);
+	}
+	for (int i = 0; i < d; i += panel)
+	{
+		int			m = d - i < panel ? d - i : panel;
+
+		for (int j = i + panel; j < d; j += panel)
+		{
+			int			n = d - j < panel ? d - j : panel;
+			const double *B = S + (int64_t) i * d + j;
+
+			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, n, 1.0, B, d,
+						X + (int64_t) j * k, k, 1.0, Y + (int64_t) i * k, k);
+			cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0, B, d,
+						X + (int64_t) i * k, k, 1.0, Y + (int64_t) j * k, k);
+		}
+	}
+}
+
 /* B = A for an m x n block, row by row (LAPACKE_dlacpy would transpose twice). */
 void
 linalg_copy(int m, int n, const double *A, int lda, double *B, int ldb)

@@ -44,6 +44,9 @@ extern void linalg_gemm(bool transa, bool transb, int m, int n, int k, double al
 						const double *A, int lda, const double *B, int ldb,
 						double beta, double *C, int ldc);
 
+/* Y (d x k) = S X, S symmetric d x d stored whole, reading its upper panel x panel blocks only. */
+extern void linalg_symm_half(int d, int k, const double *S, const double *X, double *Y, int panel);
+
 /* Copy the m x n matrix A (stride lda) to B (stride ldb). */
 extern void linalg_copy(int m, int n, const double *A, int lda, double *B, int ldb);
 

@@ -315,7 +315,7 @@ node_local_projectors(const FitNode *node, double *A)
 	}
 }
 
-/* Y (d x b) = sum_i w_i V_i V_i' X, client by client (the operator of node_theta above PERPCA_MAX_DENSE_DIM). */
+/* Y (d x b) = sum_i w_i V_i V_i' X, client by client (the operator of node_theta without a d x d matrix). */
 static void
 node_projectors_apply(void *arg, const double *X, int b, double *Y)
 {
@@ -338,17 +338,28 @@ node_projectors_apply(void *arg, const double *X, int b, double *Y)
 	}
 }
 
+/*
+ * theta_est.  A fit whose clients are all thin or sketched forms no d x d
+ * matrix above FIT_THETA_EXACT_DIM (where the dense route iterates too, to
+ * the same tolerance, so the two agree to rounding): it would be the fit's
+ * largest allocation (75 MB at d = 3,072).  A fit with a dense client keeps
+ * the dense route, bit for bit.
+ */
 double
 node_theta(const FitNode *node, double W)
 {
-	double	   *A;
-	bool		any = false;
+	double	   *A,
+				theta;
+	bool		any = false,
+				dense = false;
 
 	for (int i = 0; i < node->n; i++)
-		any |= node->clients[i].k > node->clients[i].lfirst;
-	if (node->d > PERPCA_MAX_DENSE_DIM)
 	{
-		/* a fit of thin or sketched clients this wide never forms a d x d matrix */
+		any |= node->clients[i].k > node->clients[i].lfirst;
+		dense |= node->clients[i].S != NULL;
+	}
+	if (node->d > PERPCA_MAX_DENSE_DIM || (!dense && node->d > FIT_THETA_EXACT_DIM))
+	{
 		EigenOp		op = {node->d, node_projectors_apply, NULL, (void *) node, NULL, NULL, 0, NULL, NULL};
 
 		return any ? 1.0 - fit_top_eigenvalue_op(&op, 1e-9) / W : NAN;
@@ -356,7 +367,9 @@ node_theta(const FitNode *node, double W)
 	A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * node->d * node->d);
 	memset(A, 0, sizeof(double) * node->d * node->d);
 	node_local_projectors(node, A);
-	return fit_theta(A, node->d, W, any);
+	theta = fit_theta(A, node->d, W, any);
+	pfree(A);
+	return theta;
 }
 
 /* ------------------------------------------------------------------------

@@ -47,19 +47,6 @@ typedef struct SketchAgg
 	double	   *scratch;		/* d: a row of another type as doubles */
 } SketchAgg;
 
-static MemoryContext
-agg_context(FunctionCallInfo fcinfo, const char *fname)
-{
-	MemoryContext aggcxt;
-
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
-				 errmsg("%s called in non-aggregate context", fname),
-				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
-	return aggcxt;
-}
-
 static SketchAgg *
 agg_create(MemoryContext cxt, int d, int ell, PerpcaNulls nulls)
 {
@@ -92,7 +79,7 @@ ell_arg(FunctionCallInfo fcinfo, int d)
 static SketchAgg *
 agg_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_sketch_accum");
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_sketch_accum", NULL);
 	SketchAgg  *agg = PG_ARGISNULL(0) ? NULL : (SketchAgg *) PG_GETARG_POINTER(0);
 	int			ell = ell_arg(fcinfo, d);
 
@@ -138,7 +125,7 @@ accum_float8(FunctionCallInfo fcinfo, PerpcaNulls nulls)
 
 	if (PG_ARGISNULL(1))
 	{
-		agg_context(fcinfo, "perpca_sketch_accum");
+		perpca_agg_context(fcinfo, "perpca_sketch_accum", NULL);
 		if (PG_ARGISNULL(0))
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(PG_GETARG_POINTER(0));
@@ -168,7 +155,7 @@ accum_rowtype(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
 
 	if (PG_ARGISNULL(1))
 	{
-		agg_context(fcinfo, "perpca_sketch_accum");
+		perpca_agg_context(fcinfo, "perpca_sketch_accum", NULL);
 		if (PG_ARGISNULL(0))
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(PG_GETARG_POINTER(0));
@@ -222,7 +209,7 @@ perpca_halfvec_sketch_accum_nulls(PG_FUNCTION_ARGS)
 Datum
 perpca_sketch_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_sketch_combine");
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_sketch_combine", NULL);
 	SketchAgg  *a = PG_ARGISNULL(0) ? NULL : (SketchAgg *) PG_GETARG_POINTER(0);
 	SketchAgg  *b = PG_ARGISNULL(1) ? NULL : (SketchAgg *) PG_GETARG_POINTER(1);
 
@@ -241,7 +228,7 @@ perpca_sketch_combine(PG_FUNCTION_ARGS)
 Datum
 perpca_sketch_serialize(PG_FUNCTION_ARGS)
 {
-	agg_context(fcinfo, "perpca_sketch_serialize");
+	perpca_agg_context(fcinfo, "perpca_sketch_serialize", NULL);
 	PG_RETURN_BYTEA_P(sketch_serialize(((SketchAgg *) PG_GETARG_POINTER(0))->sk));
 }
 
@@ -251,7 +238,7 @@ perpca_sketch_deserialize(PG_FUNCTION_ARGS)
 {
 	SketchAgg  *agg;
 
-	agg_context(fcinfo, "perpca_sketch_deserialize");
+	perpca_agg_context(fcinfo, "perpca_sketch_deserialize", NULL);
 	agg = palloc0(sizeof(SketchAgg));
 	agg->sk = sketch_deserialize(CurrentMemoryContext, PG_GETARG_BYTEA_P(0));
 	agg->nulls = PERPCA_NULLS_ERROR;	/* its rows were checked where they were read */
@@ -261,7 +248,7 @@ perpca_sketch_deserialize(PG_FUNCTION_ARGS)
 Datum
 perpca_sketch_final(PG_FUNCTION_ARGS)
 {
-	agg_context(fcinfo, "perpca_sketch_final");
+	perpca_agg_context(fcinfo, "perpca_sketch_final", NULL);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	PG_RETURN_POINTER(sketch_to_stats(((SketchAgg *) PG_GETARG_POINTER(0))->sk));

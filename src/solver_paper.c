@@ -172,5 +172,6 @@ solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, doub
 	}
 	*step = sv.step;
 	*objective = sv.objective;
+	fit_sums_free(s);
 	return Min(t, rounds);
 }

@@ -945,6 +945,27 @@ perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno)
 	return perpca_nulls_arg(PG_GETARG_TEXT_PP(argno));
 }
 
+/*
+ * The aggregate memory context of a perpca aggregate's support function
+ * fname, and in *kind (when not NULL) AggCheckCallContext's kind of call; an
+ * error for a call outside an aggregate.
+ */
+MemoryContext
+perpca_agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind)
+{
+	MemoryContext aggcxt;
+	int			k = AggCheckCallContext(fcinfo, &aggcxt);
+
+	if (!k)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+				 errmsg("%s called in non-aggregate context", fname),
+				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
+	if (kind)
+		*kind = k;
+	return aggcxt;
+}
+
 /* The schema of the perpca extension (pg_extension.extnamespace), or InvalidOid. */
 Oid
 perpca_extension_schema(void)

@@ -197,6 +197,8 @@ typedef struct StatsState StatsState;
 extern PerpcaNulls perpca_nulls_arg(text *t);
 /* The same for argument argno of an aggregate's transition (NULL is an error). */
 extern PerpcaNulls perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno);
+/* The aggregate context of support function fname (an error outside an aggregate). */
+extern MemoryContext perpca_agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind);
 extern StatsState *perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls);
 extern double *perpca_stats_accum_scratch(StatsState *st);
 extern void perpca_stats_accum_add(StatsState *st, const double *x);

@@ -1056,23 +1056,6 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
  * ------------------------------------------------------------------------
  */
 
-/* Fetch the aggregate context or complain about a direct call. */
-static MemoryContext
-agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind)
-{
-	MemoryContext aggcxt;
-	int			k = AggCheckCallContext(fcinfo, &aggcxt);
-
-	if (!k)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
-				 errmsg("%s called in non-aggregate context", fname),
-				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
-	if (kind)
-		*kind = k;
-	return aggcxt;
-}
-
 /*
  * Progress of a long scan (perpca.progress_rows > 0): every that many rows
  * this process has aggregated for the current aggregate context, a NOTICE
@@ -1104,7 +1087,7 @@ report_progress(MemoryContext aggcxt)
 StatsState *
 perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", NULL);
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_accum", NULL);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 
 	if (st == NULL)
@@ -1208,7 +1191,7 @@ Datum
 perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
 {
 	int			kind;
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_accum", &kind);
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_accum", &kind);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 	const double *x;
 
@@ -1248,7 +1231,7 @@ perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_merge_accum", NULL);
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_merge_accum", NULL);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 	PerpcaStats *s;
 
@@ -1277,7 +1260,7 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = agg_context(fcinfo, "perpca_stats_combine", NULL);
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_combine", NULL);
 	StatsState *a = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 	StatsState *b = PG_ARGISNULL(1) ? NULL : (StatsState *) PG_GETARG_POINTER(1);
 
@@ -1299,7 +1282,7 @@ perpca_stats_combine(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_serialize(PG_FUNCTION_ARGS)
 {
-	agg_context(fcinfo, "perpca_stats_serialize", NULL);
+	perpca_agg_context(fcinfo, "perpca_stats_serialize", NULL);
 	PG_RETURN_BYTEA_P(state_serialize((StatsState *) PG_GETARG_POINTER(0)));
 }
 
@@ -1312,7 +1295,7 @@ perpca_stats_serialize(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_deserialize(PG_FUNCTION_ARGS)
 {
-	agg_context(fcinfo, "perpca_stats_deserialize", NULL);
+	perpca_agg_context(fcinfo, "perpca_stats_deserialize", NULL);
 	PG_RETURN_POINTER(state_deserialize(CurrentMemoryContext,
 										(SerialState *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0))));
 }
@@ -1320,7 +1303,7 @@ perpca_stats_deserialize(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_final(PG_FUNCTION_ARGS)
 {
-	agg_context(fcinfo, "perpca_stats_final", NULL);
+	perpca_agg_context(fcinfo, "perpca_stats_final", NULL);
 	perpca_restore_activity();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();

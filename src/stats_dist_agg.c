@@ -107,20 +107,6 @@ inner_call(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
 	return inner_call3(fn, context, nargs, a, anull, b, bnull, (Datum) 0, isnull);
 }
 
-/* The aggregate context, or an error for a call outside an aggregate. */
-static MemoryContext
-dist_agg_context(FunctionCallInfo fcinfo, const char *fname)
-{
-	MemoryContext aggcxt;
-
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
-				 errmsg("%s called in non-aggregate context", fname),
-				 errdetail("It is a support function of a perpca aggregate and cannot be called directly.")));
-	return aggcxt;
-}
-
 /* Is this datum (not NULL) our read-write state? */
 static bool
 is_our_state(Datum d)
@@ -231,7 +217,7 @@ dist_result(DistStats *ds)
 Datum
 perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = dist_agg_context(fcinfo, "perpca_stats_dist_accum");
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_dist_accum", NULL);
 	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
 
 	if (PG_ARGISNULL(1))
@@ -248,7 +234,7 @@ perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = dist_agg_context(fcinfo, "perpca_stats_dist_accum_nulls");
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_dist_accum_nulls", NULL);
 	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
 
 	if (PG_ARGISNULL(2))
@@ -274,7 +260,7 @@ perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_dist_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = dist_agg_context(fcinfo, "perpca_stats_dist_combine");
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_dist_combine", NULL);
 	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
 
 	if (PG_ARGISNULL(1))
@@ -295,7 +281,7 @@ perpca_stats_dist_final(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		result;
 
-	dist_agg_context(fcinfo, "perpca_stats_dist_final");
+	perpca_agg_context(fcinfo, "perpca_stats_dist_final", NULL);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	if (!VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(PG_GETARG_DATUM(0))) ||
