@@ -55,6 +55,11 @@ $s->query_safe(q{SELECT count(*) FROM sk WHERE perpca_count(stats) > 0});
 my $base = peak_kb();
 ok($base > 0, "backend peak before the fit: $base kB");
 
+# The fit's convergence is not this test's subject: on these smooth rows the
+# alpha-FD sketches (sketch.c) keep the top directions so well that the search
+# may end with "stopped before converging" at rounding, a WARNING, which
+# query_safe would take for a failure.
+$s->query_safe(q{SET client_min_messages = error});
 is($s->query_safe(q{SELECT count(*) FROM perpca_fit('SELECT tenant, stats FROM sk', 2, 2)}),
 	2 + 3 * 2, 'the fit returns its components');
 is($s->query_safe(q{SELECT d, theta_est > 0 AND theta_est < 1 FROM perpca_last_fit()}),
