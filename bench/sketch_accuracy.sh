@@ -4,7 +4,7 @@
 # on the Debian LSA corpus at d = 1536 (bench/debian_lsa.py), R1 + R2 = 5 + 5, ELL = 64.
 #
 #   PGHOST=... PGPORT=... PGDATABASE=... nice -n 10 bash bench/sketch_accuracy.sh [CORPUS_DIR]
-#   ELL=64 R1=5 R2=5 HALF=both SCALE=1 POLISH=1 SEED= (defaults)
+#   ELL=64 R1=5 R2=5 HALF=both SCALE=1 POLISH=1 NUMPY=1 SEED= (defaults)
 #
 # HALF: which tenants are fitted.  The corpus's tenants were split into a tuning
 # half and a held-out half before anything was tuned (debian_lsa.py); the
@@ -15,7 +15,8 @@
 # (ORDER BY hashint4(id + n)); Frequent Directions depends on the order, and
 # without SEED the order is the plan's.
 # SCALE=0 leaves out the second exact fit below, POLISH=0 the third (each costs
-# about one exact fit per half).
+# about one exact fit per half), NUMPY=0 the check below (about 2-3 minutes a
+# half).
 #
 # Both fits use the default options.  Printed per half, with the goals:
 #   - objective: the sketched fit's components evaluated on the exact statistics
@@ -29,6 +30,12 @@
 #     exact fit polished from the sketched fit's components (init => 'given',
 #     start => them) and the shortfall against the better of the two exact
 #     optima;
+#   - the same objectives recomputed in numpy, independently of the fit's
+#     eigensolvers: for a fit's global components U, the exact objective with
+#     the best local components is sum_i 1/2 (tr(U'S_iU) + the sum of the R2
+#     largest eigenvalues of (I - UU')S_i(I - UU')), S_i =
+#     perpca_covariance(exact statistics); the relative shortfall of the
+#     sketched fit's U against the exact fit's by this measure;
 #   - the sketches' delta (perpca_last_fit_clients(): sum over tenants of
 #     delta_i / n_i, and the largest delta_i / trace(M2_i));
 #   - the bound: the sketched fit's reported perpca_last_fit().sketch_bound (the
@@ -44,7 +51,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=${1:-/tmp/perpca-lsa}
-export ELL=${ELL:-64} R1=${R1:-5} R2=${R2:-5} HALF=${HALF:-both} SCALE=${SCALE:-1} POLISH=${POLISH:-1} SEED=${SEED:-}
+export ELL=${ELL:-64} R1=${R1:-5} R2=${R2:-5} HALF=${HALF:-both} SCALE=${SCALE:-1} POLISH=${POLISH:-1} NUMPY=${NUMPY:-1} SEED=${SEED:-}
 case $HALF in tune|held|both|all) ;; *) echo "HALF must be tune, held, both or all" >&2; exit 2;; esac
 . "$here/lsa_load.sh"
 lsa_load "$corpus"
@@ -91,6 +98,20 @@ def globals_(name):
     return np.array([np.array(r[0], dtype=float) for r in cur.fetchall()]).T
 
 
+def numpy_objective(half, Us):
+    """sum_i 1/2 (tr(U'S_iU) + top-r2 eigenvalues of P S_i P), P = I - UU', for each U in Us."""
+    cur.execute("SELECT tenant FROM lsa_stats" +
+                ("" if half == "all" else f" WHERE tenant IN (SELECT tenant FROM lsa_half WHERE half = '{half}')"))
+    tot = [0.0] * len(Us)
+    for (t,) in cur.fetchall():
+        S = np.array(cur.execute("SELECT perpca_covariance(stats) FROM lsa_stats WHERE tenant = %s", (t,)).fetchone()[0], dtype=float)
+        for j, U in enumerate(Us):
+            SU = S @ U
+            PSP = S - U @ SU.T - SU @ U.T + U @ (U.T @ SU) @ U.T
+            tot[j] += 0.5 * (np.trace(U.T @ SU) + np.linalg.eigvalsh(PSP)[-r2:].sum())
+    return tot
+
+
 def accuracy(half):
     cur.execute("SELECT count(DISTINCT tenant), count(*) FROM lsa_docs" +
                 ("" if half == "all" else f" WHERE tenant IN (SELECT tenant FROM lsa_half WHERE half = '{half}')"))
@@ -122,6 +143,11 @@ def accuracy(half):
         rel_b = (best - ex_at_sk) / abs(best)
         print(f"  exact fit polished from the sketched fit's components   {pol['objective']:.10g} ({pol['rounds_run']} rounds)")
         print(f"  shortfall against the better exact optimum            {rel_b:.3e}   goal <= 1e-3: {'met' if rel_b <= 1e-3 else 'NOT met'}")
+    if os.environ["NUMPY"] != "0":
+        f_ex, f_sk = numpy_objective(half, [U1, U2])
+        rel_n = (f_ex - f_sk) / abs(f_ex)
+        print(f"  numpy, best local components: exact fit's U {f_ex:.10g}, sketched fit's U {f_sk:.10g}")
+        print(f"  relative shortfall by numpy                           {rel_n:.3e}   goal <= 1e-3: {'met' if rel_n <= 1e-3 else 'NOT met'}")
     print(f"  sketches' delta: sum of delta_i / n_i {dsum:.6g}; largest delta_i / trace_i {dmax:.4g}")
     gap_s = ex_at_sk - sk["objective"]          # exact minus sketched objective, at the sketched fit's components
     gap_e = ex["objective"] - sk_at_ex          # and at the exact fit's
