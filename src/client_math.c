@@ -51,7 +51,7 @@
 #define HALF_READ_PANEL 256
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
-/* Restarts of a best response's LOBPCG that failed, from its orthonormalized Ritz vectors */
+/* Restarts of a best response's LOBPCG that failed (d-space, above BEST_RESPONSE_EXACT_FALLBACK) */
 #define BEST_RESPONSE_RESTARTS 2
 /* The client's spectrum (lambda_max and the starts' local PCs): residual / lambda_max, iterations */
 #define SPECTRUM_EXACT_DIM 96
@@ -1176,27 +1176,30 @@ exact_response_space(FitClient *c, const double *U, double *SU)
 
 /*
  * LOBPCG of a best response in d-space on op from c->X (AX = op X); on a
- * failure, restarted from its own Ritz vectors, orthonormalized again, up to
- * BEST_RESPONSE_RESTARTS times.  A long run to a tight tolerance (the final
- * response, 1e-13 lambda_max) can lose the orthonormality of its block: its
- * Ritz values then exceed the operator's top eigenvalue and it stalls far
- * above the tolerance (the LSA corpus's java, d = 1536: residual 1.3e-4 at
- * lambda_max 0.041, V_i short of the top subspace), and above
- * BEST_RESPONSE_EXACT_FALLBACK nothing else repairs it (below, the exact
- * solve does, as before).  Returns whether it reached tol; a run that
- * converges first time is unchanged.
+ * failure, restarted from its own Ritz vectors with AX = op X recomputed and
+ * no last step, up to BEST_RESPONSE_RESTARTS times, and if it still fails,
+ * one Rayleigh-Ritz step on a fresh product, so that the Ritz values kept
+ * are true Rayleigh quotients of the V_i kept.  LOBPCG updates AX by
+ * recurrence; on a long run to a tight tolerance (the final response, 1e-13
+ * lambda_max) it drifts from op X (the LSA corpus's java, d = 1536: X
+ * orthonormal to 8e-13 but |op X - AX| 8.8e-7 at |op X| 9.5e-3), the
+ * residuals stall far above the tolerance, the Ritz values exceed the
+ * operator's top eigenvalue, and above BEST_RESPONSE_EXACT_FALLBACK nothing
+ * else repairs it (below, the exact solve does, as before).  Returns whether
+ * it reached tol; a run that converges first time is unchanged.
  */
 static bool
 response_lobpcg(FitClient *c, const EigenOp *op, double *AX, double tol)
 {
 	bool		done = eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER);
-	int			restarts = c->d > BEST_RESPONSE_EXACT_FALLBACK ? BEST_RESPONSE_RESTARTS : 0;
+	int			restarts = c->d > BEST_RESPONSE_EXACT_FALLBACK ? BEST_RESPONSE_RESTARTS : -1;
 
-	for (int restart = 0; !done && restart < restarts; restart++)
+	for (int restart = 0; !done && restart <= restarts; restart++)
 	{
 		eigen_orthonormalize_block(op, c->X, c->b);
 		eigen_apply(op, c->X, c->b, AX);
-		done = eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER);
+		done = eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol,
+							restart < restarts ? BEST_RESPONSE_MAX_ITER : 0);
 	}
 	return done;
 }
