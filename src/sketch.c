@@ -7,7 +7,7 @@
  * rows): one BLAS rank-k update, a LAPACK eigendecomposition of order m
  * (dsyevd) and one matrix product B = diag(sqrt(1 - c_i / lambda_i))
  * V^T Buf, c_i = delta_t for the bottom s kept rows and 0 above them
- * (alpha-FD, sketch.h).  Each scale is at most 1, so the small
+ * (alpha-FD, shrink_cut).  Each scale is at most 1, so the small
  * eigenvalues' vectors, which the Gram matrix resolves only to
  * eps lambda_1, enter with weights that do not amplify their error.  The buffer's rows are those of the
  * sketch after any shrink, so the cost per row is O(d ell), amortized.
@@ -110,6 +110,17 @@ buffer_gram(const SketchState *sk, double *G)
 }
 
 /*
+ * What a shrink to keep rows by delta_t takes from the i-th (0-based, by
+ * descending eigenvalue) of them: delta_t for the bottom
+ * perpca_sketch_shrunk_rows(keep), nothing above them (alpha-FD, sketch.h).
+ */
+static inline double
+shrink_cut(int i, int keep, double delta_t)
+{
+	return i < keep - perpca_sketch_shrunk_rows(keep) ? 0.0 : delta_t;
+}
+
+/*
  * Shrink the buffer's m = nrows rows to at most keep rows: delta_t is the
  * (keep + 1)-th eigenvalue of the Gram matrix (0 if there are no more than
  * keep), row i (i < keep) becomes sqrt(1 - c / lambda_i) v_i^T Buf with
@@ -127,7 +138,6 @@ sketch_shrink(SketchState *sk, int keep)
 			   *W,
 			   *out;
 	double		dt;
-	int			top;
 
 	if (m <= keep)
 		return;
@@ -147,11 +157,10 @@ sketch_shrink(SketchState *sk, int keep)
 				 errmsg("eigendecomposition failed in a Frequent Directions shrink")));
 	/* ascending: lambda_i (1-based, descending) is w[m - i] */
 	dt = Max(w[m - keep - 1], 0.0);
-	top = keep - perpca_sketch_shrunk_rows(keep);
 	for (int i = 0; i < keep; i++)
 	{
 		double		lambda = w[m - 1 - i];
-		double		cut = i < top ? 0.0 : dt;
+		double		cut = shrink_cut(i, keep, dt);
 
 		if (!(lambda > cut))
 			break;
@@ -364,7 +373,7 @@ dense_rows(const PerpcaStats *s, int ell, double *rows, double *dt)
 	*dt = k > ell ? Max(values[ell], 0.0) : 0.0;
 	for (int i = 0; i < Min(k, ell); i++, r++)
 	{
-		double		cut = i < ell - perpca_sketch_shrunk_rows(ell) ? 0.0 : *dt;
+		double		cut = shrink_cut(i, ell, *dt);
 
 		if (!(values[i] > cut))
 			break;
