@@ -10,14 +10,14 @@
  *   symm     cblas_dsymm on S's upper triangle (reads half of S, in theory)
  *   blocked  cblas_dgemm over row panels of S of `panel` rows (each panel
  *            meets all k columns of X while it is in cache)
- *   half     cblas_dgemm over the upper triangle's panel x panel blocks
- *            only, each used twice while in cache (S_IJ X_J into Y_I,
- *            S_IJ' X_I into Y_J): half of S is read
+ *   half     src/linalg.c's linalg_symm_half: dgemm over the upper
+ *            triangle's panel x panel blocks only, each used twice while in
+ *            cache (S_IJ X_J into Y_I, S_IJ' X_I into Y_J): half of S is read
  * and prints the best of nine runs in ms, and ms per column.  The point:
  * whether two products of k1 and k2 columns cost more than one of k1 + k2
  * (a product that only streams S costs about the same for 5 or 26 columns).
  *
- *   cc -O2 -o dense_read bench/dense_read.c -lopenblas -lm
+ *   cc -O2 -Isrc -o dense_read bench/dense_read.c src/linalg.c -lopenblas -llapacke -lm
  *   OPENBLAS_NUM_THREADS=1 ./dense_read [d] [panel]
  */
 #include <cblas.h>
@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "linalg.h"
 
 static double
 now(void)
@@ -52,29 +54,8 @@ product(int how, int d, int k, int panel, const double *S, const double *X, doub
 			cblas_dsymm(CblasRowMajor, CblasLeft, CblasUpper, d, k, 1.0, S, d, X, k, 0.0, Y, k);
 			break;
 		case 4:
-			/* upper block triangle only: each off-diagonal block serves Y_I and Y_J while in cache */
-			for (int i = 0; i < d; i += panel)
-			{
-				int			m = d - i < panel ? d - i : panel;
-
-				cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, m, 1.0,
-							S + (long) i * d + i, d, X + (long) i * k, k, 0.0, Y + (long) i * k, k);
-			}
-			for (int i = 0; i < d; i += panel)
-			{
-				int			m = d - i < panel ? d - i : panel;
-
-				for (int j = i + panel; j < d; j += panel)
-				{
-					int			n = d - j < panel ? d - j : panel;
-					const double *B = S + (long) i * d + j;
-
-					cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, n, 1.0, B, d,
-								X + (long) j * k, k, 1.0, Y + (long) i * k, k);
-					cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0, B, d,
-								X + (long) i * k, k, 1.0, Y + (long) j * k, k);
-				}
-			}
+			/* the product client_apply uses from HALF_READ_DIM (src/linalg.c) */
+			linalg_symm_half(d, k, S, X, Y, panel);
 			break;
 		default:
 			for (int i = 0; i < d; i += panel)

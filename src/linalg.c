@@ -118,8 +118,8 @@ linalg_symm_half(int d, int k, const double *S, const double *X, double *Y, int 
 	{
 		int			m = d - i < panel ? d - i : panel;
 
-		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, m, 1.0,
-					S + (int64_t) i * d + i, d, X + (int64_t) i * k, k, 0.0, Y + (int64_t) i * k, k);
+		linalg_gemm(false, false, m, k, m, 1.0, S + (int64_t) i * d + i, d,
+					X + (int64_t) i * k, k, 0.0, Y + (int64_t) i * k, k);
 	}
 	for (int i = 0; i < d; i += panel)
 	{
@@ -130,10 +130,10 @@ linalg_symm_half(int d, int k, const double *S, const double *X, double *Y, int 
 			int			n = d - j < panel ? d - j : panel;
 			const double *B = S + (int64_t) i * d + j;
 
-			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, n, 1.0, B, d,
-						X + (int64_t) j * k, k, 1.0, Y + (int64_t) i * k, k);
-			cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0, B, d,
-						X + (int64_t) i * k, k, 1.0, Y + (int64_t) j * k, k);
+			linalg_gemm(false, false, m, k, n, 1.0, B, d, X + (int64_t) j * k, k,
+						1.0, Y + (int64_t) i * k, k);
+			linalg_gemm(true, false, n, k, m, 1.0, B, d, X + (int64_t) i * k, k,
+						1.0, Y + (int64_t) j * k, k);
 		}
 	}
 }
