@@ -513,8 +513,8 @@ client_row(ModelScan *s, const ModelData *m, const ModelRels *r, ModelClient *c)
 
 	memset(c, 0, sizeof(ModelClient));
 	c->name = scan_text(s, att[C_CLIENT], m->cxt);
-		if (c->name == NULL)
-			model_damaged(r->model, "A client name is NULL.");
+	if (c->name == NULL)
+		model_damaged(r->model, "A client name is NULL.");
 	c->namelen = strlen(c->name);
 	c->mean = scan_vector(s, att[C_MEAN], m->d, m->cxt, r->model, "client mean");
 	if (c->mean == NULL && m->center == CENTER_CLIENT)
