@@ -549,6 +549,65 @@ lobpcg_ritz_step(Lobpcg *s, int mb, int q)
 }
 
 /*
+ * The iterate with the smallest residual so far.  Near the rounding floor,
+ * [X, R, P] can lose orthogonality faster than the Cholesky QR of the
+ * search block detects, and one Rayleigh-Ritz step then throws X far off
+ * (the LSA corpus's devel at d = 1536, to a tolerance of 1e-13 lambda_max:
+ * a residual of 2e-6, then 2e-3 on a restart, then 3.5e3, with a Ritz value
+ * 5e4 times the operator's top eigenvalue); a run that did not converge
+ * ends at its best iterate instead of its last.
+ */
+typedef struct LobpcgBest
+{
+	double		worst;			/* its largest residual norm (INFINITY: none yet) */
+	double	   *X,
+			   *AX,
+			   *theta;
+} LobpcgBest;
+
+static void
+lobpcg_keep_best(const Lobpcg *s, LobpcgBest *best, double worst)
+{
+	int64		nb = (int64) s->n * s->b;
+
+	if (!(worst < best->worst))
+		return;
+	if (best->X == NULL)
+	{
+		best->X = palloc(sizeof(double) * nb);
+		best->AX = palloc(sizeof(double) * nb);
+		best->theta = palloc(sizeof(double) * s->b);
+	}
+	best->worst = worst;
+	memcpy(best->X, s->X, sizeof(double) * nb);
+	memcpy(best->AX, s->AX, sizeof(double) * nb);
+	memcpy(best->theta, s->theta, sizeof(double) * s->b);
+}
+
+/*
+ * When restore, X, AX and theta back to the best iterate (every iterate of
+ * a run that did not converge was offered to lobpcg_keep_best, the last one
+ * included); the copy freed.
+ */
+static void
+lobpcg_end_best(Lobpcg *s, LobpcgBest *best, bool restore)
+{
+	int64		nb = (int64) s->n * s->b;
+
+	if (best->X == NULL)
+		return;
+	if (restore)
+	{
+		memcpy(s->X, best->X, sizeof(double) * nb);
+		memcpy(s->AX, best->AX, sizeof(double) * nb);
+		memcpy(s->theta, best->theta, sizeof(double) * s->b);
+	}
+	pfree(best->X);
+	pfree(best->AX);
+	pfree(best->theta);
+}
+
+/*
  * Each iteration applies A once, to the b residual columns, and takes
  * Rayleigh-Ritz over [X, R, P] (P the last step).
  */
@@ -560,6 +619,8 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 	bool		done = false;
 	double		anchor = INFINITY;
 	int			anchor_it = 0;
+
+	LobpcgBest	best = {INFINITY, NULL, NULL, NULL};
 
 	lobpcg_begin(&s, op, X, AX, b, theta);
 	lobpcg_ritz_x(&s);
@@ -574,6 +635,7 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 			done = true;
 			break;
 		}
+		lobpcg_keep_best(&s, &best, worst);
 		/* stop at maxit, or when the residual has not halved in STAGNATION iterations (rounding) */
 		if (it == 0 || worst < 0.5 * anchor)
 		{
@@ -590,6 +652,7 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 			break;
 		lobpcg_ritz_step(&s, mb, q);
 	}
+	lobpcg_end_best(&s, &best, !done);
 	lobpcg_end(&s);
 	return done;
 }
