@@ -49,6 +49,13 @@
  */
 #define HALF_READ_DIM 1024
 #define HALF_READ_PANEL 256
+/*
+ * Dimension from which a d-space best response carries its last start block
+ * into the next round (response_start): where a read of S_i costs more than
+ * the step's small products.  Below, on the gauntlet's tuning half (lsa_man,
+ * d = 768, the widest), it did not pay: 244 -> 258 rounds, CPU 3.14 -> 3.31 s.
+ */
+#define CARRY_DIM HALF_READ_DIM
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
 /* Restarts of a best response's LOBPCG that failed (d-space, above BEST_RESPONSE_EXACT_FALLBACK) */
@@ -1239,11 +1246,11 @@ response_carry(FitClient *c, const EigenOp *op, const double *U, const double *S
  * a Rayleigh-Ritz step on [X, Y] starts LOBPCG from X extrapolated along the
  * step between the rounds (bench/flat_bench.sh: 417 -> 363 rounds, 1.90 ->
  * 1.30 LOBPCG products per client-round).  Columns of Y within min_norm of
- * span X are dropped, where the difference of two nearly equal images
- * would be more rounding than signal at tol: a tight response (the final
- * one, 1e-13 lambda_max) uses none.  Then this round's X and its product
- * (T, ST: [U, X] and S_i [U, X], d x (r1 + b)) become the next Y, SY.
- * AX (d x b) = op X from ST, then updated with X.
+ * span X are dropped, where the difference of two nearly equal images would
+ * be more rounding than signal at tol: a tight response (the final one,
+ * 1e-13 lambda_max) uses none.  Then this round's X and its product (T, ST:
+ * [U, X] and S_i [U, X], d x (r1 + b)) become the next Y, SY.  Below
+ * CARRY_DIM nothing is carried.  AX (d x b) = op X from ST, then updated.
  */
 static void
 response_start(FitClient *c, const EigenOp *op, const double *U, double *T,
@@ -1259,6 +1266,8 @@ response_start(FitClient *c, const EigenOp *op, const double *U, double *T,
 	linalg_copy(d, b, ST + r1, w, AX, b);
 	if (r1 > 0)
 		deflate_block(d, r1, U, b, AX, b);
+	if (d < CARRY_DIM)
+		return;
 	if (c->Xprev == NULL)
 	{
 		MemoryContext cxt = GetMemoryChunkContext(c->X);
