@@ -439,7 +439,10 @@ search_polish(Search *s)
 	for (int j = 0; s->search && j < diag->nstarts; j++)
 		if (diag->starts[j].ended == FIT_END_CONVERGED && s->screen.tolerance > s->opts->tolerance)
 			diag->starts[j].ended = FIT_END_SCREENED;
-	if (s->search && s->screen.tolerance > s->opts->tolerance && rounds_left(s) > 0)
+	/* an objective converged on a flat spectrum: the flat rule, not the tolerance, ends it */
+	if (rep->ended == FIT_END_FLAT)
+		;
+	else if (s->search && s->screen.tolerance > s->opts->tolerance && rounds_left(s) > 0)
 	{
 		int			more;
 

@@ -27,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "fmgr.h"
@@ -113,12 +114,21 @@ halfvec_arg(Datum arg, const char *what)
 	return v;
 }
 
-/* float4 values as doubles (exact; vectorizable). */
-static inline void
+/*
+ * float4 values as doubles (exact), and whether all are finite, in one
+ * branch-free pass (vectorizable).
+ */
+static inline bool
 float_to_double(int n, const float *restrict src, double *restrict dst)
 {
+	int			bad = 0;		/* int: a bool keeps GCC from vectorizing */
+
 	for (int j = 0; j < n; j++)
+	{
 		dst[j] = src[j];
+		bad |= !(fabsf(src[j]) <= FLT_MAX);
+	}
+	return !bad;
 }
 
 /*
@@ -147,12 +157,18 @@ half_to_double(uint16 h)
 	return (h & 0x8000) ? -v : v;
 }
 
-/* binary16 values as doubles. */
-static void
+/* binary16 values as doubles, and whether all are finite (exponent < 31). */
+static bool
 half_to_doubles(int n, const uint16 *src, double *dst)
 {
+	int			bad = 0;		/* int: a bool keeps GCC from vectorizing */
+
 	for (int j = 0; j < n; j++)
+	{
 		dst[j] = half_to_double(src[j]);
+		bad |= (src[j] & 0x7c00) == 0x7c00;
+	}
+	return !bad;
 }
 
 /* ------------------------------------------------------------------------
@@ -170,10 +186,10 @@ vector_row(Datum row, int *d, const char *what)
 	return v;
 }
 
-static void
+static bool
 vector_values(const void *row, double *out)
 {
-	float_to_double(((const PgVector *) row)->dim, ((const PgVector *) row)->x, out);
+	return float_to_double(((const PgVector *) row)->dim, ((const PgVector *) row)->x, out);
 }
 
 static Size
@@ -191,10 +207,10 @@ halfvec_row(Datum row, int *d, const char *what)
 	return v;
 }
 
-static void
+static bool
 halfvec_values(const void *row, double *out)
 {
-	half_to_doubles(((const PgHalfVector *) row)->dim, ((const PgHalfVector *) row)->x, out);
+	return half_to_doubles(((const PgHalfVector *) row)->dim, ((const PgHalfVector *) row)->x, out);
 }
 
 static Size
@@ -286,8 +302,7 @@ model_row_x(FunctionCallInfo fcinfo, int *d)
 	double	   *x = palloc(sizeof(double) * v->dim);
 	int			j;
 
-	float_to_double(v->dim, v->x, x);
-	if ((j = perpca_first_nonfinite(x, v->dim)) >= 0)
+	if (!float_to_double(v->dim, v->x, x) && (j = perpca_first_nonfinite(x, v->dim)) >= 0)
 		perpca_row_element_error("x", j, v->dim, false, x[j],
 								 "A vector made by pgvector holds no NaN or infinite values.");
 	*d = v->dim;

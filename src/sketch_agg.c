@@ -164,7 +164,7 @@ accum_rowtype(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
 	agg = agg_state(fcinfo, d, nulls);
 	if (agg->scratch == NULL)
 		agg->scratch = MemoryContextAlloc(agg->sk->cxt, sizeof(double) * d);
-	reader->values(row, agg->scratch);
+	(void) reader->values(row, agg->scratch);	/* agg_add checks */
 	agg_add(agg, agg->scratch);
 	PG_RETURN_POINTER(agg);
 }

@@ -36,17 +36,25 @@
 #define ROUNDING 1e-14			/* relative change of f treated as rounding */
 #define RESPONSE_FACTOR 0.3		/* best-response residual / gradient norm */
 /*
- * The objective converged where U cannot (a flat spectrum): over the last
- * FLAT_WINDOW iterations f gained at most FLAT_GAIN of itself (100x below
- * the gain the search counts as a better optimum) while the gradient did
- * not halve, and the smallest curvature the pairs saw, s'y / s's, is below
- * FLAT_CURVATURE x lambda_max: the eigengaps U must resolve are so small
- * that the rest of the gradient moves U among nearly equal directions and
- * f only by rounding.
+ * The objective converged where U cannot (a flat spectrum): the smallest
+ * curvature the pairs saw, s'y / s's, is below FLAT_CURVATURE x
+ * lambda_max (the eigengaps U must resolve are so small that the rest of
+ * the gradient moves U among nearly equal directions and f only by
+ * rounding), the gradient does not shrink, and either f gained at most
+ * FLAT_GAIN of itself over the last FLAT_WINDOW iterations, or the gain
+ * still to come, estimated from the last two windows' gains G0, G1 as a
+ * linear rate q = G1 / G0 gives it (G1 q / (1 - q); within 30% of the
+ * truth where the rate is steady, bench/flat_bench.sh), is at most
+ * FLAT_REMAIN of f.  FLAT_REMAIN is 10x below the gain the search counts
+ * as a better optimum (HOP_GAIN in fit_search.c), so two runs the rule
+ * stopped in one basin still compare as one optimum.
  */
 #define FLAT_WINDOW 10
+#define FLAT_HISTORY LBFGS_FLAT_HISTORY
 #define FLAT_GAIN 1e-12
+#define FLAT_REMAIN 1e-11
 #define FLAT_CURVATURE 1e-3
+StaticAssertDecl(FLAT_HISTORY == 2 * FLAT_WINDOW + 1, "the flat rule keeps two windows and one");
 /* The weakest column's variance the preconditioner scales for, / the strongest's. */
 #define PRECOND_FLOOR 1e-3
 
@@ -72,6 +80,9 @@ typedef struct Lbfgs
 	int			rounds;
 	int			max_rounds;
 	FitSums    *sums;
+	int			seen;			/* iterations of this run (and of the run it continues) */
+	double		fh[FLAT_HISTORY];	/* f and the gradient norm at iteration t, slot t % */
+	double		gh[FLAT_HISTORY];	/* FLAT_HISTORY (this iteration's: f, gnorm) */
 } Lbfgs;
 
 /* X <- X - U (U'X): projection onto the horizontal space at U. */
@@ -341,21 +352,75 @@ smallest_curvature(const Lbfgs *lb)
 	return mu;
 }
 
+/* Slot of iteration t in the rings fh, gh. */
+#define FLAT_SLOT(t) ((t) % FLAT_HISTORY)
+
 /*
- * Whether the objective has converged where U cannot (FLAT_*): f and the
- * gradient norm of the last FLAT_WINDOW iterations are in the rings fh, gh
- * (slot iteration % FLAT_WINDOW is the oldest, about to be replaced).
+ * The gain still to come, from the gains G0, G1 of the last two windows of
+ * FLAT_WINDOW iterations at the linear rate q = G1 / G0: G1 q / (1 - q)
+ * (of f / N); NAN while the gains do not shrink (no rate yet).
+ */
+static double
+remaining_gain(const Lbfgs *lb)
+{
+	double		f1,
+				g0,
+				g1,
+				q;
+
+	if (lb->seen < 2 * FLAT_WINDOW)
+		return NAN;
+	f1 = lb->fh[FLAT_SLOT(lb->seen - FLAT_WINDOW)];
+	g0 = f1 - lb->fh[FLAT_SLOT(lb->seen - 2 * FLAT_WINDOW)];
+	g1 = lb->f - f1;
+	if (!(g0 > 0.0) || !(g1 >= 0.0) || g1 >= g0)
+		return NAN;
+	q = g1 / g0;
+	return g1 * q / (1.0 - q);
+}
+
+/*
+ * Whether the gradient did not halve over the last two windows, the least
+ * norm of each compared: the norm jumps by 10x from one iteration to the
+ * next on a flat spectrum (the best responses' residuals), the least of a
+ * window does not.
  */
 static bool
-flat_converged(const Lbfgs *lb, int iteration, const double *fh, const double *gh)
+gradient_steady(const Lbfgs *lb)
 {
-	int			old = iteration % FLAT_WINDOW;
-	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
+	double		last = lb->gnorm,
+				before = INFINITY;
 
-	if (iteration < FLAT_WINDOW)
+	if (lb->seen < 2 * FLAT_WINDOW)
 		return false;
-	return lb->f - fh[old] <= FLAT_GAIN * fabs(lb->f) && lb->gnorm > 0.5 * gh[old] &&
-		smallest_curvature(lb) <= FLAT_CURVATURE * lmax;
+	for (int t = lb->seen - FLAT_WINDOW + 1; t < lb->seen; t++)
+		last = Min(last, lb->gh[FLAT_SLOT(t)]);
+	for (int t = lb->seen - 2 * FLAT_WINDOW + 1; t <= lb->seen - FLAT_WINDOW; t++)
+		before = Min(before, lb->gh[FLAT_SLOT(t)]);
+	return last > 0.5 * before;
+}
+
+/*
+ * Whether the objective has converged on a flat spectrum (FLAT_*): the
+ * smallest curvature is below FLAT_CURVATURE x lambda_max, and either the
+ * gradient did not halve over the last window while f gained at most
+ * FLAT_GAIN of itself, or the gradient is steady (gradient_steady) and the
+ * gain still to come (remaining_gain) is at most FLAT_REMAIN of f.
+ */
+static bool
+flat_converged(const Lbfgs *lb)
+{
+	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
+	double		f0,
+				g0;
+
+	if (lb->seen < FLAT_WINDOW || smallest_curvature(lb) > FLAT_CURVATURE * lmax)
+		return false;
+	f0 = lb->fh[FLAT_SLOT(lb->seen - FLAT_WINDOW)];
+	g0 = lb->gh[FLAT_SLOT(lb->seen - FLAT_WINDOW)];
+	if (lb->f - f0 <= FLAT_GAIN * fabs(lb->f) && lb->gnorm > 0.5 * g0)
+		return true;
+	return gradient_steady(lb) && remaining_gain(lb) <= FLAT_REMAIN * fabs(lb->f);
 }
 
 /* NOTICE of the current iterate (verbose). */
@@ -386,6 +451,10 @@ lbfgs_resume(Lbfgs *lb, const LbfgsMemory *mem, int rounds)
 		lb->gnorm = mem->gnorm;
 		memcpy(lb->G, mem->G, sizeof(double) * lb->n);
 		memcpy(lb->P, mem->P, sizeof(double) * lb->r1 * lb->r1);
+		/* and the flat rule's history: the run goes on where it stood */
+		lb->seen = mem->seen;
+		memcpy(lb->fh, mem->fh, sizeof(lb->fh));
+		memcpy(lb->gh, mem->gh, sizeof(lb->gh));
 	}
 	else if (rounds > 0)
 	{
@@ -413,6 +482,9 @@ lbfgs_keep(const Lbfgs *lb, LbfgsMemory *mem, bool evaluated)
 	memcpy(mem->S, lb->S, sizeof(lb->S));
 	memcpy(mem->Y, lb->Y, sizeof(lb->Y));
 	memcpy(mem->rho, lb->rho, sizeof(lb->rho));
+	mem->seen = lb->seen;
+	memcpy(mem->fh, lb->fh, sizeof(lb->fh));
+	memcpy(mem->gh, lb->gh, sizeof(lb->gh));
 }
 
 /* The solver's state for a run of at most rounds rounds from U. */
@@ -438,15 +510,15 @@ lbfgs_start(FitBackend *be, const FitOptions *opts, FitDiagnostics *diag, double
 }
 
 /*
- * After a step (iteration, from objective fprev and gradient norm gprev):
- * why the run stops here, or FIT_END_NONE.  It stops in a basin the watch
- * knows, after STALL_ROUNDS steps that gain nothing and do not halve the
- * gradient (stall counts them), or when the objective has converged on a
- * flat spectrum (fh, gh: the last FLAT_WINDOW objectives and norms).
+ * After a step (from objective fprev and gradient norm gprev): why the run
+ * stops here, or FIT_END_NONE.  It stops in a basin the watch knows, after
+ * STALL_ROUNDS steps that gain nothing and do not halve the gradient
+ * (stall counts them), or when the objective has converged on a flat
+ * spectrum (flat_converged).
  */
 static FitEnd
-stop_after_step(Lbfgs *lb, const LbfgsWatch *watch, int iteration, double fprev, double gprev,
-				const double *fh, const double *gh, int *stall, bool *converged)
+stop_after_step(Lbfgs *lb, const LbfgsWatch *watch, double fprev, double gprev, int *stall,
+				bool *converged)
 {
 	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
 
@@ -458,7 +530,7 @@ stop_after_step(Lbfgs *lb, const LbfgsWatch *watch, int iteration, double fprev,
 		*converged = lb->gnorm <= stalled_tolerance(lb->opts, lmax);
 		return FIT_END_STALLED;
 	}
-	if (flat_converged(lb, iteration, fh, gh))
+	if (flat_converged(lb))
 	{
 		*converged = true;
 		return FIT_END_FLAT;
@@ -486,9 +558,7 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 	int			stall = 0,
 				iteration = 0;
 	double		fprev,
-				gprev,
-				fh[FLAT_WINDOW],
-				gh[FLAT_WINDOW];
+				gprev;
 	FitEnd		stop;
 
 	*converged = false;
@@ -503,8 +573,8 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			*end = FIT_END_CONVERGED;
 			break;
 		}
-		fprev = fh[iteration % FLAT_WINDOW] = lb.f;
-		gprev = gh[iteration % FLAT_WINDOW] = lb.gnorm;
+		fprev = lb.fh[FLAT_SLOT(lb.seen)] = lb.f;
+		gprev = lb.gh[FLAT_SLOT(lb.seen)] = lb.gnorm;
 		if (!iterate(&lb, p, Unew, Gnew, s, y))
 		{
 			/* no step along the quasi-Newton direction: forget the pairs, try the gradient */
@@ -519,7 +589,8 @@ solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool
 			break;
 		}
 		iteration++;
-		stop = stop_after_step(&lb, watch, iteration, fprev, gprev, fh, gh, &stall, converged);
+		lb.seen++;
+		stop = stop_after_step(&lb, watch, fprev, gprev, &stall, converged);
 		if (stop != FIT_END_NONE)
 		{
 			*end = stop;
@@ -551,6 +622,7 @@ lbfgs_memory_free(LbfgsMemory *mem)
 		mem->S[j] = mem->Y[j] = NULL;
 	}
 	mem->npairs = 0;
+	mem->seen = 0;
 	if (mem->G != NULL)
 		pfree(mem->G);
 	mem->G = NULL;

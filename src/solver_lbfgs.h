@@ -8,6 +8,8 @@
 
 /* (s, y) pairs kept */
 #define LBFGS_MEMORY 10
+/* objectives and gradient norms kept for the flat-spectrum rule: 2 windows of 10, + 1 */
+#define LBFGS_FLAT_HISTORY 21
 
 /*
  * A run's state at its last U (its pairs, objective and gradient):
@@ -24,6 +26,9 @@ typedef struct LbfgsMemory
 	double		gnorm;
 	double	   *G;				/* d x r1 */
 	double	   *P;				/* r1 x r1: the preconditioner at U */
+	int			seen;			/* iterations in fh and gh (slot t % LBFGS_FLAT_HISTORY) */
+	double		fh[LBFGS_FLAT_HISTORY];	/* the objectives and gradient norms of the */
+	double		gh[LBFGS_FLAT_HISTORY];	/* last iterations, for the flat-spectrum rule */
 } LbfgsMemory;
 
 /* A watch on a run: check is called after each iteration with its U; true stops the run there. */

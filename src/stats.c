@@ -107,8 +107,9 @@ perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n, int64 skipped)
 	return s;
 }
 
-PerpcaStats *
-perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
+/* A value; its body (rows or packed M2) zeroed only when zero_body. */
+static PerpcaStats *
+stats_alloc(int form, int d, int64 n, int64 skipped, bool zero_body)
 {
 	int64		values;
 	Size		size;
@@ -127,7 +128,13 @@ perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value of dimension %d is too large", d)));
-	s = (PerpcaStats *) palloc0(size);
+	if (zero_body)
+		s = (PerpcaStats *) palloc0(size);
+	else
+	{
+		s = (PerpcaStats *) palloc(size);
+		memset(s, 0, offsetof(PerpcaStats, data) + sizeof(double) * 2 * d);
+	}
 	SET_VARSIZE(s, size);
 	s->version = skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
 	s->form = form;
@@ -136,6 +143,18 @@ perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
 	if (skipped > 0)
 		memcpy(skipped_ptr(s), &skipped, sizeof(int64));
 	return s;
+}
+
+PerpcaStats *
+perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
+{
+	return stats_alloc(form, d, n, skipped, true);
+}
+
+PerpcaStats *
+perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped)
+{
+	return stats_alloc(form, d, n, skipped, false);
 }
 
 PerpcaStats *
@@ -889,7 +908,7 @@ perpca_covariance(PG_FUNCTION_ARGS)
 int
 perpca_first_nonfinite(const double *x, int d)
 {
-	bool		bad = false;
+	int			bad = 0;		/* int: a bool keeps GCC from vectorizing */
 
 	/* one branch-free pass (vectorized), then the position if there is one */
 	for (int j = 0; j < d; j++)

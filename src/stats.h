@@ -169,6 +169,12 @@ extern PerpcaStats *perpca_stats_alloc(int form, int d, int64 n);
 /* The same with a count of skipped rows (version 2 when it is not zero). */
 extern PerpcaStats *perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped);
 
+/*
+ * The same with its body (rows or packed M2) not zeroed: the caller writes
+ * all of it (the header and the mean are zeroed).
+ */
+extern PerpcaStats *perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped);
+
 /* Rows left out of the statistics (0 for a version 1 value). */
 extern int64 perpca_stats_skipped(const PerpcaStats *s);
 
@@ -224,15 +230,16 @@ extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type
 /*
  * The reader of rows of one type other than float8[]: a value (detoasted,
  * its layout checked; what names it in errors) and its dimension; its
- * values as d doubles; the size of such a value of dimension d, header
- * included.  The module of that type fills the aggregate's table of readers
+ * values as d doubles, and whether all of them are finite (checked in the
+ * same pass, so the caller need not read them again); the size of such a
+ * value of dimension d, header included.  The module of that type fills the aggregate's table of readers
  * when the library loads (pgvector_io.c: vector and halfvec), so the
  * aggregate calls it only through the table.
  */
 typedef struct PerpcaRowReader
 {
 	const void *(*row) (Datum row, int *d, const char *what);
-	void		(*values) (const void *row, double *out);
+	bool		(*values) (const void *row, double *out);
 	Size		(*size) (int d);
 } PerpcaRowReader;
 

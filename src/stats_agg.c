@@ -44,6 +44,7 @@
 
 #include "common/int.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "access/detoast.h"
@@ -410,6 +411,7 @@ fetch_pending(const StatsState *st, const char *entry, void **copy)
 {
 	int			d;
 	const double *x;
+	bool		finite = false;	/* known finite without another pass */
 
 	if (st->rowtype == PERPCA_ROWTYPE_FLOAT8)
 	{
@@ -422,12 +424,12 @@ fetch_pending(const StatsState *st, const char *entry, void **copy)
 	{
 		*copy = (void *) row_reader(st->rowtype)->row(PointerGetDatum(entry), &d, "input row");
 		if (d == st->d)
-			row_reader(st->rowtype)->values(*copy, st->fetched);
+			finite = row_reader(st->rowtype)->values(*copy, st->fetched);
 		x = st->fetched;
 	}
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
-	return x != NULL && row_finite(st->nulls, x, d) ? x : NULL;
+	return x != NULL && (finite || row_finite(st->nulls, x, d)) ? x : NULL;
 }
 
 /*
@@ -808,6 +810,23 @@ store_mean(PerpcaStats *s, const double *shift, const double *mu)
 		two_sum(shift[j], mu[j], &PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j]);
 }
 
+/* rows[i] -= mu for k rows; whether all results are finite (one pass). */
+static bool
+center_rows(int d, int64 k, double *restrict rows, const double *restrict mu)
+{
+	int			bad = 0;		/* int: a bool keeps GCC from vectorizing */
+
+	for (int64 i = 0; i < k; i++)
+		for (int j = 0; j < d; j++)
+		{
+			double		v = rows[i * d + j] - mu[j];
+
+			rows[i * d + j] = v;
+			bad |= !(fabs(v) <= DBL_MAX);
+		}
+	return !bad;
+}
+
 /*
  * A thin value from a thin state: its rows centred at their mean, written
  * straight into the value (pending rows fetched there; if some of them are
@@ -820,7 +839,7 @@ thin_stats(const StatsState *st)
 	int			d = st->d;
 	int			n = state_unmerged(st);
 	int64		skipped = st->skipped;
-	PerpcaStats *s = perpca_stats_alloc_skipped(PERPCA_FORM_THIN, d, n, skipped);
+	PerpcaStats *s = perpca_stats_alloc_unset(PERPCA_FORM_THIN, d, n, skipped);
 	double	   *rows = PERPCA_STATS_BODY(s);
 	double	   *mu;
 	int			k;
@@ -831,7 +850,7 @@ thin_stats(const StatsState *st)
 	k = unmerged_rows(st, rows, mu, &skipped);
 	if (k < n)
 	{
-		PerpcaStats *fewer = perpca_stats_alloc_skipped(PERPCA_FORM_THIN, d, k, skipped);
+		PerpcaStats *fewer = perpca_stats_alloc_unset(PERPCA_FORM_THIN, d, k, skipped);
 
 		memcpy(PERPCA_STATS_BODY(fewer), rows, sizeof(double) * k * d);
 		pfree(s);
@@ -842,16 +861,14 @@ thin_stats(const StatsState *st)
 	}
 	column_mean(d, mu, k, mu);
 	store_mean(s, st->shift, mu);
-	for (int64 i = 0; i < k; i++)
-		for (int j = 0; j < d; j++)
-			rows[i * d + j] -= mu[j];
-	for (int64 i = 0; i < k; i++)
-	{
-		int			j = perpca_first_nonfinite(rows + i * d, d);
+	if (!center_rows(d, k, rows, mu))
+		for (int64 i = 0; i < k; i++)
+		{
+			int			j = perpca_first_nonfinite(rows + i * d, d);
 
-		if (j >= 0)
-			too_large(j, "a row's deviation from the mean");
-	}
+			if (j >= 0)
+				too_large(j, "a row's deviation from the mean");
+		}
 	pfree(mu);
 	return s;
 }
@@ -865,7 +882,7 @@ dense_stats(StatsState *st)
 	double	   *m2;
 
 	state_flush(st);
-	s = perpca_stats_alloc_skipped(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
+	s = perpca_stats_alloc_unset(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
 	store_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
 	for (int64 i = 0, k = 0; i < d; i++)
@@ -1174,7 +1191,7 @@ row_doubles(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, Stat
 
 		*st = perpca_stats_accum_state(fcinfo, d, nulls);
 		scratch = perpca_stats_accum_scratch(*st);
-		row_reader(type)->values(row, scratch);
+		(void) row_reader(type)->values(row, scratch);	/* checked when added */
 		x = scratch;
 	}
 	return x;
