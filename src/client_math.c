@@ -49,6 +49,13 @@
  */
 #define HALF_READ_DIM 1024
 #define HALF_READ_PANEL 256
+/*
+ * Dimension from which a d-space best response carries its last start block
+ * into the next round (response_start): where a read of S_i costs more than
+ * the step's small products.  Below, on the gauntlet's tuning half (lsa_man,
+ * d = 768, the widest), it did not pay: 244 -> 258 rounds, CPU 3.14 -> 3.31 s.
+ */
+#define CARRY_DIM HALF_READ_DIM
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
 /* Restarts of a best response's LOBPCG that failed (d-space, above BEST_RESPONSE_EXACT_FALLBACK) */
@@ -1204,9 +1211,80 @@ response_lobpcg(FitClient *c, const EigenOp *op, double *AX, double tol)
 	return done;
 }
 
+/* response_start's Rayleigh-Ritz on [X, Y]: SU = S_i U is ST's first r1 columns (stride w). */
+static void
+response_carry(FitClient *c, const EigenOp *op, const double *U, const double *ST, int w,
+			   double *AX, double min_norm)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				b = c->b;
+	double	   *Y = palloc(sizeof(double) * d * b),
+			   *AY = palloc(sizeof(double) * d * b),
+			   *C = palloc(sizeof(double) * Max(r1, 1) * b);
+
+	linalg_copy(d, b, c->Xprev, b, Y, b);
+	linalg_copy(d, b, c->SXprev, b, AY, b);
+	if (r1 > 0)
+	{
+		linalg_gemm(true, false, r1, b, d, 1.0, U, r1, Y, b, 0.0, C, b);
+		linalg_gemm(false, false, d, b, r1, -1.0, U, r1, C, b, 1.0, Y, b);
+		linalg_gemm(false, false, d, b, r1, -1.0, ST, w, C, b, 1.0, AY, b);
+		deflate_block(d, r1, U, b, AY, b);
+	}
+	eigen_ritz_extend(op, c->X, AX, b, Y, AY, b, c->ritz, min_norm);
+	pfree(Y);
+	pfree(AY);
+	pfree(C);
+}
+
+/*
+ * LOBPCG's last step carried from one round to the next, at no read: the
+ * previous round's start block Y = c->Xprev came with its product SY =
+ * c->SXprev = S_i Y (that round's first product), so this round's operator
+ * takes (I - UU')Y to (I - UU')(SY - (S_i U)(U'Y)) without touching S_i, and
+ * a Rayleigh-Ritz step on [X, Y] starts LOBPCG from X extrapolated along the
+ * step between the rounds (bench/flat_bench.sh: 417 -> 363 rounds, 1.90 ->
+ * 1.30 LOBPCG products per client-round).  Columns of Y within min_norm of
+ * span X are dropped, where the difference of two nearly equal images would
+ * be more rounding than signal at tol: a tight response (the final one,
+ * 1e-13 lambda_max) uses none.  Then this round's X and its product (T, ST:
+ * [U, X] and S_i [U, X], d x (r1 + b)) become the next Y, SY.  Below
+ * CARRY_DIM nothing is carried.  AX (d x b) = op X from ST, then updated.
+ */
+static void
+response_start(FitClient *c, const EigenOp *op, const double *U, double *T,
+			   double *ST, double tol, double *AX)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				b = c->b,
+				w = r1 + b;
+	double		scale = c->lambda_max > 0.0 ? c->lambda_max : fabs(c->ritz[0]),
+				min_norm = tol > 0.0 ? Max(1e-6, 1e-12 * scale / tol) : INFINITY;
+
+	linalg_copy(d, b, ST + r1, w, AX, b);
+	if (r1 > 0)
+		deflate_block(d, r1, U, b, AX, b);
+	if (d < CARRY_DIM)
+		return;
+	if (c->Xprev == NULL)
+	{
+		MemoryContext cxt = GetMemoryChunkContext(c->X);
+
+		c->Xprev = MemoryContextAllocHuge(cxt, sizeof(double) * d * b);
+		c->SXprev = MemoryContextAllocHuge(cxt, sizeof(double) * d * b);
+	}
+	else if (min_norm < 1.0)
+		response_carry(c, op, U, ST, w, AX, min_norm);
+	linalg_copy(d, b, T + r1, w, c->Xprev, b);
+	linalg_copy(d, b, ST + r1, w, c->SXprev, b);
+}
+
 /*
  * V_i of a client in d-space: LOBPCG on the deflated S_i from the last
- * round's block, whose first product S_i [U, X] also gives S U; exact when d
+ * round's block and the one before (response_start), whose first product
+ * S_i [U, X] also gives S U; exact when d
  * is small or the iteration fails.  S U into SU.
  */
 static bool
@@ -1235,9 +1313,7 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 		client_apply(c, T, r1 + b, ST);
 		READ_SITE("response_lobpcg");
 		linalg_copy(d, r1, ST, r1 + b, SU, Max(r1, 1));
-		linalg_copy(d, b, ST + r1, r1 + b, AX, b);
-		if (r1 > 0)
-			deflate_block(d, r1, U, b, AX, b);
+		response_start(c, &op, U, T, ST, tol, AX);
 		exact = !response_lobpcg(c, &op, AX, tol) && d <= BEST_RESPONSE_EXACT_FALLBACK;
 		READ_SITE("other");
 		pfree(T);

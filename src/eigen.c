@@ -657,6 +657,55 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 	return done;
 }
 
+/*
+ * Rayleigh-Ritz on span [X, Y], the start of a warm LOBPCG: X (n x b)
+ * orthonormal with AX = A X, Y (n x m, m <= b) with AY = A Y known without a
+ * product (from an earlier one).  Y is made orthogonal to X (twice); a column
+ * left shorter than min_norm is dropped, since its image, a difference of
+ * nearly equal images, would carry too little of its own; X, AX and theta
+ * become the top b Ritz pairs of the span.  Returns the columns of Y used
+ * (0: X, AX unchanged).
+ */
+int
+eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, const double *Y, const double *AY,
+				  int m, double *theta, double min_norm)
+{
+	Lobpcg		s;
+	int			n = op->n,
+				q = 0;
+
+	Assert(m <= b);
+	lobpcg_begin(&s, op, X, AX, b, theta);
+	linalg_copy(n, m, Y, m, s.M, m);
+	linalg_copy(n, m, AY, m, s.AM, m);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (op->deflate != NULL)
+			op->deflate(op->arg, s.M, m);
+		project_out(n, b, X, AX, m, s.M, s.AM, m, s.Cx);
+	}
+	for (int j = 0; j < m; j++)
+	{
+		double		r = 0.0;
+
+		for (int i = 0; i < n; i++)
+			r += s.M[(int64) i * m + j] * s.M[(int64) i * m + j];
+		if (sqrt(r) >= min_norm)
+		{
+			q++;
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			s.M[(int64) i * m + j] = s.AM[(int64) i * m + j] = 0.0;
+	}
+	if (q > 0)
+		q = svqb(n, m, s.M, s.AM, s.work);
+	if (q > 0)
+		lobpcg_ritz_step(&s, m, q);
+	lobpcg_end(&s);
+	return q;
+}
+
 /* ------------------------------------------------------------------------
  * The top eigenvalue of an explicit matrix
  * ------------------------------------------------------------------------

@@ -67,6 +67,14 @@ extern bool eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double
 						 double tol, int maxit);
 
 /*
+ * Rayleigh-Ritz on span [X, Y] (X orthonormal n x b with AX = A X; Y n x m,
+ * m <= b, with AY = A Y known): X, AX, theta become its top b Ritz pairs.
+ * Columns of Y within min_norm of span X are dropped; returns those used.
+ */
+extern int	eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, const double *Y,
+							  const double *AY, int m, double *theta, double min_norm);
+
+/*
  * One Rayleigh-Ritz step: X (n x b) orthonormal, Y = A X for a symmetric A;
  * X <- X Q, Y <- Y Q with Q, theta (descending) the eigenpairs of X'Y.
  * Returns the largest residual ||Y_j - theta_j X_j|| over the first nres.
