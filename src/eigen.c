@@ -619,7 +619,6 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 	bool		done = false;
 	double		anchor = INFINITY;
 	int			anchor_it = 0;
-
 	LobpcgBest	best = {INFINITY, NULL, NULL, NULL};
 
 	lobpcg_begin(&s, op, X, AX, b, theta);
@@ -630,11 +629,8 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 		int			mb,
 					q;
 
-		if (worst <= tol)
-		{
-			done = true;
+		if ((done = worst <= tol))
 			break;
-		}
 		lobpcg_keep_best(&s, &best, worst);
 		/* stop at maxit, or when the residual has not halved in STAGNATION iterations (rounding) */
 		if (it == 0 || worst < 0.5 * anchor)
