@@ -440,20 +440,21 @@ search_polish(Search *s)
 		if (diag->starts[j].ended == FIT_END_CONVERGED && s->screen.tolerance > s->opts->tolerance)
 			diag->starts[j].ended = FIT_END_SCREENED;
 	/* an objective converged on a flat spectrum: the flat rule, not the tolerance, ends it */
-	if (rep->ended == FIT_END_FLAT)
-		;
-	else if (s->search && s->screen.tolerance > s->opts->tolerance && rounds_left(s) > 0)
+	if (s->search && rep->ended != FIT_END_FLAT)
 	{
-		int			more;
+		if (s->screen.tolerance > s->opts->tolerance && rounds_left(s) > 0)
+		{
+			int			more;
 
-		diag->current = s->best;
-		more = solver_lbfgs(s->be, s->opts, s->U, rounds_left(s), &rep->converged,
-							&rep->objective, &gnorm, diag, s->memory, NULL, &rep->ended);
-		rep->rounds += more;
-		diag->rounds += more;
+			diag->current = s->best;
+			more = solver_lbfgs(s->be, s->opts, s->U, rounds_left(s), &rep->converged,
+								&rep->objective, &gnorm, diag, s->memory, NULL, &rep->ended);
+			rep->rounds += more;
+			diag->rounds += more;
+		}
+		else
+			rep->converged = rep->converged && s->screen.tolerance <= s->opts->tolerance;
 	}
-	else if (s->search)
-		rep->converged = rep->converged && s->screen.tolerance <= s->opts->tolerance;
 	if (rep->ended == FIT_END_BUDGET && rounds_left(s) <= 0)
 		rep->ended = FIT_END_ROUND_LIMIT;
 	diag->step = NAN;

@@ -161,7 +161,7 @@ half_to_double(uint16 h)
 static bool
 half_to_doubles(int n, const uint16 *src, double *dst)
 {
-	int			bad = 0;		/* int: a bool keeps GCC from vectorizing */
+	int			bad = 0;
 
 	for (int j = 0; j < n; j++)
 	{

@@ -232,9 +232,9 @@ extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type
  * its layout checked; what names it in errors) and its dimension; its
  * values as d doubles, and whether all of them are finite (checked in the
  * same pass, so the caller need not read them again); the size of such a
- * value of dimension d, header included.  The module of that type fills the aggregate's table of readers
- * when the library loads (pgvector_io.c: vector and halfvec), so the
- * aggregate calls it only through the table.
+ * value of dimension d, header included.  The module of that type fills
+ * the aggregate's table of readers when the library loads (pgvector_io.c:
+ * vector and halfvec), so the aggregate calls it only through the table.
  */
 typedef struct PerpcaRowReader
 {

@@ -814,7 +814,7 @@ store_mean(PerpcaStats *s, const double *shift, const double *mu)
 static bool
 center_rows(int d, int64 k, double *restrict rows, const double *restrict mu)
 {
-	int			bad = 0;		/* int: a bool keeps GCC from vectorizing */
+	int			bad = 0;
 
 	for (int64 i = 0; i < k; i++)
 		for (int j = 0; j < d; j++)
