@@ -63,11 +63,12 @@
  * chosen on the tuning half of the Debian LSA corpus only
  * (bench/sketch_accuracy.sh's measure, d = 1536, ell = 64, 5 + 5, the
  * sketched fit's own components evaluated in numpy on the exact
- * covariances, mean over five row orders): relative shortfall 1.30e-3 at
- * alpha = 1/4, 0.99e-3 at 1/8, 0.79e-3 at 1/64 (s = 1; 2.0e-2 at 1, plain
- * FD).  Below 1/8 the gain is within the spread between row orders while
- * the bound grows by a further 17-48% and the a-priori guarantee covers
- * only k <= s; the held-out half's figures are in bench/README.md.
+ * covariances, mean over five row orders): relative shortfall 1.32e-3 at
+ * alpha = 1/4, 0.99e-3 at 1/8, 0.79e-3 at 1/64 (s = 1; 1.9e-2 at 1, plain
+ * FD, three orders).  Below 1/8 the gain (at most 2e-4) is about the
+ * spread between the row orders of one alpha (up to 3e-4), while the bound
+ * grows by a further 17-48% and the a-priori guarantee covers only k <= s;
+ * the held-out half's figures are in bench/README.md.
  */
 #define PERPCA_SKETCH_ALPHA_DEN 8	/* alpha = 1 / PERPCA_SKETCH_ALPHA_DEN */
 
