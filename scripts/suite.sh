@@ -163,4 +163,13 @@ if [ -n "$ASAN" ]; then
 		echo "not ok - sanitizer messages in server logs" >>"$RESULTS"
 	fi
 fi
+# ---- BLAS argument errors ------------------------------------------------------------
+# OpenBLAS answers a call with an invalid argument by printing "On entry to
+# DSYRK parameter number 10 had an illegal value" and returning without
+# computing: a wrong result that no test's output need show.
+if grep -lE 'On entry to [A-Z0-9_]+ +parameter number' "$SERVER_LOG" "$BUILD"/tmp_check/log/*.log >&2 2>/dev/null; then
+	echo "not ok - BLAS argument errors in server logs" >>"$RESULTS"
+else
+	echo "ok - BLAS argument errors in server logs: none" >>"$RESULTS"
+fi
 ! grep -q '^not ok' "$RESULTS"

@@ -39,6 +39,8 @@ linalg_syrk_upper(int d, int k, double alpha, const double *A, double *C)
 void
 linalg_syrk_rows(int n, int d, double alpha, const double *Y, int ldy, double *C, int ldc)
 {
+	if (n == 0)					/* nothing to write; BLAS rejects ldc = 0 */
+		return;
 	cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, n, d, alpha, Y, ldy, 0.0, C, ldc);
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < i; j++)
