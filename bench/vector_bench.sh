@@ -27,6 +27,10 @@
 # read from /proc/self/stat (a superuser's pg_read_file), and the dsyrk
 # floor's process CPU time: on a shared machine the wall clock measures the
 # neighbours, the CPU time much less so.
+# Each query is timed twice: cold, as the first query of a new session (which
+# also maps the table's shared buffers into the backend: on this VM about
+# 300 ms of the read floor), and warm, the mean of WARM_RUNS (default 5) runs
+# in one session after a first run, as a pooled connection runs it.
 #
 # Connects with the usual libpq variables (PGHOST, PGPORT, PGUSER, PGDATABASE) to
 # a server where perpca_vector can be created (perpca and pgvector installed),
@@ -41,6 +45,16 @@ trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/dsyrk_floor" "$here/dsyrk_floor.c" -lopenblas
 cc -O2 -o "$tmp/first_touch" "$here/first_touch.c"
 REPS=${REPS:-3}
+WARM_RUNS=${WARM_RUNS:-5}
+
+# warm SQL: in one session, SQL once, then WARM_RUNS times timed; the mean
+# backend CPU time of a run in ms and its mean minor page faults, as "ms:faults"
+warm() {
+	local args=(-c "$SETTINGS" -c "$WARM" -c "$1" -c "$CPU") i
+	for i in $(seq "$WARM_RUNS"); do args+=(-c "$1"); done
+	psql -X -q -At -F ' ' -v ON_ERROR_STOP=1 "${args[@]}" -c "$CPU" |
+		awk -v tick="$TICK" -v n="$WARM_RUNS" 'NF == 2 {c++; if (c == 2) {t0 = $1; f0 = $2} if (c == 3) printf "%.1f:%d\n", ($1 - t0) * 1000 / tick / n, ($2 - f0) / n}'
+}
 DIMS=${DIMS:-384 768 1536}
 
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE'
@@ -62,7 +76,7 @@ run_case() {
 	blas=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" 1 128 cpu)
 	local case kind q t best
 	for case in thin dense; do
-		declare -A times=()
+		declare -A times=() wtimes=()
 		for _ in $(seq "$REPS"); do
 			for kind in read hold vector cast; do
 				[ "$kind$case" = holddense ] && continue
@@ -80,19 +94,31 @@ run_case() {
 				[ "$kind$_" = read1 ] && ms "$q" >/dev/null # warm the cache
 				t=$(ms "$q")
 				times[$kind]="${times[$kind]:-} $t"
+				t=$(warm "$q")
+				wtimes[$kind]="${wtimes[$kind]:-} $t"
 			done
 		done
 		local r h v k
 		r=$(lo "${times[read]}") v=$(lo "${times[vector]}") k=$(lo "${times[cast]}") h=$(lo "${times[hold]:-}")
-		awk -v c="$case" -v d="$d" -v n="$rows" -v per="$per" -v sz="$bytes" -v b="$blas" \
-			-v r="$r" -v h="$h" -v v="$v" -v k="$k" 'BEGIN {
+		report "$case" "$d" "$rows" "$per" "$bytes" "$blas" "$r" "$h" "$v" "$k" "cold (first query of a session)"
+		r=$(lo "${wtimes[read]}") v=$(lo "${wtimes[vector]}") k=$(lo "${wtimes[cast]}") h=$(lo "${wtimes[hold]:-}")
+		report "$case" "$d" "$rows" "$per" "$bytes" "$blas" "$r" "$h" "$v" "$k" "warm (mean of $WARM_RUNS runs after a first)"
+		unset times wtimes
+	done
+	psql -X -q -c "DROP TABLE $name"
+}
+
+# report CASE D ROWS PER SIZE BLAS READ HOLD VECTOR CAST LABEL: one case's figures
+report() {
+		awk -v c="$1" -v d="$2" -v n="$3" -v per="$4" -v sz="$5" -v b="$6" \
+			-v r="$7" -v h="$8" -v v="$9" -v k="${10}" -v label="${11}" 'BEGIN {
 			split(r, R, " "); split(h, H, " "); split(v, V, " "); split(k, K, " ")
 			b *= 1000
 			if (c == "thin") {
-				printf "d=%d, %d rows (%s), thin: groups of %d rows\n", d, n, sz, per
+				printf "d=%d, %d rows (%s), thin: groups of %d rows, %s\n", d, n, sz, per, label
 				f = R[1]; fname = "read"
 			} else {
-				printf "d=%d, %d rows, dense: one group (dsyrk floor %.1f ms)\n", d, n, b
+				printf "d=%d, %d rows, dense: one group (dsyrk floor %.1f ms), %s\n", d, n, b, label
 				f = R[1] + b; fname = "read + dsyrk"
 			}
 			line = "  %-22s %9.1f ms %10.0f rows/s %8d faults"
@@ -107,9 +133,6 @@ run_case() {
 			printf "\n"
 			printf line "  %.2fx the vector path\n", "perpca_stats(cast)", K[1], n / K[1] * 1000, K[2], K[1] / V[1]
 		}'
-		unset times
-	done
-	psql -X -q -c "DROP TABLE $name"
 }
 
 echo "perpca_stats(vector) benchmark (backend CPU time, serial plans, best of $REPS, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg))"

@@ -13,7 +13,7 @@
  * its eigenvalues and v_i their right singular vectors, delta_t =
  * lambda_{ell+1}, the buffer becomes the ell rows sqrt(lambda_i) v_i^T for
  * the top ell - s and sqrt(lambda_i - delta_t) v_i^T for the bottom s =
- * perpca_sketch_shrunk_rows(ell) = ceil(ell / 4) (alpha-FD, Desai,
+ * perpca_sketch_shrunk_rows(ell) = ceil(ell / 8) (alpha-FD, Desai,
  * Ghashami, Phillips 2016; stats.h), and delta grows by delta_t.  Then
  * 0 <= M2 - B^T B <= delta I always (each shrink leaves out delta_t along
  * the bottom s directions and lambda_i <= delta_t along those past ell),

@@ -281,7 +281,7 @@ check_sketch(const PerpcaStats *s)
 		invalid_stats("A sketch of at most one row has zero delta and trace.");
 	frob = linalg_dot((int64) s->rows * s->dim, body + 2, body + 2);
 	if (!(frob + perpca_sketch_shrunk_rows(s->ell) * delta <= trace * (1.0 + 1e-8) + 1e-300))
-		invalid_stats("A sketch's trace must be at least the squared norm of its rows plus ceil(ell/4) times delta.");
+		invalid_stats("A sketch's trace must be at least the squared norm of its rows plus ceil(ell/8) times delta.");
 }
 
 void

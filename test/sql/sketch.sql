@@ -93,8 +93,9 @@ CREATE FUNCTION pg_temp.quad(c float8[], probes float8[], k int, d int) RETURNS 
     FROM generate_series(1, d) i, generate_series(1, d) j $$;
 -- guarantee(s, e): 0 <= u^T (M2 - B'B) u <= delta for every probe u (eigenvectors
 -- of the exact M2 and random directions; rounding 1e-9 trace), delta below the
--- bounds ||A - A_k||^2 / (s + 1 - k), s = ceil(ell / 4) rows shrunk per shrink
--- (alpha-FD, alpha = 1/4; tighter than the paper's / (alpha ell - k)), k = 0 .. min(2, s);
+-- bounds ||A - A_k||^2 / (s + 1 - k), s = ceil(ell / 8) rows shrunk per shrink
+-- (alpha-FD, alpha = 1/8; tighter than the paper's / (alpha ell - k)), k = 0 .. min(2, s);
+-- group 5 (ell = 9, s = 2) tells alpha = 1/8 from 1/4 (s = 3) by its delta;
 -- n, mean and trace exact.
 CREATE TABLE sk_exp(grp int, n bigint, ell int, mean float8[], trace float8, delta float8,
                     bbn float8[], bounds float8[], probes float8[], quad float8[]);
