@@ -232,6 +232,7 @@ typedef struct Search
 	LbfgsMemory *memory;		/* its L-BFGS pairs */
 	bool		search;			/* more than one run (else: one start to the tolerance) */
 	bool		agree;			/* every start ended in the first one's basin */
+	bool		flat;			/* ... and no hop: flat weakest directions, no better candidate */
 	int			budget;			/* rounds a hop may run */
 	int			m;				/* columns a hop replaces */
 	uint64		state;			/* the hops' random directions */
@@ -333,9 +334,9 @@ search_starts(Search *s, const FitInit *list, int n)
 }
 
 /*
- * Hop h from the best optimum, at most budget rounds, watched; returns the
- * known basin it ended in (-1: a new one) and sets *kept when it is the
- * new best.
+ * Hop h from the best optimum, whose start is in s->U, at most budget
+ * rounds, watched; returns the known basin it ended in (-1: a new one)
+ * and sets *kept when it is the new best.
  */
 static int
 search_hop(Search *s, int h, bool *kept)
@@ -346,11 +347,6 @@ search_hop(Search *s, int h, bool *kept)
 	double		gnorm;
 	int			basin;
 
-	/* starts in one basin: the first hop brings in the pooled variance it leaves, screened */
-	if (s->agree && h == 1 && s->m > 0)
-		fit_screened_hop(s->be, s->Ubest, s->m, s->U);
-	else
-		fit_hop_start(s->be, s->Ubest, s->m, &s->state, s->U);
 	diag->current = diag->nstarts++;
 	rep->name = psprintf("hop %d", h);
 	rep->basin = -1;
@@ -368,6 +364,25 @@ search_hop(Search *s, int h, bool *kept)
 	return basin;
 }
 
+/*
+ * Hop h's start in s->U: when the starts agree, the first from the pooled
+ * variance the basin leaves, screened (false, and no hop, when the global
+ * directions it would replace lie in a flat cluster and no candidate
+ * scores above the best); else random directions.
+ */
+static bool
+search_hop_start(Search *s, int h)
+{
+	if (s->agree && h == 1 && s->m > 0)
+	{
+		s->flat = !fit_screened_hop(s->be, s->Ubest, s->m, s->diag->starts[s->best].objective,
+									s->U);
+		return !s->flat;
+	}
+	fit_hop_start(s->be, s->Ubest, s->m, &s->state, s->U);
+	return true;
+}
+
 /* Why the search stopped after h hops, in diag->stop. */
 static void
 search_why(Search *s, int h, int failed, int patience, int known)
@@ -375,7 +390,9 @@ search_why(Search *s, int h, int failed, int patience, int known)
 	char	   *why = s->diag->stop;
 	size_t		len = sizeof(s->diag->stop);
 
-	if (rounds_left(s) <= 0)
+	if (s->flat)
+		snprintf(why, len, "the starts agreed on one basin whose weakest global directions carry nearly equal pooled variance (a flat spectrum), and no hop's start from the pooled variance it leaves scored above it: no hop run");
+	else if (rounds_left(s) <= 0)
 		snprintf(why, len, "the round limit (rounds => %d) after %d start(s) and %d hop(s)",
 				 s->opts->rounds, s->diag->nstarts - h, h);
 	else if (known >= HOP_KNOWN)
@@ -396,7 +413,10 @@ search_why(Search *s, int h, int failed, int patience, int known)
  * finds another; that hop starts from the pooled variance the basin
  * leaves, a deterministic probe of its weakest directions, the others
  * from random directions, which explore a landscape of several basins
- * more widely), or HOP_KNOWN hops in a row come back into known basins.
+ * more widely), or HOP_KNOWN hops in a row come back into known basins;
+ * none when the starts agree, the directions the first would replace lie
+ * in a flat cluster and no candidate scores above the best
+ * (fit_screened_hop).
  * A hop runs at most as many rounds as the slowest start did
  * (HOP_MIN_ROUNDS at least): one that has not found a better optimum by
  * then is given up.
@@ -413,7 +433,11 @@ search_hops(Search *s)
 		 s->diag->nstarts < FIT_MAX_STARTS && rounds_left(s) > 0; h++)
 	{
 		bool		kept;
-		int			basin = search_hop(s, h, &kept);
+		int			basin;
+
+		if (!search_hop_start(s, h))
+			break;
+		basin = search_hop(s, h, &kept);
 
 		/* a better optimum in a new basin resets the count; a known basin does not */
 		failed = kept && basin < 0 ? 0 : failed + 1;

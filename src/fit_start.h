@@ -28,8 +28,11 @@ extern void fit_hop_start(FitBackend *be, const double *Ubest, int m, uint64 *st
  * pooled variance Ubest leaves, (I - UU')(sum_i w_i S_i)(I - UU'): each of
  * the HOP_CANDIDATES blocks is scored by one round of the clients' best
  * responses, and the best objective wins (1 + HOP_CANDIDATES round trips
- * plus the subspace iteration).
+ * plus the subspace iteration).  Returns false (no hop to run) when the
+ * directions it would replace lie in a flat cluster and no candidate
+ * scores above fbest, Ubest's objective (FLAT_HOP_SPREAD in fit_start.c).
  */
-extern void fit_screened_hop(FitBackend *be, const double *Ubest, int m, double *U);
+extern bool fit_screened_hop(FitBackend *be, const double *Ubest, int m, double fbest,
+							 double *U);
 
 #endif							/* PERPCA_FIT_START_H */

@@ -25,3 +25,13 @@ SELECT bool_and(s.objective <= e.objective * (1 + 1e-12)) AS none_above,
        bool_and(abs(s.objective - e.objective) < 1e-10 * e.objective)
          FILTER (WHERE s.ended = 'objective converged') AS flat_ends_at_optimum
 FROM perpca_last_fit_starts() s, flat_expected e;
+
+-- at 4 + 3 the global directions a hop would replace lie in a flat cluster
+-- (pooled variances within 2%), but the screened hop's best candidate is
+-- already a better optimum than the starts': the search must run it (a flat
+-- cluster alone does not skip the hop, fit_start.c's FLAT_HOP_SPREAD)
+SELECT count(*) FROM perpca_fit('SELECT client, stats FROM flat', 4, 3, hops => 0);
+CREATE TEMP TABLE starts_only AS SELECT objective FROM perpca_last_fit();
+SELECT count(*) FROM perpca_fit('SELECT client, stats FROM flat', 4, 3);
+SELECT l.objective > s.objective * (1 + 1e-6) AS hop_gains, l.stopped NOT LIKE '%no hop run%' AS hop_run
+FROM perpca_last_fit() l, starts_only s;
