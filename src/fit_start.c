@@ -300,21 +300,18 @@ fit_screened_hop(FitBackend *be, const double *Ubest, int m, double fbest, doubl
 			   *var = palloc(sizeof(double) * r1),
 			   *Z = palloc(sizeof(double) * d * k);
 	double		best;
+	bool		run;
 
 	Assert(m >= 1 && m <= k);
 	rotate_by_variance(be, Ubest, R, var);
 	fit_residual_top(be, Ubest, k, Z, NULL);
 	best = best_candidate(be, R, m, Z, k, U);
+	/* score is per unit weight, fbest a sum */
+	run = !flat_cluster(var, r1, m) || best * be->weight > fbest;
 	pfree(R);
 	pfree(Z);
-	/* score is per unit weight, fbest a sum */
-	if (flat_cluster(var, r1, m) && best * be->weight <= fbest)
-	{
-		pfree(var);
-		return false;
-	}
 	pfree(var);
-	return true;
+	return run;
 }
 
 /* Seeded Gaussian U, QR-orthonormalized. */
