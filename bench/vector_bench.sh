@@ -46,15 +46,6 @@ cc -O2 -o "$tmp/dsyrk_floor" "$here/dsyrk_floor.c" -lopenblas
 cc -O2 -o "$tmp/first_touch" "$here/first_touch.c"
 REPS=${REPS:-3}
 WARM_RUNS=${WARM_RUNS:-5}
-
-# warm SQL: in one session, SQL once, then WARM_RUNS times timed; the mean
-# backend CPU time of a run in ms and its mean minor page faults, as "ms:faults"
-warm() {
-	local args=(-c "$SETTINGS" -c "$WARM" -c "$1" -c "$CPU") i
-	for i in $(seq "$WARM_RUNS"); do args+=(-c "$1"); done
-	psql -X -q -At -F ' ' -v ON_ERROR_STOP=1 "${args[@]}" -c "$CPU" |
-		awk -v tick="$TICK" -v n="$WARM_RUNS" 'NF == 2 {c++; if (c == 2) {t0 = $1; f0 = $2} if (c == 3) printf "%.1f:%d\n", ($1 - t0) * 1000 / tick / n, ($2 - f0) / n}'
-}
 DIMS=${DIMS:-384 768 1536}
 
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE'
@@ -94,7 +85,7 @@ run_case() {
 				[ "$kind$_" = read1 ] && ms "$q" >/dev/null # warm the cache
 				t=$(ms "$q")
 				times[$kind]="${times[$kind]:-} $t"
-				t=$(warm "$q")
+				t=$(ms_warm "$q" "$WARM_RUNS")
 				wtimes[$kind]="${wtimes[$kind]:-} $t"
 			done
 		done
@@ -110,29 +101,29 @@ run_case() {
 
 # report CASE D ROWS PER SIZE BLAS READ HOLD VECTOR CAST LABEL: one case's figures
 report() {
-		awk -v c="$1" -v d="$2" -v n="$3" -v per="$4" -v sz="$5" -v b="$6" \
-			-v r="$7" -v h="$8" -v v="$9" -v k="${10}" -v label="${11}" 'BEGIN {
-			split(r, R, " "); split(h, H, " "); split(v, V, " "); split(k, K, " ")
-			b *= 1000
-			if (c == "thin") {
-				printf "d=%d, %d rows (%s), thin: groups of %d rows, %s\n", d, n, sz, per, label
-				f = R[1]; fname = "read"
-			} else {
-				printf "d=%d, %d rows, dense: one group (dsyrk floor %.1f ms), %s\n", d, n, b, label
-				f = R[1] + b; fname = "read + dsyrk"
-			}
-			line = "  %-22s %9.1f ms %10.0f rows/s %8d faults"
-			printf line "\n", "read (vector_dims)", R[1], n / R[1] * 1000, R[2]
-			if (c == "thin")
-				printf line "  %.2fx the read floor\n", "hold (array_agg)", H[1], n / H[1] * 1000, H[2], H[1] / f
-			if (c == "dense")
-				printf "  %-22s %9.1f ms %10.0f rows/s\n", "read + dsyrk floor", f, n / f * 1000
-			printf line "  %.2fx the %s floor (goal <= 1.20)", "perpca_stats(vector)", V[1], n / V[1] * 1000, V[2], V[1] / f, fname
-			if (c == "thin")
-				printf "; %.2fx hold", V[1] / H[1]
-			printf "\n"
-			printf line "  %.2fx the vector path\n", "perpca_stats(cast)", K[1], n / K[1] * 1000, K[2], K[1] / V[1]
-		}'
+	awk -v c="$1" -v d="$2" -v n="$3" -v per="$4" -v sz="$5" -v b="$6" \
+		-v r="$7" -v h="$8" -v v="$9" -v k="${10}" -v label="${11}" 'BEGIN {
+		split(r, R, " "); split(h, H, " "); split(v, V, " "); split(k, K, " ")
+		b *= 1000
+		if (c == "thin") {
+			printf "d=%d, %d rows (%s), thin: groups of %d rows, %s\n", d, n, sz, per, label
+			f = R[1]; fname = "read"
+		} else {
+			printf "d=%d, %d rows, dense: one group (dsyrk floor %.1f ms), %s\n", d, n, b, label
+			f = R[1] + b; fname = "read + dsyrk"
+		}
+		line = "  %-22s %9.1f ms %10.0f rows/s %8d faults"
+		printf line "\n", "read (vector_dims)", R[1], n / R[1] * 1000, R[2]
+		if (c == "thin")
+			printf line "  %.2fx the read floor\n", "hold (array_agg)", H[1], n / H[1] * 1000, H[2], H[1] / f
+		if (c == "dense")
+			printf "  %-22s %9.1f ms %10.0f rows/s\n", "read + dsyrk floor", f, n / f * 1000
+		printf line "  %.2fx the %s floor (goal <= 1.20)", "perpca_stats(vector)", V[1], n / V[1] * 1000, V[2], V[1] / f, fname
+		if (c == "thin")
+			printf "; %.2fx hold", V[1] / H[1]
+		printf "\n"
+		printf line "  %.2fx the vector path\n", "perpca_stats(cast)", K[1], n / K[1] * 1000, K[2], K[1] / V[1]
+	}'
 }
 
 echo "perpca_stats(vector) benchmark (backend CPU time, serial plans, best of $REPS, $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg))"
