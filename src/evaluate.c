@@ -41,6 +41,7 @@
 #include "utils/builtins.h"
 #include "utils/plancache.h"
 
+#include "client_key.h"
 #include "error_kinds.h"
 #include "evaluate.h"
 #include "fit_input.h"
@@ -234,7 +235,7 @@ evaluate_stats_query(const char *query, const char *what, PerpcaMissing mode)
 	RowShape	shape;
 
 	row_shape(query, &shape, what);
-	return row_stats_sql(query, &shape, mode, true, false);
+	return row_stats_sql(query, &shape, mode, true);
 }
 
 /* perpca_internal.stats_query(query text, what text DEFAULT 'query') RETURNS text */
@@ -319,7 +320,7 @@ eval_row(const ModelData *m, HeapTuple tup, TupleDesc desc, EvalClient *e, Memor
 				 errmsg("the client of an evaluated row must not be NULL")));
 	memset(e, 0, sizeof(EvalClient));
 	old = MemoryContextSwitchTo(caller);
-	e->client = TextDatumGetCString(v);
+	e->client = client_key_text_of(TupleDescAttr(desc, 0)->atttypid, v);
 	e->len = strlen(e->client);
 	e->known = model_find_client(m, e->client, e->len) != NULL;
 	v = SPI_getbinval(tup, desc, 2, &isnull);

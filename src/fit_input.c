@@ -25,10 +25,11 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "client_key.h"
 #include "exact_sum.h"
 #include "fit_input.h"
-#include "linalg.h"
 #include "error_kinds.h"
+#include "linalg.h"
 #include "perpca.h"
 #include "row_reader.h"
 #include "scale.h"
@@ -103,8 +104,6 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 {
 	bool		isnull;
 	Datum		v;
-	Oid			outfunc;
-	bool		isvarlena;
 	MemoryContext old;
 
 	v = SPI_getbinval(tup, desc, 1, &isnull);
@@ -112,9 +111,8 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("client column of the query must not be NULL")));
-	getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &outfunc, &isvarlena);
 	old = MemoryContextSwitchTo(cxt);
-	out->name = OidOutputFunctionCall(outfunc, v);
+	out->name = client_key_text_of(TupleDescAttr(desc, 0)->atttypid, v);
 	MemoryContextSwitchTo(old);
 	v = SPI_getbinval(tup, desc, 2, &isnull);
 	if (isnull)
@@ -196,7 +194,7 @@ read_all(const char *query, const ClientsRead *how, MemoryContext cxt, ClientsSo
 
 	row_shape(query, &shape, how->what);
 	SPI_connect();
-	portal = open_query(row_stats_sql(query, &shape, (PerpcaMissing) how->missing, how->merge, false));
+	portal = open_query(row_stats_sql(query, &shape, (PerpcaMissing) how->missing, how->merge));
 	for (;;)
 	{
 		SPI_cursor_fetch(portal, true, FETCH_ROWS);

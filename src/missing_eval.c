@@ -33,6 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "client_key.h"
 #include "error_kinds.h"
 #include "missing.h"
 #include "perpca.h"
@@ -116,7 +117,7 @@ typedef struct ImputeRun
 	PerpcaMissing mode;
 	ImputeClients *cs;
 	MemoryContext rowcxt;		/* reset after each row */
-	FmgrInfo	keyout;			/* the client column's output function */
+	ClientKeyOut keyout;		/* how the client column is written (client_key.c) */
 	bool		key_ready;		/* keyout is set */
 	MemoryContext keycxt;		/* where keyout lives */
 } ImputeRun;
@@ -217,18 +218,12 @@ rows_query(const char *query, PerpcaMissing mode)
 static char *
 key_text(TupleDesc desc, Datum k, ImputeRun *run)
 {
-	if (TupleDescAttr(desc, 0)->atttypid == TEXTOID)
-		return TextDatumGetCString(k);
 	if (!run->key_ready)
 	{
-		Oid			typout;
-		bool		varlena;
-
-		getTypeOutputInfo(TupleDescAttr(desc, 0)->atttypid, &typout, &varlena);
-		fmgr_info_cxt(typout, &run->keyout, run->keycxt);
+		client_key_prepare(&run->keyout, TupleDescAttr(desc, 0)->atttypid, run->keycxt);
 		run->key_ready = true;
 	}
-	return OutputFunctionCall(&run->keyout, k);
+	return client_key_text(&run->keyout, k);
 }
 
 /* Evaluate one fetched tuple (client, x) in the row context; a NULL x is passed over. */

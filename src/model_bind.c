@@ -13,9 +13,9 @@
  * Loaded data are reference-counted: a binding holds a reference until its
  * query's memory is released, so a reload never frees data in use.
  *
- * Client keys: the model keeps them as text, the output of the key type's
- * output function (what the fit stored).  The row functions take the key in
- * any type (argument 1) and convert it the same way.  A key the model does
+ * Client keys: the model keeps them as text, written by client_key.c (what
+ * the fit stored).  The row functions take the key in any type (argument 1)
+ * and write it the same way.  A key the model does
  * not have is, with unknown => 'global' (the default), projected on the
  * global components only, with one NOTICE per statement; with
  * unknown => 'error' it is an error.
@@ -37,6 +37,7 @@
 #include "varatt.h"
 #endif
 
+#include "client_key.h"
 #include "error_kinds.h"
 #include "linalg.h"
 #include "model_bind.h"
@@ -66,7 +67,7 @@ struct ModelBinding
 	Oid			key_type;
 	bool		key_is_text;
 	bool		key_byval;		/* keys compared as Datums before conversion */
-	FmgrInfo	key_out;
+	ClientKeyOut key_out;		/* how a key is written (client_key.c) */
 	Datum		last_key;		/* the by-value key of client (when set) */
 	bool		key_type_checked;	/* against data, at the first unknown key */
 	/* the last client looked up, and scratch space */
@@ -223,13 +224,11 @@ key_arg_type(FunctionCallInfo fcinfo)
 	return nargs > ARG_CLIENT && argtypes[ARG_CLIENT] == TEXTOID ? TEXTOID : InvalidOid;
 }
 
-/* The key argument's type and output function, looked up once per call site. */
+/* The key argument's type and how it is written, looked up once per call site. */
 static void
 key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
 {
 	Oid			type = key_arg_type(fcinfo);
-	Oid			outfunc;
-	bool		isvarlena;
 
 	if (!OidIsValid(type))
 		ereport(ERROR,
@@ -239,10 +238,7 @@ key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
 	b->key_is_text = (type == TEXTOID);
 	b->key_byval = get_typbyval(type);
 	if (!b->key_is_text)
-	{
-		getTypeOutputInfo(type, &outfunc, &isvarlena);
-		fmgr_info_cxt(outfunc, &b->key_out, fcinfo->flinfo->fn_mcxt);
-	}
+		client_key_prepare(&b->key_out, type, fcinfo->flinfo->fn_mcxt);
 }
 
 /* The key as the model stores it: its bytes (not terminated) and length. */
@@ -258,7 +254,7 @@ key_text(FunctionCallInfo fcinfo, ModelBinding *b, int *len)
 		*len = VARSIZE_ANY_EXHDR(t);
 		return VARDATA_ANY(t);
 	}
-	str = OutputFunctionCall(&b->key_out, PG_GETARG_DATUM(ARG_CLIENT));
+	str = client_key_text(&b->key_out, PG_GETARG_DATUM(ARG_CLIENT));
 	*len = strlen(str);
 	return str;
 }

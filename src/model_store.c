@@ -32,6 +32,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "client_key.h"
 #include "error_kinds.h"
 #include "model_schema.h"
 #include "model_store.h"
@@ -107,12 +108,22 @@ own_relation(Oid relid, char relkind)
  * ------------------------------------------------------------------------
  */
 
-void
-store_source_bind(const StoreModel *sm, const char *query, const char *path)
+/* The names of a query's feature columns (a JSON array, or "null") as jsonb, or NULL. */
+static Datum
+names_jsonb(const char *names, bool *names_null)
+{
+	*names_null = strcmp(names, "null") == 0;
+	return *names_null ? (Datum) 0 : DirectFunctionCall1(jsonb_in, CStringGetDatum(names));
+}
+
+Datum
+store_source_bind(const StoreModel *sm, const char *query, const char *path, const char *missing,
+				  bool *names_null)
 {
 	char	   *view = store_rel(sm, "source");
-	char	   *command = psprintf("CREATE VIEW %s AS %s", view, perpca_one_select(query, "the query of a model"));
 	Oid			rel = store_relid(sm, "source");
+	char	   *select;
+	char	   *names;
 	int			nestlevel;
 
 	if (OidIsValid(rel))
@@ -132,16 +143,117 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path)
 						GetUserNameFromId(GetUserId(), false), view, sm->schema, sm->base),
 				 errhint("Grant CREATE on schema %s to role %s (a model stored before 0.4.0 binds its query at its first refresh).",
 						 quote_identifier(sm->schema), GetUserNameFromId(GetUserId(), false))));
-	/* Only the CREATE VIEW runs with the model's search_path (the command is written before). */
+	/* The query and perpca's SQL around it are bound together, with the model's search_path. */
+	select = row_source_select(perpca_one_select(query, "the query of a model"), path,
+							   row_missing_parse(missing), &names);
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	store_run(command, 0, NULL, NULL, NULL);
+	store_run(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL, NULL);
 	AtEOXact_GUC(true, nestlevel);
 	store_run(psprintf("COMMENT ON VIEW %s IS %s", view,
-					   quote_literal_cstr(psprintf("perpca model %s: its query, bound when it was trained; read by every refresh (perpca_train(..., replace => true) changes it)",
+					   quote_literal_cstr(psprintf("perpca model %s: its query and the aggregation of its rows per client, bound when it was trained; read by every refresh (perpca_train(..., replace => true) changes it)",
 												   sm->base))),
 			  0, NULL, NULL, NULL);
+	return names_jsonb(names, names_null);
+}
+
+/* The INSERT of one staged client, its values as parameters of exactly the columns' types. */
+static SPIPlanPtr
+stage_insert_plan(const StoreModel *sm)
+{
+	Oid			types[4] = {REGTYPEOID, TEXTOID, stats_type_oid(), INT4OID};
+	SPIPlanPtr	plan = SPI_prepare("INSERT INTO pg_temp.perpca_train_src (client_type, client, stats, n_local)"
+								   " VALUES ($1, $2, $3, $4)", 4, types);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	(void) sm;
+	return plan;
+}
+
+/* The optional n_local column of a staged row: an integer of any width, or NULL. */
+static Datum
+stage_n_local(HeapTuple tup, TupleDesc desc, bool *isnull)
+{
+	Datum		v;
+	int64		r2;
+
+	*isnull = true;
+	if (desc->natts < 3)
+		return (Datum) 0;
+	v = SPI_getbinval(tup, desc, 3, isnull);
+	if (*isnull)
+		return (Datum) 0;
+	switch (getBaseType(TupleDescAttr(desc, 2)->atttypid))
+	{
+		case INT2OID:
+			r2 = DatumGetInt16(v);
+			break;
+		case INT4OID:
+			r2 = DatumGetInt32(v);
+			break;
+		case INT8OID:
+			r2 = DatumGetInt64(v);
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_WRONG_TYPE),
+					 errmsg("the third column of the query of a model must be an integer"),
+					 errdetail("It is of type %s.", format_type_be(TupleDescAttr(desc, 2)->atttypid)),
+					 errhint("Return each client's number of local components as integer, or leave the column out.")));
+	}
+	return Int32GetDatum((int32) Max(Min(r2, PG_INT32_MAX), -1));
+}
+
+/*
+ * Copy what select returns, (client, stats[, n_local]), into the stage: the
+ * key written by client_key.c with its type, the statistics as they are.
+ * Nothing is cast in SQL: a cast another role creates for the key's type
+ * has no say.
+ */
+static void
+stage_copy(const StoreModel *sm, const char *select)
+{
+	SPIPlanPtr	insert = stage_insert_plan(sm);
+	SPIPlanPtr	plan = SPI_prepare(select, 0, NULL);
+	Portal		portal;
+	ClientKeyOut key;
+	bool		key_ready = false;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (SPI_cursor_fetch(portal, true, 1000); SPI_processed > 0; SPI_cursor_fetch(portal, true, 1000))
+	{
+		SPITupleTable *tt = SPI_tuptable;
+
+		for (uint64 i = 0; i < tt->numvals; i++)
+		{
+			Datum		values[4];
+			char		nulls[4] = {' ', ' ', ' ', ' '};
+			bool		isnull;
+
+			CHECK_FOR_INTERRUPTS();
+			if (!key_ready)
+				client_key_prepare(&key, TupleDescAttr(tt->tupdesc, 0)->atttypid, CurrentMemoryContext), key_ready = true;
+			values[1] = SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull);
+			if (isnull)
+				ereport(ERROR,
+						(errcode(PERPCA_ERRCODE_NULL),
+						 errmsg("client column of the query must not be NULL")));
+			values[0] = ObjectIdGetDatum(TupleDescAttr(tt->tupdesc, 0)->atttypid);
+			values[1] = CStringGetTextDatum(client_key_text(&key, values[1]));
+			values[2] = SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull);
+			nulls[2] = isnull ? 'n' : ' ';
+			values[3] = stage_n_local(tt->vals[i], tt->tupdesc, &isnull);
+			nulls[3] = isnull ? 'n' : ' ';
+			if (SPI_execute_plan(insert, values, nulls, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not stage a client");
+		}
+		SPI_freetuptable(tt);
+	}
+	SPI_cursor_close(portal);
 }
 
 Datum
@@ -150,7 +262,7 @@ store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null)
 	char	   *view = store_rel(sm, "source");
 	Oid			rel = store_relid(sm, "source");
 	char	   *names;
-	char	   *command;
+	char	   *select;
 
 	if (!OidIsValid(rel))
 		ereport(ERROR,
@@ -163,12 +275,15 @@ store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null)
 				 errmsg("%s is not the source view of model \"%s.%s\"", view, sm->schema, sm->base),
 				 errdetail("It is not a view owned by role %s, the model's owner.", GetUserNameFromId(GetUserId(), false)),
 				 errhint("Drop it and train the model again with perpca_train(..., replace => true).")));
-	/* The view's query was bound by store_source_bind: nothing is looked up in the model's search_path. */
-	command = row_stage_command(psprintf("SELECT * FROM %s", view), "pg_catalog, pg_temp",
-								row_missing_parse(missing), &names);
-	store_run(command, 0, NULL, NULL, NULL);
-	*names_null = strcmp(names, "null") == 0;
-	return *names_null ? (Datum) 0 : DirectFunctionCall1(jsonb_in, CStringGetDatum(names));
+	/*
+	 * The view binds the query and its aggregation (store_source_bind): it
+	 * returns statistics, read as they are.  Only a view its owner rewrote
+	 * to return rows is aggregated here.
+	 */
+	select = row_source_select(psprintf("SELECT * FROM %s", view), "pg_catalog, pg_temp",
+							   row_missing_parse(missing), &names);
+	stage_copy(sm, select);
+	return names_jsonb(names, names_null);
 }
 
 /* ------------------------------------------------------------------------

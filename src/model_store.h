@@ -45,15 +45,19 @@ extern void store_run(const char *sql, int n, const Oid *types, const Datum *val
 #define STORE_TEXT(s) CStringGetTextDatum(s)
 
 /*
- * Bind a model's query once (the view <base>_source, created anew), as the
- * current user, with search_path path for the CREATE VIEW alone.
+ * Bind a model's query once, with perpca's aggregation of its rows per
+ * client under missing (the view <base>_source, created anew), as the
+ * current user, with search_path path for the CREATE VIEW alone; the names
+ * of the query's feature columns as a jsonb array, or NULL for other forms.
  */
-extern void store_source_bind(const StoreModel *sm, const char *query, const char *path);
+extern Datum store_source_bind(const StoreModel *sm, const char *query, const char *path, const char *missing,
+							   bool *names_null);
 
 /*
  * Read the view <base>_source (a view of the current user) into the stage
- * pg_temp.perpca_train_src under missing; the names of its feature columns
- * as a jsonb array, or NULL for other forms.
+ * pg_temp.perpca_train_src, each key written by client_key.c; a view its
+ * owner rewrote to return rows is aggregated under missing.  The names of
+ * its feature columns as a jsonb array, or NULL for other forms.
  */
 extern Datum store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null);
 

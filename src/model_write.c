@@ -266,7 +266,8 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 				r,
 				args[2];
 	bool		isnull,
-				staged_null;
+				staged_null,
+				bound_null;
 	char	   *start,
 			   *missing;
 
@@ -288,8 +289,8 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 	store_stage_create(&sm, owner);
 	/* The query is bound once, by the owner, with the caller's search_path, and read as every refresh will read it. */
 	run_as_enter(&ra, owner);
-	store_source_bind(&sm, tc->query, tc->path);
-	staged = store_stage_fill(&sm, missing ? missing : "error", &staged_null);
+	staged = store_source_bind(&sm, tc->query, tc->path, missing ? missing : "error", &staged_null);
+	(void) store_stage_fill(&sm, missing ? missing : "error", &bound_null);
 	run_as_leave(&ra);
 	train_names(tc, staged, staged_null);
 	run_as_enter(&ra, owner);
@@ -493,14 +494,15 @@ refresh_body(void *arg)
 	char		nulls[5] = "    ";
 
 	refresh_read(rc, &rm);
+	missing = jtext(rm.options, "missing");
 	if (rm.unbound)
 	{
-		store_source_bind(&rc->sm, jtext(rm.m, "source_query"), rm.path);
+		(void) store_source_bind(&rc->sm, jtext(rm.m, "source_query"), rm.path, missing ? missing : "error",
+								 &staged_null);
 		store_columns_add(&rc->sm, "info");
 		args[0] = CStringGetTextDatum(store_rel(&rc->sm, "source"));
 		store_run(psprintf("UPDATE %s SET source_view = $1", store_rel(&rc->sm, "info")), 1, (Oid[]) {TEXTOID}, args, NULL);
 	}
-	missing = jtext(rm.options, "missing");
 	staged = store_stage_fill(&rc->sm, missing ? missing : "error", &staged_null);
 	/* A query of feature columns names the features at every refresh. */
 	if (!staged_null)

@@ -46,6 +46,8 @@
  *   row_reader.c        the one reader of a user's query of rows or statistics: its
  *                       input forms, the missing option ('error', 'skip', 'observed'),
  *                       the NOTICEs for skipped rows and empty groups (row_reader.h)
+ *   client_key.c        a client's key as a model stores and compares it: the key
+ *                       type's output, written the same under any setting (client_key.h)
  *   fit_input.c         the input: the user's query (through row_reader.c), its checks,
  *                       the clients' S_i, result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit

@@ -40,6 +40,7 @@
 #include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 
+#include "client_key.h"
 #include "error_kinds.h"
 #include "fit_input.h"
 #include "model_lock.h"
@@ -77,19 +78,16 @@ key_type_check(Oid type, const ModelData *m, const char *model)
 				 errhint("Pass the key as %s (or as text).", model_type)));
 }
 
-/* The key as text: the type's output function (what the fit stored), checked against the model's key type. */
+/* The key as the model stores it (client_key.c), checked against the model's key type. */
 static char *
 personalize_key(FunctionCallInfo fcinfo, const ModelData *m, const char *model)
 {
 	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
-	Oid			out;
-	bool		varlena;
 
 	if (!OidIsValid(type))
 		elog(ERROR, "could not determine the type of the client key");
 	key_type_check(type, m, model);
-	getTypeOutputInfo(type, &out, &varlena);
-	return OidOutputFunctionCall(out, PG_GETARG_DATUM(ARG_CLIENT));
+	return client_key_text_of(type, PG_GETARG_DATUM(ARG_CLIENT));
 }
 
 /* The model's scale factors as a float8[] datum, or NULL (unscaled). */

@@ -224,15 +224,20 @@ row_shape(const char *query, RowShape *shape, const char *what)
  * ------------------------------------------------------------------------
  */
 
-/* The aggregate's argument: the row as float8[] (or as the vector it is). */
+/*
+ * The aggregate's argument: the row as float8[] (or as the vector it is),
+ * always of exactly the type the aggregate takes.  A column of a domain is
+ * cast to its base type (no function: PostgreSQL ignores casts from
+ * domains), a numeric array or column by the built-in casts; so no function
+ * another role creates in perpca's schema can be the better match.
+ */
 static char *
 row_argument(const RowShape *shape)
 {
 	StringInfoData buf;
 
-	if (shape->form == ROW_FORM_VECTOR ||
-		(shape->form == ROW_FORM_ARRAY && getBaseType(shape->types[1]) == FLOAT8ARRAYOID))
-		return "q.x1";
+	if (shape->form == ROW_FORM_VECTOR)
+		return psprintf("CAST(q.x1 AS %s)", format_type_be_qualified(getBaseType(shape->types[1])));
 	if (shape->form == ROW_FORM_ARRAY)
 		return "CAST(q.x1 AS pg_catalog.float8[])";
 	initStringInfo(&buf);
@@ -258,21 +263,20 @@ row_aliases(const RowShape *shape)
 }
 
 char *
-row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode, bool merge, bool keyed)
+row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode, bool merge)
 {
 	const char *ext = quote_identifier(get_namespace_name(perpca_extension_schema()));
-	const char *key = keyed ? "pg_catalog.pg_typeof(q.c), " : "";
 	char	   *agg;
 
 	if (shape->form == ROW_FORM_STATS && !merge)
 		return pstrdup(query);
 	if (shape->form == ROW_FORM_STATS)
-		agg = psprintf("%s.perpca_merge(q.x1)", ext);
+		agg = psprintf("%s.perpca_merge(CAST(q.x1 AS %s.perpca_stats))", ext, ext);
 	else
 		agg = psprintf("%s.perpca_stats(%s%s)", ext, row_argument(shape),
 					   mode == PERPCA_MISSING_SKIP ? ", CAST('skip' AS pg_catalog.text)" : "");
-	return psprintf("SELECT %sCAST(q.c AS pg_catalog.text) AS client, %s AS stats FROM (%s\n) AS q(%s) GROUP BY q.c",
-					key, agg, shape->body, shape->form == ROW_FORM_STATS ? "c, x1" : row_aliases(shape));
+	return psprintf("SELECT q.c AS client, %s AS stats FROM (%s\n) AS q(%s) GROUP BY q.c",
+					agg, shape->body, shape->form == ROW_FORM_STATS ? "c, x1" : row_aliases(shape));
 }
 
 char *
@@ -280,8 +284,7 @@ row_rows_sql(const RowShape *shape)
 {
 	const char *x = shape->form == ROW_FORM_VECTOR
 		? "CAST(CAST(q.x1 AS pg_catalog.float4[]) AS pg_catalog.float8[])"
-		: shape->form == ROW_FORM_COLUMNS || getBaseType(shape->types[1]) != FLOAT8ARRAYOID
-		? row_argument(shape) : "CAST(q.x1 AS pg_catalog.float8[])";
+		: row_argument(shape);
 
 	Assert(shape->form != ROW_FORM_STATS);
 	return psprintf("SELECT q.c, %s AS x FROM (%s\n) AS q(%s)", x, shape->body, row_aliases(shape));
@@ -434,15 +437,14 @@ feature_names_json(const RowShape *shape)
 }
 
 /*
- * The INSERT that fills pg_temp.perpca_train_src from query, planned (not
- * run) as the current user with the given search_path; *names_json the
- * names of its feature columns as a JSON array, or "null".  Statistics go
- * in as the query gives them (with its n_local column); rows of any form
- * are aggregated per client under missing.  The stage of a train or
- * refresh (model_store.c), as the model's owner.
+ * The SELECT a model's source view binds (store_source_bind), planned as
+ * the current user with the given search_path: statistics as the query
+ * gives them (with its n_local column), rows of any form aggregated per
+ * client under mode (row_stats_sql); *names_json the names of its feature
+ * columns as a JSON array, or "null".
  */
 char *
-row_stage_command(const char *query, const char *path, PerpcaMissing mode, char **names_json)
+row_source_select(const char *query, const char *path, PerpcaMissing mode, char **names_json)
 {
 	RowShape	shape;
 	int			nestlevel;
@@ -453,9 +455,5 @@ row_stage_command(const char *query, const char *path, PerpcaMissing mode, char 
 	row_shape(query, &shape, "query of a model");
 	AtEOXact_GUC(true, nestlevel);
 	*names_json = feature_names_json(&shape);
-	if (shape.form == ROW_FORM_STATS)
-		return psprintf("INSERT INTO pg_temp.perpca_train_src SELECT pg_catalog.pg_typeof(q.perpca_client_key), q.* "
-						"FROM (%s\n) AS q(perpca_client_key, perpca_client_stats)", query);
-	return psprintf("INSERT INTO pg_temp.perpca_train_src (client_type, client, stats) %s",
-					row_stats_sql(query, &shape, mode, false, true));
+	return row_stats_sql(shape.body, &shape, mode, false);
 }

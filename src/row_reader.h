@@ -78,17 +78,22 @@ extern void row_shape(const char *query, RowShape *shape, const char *what);
 extern TupleDesc row_planned_result(const char *sql, const char *what);
 
 /*
- * The query as one row per client, (client text, stats perpca_stats): rows
- * aggregated under mode (every name qualified with perpca's schema, so
- * nothing binds to the caller's search_path); statistics merged per client
- * when merge, else returned as the query gives them (a third column too).
- * keyed puts pg_typeof(client) in front, and keeps the key's type.
+ * The query as one row per client, (client, stats perpca_stats): rows
+ * aggregated under mode, statistics merged per client when merge, else
+ * returned as the query gives them (a third column too).  The key stays in
+ * its own type (client_key.c writes it); perpca's aggregates are named
+ * with its schema and called with arguments of exactly their types, so
+ * nothing binds to the caller's search_path or to a better match another
+ * role creates.
  */
-/* The INSERT that stages query (a train's or refresh's) under missing; *names_json its feature names or "null". */
-extern char *row_stage_command(const char *query, const char *path, PerpcaMissing mode, char **names_json);
+extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode, bool merge);
 
-extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode,
-						   bool merge, bool keyed);
+/*
+ * The SELECT a model's source view binds at train: query (planned with
+ * search_path path) through row_stats_sql under mode; *names_json the
+ * names of its feature columns as a JSON array, or "null".
+ */
+extern char *row_source_select(const char *query, const char *path, PerpcaMissing mode, char **names_json);
 
 /*
  * The query of rows (not statistics) as (client, x float8[]) rows, the key

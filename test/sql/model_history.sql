@@ -108,8 +108,10 @@ SELECT w.client, w.obs, perpca_model_scores('cols', w.client, ARRAY[alpha, beta,
 SELECT version AS v1 FROM cols_info \gset
 -- The owner breaks the query in its view (renaming a column of wide would
 -- not: the view, bound at train, follows the rename).
+-- The view binds the query with its aggregation per client: (client, stats).
 CREATE OR REPLACE VIEW perpca_history.cols_source AS
-SELECT client, alpha, beta, gamma, delta, epsilon, zeta, eta, theta / 0 AS theta FROM perpca_history.wide;
+SELECT client, perpca_stats(ARRAY[alpha, beta, gamma, delta, epsilon, zeta, eta, theta / 0]) AS stats
+  FROM perpca_history.wide GROUP BY client;
 -- 'raise' (the default): an error, as ever; the transaction is gone, and so is its history row.
 SELECT try($$SELECT * FROM perpca_refresh('cols')$$);
 -- 'record': a WARNING, the old model stays, the row says why.
@@ -122,7 +124,8 @@ SELECT count(*) AS rows, bool_and(b.s = perpca_model_scores('cols', w.client,
 SELECT entry, kind, outcome, converged, warning FROM perpca_model_history('cols') WHERE entry >= 5;
 -- A failure in the fit (not the query) is recorded the same way.
 CREATE OR REPLACE VIEW perpca_history.cols_source AS
-SELECT client, alpha, beta, gamma, delta, epsilon, zeta, eta, theta FROM perpca_history.wide;
+SELECT client, perpca_stats(ARRAY[alpha, beta, gamma, delta, epsilon, zeta, eta, theta]) AS stats
+  FROM perpca_history.wide GROUP BY client;
 SELECT outcome, warning FROM perpca_refresh('cols', on_error => 'record');
 UPDATE cols_info SET options = jsonb_set(options, '{solver}', '"bogus"');
 SELECT outcome, warning LIKE 'failed: 22023: %' AS invalid_option FROM perpca_refresh('cols', on_error => 'record');
