@@ -20,11 +20,14 @@
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/varlena.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -156,6 +159,120 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path, con
 												   sm->base))),
 			  0, NULL, NULL, NULL);
 	return names_jsonb(names, names_null);
+}
+
+/* The owner of the current database (whom pg_database_owner stands for). */
+static Oid
+database_owner(void)
+{
+	HeapTuple	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for database %u", MyDatabaseId);
+	owner = ((Form_pg_database) GETSTRUCT(tup))->datdba;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/* Whether role is the model's owner (the current user) or a superuser; pg_database_owner is the database's owner. */
+static bool
+trusted_creator(Oid role)
+{
+	if (role == ROLE_PG_DATABASE_OWNER)
+		role = database_owner();
+	return role == GetUserId() || superuser_arg(role);
+}
+
+/* Whether only the current user (the model's owner) or superusers can create in schema nsp. */
+static bool
+trusted_schema(Oid nsp)
+{
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	bool		isnull;
+	bool		trusted;
+	Datum		acl;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	trusted = trusted_creator(((Form_pg_namespace) GETSTRUCT(tup))->nspowner);
+	acl = SysCacheGetAttr(NAMESPACEOID, tup, Anum_pg_namespace_nspacl, &isnull);
+	if (trusted && !isnull)
+	{
+		Acl		   *a = DatumGetAclP(acl);
+		AclItem    *items = ACL_DAT(a);
+
+		for (int i = 0; i < ACL_NUM(a) && trusted; i++)
+			if ((items[i].ai_privs & ACL_CREATE) != 0)
+				trusted = items[i].ai_grantee != ACL_ID_PUBLIC && trusted_creator(items[i].ai_grantee);
+	}
+	ReleaseSysCache(tup);
+	return trusted || nsp == PG_CATALOG_NAMESPACE;
+}
+
+/*
+ * The schemas of path (a search_path value) in which no role but the model's
+ * owner or a superuser can create, as a search_path; *left_out lists the
+ * others (empty when none).
+ */
+static char *
+trusted_path(const char *path, StringInfo left_out)
+{
+	StringInfoData kept;
+	List	   *names;
+	ListCell   *lc;
+
+	initStringInfo(&kept);
+	appendStringInfoString(&kept, "pg_catalog");
+	if (!SplitIdentifierString(pstrdup(path), ',', &names))
+		names = NIL;
+	foreach(lc, names)
+	{
+		const char *name = lfirst(lc);
+		Oid			nsp = get_namespace_oid(name, true);
+
+		if (!OidIsValid(nsp) || nsp == PG_CATALOG_NAMESPACE || isAnyTempNamespace(nsp))
+			continue;
+		if (trusted_schema(nsp))
+			appendStringInfo(&kept, ", %s", quote_identifier(name));
+		else
+			appendStringInfo(left_out, "%s%s", left_out->len > 0 ? ", " : "", quote_identifier(name));
+	}
+	return kept.data;
+}
+
+Datum
+store_source_bind_stored(const StoreModel *sm, const char *query, const char *path, const char *missing,
+						 bool *names_null)
+{
+	StringInfoData left_out;
+	char	   *trusted;
+	MemoryContext here = CurrentMemoryContext;
+	Datum		names = (Datum) 0;
+
+	initStringInfo(&left_out);
+	trusted = trusted_path(path, &left_out);
+	PG_TRY();
+	{
+		names = store_source_bind(sm, query, trusted, missing, names_null);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(here);
+		edata = CopyErrorData();
+		FlushErrorState();
+		if (left_out.len > 0)
+		{
+			edata->detail = psprintf("Model \"%s.%s\" was stored before 0.4.0; its query is bound with its search_path "
+									 "without the schemas other roles can create in (%s).", sm->schema, sm->base, left_out.data);
+			edata->hint = pstrdup("Train it again with perpca_train(..., replace => true), with every name in its query qualified.");
+		}
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	return names;
 }
 
 /* The INSERT of one staged client, its values as parameters of exactly the columns' types. */

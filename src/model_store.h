@@ -54,6 +54,15 @@ extern Datum store_source_bind(const StoreModel *sm, const char *query, const ch
 							   bool *names_null);
 
 /*
+ * store_source_bind for a model stored before 0.4.0, bound at its first
+ * refresh from its recorded query and search_path: only the schemas of path
+ * in which no role but the owner (the current user) or a superuser can
+ * create are searched; an error says which were left out.
+ */
+extern Datum store_source_bind_stored(const StoreModel *sm, const char *query, const char *path,
+									  const char *missing, bool *names_null);
+
+/*
  * Read the view <base>_source (a view of the current user) into the stage
  * pg_temp.perpca_train_src, each key written by client_key.c; a view its
  * owner rewrote to return rows is aggregated under missing.  The names of

@@ -497,8 +497,8 @@ refresh_body(void *arg)
 	missing = jtext(rm.options, "missing");
 	if (rm.unbound)
 	{
-		(void) store_source_bind(&rc->sm, jtext(rm.m, "source_query"), rm.path, missing ? missing : "error",
-								 &staged_null);
+		(void) store_source_bind_stored(&rc->sm, jtext(rm.m, "source_query"), rm.path, missing ? missing : "error",
+										&staged_null);
 		store_columns_add(&rc->sm, "info");
 		args[0] = CStringGetTextDatum(store_rel(&rc->sm, "source"));
 		store_run(psprintf("UPDATE %s SET source_view = $1", store_rel(&rc->sm, "info")), 1, (Oid[]) {TEXTOID}, args, NULL);
