@@ -131,8 +131,11 @@ like($node->safe_psql('postgres', q{SELECT pg_get_viewdef('app.m_source')}), qr/
 is($node->safe_psql('postgres', q{SELECT clients FROM perpca_refresh('app.m', warm => false)}), '2',
 	'a refresh reads the new query');
 
-# A model stored before 0.4.0 (no view, source_view NULL) is bound at its first refresh.
+# A model stored before 0.4.0 (no view, source_view NULL) is bound at its first
+# refresh, with the schemas of its search_path that only the owner or a
+# superuser can create in (076_planted_casts: the others are left out).
 $node->safe_psql('postgres', q{
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SELECT model_name FROM perpca_train('old', 'SELECT client, perpca_stats(x) FROM public.feed_rows GROUP BY client', 1, 1);
 DROP VIEW old_source;
 UPDATE old_info SET source_view = NULL;

@@ -142,4 +142,35 @@ SELECT count(*) FILTER (WHERE shared.perpca_model_error('m_enum', region, x, unk
 is($node->safe_psql('postgres', q{SELECT string_agg(client, ',' ORDER BY client) FROM m_enum_clients}),
 	'east,north,south,up,west', 'the enum keys are stored as their labels');
 
+# ---- a model stored before 0.4.0, bound at its first refresh --------------------------
+# Its recorded search_path names her schema before public; she shadows the
+# table its query reads with a view that calls her function (which would run
+# as the superuser who refreshes).  Only the schemas no one but the owner or
+# a superuser can create in are searched: public.raw is bound.
+$node->safe_psql('postgres', q{
+SELECT model_name FROM shared.perpca_train('public.old', 'SELECT client, shared.perpca_stats(x) FROM public.raw GROUP BY client', 1, 1);
+DROP VIEW public.old_source;
+UPDATE public.old_info SET source_view = NULL, source_query = 'SELECT client, shared.perpca_stats(x) FROM raw GROUP BY client',
+       search_path = 'mallory, public';
+SELECT model_name FROM shared.perpca_train('public.old2', 'SELECT client, shared.perpca_stats(x) FROM public.raw GROUP BY client', 1, 1);
+DROP VIEW public.old2_source;
+UPDATE public.old2_info SET source_view = NULL, source_query = 'SELECT client, perpca_stats(x) FROM public.raw GROUP BY client',
+       search_path = 'shared, public';
+});
+$node->safe_psql('postgres', q{
+CREATE VIEW mallory.raw AS SELECT r.* FROM public.raw r, LATERAL (SELECT mallory.evil('view raw')) e;
+GRANT SELECT ON mallory.raw TO PUBLIC;
+}, extra_params => [ '-U', 'mallory' ]);
+is($node->safe_psql('postgres', q{SELECT outcome FROM shared.perpca_refresh('public.old', warm => false)}), 'fitted',
+	'a model stored before 0.4.0 refreshes');
+like($node->safe_psql('postgres', q{SELECT pg_get_viewdef('public.old_source')}), qr/FROM raw\b|FROM public\.raw/,
+	'its query is bound to public.raw');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM mallory.fired WHERE who <> 'mallory'}), '0',
+	'her view in the recorded search_path did not run');
+my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT * FROM shared.perpca_refresh('public.old2')");
+like($err, qr/ERROR:  42883: [^\n]*perpca_stats[\s\S]*DETAIL:  [^\n]*stored before 0\.4\.0[^\n]*\(shared\)[\s\S]*HINT:  Train it again/,
+	'a query that needs a schema others can create in: an error that says which and how to re-train');
+is($node->safe_psql('postgres', q{SELECT outcome FROM shared.perpca_refresh('public.old2', on_error => 'record')}), 'failed',
+	'with on_error => record, the failure is recorded');
+
 done_testing();
