@@ -30,7 +30,7 @@ SHLIB_LINK  = -llapacke -lopenblas -lm
 # perpca_fit_federated talks to the shards with libpq (as dblink and postgres_fdw do).
 SHLIB_LINK_INTERNAL = $(libpq)
 
-EXTRA_CLEAN = $(DATA_built) results regression.diffs regression.out log tmp_check bench/*.tmp
+EXTRA_CLEAN = $(DATA_built) sql/upgrade/guard.sql results regression.diffs regression.out log tmp_check bench/*.tmp
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
@@ -49,8 +49,17 @@ REPLACE_PARTS  = $(sort $(wildcard sql/create_or_replace/*.sql))
 NEW_ONCE_0_4_0 =
 sql/perpca--$(PERPCA_VERSION).sql: $(ONCE_PARTS) $(REPLACE_PARTS)
 	cat $^ > $@
-sql/perpca--0.3.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.3.0--$(PERPCA_VERSION).sql $(NEW_ONCE_0_4_0) $(REPLACE_PARTS)
+sql/perpca--0.3.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.3.0--$(PERPCA_VERSION).sql sql/upgrade/guard.sql $(NEW_ONCE_0_4_0) $(REPLACE_PARTS)
 	cat $^ > $@
+
+# The upgrade's guard (sql/upgrade/guard.sql.in): the schema and name of every
+# function, aggregate and procedure the install parts create, as VALUES rows.
+sql/upgrade/guard.sql: sql/upgrade/guard.sql.in $(ONCE_PARTS) $(REPLACE_PARTS)
+	grep -ohE 'CREATE (OR REPLACE )?(FUNCTION|AGGREGATE|PROCEDURE) [A-Za-z_.]+' $(ONCE_PARTS) $(REPLACE_PARTS) \
+	  | awk '{ n = $$NF; s = "@extschema@"; if (index(n, ".")) { s = substr(n, 1, index(n, ".") - 1); n = substr(n, index(n, ".") + 1) } print s " " n }' \
+	  | sort -u | awk '{ printf "%s               (\x27%s\x27, \x27%s\x27)", (NR > 1 ? ",\n" : ""), $$1, $$2 } END { print "" }' > $@.names
+	sed -e '/@NAMES@/{r $@.names' -e 'd}' $< > $@
+	rm -f $@.names
 
 # Release tarball: the committed tree at HEAD as perpca-<version>.tar.gz (what
 # PGXN takes); the current scripts are built from sql/ by `make`.
