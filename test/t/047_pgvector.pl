@@ -406,6 +406,38 @@ is( $node->safe_psql('restored', "SELECT md5(string_agg(s::text, '' ORDER BY g))
 	sql("SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM vsketch"),
 	'restored: the stored sketches as before');
 
+# ---- A domain over vector, and an overload planted in perpca's schema -----------
+# A plain role who may create in perpca's schema makes a domain over vector and
+# an aggregate perpca_stats(<her domain>), the exact match for a call that
+# passes her column as it is.  perpca passes it as vector: hers never runs,
+# whoever trains or fits on her rows.
+sql(q{
+CREATE ROLE mallory LOGIN;
+GRANT CREATE ON SCHEMA public TO mallory;
+GRANT SELECT ON public.rows TO mallory;
+CREATE TABLE public.fired (who text);
+GRANT INSERT ON public.fired TO PUBLIC;
+});
+$node->safe_psql($db, q{
+CREATE DOMAIN public.mvec AS vector;
+CREATE FUNCTION public.mvec_step(s float8[], v public.mvec) RETURNS float8[] LANGUAGE plpgsql
+    AS $$ BEGIN INSERT INTO public.fired VALUES (current_user); RETURN s; END $$;
+CREATE AGGREGATE public.perpca_stats(public.mvec) (SFUNC = public.mvec_step, STYPE = float8[]);
+CREATE TABLE public.mrows AS SELECT g, v::public.mvec AS dv FROM public.rows WHERE g > 1;
+GRANT SELECT ON public.mrows TO PUBLIC;
+SELECT public.perpca_stats(dv) IS NOT NULL FROM public.mrows;
+}, extra_params => [ '-U', 'mallory' ]);
+is(sql(q{SELECT count(*) FROM public.fired WHERE who = 'mallory'}) > 0 ? 'fires' : 'silent', 'fires',
+	'her aggregate is the exact match for her domain');
+is( sql(  q{SELECT count(*) FROM perpca_train('vd', 'SELECT g, dv FROM public.mrows', 2, 2, missing => 'skip');
+SELECT count(*) FROM perpca_fit('SELECT g, dv FROM public.mrows', 2, 1, missing => 'skip');
+SELECT (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) FROM vd_components)
+     = (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) FROM vr_components)}),
+	"1\n4\nt", 'a train and a fit on a domain over vector: the model of its vectors');
+is(sql(q{SELECT outcome FROM perpca_refresh('vd', warm => false)}), 'fitted', 'and its refresh');
+is(sql(q{SELECT count(*) FROM public.fired WHERE who <> 'mallory'}), '0',
+	'her aggregate over the domain never ran for the superuser');
+
 # ---- Upgrade ------------------------------------------------------------------------
 # perpca_vector 0.3.0 updated to 0.4.0 has the objects (and their comments) of a
 # fresh 0.4.0.
