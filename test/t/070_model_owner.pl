@@ -12,6 +12,14 @@
 #    as the superuser).  A non-owner's refresh fails with 42501.
 # 3. A replace or a personalize of another role's model by a superuser also
 #    writes as the owner (the owner's trigger sees the owner).
+# 4. What the owner's code does ends with the refresh: with on_error =>
+#    'record', an owner's trigger on the history that raises fails the
+#    refresh, which is recorded (or, when the history refuses that row too,
+#    said in the WARNING), and the superuser's batch goes on; a lock_timeout
+#    the owner's code sets is her failure, the caller's own lock_timeout
+#    stops the caller (55P03); session-level advisory locks the owner's code
+#    takes are released when it ends (fitted, failed, raised, or a replace),
+#    and a lock the caller holds keeps its own count.
 use strict;
 use warnings;
 
@@ -371,6 +379,27 @@ $locks;
 like($err, qr/ERROR:  raised after locking/, 'the owner\'s error stops a refresh without on_error => record');
 is($out, "\n4244 ExclusiveLock\n4244 ExclusiveLock\nt\nnone",
 	'nor one that raised, in the caller\'s transaction or in a subtransaction of it');
+
+# The same for a superuser's replace of alice's model, which runs her query
+# as her: whether it succeeds, or fails and ends the caller's transaction.
+my $replace = q{SELECT model_name FROM perpca_train('alice.h', 'SELECT client, perpca_stats(x) FROM alice.rows WHERE alice.gate() GROUP BY client', 1, 1, replace => true)};
+($rc, $out, $err) = $node->psql('postgres', qq{
+SELECT pg_advisory_lock(4244);
+$replace;
+$locks;
+SELECT pg_advisory_unlock(4244);
+$locks;
+}, on_error_stop => 0);
+like($err, qr/ERROR:  raised after locking/, 'the replace fails with the owner\'s error');
+is($out, "\n4244 ExclusiveLock\nt\nnone", 'and leaves none of her advisory locks');
+switch_to('advisory');
+is($node->safe_psql('postgres', qq{
+SELECT pg_advisory_lock(4244);
+$replace;
+$locks;
+SELECT pg_advisory_unlock(4244);
+$locks;
+}), "\nh\n4244 ExclusiveLock\nt\nnone", 'nor does a replace that succeeds');
 
 $node->stop;
 done_testing();
