@@ -365,12 +365,16 @@ perpca_train(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
-/* A refresh: the model, the warm flag, and what its body found (a history row without kind, at, seconds, role). */
+/* A refresh: the model, the warm flag, what its body found (a history row without kind, at, seconds, role), and the row appended. */
 typedef struct RefreshCall
 {
 	StoreModel	sm;
+	Oid			owner;
 	bool		warm;
+	Datum		start;			/* clock_timestamp() at the call */
+	Datum		role;			/* the caller's name (text) */
 	Datum		r;
+	Datum		row;			/* r as a history row: appended, with its entry */
 } RefreshCall;
 
 /* The options, search_path and flags of a stored model m (jsonb of its info row), as 0.1.0 to 0.4.0 stored them. */
@@ -527,26 +531,71 @@ refresh_body(void *arg)
 					  &isnull);
 }
 
-/* The row of a refresh that failed (on_error => 'record'), with its WARNING. */
-static Datum
-refresh_failed(const char *model, bool warm, ErrorData *edata)
+static const char refresh_history_sql[] =
+"SELECT $1 || jsonb_build_object('at', clock_timestamp(), 'kind', 'refresh',"
+"  'seconds', extract(epoch FROM clock_timestamp() - $2), 'role', $3)";
+
+/* rc->r as a history row (rc->row), not appended. */
+static void
+refresh_row(RefreshCall *rc)
+{
+	bool		isnull;
+
+	rc->row = store_sql(refresh_history_sql, 3, (Oid[]) {JSONBOID, TIMESTAMPTZOID, TEXTOID},
+						(Datum[]) {rc->r, rc->start, rc->role}, NULL, &isnull);
+}
+
+/* rc->r appended to the history, as the owner: rc->row. */
+static void
+refresh_append(void *arg)
+{
+	RefreshCall *rc = arg;
+
+	refresh_row(rc);
+	rc->row = store_history_append(&rc->sm, rc->row);
+}
+
+/* The refresh and its row in the history, as the owner, at once: a history that refuses the row fails the refresh. */
+static void
+refresh_whole(void *arg)
+{
+	refresh_body(arg);
+	refresh_append(arg);
+}
+
+/*
+ * A refresh that failed with edata, under on_error => 'record': its row
+ * appended to the history as the owner, with a WARNING; when the owner's
+ * history refuses that row too (her trigger), the WARNING says so beside
+ * the refresh's outcome, which the caller gets as the row not appended.
+ */
+static void
+refresh_failed(RefreshCall *rc, const char *model, ErrorData *edata)
 {
 	const char *state = unpack_sql_state(edata->sqlerrcode);
 	const char *message = edata->message ? edata->message : "";
-	Datum		args[2] = {BoolGetDatum(warm), CStringGetTextDatum(psprintf("failed: %s: %s", state, message))};
+	Datum		args[2] = {BoolGetDatum(rc->warm), CStringGetTextDatum(psprintf("failed: %s: %s", state, message))};
+	ErrorData  *hist;
 	bool		isnull;
 
+	rc->r = store_sql("SELECT jsonb_build_object('outcome', 'failed', 'rounds_run', 0, 'converged', false,"
+					  " 'warm_start', $1, 'warning', $2)", 2, (Oid[]) {BOOLOID, TEXTOID}, args, NULL, &isnull);
+	if (run_as_caught_call(rc->owner, refresh_append, rc, &hist))
+	{
+		ereport(WARNING,
+				(errmsg("refresh of model \"%s\" failed: %s", model, message),
+				 errdetail("SQLSTATE %s. The model is unchanged; the failure is in its history.", state),
+				 errhint("SELECT * FROM perpca_model_history(%s) shows it.", quote_literal_cstr(model))));
+		return;
+	}
+	refresh_row(rc);
 	ereport(WARNING,
 			(errmsg("refresh of model \"%s\" failed: %s", model, message),
-			 errdetail("SQLSTATE %s. The model is unchanged; the failure is in its history.", state),
-			 errhint("SELECT * FROM perpca_model_history(%s) shows it.", quote_literal_cstr(model))));
-	return store_sql("SELECT jsonb_build_object('outcome', 'failed', 'rounds_run', 0, 'converged', false,"
-					 " 'warm_start', $1, 'warning', $2)", 2, (Oid[]) {BOOLOID, TEXTOID}, args, NULL, &isnull);
+			 errdetail("SQLSTATE %s. The model is unchanged; its history could not be written either: %s (SQLSTATE %s).",
+					   state, hist->message ? hist->message : "", unpack_sql_state(hist->sqlerrcode)),
+			 errhint("The row perpca_refresh returns is the refresh's outcome; the owner's triggers on %s refused it.",
+					 store_rel(&rc->sm, "history"))));
 }
-
-static const char refresh_history_sql[] =
-"SELECT $1 || jsonb_build_object('at', clock_timestamp(), 'kind', 'refresh',"
-"  'seconds', extract(epoch FROM clock_timestamp() - $2), 'role', current_user)";
 
 static const char refresh_result_sql[] =
 "SELECT * FROM jsonb_to_record($1) AS h("
@@ -556,35 +605,30 @@ static const char refresh_result_sql[] =
 "  sketch_bound float8)";
 
 /*
- * The body of perpca_refresh (the model is locked, ml): stage and refit as
- * the owner, append the history row and return it.  With on_error
- * 'record', whatever the refit raises is caught (a 57014 of the owner's
- * code too; not a cancel or timeout of the caller's statement), the model
- * stays as it was, and the failure is the history's row.
+ * The body of perpca_refresh (the model is locked, ml): stage, refit and
+ * append the history row as the owner, in one subtransaction, and return
+ * the row.  With on_error 'record', whatever that raises is caught (a 57014
+ * or 55P03 of the owner's code too, her history's trigger too; not a
+ * cancel or timeout of the caller's statement), the model stays as it was,
+ * and the failure is the history's row; otherwise it is raised.
  */
 static void
 refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, bool warm, bool record)
 {
-	RefreshCall rc = {.warm = warm};
-	RunAs		ra;
+	RefreshCall rc = {.owner = ml->owner, .warm = warm};
 	ErrorData  *edata;
-	Datum		args[2];
 	bool		isnull;
 
 	store_model_init(&rc.sm, ml->schema, ml->base);
-	args[1] = store_sql("SELECT clock_timestamp()", 0, NULL, NULL, NULL, &isnull);
+	rc.start = store_sql("SELECT clock_timestamp()", 0, NULL, NULL, NULL, &isnull);
+	rc.role = CStringGetTextDatum(GetUserNameFromId(GetUserId(), false));
 	check_owner(model, ml->owner);
 	store_stage_create(&rc.sm, ml->owner);
-	if (record)
+	if (!run_as_caught_call(ml->owner, refresh_whole, &rc, &edata))
 	{
-		if (!run_as_caught_call(ml->owner, refresh_body, &rc, &edata))
-			rc.r = refresh_failed(model, warm, edata);
-	}
-	else
-	{
-		run_as_enter(&ra, ml->owner);
-		refresh_body(&rc);
-		run_as_leave(&ra);
+		if (!record)
+			ReThrowError(edata);
+		refresh_failed(&rc, model, edata);
 	}
 	store_stage_drop();
 	if (strcmp(jtext(rc.r, "outcome"), "unchanged") == 0)
@@ -593,12 +637,7 @@ refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, boo
 		ereport(DEBUG1,
 				(errmsg("model \"%s\" is unchanged: nothing was fitted", model),
 				 errhint("perpca_refresh(..., warm => false) refits it anyway.")));
-	args[0] = rc.r;
-	args[0] = store_sql(refresh_history_sql, 2, (Oid[]) {JSONBOID, TIMESTAMPTZOID}, args, NULL, &isnull);
-	run_as_enter(&ra, ml->owner);
-	args[0] = store_history_append(&rc.sm, args[0]);
-	run_as_leave(&ra);
-	result_rows(fcinfo, refresh_result_sql, args[0]);
+	result_rows(fcinfo, refresh_result_sql, rc.row);
 }
 
 /*

@@ -41,4 +41,17 @@ object_aclcheck(Oid classid, Oid objectid, Oid roleid, AclMode mode)
 }
 #endif
 
+/*
+ * PostgreSQL 18 added LockAcquireExtended's last argument, logLockFailure
+ * (log_lock_failures); perpca_lock_acquire() reports its memory errors and
+ * logs no failure.
+ */
+#if PG_VERSION_NUM >= 180000
+#define perpca_lock_acquire(tag, mode, session, dontwait, local) \
+	LockAcquireExtended((tag), (mode), (session), (dontwait), true, (local), false)
+#else
+#define perpca_lock_acquire(tag, mode, session, dontwait, local) \
+	LockAcquireExtended((tag), (mode), (session), (dontwait), true, (local))
+#endif
+
 #endif							/* PERPCA_PG_COMPAT_H */

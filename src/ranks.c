@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "parser/parse_coerce.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -31,6 +32,7 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "error_kinds.h"
 #include "evaluate.h"
@@ -68,22 +70,53 @@ is_stats_type(Oid type, Oid nsp)
 								   ObjectIdGetDatum(nsp));
 }
 
-/* The training or held-out part of rows (client, x, key): a repeatable split on a hash of key. */
+/*
+ * The hash of the row key q.key that splits the rows, in SQL that resolves
+ * no cast or function of the key's type by name (the role that owns the
+ * type could plant a cast to text, which would run as the caller): the
+ * type's own extended hash function, from its default hash operator class
+ * (which only a superuser creates), through hash_record_extended; for a type
+ * without one (json, point), the text of its output function (which only a
+ * superuser defines) through record_out.  Either is the same at every call,
+ * the first under any setting.
+ */
+static const char *
+key_hash_sql(Oid key_type)
+{
+	TypeCacheEntry *tc = lookup_type_cache(key_type, TYPECACHE_HASH_EXTENDED_PROC);
+
+	if (OidIsValid(tc->hash_extended_proc))
+		return "pg_catalog.hash_record_extended(ROW(q.key), 0)";
+	return "pg_catalog.hashtextextended(pg_catalog.textin(pg_catalog.record_out(ROW(q.key))), 0)";
+}
+
+/*
+ * The training or held-out part of rows (client, x, key), x an array or a
+ * vector: a repeatable split on a hash of key.  Feature columns (client,
+ * c1, c2, ..., key) would leave the key's column in doubt, so they are
+ * refused with what to pass instead.
+ */
 static char *
 split_query(const char *query, Oid nsp, int cut, bool heldout)
 {
 	int			natts;
 	Oid		   *types = evaluate_query_types(query, &natts);
 
+	if (natts >= 2 && TypeCategory(getBaseType(types[1])) == TYPCATEGORY_NUMERIC)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
+				 errmsg("without a held-out query, the query must return rows (client, x, key) with x an array of the features"),
+				 errdetail("Its second column is of type %s: a query of feature columns has no column known to be the row key.",
+						   format_type_be(types[1])),
+				 errhint("Pass the features as one array and the key after it (SELECT client, ARRAY[c1, c2, c3] AS x, id FROM ...), or pass heldout => a second query.")));
 	if (natts < 3 || is_stats_type(types[1], nsp))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("without a held-out query, the query must return rows (client, x float8[], key)"),
 				 errhint("Add a row key as third column (the split hashes it), or pass heldout => a second query.")));
-	return psprintf("SELECT q.client, q.x FROM (%s) AS q(client, x, key) WHERE "
-					"pg_catalog.abs(pg_catalog.hashtextextended(q.key::pg_catalog.text, 0) "
-					"OPERATOR(pg_catalog.%%) 10000) OPERATOR(pg_catalog.%s) %d",
-					query, heldout ? "<" : ">=", cut);
+	return psprintf("SELECT q.client, q.x FROM (%s\n) AS q(client, x, key) WHERE "
+					"pg_catalog.abs(%s OPERATOR(pg_catalog.%%) 10000) OPERATOR(pg_catalog.%s) %d",
+					perpca_one_select(query, "query"), key_hash_sql(types[2]), heldout ? "<" : ">=", cut);
 }
 
 /* ------------------------------------------------------------------------

@@ -183,15 +183,15 @@ row_planned_result(const char *sql, const char *what)
 	return ((CachedPlanSource *) linitial(sources))->resultDesc;
 }
 
-/* The query without trailing semicolons and white space, to be wrapped as a subquery. */
+/*
+ * The query's one statement, without the semicolons and comments after it
+ * (query_check.c), to be wrapped as a subquery: a comment at its end is
+ * ended by the newline the wrapper puts after it.
+ */
 static char *
-query_body(const char *query)
+query_body(const char *query, const char *what)
 {
-	int			len = strlen(query);
-
-	while (len > 0 && (query[len - 1] == ';' || isspace((unsigned char) query[len - 1])))
-		len--;
-	return pnstrdup(query, len);
+	return perpca_one_select(query, what);
 }
 
 void
@@ -205,7 +205,7 @@ row_shape(const char *query, RowShape *shape, const char *what)
 	/* one SELECT (query_check.c), then as the subquery every reader runs it as */
 	(void) perpca_one_select(query, what);
 	(void) row_planned_result(query, what);
-	shape->body = MemoryContextStrdup(caller, query_body(query));
+	shape->body = MemoryContextStrdup(caller, query_body(query, what));
 	desc = row_planned_result(psprintf("SELECT * FROM (%s\n) AS q", shape->body), what);
 	shape->natts = desc->natts;
 	shape->types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));

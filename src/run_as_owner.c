@@ -18,8 +18,24 @@
  * statement is raised again: a cancel request or a statement or lock
  * timeout, which PostgreSQL raises from ProcessInterrupts (the one place
  * that acts on them), or one still pending (QueryCancelPending,
- * ProcDiePending).  So the owner can neither stop the caller's batch of
- * refreshes by raising 57014 nor swallow the caller's cancel.
+ * ProcDiePending).  A lock timeout (55P03 from ProcessInterrupts) is the
+ * caller's when the caller had set lock_timeout and it is still the value in
+ * effect: a lock_timeout the owner's code set for itself, and the timeout
+ * that fires with it, is the owner's failure, recorded.  So the owner can
+ * neither stop the caller's batch of refreshes by raising 57014 or 55P03
+ * nor swallow the caller's cancel.
+ *
+ * Locks: a security-restricted operation does not stop the owner's code
+ * from taking a session-level advisory lock, which would outlive the
+ * refresh in the caller's session (a transaction-level lock ends with the
+ * caller's transaction, as any statement's).  run_as_enter() notes the
+ * session-level advisory locks the session holds, with their counts, and
+ * run_as_leave() releases every hold taken since: a lock the owner took,
+ * and a lock the caller held that the owner took again, once per time.  An
+ * error does the same as it aborts the (sub)transaction in which
+ * run_as_enter() ran (a subtransaction callback), whoever catches it.
+ * Releasing rather than refusing keeps the owner's code working as it does
+ * in her own session, where such a lock is hers to keep.
  *
  * The SQL forms perpca_internal.run_as() (0.3.0) and perpca_run_as_owner()
  * (0.2.0) stay for the scripts of those versions, which call them until
@@ -34,6 +50,8 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -41,9 +59,11 @@
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "error_kinds.h"
+#include "pg_compat.h"
 #include "run_as_owner.h"
 
 /* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
@@ -142,24 +162,227 @@ run_as_role(FunctionCallInfo fcinfo, Oid role, const char *path, int command_arg
 
 /*
  * Whether an error is an interrupt of the caller's statement (a cancel
- * request, a statement or lock timeout), as opposed to an error of the
- * owner's code, even one with SQLSTATE 57014: PostgreSQL raises those
- * interrupts from ProcessInterrupts alone, which clears the pending flag
- * as it raises; one that arrived since is still pending.
+ * request, a statement timeout, or a lock timeout of the caller's own
+ * lock_timeout, caller_lock_timeout, still in effect: read before the
+ * subtransaction's abort restores it), as opposed to an error of the
+ * owner's code, even one with SQLSTATE 57014 or 55P03: PostgreSQL raises
+ * those interrupts from ProcessInterrupts alone, which clears the pending
+ * flag as it raises; one that arrived since is still pending.
  */
 static bool
-caller_interrupted(const ErrorData *edata)
+caller_interrupted(const ErrorData *edata, int caller_lock_timeout)
 {
 	if (QueryCancelPending || ProcDiePending)
 		return true;
-	return edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->funcname != NULL &&
-		strcmp(edata->funcname, "ProcessInterrupts") == 0;
+	if (edata->funcname == NULL || strcmp(edata->funcname, "ProcessInterrupts") != 0)
+		return false;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		return true;
+	return edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && caller_lock_timeout > 0 &&
+		LockTimeout == caller_lock_timeout;
+}
+
+/* ------------------------------------------------------------------------
+ * Session-level advisory locks taken by the owner's code
+ * ------------------------------------------------------------------------
+ */
+
+/* A session-level advisory lock of this backend: its tag, mode and number of holds. */
+typedef struct SessionLock
+{
+	LOCKTAG		tag;
+	LOCKMODE	mode;
+	int			holds;
+} SessionLock;
+
+/* The session's advisory locks when run_as_enter() ran, and the subtransaction it ran in. */
+typedef struct LockGuard
+{
+	SubTransactionId subid;
+	int			nlocks;
+	SessionLock *locks;
+} LockGuard;
+
+/* The guards of the run_as_enter() calls not yet left, innermost last (TopMemoryContext). */
+static List *lock_guards = NIL;
+
+/*
+ * The number of session-level holds of a lock this backend holds in some
+ * way: one more, taken without waiting (already held, it only counts), read
+ * from the local lock table, and given back.
+ */
+static int
+session_holds(const LOCKTAG *tag, LOCKMODE mode)
+{
+	LOCALLOCK  *local = NULL;
+	LockAcquireResult res = perpca_lock_acquire(tag, mode, true, true, &local);
+	int			holds = 0;
+
+	if (res == LOCKACQUIRE_NOT_AVAIL)
+		return 0;
+	for (int i = 0; local != NULL && i < local->numLockOwners; i++)
+		if (local->lockOwners[i].owner == NULL)
+			holds = (int) local->lockOwners[i].nLocks - 1;
+	(void) LockRelease(tag, mode, true);
+	return holds;
+}
+
+/*
+ * The session-level advisory locks of this backend (*nlocks), allocated in
+ * cxt; the lock manager's report on every backend's locks is read in a
+ * scratch context and freed.
+ */
+static SessionLock *
+session_locks(MemoryContext cxt, int *nlocks)
+{
+	MemoryContext scratch = AllocSetContextCreate(TopMemoryContext, "perpca session locks", ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(scratch);
+	LockData   *data = GetLockStatusData();
+	SessionLock *locks = NULL;
+	int			max = 0;
+
+	*nlocks = 0;
+	for (int i = 0; i < data->nelements; i++)
+	{
+		LockInstanceData *li = &data->locks[i];
+
+		if (li->pid != MyProcPid || li->locktag.locktag_type != LOCKTAG_ADVISORY)
+			continue;
+		for (LOCKMODE m = 1; m < MAX_LOCKMODES; m++)
+		{
+			int			holds = (li->holdMask & LOCKBIT_ON(m)) ? session_holds(&li->locktag, m) : 0;
+
+			if (holds == 0)
+				continue;
+			if (*nlocks == max)
+			{
+				max = Max(8, 2 * max);
+				locks = locks ? repalloc(locks, sizeof(SessionLock) * max)
+					: MemoryContextAlloc(cxt, sizeof(SessionLock) * max);
+			}
+			locks[(*nlocks)++] = (SessionLock) {li->locktag, m, holds};
+		}
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(scratch);
+	return locks;
+}
+
+/* Release every session-level hold of an advisory lock taken since guard was made. */
+static void
+guard_release(const LockGuard *guard)
+{
+	int			nlocks;
+	SessionLock *now = session_locks(CurrentMemoryContext, &nlocks);
+
+	for (int i = 0; i < nlocks; i++)
+	{
+		int			before = 0;
+
+		for (int j = 0; j < guard->nlocks; j++)
+			if (now[i].mode == guard->locks[j].mode &&
+				memcmp(&now[i].tag, &guard->locks[j].tag, sizeof(LOCKTAG)) == 0)
+				before = guard->locks[j].holds;
+		for (int k = before; k < now[i].holds; k++)
+			(void) LockRelease(&now[i].tag, now[i].mode, true);
+	}
+	if (now != NULL)
+		pfree(now);
+}
+
+static void
+guard_free(LockGuard *guard)
+{
+	lock_guards = list_delete_last(lock_guards);
+	if (guard->locks != NULL)
+		pfree(guard->locks);
+	pfree(guard);
+}
+
+/*
+ * A (sub)transaction that aborts ends the run_as_enter() calls made in it:
+ * what their owners' code locked for the session is released (the
+ * outermost guard's notes are the oldest).
+ */
+static void
+guard_abort(SubTransactionId subid)
+{
+	LockGuard  *outermost = NULL;
+	ListCell   *lc;
+
+	foreach(lc, lock_guards)
+	{
+		LockGuard  *guard = lfirst(lc);
+
+		if (guard->subid >= subid)
+		{
+			outermost = guard;
+			break;
+		}
+	}
+	if (outermost == NULL)
+		return;
+	guard_release(outermost);
+	while (llast(lock_guards) != outermost)
+		guard_free(llast(lock_guards));
+	guard_free(outermost);
+}
+
+static void
+guard_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	(void) parentSubid;
+	(void) arg;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		guard_abort(mySubid);
+}
+
+static void
+guard_xact_callback(XactEvent event, void *arg)
+{
+	(void) arg;
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		guard_abort(InvalidSubTransactionId);
+	else if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PREPARE)
+		while (lock_guards != NIL)
+			guard_free(llast(lock_guards));
+}
+
+/* Note the session's advisory locks before the owner's code runs. */
+static void
+guard_push(void)
+{
+	static bool registered = false;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	LockGuard  *guard = palloc(sizeof(LockGuard));
+
+	if (!registered)
+	{
+		RegisterXactCallback(guard_xact_callback, NULL);
+		RegisterSubXactCallback(guard_subxact_callback, NULL);
+		registered = true;
+	}
+	guard->subid = GetCurrentSubTransactionId();
+	guard->locks = session_locks(TopMemoryContext, &guard->nlocks);
+	lock_guards = lappend(lock_guards, guard);
+	MemoryContextSwitchTo(old);
+}
+
+/* After the owner's code: its session-level advisory locks released. */
+static void
+guard_pop(void)
+{
+	LockGuard  *guard = llast(lock_guards);
+
+	guard_release(guard);
+	guard_free(guard);
 }
 
 void
 run_as_enter(RunAs *ra, Oid role)
 {
 	run_as_check_role(role);
+	guard_push();
 	GetUserIdAndSecContext(&ra->save_userid, &ra->save_sec_context);
 	SetUserIdAndSecContext(role, ra->save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	ra->save_nestlevel = NewGUCNestLevel();
@@ -172,6 +395,7 @@ run_as_leave(RunAs *ra)
 {
 	AtEOXact_GUC(false, ra->save_nestlevel);
 	SetUserIdAndSecContext(ra->save_userid, ra->save_sec_context);
+	guard_pop();
 }
 
 bool
@@ -180,6 +404,7 @@ run_as_caught_call(Oid role, void (*fn) (void *arg), void *arg, ErrorData **edat
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	volatile bool ok = true;
+	int			caller_lock_timeout = LockTimeout;
 
 	run_as_check_role(role);
 	BeginInternalSubTransaction(NULL);
@@ -197,13 +422,16 @@ run_as_caught_call(Oid role, void (*fn) (void *arg), void *arg, ErrorData **edat
 	}
 	PG_CATCH();
 	{
+		bool		callers;
+
 		MemoryContextSwitchTo(cxt);
 		*edata = CopyErrorData();
 		FlushErrorState();
+		callers = caller_interrupted(*edata, caller_lock_timeout);
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
-		if (caller_interrupted(*edata))
+		if (callers)
 			ReThrowError(*edata);
 		ok = false;
 	}

@@ -29,18 +29,21 @@ typedef struct RunAs
  * Become role (the caller must have its privileges: 42501 otherwise) inside
  * a security-restricted operation, with search_path = pg_catalog, pg_temp
  * at a new GUC level, as ExecRefreshMatView does; an error undoes it with
- * the (sub)transaction.
+ * the (sub)transaction.  The session-level advisory locks the session holds
+ * are noted: run_as_leave(), or the abort of the (sub)transaction, releases
+ * every hold taken since.
  */
 extern void run_as_enter(RunAs *ra, Oid role);
 
-/* Back to the caller. */
+/* Back to the caller, without the session-level advisory locks the role's code took. */
 extern void run_as_leave(RunAs *ra);
 
 /*
  * fn(arg) as role (run_as_enter) in a subtransaction: true when it
  * returned; false when it raised, with the error in *edata (rolled back),
  * unless the error is an interrupt of the caller's statement (a cancel, a
- * statement or lock timeout), which is raised again.
+ * statement timeout, a lock timeout of the caller's own lock_timeout),
+ * which is raised again.
  */
 extern bool run_as_caught_call(Oid role, void (*fn) (void *arg), void *arg, ErrorData **edata);
 

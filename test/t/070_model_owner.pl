@@ -12,6 +12,14 @@
 #    as the superuser).  A non-owner's refresh fails with 42501.
 # 3. A replace or a personalize of another role's model by a superuser also
 #    writes as the owner (the owner's trigger sees the owner).
+# 4. What the owner's code does ends with the refresh: with on_error =>
+#    'record', an owner's trigger on the history that raises fails the
+#    refresh, which is recorded (or, when the history refuses that row too,
+#    said in the WARNING), and the superuser's batch goes on; a lock_timeout
+#    the owner's code sets is her failure, the caller's own lock_timeout
+#    stops the caller (55P03); session-level advisory locks the owner's code
+#    takes are released when it ends (fitted, failed, raised, or a replace),
+#    and a lock the caller holds keeps its own count.
 use strict;
 use warnings;
 
@@ -236,6 +244,162 @@ CREATE VIEW alice.m_info AS SELECT * FROM alice.m_info_real;
 SELECT * FROM perpca_refresh('alice.m');
 });
 like($err, qr/42809: model "alice.m" is not stored in plain tables/, 'a view as <model>_info is refused (42809)');
+
+# ---- 4. what the owner's code does ends with the refresh -----------------------
+# alice's model h reads her rows through her function gate(), which does what
+# alice.switch says: take session-level advisory locks (4242 on every row,
+# 4243 shared, and 4244, which the caller already holds once), then raise or
+# not; or wait for a table with a lock_timeout of her own.  Her trigger on
+# the model's history refuses fitted rows, or every row.
+$node->safe_psql('postgres', q{
+CREATE TABLE alice.switch (mode text);
+INSERT INTO alice.switch VALUES ('ok');
+CREATE TABLE alice.lockme (i int);
+CREATE FUNCTION alice.gate() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    m text := (SELECT s.mode FROM alice.switch s);
+BEGIN
+    IF m LIKE 'advisory%' THEN
+        PERFORM pg_advisory_lock(4242);
+        PERFORM pg_advisory_lock_shared(4243);
+        PERFORM pg_advisory_lock(4244);
+        IF m = 'advisory, raise' THEN
+            RAISE EXCEPTION 'raised after locking';
+        END IF;
+    ELSIF m = 'own lock_timeout' THEN
+        PERFORM set_config('lock_timeout', '100ms', true);
+        PERFORM count(*) FROM alice.lockme;
+    END IF;
+    RETURN true;
+END $$;
+SELECT model_name FROM perpca_train('alice.h', 'SELECT client, perpca_stats(x) FROM alice.rows WHERE alice.gate() GROUP BY client', 1, 1);
+CREATE FUNCTION alice.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    m text := (SELECT s.mode FROM alice.switch s);
+BEGIN
+    IF m = 'refuse all' OR (m = 'refuse fitted' AND NEW.outcome = 'fitted') THEN
+        RAISE EXCEPTION 'the history refuses %', NEW.outcome;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON alice.h_history FOR EACH ROW EXECUTE FUNCTION alice.refuse();
+}, extra_params => [ '-U', 'alice' ]);
+
+sub switch_to
+{
+	my ($mode) = @_;
+	$node->safe_psql('postgres', "UPDATE alice.switch SET mode = '$mode'", extra_params => [ '-U', 'alice' ]);
+}
+my $h_state = q{SELECT (SELECT version FROM alice.h_info) || ' ' || (SELECT count(*) FROM perpca_model_history('alice.h'))};
+my $batch = q{
+BEGIN;
+SELECT outcome, warning FROM perpca_refresh('alice.h', warm => false, on_error => 'record');
+SELECT outcome FROM perpca_refresh('six', warm => false, on_error => 'record');
+COMMIT;
+};
+
+# A history that refuses the refresh's row fails the refresh, which is
+# recorded, and the superuser's batch goes on.
+switch_to('refuse fitted');
+my $before = $node->safe_psql('postgres', $h_state);
+($rc, $out, $err) = $node->psql('postgres', $batch);
+is($rc, 0, 'a history trigger that raises does not stop the superuser\'s batch (on_error => record)') or diag($err);
+is($out, "failed|failed: P0001: the history refuses fitted\nfitted",
+	'the refresh fails with the trigger\'s error, and the next model refreshes');
+like($err, qr/WARNING:  refresh of model "alice.h" failed: the history refuses fitted/, 'with a WARNING');
+is($node->safe_psql('postgres', q{SELECT outcome, warning FROM perpca_model_history('alice.h') ORDER BY entry DESC LIMIT 1}),
+	'failed|failed: P0001: the history refuses fitted', 'the failure is in the history');
+my ($version, $entries) = split / /, $before;
+is($node->safe_psql('postgres', $h_state), $version . ' ' . ($entries + 1), 'the model is unchanged, one row more in its history');
+
+# A history that refuses every row: the outcome is returned and said in the WARNING.
+switch_to('refuse all');
+$before = $node->safe_psql('postgres', $h_state);
+($rc, $out, $err) = $node->psql('postgres', $batch);
+is($rc, 0, 'a history that cannot be written does not stop the batch either') or diag($err);
+is($out, "failed|failed: P0001: the history refuses fitted\nfitted", 'the refresh\'s outcome is returned');
+like($err, qr/WARNING:  refresh of model "alice.h" failed: the history refuses fitted\n.*its history could not be written either: the history refuses failed \(SQLSTATE P0001\)/s,
+	'the WARNING says the history could not be written');
+is($node->safe_psql('postgres', $h_state), $before, 'nothing changed');
+($rc, $out, $err) = $node->psql('postgres', q{SELECT outcome FROM perpca_refresh('alice.h', warm => false)});
+like($err, qr/ERROR:  the history refuses fitted/, 'without on_error => record, the trigger\'s error is the caller\'s');
+
+# Lock timeouts: the owner's own is recorded; the caller's stops the caller.
+my $bg = $node->background_psql('postgres');
+$bg->query_safe('BEGIN');
+$bg->query_safe('LOCK TABLE alice.lockme IN ACCESS EXCLUSIVE MODE');
+switch_to('own lock_timeout');
+$before = $node->safe_psql('postgres', $h_state);
+is($node->safe_psql('postgres', q{SELECT outcome, warning FROM perpca_refresh('alice.h', warm => false, on_error => 'record')}),
+	'failed|failed: 55P03: canceling statement due to lock timeout',
+	'a lock_timeout set by the owner\'s code is recorded as the refresh\'s failure');
+switch_to('ok');
+$bg->query_safe('LOCK TABLE alice.rows IN ACCESS EXCLUSIVE MODE');
+$before = $node->safe_psql('postgres', $h_state);
+($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n" . q{
+SET lock_timeout = '200ms';
+SELECT outcome FROM perpca_refresh('alice.h', warm => false, on_error => 'record');
+});
+like($err, qr/ERROR:  55P03: canceling statement due to lock timeout/,
+	'the caller\'s own lock_timeout stops the caller, even with on_error => record');
+is($out, '', 'no row is returned');
+is($node->safe_psql('postgres', $h_state), $before, 'and nothing is recorded for it');
+$bg->query_safe('COMMIT');
+$bg->quit;
+
+# Session-level advisory locks taken by the owner's code end with the refresh,
+# whether it fitted, failed and was recorded, or raised; the caller's own
+# lock on 4244 stays, held once.
+my $locks = q{SELECT coalesce(string_agg(objid || ' ' || mode, ', ' ORDER BY objid, mode), 'none') FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()};
+switch_to('advisory');
+is($node->safe_psql('postgres', qq{
+SELECT pg_advisory_lock(4244);
+SELECT outcome FROM perpca_refresh('alice.h', warm => false, on_error => 'record');
+$locks;
+SELECT pg_advisory_unlock(4244);
+$locks;
+}), "\nfitted\n4244 ExclusiveLock\nt\nnone", 'a refresh that fitted leaves none of the owner\'s advisory locks');
+switch_to('advisory, raise');
+is($node->safe_psql('postgres', qq{
+SELECT pg_advisory_lock(4244);
+SELECT outcome FROM perpca_refresh('alice.h', warm => false, on_error => 'record');
+$locks;
+SELECT pg_advisory_unlock(4244);
+$locks;
+}), "\nfailed\n4244 ExclusiveLock\nt\nnone", 'nor one that failed and was recorded');
+($rc, $out, $err) = $node->psql('postgres', qq{
+SELECT pg_advisory_lock(4244);
+SELECT outcome FROM perpca_refresh('alice.h', warm => false);
+$locks;
+DO \$\$ BEGIN PERFORM perpca_refresh('alice.h', warm => false); EXCEPTION WHEN raise_exception THEN NULL; END \$\$;
+$locks;
+SELECT pg_advisory_unlock(4244);
+$locks;
+}, on_error_stop => 0);
+like($err, qr/ERROR:  raised after locking/, 'the owner\'s error stops a refresh without on_error => record');
+is($out, "\n4244 ExclusiveLock\n4244 ExclusiveLock\nt\nnone",
+	'nor one that raised, in the caller\'s transaction or in a subtransaction of it');
+
+# The same for a superuser's replace of alice's model, which runs her query
+# as her: whether it succeeds, or fails and ends the caller's transaction.
+my $replace = q{SELECT model_name FROM perpca_train('alice.h', 'SELECT client, perpca_stats(x) FROM alice.rows WHERE alice.gate() GROUP BY client', 1, 1, replace => true)};
+($rc, $out, $err) = $node->psql('postgres', qq{
+SELECT pg_advisory_lock(4244);
+$replace;
+$locks;
+SELECT pg_advisory_unlock(4244);
+$locks;
+}, on_error_stop => 0);
+like($err, qr/ERROR:  raised after locking/, 'the replace fails with the owner\'s error');
+is($out, "\n4244 ExclusiveLock\nt\nnone", 'and leaves none of her advisory locks');
+switch_to('advisory');
+is($node->safe_psql('postgres', qq{
+SELECT pg_advisory_lock(4244);
+$replace;
+$locks;
+SELECT pg_advisory_unlock(4244);
+$locks;
+}), "\nh\n4244 ExclusiveLock\nt\nnone", 'nor does a replace that succeeds');
 
 $node->stop;
 done_testing();
