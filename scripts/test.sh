@@ -53,13 +53,13 @@ for v in $VERSIONS; do [[ "$v" =~ ^(15|17|18)$ ]] || die "--pg: PostgreSQL $v is
 # from any session, lock orders, pg_cron).  The others test perpca's own code
 # (numerics, memory, cancel, crash recovery, federated fits, the README's
 # example), the same on every server.
-VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_bound_query|076_escalation|077_internal_execute|085_isolation|900_pg_cron|910_maintenance_cron)$'
+VERSION_TAP='^(001_dump_restore|010_fdw_shards|045_citus|047_pgvector|065_upgrade|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_bound_query|076_escalation|076_planted_casts|077_internal_execute|085_isolation|900_pg_cron|910_maintenance_cron)$'
 # The TAP files that drive perpca's C code along paths pg_regress does not:
 # binary send/receive (001), partial aggregates over postgres_fdw (010),
 # concurrent sessions and locks (020, 070, 085), a killed server (030), the
 # federated fit's libpq client (040), cancels (050, 060), refreshes as the
 # owner, hostile objects met by the C readers (075, 076), fuzzing (080).
-SANITIZE_TAP='^(001_dump_restore|010_fdw_shards|020_concurrency|030_crash|040_federated|050_cancel|060_rank_progress|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_escalation|080_stats_fuzz|085_isolation)$'
+SANITIZE_TAP='^(001_dump_restore|010_fdw_shards|020_concurrency|030_crash|040_federated|050_cancel|060_rank_progress|070_model_owner|075_hostile_schema|075_refresh_anywhere|076_escalation|076_planted_casts|080_stats_fuzz|085_isolation)$'
 
 ROOT=0
 [ "$(id -u)" -eq 0 ] && ROOT=1
