@@ -47,7 +47,7 @@ CREATE OR REPLACE FUNCTION perpca_clusters(model text, k int DEFAULT NULL)
 RETURNS TABLE (client text, cluster int, distance_to_center float8)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_clusters(text, int) IS
-    'spectral clustering of the clients by their local subspaces, as the paper does: affinity 1 - rho/2 (rho as perpca_similarity), the top k eigenvectors of D^-1/2 A D^-1/2 divided by sqrt(D), k-means with a fixed seed (the same clusters on every call), clusters numbered by their first client (bytewise); distance_to_center is the client''s distance to its cluster''s centre in that embedding; k NULL: the largest eigengap among k = 2 .. 20, named in a NOTICE';
+    'spectral clustering of the clients by their local subspaces, as the paper does: affinity 1 - rho/2 (rho as perpca_similarity), the top k eigenvectors of D^-1/2 A D^-1/2 divided by sqrt(D), k-means with a fixed seed (the same clusters on every call), clusters numbered by their first client (bytewise); distance_to_center is the client''s distance to its cluster''s centre in that embedding; k NULL: the largest eigengap among k = 2 .. 20, named in a NOTICE, or one cluster when that split is no cluster structure (mu_k <= 0 or (1 - mu_k+1) / (1 - mu_k) < 1.3), with a NOTICE saying so';
 
 -- A model's history (src/model_history.c reads <model>_history, written by
 -- perpca_train and perpca_refresh through perpca_internal.history_append).
