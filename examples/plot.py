@@ -110,7 +110,7 @@ def digits_clusters(cur, out):
     B = -0.5 * J @ D @ J
     w, V = np.linalg.eigh(B)
     X = V[:, ::-1][:, :2] * np.sqrt(np.maximum(w[::-1][:2], 0))
-    cl = dict(rows(cur, "SELECT client::int, cluster FROM perpca_clusters('digits.model')"))
+    cl = dict(rows(cur, "SELECT client::int, cluster FROM perpca_clusters('digits.model', 3)"))
     fig, ax = plt.subplots(figsize=(3.6, 3.1))
     colors = plt.get_cmap("tab10")
     for digit in range(10):
@@ -118,7 +118,7 @@ def digits_clusters(cur, out):
         ax.annotate(str(digit), X[digit], ha="center", va="center", fontsize=9, color="white")
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title("Digits by local subspace: MDS of rho,\ncolour = perpca_clusters (k by eigengap)", fontsize=9)
+    ax.set_title("Digits by local subspace: MDS of rho,\ncolour = perpca_clusters (k = 3)", fontsize=9)
     save(fig, out, "digits_clusters.png")
 
 

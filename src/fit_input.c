@@ -261,9 +261,12 @@ duplicate_key(const ClientInput *in, int n)
 	return dup;
 }
 
-/* The checks of one client: the common dimension d of the first client, rows, room for its ranks. */
+/*
+ * The checks of one client: the common dimension d, that of client first
+ * (only_dimension: that alone), rows, room for its ranks.
+ */
 static void
-client_check(const ClientInput *c, const ClientInput *first, int d, int n_global)
+client_check(const ClientInput *c, const ClientInput *first, int d, int n_global, bool only_dimension)
 {
 	if (c->stats->dim != d)
 		ereport(ERROR,
@@ -272,6 +275,8 @@ client_check(const ClientInput *c, const ClientInput *first, int d, int n_global
 						c->name, c->stats->dim, d),
 				 errdetail("All clients must have the same dimension (that of client \"%s\").",
 						   first->name)));
+	if (only_dimension)
+		return;
 	if (c->stats->n <= 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
@@ -289,16 +294,30 @@ client_check(const ClientInput *c, const ClientInput *first, int d, int n_global
 }
 
 /*
- * The checks every fit's input gets before any arithmetic: clients, rows, one
- * common dimension within the limit, unique keys, and room for n_global +
- * r2_i components (in 64-bit arithmetic: ranks cannot overflow).
+ * The checks every fit's input gets before any arithmetic: clients, one
+ * common dimension within the limit (most clients' dimension; every
+ * client's checked before anything else of any client, so a client of
+ * another dimension is named as such whatever the order of the keys), rows,
+ * unique keys, and room for n_global + r2_i components (in 64-bit
+ * arithmetic: ranks cannot overflow).
  */
 void
 clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 {
-	int			d = n > 0 ? in[0].stats->dim : 0;
+	int			d = n > 0 ? in[0].stats->dim : 0,
+				votes = 0,
+				ref = 0;
 	const char *dup;
 
+	/* the common dimension: most clients' (a majority vote), so the error names the odd one */
+	for (int i = 0; i < n; i++)
+	{
+		if (votes == 0)
+			d = in[i].stats->dim;
+		votes += in[i].stats->dim == d ? 1 : -1;
+	}
+	while (ref < n && in[ref].stats->dim != d)
+		ref++;
 	if (n == 0 && need_clients)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
@@ -306,8 +325,11 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 				 errhint("A fit needs at least one (client, perpca_stats) row.")));
 	if (n > 0)
 		perpca_check_dim_limit(d);
+	/* every dimension first: a client of another dimension is 2202E, whichever key sorts first */
 	for (int i = 0; i < n; i++)
-		client_check(&in[i], &in[0], d, n_global);
+		client_check(&in[i], &in[ref], d, n_global, true);
+	for (int i = 0; i < n; i++)
+		client_check(&in[i], &in[ref], d, n_global, false);
 	if ((dup = duplicate_key(in, n)) != NULL)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DUPLICATE_CLIENT),

@@ -492,7 +492,7 @@ search_why_end(FitDiagnostics *diag)
 	size_t		used = strlen(diag->stop);
 
 	snprintf(diag->stop + used, sizeof(diag->stop) - used, "; the chosen run (%s): %s%s",
-			 won->name, fit_end_names[won->ended],
+			 won->name, fit_run_end_name(won),
 			 won->ended == FIT_END_FLAT ? " (the objective stopped gaining while U moves among nearly equal directions)" : "");
 }
 

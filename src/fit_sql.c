@@ -467,7 +467,7 @@ perpca_last_fit_starts(PG_FUNCTION_ARGS)
 		values[4] = BoolGetDatum(j == l->chosen);
 		nulls[5] = l->starts[j].basin < 0;
 		values[5] = Int32GetDatum(l->starts[j].basin + 1);
-		values[6] = CStringGetTextDatum(fit_end_names[l->starts[j].ended]);
+		values[6] = CStringGetTextDatum(fit_run_end_name(&l->starts[j]));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

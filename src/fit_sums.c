@@ -23,6 +23,20 @@ const char *const fit_end_names[] = {
 	[FIT_END_NONE] = "not run"
 };
 
+/*
+ * The name of how run r ended.  A run that stalled (no step changes the
+ * objective above rounding) with its gradient within what the arithmetic
+ * resolves counts as converged (solver_lbfgs.c), and says so: "stalled" is
+ * kept for the runs that stopped short.
+ */
+const char *
+fit_run_end_name(const FitStartReport *r)
+{
+	if (r->ended == FIT_END_STALLED && r->converged)
+		return "converged to rounding";
+	return fit_end_names[r->ended];
+}
+
 FitSums *
 fit_sums_create(int d, int r1)
 {

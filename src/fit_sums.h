@@ -10,6 +10,8 @@
 
 /* How a run ended, in words (FitEnd). */
 extern const char *const fit_end_names[];
+/* How run r ended, in words: a stall within the tolerance the arithmetic allows is a convergence. */
+extern const char *fit_run_end_name(const FitStartReport *r);
 
 /* Allocate the sums for d x r1 (zeroed). */
 extern FitSums *fit_sums_create(int d, int r1);

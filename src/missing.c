@@ -71,6 +71,28 @@ missing_arg(FunctionCallInfo fcinfo, int argno)
 int
 missing_read_row(ArrayType *a, PerpcaMissing mode, int *d, const double **x, const bool **obs)
 {
+	return missing_read_client_row(NULL, a, mode, NULL, OBSERVED_HINT, d, x, obs);
+}
+
+/* The error of element j (of d) of a row under missing => 'error', naming the row's client when known. */
+static pg_noreturn void
+row_gap_error(int j, int d, bool isnull, double v, const char *client, const char *hint)
+{
+	const char *kind = isnull ? "NULL" : isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+
+	if (client == NULL)
+		perpca_row_element_error("x", j, d, isnull, v, hint);
+	ereport(ERROR,
+			(errcode(isnull ? PERPCA_ERRCODE_NULL : PERPCA_ERRCODE_BAD_VALUE),
+			 errmsg("x element %d of %d is %s, in the row of client \"%s\"", j + 1, d, kind, client),
+			 errhint("%s", hint)));
+}
+
+int
+missing_read_client_row(FunctionCallInfo fcinfo, ArrayType *a, PerpcaMissing mode,
+						MissingRowClient client, const char *hint, int *d, const double **x,
+						const bool **obs)
+{
 	const double *data = perpca_vector_shape_nulls(a, d, "x");
 	const bits8 *bitmap = ARR_NULLBITMAP(a);
 	double	   *buf;
@@ -92,7 +114,7 @@ missing_read_row(ArrayType *a, PerpcaMissing mode, int *d, const double **x, con
 		double		v = isnull ? 0.0 : *data++;
 
 		if (mode == PERPCA_MISSING_ERROR && (isnull || !isfinite(v)))
-			perpca_row_element_error("x", j, *d, isnull, v, OBSERVED_HINT);
+			row_gap_error(j, *d, isnull, v, client ? client(fcinfo) : NULL, hint);
 		seen[j] = !isnull && isfinite(v);
 		buf[j] = seen[j] ? v : 0.0;
 		nobs += seen[j];

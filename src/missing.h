@@ -28,6 +28,18 @@ extern PerpcaMissing missing_arg(FunctionCallInfo fcinfo, int argno);
 extern int	missing_read_row(ArrayType *a, PerpcaMissing mode, int *d, const double **x,
 							 const bool **obs);
 
+/* The key of the client whose row a call reads (NULL: not known), asked for only when the row is in error. */
+typedef const char *(*MissingRowClient) (FunctionCallInfo fcinfo);
+
+/*
+ * missing_read_row for a row function whose call names a client: under
+ * 'error' the error names the client (client(fcinfo); client NULL: none)
+ * and its hint is hint (the options the calling function takes).
+ */
+extern int	missing_read_client_row(FunctionCallInfo fcinfo, ArrayType *a, PerpcaMissing mode,
+									MissingRowClient client, const char *hint, int *d,
+									const double **x, const bool **obs);
+
 /*
  * The posterior mean z (r1 + r2 values, r2 = 0 for c NULL) of the scores of
  * y (standardized units; the values where obs is false are not read; obs

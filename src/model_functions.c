@@ -50,6 +50,7 @@
 #include "model_lock.h"
 #include "model_read.h"
 #include "perpca.h"
+#include "stats.h"
 
 PG_FUNCTION_INFO_V1(perpca_model_name_parts);
 PG_FUNCTION_INFO_V1(perpca_model_name_rule);
@@ -308,6 +309,22 @@ perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op, const double *x, int d
 }
 
 /*
+ * The key of the call's client, for the error of a row with a gap: the
+ * client's stored name, or the key itself when the call passes it as text.
+ */
+static const char *
+row_client_name(FunctionCallInfo fcinfo)
+{
+	const ModelClient *c = model_client(fcinfo, model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL)));
+
+	if (c != NULL)
+		return c->name;
+	if (get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT) == TEXTOID)
+		return text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
+	return NULL;
+}
+
+/*
  * The float8[] row argument read under the call's missing option: its
  * values (0 at the gaps), its dimension and its gaps.
  */
@@ -317,7 +334,8 @@ model_row_arg(FunctionCallInfo fcinfo, int *d, RowGaps *g)
 	PerpcaMissing mode = missing_arg(fcinfo, ARG_MISSING);
 	const double *x;
 
-	g->nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), mode, d, &x, &g->obs);
+	g->nobs = missing_read_client_row(fcinfo, PG_GETARG_ARRAYTYPE_P(ARG_X), mode, row_client_name,
+									  PERPCA_OBSERVED_HINT, d, &x, &g->obs);
 	g->posterior = mode == PERPCA_MISSING_OBSERVED;
 	g->impute = false;
 	g->skip = mode == PERPCA_MISSING_SKIP && g->obs != NULL;

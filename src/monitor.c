@@ -53,6 +53,7 @@
 
 #include "error_kinds.h"
 #include "linalg.h"
+#include "missing.h"
 #include "model_bind.h"
 #include "perpca.h"
 #include "quantiles.h"
@@ -263,8 +264,13 @@ q_limit(const double *theta, double a)
  */
 
 #define ARG_MODEL 0
+#define ARG_CLIENT 1
 #define ARG_X 2
 #define ARG_ALPHA 3
+#define ARG_MISSING 4
+
+/* The hint of a row with a gap under missing => 'error'. */
+#define MONITOR_MISSING_HINT "Pass missing => 'skip' to return NULL for a row with a NULL, NaN or infinite element (counted in one NOTICE); perpca_model_impute() fills the gaps."
 
 /* The monitor statistics of one row. */
 typedef struct MonitorRow
@@ -453,9 +459,43 @@ monitor_result(FunctionCallInfo fcinfo, MonitorRow r)
 	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 
+/* The key of the call's client, for the error of a row with a gap (as model_functions.c's). */
+static const char *
+monitor_client_name(FunctionCallInfo fcinfo)
+{
+	const ModelClient *c = model_bound_client(fcinfo,
+											  model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL)), false);
+
+	if (c != NULL)
+		return c->name;
+	if (get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT) == TEXTOID)
+		return text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
+	return NULL;
+}
+
+/* The checked alpha and missing arguments; missing => 'observed' is refused. */
+static PerpcaMissing
+monitor_args(FunctionCallInfo fcinfo, double alpha)
+{
+	PerpcaMissing mode = missing_arg(fcinfo, ARG_MISSING);
+
+	if (!(alpha > 0.0 && alpha < 1.0))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("alpha must be between 0 and 1 (exclusive), got %g", alpha),
+				 errhint("alpha is the false-alarm rate of out_of_control, for example 0.01.")));
+	if (mode == PERPCA_MISSING_OBSERVED)
+		row_missing_refuse(mode, "perpca_model_monitor",
+						   "T^2, Q and their limits are those of complete rows.",
+						   "Pass missing => 'skip' to return NULL for a row with a gap (counted in one NOTICE), or fill the gaps first (perpca_model_impute).");
+	return mode;
+}
+
 /*
- * perpca_model_monitor(model, client, x, alpha DEFAULT 0.01, OUT t2, OUT
- * t2_limit, OUT q, OUT q_limit, OUT out_of_control)
+ * perpca_model_monitor(model, client, x, alpha DEFAULT 0.01, missing DEFAULT
+ * 'error', OUT t2, OUT t2_limit, OUT q, OUT q_limit, OUT out_of_control):
+ * under missing => 'skip' a row with a gap is NULL, counted as the other row
+ * functions count it.
  */
 Datum
 perpca_model_monitor(PG_FUNCTION_ARGS)
@@ -463,21 +503,24 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
 	const ModelData *m = model_bound_data(b);
 	double		alpha = PG_GETARG_FLOAT8(ARG_ALPHA);
+	PerpcaMissing mode = monitor_args(fcinfo, alpha);
 	const ModelClient *c;
 	const double *x;
+	const bool *obs;
 	int			d;
 	double	   *y,
 			   *t;
 
-	if (!(alpha > 0.0 && alpha < 1.0))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
-				 errmsg("alpha must be between 0 and 1 (exclusive), got %g", alpha),
-				 errhint("alpha is the false-alarm rate of out_of_control, for example 0.01.")));
 	c = model_bound_client(fcinfo, b, false);
-	x = perpca_vector_arg(PG_GETARG_ARRAYTYPE_P(ARG_X), &d, "x");
+	(void) missing_read_client_row(fcinfo, PG_GETARG_ARRAYTYPE_P(ARG_X), mode, monitor_client_name,
+								   MONITOR_MISSING_HINT, &d, &x, &obs);
 	if (d != m->d)
 		perpca_dim_mismatch(m->d, d, "x");
+	if (obs != NULL)
+	{
+		missing_skip_row(fcinfo, model_bound_too_few(b));
+		PG_RETURN_NULL();
+	}
 	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL || c->mean == NULL) &&
 		m->r1 + c->r2 > 0)
 		ereport(ERROR,

@@ -408,13 +408,17 @@ scan_settings(FunctionCallInfo fcinfo, RankScan *scan, double *holdout)
 				 errhint("Pass NULL for the error rule (within).")));
 }
 
-/* Show the pair being fitted in pg_stat_activity.application_name (reset with the transaction). */
+/*
+ * Show the pair being fitted in pg_stat_activity.application_name (reset
+ * with the transaction), and in a message: a NOTICE with verbose, else at
+ * DEBUG1 (progress is not news).
+ */
 static void
-show_pair(int k, int n, const RankPair *p)
+show_pair(int k, int n, const RankPair *p, bool verbose)
 {
 	char	   *name = psprintf("perpca_choose_ranks %d/%d: n_global %d, n_local %d", k, n, p->g, p->l);
 
-	ereport(NOTICE,
+	ereport(verbose ? NOTICE : DEBUG1,
 			(errmsg("perpca_choose_ranks: fitting pair %d/%d (n_global %d, n_local %d)", k, n, p->g, p->l)));
 	(void) set_config_option("application_name", name, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
@@ -575,7 +579,7 @@ fit_pairs(RankPair *pairs, int npairs, int nfit, const RankData *data, FitOption
 
 		if (pairs[i].left_out)
 			continue;
-		show_pair(++k, nfit, &pairs[i]);
+		show_pair(++k, nfit, &pairs[i], opts->verbose);
 		perpca_report_phase("perpca_choose_ranks: pair %d/%d (n_global %d, n_local %d)",
 							k, nfit, pairs[i].g, pairs[i].l);
 		INSTR_TIME_SET_CURRENT(start);

@@ -39,6 +39,8 @@
 #include <limits.h>
 #include <math.h>
 
+#include "lib/stringinfo.h"
+
 #include "ranks_rule.h"
 
 /* A pair explains "clearly more" than chance when its ratio is this many times (n_global + n_local) / d. */
@@ -219,6 +221,45 @@ note_pair(const RankPair *pairs, int n, int i, int r, const RankScan *scan)
 	return why;
 }
 
+/*
+ * What the recommended pair r's note adds when r sits on an edge of the grid
+ * (the largest or smallest n_global or n_local of the grid's pairs), or
+ * NULL: a pair beyond that edge was not measured and might be chosen.
+ * Larger pairs count only while one more component leaves a dimension to
+ * measure (n_global + n_local + 1 < d); smaller ones while above 0.
+ */
+static char *
+note_edge(const RankPair *pairs, int n, const RankPair *r, const RankScan *scan)
+{
+	int			gmin = INT_MAX,
+				gmax = -1,
+				lmin = INT_MAX,
+				lmax = -1;
+	bool		larger = size_of(r) + 1 < scan->d;
+	StringInfoData buf;
+
+	for (int i = 0; i < n; i++)
+	{
+		gmin = Min(gmin, pairs[i].g);
+		gmax = Max(gmax, pairs[i].g);
+		lmin = Min(lmin, pairs[i].l);
+		lmax = Max(lmax, pairs[i].l);
+	}
+	initStringInfo(&buf);
+	if (larger && r->g == gmax)
+		appendStringInfo(&buf, ", global_ranks above %d", gmax);
+	if (larger && r->l == lmax)
+		appendStringInfo(&buf, ", local_ranks above %d", lmax);
+	if (r->g == gmin && gmin > 0 && gmin < gmax)
+		appendStringInfo(&buf, ", global_ranks below %d", gmin);
+	if (r->l == lmin && lmin > 0 && lmin < lmax)
+		appendStringInfo(&buf, ", local_ranks below %d", lmin);
+	if (buf.len == 0)
+		return NULL;
+	return psprintf("on the edge of the grid: widen it (%s) and call again, a pair beyond the edge was not measured",
+					buf.data + 2);
+}
+
 /* ------------------------------------------------------------------------
  * The recommendation
  * ------------------------------------------------------------------------
@@ -293,6 +334,12 @@ ranks_recommend(RankPair *pairs, int n, RankScan *scan)
 	for (int i = 0; i < n; i++)
 		pairs[i].note = note_pair(pairs, n, i, r, scan);
 	if (r >= 0)
+	{
+		char	   *edge = note_edge(pairs, n, &pairs[r], scan);
+
+		if (edge != NULL)
+			pairs[r].note = psprintf("%s; %s", pairs[r].note, edge);
 		notice_edge(&pairs[r], scan, lo, hi);
+	}
 	return r;
 }

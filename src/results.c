@@ -22,7 +22,10 @@
  * (bytewise).  With k NULL, k is the one with the largest gap
  * mu_k - mu_{k+1} among the top eigenvalues mu of D^-1/2 A D^-1/2, for
  * 2 <= k <= 20 (mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are
- * not perfectly apart, so k = 1 would win too often).
+ * not perfectly apart, so k = 1 would win too often); then one cluster, "no
+ * cluster structure", unless that split's clients are more alike within
+ * than across and the gap is large in the Laplacian's terms
+ * (clusters_eigengap_k).
  */
 #include "postgres.h"
 
@@ -48,6 +51,11 @@ PG_FUNCTION_INFO_V1(perpca_clusters);
 #define CLUSTERS_MAX_CLIENTS 5000
 /* The largest k the eigengap rule considers. */
 #define CLUSTERS_MAX_AUTO_K 20
+/*
+ * The least lambda_{k+1} / lambda_k (lambda = 1 - mu) that counts as cluster
+ * structure, tuned on generated clients (test/fixtures/gen_clusters.py).
+ */
+#define CLUSTERS_MIN_RATIO 1.3
 #define KMEANS_RUNS 10
 #define KMEANS_ITER 300
 /* Features listed by perpca_component_info's top_features. */
@@ -526,11 +534,40 @@ clusters_args(FunctionCallInfo fcinfo, const ModelData *m, bool chosen)
 	return k;
 }
 
-/* k by the largest eigengap among the top eigenvalues (descending) of the normalized affinity; a NOTICE says so. */
+/* No cluster structure: one cluster, and a NOTICE with the figure that decided it. */
+static int
+clusters_no_structure(int k, double mu_k, double ratio)
+{
+	ereport(NOTICE,
+			(mu_k <= 0.0 ?
+			 errmsg("perpca_clusters: no cluster structure (the best split's mu_k = %.3g <= 0), one cluster",
+					mu_k) :
+			 errmsg("perpca_clusters: no cluster structure (the best split's (1 - mu_k+1) / (1 - mu_k) = %.3g < %.2g), one cluster",
+					ratio, CLUSTERS_MIN_RATIO),
+			 errdetail("The best split is k = %d, by the largest eigengap of the normalized affinity D^-1/2 A D^-1/2; "
+					   "clusters need mu_k > 0 and (1 - mu_k+1) / (1 - mu_k) >= %.2g, it has mu_%d = %.3g and %.3g.",
+					   k, CLUSTERS_MIN_RATIO, k, mu_k, ratio),
+			 errhint("Pass k to split the clients anyway.")));
+	return 1;
+}
+
+/*
+ * k by the largest eigengap among the top eigenvalues (descending) of the
+ * normalized affinity, or 1 when that gap is no cluster structure; a NOTICE
+ * says which, with the figures that decided it.  In terms of the normalized
+ * Laplacian's eigenvalues lambda = 1 - mu, k clusters apart from each other
+ * make lambda_1 .. lambda_k small and lambda_{k+1} large (the structure
+ * condition of Peng, Sun and Zanetti is lambda_{k+1} / lambda_k large), and
+ * exchangeable clients give lambda_2 = ... = lambda_n = n / (n - 1), a
+ * ratio of 1.  So the best split is kept only when mu_k > 0 (its clients
+ * are more alike within than across the split) and lambda_{k+1} / lambda_k
+ * >= CLUSTERS_MIN_RATIO.
+ */
 static int
 clusters_eigengap_k(const double *values, int top, int n)
 {
-	double		gap = -1.0;
+	double		gap = -1.0,
+				ratio;
 	int			k;
 
 	/* k >= 2: mu_1 = 1 always, and 1 - mu_2 is large whenever clusters are not perfectly apart */
@@ -541,11 +578,23 @@ clusters_eigengap_k(const double *values, int top, int n)
 			gap = values[j] - values[j + 1];
 			k = j + 1;
 		}
+	if (n < 3)
+	{
+		ereport(NOTICE,
+				(errmsg("perpca_clusters: no cluster structure, one cluster"),
+				 errdetail("Clusters are chosen among 3 or more clients; the model has %d.", n),
+				 errhint("Pass k to split the clients anyway.")));
+		return 1;
+	}
+	ratio = (1.0 - values[k]) / Max(1.0 - values[k - 1], 1e-12);
+	if (values[k - 1] <= 0.0 || ratio < CLUSTERS_MIN_RATIO)
+		return clusters_no_structure(k, values[k - 1], ratio);
 	ereport(NOTICE,
 			(errmsg("perpca_clusters: k = %d, chosen by the largest eigengap (mu_%d - mu_%d = %.3g)",
-					k, k, k + 1, gap > 0 ? gap : 0.0),
-			 errdetail("The eigenvalues mu of the normalized affinity D^-1/2 A D^-1/2 were compared for k = 2 .. %d.",
-					   Max(top - 1, 2))));
+					k, k, k + 1, gap),
+			 errdetail("The eigenvalues mu of the normalized affinity D^-1/2 A D^-1/2 were compared for k = 2 .. %d; "
+					   "mu_%d = %.3g, (1 - mu_%d) / (1 - mu_%d) = %.3g >= %.2g.",
+					   Max(top - 1, 2), k, values[k - 1], k + 1, k, ratio, CLUSTERS_MIN_RATIO)));
 	return k;
 }
 

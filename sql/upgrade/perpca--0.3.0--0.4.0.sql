@@ -56,6 +56,9 @@ DROP FUNCTION perpca_evaluate_imputation(text, text, float8, bigint);
 DROP FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int);
 DROP FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint);
 DROP FUNCTION perpca_last_federated_fit();
+-- perpca_model_monitor takes missing => as the other row functions do.
+DROP FUNCTION perpca_model_monitor(text, text, float8[], float8);
+DROP FUNCTION perpca_model_monitor(text, anyelement, float8[], float8);
 
 -- Issue 38: the history row gains sketch_bound (the bound a fit on sketched
 -- statistics states for its objective): perpca_model_history and

@@ -12,6 +12,27 @@ SELECT count(*) FROM perpca_fit('SELECT client, stats, -2 FROM e_stats', 2, 3);
 -- clients
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats WHERE false', 2, 3);
 SELECT count(*) FROM perpca_fit($$SELECT client, stats FROM e_stats UNION ALL SELECT 99, 'v1 n=1 d=2 mean={1,2} mean_lo={0,0} m2={0,0,0}'::perpca_stats$$, 1, 1);
+-- a client of another dimension is a dimension error (2202E), named as the
+-- odd one, before any rank check, also when its key comes first (here its
+-- d = 2 < n_global + n_local)
+SET client_min_messages = warning;
+DO $$
+DECLARE
+    q text;
+BEGIN
+    FOREACH q IN ARRAY ARRAY[
+        $q$SELECT 0, 'v1 n=1 d=2 mean={1,2} mean_lo={0,0} m2={0,0,0}'::perpca_stats UNION ALL SELECT client, stats FROM e_stats$q$,
+        $q$SELECT client, stats FROM e_stats UNION ALL SELECT 0, 'v1 n=1 d=2 mean={1,2} mean_lo={0,0} m2={0,0,0}'::perpca_stats$q$]
+    LOOP
+        BEGIN
+            PERFORM count(*) FROM perpca_fit(q, 2, 3);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING '%: %', SQLSTATE, SQLERRM;
+        END;
+    END LOOP;
+END
+$$;
+RESET client_min_messages;
 SELECT count(*) FROM perpca_fit($$SELECT 1, NULL::perpca_stats$$, 1, 1);
 SELECT count(*) FROM perpca_fit($$SELECT NULL::int, stats FROM e_stats$$, 1, 1);
 SELECT count(*) FROM perpca_fit($$SELECT 1, 'v1 n=0 d=2 mean={0,0} mean_lo={0,0} m2={0,0,0}'::perpca_stats$$, 1, 1);

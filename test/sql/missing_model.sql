@@ -94,6 +94,19 @@ SELECT perpca_model_impute('m_client', 'a', '{{1,2},{NULL,4}}');
 SELECT perpca_model_impute('m_client', 'zzz', '{1,2,NULL,4,5,6,7,8}', unknown => 'error');
 \set VERBOSITY default
 
+-- perpca_model_monitor reads its row under the same option: the error names
+-- the element and the client, with a hint; 'skip' gives NULL for a row with
+-- a gap and one NOTICE counts them; 'observed' is refused (limits are those
+-- of complete rows).
+SELECT * FROM perpca_model_monitor('m_client', 'a', '{1,2,NULL,4,5,6,7,8}');
+SELECT * FROM perpca_model_monitor('m_client', 'a'::varchar, '{1,2,NaN,4,5,6,7,8}', 0.05, 'error');
+SELECT count(*) AS rows, count(*) FILTER (WHERE observed(r.x) < 8) AS with_gaps,
+       bool_and((m.q IS NULL) = (observed(r.x) < 8)) AS null_where_gaps
+  FROM rows r, perpca_model_monitor('m_client', r.client, r.x, missing => 'skip') m;
+\set VERBOSITY terse
+SELECT * FROM perpca_model_monitor('m_client', 'a', '{1,2,3,4,5,6,7,8}', missing => 'observed');
+\set VERBOSITY default
+
 -- Client keys of any type, as the other row functions.
 SELECT arrays_close(perpca_model_impute('m_client', 'a'::varchar, x), perpca_model_impute('m_client', 'a', x), 0) AS any_key_type
   FROM rows WHERE client = 'a' AND obs = 2;

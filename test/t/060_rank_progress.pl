@@ -44,13 +44,21 @@ is($out, '42', 'the session is usable after the cancel');
 like($bg->{stderr}, qr/canceling statement due to user request/, 'the scan reported the cancel');
 $bg->{stderr} = '';
 
-# a scan to its end in the same session: a NOTICE per pair, the name given back
+# a scan to its end in the same session: the name given back, no NOTICE per pair
 ($out, $err) = $bg->query(
 	"SELECT count(*) FILTER (WHERE recommended) FROM perpca_choose_ranks("
 	  . "'SELECT client, x, i FROM obs WHERE client < 6', NULL, '{1}', '{0,1}'); "
 	  . "SELECT current_setting('application_name')");
 is($out, "1\nmine", 'a scan after the cancel runs to completion and gives the name back');
-like($bg->{stderr}, qr/fitting pair 1\/2 \(n_global 1, n_local 0\).*fitting pair 2\/2/s, 'a NOTICE per pair');
+unlike($bg->{stderr}, qr/fitting pair/, 'no progress NOTICE without verbose (it is at DEBUG1)');
+$bg->{stderr} = '';
+
+# with verbose => true: a NOTICE per pair
+($out, $err) = $bg->query(
+	"SELECT count(*) FILTER (WHERE recommended) FROM perpca_choose_ranks("
+	  . "'SELECT client, x, i FROM obs WHERE client < 6', NULL, '{1}', '{0,1}', verbose => true)");
+is($out, '1', 'a verbose scan runs to completion');
+like($bg->{stderr}, qr/fitting pair 1\/2 \(n_global 1, n_local 0\).*fitting pair 2\/2/s, 'a NOTICE per pair with verbose');
 
 $bg->quit;
 $node->stop;

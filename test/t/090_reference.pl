@@ -72,6 +72,14 @@ ok(scalar(@outputs) > 50, 'the functions have output columns');
 my @unexplained = grep { my ($f, $c) = split /\./; !$named{$c} } @outputs;
 is_deeply(\@unexplained, [], 'every output column is named in the README reference');
 
+# Every ratio a function returns is defined in the Reference's table of
+# ratios (its first column names it).
+my ($ratios) = $reference =~ /^#### Ratios\n(.*?)^#/ms;
+ok(defined $ratios, 'the Reference has a section of ratios');
+my %defined = map { $_ => 1 } map { ((split /\|/)[1] // '') =~ /`([a-z_0-9]+)`/g } grep { /^\| `/ } split(/\n/, $ratios // '');
+my @undefined = grep { my ($f, $c) = split /\./; $c =~ /(^|_)ratio(_|$)/ && !$defined{$c} } @outputs;
+is_deeply(\@undefined, [], 'every ratio a function returns is defined in the Reference');
+
 $node->safe_psql('postgres', q{
 CREATE TABLE ref_rows AS
 SELECT 'c' || (i % 3) AS client, ARRAY[i % 7, i % 5, i % 3, i % 11]::float8[] AS x
@@ -87,6 +95,8 @@ SELECT c.relname || '.' || a.attname
 ok(scalar(@model_columns) > 30, 'a model has its three tables');
 my @unexplained_columns = grep { my ($t, $c) = split /\./; !$named{$c} } @model_columns;
 is_deeply(\@unexplained_columns, [], "every column of a model's tables is named in the README reference");
+my @undefined_columns = grep { my ($t, $c) = split /\./; $c =~ /(^|_)ratio(_|$)/ && !$defined{$c} } @model_columns;
+is_deeply(\@undefined_columns, [], "every ratio of a model's tables is defined in the Reference");
 
 # The error table of the Reference lists the kinds of src/error_kinds.h, in
 # its order, with the same codes, condition names and words; each condition

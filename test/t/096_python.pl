@@ -1,8 +1,9 @@
-# 096_python.pl -- docs/python.md's two blocks run as they stand: the
-# psycopg 3 block (lists with None, a numpy row as .tolist(), a float8[]
-# result, COPY of perpca_stats out and in, text and binary) and the psycopg2
-# block (COPY through copy_expert), with Debian's /usr/bin/python3 against a
-# server that has the README's first model (readings, sales).
+# 096_python.pl -- docs/python.md's two blocks run as they stand, each
+# alone (the tables the blocks make dropped before each): the psycopg 3
+# block (lists with None, a numpy row as .tolist(), a float8[] result, COPY
+# of perpca_stats out and in, text and binary) and the psycopg2 block (COPY
+# through copy_expert), with Debian's /usr/bin/python3 against a server that
+# has the README's first model (readings, sales) and nothing else.
 use strict;
 use warnings;
 
@@ -49,19 +50,31 @@ sub run_block
 	return ($ok, $out, $err);
 }
 
-my ($ok, $out, $err) = run_block($blocks[0]);
-ok($ok, 'the psycopg 3 block runs') or diag($err);
-is($out, "[('store 1', 1, 1), ('store 2', 1, 0)]\n", 'a None element is skipped and counted');
-($ok, $out, $err) = run_block($blocks[1]);
-ok($ok, 'the psycopg2 block runs') or diag($err);
+# Back to the first model alone: what a block made is dropped.
+sub fresh
+{
+	$node->safe_psql('postgres', 'DROP TABLE IF EXISTS py_rows, py_stats');
+}
 
-# Three copies of the four groups' statistics (binary and text from psycopg 3,
-# binary from psycopg2), each the same value as the aggregate's, bit for bit.
-is( $node->safe_psql('postgres', q{
+# py_stats against the aggregate's statistics: rows, and rows equal bit for bit.
+my $same_stats = q{
 SELECT count(*), count(*) FILTER (WHERE p.stats::text = r.stats::text
                                    AND perpca_stats_send(p.stats) = perpca_stats_send(r.stats))
-  FROM py_stats p JOIN (SELECT store, perpca_stats(x) AS stats FROM readings GROUP BY store) r USING (store)}),
-	'12|12', 'COPY in text and binary gives back the same statistics');
+  FROM py_stats p JOIN (SELECT store, perpca_stats(x) AS stats FROM readings GROUP BY store) r USING (store)};
+
+# The psycopg2 block alone (it comes second on the page: it must not need the first).
+fresh();
+my ($ok, $out, $err) = run_block($blocks[1]);
+ok($ok, 'the psycopg2 block runs alone') or diag($err);
+is($node->safe_psql('postgres', $same_stats), '4|4', 'its binary COPY gives back the same statistics');
+
+# The psycopg 3 block alone: two copies of the four groups' statistics
+# (binary and text), each the same value as the aggregate's, bit for bit.
+fresh();
+($ok, $out, $err) = run_block($blocks[0]);
+ok($ok, 'the psycopg 3 block runs alone') or diag($err);
+is($out, "[('store 1', 1, 1), ('store 2', 1, 0)]\n", 'a None element is skipped and counted');
+is($node->safe_psql('postgres', $same_stats), '8|8', 'COPY in text and binary gives back the same statistics');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM py_rows'), '3', 'the rows went in');
 
 done_testing();

@@ -136,9 +136,28 @@ BEGIN
 END $$;
 CREATE AGGREGATE app.perpca_stats(numeric[]) (SFUNC = app.trap_acc, STYPE = perpca_stats);
 CREATE AGGREGATE public.perpca_stats(numeric[]) (SFUNC = app.trap_acc, STYPE = perpca_stats);
+-- Her enum of client keys; a table of it and a model the superuser trains on it...
+CREATE TYPE app.region AS ENUM ('a', 'b', 'c');
+}, extra_params => [ '-U', 'mallory' ]);
+$node->safe_psql('postgres', q{
+CREATE TABLE app.regions AS SELECT client::app.region AS region, x FROM public.feed_rows WHERE client IN ('a', 'b', 'c');
+SELECT model_name FROM perpca_train('app.katk', 'SELECT region, x FROM app.regions', 2, 1)});
+# ... and then her cast of the enum to text (0.4.0 before late binding was
+# ruled out cast the key to text in SQL around the bound view).
+$node->safe_psql('postgres', q{
+CREATE FUNCTION app.region_text(r app.region) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.fired VALUES (current_user, 'cast region');
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE mallory SUPERUSER';
+    END IF;
+    RETURN r::name;
+END $$;
+CREATE CAST (app.region AS text) WITH FUNCTION app.region_text(app.region) AS ASSIGNMENT;
 }, extra_params => [ '-U', 'mallory' ]);
 my $job3 = $node->safe_psql('postgres',
-	q{SELECT cron.schedule('perpca-refresh-planted', '* * * * *', $$SELECT * FROM public.perpca_refresh('app.atk')$$)});
+	q{SELECT cron.schedule('perpca-refresh-planted', '* * * * *',
+	  $$SELECT * FROM public.perpca_refresh('app.atk'); SELECT * FROM public.perpca_refresh('app.katk', warm => false)$$)});
 ok( $node->poll_query_until(
 		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
                                        WHERE jobid = $job3 AND status IN ('succeeded', 'failed'))}),
@@ -148,8 +167,10 @@ is( $node->safe_psql(
 	'succeeded', 'planted overload: the refresh succeeded');
 is($node->safe_psql('postgres', 'SELECT n_clients FROM app.atk_info'), '4',
 	'planted overload: the model was refreshed with the new client');
+is($node->safe_psql('postgres', q{SELECT outcome FROM perpca_model_history('app.katk') ORDER BY entry DESC LIMIT 1}),
+	'fitted', 'planted cast: the enum-keyed model was refreshed in the job');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM public.fired WHERE who <> 'mallory'}), '0',
-	'planted overload: it did not run in the job');
+	'planted overload and cast: neither ran in the job');
 is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 'f',
 	'planted overload: mallory is not a superuser');
 is($node->safe_psql('postgres', "SELECT cron.unschedule($job3)"), 't', 'planted overload: unscheduled');
