@@ -119,18 +119,19 @@ my $model_before = $node->safe_psql('upgraded', $model_sql);
 my $components_before = $node->safe_psql('upgraded',
 	q{SELECT client, kind, component, pc FROM m_components ORDER BY 2, 1, 3});
 
-# A function of a name the update creates, planted by a plain role who may
-# create in the extension's schema, stops the update with an error that names
-# it and its owner (and nothing is updated); dropped, the update goes on.
+# A function the update creates, planted first by a plain role who may create
+# in the extension's schema (CREATE OR REPLACE would fail on it: "is not a
+# member of extension"), stops the update with an error that names it and its
+# owner (and nothing is updated); dropped, the update goes on.
 $node->safe_psql('upgraded', q{CREATE ROLE planter LOGIN; GRANT CREATE ON SCHEMA public TO planter});
-$node->safe_psql('upgraded', q{CREATE FUNCTION public.perpca_sketch(x int) RETURNS int LANGUAGE sql AS 'SELECT 1'},
+$node->safe_psql('upgraded', q{CREATE FUNCTION public.perpca_last_fit_clients() RETURNS int LANGUAGE sql AS 'SELECT 1'},
 	extra_params => [ '-U', 'planter' ]);
 my ($rc, $out, $err) = $node->psql('upgraded', "\\set VERBOSITY verbose\nALTER EXTENSION perpca UPDATE");
-like($err, qr/ERROR:  42723: function (public\.)?perpca_sketch\(integer\) \(owned by role planter\) is in the way of the update of perpca/,
+like($err, qr/ERROR:  42723: function (public\.)?perpca_last_fit_clients\(\) \(owned by role planter\) is in the way of the update of perpca/,
 	'a planted function of a new name stops the update, named with its owner (42723)');
 is($node->safe_psql('upgraded', q{SELECT extversion FROM pg_extension WHERE extname = 'perpca'}),
 	'0.1.0', 'and nothing is updated');
-$node->safe_psql('upgraded', q{DROP FUNCTION public.perpca_sketch(int); REVOKE CREATE ON SCHEMA public FROM planter; DROP ROLE planter});
+$node->safe_psql('upgraded', q{DROP FUNCTION public.perpca_last_fit_clients(); REVOKE CREATE ON SCHEMA public FROM planter; DROP ROLE planter});
 
 $node->safe_psql('upgraded', 'ALTER EXTENSION perpca UPDATE');
 
