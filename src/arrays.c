@@ -10,6 +10,7 @@
 
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 #include "error_kinds.h"
@@ -199,4 +200,29 @@ perpca_matrix_build(const double *x, int rows, int cols)
 	memcpy(ARR_LBOUND(a), lbs, ndim * sizeof(int));
 	memcpy(ARR_DATA_PTR(a), x, count * sizeof(double));
 	return a;
+}
+
+/*
+ * The value of an integer column (smallint, integer or bigint, or a domain
+ * over one) of type; another type is a 42804 error naming the column what.
+ */
+int64
+perpca_integer_value(Datum v, Oid type, const char *what)
+{
+	switch (getBaseType(type))
+	{
+		case INT2OID:
+			return DatumGetInt16(v);
+		case INT4OID:
+			return DatumGetInt32(v);
+		case INT8OID:
+			return DatumGetInt64(v);
+		default:
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_WRONG_TYPE),
+					 errmsg("%s must be an integer", what),
+					 errdetail("It is of type %s.", format_type_be(type)),
+					 errhint("Return each client's number of local components as smallint, integer or bigint, or leave the column out.")));
+	}
+	return 0;					/* keep the compiler quiet */
 }

@@ -73,18 +73,7 @@ client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
 	v = SPI_getbinval(tup, desc, 3, &isnull);
 	if (isnull)
 		return n_local;
-	switch (TupleDescAttr(desc, 2)->atttypid)
-	{
-		case INT2OID:
-			r2 = DatumGetInt16(v);
-			break;
-		case INT4OID:
-			r2 = DatumGetInt32(v);
-			break;
-		default:
-			r2 = DatumGetInt64(v);
-			break;
-	}
+	r2 = perpca_integer_value(v, TupleDescAttr(desc, 2)->atttypid, "the third column of the query");
 	if (r2 < 0 || r2 > PERPCA_MAX_DIM)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_ARGUMENT),

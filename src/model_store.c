@@ -302,24 +302,7 @@ stage_n_local(HeapTuple tup, TupleDesc desc, bool *isnull)
 	v = SPI_getbinval(tup, desc, 3, isnull);
 	if (*isnull)
 		return (Datum) 0;
-	switch (getBaseType(TupleDescAttr(desc, 2)->atttypid))
-	{
-		case INT2OID:
-			r2 = DatumGetInt16(v);
-			break;
-		case INT4OID:
-			r2 = DatumGetInt32(v);
-			break;
-		case INT8OID:
-			r2 = DatumGetInt64(v);
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_WRONG_TYPE),
-					 errmsg("the third column of the query of a model must be an integer"),
-					 errdetail("It is of type %s.", format_type_be(TupleDescAttr(desc, 2)->atttypid)),
-					 errhint("Return each client's number of local components as integer, or leave the column out.")));
-	}
+	r2 = perpca_integer_value(v, TupleDescAttr(desc, 2)->atttypid, "the third column of the query of a model");
 	return Int32GetDatum((int32) Max(Min(r2, PG_INT32_MAX), -1));
 }
 

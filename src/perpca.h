@@ -199,6 +199,9 @@ extern void perpca_check_dense_dim_limit(int d, const char *what);
 
 /* Build float8[] values from C arrays. */
 extern ArrayType *perpca_vector_build(const double *x, int n);
+
+/* An integer column's value (smallint, integer, bigint, domains over them); else 42804 naming it what. */
+extern int64 perpca_integer_value(Datum v, Oid type, const char *what);
 extern ArrayType *perpca_matrix_build(const double *x, int rows, int cols);
 
 /* ---- model_functions.c ---- */

@@ -63,3 +63,7 @@ SET statement_timeout = '300ms';
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 10000000, tolerance => 0, solver => 'paper');
 RESET statement_timeout;
 SELECT count(*) FROM perpca_fit('SELECT client, stats FROM e_stats', 2, 3, rounds => 5);
+
+-- a client's local rank (the third column) must be an integer
+SELECT count(*) FROM perpca_fit('SELECT client, stats, 1.5 FROM e_stats', 2, 3);
+SELECT count(*) FROM perpca_fit('SELECT client, stats, 1::smallint FROM e_stats', 2, 3);
