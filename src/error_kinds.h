@@ -50,6 +50,8 @@
 #define PERPCA_ERRCODE_MODEL_DAMAGED ERRCODE_DATA_CORRUPTED
 /* XX001 data_corrupted: a stored vector value that is not valid */
 #define PERPCA_ERRCODE_VECTOR_CORRUPTED ERRCODE_DATA_CORRUPTED
+/* XX001 data_corrupted: a stored perpca_stats value whose size does not match its header (dimension, rows, form) */
+#define PERPCA_ERRCODE_STATS_CORRUPTED ERRCODE_DATA_CORRUPTED
 /* 42501 insufficient_privilege: not the model's owner (or a member of its role), no SELECT on its tables, no right to create its source view */
 #define PERPCA_ERRCODE_NOT_OWNER ERRCODE_INSUFFICIENT_PRIVILEGE
 /* 55P03 lock_not_available: a model being refreshed or changed by another transaction */

@@ -885,14 +885,22 @@ dense_stats(StatsState *st)
 	s = perpca_stats_alloc_unset(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
 	store_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
+	/*
+	 * |M2_ij| <= sqrt(M2_ii M2_jj) bounds a row by a finite diagonal, but
+	 * rounding at the edge of the range can still overflow: what input would
+	 * refuse is an error here, never a value.
+	 */
 	for (int64 i = 0, k = 0; i < d; i++)
 	{
-		/* |M2_ij| <= sqrt(M2_ii M2_jj): a finite diagonal bounds the row */
 		if (!isfinite(st->m2[i * d + i]))
 			too_large(i, "the sum of squared deviations from the mean");
 		for (int64 j = i; j < d; j++)
-			m2[k++] = st->m2[i * d + j];
+			if (!isfinite(m2[k++] = st->m2[i * d + j]))
+				too_large(i, psprintf("the sum of its deviations times those of column %d", (int) j + 1));
 	}
+	for (int j = 0; j < d; j++)
+		if (!isfinite(PERPCA_STATS_MEAN(s)[j] + PERPCA_STATS_MEAN_LO(s)[j]))
+			too_large(j, "the mean");
 	return s;
 }
 
@@ -1259,7 +1267,7 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(st);
 	}
 	s = PG_GETARG_PERPCA_STATS(1);
-	perpca_stats_check_version(s);
+	perpca_stats_validate(s);
 	if (st == NULL)
 		st = state_create(aggcxt, s->dim, PERPCA_NULLS_ERROR);
 	else if (s->dim != st->d)
