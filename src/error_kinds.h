@@ -64,7 +64,7 @@
 #define PERPCA_ERRCODE_WRONG_TYPE ERRCODE_DATATYPE_MISMATCH
 /* 42P18 indeterminate_datatype: a client key whose type cannot be determined */
 #define PERPCA_ERRCODE_UNKNOWN_TYPE ERRCODE_INDETERMINATE_DATATYPE
-/* 22003 numeric_value_out_of_range: a row count or values too large for perpca_stats, a value out of range for vector */
+/* 22003 numeric_value_out_of_range: a row count or values too large for perpca_stats, statistics too large or too small in magnitude for the fit, a value out of range for vector */
 #define PERPCA_ERRCODE_OUT_OF_RANGE ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
 /* 21000 cardinality_violation: a client that appears twice in a query or on two shards */
 #define PERPCA_ERRCODE_DUPLICATE_CLIENT ERRCODE_CARDINALITY_VIOLATION
