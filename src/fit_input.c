@@ -485,20 +485,23 @@ client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
 
 /*
  * The range of the clients' second moments about the centre, trace(S_i), in
- * which the fit's arithmetic stays accurate to rounding.  The fit forms
- * squares of its figures (gradient norms, squared residuals), which must
- * stay normal floats with room for sums over coordinates, ranks and
- * clients: at most 2^480 and, for the largest client, at least 2^-480
- * (squares within 2^-960..2^960 of float8's 2^-1022..2^1024).  Measured on
- * four features of three clients (rows scaled by 10^k): both solvers match
- * the unscaled fit to 1e-13 for k = -70 and 70; from k = 100 the L-BFGS
- * fit stops early (an infinite gradient norm at k = 150), at k = -100 its
- * components are off by 0.04, at k = -160 the paper's retraction meets NaNs
- * (XX000), and rows of 1e308 gave the eigensolvers NaNs.  Statistics outside are an error of
- * their kind (22003), before the fit.
+ * which the fit's arithmetic and what a model keeps of it stay accurate to
+ * rounding.  The fit forms squares of its figures (gradient norms, squared
+ * residuals) and a model keeps cubes (tr R^3 of a client's residual
+ * covariance, model_store.c), which must stay normal floats with room for
+ * sums over coordinates, ranks and clients: at most 2^320 and, for the
+ * largest client, at least 2^-320 (cubes within 2^-960..2^960 of float8's
+ * 2^-1022..2^1024).  Measured on four features of three clients (rows
+ * scaled by 10^k): both solvers match the unscaled fit to 1e-13 for k = -70
+ * and 70, but a model trained at k = 70 stored an infinite tr R^3 (XX001 on
+ * reading it; at k = -45 and 45 its functions read it); from k = 100 the L-BFGS fit stops early (an infinite
+ * gradient norm at k = 150), at k = -100 its components are off by 0.04, at
+ * k = -160 the paper's retraction meets NaNs (XX000), and rows of 1e308
+ * gave the eigensolvers NaNs.  Statistics outside are an error of their
+ * kind (22003), before the fit.
  */
-#define FIT_TRACE_MIN ldexp(1.0, -480)
-#define FIT_TRACE_MAX ldexp(1.0, 480)
+#define FIT_TRACE_MIN ldexp(1.0, -320)
+#define FIT_TRACE_MAX ldexp(1.0, 320)
 
 /* trace(S_i): trace(M2) / n plus the squared offset of the mean from center. */
 static double

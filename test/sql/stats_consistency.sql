@@ -86,11 +86,19 @@ SELECT pg_temp.fit_outcome($q$SELECT * FROM (VALUES ('a', 'v1 n=1 d=4 mean={1e+3
 SELECT pg_temp.fit_outcome($q$SELECT * FROM (VALUES ('a', 'v1 n=3 d=2 mean={0,0} mean_lo={0,0} m2={1e+308,0,1e+308}'::perpca_stats),
     ('b', 'v1 n=3 d=2 mean={0,0} mean_lo={0,0} m2={1e+308,1e+308,1e+308}')) AS v$q$) AS dense_huge;
 -- rows of 1e-160 (were: retraction failed (LAPACK info -6) with the paper's
--- solver), of 1e-100 (were: components off by 0.04) and 1e100: an error;
--- of 1e-70 and 1e70: a result
+-- solver), of 1e-100 (were: components off by 0.04), 1e70 (a model whose
+-- tr R^3 is infinite) and 1e100: an error; of 1e-45 and 1e45: a result
 SELECT k, pg_temp.fit_outcome(format($q$SELECT 'c' || (i %% 3), perpca_stats(ARRAY(SELECT e * %s::float8 FROM unnest(ARRAY[sin(i), cos(3 * i), sin(7 * i), cos(11 * i)]) AS e))
     FROM generate_series(1, 60) AS i GROUP BY 1$q$, k)) AS outcome
-  FROM unnest(ARRAY['1e-160', '1e-100', '1e-70', '1e70', '1e100']) AS k;
+  FROM unnest(ARRAY['1e-160', '1e-100', '1e-45', '1e45', '1e70', '1e100']) AS k;
+-- a model of rows of 1e45 is one its functions read
+SELECT model_name FROM perpca_train('edge_model', $q$SELECT 'c' || (i % 3), perpca_stats(ARRAY(SELECT e * 1e45 FROM unnest(ARRAY[sin(i), cos(3 * i), sin(7 * i), cos(11 * i)]) AS e))
+    FROM generate_series(1, 60) AS i GROUP BY 1$q$, 1, 1);
+SELECT count(*) AS components, bool_and(variance > 1e89 AND variance < 1e91) AS variances_scaled
+  FROM perpca_component_variance('edge_model');
+SELECT round((m.q / 1e90)::numeric, 6) AS q_over_1e90, m.out_of_control
+  FROM perpca_model_monitor('edge_model', 'c1', ARRAY[1e45, 0, -1e45, 2e45]::float8[]) AS m;
+SELECT perpca_drop('edge_model');
 -- one client of little variance beside others is fine
 SELECT pg_temp.fit_outcome($q$SELECT * FROM (VALUES ('a', 'v1 n=3 d=2 mean={0,0} mean_lo={0,0} m2={1e-310,0,1e-310}'::perpca_stats),
     ('b', 'v1 n=3 d=2 mean={0,0} mean_lo={0,0} m2={2,1,2}'), ('c', 'v1 n=3 d=2 mean={1,0} mean_lo={0,0} m2={1,0,3}')) AS v$q$) AS one_tiny;
