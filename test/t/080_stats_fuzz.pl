@@ -581,7 +581,9 @@ sub corrupt_mutate
 	return $b;
 }
 
-sub stats_corrupt_fuzz
+# The SQL of the cases: the corrupted values in a retyped column, the
+# readers, and one DO block that runs each case through each reader.
+sub stats_corrupt_sql
 {
 	my ($node, $cases) = @_;
 	my @raw = map { pack('H*', $_) }
@@ -636,6 +638,14 @@ END $$;
 };
 	my $readers = '{' . join(',', @CORRUPT_READERS) . '}';
 	$sql =~ s/\@READERS\@/$readers/;
+	return $sql;
+}
+
+# Run the cases (stats_corrupt_sql), then check their outcomes.
+sub stats_corrupt_fuzz
+{
+	my ($node, $cases) = @_;
+	my $sql = stats_corrupt_sql($node, $cases);
 	my ($out, $err) = ('', '');
 	my $ok = IPC::Run::run([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-f', '-' ],
 		'<', \$sql, '>', \$out, '2>', \$err);
