@@ -828,6 +828,24 @@ center_rows(int d, int64 k, double *restrict rows, const double *restrict mu)
 }
 
 /*
+ * The co-moments of k centred rows (the diagonal of M2 = Y'Y) are finite,
+ * as input requires of a thin value: else the error of a dense value's.
+ */
+static void
+check_row_squares(int d, int64 k, const double *rows)
+{
+	double	   *sq = palloc0(sizeof(double) * d);
+
+	for (int64 i = 0; i < k; i++)
+		for (int j = 0; j < d; j++)
+			sq[j] += rows[i * d + j] * rows[i * d + j];
+	for (int j = 0; j < d; j++)
+		if (!isfinite(sq[j]))
+			too_large(j, "the sum of squared deviations from the mean");
+	pfree(sq);
+}
+
+/*
  * A thin value from a thin state: its rows centred at their mean, written
  * straight into the value (pending rows fetched there; if some of them are
  * skipped, the value is copied into one of the right size); the state does
@@ -869,6 +887,7 @@ thin_stats(const StatsState *st)
 			if (j >= 0)
 				too_large(j, "a row's deviation from the mean");
 		}
+	check_row_squares(d, k, rows);
 	pfree(mu);
 	return s;
 }
