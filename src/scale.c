@@ -251,6 +251,12 @@ perpca_scale_stats(PG_FUNCTION_ARGS)
 	s = perpca_stats_detoast_copy(PG_GETARG_DATUM(0));
 	perpca_stats_validate(s);
 	scale_stats_inplace(s, scale_arg(PG_GETARG_ARRAYTYPE_P(1), s->dim));
+	/* what input would refuse is an error here, never a value */
+	if (perpca_first_nonfinite(s->data, (int) Min(perpca_stats_value_count(s), INT_MAX)) >= 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
+				 errmsg("scaled statistics are out of the range of float8"),
+				 errhint("Scale factors this small cannot scale these statistics.")));
 	PG_RETURN_POINTER(s);
 }
 

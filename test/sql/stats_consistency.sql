@@ -42,6 +42,8 @@ SELECT pg_temp.err($$SELECT perpca_merge('v1 n=3 d=2 mean={1e+308,0} mean_lo={0,
 SELECT pg_temp.err($$SELECT perpca_stats(x) FROM (VALUES (ARRAY[1e154, 0, 0, 0]::float8[]), (ARRAY[-1e154, 0, 0, 0])) AS t(x)$$) AS thin_group;
 SELECT pg_temp.err($$SELECT perpca_merge(v) FROM (VALUES ('v1 n=1 d=4 mean={1e+154,0,0,0} mean_lo={0,0,0,0} rows={0,0,0,0}'::perpca_stats),
                                                           ('v1 n=1 d=4 mean={-1e+154,0,0,0} mean_lo={0,0,0,0} rows={0,0,0,0}')) AS t(v)$$) AS thin_merge;
+-- statistics scaled by a model's tiny scale factors (was: a value with Infinity)
+SELECT pg_temp.err($$SELECT perpca_internal.scale_stats('v1 n=3 d=2 mean={1,0} mean_lo={0,0} m2={1e+300,0,1}'::perpca_stats, '{1e-10,1}')$$) AS scaled;
 CREATE TABLE edge (id int, v perpca_stats);
 INSERT INTO edge VALUES
     (1, 'v1 n=3 d=2 mean={1.7e+308,-1.7e+308} mean_lo={0,0} m2={1e+308,-1e+308,1e+308}'),
