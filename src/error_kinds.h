@@ -50,6 +50,8 @@
 #define PERPCA_ERRCODE_MODEL_DAMAGED ERRCODE_DATA_CORRUPTED
 /* XX001 data_corrupted: a stored vector value that is not valid */
 #define PERPCA_ERRCODE_VECTOR_CORRUPTED ERRCODE_DATA_CORRUPTED
+/* XX001 data_corrupted: a stored perpca_stats value whose size does not match its header (dimension, rows, form) */
+#define PERPCA_ERRCODE_STATS_CORRUPTED ERRCODE_DATA_CORRUPTED
 /* 42501 insufficient_privilege: not the model's owner (or a member of its role), no SELECT on its tables, no right to create its source view */
 #define PERPCA_ERRCODE_NOT_OWNER ERRCODE_INSUFFICIENT_PRIVILEGE
 /* 55P03 lock_not_available: a model being refreshed or changed by another transaction */
@@ -62,7 +64,7 @@
 #define PERPCA_ERRCODE_WRONG_TYPE ERRCODE_DATATYPE_MISMATCH
 /* 42P18 indeterminate_datatype: a client key whose type cannot be determined */
 #define PERPCA_ERRCODE_UNKNOWN_TYPE ERRCODE_INDETERMINATE_DATATYPE
-/* 22003 numeric_value_out_of_range: a row count or values too large for perpca_stats, a value out of range for vector */
+/* 22003 numeric_value_out_of_range: a row count or values too large for perpca_stats, statistics too large or too small in magnitude for the fit, a value out of range for vector */
 #define PERPCA_ERRCODE_OUT_OF_RANGE ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
 /* 21000 cardinality_violation: a client that appears twice in a query or on two shards */
 #define PERPCA_ERRCODE_DUPLICATE_CLIENT ERRCODE_CARDINALITY_VIOLATION

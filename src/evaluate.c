@@ -326,7 +326,7 @@ eval_row(const ModelData *m, HeapTuple tup, TupleDesc desc, EvalClient *e, Memor
 	v = SPI_getbinval(tup, desc, 2, &isnull);
 	if (!isnull)
 	{
-		PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
+		PerpcaStats *s = perpca_stats_detoast_copy(v);
 
 		perpca_stats_validate(s);
 		clients_refuse_sketch(s, e->client, "perpca_evaluate", EVAL_SKETCH_HINT);

@@ -107,7 +107,7 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	if (isnull)
 		return false;
 	old = MemoryContextSwitchTo(cxt);
-	out->stats = (PerpcaStats *) PG_DETOAST_DATUM_COPY(v);
+	out->stats = perpca_stats_detoast_copy(v);
 	MemoryContextSwitchTo(old);
 	perpca_stats_validate(out->stats);
 	(void) perpca_stats_sketch_rows(out->stats, &out->sketch_rows);
@@ -492,9 +492,93 @@ client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
 	c->S = S;
 }
 
+/*
+ * The range of the clients' second moments about the centre, trace(S_i), in
+ * which the fit's arithmetic and what a model keeps of it stay accurate to
+ * rounding.  The fit forms squares of its figures (gradient norms, squared
+ * residuals) and a model keeps cubes (tr R^3 of a client's residual
+ * covariance, model_store.c), which must stay normal floats with room for
+ * sums over coordinates, ranks and clients: at most 2^320 and, for the
+ * largest client, at least 2^-320 (cubes within 2^-960..2^960 of float8's
+ * 2^-1022..2^1024).  Measured on four features of three clients (rows
+ * scaled by 10^k): both solvers match the unscaled fit to 1e-13 for k = -70
+ * and 70, but a model trained at k = 70 stored an infinite tr R^3 (XX001 on
+ * reading it; at k = -45 and 45 its functions read it); from k = 100 the L-BFGS fit stops early (an infinite
+ * gradient norm at k = 150), at k = -100 its components are off by 0.04, at
+ * k = -160 the paper's retraction meets NaNs (XX000), and rows of 1e308
+ * gave the eigensolvers NaNs.  Statistics outside are an error of their
+ * kind (22003), before the fit.
+ */
+#define FIT_TRACE_MIN ldexp(1.0, -320)
+#define FIT_TRACE_MAX ldexp(1.0, 320)
+
+/* trace(S_i): trace(M2) / n plus the squared offset of the mean from center. */
+static double
+stats_trace_about(const PerpcaStats *s, const double *center)
+{
+	double		t = perpca_stats_trace(s) / (double) s->n;
+
+	if (center != NULL)
+	{
+		double	   *delta = palloc(sizeof(double) * s->dim);
+
+		perpca_stats_offset(s, center, delta);
+		t += linalg_dot(s->dim, delta, delta);
+		pfree(delta);
+	}
+	return t;
+}
+
+static pg_noreturn void
+magnitude_error(const char *client, double trace, bool large)
+{
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
+			 errmsg("statistics are too %s in magnitude for the fit", large ? "large" : "small"),
+			 client != NULL ?
+			 errdetail("The second moment of client \"%s\" about the centre has trace %g; the fit needs its clients' between %g and %g.",
+					   client, trace, FIT_TRACE_MIN, FIT_TRACE_MAX) :
+			 errdetail("The largest second moment of the clients about the centre has trace %g; the fit needs it between %g and %g.",
+					   trace, FIT_TRACE_MIN, FIT_TRACE_MAX),
+			 errhint("Multiply or divide the rows by a constant (their scale) before aggregating, or fit with scale => 'standard'.")));
+}
+
+/*
+ * Stop a fit whose figures would leave the range of float8: a client's
+ * trace(S_i) or their sum (weighted as the fit weighs them) above
+ * FIT_TRACE_MAX, or the largest, if not zero, below FIT_TRACE_MIN (a client
+ * of little variance beside others is fine).
+ */
+static void
+clients_check_magnitude(const ClientInput *in, int n, const double *center, bool weighted)
+{
+	double		largest = 0.0;
+	double		sum = 0.0;
+
+	for (int i = 0; i < n; i++)
+	{
+		double		t;
+
+		if (in[i].stats == NULL || in[i].stats->n <= 0)
+			continue;
+		t = stats_trace_about(in[i].stats, center);
+		if (!(t <= FIT_TRACE_MAX))
+			magnitude_error(in[i].name, t, true);
+		largest = Max(largest, t);
+		sum += weighted ? t * (double) in[i].stats->n : t;
+	}
+	if (!(sum <= FIT_TRACE_MAX))
+		magnitude_error(NULL, sum, true);
+	if (largest > 0.0 && largest < FIT_TRACE_MIN)
+		magnitude_error(NULL, largest, false);
+}
+
 void
 clients_one(const PerpcaStats *stats, const double *center, int r1, int r2, FitClient *c)
 {
+	ClientInput one = {.stats = (PerpcaStats *) stats};
+
+	clients_check_magnitude(&one, 1, center, false);
 	memset(c, 0, sizeof(FitClient));
 	client_matrix(c, stats, center);
 	c->r2 = r2;
@@ -520,6 +604,7 @@ clients_node(const ClientInput *in, int n, int n_global, const double *center,
 	int			d = n > 0 ? in[0].stats->dim : 0;
 	FitNode    *node;
 
+	clients_check_magnitude(in, n, center, opts->sample_weights);
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();

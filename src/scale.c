@@ -229,6 +229,7 @@ perpca_scale_factors(PG_FUNCTION_ARGS)
 	double	   *scale = palloc(sizeof(double) * Max(d, 1));
 	bool	   *constant = palloc(sizeof(bool) * Max(d, 1));
 
+	perpca_stats_validate(s);
 	if (s->n <= 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
@@ -247,8 +248,15 @@ perpca_scale_stats(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	if (PG_ARGISNULL(1))
 		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
-	s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(0));
+	s = perpca_stats_detoast_copy(PG_GETARG_DATUM(0));
+	perpca_stats_validate(s);
 	scale_stats_inplace(s, scale_arg(PG_GETARG_ARRAYTYPE_P(1), s->dim));
+	/* what input would refuse is an error here, never a value */
+	if (perpca_first_nonfinite(s->data, (int) Min(perpca_stats_value_count(s), INT_MAX)) >= 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
+				 errmsg("scaled statistics are out of the range of float8"),
+				 errhint("Scale factors this small cannot scale these statistics.")));
 	PG_RETURN_POINTER(s);
 }
 

@@ -199,9 +199,43 @@ invalid_stats(const char *detail)
 			 errdetail("%s", detail)));
 }
 
+static void
+corrupted(const PerpcaStats *s, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_STATS_CORRUPTED),
+			 errmsg("perpca_stats value is corrupted"),
+			 errdetail("Its size is %zu bytes; %s", (Size) VARSIZE_ANY(s), detail)));
+}
+
+/*
+ * The size in bytes of a value of s's header (its version and form known),
+ * or -1 when no value has such a header: a dimension, count, ell or rows
+ * out of range.  A thin value's n is bounded first, so n d cannot overflow.
+ */
+static int64
+header_size(const PerpcaStats *s)
+{
+	int64		rows = s->form == PERPCA_FORM_SKETCH ? s->rows : s->n;
+
+	if (s->dim < 1 || s->dim > PERPCA_MAX_DIM || s->n < 0)
+		return -1;
+	if (s->form == PERPCA_FORM_SKETCH &&
+		(s->ell < 1 || s->ell > PERPCA_SKETCH_MAX_ELL || s->rows < 0 || s->rows > s->ell))
+		return -1;
+	if (s->form == PERPCA_FORM_THIN && rows > (int64) (MaxAllocSize / sizeof(double)) / s->dim)
+		return -1;
+	return offsetof(PerpcaStats, data) + sizeof(double) * perpca_stats_nvalues(s->form, s->dim, rows) +
+		(has_skipped(s) ? sizeof(int64) : 0);
+}
+
 void
 perpca_stats_check_version(const PerpcaStats *s)
 {
+	int64		size;
+
+	if (VARSIZE_ANY(s) < offsetof(PerpcaStats, data))
+		corrupted(s, "a value has a header of 24 bytes.");
 	if (!((s->version == PERPCA_STATS_VERSION || s->version == PERPCA_STATS_VERSION_SKIPPED) &&
 		  (s->form == PERPCA_FORM_DENSE || s->form == PERPCA_FORM_THIN)) &&
 		!(s->version == PERPCA_STATS_VERSION_SKETCH && s->form == PERPCA_FORM_SKETCH))
@@ -209,28 +243,110 @@ perpca_stats_check_version(const PerpcaStats *s)
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d",
 						s->version, s->form),
-				 errhint("The value was written by a newer version of perpca.")));	/* a sketch's shape is in its header: checked before anything reads past it */
-	if (s->form == PERPCA_FORM_SKETCH &&
-		(s->ell < 1 || s->ell > PERPCA_SKETCH_MAX_ELL || s->rows < 0 || s->rows > s->ell ||
-		 s->dim < 1 || s->dim > PERPCA_SKETCH_MAX_DIM ||
-		 VARSIZE_ANY(s) != offsetof(PerpcaStats, data) +
-		 sizeof(double) * perpca_stats_value_count(s) + sizeof(int64)))
-		invalid_stats("The sketch's ell, rows and dimension do not match its size.");
+				 errhint("The value was written by a newer version of perpca.")));
+	size = header_size(s);
+	if (size < 0)
+		corrupted(s, psprintf("its header (dimension %d, %lld rows, ell %d, %d rows of a sketch) is out of range.",
+							  s->dim, (long long) s->n, s->ell, s->rows));
+	if (size != (int64) VARSIZE_ANY(s))
+		corrupted(s, psprintf("its header (%s, dimension %d, %lld rows%s) gives %lld bytes.",
+							  s->form == PERPCA_FORM_SKETCH ? "sketch" : s->form == PERPCA_FORM_THIN ? "thin" : "dense",
+							  s->dim, (long long) s->n,
+							  s->form == PERPCA_FORM_SKETCH ? psprintf(", %d rows of B", s->rows) : "",
+							  (long long) size));
 	/* its size checked, the count after its doubles can be read */
-	if (s->form == PERPCA_FORM_SKETCH && perpca_stats_skipped(s) < 0)
+	if (perpca_stats_skipped(s) < 0)
 		invalid_stats("The count of skipped rows must not be negative.");
 }
 
-/* Every diagonal entry of the packed M2 of a dense value is non-negative. */
+PerpcaStats *
+perpca_stats_detoast(Datum d)
+{
+	PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM(d);
+
+	perpca_stats_check_version(s);
+	return s;
+}
+
+PerpcaStats *
+perpca_stats_detoast_copy(Datum d)
+{
+	PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(d);
+
+	perpca_stats_check_version(s);
+	return s;
+}
+
+/*
+ * Relative tolerance of the checks below for what rounding leaves in a
+ * value perpca computed: its sums of n products carry relative errors of a
+ * few n eps in the worst case (about 1e-7 at a billion rows, far less in
+ * practice), and 1e-6 leaves room for that while still refusing values no
+ * rows can have.
+ */
+#define CONSISTENCY_TOL 1e-6
+
+/*
+ * The packed M2 of a dense value is a co-moment matrix: a non-negative
+ * diagonal and |M2_ij| <= sqrt(M2_ii M2_jj) (Cauchy-Schwarz), within
+ * CONSISTENCY_TOL (and DBL_MIN: subnormal square roots round coarsely);
+ * its entries are finite (checked before).
+ */
 static void
-check_diagonal(const PerpcaStats *s)
+check_comoments(const PerpcaStats *s)
 {
 	const double *m2 = PERPCA_STATS_BODY(s);
+	double	   *root = palloc(sizeof(double) * s->dim);
 	int64		k = 0;
 
 	for (int i = 0; i < s->dim; k += s->dim - i, i++)
+	{
 		if (m2[k] < 0.0)
 			invalid_stats("The co-moment matrix must have a non-negative diagonal.");
+		root[i] = sqrt(m2[k]);
+	}
+	k = 0;
+	for (int i = 0; i < s->dim; i++)
+		for (int j = i; j < s->dim; j++, k++)
+			if (!(fabs(m2[k]) <= root[i] * root[j] * (1.0 + CONSISTENCY_TOL) + DBL_MIN))
+				invalid_stats(psprintf("Co-moment (%d, %d) exceeds the square root of the product of the diagonal entries (%d, %d) and (%d, %d) (Cauchy-Schwarz): no rows have such co-moments.",
+									   i + 1, j + 1, i + 1, i + 1, j + 1, j + 1));
+	pfree(root);
+}
+
+/*
+ * The rows of a thin value are centred at its mean: each column sums to
+ * zero, within CONSISTENCY_TOL of the sum of its absolute values; and
+ * their co-moments (the diagonal of M2 = Y'Y) are within the range of
+ * float8, as a dense value's are.
+ */
+static void
+check_thin_rows(const PerpcaStats *s)
+{
+	const double *rows = PERPCA_STATS_BODY(s);
+	double	   *sum = palloc0(sizeof(double) * 3 * s->dim);
+	double	   *mag = sum + s->dim;
+	double	   *sq = mag + s->dim;
+
+	for (int64 i = 0; i < s->n; i++)
+		for (int j = 0; j < s->dim; j++)
+		{
+			double		y = rows[i * s->dim + j];
+
+			sum[j] += y;
+			mag[j] += fabs(y);
+			sq[j] += y * y;
+		}
+	for (int j = 0; j < s->dim; j++)
+	{
+		if (!(fabs(sum[j]) <= mag[j] * CONSISTENCY_TOL))
+			invalid_stats(psprintf("The rows of a thin value are centred at its mean, but column %d sums to %g.",
+								   j + 1, sum[j]));
+		if (!isfinite(sq[j]))
+			invalid_stats(psprintf("The sum of squares of column %d of the rows of a thin value exceeds the range of float8.",
+								   j + 1));
+	}
+	pfree(sum);
 }
 
 /*
@@ -314,7 +430,9 @@ perpca_stats_validate(const PerpcaStats *s)
 	if (mean_lo_outlier(PERPCA_STATS_MEAN(s), PERPCA_STATS_MEAN_LO(s), s->dim) >= 0)
 		invalid_stats("mean_lo must be the rounding error of mean (within a few units in its last place).");
 	if (s->form == PERPCA_FORM_DENSE)
-		check_diagonal(s);
+		check_comoments(s);
+	if (s->form == PERPCA_FORM_THIN)
+		check_thin_rows(s);
 	if (s->form == PERPCA_FORM_SKETCH)
 		check_sketch(s);
 }
@@ -627,7 +745,7 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 	bool		sketch = s->form == PERPCA_FORM_SKETCH;
 	char		num[DOUBLE_SHORTEST_DECIMAL_LEN];
 
-	perpca_stats_check_version(s);
+	perpca_stats_validate(s);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "v%d n=%lld d=%d",
 					 sketch ? PERPCA_STATS_VERSION_SKETCH :
@@ -740,7 +858,7 @@ perpca_stats_send(PG_FUNCTION_ARGS)
 	bool		sketch;
 	StringInfoData buf;
 
-	perpca_stats_check_version(s);
+	perpca_stats_validate(s);
 	total = perpca_stats_value_count(s);
 	skipped = perpca_stats_skipped(s);
 	sketch = s->form == PERPCA_FORM_SKETCH;
@@ -871,7 +989,7 @@ perpca_mean(PG_FUNCTION_ARGS)
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 	double	   *mean;
 
-	perpca_stats_check_version(s);
+	perpca_stats_validate(s);
 	if (s->n == 0)
 		PG_RETURN_NULL();
 	mean = palloc(sizeof(double) * s->dim);
@@ -889,7 +1007,7 @@ perpca_covariance(PG_FUNCTION_ARGS)
 	double	   *cov;
 	double	   *zero;
 
-	perpca_stats_check_version(s);
+	perpca_stats_validate(s);
 	if (s->n == 0)
 		PG_RETURN_NULL();
 	/* before the d x d allocation: a sketch's d may be past what one allocation holds */

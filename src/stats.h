@@ -97,7 +97,15 @@ typedef struct PerpcaStats
 #define PERPCA_STATS_MEAN_LO(s)	((s)->data + (s)->dim)
 #define PERPCA_STATS_BODY(s)	((s)->data + 2 * (s)->dim)	/* packed M2, rows, or delta, trace, B */
 
-#define DatumGetPerpcaStats(x)	((PerpcaStats *) PG_DETOAST_DATUM(x))
+/*
+ * A perpca_stats Datum, detoasted, its header checked against its size
+ * (perpca_stats_check_version) before anything reads its body: every reader
+ * of a stored value takes it through one of these.
+ */
+extern PerpcaStats *perpca_stats_detoast(Datum d);
+extern PerpcaStats *perpca_stats_detoast_copy(Datum d);
+
+#define DatumGetPerpcaStats(x)	perpca_stats_detoast(x)
 #define PG_GETARG_PERPCA_STATS(n) DatumGetPerpcaStats(PG_GETARG_DATUM(n))
 
 /*
@@ -273,10 +281,18 @@ extern pg_noreturn void perpca_row_element_error(const char *what, int j, int d,
 /* Index of the first non-finite value of x[0..d), or -1. */
 extern int	perpca_first_nonfinite(const double *x, int d);
 
-/* Reject format versions and forms this build does not know. */
+/*
+ * Reject format versions and forms this build does not know (0A000), and a
+ * value whose size is not the one its header (form, dimension, rows, ell)
+ * gives (XX001): after it, the body can be read.  O(1).
+ */
 extern void perpca_stats_check_version(const PerpcaStats *s);
 
-/* Check a value read from outside (version, dimension, counts, finiteness). */
+/*
+ * Check a value read from outside, all of it: its header as above, then
+ * its counts and numbers (finite, consistent: 22000).  Text and binary
+ * input, and every function that computes with a value, call it.
+ */
 extern void perpca_stats_validate(const PerpcaStats *s);
 
 /*

@@ -828,6 +828,24 @@ center_rows(int d, int64 k, double *restrict rows, const double *restrict mu)
 }
 
 /*
+ * The co-moments of k centred rows (the diagonal of M2 = Y'Y) are finite,
+ * as input requires of a thin value: else the error of a dense value's.
+ */
+static void
+check_row_squares(int d, int64 k, const double *rows)
+{
+	double	   *sq = palloc0(sizeof(double) * d);
+
+	for (int64 i = 0; i < k; i++)
+		for (int j = 0; j < d; j++)
+			sq[j] += rows[i * d + j] * rows[i * d + j];
+	for (int j = 0; j < d; j++)
+		if (!isfinite(sq[j]))
+			too_large(j, "the sum of squared deviations from the mean");
+	pfree(sq);
+}
+
+/*
  * A thin value from a thin state: its rows centred at their mean, written
  * straight into the value (pending rows fetched there; if some of them are
  * skipped, the value is copied into one of the right size); the state does
@@ -869,6 +887,7 @@ thin_stats(const StatsState *st)
 			if (j >= 0)
 				too_large(j, "a row's deviation from the mean");
 		}
+	check_row_squares(d, k, rows);
 	pfree(mu);
 	return s;
 }
@@ -885,14 +904,22 @@ dense_stats(StatsState *st)
 	s = perpca_stats_alloc_unset(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
 	store_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
+	/*
+	 * |M2_ij| <= sqrt(M2_ii M2_jj) bounds a row by a finite diagonal, but
+	 * rounding at the edge of the range can still overflow: what input would
+	 * refuse is an error here, never a value.
+	 */
 	for (int64 i = 0, k = 0; i < d; i++)
 	{
-		/* |M2_ij| <= sqrt(M2_ii M2_jj): a finite diagonal bounds the row */
 		if (!isfinite(st->m2[i * d + i]))
 			too_large(i, "the sum of squared deviations from the mean");
 		for (int64 j = i; j < d; j++)
-			m2[k++] = st->m2[i * d + j];
+			if (!isfinite(m2[k++] = st->m2[i * d + j]))
+				too_large(i, psprintf("the sum of its deviations times those of column %d", (int) j + 1));
 	}
+	for (int j = 0; j < d; j++)
+		if (!isfinite(PERPCA_STATS_MEAN(s)[j] + PERPCA_STATS_MEAN_LO(s)[j]))
+			too_large(j, "the mean");
 	return s;
 }
 
@@ -1259,7 +1286,7 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(st);
 	}
 	s = PG_GETARG_PERPCA_STATS(1);
-	perpca_stats_check_version(s);
+	perpca_stats_validate(s);
 	if (st == NULL)
 		st = state_create(aggcxt, s->dim, PERPCA_NULLS_ERROR);
 	else if (s->dim != st->d)

@@ -286,7 +286,12 @@ perpca_stats_dist_final(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	if (!VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(PG_GETARG_DATUM(0))) ||
 		DatumGetEOHP(PG_GETARG_DATUM(0))->eoh_methods != &dist_methods)
-		PG_RETURN_DATUM(PointerGetDatum(PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(0))));
+	{
+		PerpcaStats *s = perpca_stats_detoast_copy(PG_GETARG_DATUM(0));
+
+		perpca_stats_validate(s);
+		PG_RETURN_POINTER(s);
+	}
 	ds = (DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0));
 	result = inner_call(perpca_stats_final, fcinfo->context, 1, ds->inner, false,
 						(Datum) 0, true, &isnull);
