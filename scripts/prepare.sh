@@ -12,8 +12,9 @@
 #                              the same for PERPCA_PGVECTOR_* ("system" when the
 #                              server's installation has pgvector)
 #   prepare.sh asan            PostgreSQL 15 built with AddressSanitizer and
-#                              assertions, only the parts the sanitizer run uses
-#                              (built once, as root); prints its directory
+#                              assertions, its palloc'd memory poisoned as ASan
+#                              sees it (ASAN_PATCH), only the parts the sanitizer
+#                              run uses (built once, as root); prints its directory
 #   prepare.sh rootfs N        (root) the Debian root filesystem of PostgreSQL N:
 #                              17 from trixie, 18 from sid (Debian 12 has only 15, and
 #                              newer releases' binaries need a newer C library), made
