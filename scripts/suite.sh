@@ -225,25 +225,24 @@ log_check "BLAS argument errors in server logs" blas_findings "${LOGS[@]}"
 # cluster of its own: each defect's query must leave what the checks above
 # look for, found by the same functions.
 planted_check() {
-	local dir=$WORK/planted q='SELECT perpca_%s(perpca_stats(x)) FROM (VALUES (ARRAY[1, 2, 3, 4]::float8[])) v(x)'
-	mkdir -p "$dir"
+	local p=$WORK/planted q='SELECT perpca_%s(perpca_stats(x)) FROM (VALUES (ARRAY[1, 2, 3, 4]::float8[])) v(x)'
 	touch "$BUILD/src/stats.c"
 	if ! make -C "$BUILD" PG_CONFIG="$PG_CONFIG" PERPCA_CFLAGS="$flags $(plant_flags overflow,leak)" LDFLAGS_SL="$flags" \
-		install >"$dir/build.log" 2>&1; then
-		cat "$dir/build.log" >&2
+		install >"$p-build.log" 2>&1; then
+		cat "$p-build.log" >&2
 		echo "not ok - planted defects: build" >>"$RESULTS"
 		return
 	fi
-	PGDATA_DIR=$dir/data SERVER_LOG=$dir/server.log
-	sanitizer_reports_to "$dir/reports"
+	PGDATA_DIR=$p-data SERVER_LOG=$p-server.log
+	sanitizer_reports_to "$p-reports"
 	cluster_start || { echo "not ok - planted defects: cluster start" >>"$RESULTS"; return; }
 	# (the second query's backend ends at ASan's report: psql fails)
-	"$PGBIN/psql" -X -q -c 'CREATE EXTENSION perpca' -c "$(printf "$q" covariance)" >"$dir/psql.log" 2>&1 || true
-	"$PGBIN/psql" -X -q -c "$(printf "$q" mean)" >>"$dir/psql.log" 2>&1 || true
+	"$PGBIN/psql" -X -q -c 'CREATE EXTENSION perpca' -c "$(printf "$q" covariance)" >"$p-psql.log" 2>&1 || true
+	"$PGBIN/psql" -X -q -c "$(printf "$q" mean)" >>"$p-psql.log" 2>&1 || true
 	cluster_stop
-	cat "$dir/psql.log" >&2
+	cat "$p-psql.log" >&2
 	planted_line planted_overflow "one element written past a palloc'd array" \
-		overflow_findings "$dir/reports" "$SERVER_LOG"
+		overflow_findings "$p-reports" "$SERVER_LOG"
 	planted_line planted_leak "a relation left open" leak_findings "$SERVER_LOG"
 }
 # Sanitizer findings, of which a report names the function of the planted
