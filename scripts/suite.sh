@@ -80,6 +80,7 @@ plant_flags() {
 		case "$d" in overflow | leak) printf -- '-DPERPCA_PLANT_%s ' "${d^^}" ;; *) die "PERPCA_PLANT: no defect '$d' (overflow, leak)" ;; esac
 	done
 }
+PLANT_FLAGS=$(plant_flags "${PERPCA_PLANT:-}")
 
 # ---- 1. build and private installation ---------------------------------------
 t=$SECONDS
@@ -89,12 +90,12 @@ if [ -n "$ASAN" ]; then
 	cp -a "$ASAN" "$WORK/pg"
 	PGBIN=$WORK/pg/bin PG_CONFIG=$WORK/pg/bin/pg_config
 	flags="-fsanitize=address,undefined -fno-sanitize=alignment -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-	build_tree PG_CONFIG="$PG_CONFIG" PERPCA_CFLAGS="$flags $(plant_flags "${PERPCA_PLANT:-}")" LDFLAGS_SL="$flags" ||
+	build_tree PG_CONFIG="$PG_CONFIG" PERPCA_CFLAGS="$flags $PLANT_FLAGS" LDFLAGS_SL="$flags" ||
 		step_failed build
 	make -C "$BUILD" install PG_CONFIG="$PG_CONFIG" >"$WORK/install.log" 2>&1 || step_failed install
 else
 	# No LLVM bitcode (it is for JIT inlining, which no test uses).
-	build_tree PERPCA_CFLAGS="-Werror $(plant_flags "${PERPCA_PLANT:-}")" with_llvm=no || step_failed build
+	build_tree PERPCA_CFLAGS="-Werror $PLANT_FLAGS" with_llvm=no || step_failed build
 	private_install with_llvm=no || step_failed install
 	# (ensure_packages installs postgresql-N-cron: its tests must not skip here)
 	export PERPCA_PG_CRON_REQUIRED=1
