@@ -244,11 +244,13 @@ planted_check() {
 	cat "$p-psql.log" >&2
 	planted_line planted_overflow "one element written past a palloc'd array" \
 		overflow_findings "$p-reports" "$SERVER_LOG"
-	planted_line planted_leak "a relation left open" leak_findings "$SERVER_LOG"
+	planted_line planted_leak "a relation left open" leak_of_pg_type "$SERVER_LOG"
 }
 # Sanitizer findings, of which a report names the function of the planted
 # overflow; prints the reports' first lines.
 overflow_findings() { sanitizer_findings "$@" >/dev/null && grep -r -q perpca_mean "$1" && head -n 8 "$1"/*; }
+# The leak WARNINGs, of which one names the relation of the planted leak.
+leak_of_pg_type() { leak_findings "$@" | grep -F 'relation "pg_type"'; }
 # planted_line NAME WHAT FINDER ARGS...: "ok - NAME: the sanitizer run catches WHAT".
 planted_line() {
 	local name=$1 what=$2 found
