@@ -61,7 +61,7 @@ on_exit() {
 	fi
 	cat "$RESULTS" >&3
 	echo "1..$(grep -c . "$RESULTS")" >&3
-	finish "$rc" "${ASAN:+sanitize}${ASAN:-suite}"
+	if [ -n "$ASAN" ]; then finish "$rc" sanitize; else finish "$rc" suite; fi
 }
 trap 'on_exit $?' EXIT
 step_failed() { echo "not ok - $1" >>"$RESULTS"; exit 1; }
