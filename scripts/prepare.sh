@@ -169,12 +169,13 @@ ASAN_PARTS="config src/common src/port src/timezone src/backend src/backend/util
 	src/fe_utils src/bin/initdb src/bin/pg_ctl src/bin/psql src/bin/pg_dump src/bin/pgbench
 	src/bin/pg_basebackup src/bin/pg_config src/pl/plpgsql src/makefiles src/test/regress
 	src/test/isolation src/test/perl contrib/postgres_fdw"
-# Palloc'd memory as AddressSanitizer sees it: memdebug.h's Valgrind client
-# requests, which the memory contexts make around every chunk, poison and
-# unpoison under ASan; and each AllocSet request gets a poisoned redzone of 16
-# bytes past its end, so that a write one element past a palloc'd array is
-# reported whatever its size (cassert's sentinel byte only catches a write
-# into a chunk's unused tail, which a power-of-2 request does not have).
+# Palloc'd memory as AddressSanitizer sees it (as in TimescaleDB's sanitizer
+# builds): memdebug.h's Valgrind client requests, which the memory contexts
+# make around every chunk, poison and unpoison under ASan; and each AllocSet
+# request gets a poisoned redzone of at least 16 bytes past its end, so that a
+# write one element past a palloc'd array is reported whatever its size
+# (cassert's sentinel byte only catches a write into a chunk's unused tail,
+# which a power-of-2 request does not have).
 ASAN_PATCH=$REPO_ROOT/scripts/pg15-asan-memory-contexts.patch
 # shellcheck disable=SC2016 # (expanded by eval)
 ASAN_MAKE='for p in $ASAN_PARTS; do make -j"$(nproc)" -C "$p" install || exit 1; done && make -C src install-local'
