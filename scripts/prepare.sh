@@ -12,8 +12,9 @@
 #                              the same for PERPCA_PGVECTOR_* ("system" when the
 #                              server's installation has pgvector)
 #   prepare.sh asan            PostgreSQL 15 built with AddressSanitizer and
-#                              assertions, only the parts the sanitizer run uses
-#                              (built once, as root); prints its directory
+#                              assertions, its palloc'd memory poisoned as ASan
+#                              sees it (ASAN_PATCH), only the parts the sanitizer
+#                              run uses (built once, as root); prints its directory
 #   prepare.sh rootfs N        (root) the Debian root filesystem of PostgreSQL N:
 #                              17 from trixie, 18 from sid (Debian 12 has only 15, and
 #                              newer releases' binaries need a newer C library), made
@@ -168,6 +169,14 @@ ASAN_PARTS="config src/common src/port src/timezone src/backend src/backend/util
 	src/fe_utils src/bin/initdb src/bin/pg_ctl src/bin/psql src/bin/pg_dump src/bin/pgbench
 	src/bin/pg_basebackup src/bin/pg_config src/pl/plpgsql src/makefiles src/test/regress
 	src/test/isolation src/test/perl contrib/postgres_fdw"
+# Palloc'd memory as AddressSanitizer sees it (as in TimescaleDB's sanitizer
+# builds): memdebug.h's Valgrind client requests, which the memory contexts
+# make around every chunk, poison and unpoison under ASan; and each AllocSet
+# request gets a poisoned redzone of at least 16 bytes past its end, so that a
+# write one element past a palloc'd array is reported whatever its size
+# (cassert's sentinel byte only catches a write into a chunk's unused tail,
+# which a power-of-2 request does not have).
+ASAN_PATCH=$REPO_ROOT/scripts/pg15-asan-memory-contexts.patch
 # shellcheck disable=SC2016 # (expanded by eval)
 ASAN_MAKE='for p in $ASAN_PARTS; do make -j"$(nproc)" -C "$p" install || exit 1; done && make -C src install-local'
 asan_compile() {
@@ -182,6 +191,7 @@ asan_compile() {
 	tar -xjf "$work"/postgresql-*.orig.tar.bz2 -C "$work"
 	say "building PostgreSQL $got with ASan into $dest (log: $work/build.log)" >&2
 	if ! (cd "$work"/postgresql-*/ && export ASAN_OPTIONS=detect_leaks=0 &&
+		patch -p1 <"$ASAN_PATCH" &&
 		./configure --prefix="$dest" --disable-rpath --enable-cassert --enable-debug --enable-tap-tests --without-icu \
 			CFLAGS="-O1 -g -fsanitize=address -fno-omit-frame-pointer" LDFLAGS="-fsanitize=address" &&
 		eval "$ASAN_MAKE") >"$work/build.log" 2>&1; then
@@ -197,8 +207,9 @@ asan_compile() {
 	say "time: ASan PostgreSQL $got build: $((SECONDS - t0)) s" >&2
 }
 cmd_asan() {
-	# (named after the build's recipe: asan2 builds only ASAN_PARTS)
-	local name=pg15-asan2
+	# (named after the build's recipe: asan3 builds only ASAN_PARTS, with
+	# ASAN_PATCH; a change to either needs a new name, so that caches rebuild)
+	local name=pg15-asan3
 	find_cached "$name" asan && return 0
 	[ "$(id -u)" -eq 0 ] || skip "no ASan PostgreSQL in $PERPCA_CACHE_DIR/$name: build it once as root with: sudo bash scripts/prepare.sh asan"
 	# apt-get source needs the deb-src lines.

@@ -995,6 +995,9 @@ perpca_mean(PG_FUNCTION_ARGS)
 	mean = palloc(sizeof(double) * s->dim);
 	for (int j = 0; j < s->dim; j++)
 		mean[j] = PERPCA_STATS_MEAN(s)[j] + PERPCA_STATS_MEAN_LO(s)[j];
+#ifdef PERPCA_PLANT_OVERFLOW
+	mean[s->dim] = 0;			/* planted defect: the sanitizer run must report it */
+#endif
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(mean, s->dim));
 }
 
@@ -1014,6 +1017,9 @@ perpca_covariance(PG_FUNCTION_ARGS)
 	perpca_check_dense_dim_limit(s->dim, "The second-moment matrix of the statistics");
 	cov = palloc(sizeof(double) * s->dim * s->dim);
 	zero = palloc0(sizeof(double) * s->dim);
+#ifdef PERPCA_PLANT_LEAK
+	(void) RelationIdGetRelation(TypeRelationId);	/* planted defect: never closed */
+#endif
 	perpca_stats_moment(s, centered ? NULL : zero, cov);
 	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(cov, s->dim, s->dim));
 }

@@ -1,7 +1,8 @@
 # 900_pg_cron.pl -- a model refreshed by pg_cron (slow group: a job runs at
 # the start of the next minute, so each phase waits up to a minute or so).
 #
-# The cluster preloads pg_cron with the settings the README shows.  Phase 1
+# The cluster preloads pg_cron with the settings the README shows (without
+# pg_cron in the installation the file skips: require_pg_cron).  Phase 1
 # runs jobs in background workers (cron.use_background_workers = on);
 # phase 2 restarts the server with pg_cron's default, a libpq connection,
 # which needs cron.host (here the socket directory).  In each phase a job
@@ -18,6 +19,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use PerpcaTest;
 
+require_pg_cron();
 my $node = start_node(
 	'main', q{
 shared_preload_libraries = 'pg_cron'
@@ -196,13 +198,13 @@ is( $node->safe_psql(
 $node->safe_psql('postgres', 'ALTER SYSTEM SET log_min_messages = notice; SELECT pg_reload_conf()');
 my $log_offset = -s $node->logfile;
 my $v_same = $node->safe_psql('postgres', 'SELECT version FROM m_info');
-my $job3 = $node->safe_psql('postgres',
+my $job_same = $node->safe_psql('postgres',
 	q{SELECT cron.schedule('perpca-refresh-same', '* * * * *', $$SELECT * FROM public.perpca_refresh('public.m')$$)});
 ok( $node->poll_query_until(
 		'postgres', qq{SELECT EXISTS (SELECT FROM cron.job_run_details
-                                       WHERE jobid = $job3 AND status IN ('succeeded', 'failed'))}),
+                                       WHERE jobid = $job_same AND status IN ('succeeded', 'failed'))}),
 	'unchanged: the job ran within the wait');
-is($node->safe_psql('postgres', "SELECT cron.unschedule($job3)"), 't', 'unchanged: unscheduled');
+is($node->safe_psql('postgres', "SELECT cron.unschedule($job_same)"), 't', 'unchanged: unscheduled');
 is( $node->safe_psql(
 		'postgres', q{SELECT outcome, version, rounds_run FROM perpca_model_history('public.m') ORDER BY entry DESC LIMIT 1}),
 	"unchanged|$v_same|0", 'unchanged: the history row is the record');

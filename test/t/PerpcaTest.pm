@@ -8,7 +8,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(test_path start_node obs_feed_sql role_schemas_sql);
+our @EXPORT = qw(test_path start_node obs_feed_sql role_schemas_sql require_pg_cron);
 
 # Path of PATH (relative to the repository root, e.g. 'test/data/x.csv');
 # bails out if it does not exist.
@@ -30,6 +30,27 @@ sub start_node
 	$node->append_conf('postgresql.conf', $conf) if defined $conf;
 	$node->start;
 	return $node;
+}
+
+# Skips the whole file, with the reason, when the server's installation has
+# no pg_cron (make installcheck on a server without it), as the Citus and
+# pgvector tests do.  scripts/suite.sh installs it (postgresql-N-cron) and sets
+# PERPCA_PG_CRON_REQUIRED: there, its absence is a failure.
+sub require_pg_cron
+{
+	my $pkglibdir = `pg_config --pkglibdir`;
+	my $sharedir = `pg_config --sharedir`;
+	chomp($pkglibdir, $sharedir);
+	my @missing = grep { !-f $_ } ("$pkglibdir/pg_cron.so", "$sharedir/extension/pg_cron.control");
+	return unless @missing;
+	my $why = 'pg_cron is not installed in this PostgreSQL installation (no ' . join(', no ', @missing) . ')';
+	if ($ENV{PERPCA_PG_CRON_REQUIRED})
+	{
+		fail($why);
+		done_testing();
+		exit;
+	}
+	plan skip_all => $why;
 }
 
 # SQL that creates perpca, loads test/data/project_obs.csv into
