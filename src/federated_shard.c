@@ -111,14 +111,33 @@ shard_fit_get(FunctionCallInfo fcinfo, bool ready)
 }
 
 static void
-shard_fit_free(ShardFit *sf)
+shard_fit_unlink(ShardFit *sf)
 {
 	ShardFit  **link = &shard_fits;
 
 	while (*link != sf)
 		link = &(*link)->next;
 	*link = sf->next;
+}
+
+static void
+shard_fit_free(ShardFit *sf)
+{
+	shard_fit_unlink(sf);
 	MemoryContextDelete(sf->cxt);
+}
+
+/*
+ * On an error inside a fit: the fit is forgotten at once, but its memory
+ * lives until the (sub)transaction's abort, because the error in flight may
+ * point into it (CopyErrorData copies the file and function names into the
+ * current context, which is the fit's) and is reported after this returns.
+ */
+static void
+shard_fit_free_on_error(ShardFit *sf)
+{
+	shard_fit_unlink(sf);
+	MemoryContextSetParent(sf->cxt, CurTransactionContext);
 }
 
 static ShardFit *
@@ -135,7 +154,7 @@ shard_fit_new(const char *id)
 	return sf;
 }
 
-/* Run f(sf, arg) in sf's memory context; on error the whole fit is freed. */
+/* Run f(sf, arg) in sf's memory context; on error the whole fit is freed (at the abort). */
 static void
 shard_in_fit(ShardFit *sf, void (*f) (ShardFit *, void *), void *arg)
 {
@@ -148,7 +167,7 @@ shard_in_fit(ShardFit *sf, void (*f) (ShardFit *, void *), void *arg)
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(old);
-		shard_fit_free(sf);
+		shard_fit_free_on_error(sf);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -282,7 +301,7 @@ shard_fit_open(const char *id, FunctionCallInfo fcinfo)
 	}
 	PG_CATCH();
 	{
-		shard_fit_free(sf);
+		shard_fit_free_on_error(sf);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
