@@ -10,12 +10,15 @@
  *     their output function as it is;
  *   - every other type (dates and times, floats, bytea, composites,
  *     arrays, ranges, ...): their output function under fixed settings,
- *     set at a GUC nesting level of their own and undone at once.
+ *     set for the call and put back at once.
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "utils/guc.h"
+#include "miscadmin.h"
+#include "pgtime.h"
+#include "utils/bytea.h"
+#include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 
@@ -27,15 +30,6 @@ typedef enum KeyHow
 	KEY_PLAIN,					/* the output function */
 	KEY_FIXED_STYLE				/* the output function under fixed settings */
 } KeyHow;
-
-/* The settings that change how a value is written, and the value each key is written under. */
-static const char *const key_settings[][2] = {
-	{"DateStyle", "ISO, YMD"},
-	{"TimeZone", "UTC"},
-	{"IntervalStyle", "postgres"},
-	{"extra_float_digits", "1"},
-	{"bytea_output", "hex"},
-};
 
 /* Whether values of base type are written the same under any setting. */
 static bool
@@ -77,18 +71,58 @@ client_key_prepare(ClientKeyOut *k, Oid type, MemoryContext cxt)
 	fmgr_info_cxt(outfunc, &k->out, cxt);
 }
 
-/* The output of value under key_settings, which are undone before returning. */
+/*
+ * The settings that change how a value is written, as the server keeps them
+ * (the variables behind DateStyle, TimeZone, IntervalStyle,
+ * extra_float_digits and bytea_output), and the values keys are written
+ * under.  They are set for the one output call and put back whatever
+ * happens: no GUC is changed, so this works in a parallel worker too.
+ */
+typedef struct KeySettings
+{
+	int			date_style;
+	int			date_order;
+	pg_tz	   *timezone;
+	int			interval_style;
+	int			float_digits;
+	int			bytea;
+} KeySettings;
+
+static void
+key_settings_swap(KeySettings *s)
+{
+	KeySettings now = {DateStyle, DateOrder, session_timezone, IntervalStyle, extra_float_digits, bytea_output};
+
+	DateStyle = s->date_style;
+	DateOrder = s->date_order;
+	session_timezone = s->timezone;
+	IntervalStyle = s->interval_style;
+	extra_float_digits = s->float_digits;
+	bytea_output = s->bytea;
+	*s = now;
+}
+
+/* The output of value under fixed settings (ISO dates, UTC, ...). */
 static char *
 fixed_style_output(ClientKeyOut *k, Datum value)
 {
-	int			nestlevel = NewGUCNestLevel();
-	char	   *str;
+	static pg_tz *utc = NULL;
+	KeySettings fixed;
+	char	   *volatile str = NULL;
 
-	for (int i = 0; i < (int) lengthof(key_settings); i++)
-		(void) set_config_option(key_settings[i][0], key_settings[i][1], PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	str = OutputFunctionCall(&k->out, value);
-	AtEOXact_GUC(true, nestlevel);
+	if (utc == NULL && (utc = pg_tzset("UTC")) == NULL)
+		elog(ERROR, "time zone \"UTC\" not found");
+	fixed = (KeySettings) {USE_ISO_DATES, DATEORDER_YMD, utc, INTSTYLE_POSTGRES, 1, BYTEA_OUTPUT_HEX};
+	key_settings_swap(&fixed);
+	PG_TRY();
+	{
+		str = OutputFunctionCall(&k->out, value);
+	}
+	PG_FINALLY();
+	{
+		key_settings_swap(&fixed);
+	}
+	PG_END_TRY();
 	return str;
 }
 
