@@ -56,6 +56,12 @@
  * d = 768, the widest), it did not pay: 244 -> 258 rounds, CPU 3.14 -> 3.31 s.
  */
 #define CARRY_DIM HALF_READ_DIM
+/*
+ * An eigenvalue of the deflated S_i at most this x lambda_max is zero to
+ * rounding: its best-response column lies past the client's rank
+ * (complete_response).
+ */
+#define NULL_RESPONSE_TOL 1e-12
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
 /* Restarts of a best response's LOBPCG that failed (d-space, above BEST_RESPONSE_EXACT_FALLBACK) */
@@ -1330,6 +1336,55 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 	return exact;
 }
 
+/*
+ * The columns of V_i past the rank of the deflated S_i: where its r2-th
+ * eigenvalue is zero (a client with fewer dimensions than local
+ * components), the eigensolver returns for the zero eigenvalues any vectors
+ * of its null space, which contains span U: V_i is then not orthogonal to U,
+ * the gradient (I - V V')S U loses a part of S U that f keeps, and the line
+ * search finds no step along an ascent direction.  The local block of such a
+ * client is its whole range plus a seeded completion orthogonal to U and to
+ * the range (twice, as in thin_top_eigen_completed): f does not change (the
+ * completion's variance is 0) and the client's gradient term is S U's part
+ * along U, as f's derivative says.  A column counts as past the rank when
+ * its eigenvalue is at most NULL_RESPONSE_TOL x lambda_max, rounding;
+ * responses without one are unchanged.
+ */
+static void
+complete_response(FitClient *c, const double *U)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2,
+				k = c->k,
+				m = 0;
+	double		top = c->lambda_max > 0.0 ? c->lambda_max : c->ritz[0];
+	double	   *Q,
+			   *X;
+	uint64		state = c->seed ^ UINT64CONST(0x6A09E667F3BCC909);
+
+	while (m < r2 && c->ritz[m] > NULL_RESPONSE_TOL * top)
+		m++;
+	if (m == r2 || !(top > 0.0))
+		return;
+	Q = palloc(sizeof(double) * d * (r1 + m));
+	X = palloc(sizeof(double) * d * (r2 - m));
+	linalg_copy(d, r1, U, Max(r1, 1), Q, r1 + m);
+	linalg_copy(d, m, c->W + r1, k, Q + r1, r1 + m);
+	fit_fill_gaussian(&state, d, r2 - m, X, r2 - m);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		deflate_block(d, r1 + m, Q, r2 - m, X, r2 - m);
+		fit_retract(FIT_RETRACT_QR, d, r2 - m, X, r2 - m);
+	}
+	linalg_copy(d, r2 - m, X, r2 - m, c->W + r1 + m, k);
+	for (int j = m; j < r2; j++)
+		c->ritz[j] = 0.0;
+	c->sw_ready = false;		/* S W, if the response left it, is of the old columns */
+	pfree(Q);
+	pfree(X);
+}
+
 double
 client_best_response(FitClient *c, const double *U, double tol, double scale, double *G,
 					 bool *exact)
@@ -1351,6 +1406,8 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 		client_apply(c, U, r1, SU);
 		READ_SITE("other");
 	}
+	if (r2 > 0)
+		complete_response(c, U);
 	/* W = [U, V_i]; f_i and the gradient (I - V V')S U */
 	linalg_copy(d, r1, U, r1, c->W, c->k);
 	for (int j = 0; j < r2; j++)
