@@ -38,3 +38,17 @@ SELECT l.converged, l.stopped NOT LIKE '%stalled%' AS not_stalled,
        pg_temp.infeasibility() < 1e-10 AS feasible,
        (SELECT count(*) FROM perpca_last_fit_starts() WHERE ended = 'stalled') AS stalled_runs
 FROM perpca_last_fit() l, rd_expected e WHERE e.center = 'none';
+
+-- personalizing a client with U frozen: 5 rows, centred rank 4, n_local 10;
+-- its local components are orthogonal to the model's global ones, and the 6
+-- past its rank carry no variance
+CREATE TABLE rd_train AS SELECT * FROM rd;	-- a model's source is no temporary table
+SELECT model_name FROM perpca_train('rd_model', 'SELECT client, stats FROM rd_train', 2, 10);
+CREATE TEMP TABLE rd_new AS SELECT * FROM perpca_personalize('rd_model', 'new',
+  (SELECT perpca_stats(x) FROM (SELECT x FROM rd_rows WHERE client = 1 ORDER BY x LIMIT 5) s), n_local => 10);
+SELECT count(DISTINCT p.component) AS components,
+       max(abs(pg_temp.dot(p.pc, g.pc))) < 1e-12 AS orthogonal_to_global,
+       count(DISTINCT p.component) FILTER (WHERE abs(p.variance) < 1e-12) AS empty
+FROM rd_new p, rd_model_components g WHERE g.kind = 'global';
+SELECT perpca_drop('rd_model');
+DROP TABLE rd_train;
