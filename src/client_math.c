@@ -56,6 +56,12 @@
  * d = 768, the widest), it did not pay: 244 -> 258 rounds, CPU 3.14 -> 3.31 s.
  */
 #define CARRY_DIM HALF_READ_DIM
+/*
+ * An eigenvalue of the deflated S_i at most this x lambda_max is zero to
+ * rounding: its best-response column lies past the client's rank
+ * (complete_response).
+ */
+#define NULL_RESPONSE_TOL 1e-12
 /* LOBPCG iterations of one best response before the exact solve takes over. */
 #define BEST_RESPONSE_MAX_ITER 100
 /* Restarts of a best response's LOBPCG that failed (d-space, above BEST_RESPONSE_EXACT_FALLBACK) */
@@ -391,6 +397,54 @@ thin_top_eigen_completed(FitClient *c, const double *U, int k, double *values, d
 	pfree(X);
 }
 
+/*
+ * The columns of V_i past the rank of the deflated S_i (k columns of Z,
+ * stride ldz, their eigenvalues in values): where its k-th eigenvalue is
+ * zero (a client with fewer dimensions than local components), an
+ * eigensolver returns for the zero eigenvalues any vectors of its null
+ * space, which contains span U: V_i is then not orthogonal to U, the
+ * gradient (I - V V')S U loses a part of S U that f keeps, and the line
+ * search finds no step along an ascent direction.  The local block of such
+ * a client is its whole range plus a seeded completion orthogonal to U and
+ * to the range (twice, as in thin_top_eigen_completed): f does not change
+ * (the completion's variance is 0) and the client's gradient term is S U's
+ * part along U, as f's derivative says.  A column counts as past the rank
+ * when its eigenvalue is at most NULL_RESPONSE_TOL x lambda_max, rounding;
+ * returns whether any did (else nothing changed).
+ */
+static bool
+complete_past_rank(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				m = 0;
+	double		top = c->lambda_max > 0.0 ? c->lambda_max : values[0];
+	double	   *Q,
+			   *X;
+	uint64		state = c->seed ^ UINT64CONST(0x6A09E667F3BCC909);
+
+	while (m < k && values[m] > NULL_RESPONSE_TOL * top)
+		m++;
+	if (m == k || !(top > 0.0))
+		return false;
+	Q = palloc(sizeof(double) * d * (r1 + m));
+	X = palloc(sizeof(double) * d * (k - m));
+	linalg_copy(d, r1, U, Max(r1, 1), Q, r1 + m);
+	linalg_copy(d, m, Z, ldz, Q + r1, r1 + m);
+	fit_fill_gaussian(&state, d, k - m, X, k - m);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		deflate_block(d, r1 + m, Q, k - m, X, k - m);
+		fit_retract(FIT_RETRACT_QR, d, k - m, X, k - m);
+	}
+	linalg_copy(d, k - m, X, k - m, Z + m, ldz);
+	for (int j = m; j < k; j++)
+		values[j] = 0.0;
+	pfree(Q);
+	pfree(X);
+	return true;
+}
+
 void
 client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
 {
@@ -411,6 +465,8 @@ client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z
 	work = eigen_work(dense_eigen_work(c->d, c->r1, k));
 	dense_top_eigen(c, U, k, values, Z, ldz, NULL, work);
 	pfree(work);
+	if (U != NULL && c->r1 > 0)
+		complete_past_rank(c, U, k, values, Z, ldz);
 }
 
 /* ------------------------------------------------------------------------
@@ -1351,6 +1407,9 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 		client_apply(c, U, r1, SU);
 		READ_SITE("other");
 	}
+	/* S W, if the response left it, is of the columns the completion replaced */
+	if (r2 > 0 && r1 > 0 && complete_past_rank(c, U, r2, c->ritz, c->W + r1, c->k))
+		c->sw_ready = false;
 	/* W = [U, V_i]; f_i and the gradient (I - V V')S U */
 	linalg_copy(d, r1, U, r1, c->W, c->k);
 	for (int j = 0; j < r2; j++)
