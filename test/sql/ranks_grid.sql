@@ -53,4 +53,14 @@ SELECT r.tab, r.grid,
 SELECT bool_and(heldout_error IS NOT NULL OR note LIKE 'left out%') AS widened_pairs_fitted
   FROM scan WHERE note LIKE '%added when the grid was widened%';
 
+
+-- A side of the grid with one rank is the caller's choice and is not
+-- widened: an answer on its edge says so in its note.
+SET client_min_messages = error;
+SELECT n_global, n_local, note LIKE '%on the edge of the grid: widen it (global_ranks above 1%' AS note_says_so
+  FROM perpca_choose_ranks('SELECT client, x, obs FROM perpca_ranks_grid.obs WHERE tab = ''wine''',
+                           NULL, '{1}', '{0,1}', scale => 'standard')
+ WHERE recommended;
+RESET client_min_messages;
+
 DROP SCHEMA perpca_ranks_grid CASCADE;
