@@ -60,6 +60,9 @@ enum
 /* The most times one call widens the grid while the recommendation sits on its edge. */
 #define MAX_WIDENINGS 12
 
+/* The largest rank of the default grid (default_grid), before any widening. */
+#define DEFAULT_TOP_RANK 3
+
 /* ------------------------------------------------------------------------
  * The queries
  * ------------------------------------------------------------------------
@@ -665,8 +668,44 @@ scan_args(FunctionCallInfo fcinfo, RankScan *scan, double *holdout, FitOptions *
 	scan->widenings = 0;
 	scan->quiet = false;
 	fit_options_parse_call_no_ranks(fcinfo, opts);	/* by argument name; ranks per pair */
-	lists->gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &lists->ng);
-	lists->ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &lists->nl);
+	lists->ng = lists->nl = -1;	/* NULL: the default grid, from the data (default_grid) */
+	if (!PG_ARGISNULL(A_GLOBAL_RANKS))
+		lists->gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &lists->ng);
+	if (!PG_ARGISNULL(A_LOCAL_RANKS))
+		lists->ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &lists->nl);
+}
+
+/* The ranks 0 .. top, with room to widen. */
+static int *
+ranks_upto(int top, int *n)
+{
+	int		   *out = palloc(sizeof(int) * (top + 1 + MAX_WIDENINGS));
+
+	for (int r = 0; r <= top; r++)
+		out[r] = r;
+	*n = top + 1;
+	return out;
+}
+
+/*
+ * The default grid, for a NULL global_ranks or local_ranks: 0 .. 3, or less
+ * when d is small (up to d - 2, so that a pair of 1 and the largest rank
+ * leaves a dimension to measure); local ranks also up to one less than the
+ * fewest training rows of a client (what its centred rows span).  The
+ * widening goes on from there while the recommendation sits on an edge.
+ */
+static void
+default_grid(RankLists *lists, const RankData *data)
+{
+	int64		fewest = PG_INT64_MAX;
+	int			top = Max(0, Min(DEFAULT_TOP_RANK, data->d - 2));
+
+	for (int i = 0; i < data->ntrain; i++)
+		fewest = Min(fewest, data->train[i].stats->n);
+	if (lists->ng < 0)
+		lists->gs = ranks_upto(top, &lists->ng);
+	if (lists->nl < 0)
+		lists->ls = ranks_upto((int) Max(0, Min(top, fewest - 1)), &lists->nl);
 }
 
 /*
@@ -786,6 +825,7 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 					rec;
 
 		scan.d = data->d;
+		default_grid(&lists, data);
 		pairs = scan_pairs(&lists, data, &opts, &scan, &npairs, &rec);
 		(void) set_config_option("application_name", app, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);

@@ -230,7 +230,7 @@ SELECT * FROM perpca_choose_ranks(NULL);
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
                                   '{1}', '{0}', target_explained_ratio => 1.5);
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
-                                  '{1}', NULL);
+                                  '{1}', '{0,NULL}');
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, 1 FROM obs WHERE heldout');
 \set VERBOSITY default
 -- Feature columns without a held-out query: the split needs the features as
