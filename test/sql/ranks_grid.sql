@@ -6,8 +6,8 @@
 -- default grid and the default grid derived from the data recommend the same
 -- pair; pairs the widening added say so in their note, and a recommendation
 -- on an edge says so in its note.  (0.4.0, without the widening, recommended
--- 2 + 1 from the small grid on all four, and something else from its default
--- grid on three.)
+-- 2 + 1 from the small grid on all four, and another pair from its default
+-- grid on each.)
 --
 CREATE SCHEMA perpca_ranks_grid;
 SET search_path = perpca_ranks_grid, public;
