@@ -39,13 +39,27 @@ Sources (Debian packages; the script says which is missing):
   seatbelts      r-base-core Seatbelts: UK monthly 1969-1984, d = 7 (logs), clients = 12 months; later 1981-1984
   wine           python3-sklearn: UCI wine, 178 rows, d = 13, 3 clients (cultivar); rows
 
+Starting grids (--grids): per table, the recommendation of
+perpca_choose_ranks on all its rows (its own repeatable 20% split by id) from
+each starting grid of GRIDS: {1,2} x {0,1} (an answer on the edge), 0.4.0's
+default {0..4} x {0..4}, {2,3,4} x {1,2,3}, and the default grid (NULL, from
+d and the rows); the grid widens itself while the answer sits on its edge.
+Printed: each grid's recommendation, the pairs fitted and how many the
+widening added, whether the answer is still on an edge.  Floor: the same
+recommendation from every grid, on every table.  Nothing is tuned here: the
+widening measures more pairs, the rule is the one above.  Tables whose source
+package is missing are skipped with a message (only python3-sklearn's are
+needed).
+
 Usage: /usr/bin/python3 bench/ranks_bench.py [TABLE...]
+       /usr/bin/python3 bench/ranks_bench.py --grids [TABLE...]
        (PGHOST/PGPORT/PGUSER/PGDATABASE select a server that has perpca
        0.4.0 installed; needs python3-psycopg2, r-base-core, r-cran-plm,
        r-cran-aer, python3-sklearn)
 """
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -258,7 +272,68 @@ def run_table(cur, name):
     return ok, rec is not None and o30 is not None and rec["later"] >= o30["later"] - 1e-12
 
 
+GRIDS = [("{1,2}x{0,1}", [1, 2], [0, 1]), ("{0..4}x{0..4}", list(range(5)), list(range(5))),
+         ("{2,3,4}x{1,2,3}", [2, 3, 4], [1, 2, 3]), ("default", None, None)]
+
+
+def available(name):
+    """Whether table name's source is installed (else say what is missing)."""
+    if name in R_TABLES and not shutil.which("Rscript"):
+        print("%s: skipped (needs r-base-core, r-cran-plm, r-cran-aer)" % name)
+        return False
+    if name in SKLEARN:
+        try:
+            import sklearn.datasets   # noqa: F401
+        except ImportError:
+            print("%s: skipped (needs python3-sklearn)" % name)
+            return False
+    return True
+
+
+def grid_scan(cur, name, gs, ls):
+    """The recommended pair, the pairs fitted, how many the widening added, and its note."""
+    cur.execute("SET client_min_messages = warning")
+    cur.execute("""SELECT n_global, n_local, recommended, note, heldout_error IS NOT NULL
+                     FROM perpca_choose_ranks(%s, NULL, %s::int[], %s::int[], scale => %s)""",
+                ("SELECT grp, x, 'k' || id FROM rb_%s" % name, gs, ls, SCALE.get(name, "standard")))
+    rows = cur.fetchall()
+    cur.execute("RESET client_min_messages")
+    rec = next((r for r in rows if r[2]), None)
+    fitted = sum(1 for r in rows if r[4])
+    added = sum(1 for r in rows if r[3] and "added when the grid was widened" in r[3])
+    return (None if rec is None else "%d+%d" % (rec[0], rec[1])), fitted, added, rec[3] if rec else None
+
+
+def run_grids(cur, names):
+    same = 0
+    tried = 0
+    for name in names:
+        if not available(name):
+            continue
+        n, _, groups, d = load(cur, name)
+        print("%s: %d rows, %d clients, d = %d" % (name, n, groups, d))
+        recs = set()
+        for label, gs, ls in GRIDS:
+            rec, fitted, added, note = grid_scan(cur, name, gs, ls)
+            recs.add(rec)
+            edge = note is not None and "on the edge of the grid" in note
+            print("  from %-16s recommended %-6s %3d pairs fitted (%d added by widening)%s"
+                  % (label, rec or "none", fitted, added, "; still on an edge, note says so" if edge else ""))
+        tried += 1
+        same += len(recs) == 1
+        print("  same recommendation from every grid: %s" % ("yes" if len(recs) == 1 else "NO"))
+        cur.execute("DROP TABLE rb_%s" % name)
+    print("floor (the same recommendation from every starting grid): met on %d of %d tables" % (same, tried))
+
+
 def main():
+    if sys.argv[1:2] == ["--grids"]:
+        conn = psycopg2.connect("")
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute("CREATE EXTENSION IF NOT EXISTS perpca")
+        run_grids(cur, sys.argv[2:] or sorted(TUNING + HELDOUT))
+        return
     names = sys.argv[1:] or TUNING + HELDOUT
     conn = psycopg2.connect("")
     conn.autocommit = True

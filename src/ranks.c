@@ -57,6 +57,12 @@ enum
 
 #define NCOLS 15
 
+/* The most times one call widens the grid while the recommendation sits on its edge. */
+#define MAX_WIDENINGS 12
+
+/* The largest rank of the default grid (default_grid), before any widening. */
+#define DEFAULT_TOP_RANK 3
+
 /* ------------------------------------------------------------------------
  * The queries
  * ------------------------------------------------------------------------
@@ -124,6 +130,15 @@ split_query(const char *query, Oid nsp, int cut, bool heldout)
  * ------------------------------------------------------------------------
  */
 
+static int
+int_cmp(const void *a, const void *b)
+{
+	int			x = *(const int *) a,
+				y = *(const int *) b;
+
+	return (x > y) - (x < y);
+}
+
 /* The distinct non-negative ranks of an int[] argument, ascending. */
 static int *
 ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
@@ -140,7 +155,7 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 				 errmsg("argument \"%s\" must not be NULL", what)));
 	a = PG_GETARG_ARRAYTYPE_P(argno);
 	deconstruct_array(a, INT4OID, sizeof(int32), true, TYPALIGN_INT, &values, &nulls, &count);
-	out = palloc(sizeof(int) * Max(count, 1));
+	out = palloc(sizeof(int) * (count + MAX_WIDENINGS));	/* room to widen */
 	*n = 0;
 	for (int i = 0; i < count; i++)
 	{
@@ -167,31 +182,62 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 	return out;
 }
 
-/* The pairs of the grid with 1 <= g + l, those with g + l >= d marked left out. */
-static RankPair *
-grid(const int *gs, int ng, const int *ls, int nl, int d, int *npairs, int *nfit)
+/*
+ * Append pair (g, l) to pairs (unless g + l < 1), marked left out when
+ * g + l >= d; added is the widening that adds it (0: the starting grid).
+ */
+static void
+add_pair(RankPair *pairs, int *npairs, int g, int l, int d, int added)
 {
-	RankPair   *pairs = palloc0(sizeof(RankPair) * Max(ng * nl, 1));
+	RankPair   *p = &pairs[*npairs];
 
-	*npairs = *nfit = 0;
+	if (g + l < 1)
+		return;
+	memset(p, 0, sizeof(RankPair));
+	p->g = g;
+	p->l = l;
+	p->added = added;
+	p->left_out = (int64) g + l >= d;
+	if (p->left_out)
+		p->note = psprintf("left out: n_global + n_local = %d uses every dimension (d = %d), "
+						   "so held-out rows would be explained exactly", g + l, d);
+	(*npairs)++;
+}
+
+/* The pairs of the grid with 1 <= g + l (room for cap), those with g + l >= d marked left out. */
+static RankPair *
+grid(const int *gs, int ng, const int *ls, int nl, int d, int cap, int *npairs)
+{
+	RankPair   *pairs = palloc0(sizeof(RankPair) * Max(cap, 1));
+
+	*npairs = 0;
 	for (int a = 0; a < ng; a++)
 		for (int b = 0; b < nl; b++)
-		{
-			RankPair   *p = &pairs[*npairs];
-
-			if (gs[a] + ls[b] < 1)
-				continue;
-			p->g = gs[a];
-			p->l = ls[b];
-			p->left_out = (int64) gs[a] + ls[b] >= d;
-			if (p->left_out)
-				p->note = psprintf("left out: n_global + n_local = %d uses every dimension (d = %d), "
-								   "so held-out rows would be explained exactly", gs[a] + ls[b], d);
-			else
-				(*nfit)++;
-			(*npairs)++;
-		}
+			add_pair(pairs, npairs, gs[a], ls[b], d, 0);
 	return pairs;
+}
+
+/* How many pairs are not left out. */
+static int
+count_fitted(const RankPair *pairs, int npairs)
+{
+	int			n = 0;
+
+	for (int i = 0; i < npairs; i++)
+		n += !pairs[i].left_out;
+	return n;
+}
+
+/* Order pairs by n_global, then n_local, as the starting grid is. */
+static int
+pair_cmp(const void *a, const void *b)
+{
+	const RankPair *p = a,
+			   *q = b;
+
+	if (p->g != q->g)
+		return p->g < q->g ? -1 : 1;
+	return (p->l > q->l) - (p->l < q->l);
 }
 
 /* ------------------------------------------------------------------------
@@ -447,8 +493,12 @@ put_pair(ReturnSetInfo *rsinfo, const RankPair *p, bool recommended, const RankD
 	for (int c = 2; c <= 10; c++)
 		nulls[c] = !fitted || (c != 8 && c != 9 && !isfinite(DatumGetFloat8(values[c])));
 	values[11] = BoolGetDatum(recommended);
-	nulls[12] = p->note == NULL;
-	values[12] = nulls[12] ? (Datum) 0 : CStringGetTextDatum(p->note);
+	nulls[12] = p->note == NULL && p->added == 0;
+	if (p->added > 0)
+		values[12] = CStringGetTextDatum(psprintf("%s; added when the grid was widened (widening %d)",
+												  p->note ? p->note : "", p->added));
+	else
+		values[12] = nulls[12] ? (Datum) 0 : CStringGetTextDatum(p->note);
 	values[13] = Int64GetDatum(data->train_skipped);
 	values[14] = Int64GetDatum(data->held_skipped);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -559,12 +609,13 @@ read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryConte
 }
 
 /*
- * Fit and evaluate every pair of the grid that is not left out, each in a
+ * Fit and evaluate every pair of pairs that is not left out, each in a
  * memory context of its own, reset after it; the scan's context is current.
  */
 static void
-fit_pairs(RankPair *pairs, int npairs, int nfit, const RankData *data, FitOptions *opts)
+fit_pairs(RankPair *pairs, int npairs, const RankData *data, FitOptions *opts)
 {
+	int			nfit = count_fitted(pairs, npairs);
 	MemoryContext scancxt = CurrentMemoryContext;
 	MemoryContext paircxt = AllocSetContextCreate(scancxt, "perpca_choose_ranks pair", ALLOCSET_DEFAULT_SIZES);
 	double	   *mean_sum = palloc(sizeof(double) * data->d);
@@ -592,10 +643,6 @@ fit_pairs(RankPair *pairs, int npairs, int nfit, const RankData *data, FitOption
 		pairs[i].seconds = INSTR_TIME_GET_DOUBLE(elapsed);
 	}
 	MemoryContextDelete(paircxt);
-	if (nfit < npairs)
-		ereport(NOTICE,
-				(errmsg("perpca_choose_ranks: %d pair(s) left out: n_global + n_local >= d = %d leaves no dimension to measure held-out error",
-						npairs - nfit, data->d)));
 }
 
 /* The ranks to scan: the distinct non-negative values of global_ranks and local_ranks. */
@@ -617,25 +664,139 @@ scan_args(FunctionCallInfo fcinfo, RankScan *scan, double *holdout, FitOptions *
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("query must not be NULL")));
 	scan_settings(fcinfo, scan, holdout);
+	scan->max_widenings = MAX_WIDENINGS;
+	scan->widenings = 0;
+	scan->quiet = false;
 	fit_options_parse_call_no_ranks(fcinfo, opts);	/* by argument name; ranks per pair */
-	lists->gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &lists->ng);
-	lists->ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &lists->nl);
+	lists->ng = lists->nl = -1;	/* NULL: the default grid, from the data (default_grid) */
+	if (!PG_ARGISNULL(A_GLOBAL_RANKS))
+		lists->gs = ranks_arg(fcinfo, A_GLOBAL_RANKS, "global_ranks", &lists->ng);
+	if (!PG_ARGISNULL(A_LOCAL_RANKS))
+		lists->ls = ranks_arg(fcinfo, A_LOCAL_RANKS, "local_ranks", &lists->nl);
 }
 
-/* The grid over the data's dimension, each pair that is not left out fitted and evaluated. */
-static RankPair *
-scan_pairs(const RankLists *lists, const RankData *data, FitOptions *opts, int *npairs)
+/* The ranks 0 .. top, with room to widen. */
+static int *
+ranks_upto(int top, int *n)
 {
-	int			nfit;
-	RankPair   *pairs = grid(lists->gs, lists->ng, lists->ls, lists->nl, data->d, npairs, &nfit);
+	int		   *out = palloc(sizeof(int) * (top + 1 + MAX_WIDENINGS));
 
-	if (nfit == 0)
+	for (int r = 0; r <= top; r++)
+		out[r] = r;
+	*n = top + 1;
+	return out;
+}
+
+/*
+ * The default grid, for a NULL global_ranks or local_ranks: 0 .. 3, or less
+ * when d is small (up to d - 2, so that a pair of 1 and the largest rank
+ * leaves a dimension to measure); local ranks also up to one less than the
+ * fewest training rows of a client (what its centred rows span).  The
+ * widening goes on from there while the recommendation sits on an edge.
+ */
+static void
+default_grid(RankLists *lists, const RankData *data)
+{
+	int64		fewest = PG_INT64_MAX;
+	int			top = Max(0, Min(DEFAULT_TOP_RANK, data->d - 2));
+
+	for (int i = 0; i < data->ntrain; i++)
+		fewest = Min(fewest, data->train[i].stats->n);
+	if (lists->ng < 0)
+		lists->gs = ranks_upto(top, &lists->ng);
+	if (lists->nl < 0)
+		lists->ls = ranks_upto((int) Max(0, Min(top, fewest - 1)), &lists->nl);
+}
+
+/*
+ * Widen the grid one step on each side in edges (RANK_EDGE_ bits): a rank
+ * one above the largest or one below the smallest of that side joins its
+ * list, and its pairs with every rank of the other side are appended to
+ * pairs (added = step).
+ */
+static void
+widen(RankLists *lists, int edges, RankPair *pairs, int *npairs, int d, int step)
+{
+	if (edges & (RANK_EDGE_GLOBAL_UP | RANK_EDGE_GLOBAL_DOWN))
+	{
+		int			g = (edges & RANK_EDGE_GLOBAL_UP) ? lists->gs[lists->ng - 1] + 1 : lists->gs[0] - 1;
+
+		for (int b = 0; b < lists->nl; b++)
+			add_pair(pairs, npairs, g, lists->ls[b], d, step);
+		lists->gs[lists->ng++] = g;
+		qsort(lists->gs, lists->ng, sizeof(int), int_cmp);
+	}
+	if (edges & (RANK_EDGE_LOCAL_UP | RANK_EDGE_LOCAL_DOWN))
+	{
+		int			l = (edges & RANK_EDGE_LOCAL_UP) ? lists->ls[lists->nl - 1] + 1 : lists->ls[0] - 1;
+
+		for (int a = 0; a < lists->ng; a++)
+			add_pair(pairs, npairs, lists->gs[a], l, d, step);
+		lists->ls[lists->nl++] = l;
+		qsort(lists->ls, lists->nl, sizeof(int), int_cmp);
+	}
+}
+
+/*
+ * The edges of the grid that the recommendation r sits on and that widening
+ * moves: a side of the grid with a single rank was fixed by the caller and
+ * stays (the note still says when r sits on it).  One side per direction:
+ * up before down.
+ */
+static int
+edges_to_widen(const RankPair *pairs, int npairs, int r, const RankLists *lists, int d)
+{
+	int			edges = r >= 0 ? ranks_edges(pairs, npairs, &pairs[r], d) : 0;
+
+	if (lists->ng < 2)
+		edges &= ~(RANK_EDGE_GLOBAL_UP | RANK_EDGE_GLOBAL_DOWN);
+	if (lists->nl < 2)
+		edges &= ~(RANK_EDGE_LOCAL_UP | RANK_EDGE_LOCAL_DOWN);
+	if (edges & RANK_EDGE_GLOBAL_UP)
+		edges &= ~RANK_EDGE_GLOBAL_DOWN;
+	if (edges & RANK_EDGE_LOCAL_UP)
+		edges &= ~RANK_EDGE_LOCAL_DOWN;
+	return edges;
+}
+
+/*
+ * The grid over the data's dimension, each pair that is not left out fitted
+ * and evaluated; while the recommended pair sits on an edge of the grid that
+ * can move, the grid is widened one step there and the new pairs fitted, at
+ * most scan->max_widenings times.  Returns the pairs (ordered by n_global,
+ * n_local) and sets the recommendation *rec, its notes and NOTICEs.
+ */
+static RankPair *
+scan_pairs(RankLists *lists, const RankData *data, FitOptions *opts, RankScan *scan,
+		   int *npairs, int *rec)
+{
+	int			cap = (lists->ng + scan->max_widenings) * (lists->nl + scan->max_widenings);
+	RankPair   *pairs = grid(lists->gs, lists->ng, lists->ls, lists->nl, data->d, cap, npairs);
+	int			edges;
+
+	if (count_fitted(pairs, *npairs) == 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("no pair of ranks to fit: need n_global, n_local >= 0 with 1 <= n_global + n_local < %d",
 						data->d),
 				 errdetail("A pair that uses all %d dimensions explains held-out rows exactly.", data->d)));
-	fit_pairs(pairs, *npairs, nfit, data, opts);
+	fit_pairs(pairs, *npairs, data, opts);
+	scan->quiet = true;
+	while ((edges = edges_to_widen(pairs, *npairs, ranks_recommend(pairs, *npairs, scan), lists,
+								   data->d)) != 0 && scan->widenings < scan->max_widenings)
+	{
+		int			from = *npairs;
+
+		widen(lists, edges, pairs, npairs, data->d, ++scan->widenings);
+		fit_pairs(pairs + from, *npairs - from, data, opts);
+		qsort(pairs, *npairs, sizeof(RankPair), pair_cmp);
+	}
+	scan->quiet = false;
+	*rec = ranks_recommend(pairs, *npairs, scan);
+	if (count_fitted(pairs, *npairs) < *npairs)
+		ereport(NOTICE,
+				(errmsg("perpca_choose_ranks: %d pair(s) left out: n_global + n_local >= d = %d leaves no dimension to measure held-out error",
+						*npairs - count_fitted(pairs, *npairs), data->d)));
 	return pairs;
 }
 
@@ -664,10 +825,10 @@ perpca_choose_ranks(PG_FUNCTION_ARGS)
 					rec;
 
 		scan.d = data->d;
-		pairs = scan_pairs(&lists, data, &opts, &npairs);
+		default_grid(&lists, data);
+		pairs = scan_pairs(&lists, data, &opts, &scan, &npairs, &rec);
 		(void) set_config_option("application_name", app, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
-		rec = ranks_recommend(pairs, npairs, &scan);
 		MemoryContextSwitchTo(old);
 		for (int i = 0; i < npairs; i++)
 			put_pair(rsinfo, &pairs[i], i == rec, data);

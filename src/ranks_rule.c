@@ -221,41 +221,81 @@ note_pair(const RankPair *pairs, int n, int i, int r, const RankScan *scan)
 	return why;
 }
 
+/* The smallest and largest n_global and n_local of the grid's pairs. */
+typedef struct GridBounds
+{
+	int			gmin,
+				gmax,
+				lmin,
+				lmax;
+} GridBounds;
+
+static GridBounds
+grid_bounds(const RankPair *pairs, int n)
+{
+	GridBounds	b = {INT_MAX, -1, INT_MAX, -1};
+
+	for (int i = 0; i < n; i++)
+	{
+		b.gmin = Min(b.gmin, pairs[i].g);
+		b.gmax = Max(b.gmax, pairs[i].g);
+		b.lmin = Min(b.lmin, pairs[i].l);
+		b.lmax = Max(b.lmax, pairs[i].l);
+	}
+	return b;
+}
+
+/*
+ * The edges of the grid (the largest or smallest n_global or n_local of the
+ * grid's pairs) that pair r sits on, beyond which a pair was not measured and
+ * might be chosen.  Beyond the largest rank of a side, only while a pair
+ * there leaves a dimension to measure (one above the largest rank of that
+ * side plus the smallest of the other is below d); beyond the smallest, only
+ * while it is above 0 and the side has more than one rank.
+ */
+int
+ranks_edges(const RankPair *pairs, int n, const RankPair *r, int d)
+{
+	GridBounds	b = grid_bounds(pairs, n);
+	int			edges = 0;
+
+	if (r->g == b.gmax && b.gmax + 1 + b.lmin < d)
+		edges |= RANK_EDGE_GLOBAL_UP;
+	if (r->l == b.lmax && b.lmax + 1 + b.gmin < d)
+		edges |= RANK_EDGE_LOCAL_UP;
+	if (r->g == b.gmin && b.gmin > 0 && b.gmin < b.gmax)
+		edges |= RANK_EDGE_GLOBAL_DOWN;
+	if (r->l == b.lmin && b.lmin > 0 && b.lmin < b.lmax)
+		edges |= RANK_EDGE_LOCAL_DOWN;
+	return edges;
+}
+
 /*
  * What the recommended pair r's note adds when r sits on an edge of the grid
- * (the largest or smallest n_global or n_local of the grid's pairs), or
- * NULL: a pair beyond that edge was not measured and might be chosen.
- * Larger pairs count only while one more component leaves a dimension to
- * measure (n_global + n_local + 1 < d); smaller ones while above 0.
+ * (ranks_edges), or NULL; after the grid was widened as far as one call
+ * widens it, the note says so.
  */
 static char *
 note_edge(const RankPair *pairs, int n, const RankPair *r, const RankScan *scan)
 {
-	int			gmin = INT_MAX,
-				gmax = -1,
-				lmin = INT_MAX,
-				lmax = -1;
-	bool		larger = size_of(r) + 1 < scan->d;
+	int			edges = ranks_edges(pairs, n, r, scan->d);
+	GridBounds	b = grid_bounds(pairs, n);
 	StringInfoData buf;
 
-	for (int i = 0; i < n; i++)
-	{
-		gmin = Min(gmin, pairs[i].g);
-		gmax = Max(gmax, pairs[i].g);
-		lmin = Min(lmin, pairs[i].l);
-		lmax = Max(lmax, pairs[i].l);
-	}
-	initStringInfo(&buf);
-	if (larger && r->g == gmax)
-		appendStringInfo(&buf, ", global_ranks above %d", gmax);
-	if (larger && r->l == lmax)
-		appendStringInfo(&buf, ", local_ranks above %d", lmax);
-	if (r->g == gmin && gmin > 0 && gmin < gmax)
-		appendStringInfo(&buf, ", global_ranks below %d", gmin);
-	if (r->l == lmin && lmin > 0 && lmin < lmax)
-		appendStringInfo(&buf, ", local_ranks below %d", lmin);
-	if (buf.len == 0)
+	if (edges == 0)
 		return NULL;
+	initStringInfo(&buf);
+	if (edges & RANK_EDGE_GLOBAL_UP)
+		appendStringInfo(&buf, ", global_ranks above %d", b.gmax);
+	if (edges & RANK_EDGE_LOCAL_UP)
+		appendStringInfo(&buf, ", local_ranks above %d", b.lmax);
+	if (edges & RANK_EDGE_GLOBAL_DOWN)
+		appendStringInfo(&buf, ", global_ranks below %d", b.gmin);
+	if (edges & RANK_EDGE_LOCAL_DOWN)
+		appendStringInfo(&buf, ", local_ranks below %d", b.lmin);
+	if (scan->widenings >= scan->max_widenings && scan->max_widenings > 0)
+		return psprintf("on the edge of the grid after %d widenings (the most one call makes): widen it (%s) and call again, a pair beyond the edge was not measured",
+						scan->widenings, buf.data + 2);
 	return psprintf("on the edge of the grid: widen it (%s) and call again, a pair beyond the edge was not measured",
 					buf.data + 2);
 }
@@ -322,11 +362,11 @@ ranks_recommend(RankPair *pairs, int n, RankScan *scan)
 		lo = Min(lo, size_of(p));
 		hi = Max(hi, size_of(p));
 	}
-	if (lo <= hi && lift < STRUCTURE_LIFT)
+	if (lo <= hi && lift < STRUCTURE_LIFT && !scan->quiet)
 		notice_no_structure(lift, share);
 	if (lo <= hi && (share || lift >= STRUCTURE_LIFT))
 		r = chosen(pairs, n, scan, lo, hi);
-	if (lo <= hi && share && r < 0)
+	if (lo <= hi && share && r < 0 && !scan->quiet)
 		ereport(NOTICE,
 				(errmsg("perpca_choose_ranks: no pair reaches a held-out explained ratio of %g", scan->target),
 				 errhint("Widen the grid toward larger ranks (up to n_global + n_local = %d), or lower target_explained_ratio.",
@@ -339,7 +379,8 @@ ranks_recommend(RankPair *pairs, int n, RankScan *scan)
 
 		if (edge != NULL)
 			pairs[r].note = psprintf("%s; %s", pairs[r].note, edge);
-		notice_edge(&pairs[r], scan, lo, hi);
+		if (!scan->quiet)
+			notice_edge(&pairs[r], scan, lo, hi);
 	}
 	return r;
 }

@@ -24,6 +24,7 @@ typedef struct RankPair
 	int			rounds;
 	bool		converged;
 	double		seconds;
+	int			added;			/* the widening that added it; 0: the starting grid */
 	const char *note;			/* why it was or was not recommended */
 } RankPair;
 
@@ -35,7 +36,22 @@ typedef struct RankScan
 	double		target;			/* share rule; NaN: error rule */
 	int			d;
 	double		variance;		/* the held-out clients' mean total variance (set by the rule) */
+	bool		quiet;			/* no NOTICE: a recommendation the grid's widening may change */
+	int			widenings;		/* how many times ranks.c widened the grid */
+	int			max_widenings;	/* the most it widens in one call */
 } RankScan;
+
+/* The edges of the grid a recommended pair sits on (ranks_edges), as bits. */
+#define RANK_EDGE_GLOBAL_UP		0x01
+#define RANK_EDGE_LOCAL_UP		0x02
+#define RANK_EDGE_GLOBAL_DOWN	0x04
+#define RANK_EDGE_LOCAL_DOWN	0x08
+
+/*
+ * The edges of the grid that pair r sits on and beyond which a pair could
+ * be measured (RANK_EDGE_ bits; 0: none).
+ */
+extern int	ranks_edges(const RankPair *pairs, int n, const RankPair *r, int d);
 
 /*
  * Apply the rule to the fitted pairs: returns the index of the recommended

@@ -116,7 +116,8 @@ SELECT count(*) AS pairs FROM perpca_choose_ranks('SELECT client, x, obs FROM ob
 SELECT count(*) AS components FROM perpca_fit('SELECT client, x FROM obs; -- every row', 2, 1);
 RESET client_min_messages;
 
--- A NOTICE per pair; an answer at the large edge of the grid says to widen it.
+-- An answer at the large edge of the grid widens it: with local_ranks fixed
+-- at one rank only global_ranks grows, until the answer leaves the edge.
 SELECT n_global, n_local FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
                                                   'SELECT client, x FROM obs WHERE heldout', '{1,2}', '{0}')
  WHERE recommended;
@@ -149,7 +150,8 @@ SELECT n_global, n_local, heldout_error IS NULL AS no_figures, recommended,
                            'SELECT client, x FROM obs WHERE heldout', '{2,8,9}', '{0,1}')
  WHERE recommended OR heldout_error IS NULL OR n_global = 8;
 RESET client_min_messages;
--- The answer at the grid's small edge: narrow.
+-- The answer at the grid's small edge: the grid is widened below it (n_local 0),
+-- and the planted pair stays the answer.
 SELECT n_global, n_local, recommended
   FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
                            'SELECT client, x FROM obs WHERE heldout', '{2}', '{1,2}')
@@ -228,7 +230,7 @@ SELECT * FROM perpca_choose_ranks(NULL);
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
                                   '{1}', '{0}', target_explained_ratio => 1.5);
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
-                                  '{1}', NULL);
+                                  '{1}', '{0,NULL}');
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, 1 FROM obs WHERE heldout');
 \set VERBOSITY default
 -- Feature columns without a held-out query: the split needs the features as
