@@ -1,7 +1,8 @@
 # 076_planted_casts.pl -- nothing perpca runs around a user's rows is
 # resolved late.  A plain role, mallory, owns the types of a table's key
-# and value columns (an enum, a composite, domains over float8[] and over
-# perpca_stats) and may create in the schema perpca is installed in.  A
+# and value columns (an enum, a domain over it, a composite, domains over
+# float8[] and over perpca_stats) and may create in the schema perpca is
+# installed in.  A
 # superuser trains models on her table; then she plants, for each type,
 # what perpca's SQL could meet:
 #   - casts of her key types to text (assignment casts: a CAST in SQL and
@@ -40,10 +41,12 @@ $node->safe_psql('postgres', q{
 CREATE TYPE mallory.region AS ENUM ('north', 'south', 'east', 'west', 'up');
 CREATE TYPE mallory.site AS (code text, n int);
 CREATE DOMAIN mallory.vec AS float8[];
+CREATE DOMAIN mallory.rdom AS mallory.region;
 CREATE DOMAIN mallory.sv AS shared.perpca_stats;
 CREATE TABLE mallory.obs AS
 SELECT (ARRAY['north', 'south', 'east', 'west', 'up']::mallory.region[])[ascii(client) - 96] AS region,
        ROW(client, ascii(client))::mallory.site AS site,
+       (ARRAY['north', 'south', 'east', 'west', 'up']::mallory.region[])[ascii(client) - 96]::mallory.rdom AS rdom,
        x::mallory.vec AS xv, x, x[1] AS c1, x[2] AS c2, x[3] AS c3, x[4] AS c4
   FROM public.raw WHERE client BETWEEN 'a' AND 'e';
 GRANT USAGE ON SCHEMA mallory TO PUBLIC;
@@ -66,6 +69,7 @@ my %models = (
 	m_cols => q{SELECT region, c1, c2, c3, c4 FROM mallory.obs},
 	m_stats => q{SELECT region, shared.perpca_stats(x) FROM mallory.obs GROUP BY region},
 	m_dom => q{SELECT region, xv FROM mallory.obs},
+	m_dkey => q{SELECT rdom, x FROM mallory.obs},
 );
 for my $m (sort keys %models)
 {
@@ -138,7 +142,8 @@ is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 
 is($node->safe_psql('postgres', q{
 SELECT count(*) FILTER (WHERE shared.perpca_model_error('m_enum', region, x, unknown => 'error') IS NOT NULL)
      + count(*) FILTER (WHERE shared.perpca_model_error('m_site', site, x, unknown => 'error') IS NOT NULL)
-  FROM mallory.obs}), '1500', 'every row of hers matches its client in the models, by enum and by composite key');
+     + count(*) FILTER (WHERE shared.perpca_model_error('m_dkey', rdom, x, unknown => 'error') IS NOT NULL)
+  FROM mallory.obs}), '2250', 'every row of hers matches its client in the models, by enum, composite and domain key');
 is($node->safe_psql('postgres', q{SELECT string_agg(client, ',' ORDER BY client) FROM m_enum_clients}),
 	'east,north,south,up,west', 'the enum keys are stored as their labels');
 
