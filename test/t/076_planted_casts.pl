@@ -3,8 +3,7 @@
 # and value columns (an enum, a domain over it, a composite, domains over
 # float8[] and over perpca_stats) and may create in the schema perpca is
 # installed in.  A superuser trains models on her table; then she plants,
-# for each type,
-# what perpca's SQL could meet:
+# for each type, what perpca's SQL could meet:
 #   - casts of her key types to text (assignment casts: a CAST in SQL and
 #     an assignment on INSERT would both take them);
 #   - aggregates perpca_stats(<her domain over float8[]>) and
