@@ -65,7 +65,6 @@ client_key_prepare(ClientKeyOut *k, Oid type, MemoryContext cxt)
 	Oid			outfunc;
 	bool		isvarlena;
 
-	k->type = type;
 	k->how = base == NUMERICOID ? KEY_NUMERIC : plain_output(base) ? KEY_PLAIN : KEY_FIXED_STYLE;
 	getTypeOutputInfo(base, &outfunc, &isvarlena);
 	fmgr_info_cxt(outfunc, &k->out, cxt);

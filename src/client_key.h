@@ -22,7 +22,6 @@
 /* How one key type is written (set up once per type, then per value). */
 typedef struct ClientKeyOut
 {
-	Oid			type;			/* the key's type (a domain too) */
 	int			how;			/* client_key.c's KeyHow */
 	FmgrInfo	out;			/* the base type's output function */
 } ClientKeyOut;

@@ -277,7 +277,7 @@ store_source_bind_stored(const StoreModel *sm, const char *query, const char *pa
 
 /* The INSERT of one staged client, its values as parameters of exactly the columns' types. */
 static SPIPlanPtr
-stage_insert_plan(const StoreModel *sm)
+stage_insert_plan(void)
 {
 	Oid			types[4] = {REGTYPEOID, TEXTOID, stats_type_oid(), INT4OID};
 	SPIPlanPtr	plan = SPI_prepare("INSERT INTO pg_temp.perpca_train_src (client_type, client, stats, n_local)"
@@ -285,7 +285,6 @@ stage_insert_plan(const StoreModel *sm)
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	(void) sm;
 	return plan;
 }
 
@@ -313,17 +312,17 @@ stage_n_local(HeapTuple tup, TupleDesc desc, bool *isnull)
  * has no say.
  */
 static void
-stage_copy(const StoreModel *sm, const char *select)
+stage_copy(const char *select)
 {
-	SPIPlanPtr	insert = stage_insert_plan(sm);
+	SPIPlanPtr	insert = stage_insert_plan();
 	SPIPlanPtr	plan = SPI_prepare(select, 0, NULL);
 	Portal		portal;
 	ClientKeyOut key;
-	bool		key_ready = false;
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	client_key_prepare(&key, TupleDescAttr(portal->tupDesc, 0)->atttypid, CurrentMemoryContext);
 	for (SPI_cursor_fetch(portal, true, 1000); SPI_processed > 0; SPI_cursor_fetch(portal, true, 1000))
 	{
 		SPITupleTable *tt = SPI_tuptable;
@@ -335,8 +334,6 @@ stage_copy(const StoreModel *sm, const char *select)
 			bool		isnull;
 
 			CHECK_FOR_INTERRUPTS();
-			if (!key_ready)
-				client_key_prepare(&key, TupleDescAttr(tt->tupdesc, 0)->atttypid, CurrentMemoryContext), key_ready = true;
 			values[1] = SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull);
 			if (isnull)
 				ereport(ERROR,
@@ -382,7 +379,7 @@ store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null)
 	 */
 	select = row_source_select(psprintf("SELECT * FROM %s", view), "pg_catalog, pg_temp",
 							   row_missing_parse(missing), &names);
-	stage_copy(sm, select);
+	stage_copy(select);
 	return names_jsonb(names, names_null);
 }
 
