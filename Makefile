@@ -12,7 +12,7 @@ OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 # a short hand-written prologue per upgrade in sql/upgrade/.  Released scripts
 # are kept as they shipped, in sql/released/.
 DATA        = $(wildcard sql/released/*.sql) $(wildcard sql/perpca_vector--*.sql)
-DATA_built  = sql/perpca--$(PERPCA_VERSION).sql sql/perpca--0.3.0--$(PERPCA_VERSION).sql
+DATA_built  = sql/perpca--$(PERPCA_VERSION).sql sql/perpca--0.4.0--$(PERPCA_VERSION).sql
 
 # pg_regress reads test/sql/NAME.sql and compares with expected/NAME.out
 # (PostgreSQL 15's pg_regress looks in test/expected, a symlink to ../expected).
@@ -46,10 +46,10 @@ $(OBJS): $(wildcard src/*.h)
 # create-or-replace part: the same text a fresh install runs.
 ONCE_PARTS     = $(sort $(wildcard sql/create_once/*.sql))
 REPLACE_PARTS  = $(sort $(wildcard sql/create_or_replace/*.sql))
-NEW_ONCE_0_4_0 =
+NEW_ONCE_0_5_0 =
 sql/perpca--$(PERPCA_VERSION).sql: $(ONCE_PARTS) $(REPLACE_PARTS)
 	cat $^ > $@
-sql/perpca--0.3.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.3.0--$(PERPCA_VERSION).sql sql/upgrade/guard.sql $(NEW_ONCE_0_4_0) $(REPLACE_PARTS)
+sql/perpca--0.4.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.4.0--$(PERPCA_VERSION).sql sql/upgrade/guard.sql $(NEW_ONCE_0_5_0) $(REPLACE_PARTS)
 	cat $^ > $@
 
 # The upgrade's guard (sql/upgrade/guard.sql.in): the schema and name of every

@@ -1,4 +1,4 @@
-# 065_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0, 0.2.0 and 0.3.0
+# 065_upgrade.pl -- ALTER EXTENSION perpca UPDATE from 0.1.0, 0.2.0, 0.3.0 and 0.4.0
 # gives the default version, object for object.
 #
 # Database "fresh" gets CREATE EXTENSION perpca (the default version);
@@ -155,10 +155,10 @@ for my $k (@differ)
 	diag("---- fresh:\n$fresh{$k}\n---- upgraded:\n$upgraded{$k}");
 }
 
-# The same from 0.2.0 and from 0.3.0 (their released scripts in sql/released/),
+# The same from 0.2.0, 0.3.0 and 0.4.0 (their released scripts in sql/released/),
 # each with a model that the old version trained and that the update must
 # keep refreshable.
-for my $old ('0.2.0', '0.3.0')
+for my $old ('0.2.0', '0.3.0', '0.4.0')
 {
 	my $db = 'from' . ($old =~ s/\.//gr);
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -181,14 +181,14 @@ SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM pu
 	diag("---- fresh:\n$fresh{$_}\n---- from $old:\n$from{$_}") for @differ;
 	is($node->safe_psql($db, $all_rows), $model_old,
 		"from $old: the $old model projects rows as before the update");
-	# 0.2.0 kept no history; 0.3.0 recorded the train.
+	# 0.2.0 kept no history; 0.3.0 and 0.4.0 record the train.
 	is($node->safe_psql($db, q{SELECT count(*) FROM perpca_model_history('m')}), $old eq '0.2.0' ? '0' : '1',
 		"from $old: the model's history is as the old version left it");
 	# A 0.3.0 model of unchanged statistics would be 'unchanged': refit it anyway.
 	is($node->safe_psql($db, q{SELECT outcome, clients FROM perpca_refresh('m', warm => false)}), 'fitted|5',
 		"from $old: the $old model refreshes after the update");
 	is($node->safe_psql($db, q{SELECT source_view, pg_get_viewdef('public.m_source') ~ 'perpca_stats' FROM m_info}),
-		'public.m_source|t', "from $old: its first refresh binds its query in the view m_source (issue 36)");
+		'public.m_source|t', "from $old: its query is bound in the view m_source (by the train, or by the first refresh after the update)");
 	is($node->safe_psql($db, q{SELECT outcome, rounds_run FROM perpca_refresh('m')}), 'unchanged|0',
 		"from $old: the next refresh of the same data fits nothing");
 }

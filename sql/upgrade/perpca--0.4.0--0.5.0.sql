@@ -1,0 +1,10 @@
+-- perpca 0.4.0 -> 0.5.0: what must change before the install parts run.
+\echo Use "ALTER EXTENSION perpca UPDATE" to load this file. \quit
+--
+-- The upgrade script sql/perpca--0.4.0--0.5.0.sql is this file, then the
+-- guard (sql/upgrade/guard.sql), then the create-once parts that are new in
+-- 0.5.0 (Makefile: NEW_ONCE_0_5_0), then every part of sql/create_or_replace/
+-- (see sql/README).  So here goes only what CREATE OR REPLACE cannot do:
+-- dropping objects that 0.5.0 no longer has, or whose signature, argument
+-- names, defaults or result type change (CREATE OR REPLACE refuses those),
+-- and ALTERs of objects created once.  Each entry says what changed.
