@@ -142,7 +142,7 @@ for my $k (@kinds)
 	is($server_code{$name}, $code, "$name is SQLSTATE $code");
 }
 
-# The newcomer's points of issue 35, as the README and docs say them (each
+# A newcomer's stumbling points, as the README and docs say them (each
 # failed on 0.3.0): commands that run in a root shell without sudo, a page on
 # Python, the schema of perpca_vector, personalized clients under refresh,
 # self-pairs in perpca_similarity, the Debian build outputs ignored.
