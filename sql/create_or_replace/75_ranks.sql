@@ -24,4 +24,4 @@ RETURNS TABLE (n_global int, n_local int, objective float8, train_error float8,
                note text, skipped bigint, heldout_skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_choose_ranks(text, text, int[], int[], float8, float8, float8, int, float8, float8, text, text, text, bigint, text, text, boolean, text, text, float8, int, text, boolean) IS
-    'fits Personalized PCA for every pair of global_ranks x local_ranks on training rows and scores each on held-out rows (the heldout query or a repeatable split); recommended marks one pair (error or share rule), note says why; perpca_fit''s options (README: Reference, Evaluation and choosing the ranks)';
+    'fits Personalized PCA for every pair of global_ranks x local_ranks on training rows and scores each on held-out rows (the heldout query or a repeatable split); recommended marks one pair (error or share rule) and note says why (README: Reference, Evaluation and choosing the ranks)';
