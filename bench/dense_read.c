@@ -1,6 +1,6 @@
 /*
  * dense_read.c -- what one product S X costs with a dense symmetric d x d S
- * (issue 34, the flat-spectrum fit: its rounds are such products at
+ * (bench/flat_bench.sh, the flat-spectrum fit: its rounds are such products at
  * d = 4096, where S is 134 MB and each product is bound by reading it)
  *
  * Times, for each block width k, the product S X (X d x k, row-major as in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/federated_bits.sh -- the same bits federated or not, repeated
-# (issue 34's goal: three shard layouts x two answer orders x 10 runs, one
+# (the goal: three shard layouts x two answer orders x 10 runs, one
 # md5 of the fitted model and the single node's round count).
 #
 #   bash bench/federated_bits.sh            RUNS=10 (default)

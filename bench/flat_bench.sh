@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# bench/flat_bench.sh -- a fit past the data's rank on a flat spectrum (issue 34, point 3)
+# bench/flat_bench.sh -- a fit past the data's rank on a flat spectrum (4,096 features, 3 clients)
 #
 #   PGHOST=... PGPORT=... [OLD_PGPORT=... OLD_PGHOST=...] bash bench/flat_bench.sh
-#   D=4096 NGROUPS=3 ROWS=4200 R1=5 R2=5 CAP=180 (defaults: the shape of the issue)
+#   D=4096 NGROUPS=3 ROWS=4200 R1=5 R2=5 CAP=180 (defaults: a flat spectrum past the data's rank)
 #
 # Each group's rows are 1 global direction (variance 50) + 1 direction of
 # its own (variance 20) + isotropic unit noise in all D coordinates; the

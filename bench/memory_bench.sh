@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# bench/memory_bench.sh -- the backend's peak memory of a fit over many small groups (issue 34, point 4)
+# bench/memory_bench.sh -- the backend's peak memory of a fit over many small groups
 #
 #   PGHOST=... PGPORT=... PGUSER=<superuser> PGDATABASE=... bash bench/memory_bench.sh
-#   NGROUPS=20000 D=8 ROWS=50 R1=2 R2=2 (defaults: the shape of the issue)
+#   NGROUPS=20000 D=8 ROWS=50 R1=2 R2=2 (defaults: 20,000 small groups)
 #
 # One session per fit, so VmHWM (read from /proc/self/status, which needs a
 # superuser's pg_read_file) is that fit's peak: the default fit (L-BFGS,

@@ -2,7 +2,7 @@
 # missing_bench.sh -- perpca_stats(x, 'skip') against perpca_stats(x) on
 # complete rows, d = 64 and d = 784, in one run.
 #
-# Goal (issue 25): 'skip' within 1.05x of the one-argument form when no row
+# Goal: 'skip' within 1.05x of the one-argument form when no row
 # is skipped: the missing-value check must cost next to nothing.  The two
 # queries take turns REPS times (default 7) on the same table, serial plans,
 # work_mem large enough that nothing spills; each prints its min-max, and the

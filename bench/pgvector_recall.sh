@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/pgvector_recall.sh -- per-tenant reduction for pgvector indexes on real data (issue 38):
+# bench/pgvector_recall.sh -- per-tenant reduction for pgvector indexes on real data:
 # recall@10 of Personalized PCA's scores against pooled PCA's at the same width r,
 # on the LSA vectors (d = 1536) of Debian's package descriptions, one tenant per
 # Debian section.

@@ -7,7 +7,7 @@
 #
 #   PGHOST=... PGPORT=... bash bench/race.sh [SECONDS] [CLIENTS] [VERSION]
 #
-# Floor (what the issue asks): 0 deadlocks (40P01), 0 internal errors
+# Floor: 0 deadlocks (40P01), 0 internal errors
 # (class XX, e.g. XX000, XX001 "model is incomplete"), 0 spurious 42501 or
 # 42P01; a reader of a model that a drop removed gets 42704.  VERSION (default:
 # the default version) installs that version of perpca first, e.g. 0.2.0 to

@@ -9,7 +9,7 @@ choice sees the earlier part only: perpca_choose_ranks(earlier rows, its own
 repeatable 20% split by id, grid {1,2,3} x {0,1,2}).  Then every pair of the
 grid is trained on the whole earlier part (perpca_train) and scores the later
 part (perpca_evaluate_summary: explained_ratio, the clients' explained
-variance over their total, summed over clients).  Goal (issue 35): the
+variance over their total, summed over clients).  Goal: the
 recommended pair explains the later part at least as well as every other
 pair of its size n_global + n_local, or its note says why not.
 
@@ -258,7 +258,7 @@ def run_table(cur, name):
           % (name_of(rec), name_of(o30), name_of(ann), "yes" if ok else "NO"))
     if rec is not None:
         print("  note: %s" % rec["note"])
-    # the scan as the issue's reporters ran it: the later part as its held-out rows
+    # the scan as a user without a held-out split runs it: the later part as its held-out rows
     lpairs = [p for p in scan(cur, name, later=True) if p["err"] is not None]
     lvar = max(p["err"] / (1 - p["ratio"]) for p in lpairs)
     lrec = next((p for p in lpairs if p["rec"]), None)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/sketch_accuracy.sh -- issue 38's accuracy goals on real data: a fit on sketched
+# bench/sketch_accuracy.sh -- accuracy on real data: a fit on sketched
 # statistics (perpca_sketch(v, ELL)) against the fit on the exact ones (perpca_stats(v)),
 # on the Debian LSA corpus at d = 1536 (bench/debian_lsa.py), R1 + R2 = 5 + 5, ELL = 64.
 #

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # sketch_agg_bench.sh -- perpca_sketch(v, 64) against perpca_stats(v) on vector columns.
 #
-# For d = 1536 and 3072 (DIMS), a table of vector(d) rows in groups of the
-# issue's tenant sizes (1,000 rows at d = 1536, 4,000 at d = 3072: more than
+# For d = 1536 and 3072 (DIMS), a table of vector(d) rows in groups of
+# tenant sizes (1,000 rows at d = 1536, 4,000 at d = 3072: more than
 # d/2 rows, so the exact statistics are dense, d x d), and three queries per
 # table, serial plans:
 #   read:   sum(vector_dims(v)) GROUP BY g, reading the column alone;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/sketch_scale.sh -- issue 38's scale goals: sketched statistics (perpca_sketch, ell = 64)
+# bench/sketch_scale.sh -- memory at scale: sketched statistics (perpca_sketch, ell = 64)
 # against the exact ones (perpca_stats, dense at these sizes) on vector columns.
 #
 #   PGHOST=... PGPORT=... PGUSER=<superuser> PGDATABASE=... nice -n 10 bash bench/sketch_scale.sh
@@ -32,7 +32,7 @@
 # their sketches, with the default options and with init => 'dispca',
 # hops => 0, and prints the peaks side by side with the sketches' size.
 # Goal: the sketched peak <= 1/8 of the exact one on the same tenants
-# (issue 38); on few tenants the sketched fit's fixed part decides it.
+# (bench/README.md); on few tenants the sketched fit's fixed part decides it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 MEMORY=${MEMORY:-0}

@@ -2,7 +2,7 @@
 # bench/thin_bench.sh -- a fit over thin clients against one read of their statistics
 #
 #   PGHOST=... PGPORT=... PGDATABASE=... bash bench/thin_bench.sh
-#   D=3000 CLIENTS=50 ROWS=400 R1=2 R2=3 (defaults: the shape of the issue,
+#   D=3000 CLIENTS=50 ROWS=400 R1=2 R2=3 (defaults: thin clients,
 #   460 MB of statistics; every client has n <= d/2 rows, so it is stored thin)
 #
 # Prints: the size of the statistics, the time of one read of them (the

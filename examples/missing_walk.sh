@@ -1,5 +1,5 @@
 #!/bin/bash
-# The walk of issue 35 on a real table with gaps, the gaps left in:
+# A first walk on a real table with gaps, the gaps left in:
 # Texas housing (ggplot2's txhousing, from the Debian package r-cran-ggplot2):
 # 46 cities, monthly 2000-2015, 8,602 rows, 1,476 of them with a gap.
 # Choose ranks, train from feature columns, evaluate the held-out year,

@@ -1,4 +1,4 @@
--- The walk of issue 35 (examples/missing_walk.sh): every step with the gaps left in.
+-- The walk of examples/missing_walk.sh: every step with the gaps left in.
 DROP TABLE IF EXISTS tx CASCADE;
 CREATE EXTENSION IF NOT EXISTS perpca;
 SELECT perpca_drop('tx_model', if_exists => true);

@@ -87,7 +87,7 @@ def digits_explained(cur, out):
 
 
 def digits_similarity(cur, out):
-    r = rows(cur, "SELECT client_a::int, client_b::int, distance FROM perpca_similarity('digits.model')")
+    r = rows(cur, "SELECT client_a::int, client_b::int, distance FROM perpca_similarity('digits.model', true)")
     M = np.zeros((10, 10))
     for a, b, dist in r:
         M[a, b] = dist

@@ -653,7 +653,7 @@ clients_refuse_sketches(const ClientInput *in, int n, const char *func, const ch
  *   0 <= f_i - f^_i = 1/2 tr(W_i'(M2 - B'B)W_i) / n_i <= 1/2 k_i delta_i / n_i,
  * and the objective's difference lies in [0, N / sum w_i * sum_i w_i
  * 1/2 k_i delta_i / n_i]: with equal weights, 1/2 sum_i k_i delta_i / n_i
- * (half of issue 38's sum_i (n_global + n_local_i) delta_i / n_i, the 1/2 of
+ * (half of the bound sum_i (n_global + n_local_i) delta_i / n_i, the 1/2 of
  * f_i).  The sum runs in the node's key order, as the objective's.
  */
 double

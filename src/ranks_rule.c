@@ -23,7 +23,7 @@
  *     held-out rows best, and its note says that its global/local split is
  *     uncertain.  0.3.0 left such pairs out: it recommended 3 + 0 where
  *     2 + 1 (theta_est 0.042) explained a later year 0.994 against 0.957
- *     (issue 35).  A variant that preferred a pair with theta_est >=
+ *     on a real panel.  A variant that preferred a pair with theta_est >=
  *     min_theta within `within` of the best of its size was tried on real
  *     tables (bench/ranks_bench.py): it passed over aligned pairs that
  *     explained a later period better (US states' cigarette panel and

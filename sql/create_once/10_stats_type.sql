@@ -27,8 +27,4 @@ CREATE TYPE perpca_stats (
 
 COMMENT ON TYPE perpca_stats IS
     'sufficient statistics of one group: row count, dimension, mean and centered co-moment matrix';
-COMMENT ON FUNCTION perpca_stats_in(cstring) IS 'text input of perpca_stats';
-COMMENT ON FUNCTION perpca_stats_out(perpca_stats) IS 'text output of perpca_stats (round-trips bit-exactly)';
-COMMENT ON FUNCTION perpca_stats_recv(internal) IS 'binary input of perpca_stats';
-COMMENT ON FUNCTION perpca_stats_send(perpca_stats) IS 'binary output of perpca_stats';
 

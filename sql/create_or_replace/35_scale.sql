@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION perpca_scale_factors(s perpca_stats, OUT scale_factors float8[], OUT constant_features int[])
     AS 'MODULE_PATHNAME', 'perpca_scale_factors' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_scale_factors(perpca_stats) IS
-    'the divisors of scale => ''standard'' for these (merged) statistics: each feature''s standard deviation about the mean of all rows (population, ddof 0, as sklearn''s StandardScaler), from the statistics alone; a feature whose standard deviation is at most 1e-12 times its root mean square keeps divisor 1 and is listed in constant_features (1-based)';
+    'the divisors of scale => ''standard'' for these (merged) statistics: each feature''s standard deviation about the mean of all rows (ddof 0, as sklearn''s StandardScaler); a constant feature keeps divisor 1 and is listed in constant_features (1-based) (README: Reference, Statistics)';
 
 CREATE OR REPLACE FUNCTION perpca_internal.scale_stats(s perpca_stats, scale_factors float8[]) RETURNS perpca_stats
     AS 'MODULE_PATHNAME', 'perpca_scale_stats' LANGUAGE C IMMUTABLE PARALLEL SAFE;

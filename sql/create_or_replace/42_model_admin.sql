@@ -38,7 +38,7 @@ COMMENT ON FUNCTION perpca_internal.model_lock(text, text, boolean, boolean, tex
 CREATE OR REPLACE FUNCTION perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_drop(text, boolean) IS
-    'drops the tables of a model (after locking them in the order every perpca function uses, and checking that they are plain tables of one owner whose privileges the caller has, and that the info table is a perpca model''s); with if_exists => true a missing model is only a notice';
+    'drops the tables of a model, after locking them as every perpca function does and checking that they are a perpca model''s plain tables of one owner whose privileges the caller has; if_exists => true: a missing model is only a notice (README: Reference, Models)';
 
 -- Both forms are C (src/personalize.c): the model is locked (its owner's
 -- privileges checked), its key type, dimension and scale read with the
@@ -48,13 +48,13 @@ CREATE OR REPLACE FUNCTION perpca_personalize(model text, client text, stats per
 RETURNS TABLE (component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_personalize(text, text, perpca_stats, int) IS
-    'computes local components for a (new) client from its statistics with the global components frozen and stores them in the model; n_local defaults to the model''s (0 to n_global''s complement; 0: no local components, the client is described by the global components alone); another role''s model is written as its owner (inside a security-restricted operation), and only the owner or a member of the owning role may personalize';
+    'computes a (new) client''s local components from its statistics with the global components frozen and stores them in the model (n_local: the model''s by default; 0: none); writes as the model''s owner, for its owner or a member of the owning role (README: Reference, Models)';
 
 CREATE OR REPLACE FUNCTION perpca_personalize(model text, client anyelement, stats perpca_stats, n_local int DEFAULT NULL)
 RETURNS TABLE (component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_personalize(text, anyelement, perpca_stats, int) IS
-    'perpca_personalize with the client key in its own type (int, bigint, uuid, date, ...), which must be the type of the model''s keys; matched as its text form (the type''s output function)';
+    'perpca_personalize with the client key in its own type (int, bigint, uuid, date, ...), which must be the type of the model''s keys; matched as its text form (the type''s output function) (README: Reference, Models)';
 
 -- The clients of a query of rows (any form of the row reader) or statistics,
 -- read as the caller under missing, each personalized as above (0.4.0).  A
@@ -66,7 +66,7 @@ CREATE OR REPLACE FUNCTION perpca_personalize_clients(model text, query text, n_
 RETURNS TABLE (client text, n bigint, skipped bigint, local_components int)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_personalize_clients(text, text, int, text) IS
-    'perpca_personalize for every client of a query of rows (any form of the row reader: a numeric array, a vector or halfvec, numeric feature columns) or statistics (client, perpca_stats), run as the caller: per client its rows n, the rows left out for missing values (skipped; missing => ''skip'', else a NULL, NaN or infinite element is an error; ''observed'' is refused) and the local components stored (a client with no rows left stores nothing: n 0, named in a NOTICE); n_local as in the statistics form';
+    'perpca_personalize for every client of a query of rows or statistics, run as the caller: per client its rows n, the rows skipped (missing => ''skip'') and the local components stored; a client with no rows left stores nothing (README: Reference, Models)';
 
 -- 0.2.0's personalize helpers (the SQL-language perpca_personalize depended
 -- on perpca_personalize_key, so they go once it is replaced; no-ops on a

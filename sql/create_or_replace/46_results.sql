@@ -22,13 +22,13 @@ CREATE OR REPLACE FUNCTION perpca_loadings(model text)
 RETURNS TABLE (kind text, client text, component int, feature text, loading float8)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_loadings(text) IS
-    'one row per feature of each component: kind ''global'' (client NULL) or ''local'', the component''s number, the feature''s name (<model>_info.feature_names, else x1 .. xd) and its loading (the component''s unit-vector entry, in the model''s scaled units for scale ''standard''); global rows first, then clients bytewise';
+    'one row per feature of each component: kind, client (NULL for global), component, the feature''s name (<model>_info.feature_names, else x1 .. xd) and its loading (the unit vector''s entry, in scaled units under scale ''standard'') (README: Reference, Models)';
 
 CREATE OR REPLACE FUNCTION perpca_component_variance(model text)
 RETURNS TABLE (client text, kind text, component int, variance float8, ratio float8)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_component_variance(text) IS
-    'for each client, each global and local component''s variance in that client''s training rows (w'' M w, M their second moment about the model''s centre for the client) and its share of the client''s total_variance, from the statistics stored with the model (no rows read); the local rows equal <model>_components.variance';
+    'for each client, each global and local component''s variance in the client''s training rows and its share of the client''s total_variance, from the statistics stored with the model (no rows read) (README: Reference, Models)';
 
 CREATE OR REPLACE FUNCTION perpca_model_monitor(model text, client text, x float8[], alpha float8 DEFAULT 0.01,
                                                 missing text DEFAULT 'error',
@@ -41,15 +41,15 @@ CREATE OR REPLACE FUNCTION perpca_model_monitor(model text, client anyelement, x
                                                 OUT q_limit float8, OUT out_of_control boolean)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_model_monitor(text, text, float8[], float8, text) IS
-    'multivariate process control of a row x of a client against the client''s own training distribution: Hotelling''s T^2 of its scores (about the client''s mean, with the scores'' stored covariance) and Q = ||residual||^2 (the squared prediction error), each with its limit (T^2: the F-distribution limit for a new observation, k (n^2 - 1) / (n (n - k)) F(k, n - k); Q: Jackson and Mudholkar from the stored residual spectrum), each at level 1 - sqrt(1 - alpha) so that out_of_control (either above its limit) has false-alarm rate alpha for Gaussian rows; a client the model has never seen gets Q against the global components, NULL T^2 and limits, and the unknown-client NOTICE; missing => ''error'' (a NULL, NaN or infinite element is an error naming it and the client) or ''skip'' (such a row gives NULL, counted in one NOTICE per statement); ''observed'' is refused (the limits are those of complete rows)';
+    'process control of a row x of a client against its training rows: Hotelling''s T^2 of its scores and Q (squared prediction error), each with its limit, and out_of_control (either above), false-alarm rate alpha for Gaussian rows; missing ''error'' or ''skip'' (README: Reference, Models)';
 COMMENT ON FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text) IS
-    'perpca_model_monitor with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
+    'perpca_model_monitor with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form (README: Reference, Models)';
 
 CREATE OR REPLACE FUNCTION perpca_clusters(model text, k int DEFAULT NULL)
 RETURNS TABLE (client text, cluster int, distance_to_center float8)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_clusters(text, int) IS
-    'spectral clustering of the clients by their local subspaces, as the paper does: affinity 1 - rho/2 (rho as perpca_similarity), the top k eigenvectors of D^-1/2 A D^-1/2 divided by sqrt(D), k-means with a fixed seed (the same clusters on every call), clusters numbered by their first client (bytewise); distance_to_center is the client''s distance to its cluster''s centre in that embedding; k NULL: the largest eigengap among k = 2 .. 20, named in a NOTICE, or one cluster when that split is no cluster structure (mu_k <= 0 or (1 - mu_k+1) / (1 - mu_k) < 1.3), with a NOTICE saying so';
+    'spectral clustering of the clients by their local subspaces (rho as perpca_similarity), seeded: the same clusters on every call; k NULL: the largest eigengap, or one cluster when the spectrum has no cluster structure, named in a NOTICE (README: Reference, Models)';
 
 -- A model's history (src/model_history.c reads <model>_history, written by
 -- perpca_train and perpca_refresh through perpca_internal.history_append).
@@ -60,4 +60,4 @@ RETURNS TABLE (version bigint, at timestamptz, kind text, clients int, "rows" bi
                sketch_bound float8)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_model_history(text) IS
-    'one row per perpca_train (kind ''train'') and perpca_refresh (kind ''refresh'') of the model, in order (entry): the model version it left, when it ended, clients and rows fitted, rounds run, convergence, objective, wall-clock seconds, the role that ran it, a warning (not converged; ''unchanged: ...''; ''failed: SQLSTATE: message''), outcome ''fitted'', ''unchanged'' (nothing fitted) or ''failed'' (the old model stayed), the starts of the fit with their rounds, and for a refresh the clients added and dropped and whether it started warm, and the bound the clients'' sketches put on the objective (perpca_last_fit().sketch_bound: 0 for exact statistics; NULL for rows written before 0.4.0 and failed refreshes); needs SELECT on <model>_info and <model>_history; a model stored before 0.3.0 has no history until its first refresh';
+    'one row per perpca_train and perpca_refresh of the model, in order: the version it left, when, clients, rows, rounds, convergence, objective, seconds, role, warning, outcome, starts, clients added and dropped, warm start, sketch_bound (README: Reference, Models)';

@@ -16,7 +16,7 @@ CREATE OR REPLACE FUNCTION perpca_internal.shard_open(fit_id text, query text, n
                                   OUT rows_skipped bigint)
     AS 'MODULE_PATHNAME', 'perpca_shard_open' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_internal.shard_open(text, text, int, int, text, bigint, text) IS
-    'federated fit, shard side: runs the query (client, perpca_stats [, local rank]) or rows of any form the row reader takes (aggregated per client under missing) here and keeps its clients in this session under fit_id; returns their count, dimension, rows, sum of n_i mean_i (1 x d), the bytes of their statistics, their keys and the rows left out for missing values';
+    'internal: federated fit, shard side: reads the query (statistics or rows, under missing) and keeps its clients in this session under fit_id; returns their count, dimension, rows, sum of n_i mean_i, their statistics'' bytes, their keys and the rows skipped';
 
 CREATE OR REPLACE FUNCTION perpca_internal.shard_scale(fit_id text, mean float8[]) RETURNS float8[]
     AS 'MODULE_PATHNAME', 'perpca_shard_scale' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
@@ -102,7 +102,7 @@ CREATE OR REPLACE FUNCTION perpca_fit_federated(
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int, text) IS
-    'Personalized PCA with the clients on shards (libpq connection strings): the query runs on every shard, only U and d x n_global sums per shard cross the network each round; the same fit engine, options and rows as perpca_fit (a client key on two shards is an error); scale ''standard'' takes the pooled standard deviations from one extra round trip of d numbers per shard';
+    'Personalized PCA with the clients on shards (libpq connection strings): the query runs on every shard and only U and d x n_global sums per shard cross the network each round; the fit engine, options and rows of perpca_fit (README: Reference, Federated fits)';
 -- It opens connections with the server's credentials: superusers, and roles granted EXECUTE.
 REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int, text) FROM PUBLIC;
 
@@ -113,4 +113,4 @@ RETURNS TABLE (rounds_run int, converged boolean, objective float8, kkt_residual
                seconds float8, solver text, theta_est float8, gradient_norm float8, rows_skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION perpca_last_federated_fit() IS
-    'diagnostics of the last perpca_fit_federated call in this session, with the bytes it moved (text payload of commands and answers: setup, per round, result; round_binary_bytes = the same round as packed float8), the binary size of the statistics it did not move, and the rows the shards left out for missing values (missing => ''skip'', or their statistics'' own)';
+    'diagnostics of the last perpca_fit_federated in this session, with the bytes it moved (setup, per round, result; a round as packed float8), the binary size of the statistics it did not move, and the rows the shards skipped (README: Reference, Federated fits)';

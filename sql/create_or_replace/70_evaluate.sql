@@ -30,7 +30,7 @@ RETURNS TABLE (client text, known boolean, n bigint, error float8, total_varianc
                global_ratio float8, local_ratio float8, explained_ratio float8, skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_evaluate(text, text, text) IS
-    'held-out evaluation of a stored model on a query of rows (any form of the row reader: a numeric array, a vector or halfvec, numeric feature columns) or statistics (client, perpca_stats): per client the rows n, the rows left out for missing values (skipped; missing => ''skip'', else a NULL, NaN or infinite element is an error; ''observed'' is refused; a client with no rows left has n 0 and NULL figures, named in a NOTICE), the mean squared reconstruction error (||residual||^2 per row, as perpca_model_error), the second moment about the model''s centre and the shares of it explained by the global part, the local part and both (NULL for a client whose second moment is 0); a client the model has never seen (known false) is evaluated on the global components only; a scaled model (scale ''standard'') divides the rows by its stored scale_factors first, so error, total_variance and the ratios are in standardized units, as perpca_model_error';
+    'evaluation of a model on a query of rows or statistics: per client rows n, skipped, mean squared reconstruction error, second moment about the model''s centre, the global, local and explained ratios; an unseen client: the global part only (README: Reference, Evaluation and choosing the ranks)';
 
 CREATE OR REPLACE FUNCTION perpca_evaluate_summary(model text, query text, missing text DEFAULT 'error',
                                         OUT clients int, OUT unseen_clients int, OUT n bigint,
@@ -41,4 +41,4 @@ CREATE OR REPLACE FUNCTION perpca_evaluate_summary(model text, query text, missi
                                         OUT skipped bigint)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION perpca_evaluate_summary(text, text, text) IS
-    'the whole model on a query of rows or statistics, as perpca_evaluate (missing and skipped as there): error = mean of the clients'' errors (equal weights, the paper''s metric), error_samples = mean over all rows; ratios = explained over total second moment summed over clients (equal weights) or over rows (_samples), NULL when that sum is 0';
+    'the whole model on a query of rows or statistics, as perpca_evaluate: error = mean of the clients'' errors (equal weights, the paper''s metric), error_samples over rows; ratios over clients (equal weights) or over rows (_samples) (README: Reference, Evaluation and choosing the ranks)';

@@ -39,7 +39,7 @@ CREATE OR REPLACE AGGREGATE perpca_stats_distributed(float8[]) (
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_stats_distributed(float8[]) IS
-    'perpca_stats(float8[]) with a perpca_stats transition state, for Citus: aggregates on the workers for any GROUP BY (one state per group and shard reaches the coordinator); the same bits as perpca_stats(float8[]) for the same rows in the same order';
+    'perpca_stats(float8[]) with a perpca_stats transition state, for Citus: aggregates on the workers for any GROUP BY (one state per group and shard reaches the coordinator); the same bits as perpca_stats(float8[]) for the same rows in the same order (README: Reference, Statistics)';
 
 CREATE OR REPLACE AGGREGATE perpca_stats_distributed(float8[], text) (
     SFUNC = perpca_internal.stats_dist_accum,
@@ -50,7 +50,7 @@ CREATE OR REPLACE AGGREGATE perpca_stats_distributed(float8[], text) (
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_stats_distributed(float8[], text) IS
-    'perpca_stats(float8[], text) with a perpca_stats transition state, for Citus: with nulls ''skip'' rows with a NULL, NaN or infinite element are left out and counted, on the workers and through the coordinator''s combine';
+    'perpca_stats(float8[], text) with a perpca_stats transition state, for Citus: with nulls ''skip'' rows with a NULL, NaN or infinite element are left out and counted, on the workers and through the coordinator''s combine (README: Reference, Statistics)';
 
 CREATE OR REPLACE AGGREGATE perpca_merge_distributed(@extschema@.perpca_stats) (
     SFUNC = perpca_internal.stats_dist_combine,
@@ -61,4 +61,4 @@ CREATE OR REPLACE AGGREGATE perpca_merge_distributed(@extschema@.perpca_stats) (
     PARALLEL = SAFE
 );
 COMMENT ON AGGREGATE perpca_merge_distributed(@extschema@.perpca_stats) IS
-    'perpca_merge(perpca_stats) with a perpca_stats transition state, for Citus: merges on the workers for any GROUP BY, then on the coordinator';
+    'perpca_merge(perpca_stats) with a perpca_stats transition state, for Citus: merges on the workers for any GROUP BY, then on the coordinator (README: Reference, Statistics)';

@@ -157,7 +157,7 @@ SELECT n_global, n_local, recommended
                            'SELECT client, x FROM obs WHERE heldout', '{2}', '{1,2}')
  WHERE recommended;
 
--- min_theta annotates, it does not exclude (issue 35): each client's local
+-- min_theta annotates, it does not exclude: each client's local
 -- direction is a common direction slightly tilted (test/fixtures/gen_evaluate.py),
 -- so (1, 1) has theta_est about 0.025 < min_theta and explains the held-out
 -- rows clearly better than (2, 0).  0.3.0 left (1, 1) out and recommended (2, 0).

@@ -1,5 +1,5 @@
 -- A best response whose LOBPCG does not converge ends at its best iterate,
--- not its last (eigen_lobpcg's fix, 3aa9bd0; issues 34 and 38).  One dense
+-- not its last (eigen_lobpcg's fix, 3aa9bd0).  One dense
 -- client at d = 1040, above the 1,024 up to which an exact solve repairs a
 -- failed run, with U given and rounds => 0: the fit's final response (the
 -- top 5 eigenpairs of (I - UU')S(I - UU') to a residual of 1e-13 lambda_max)

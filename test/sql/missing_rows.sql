@@ -3,7 +3,7 @@
 -- function that reads rows takes the same input forms and the same option
 -- missing => 'error' | 'skip' | 'observed'; skipped rows are counted the same
 -- way; groups that contribute nothing (no rows left, no variance) are named
--- in a NOTICE, never an error (issue 35).
+-- in a NOTICE, never an error.
 --
 CREATE SCHEMA perpca_missing_rows;
 SET search_path = perpca_missing_rows, public;

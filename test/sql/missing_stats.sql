@@ -123,7 +123,7 @@ SELECT err($$SELECT perpca_stats(x, 'nope') FROM rows$$) AS bad_option,
 SELECT perpca_stats(x, 'skip') IS NULL AS no_rows_is_null FROM rows WHERE false;
 SELECT perpca_stats(x, 'skip') IS NULL AS null_rows_only_is_null FROM (VALUES (NULL::float8[])) v(x);
 
--- Finite values that are large (issue 22, item 8): accepted while the sums
+-- Finite values that are large: accepted while the sums
 -- fit, an out-of-range error (not "NaN or infinite") when they do not.
 SELECT perpca_stats(x) FROM (VALUES (ARRAY[1e308, -1e308]::float8[]), (ARRAY[1e308, -1e308])) v(x);
 SELECT err($$SELECT perpca_stats(x) FROM (VALUES (ARRAY[1e308]::float8[]), (ARRAY[-1e308])) v(x)$$) AS overflow;

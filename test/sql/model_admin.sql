@@ -38,7 +38,7 @@ COMMIT;
 SELECT perpca_drop('adm_m');
 DROP TABLE adm_obs;
 
--- n_local = 0 (issue 22): a client personalized without local components is
+-- n_local = 0: a client personalized without local components is
 -- described by the global components alone, about its centre; numpy's
 -- global-only figures (test/fixtures/gen_personalize.py, on the data and
 -- converged fits of gen_project.py, one model per center option).

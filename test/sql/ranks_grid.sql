@@ -18,7 +18,7 @@ CREATE TABLE obs (tab text, client text, obs int, x float8[]);
 \copy obs from 'test/data/ranks_grid_obs.csv' csv header
 
 CREATE TABLE grids (grid text, global_ranks int[], local_ranks int[]);
--- small: the issue's kind of grid whose answer sits on its edge; 0.4.0: the
+-- small: a narrow grid whose answer sits on its edge; 0.4.0: the
 -- default grid of 0.4.0; default: NULL, the grid derived from d and the rows.
 INSERT INTO grids VALUES ('small', '{1,2}', '{0,1}'), ('0.4.0', '{0,1,2,3,4}', '{0,1,2,3,4}'),
                          ('default', NULL, NULL);

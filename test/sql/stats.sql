@@ -212,7 +212,7 @@ SELECT pg_temp.err($$SELECT 'v1 n=0 d=1 mean={1} mean_lo={0} m2={0}'::perpca_sta
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={0} m2={0} extra'::perpca_stats$$);
 -- Only the forms perpca_stats_out writes (0.1.0 and 0.2.0 wrote the same):
 -- a mean_lo beyond the rounding error of mean, hexadecimal, a plus sign,
--- leading zeros and "E" are 22P02 (issue 36).
+-- leading zeros and "E" are 22P02.
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={1} mean_lo={5} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=1 mean={0x10} mean_lo={0} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=+2 d=1 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);

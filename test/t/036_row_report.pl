@@ -1,5 +1,5 @@
 # 036_row_report.pl -- every function that reads rows reports what it left
-# out in the same words (issue 35): one NOTICE per query read, built by one C
+# out in the same words: one NOTICE per query read, built by one C
 # function (row_report, src/row_reader.c), "FUNC: N rows left out for missing
 # values, in a of b groups; k group(s) with no rows: ...; k group(s) without
 # variance: ...", with the same DETAIL.  Each function reads the same rows

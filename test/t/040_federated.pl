@@ -238,7 +238,7 @@ SELECT suberr('SELECT * FROM fed', \$\$SELECT $cols FROM perpca_fit($thin_query,
   FROM perpca_last_federated_fit()}),
 	't|t|t', 'thin and dense clients, scale standard: federated = single node, and not the unscaled fit');
 
-# Rows with gaps (issue 35): each shard reads its rows with the one row
+# Rows with gaps: each shard reads its rows with the one row
 # reader under the fit's missing option; the skips are counted at the
 # coordinator, and the fit is perpca_fit's on one node (2 + 1: client 2
 # keeps 2 complete rows, too few for 2 local components to converge).

@@ -2,7 +2,7 @@
 #
 # Five clients (d = 24, deterministic rows generated alike on every
 # cluster) are fitted on one node and federated over three layouts of the
-# same clients into shards -- 3 + 2 (the layout of issue 34, where 0.3.0
+# same clients into shards -- 3 + 2 (the layout where 0.3.0
 # took 106 rounds federated and 114 on one node), 2 + 3 and 1 + 2 + 2 --
 # each with the shards listed in two orders, so that they answer and are
 # added in another order.  The shards return their sums exact (the layers

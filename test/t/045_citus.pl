@@ -199,7 +199,7 @@ like(plan_of('SELECT perpca_stats_distributed(x) FROM readings'),
 	qr/worker_partial_agg.*FROM public\.readings_\d+ readings WHERE true$/m,
 	'whole table: aggregated on the workers');
 
-# Rows with gaps (issue 25): perpca_stats_distributed(x, 'skip') leaves them
+# Rows with gaps: perpca_stats_distributed(x, 'skip') leaves them
 # out on the workers and the coordinator's combine adds the counts.
 my $gappy = q{CASE WHEN abs(hashfloat8(x[1])) % 5 = 0 THEN ARRAY[NULL::float8] || x[2:] ELSE x END};
 my $skip_plan = plan_of("SELECT region, perpca_stats_distributed($gappy, 'skip') FROM readings GROUP BY region");

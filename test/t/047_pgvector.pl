@@ -318,7 +318,7 @@ error_is(q{SELECT perpca_model_error('vm', 2, '\x010000000000c07f'::bytea::vecto
 	'22000', qr/x element 1 of 1 is NaN/, 'a NaN in a vector row: an error');
 is(sql("SELECT perpca_model_scores('vm', 2, NULL::vector) IS NULL"), 't', 'a NULL row: NULL (STRICT)');
 
-# The one row reader (issue 35): the functions that read a query of rows
+# The one row reader: the functions that read a query of rows
 # take vector and halfvec rows as they take float8[] rows.
 is( sql(  q{SELECT count(*) FROM perpca_train('vr', 'SELECT g, v FROM rows WHERE g > 1', 2, 2, missing => 'skip');
 SELECT (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) FROM vr_components)

@@ -206,7 +206,7 @@ my $refresh = $node->safe_psql('upgraded',
 	q{SELECT outcome, clients, clients_added, clients_dropped, warm_start FROM perpca_refresh('m')});
 is($refresh, 'fitted|5|0|0|t', 'the 0.1.0 model refreshes (warm) after the update');
 is($node->safe_psql('upgraded', q{SELECT source_view FROM m_info}), 'public.m_source',
-	'and binds its query in the view m_source (issue 36)');
+	'and binds its query in the view m_source');
 my $personalized = $node->safe_psql('upgraded', q{
 SELECT count(*) FROM perpca_personalize('m', 'new', (SELECT dense FROM stats WHERE client = 'new'));
 SELECT source FROM m_clients WHERE client = 'new';

@@ -281,7 +281,7 @@ SELECT string_agg(p.proname, ', ' ORDER BY p.proname)
 			stdout => \$stdout, stderr => \$stderr, on_error_stop => 0);
 		my @fired = sort { $a cmp $b } keys %{ { map { $_ => 1 } $stderr =~ /TRAP FIRED: ([^\n]*)/g } };
 		{
-			# Until train and refresh are C or pin their search_path (issue 22's
+			# Until train and refresh are C or pin their search_path (the
 			# write path, done apart from this test), their domain traps are known.
 			local $TODO = $write_path_todo
 			  if $write_path_todo && $path =~ /^hostile/;

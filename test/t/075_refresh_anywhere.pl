@@ -1,5 +1,4 @@
-# 075_refresh_anywhere.pl -- a model refreshes wherever it was trained
-# (issue 28 item 4).
+# 075_refresh_anywhere.pl -- a model refreshes wherever it was trained.
 #
 # perpca in its own schema, the data in schema app, the model trained with
 # search_path app, perpca, public and an unqualified query.  perpca_train

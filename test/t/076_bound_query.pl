@@ -1,4 +1,4 @@
-# 076_bound_query.pl -- a model's query is bound once, at train (issue 36).
+# 076_bound_query.pl -- a model's query is bound once, at train.
 #
 # The attack on 0.3.0: a superuser trains a model with a search_path whose
 # schemas another role may write (app, public: PUBLIC has CREATE on both).

@@ -1,5 +1,5 @@
 # 076_escalation.pl -- the escalation paths and lesser findings of the 0.2.0
-# attack (issue 22), each as a scenario that made a plain role superuser or
+# attack (docs/security.md), each as a scenario that made a plain role superuser or
 # let her disturb another role's model on 0.2.0:
 #   1. the owner replaces <model>_info by a view that calls her function, or
 #      adds an enum column with her own implicit casts to text and json; a

@@ -1,5 +1,5 @@
 # 077_internal_execute.pl -- who may execute perpca's internal functions
-# (issue 22; sql/create_or_replace/95_privileges.sql, docs/security.md).
+# (sql/create_or_replace/95_privileges.sql, docs/security.md).
 #
 #   1. The functions of perpca_internal that PUBLIC may execute are exactly
 #      the allow list below, each with its reason: a new internal function

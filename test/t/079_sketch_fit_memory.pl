@@ -1,6 +1,6 @@
 # 079_sketch_fit_memory.pl -- a fit of sketched clients forms no d x d matrix.
 #
-# Issue 38: a fit on sketches (ell rows each) must stay far below the exact
+# A fit on sketches (ell rows each) must stay far below the exact
 # fit's memory even on few tenants.  0.4.0 at first formed the d x d sum of
 # the local projectors for theta_est (134 MB at d = 4,096) and kept every
 # L-BFGS run's exact accumulators (d x r1 x 67 digits); 10 sketched tenants

@@ -30,7 +30,7 @@ use Test::More;
 use PerpcaTest;
 
 my $SEED = 20261123;
-# At least 10,000 seeded cases per input path (issue 22).
+# At least 10,000 seeded cases per input path.
 my $N_TEXT = 10000;
 my $N_BINARY = 10000;
 my $N_RAW = 10000;

@@ -80,6 +80,31 @@ my %defined = map { $_ => 1 } map { ((split /\|/)[1] // '') =~ /`([a-z_0-9]+)`/g
 my @undefined = grep { my ($f, $c) = split /\./; $c =~ /(^|_)ratio(_|$)/ && !$defined{$c} } @outputs;
 is_deeply(\@undefined, [], 'every ratio a function returns is defined in the Reference');
 
+# The README is the functions' manual; their COMMENTs are a line for \df+:
+# every function, aggregate and procedure of the extension has a comment of
+# at most 300 characters, and each in the extension's own schema (what a
+# user calls) ends with "(README: Reference, S)", S a section of the
+# Reference.
+my %sections = map { $_ => 1 } ($reference =~ /^### (.+?)\s*$/mg);
+ok(scalar(keys %sections) >= 5, 'the Reference has its sections');
+my @comments = map { [ split /\t/, $_, 4 ] } split /\n/, $node->safe_psql(
+	'postgres', q{
+SELECT p.oid::regprocedure, (p.pronamespace = e.extnamespace)::int,
+       length(coalesce(obj_description(p.oid, 'pg_proc'), '')),
+       replace(coalesce(obj_description(p.oid, 'pg_proc'), ''), E'\n', ' ')
+  FROM pg_catalog.pg_proc p
+  JOIN pg_catalog.pg_depend dp ON dp.classid = 'pg_catalog.pg_proc'::regclass AND dp.objid = p.oid
+                             AND dp.deptype = 'e'
+  JOIN pg_catalog.pg_extension e ON e.oid = dp.refobjid AND e.extname = 'perpca'
+ ORDER BY 1}, extra_params => [ '-F', "\t", '-A' ]);
+ok(scalar(@comments) > 100, 'the extension has its functions');
+my @long = map { "$_->[0]: $_->[2]" } grep { $_->[2] > 300 } @comments;
+is_deeply(\@long, [], 'every function comment is at most 300 characters');
+my @unpointed = map { $_->[0] } grep {
+	$_->[1] && !($_->[3] =~ /\(README: Reference, ([^)]+)\)$/ && $sections{$1})
+} @comments;
+is_deeply(\@unpointed, [], 'every user function comment ends with its README Reference section');
+
 $node->safe_psql('postgres', q{
 CREATE TABLE ref_rows AS
 SELECT 'c' || (i % 3) AS client, ARRAY[i % 7, i % 5, i % 3, i % 11]::float8[] AS x
@@ -142,7 +167,7 @@ for my $k (@kinds)
 	is($server_code{$name}, $code, "$name is SQLSTATE $code");
 }
 
-# The newcomer's points of issue 35, as the README and docs say them (each
+# A newcomer's stumbling points, as the README and docs say them (each
 # failed on 0.3.0): commands that run in a root shell without sudo, a page on
 # Python, the schema of perpca_vector, personalized clients under refresh,
 # self-pairs in perpca_similarity, the Debian build outputs ignored.

@@ -64,8 +64,8 @@ refresh_by_cron('bgworker', 4);
 
 # A model trained in its own schema with an unqualified query refreshes from
 # the job's session, whose search_path is the default: perpca_train recorded
-# the search_path the query needs (issue 28: a model refreshes wherever it
-# was trained).
+# the search_path the query needs (a model refreshes wherever it was
+# trained).
 $node->safe_psql('postgres', q{
 CREATE SCHEMA app;
 CREATE TABLE app.feed AS SELECT client, x FROM public.feed_rows WHERE client IN ('a', 'b', 'c');
@@ -76,10 +76,11 @@ INSERT INTO app.feed SELECT client, x FROM public.obs WHERE client = 'd';
 my $job2 = $node->safe_psql('postgres',
 	q{SELECT cron.schedule('perpca-refresh-app', '* * * * *', $$SELECT * FROM public.perpca_refresh('app.m2')$$)});
 
-# Issue 35's walk from pg_cron, in the same minute: a model of rows with
-# gaps, trained with missing => 'skip', whose client 'c' has since lost
-# every row (each has a gap), refreshes: 'c' is left out, not an error
-# (0.3.0 took no missing option, and a client of n = 0 failed every refresh).
+# The walk of examples/missing_walk.sh from pg_cron, in the same minute: a
+# model of rows with gaps, trained with missing => 'skip', whose client 'c'
+# has since lost every row (each has a gap), refreshes: 'c' is left out, not
+# an error (0.3.0 took no missing option, and a client of n = 0 failed every
+# refresh).
 $node->safe_psql('postgres', q{
 CREATE TABLE public.gap_rows AS SELECT client, x FROM public.feed_rows WHERE client IN ('a', 'b', 'c');
 UPDATE public.gap_rows SET x[1] = NULL WHERE client = 'a' AND x[2] > 0;
@@ -110,7 +111,7 @@ is( $node->safe_psql(
 	'fitted|2|1', 'gaps: refitted on the two clients with rows, the empty one dropped');
 is($node->safe_psql('postgres', "SELECT cron.unschedule($job_gaps)"), 't', 'gaps: unscheduled');
 
-# The planted overload of issue 36, through pg_cron: a superuser's model
+# The planted overload of 076_bound_query.pl, through pg_cron: a superuser's model
 # trained with search_path app, public (both writable by PUBLIC); mallory
 # then plants an aggregate perpca_stats(numeric[]) in both, which beats the
 # implicit cast numeric[] -> float8[] of the query's perpca_stats(x).  0.3.0
