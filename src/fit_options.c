@@ -23,6 +23,7 @@
 #include "utils/syscache.h"
 
 #include "error_kinds.h"
+#include "fit.h"
 #include "fit_options.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -30,17 +31,11 @@
 PG_FUNCTION_INFO_V1(perpca_fit_options);
 
 const char *const fit_method_names[4] = {"perpca", "dispca", "cpca", "indiv"};
-const char *const fit_solver_names[2] = {"lbfgs", "paper"};
-const char *const fit_init_names[6] = {"best", "dispca", "qu", "pooled", "random", "given"};
 const char *const fit_center_names[3] = {"client", "global", "none"};
 const char *const fit_scale_names[2] = {"none", "standard"};
 const char *const fit_update_names[2] = {"stgd", "polar"};
 const char *const fit_retraction_names[2] = {"polar", "qr"};
 const char *const fit_weights_names[2] = {"equal", "samples"};
-
-/* Paper: largest projector change of a round; L-BFGS: Riemannian gradient norm / lambda_max. */
-#define DEFAULT_TOLERANCE_PAPER 1e-9
-#define DEFAULT_TOLERANCE_LBFGS 1e-11
 
 typedef enum OptionKind
 {
@@ -50,6 +45,7 @@ typedef enum OptionKind
 	OPT_FLOAT,					/* finite float8 > 0 (>= 0 when min == 0) */
 	OPT_BOOL,
 	OPT_CHOICE,					/* text among choices, kept as its index (an enum) */
+	OPT_SOLVER,					/* text among the solver table's names, kept as its row */
 	OPT_FLAG,					/* text among two choices, kept as bool (index 1) */
 	OPT_TEXT					/* text, kept as a string */
 } OptionKind;
@@ -75,7 +71,7 @@ static const OptionDef option_defs[] = {
 	{"n_global", OPT_RANK, FIELD(n_global), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
 	{"n_local", OPT_RANK, FIELD(n_local), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
 	{"method", OPT_CHOICE, FIELD(method), FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true},
-	{"solver", OPT_CHOICE, FIELD(solver), FIT_SOLVER_LBFGS, CHOICES(fit_solver_names), 0, 0, true},
+	{"solver", OPT_SOLVER, FIELD(solver), 0, NULL, 0, 0, 0, true},
 	{"rounds", OPT_INT, FIELD(rounds), 5000, NULL, 0, 0, 10000000, true},
 	{"tolerance", OPT_FLOAT, FIELD(tolerance), NAN, NULL, 0, 0, 0, true},
 	{"step", OPT_FLOAT, FIELD(step), 0.0, NULL, 0, 1, 0, true},
@@ -278,6 +274,17 @@ choice_value(const OptionDef *def, const JsonbValue *v)
 	return fit_choice(string_value(def, v), def->name, def->choices, def->nchoices);
 }
 
+/* The row of the solver table that a solver option's text value names. */
+static int
+solver_value(const OptionDef *def, const JsonbValue *v)
+{
+	const char **names = palloc(sizeof(char *) * fit_nsolvers);
+
+	for (int i = 0; i < fit_nsolvers; i++)
+		names[i] = fit_solvers[i].name;
+	return fit_choice(string_value(def, v), def->name, names, fit_nsolvers);
+}
+
 /* Set one option from its JSON value (NULL: absent or null, the default). */
 static void
 set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
@@ -305,6 +312,9 @@ set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
 			break;
 		case OPT_CHOICE:
 			*FIELD_PTR(o, def, int) = given ? choice_value(def, v) : (int) def->dflt;
+			break;
+		case OPT_SOLVER:
+			*FIELD_PTR(o, def, int) = given ? solver_value(def, v) : (int) def->dflt;
 			break;
 		case OPT_FLAG:
 			*FIELD_PTR(o, def, bool) = given && choice_value(def, v) == 1;
@@ -355,7 +365,7 @@ parse(Jsonb *given, FitOptions *o, bool ranks)
 					 errhint("Ask for at least one global or local component.")));
 		/* Defaults that depend on other options. */
 		if (def->offset == FIELD(tolerance) && isnan(o->tolerance))
-			o->tolerance = o->solver == FIT_SOLVER_LBFGS ? DEFAULT_TOLERANCE_LBFGS : DEFAULT_TOLERANCE_PAPER;
+			o->tolerance = fit_solvers[o->solver].tolerance;
 		if (def->offset == FIELD(adaptive) && (v == NULL || v->type == jbvNull))
 			o->adaptive = !o->step_given;
 		if (def->offset == FIELD(missing) && o->missing == PERPCA_MISSING_OBSERVED)
@@ -417,6 +427,9 @@ append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
 			break;
 		case OPT_CHOICE:
 			escape_json(buf, def->choices[*FIELD_PTR(o, def, int)]);
+			break;
+		case OPT_SOLVER:
+			escape_json(buf, fit_solvers[*FIELD_PTR(o, def, int)].name);
 			break;
 		case OPT_FLAG:
 			escape_json(buf, def->choices[*FIELD_PTR(o, def, bool) ? 1 : 0]);

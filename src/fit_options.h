@@ -16,12 +16,12 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+#include "fit.h"
+#include "fit_start.h"
 #include "fit_types.h"
 
 /* Names of the option values, in enum order (fit_options.c). */
 extern const char *const fit_method_names[4];
-extern const char *const fit_solver_names[2];
-extern const char *const fit_init_names[6];
 extern const char *const fit_center_names[3];
 extern const char *const fit_scale_names[2];
 extern const char *const fit_update_names[2];

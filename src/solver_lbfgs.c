@@ -631,3 +631,14 @@ lbfgs_memory_free(LbfgsMemory *mem)
 	mem->P = NULL;
 	mem->evaluated = false;
 }
+
+int
+solver_lbfgs_run(FitBackend *be, const FitOptions *opts, double *U, int rounds,
+				 FitDiagnostics *diag, FitStartReport *rep, void *aid)
+{
+	const LbfgsAid *a = aid;
+	double		gnorm;
+
+	return solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective, &gnorm, diag,
+						a != NULL ? a->memory : NULL, a != NULL ? a->watch : NULL, &rep->ended);
+}
