@@ -2,9 +2,9 @@
  * fit_options.c -- the options of a fit: names, kinds, defaults, checks, JSON
  *
  * The one place that knows an option: a row of option_defs below.  SQL
- * signatures declare options with DEFAULT NULL and C reads them by argument
- * name, so a new option is a row here, a field in FitOptions and an
- * argument in each user-facing signature.  Ranks are checked against the
+ * signatures declare options with DEFAULT NULL, generated from the rows
+ * (sql/options.awk), and C reads them by argument name, so a new option is
+ * a row here and a field in FitOptions.  Ranks are checked against the
  * dimension later, when the clients are known (fit_input.c).
  */
 #include "postgres.h"
@@ -61,34 +61,48 @@ typedef struct OptionDef
 	int			min;
 	int			max;
 	bool		in_json;		/* part of the effective options a model records */
+	int			sql;			/* the SQL functions that take it as an argument */
 } OptionDef;
+
+/*
+ * The SQL functions that take the options by name, DEFAULT NULL.  make
+ * writes their arguments from this table (sql/options.awk reads these
+ * rows): a released function keeps its order, and an option it does not
+ * name is added at the end of each function its row names.  The ranks are
+ * each function's own arguments.
+ */
+#define SQL_FIT 1				/* perpca_fit */
+#define SQL_TRAIN 2				/* perpca_train */
+#define SQL_FEDERATED 4			/* perpca_fit_federated */
+#define SQL_RANKS 8				/* perpca_choose_ranks */
+#define SQL_ALL (SQL_FIT | SQL_TRAIN | SQL_FEDERATED | SQL_RANKS)
 
 #define FIELD(f) offsetof(FitOptions, f)
 #define CHOICES(names) names, lengthof(names)
 
 /* In checking order (the first invalid option is the one reported). */
 static const OptionDef option_defs[] = {
-	{"n_global", OPT_RANK, FIELD(n_global), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
-	{"n_local", OPT_RANK, FIELD(n_local), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
-	{"method", OPT_CHOICE, FIELD(method), FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true},
-	{"solver", OPT_SOLVER, FIELD(solver), 0, NULL, 0, 0, 0, true},
-	{"rounds", OPT_INT, FIELD(rounds), 5000, NULL, 0, 0, 10000000, true},
-	{"tolerance", OPT_FLOAT, FIELD(tolerance), NAN, NULL, 0, 0, 0, true},
-	{"step", OPT_FLOAT, FIELD(step), 0.0, NULL, 0, 1, 0, true},
-	{"adaptive", OPT_BOOL, FIELD(adaptive), NAN, NULL, 0, 0, 0, true},
-	{"update", OPT_CHOICE, FIELD(update), FIT_UPDATE_STGD, CHOICES(fit_update_names), 0, 0, true},
-	{"retraction", OPT_CHOICE, FIELD(retraction), FIT_RETRACT_POLAR, CHOICES(fit_retraction_names), 0, 0, true},
-	{"init", OPT_CHOICE, FIELD(init), FIT_INIT_BEST, CHOICES(fit_init_names), 0, 0, true},
-	{"seed", OPT_INT64, FIELD(seed), 0, NULL, 0, 0, 0, true},
-	{"center", OPT_CHOICE, FIELD(center), FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true},
-	{"scale", OPT_CHOICE, FIELD(scale), FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true},
-	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true},
+	{"n_global", OPT_RANK, FIELD(n_global), 0, NULL, 0, 0, PERPCA_MAX_DIM, false, 0},
+	{"n_local", OPT_RANK, FIELD(n_local), 0, NULL, 0, 0, PERPCA_MAX_DIM, false, 0},
+	{"method", OPT_CHOICE, FIELD(method), FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true, SQL_FIT | SQL_TRAIN},
+	{"solver", OPT_SOLVER, FIELD(solver), 0, NULL, 0, 0, 0, true, SQL_ALL},
+	{"rounds", OPT_INT, FIELD(rounds), 5000, NULL, 0, 0, 10000000, true, SQL_ALL},
+	{"tolerance", OPT_FLOAT, FIELD(tolerance), NAN, NULL, 0, 0, 0, true, SQL_ALL},
+	{"step", OPT_FLOAT, FIELD(step), 0.0, NULL, 0, 1, 0, true, SQL_ALL},
+	{"adaptive", OPT_BOOL, FIELD(adaptive), NAN, NULL, 0, 0, 0, true, SQL_ALL},
+	{"update", OPT_CHOICE, FIELD(update), FIT_UPDATE_STGD, CHOICES(fit_update_names), 0, 0, true, SQL_ALL},
+	{"retraction", OPT_CHOICE, FIELD(retraction), FIT_RETRACT_POLAR, CHOICES(fit_retraction_names), 0, 0, true, SQL_ALL},
+	{"init", OPT_CHOICE, FIELD(init), FIT_INIT_BEST, CHOICES(fit_init_names), 0, 0, true, SQL_ALL},
+	{"seed", OPT_INT64, FIELD(seed), 0, NULL, 0, 0, 0, true, SQL_ALL},
+	{"center", OPT_CHOICE, FIELD(center), FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true, SQL_ALL},
+	{"scale", OPT_CHOICE, FIELD(scale), FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true, SQL_ALL},
+	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true, SQL_ALL},
 	/* lbfgs, init 'best': hops in a row that find no better optimum before the search stops */
-	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true},
+	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true, SQL_ALL},
 	/* rows with gaps (row_reader.h): 'error' or 'skip'; a fit refuses 'observed' */
-	{"missing", OPT_CHOICE, FIELD(missing), PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true},
-	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false},
-	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false},
+	{"missing", OPT_CHOICE, FIELD(missing), PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true, SQL_ALL},
+	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false, SQL_ALL},
+	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false, SQL_FIT | SQL_TRAIN},
 };
 
 #define FIELD_PTR(o, def, type) ((type *) ((char *) (o) + (def)->offset))

@@ -2,33 +2,19 @@
 -- Fit: global and local components across the clients of a query (perpca_fit)
 -- ==========================================================================
 
--- Options: named arguments with DEFAULT NULL; the C parser (src/fit_options.c)
--- reads them by name and holds every default, so NULL means "the default".
+-- Options: named arguments with DEFAULT NULL, written by make from the option
+-- table of src/fit_options.c (sql/options.awk); the C parser reads them by
+-- name and holds every default, so NULL means "the default".
 CREATE OR REPLACE FUNCTION perpca_fit(
     query text,
     n_global int,
     n_local int,
-    rounds int DEFAULT NULL,
-    tolerance float8 DEFAULT NULL,
-    step float8 DEFAULT NULL,
-    update text DEFAULT NULL,
-    retraction text DEFAULT NULL,
-    init text DEFAULT NULL,
-    seed bigint DEFAULT NULL,
-    center text DEFAULT NULL,
-    weights text DEFAULT NULL,
-    method text DEFAULT NULL,
-    verbose boolean DEFAULT NULL,
-    adaptive boolean DEFAULT NULL,
-    start text DEFAULT NULL,
-    solver text DEFAULT NULL,
-    scale text DEFAULT NULL,
-    hops int DEFAULT NULL,
-    missing text DEFAULT NULL)
+    @OPTIONS(fit): rounds tolerance step update retraction init seed center weights method verbose
+        adaptive start solver scale hops missing@)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int, text) IS
+COMMENT ON FUNCTION perpca_fit(@ARGTYPES(fit)@) IS
     'Personalized PCA: global components shared by all clients of the query (statistics (client, perpca_stats[, n_local]), or rows of any form the row reader takes -- a numeric array, a vector or halfvec, numeric feature columns -- aggregated per client; missing => ''error'' (default) or ''skip'' for rows with NULL, NaN or infinite elements, ''observed'' refused; a client without rows is left out with a NOTICE) and local components per client; solver ''lbfgs'' (default: best-response local components and L-BFGS over the global ones) or ''paper'' (the paper''s Algorithm 2 and its step options); init ''best'' keeps the best of several starts; init => ''given'' starts from the components returned by the start query (client, kind, component, pc); scale ''standard'' divides each feature by its pooled standard deviation (perpca_scale_factors) before the fit, so components and variances are in standardized units (default ''none''); hops (lbfgs, init ''best'', default 4): after the starts, the two weakest global directions of the best optimum so far are replaced by random ones and the fit converged again, until this many hops in a row find no better optimum (0: the starts only; more: more certainty for more time); a NULL or omitted option means its default (README: Reference)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit()
