@@ -414,6 +414,13 @@ fit_options_parse_call_no_ranks(FunctionCallInfo fcinfo, FitOptions *o)
  * ------------------------------------------------------------------------
  */
 
+/* The text of choice i of a choice or solver option. */
+static const char *
+choice_name(const OptionDef *def, int i)
+{
+	return def->kind == OPT_SOLVER ? fit_solvers[i].name : def->choices[i];
+}
+
 static void
 append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
 {
@@ -440,10 +447,8 @@ append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
 			appendStringInfoString(buf, *FIELD_PTR(o, def, bool) ? "true" : "false");
 			break;
 		case OPT_CHOICE:
-			escape_json(buf, def->choices[*FIELD_PTR(o, def, int)]);
-			break;
 		case OPT_SOLVER:
-			escape_json(buf, fit_solvers[*FIELD_PTR(o, def, int)].name);
+			escape_json(buf, choice_name(def, *FIELD_PTR(o, def, int)));
 			break;
 		case OPT_FLAG:
 			escape_json(buf, def->choices[*FIELD_PTR(o, def, bool) ? 1 : 0]);
