@@ -308,11 +308,12 @@ search_starts(Search *s, const FitInit *list, int n)
 
 	for (int j = 0; j < n; j++)
 	{
-		LbfgsAid	aid = {palloc0(sizeof(LbfgsMemory)), s->search ? &s->watch : NULL};
+		LbfgsAid	aid = {NULL, s->search ? &s->watch : NULL};
 		int			basin;
 
 		if (j > 0 && rounds_left(s) <= 0)
 			break;
+		aid.memory = palloc0(sizeof(LbfgsMemory));
 		run_start(s->be, &s->screen, s->solver, list[j], rounds_left(s), s->U, diag, &aid);
 		diag->rounds += diag->starts[j].rounds;
 		s->budget = Max(s->budget, diag->starts[j].rounds);
