@@ -47,10 +47,15 @@ $(OBJS): $(wildcard src/*.h)
 ONCE_PARTS     = $(sort $(wildcard sql/create_once/*.sql))
 REPLACE_PARTS  = $(sort $(wildcard sql/create_or_replace/*.sql))
 NEW_ONCE_0_5_0 =
-sql/perpca--$(PERPCA_VERSION).sql: $(ONCE_PARTS) $(REPLACE_PARTS)
-	cat $^ > $@
-sql/perpca--0.4.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.4.0--$(PERPCA_VERSION).sql sql/upgrade/guard.sql $(NEW_ONCE_0_5_0) $(REPLACE_PARTS)
-	cat $^ > $@
+# The fit options' arguments are written from the option table of
+# src/fit_options.c (sql/options.awk: its marks, and what an upgrade drops).
+OPTIONS_AWK = awk -f sql/options.awk src/fit_options.c pass=collect $(REPLACE_PARTS) \
+	pass=released sql/released/perpca--0.4.0.sql pass=emit
+OPTIONS_IN  = sql/options.awk src/fit_options.c sql/released/perpca--0.4.0.sql
+sql/perpca--$(PERPCA_VERSION).sql: $(ONCE_PARTS) $(REPLACE_PARTS) $(OPTIONS_IN)
+	$(OPTIONS_AWK) $(ONCE_PARTS) $(REPLACE_PARTS) > $@.tmp && mv $@.tmp $@
+sql/perpca--0.4.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.4.0--$(PERPCA_VERSION).sql sql/upgrade/guard.sql $(NEW_ONCE_0_5_0) $(REPLACE_PARTS) $(OPTIONS_IN)
+	$(OPTIONS_AWK) $(filter-out $(OPTIONS_IN),$^) > $@.tmp && mv $@.tmp $@
 
 # The upgrade's guard (sql/upgrade/guard.sql.in): the schema and name of every
 # function, aggregate and procedure the install parts create, as VALUES rows.

@@ -804,7 +804,7 @@ perpca_last_federated_fit(PG_FUNCTION_ARGS)
 	values[11] = Int64GetDatum(l->round_binary_bytes);
 	values[12] = Int64GetDatum(l->stats_binary_bytes);
 	values[13] = Float8GetDatum(l->seconds);
-	values[14] = CStringGetTextDatum(fit_solver_names[l->opts.solver]);
+	values[14] = CStringGetTextDatum(fit_solvers[l->opts.solver].name);
 	values[15] = fit_sql_float(l->theta_est, &nulls[15]);
 	values[16] = fit_sql_float(l->gradient_norm, &nulls[16]);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -1,17 +1,33 @@
 /*
- * fit.c -- one fit, whatever the backend: the search's U (fit_search.c),
- * made feasible by the backend (finish), U rotated to the eigenvectors of
- * U'(sum_i w_i S_i)U, and the fit's diagnostics (see fit.h for the layers)
+ * fit.c -- one fit, whatever the backend: the solver table, the search's U
+ * (fit_search.c), made feasible by the backend (finish), U rotated to the
+ * eigenvectors of U'(sum_i w_i S_i)U, and the fit's diagnostics (see fit.h
+ * for the layers)
  */
 #include "postgres.h"
 
 #include <math.h>
 
 #include "fit.h"
-#include "fit_options.h"
 #include "fit_search.h"
 #include "fit_sums.h"
 #include "linalg.h"
+#include "solver_lbfgs.h"
+#include "solver_paper.h"
+
+/* ------------------------------------------------------------------------
+ * The solvers: one row each (FitSolverDef, fit_types.h); the first is the
+ * default, and the option solver's values are their names in this order.
+ * The tolerance is the L-BFGS gradient norm / lambda_max, or the paper's
+ * largest projector change of a round.
+ * ------------------------------------------------------------------------
+ */
+const FitSolverDef fit_solvers[] = {
+	/* name, tolerance, exact starts, Qu start, best responses, start, run, search */
+	{"lbfgs", 1e-11, false, false, true, NULL, solver_lbfgs_run, fit_search_lbfgs},
+	{"paper", 1e-9, true, true, false, solver_paper_start, solver_paper_run, fit_search_probe},
+};
+const int	fit_nsolvers = lengthof(fit_solvers);
 
 /* ------------------------------------------------------------------------
  * Output
@@ -47,7 +63,7 @@ finish(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *d
 	FitSums    *s = fit_sums_create(d, r1);
 	double		gg;
 
-	be->finish(be, res->U, opts->solver == FIT_SOLVER_LBFGS, s);
+	be->finish(be, res->U, fit_solvers[opts->solver].best_response, s);
 	fit_order_global(be, s->gram, res);
 	gg = linalg_dot((int64) d * r1, s->G, s->G) / (s->weight * s->weight);
 	diag->objective = s->objective / s->weight * be->nclients;
@@ -68,7 +84,7 @@ warn_not_converged(const FitOptions *opts, const FitDiagnostics *diag)
 				 errdetail("KKT residual %.3e, gradient norm %.3e, objective %.12g.",
 						   diag->kkt_residual, diag->gradient_norm, diag->objective),
 				 errhint("Scale the features if their variances differ widely, try solver => '%s', or allow more rounds.",
-						 opts->solver == FIT_SOLVER_LBFGS ? "paper" : "lbfgs")));
+						 fit_solvers[(opts->solver + 1) % fit_nsolvers].name)));
 	else
 		ereport(WARNING,
 				(errmsg("perpca fit stopped before converging: no step improves the objective of start %s after %d rounds",
@@ -87,7 +103,7 @@ fit_run(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *
 	diag->n_clients = be->nclients;
 	diag->dim = be->d;
 	res->U = palloc0(sizeof(double) * be->d * Max(be->r1, 1));
-	fit_search(be, opts, res->U, diag);
+	fit_solvers[opts->solver].search(be, opts, &fit_solvers[opts->solver], res->U, diag);
 	diag->converged = diag->starts[diag->chosen].converged;
 	finish(be, opts, res, diag);
 	if (!diag->converged && opts->tolerance > 0.0 && opts->rounds > 0)

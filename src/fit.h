@@ -16,7 +16,7 @@
  *   solver_lbfgs.c   Riemannian L-BFGS over U on the Grassmannian, best responses
  *   fit_start.c      starting U: disPCA, Qu, pooled, random, given; hop starts
  *   fit_search.c     the search: starts and hops x solver, basins, the best start
- *   fit.c            one fit: the search, then the output and its diagnostics
+ *   fit.c            the solver table; one fit: the search, the output, its diagnostics
  *   fit_options.c    options parsed once, with one set of defaults
  *   fit_sums.c       the sums, the trace and theta_est that the layers share
  * Headers: fit_types.h holds the types every layer shares (options, sums,
@@ -29,6 +29,10 @@
 #define PERPCA_FIT_H
 
 #include "fit_types.h"
+
+/* The solver table (fit.c): opts->solver is a row; the first is the default. */
+extern const FitSolverDef fit_solvers[];
+extern const int fit_nsolvers;
 
 /* Run the PerPCA method of opts on be: starts, solver, final U; V_i left in the nodes. */
 extern void fit_run(FitBackend *be, const FitOptions *opts, FitResult *res, FitDiagnostics *diag);

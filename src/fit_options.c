@@ -2,9 +2,9 @@
  * fit_options.c -- the options of a fit: names, kinds, defaults, checks, JSON
  *
  * The one place that knows an option: a row of option_defs below.  SQL
- * signatures declare options with DEFAULT NULL and C reads them by argument
- * name, so a new option is a row here, a field in FitOptions and an
- * argument in each user-facing signature.  Ranks are checked against the
+ * signatures declare options with DEFAULT NULL, generated from the rows
+ * (sql/options.awk), and C reads them by argument name, so a new option is
+ * a row here and a field in FitOptions.  Ranks are checked against the
  * dimension later, when the clients are known (fit_input.c).
  */
 #include "postgres.h"
@@ -23,6 +23,7 @@
 #include "utils/syscache.h"
 
 #include "error_kinds.h"
+#include "fit.h"
 #include "fit_options.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -30,17 +31,11 @@
 PG_FUNCTION_INFO_V1(perpca_fit_options);
 
 const char *const fit_method_names[4] = {"perpca", "dispca", "cpca", "indiv"};
-const char *const fit_solver_names[2] = {"lbfgs", "paper"};
-const char *const fit_init_names[6] = {"best", "dispca", "qu", "pooled", "random", "given"};
 const char *const fit_center_names[3] = {"client", "global", "none"};
 const char *const fit_scale_names[2] = {"none", "standard"};
 const char *const fit_update_names[2] = {"stgd", "polar"};
 const char *const fit_retraction_names[2] = {"polar", "qr"};
 const char *const fit_weights_names[2] = {"equal", "samples"};
-
-/* Paper: largest projector change of a round; L-BFGS: Riemannian gradient norm / lambda_max. */
-#define DEFAULT_TOLERANCE_PAPER 1e-9
-#define DEFAULT_TOLERANCE_LBFGS 1e-11
 
 typedef enum OptionKind
 {
@@ -50,6 +45,7 @@ typedef enum OptionKind
 	OPT_FLOAT,					/* finite float8 > 0 (>= 0 when min == 0) */
 	OPT_BOOL,
 	OPT_CHOICE,					/* text among choices, kept as its index (an enum) */
+	OPT_SOLVER,					/* text among the solver table's names, kept as its row */
 	OPT_FLAG,					/* text among two choices, kept as bool (index 1) */
 	OPT_TEXT					/* text, kept as a string */
 } OptionKind;
@@ -65,34 +61,48 @@ typedef struct OptionDef
 	int			min;
 	int			max;
 	bool		in_json;		/* part of the effective options a model records */
+	int			sql;			/* the SQL functions that take it as an argument */
 } OptionDef;
+
+/*
+ * The SQL functions that take the options by name, DEFAULT NULL.  make
+ * writes their arguments from this table (sql/options.awk reads these
+ * rows): a released function keeps its order, and an option it does not
+ * name is added at the end of each function its row names.  The ranks are
+ * each function's own arguments.
+ */
+#define SQL_FIT 1				/* perpca_fit */
+#define SQL_TRAIN 2				/* perpca_train */
+#define SQL_FEDERATED 4			/* perpca_fit_federated */
+#define SQL_RANKS 8				/* perpca_choose_ranks */
+#define SQL_ALL (SQL_FIT | SQL_TRAIN | SQL_FEDERATED | SQL_RANKS)
 
 #define FIELD(f) offsetof(FitOptions, f)
 #define CHOICES(names) names, lengthof(names)
 
 /* In checking order (the first invalid option is the one reported). */
 static const OptionDef option_defs[] = {
-	{"n_global", OPT_RANK, FIELD(n_global), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
-	{"n_local", OPT_RANK, FIELD(n_local), 0, NULL, 0, 0, PERPCA_MAX_DIM, false},
-	{"method", OPT_CHOICE, FIELD(method), FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true},
-	{"solver", OPT_CHOICE, FIELD(solver), FIT_SOLVER_LBFGS, CHOICES(fit_solver_names), 0, 0, true},
-	{"rounds", OPT_INT, FIELD(rounds), 5000, NULL, 0, 0, 10000000, true},
-	{"tolerance", OPT_FLOAT, FIELD(tolerance), NAN, NULL, 0, 0, 0, true},
-	{"step", OPT_FLOAT, FIELD(step), 0.0, NULL, 0, 1, 0, true},
-	{"adaptive", OPT_BOOL, FIELD(adaptive), NAN, NULL, 0, 0, 0, true},
-	{"update", OPT_CHOICE, FIELD(update), FIT_UPDATE_STGD, CHOICES(fit_update_names), 0, 0, true},
-	{"retraction", OPT_CHOICE, FIELD(retraction), FIT_RETRACT_POLAR, CHOICES(fit_retraction_names), 0, 0, true},
-	{"init", OPT_CHOICE, FIELD(init), FIT_INIT_BEST, CHOICES(fit_init_names), 0, 0, true},
-	{"seed", OPT_INT64, FIELD(seed), 0, NULL, 0, 0, 0, true},
-	{"center", OPT_CHOICE, FIELD(center), FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true},
-	{"scale", OPT_CHOICE, FIELD(scale), FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true},
-	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true},
+	{"n_global", OPT_RANK, FIELD(n_global), 0, NULL, 0, 0, PERPCA_MAX_DIM, false, 0},
+	{"n_local", OPT_RANK, FIELD(n_local), 0, NULL, 0, 0, PERPCA_MAX_DIM, false, 0},
+	{"method", OPT_CHOICE, FIELD(method), FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true, SQL_FIT | SQL_TRAIN},
+	{"solver", OPT_SOLVER, FIELD(solver), 0, NULL, 0, 0, 0, true, SQL_ALL},
+	{"rounds", OPT_INT, FIELD(rounds), 5000, NULL, 0, 0, 10000000, true, SQL_ALL},
+	{"tolerance", OPT_FLOAT, FIELD(tolerance), NAN, NULL, 0, 0, 0, true, SQL_ALL},
+	{"step", OPT_FLOAT, FIELD(step), 0.0, NULL, 0, 1, 0, true, SQL_ALL},
+	{"adaptive", OPT_BOOL, FIELD(adaptive), NAN, NULL, 0, 0, 0, true, SQL_ALL},
+	{"update", OPT_CHOICE, FIELD(update), FIT_UPDATE_STGD, CHOICES(fit_update_names), 0, 0, true, SQL_ALL},
+	{"retraction", OPT_CHOICE, FIELD(retraction), FIT_RETRACT_POLAR, CHOICES(fit_retraction_names), 0, 0, true, SQL_ALL},
+	{"init", OPT_CHOICE, FIELD(init), FIT_INIT_BEST, CHOICES(fit_init_names), 0, 0, true, SQL_ALL},
+	{"seed", OPT_INT64, FIELD(seed), 0, NULL, 0, 0, 0, true, SQL_ALL},
+	{"center", OPT_CHOICE, FIELD(center), FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true, SQL_ALL},
+	{"scale", OPT_CHOICE, FIELD(scale), FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true, SQL_ALL},
+	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true, SQL_ALL},
 	/* lbfgs, init 'best': hops in a row that find no better optimum before the search stops */
-	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true},
+	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true, SQL_ALL},
 	/* rows with gaps (row_reader.h): 'error' or 'skip'; a fit refuses 'observed' */
-	{"missing", OPT_CHOICE, FIELD(missing), PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true},
-	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false},
-	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false},
+	{"missing", OPT_CHOICE, FIELD(missing), PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true, SQL_ALL},
+	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false, SQL_ALL},
+	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false, SQL_FIT | SQL_TRAIN},
 };
 
 #define FIELD_PTR(o, def, type) ((type *) ((char *) (o) + (def)->offset))
@@ -278,6 +288,17 @@ choice_value(const OptionDef *def, const JsonbValue *v)
 	return fit_choice(string_value(def, v), def->name, def->choices, def->nchoices);
 }
 
+/* The row of the solver table that a solver option's text value names. */
+static int
+solver_value(const OptionDef *def, const JsonbValue *v)
+{
+	const char **names = palloc(sizeof(char *) * fit_nsolvers);
+
+	for (int i = 0; i < fit_nsolvers; i++)
+		names[i] = fit_solvers[i].name;
+	return fit_choice(string_value(def, v), def->name, names, fit_nsolvers);
+}
+
 /* Set one option from its JSON value (NULL: absent or null, the default). */
 static void
 set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
@@ -305,6 +326,9 @@ set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
 			break;
 		case OPT_CHOICE:
 			*FIELD_PTR(o, def, int) = given ? choice_value(def, v) : (int) def->dflt;
+			break;
+		case OPT_SOLVER:
+			*FIELD_PTR(o, def, int) = given ? solver_value(def, v) : (int) def->dflt;
 			break;
 		case OPT_FLAG:
 			*FIELD_PTR(o, def, bool) = given && choice_value(def, v) == 1;
@@ -355,7 +379,7 @@ parse(Jsonb *given, FitOptions *o, bool ranks)
 					 errhint("Ask for at least one global or local component.")));
 		/* Defaults that depend on other options. */
 		if (def->offset == FIELD(tolerance) && isnan(o->tolerance))
-			o->tolerance = o->solver == FIT_SOLVER_LBFGS ? DEFAULT_TOLERANCE_LBFGS : DEFAULT_TOLERANCE_PAPER;
+			o->tolerance = fit_solvers[o->solver].tolerance;
 		if (def->offset == FIELD(adaptive) && (v == NULL || v->type == jbvNull))
 			o->adaptive = !o->step_given;
 		if (def->offset == FIELD(missing) && o->missing == PERPCA_MISSING_OBSERVED)
@@ -390,6 +414,13 @@ fit_options_parse_call_no_ranks(FunctionCallInfo fcinfo, FitOptions *o)
  * ------------------------------------------------------------------------
  */
 
+/* The text of choice i of a choice or solver option. */
+static const char *
+choice_name(const OptionDef *def, int i)
+{
+	return def->kind == OPT_SOLVER ? fit_solvers[i].name : def->choices[i];
+}
+
 static void
 append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
 {
@@ -416,7 +447,8 @@ append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
 			appendStringInfoString(buf, *FIELD_PTR(o, def, bool) ? "true" : "false");
 			break;
 		case OPT_CHOICE:
-			escape_json(buf, def->choices[*FIELD_PTR(o, def, int)]);
+		case OPT_SOLVER:
+			escape_json(buf, choice_name(def, *FIELD_PTR(o, def, int)));
 			break;
 		case OPT_FLAG:
 			escape_json(buf, def->choices[*FIELD_PTR(o, def, bool) ? 1 : 0]);

@@ -3,12 +3,13 @@
  * defaulted once (fit_options.c)
  *
  * Every option is one row of fit_options.c's table: its name, its kind,
- * its field in FitOptions and its default.  The SQL functions that take
- * options (perpca_fit, perpca_train, perpca_fit_federated, ...) declare
- * them as named arguments with DEFAULT NULL; their C code reads them by
- * argument name (fit_options_from_call), so no C file lists a function's
- * argument positions.  Internally options travel as one jsonb object, the
- * same names as keys; NULL or absent means the default.
+ * its field in FitOptions, its default and the SQL functions that take it
+ * (perpca_fit, perpca_train, perpca_fit_federated, perpca_choose_ranks),
+ * whose named arguments, DEFAULT NULL, make writes from the rows
+ * (sql/options.awk); their C code reads them by argument name
+ * (fit_options_from_call), so no C file lists a function's argument
+ * positions.  Internally options travel as one jsonb object, the same names
+ * as keys; NULL or absent means the default.
  */
 #ifndef PERPCA_FIT_OPTIONS_H
 #define PERPCA_FIT_OPTIONS_H
@@ -16,12 +17,12 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+#include "fit.h"
+#include "fit_start.h"
 #include "fit_types.h"
 
 /* Names of the option values, in enum order (fit_options.c). */
 extern const char *const fit_method_names[4];
-extern const char *const fit_solver_names[2];
-extern const char *const fit_init_names[6];
 extern const char *const fit_center_names[3];
 extern const char *const fit_scale_names[2];
 extern const char *const fit_update_names[2];

@@ -6,26 +6,25 @@
  * each start to a screening tolerance, then hops from the best optimum
  * (its weakest global directions replaced), a watch that stops a run as
  * soon as it comes into a basin found before, and the winner on to the
- * tolerance.  The paper's solver: a short probe of each start, then the
- * chosen one from the beginning, as 0.1.0 did.  The solvers are
- * solver_lbfgs.c and solver_paper.c, the starts fit_start.c; fit.c makes
- * the output of what the search leaves.
+ * tolerance.  The probe search (the paper's solver): a short probe of each
+ * start, then the chosen one from the beginning, as 0.1.0 did.  A solver
+ * (its row of fit.c's table) names its search and lends it its hooks; the
+ * starts are fit_start.c's; fit.c makes the output of what the search
+ * leaves.
  */
 #include "postgres.h"
 
 #include <float.h>
 #include <math.h>
 
-#include "fit_options.h"
 #include "fit_search.h"
 #include "fit_start.h"
 #include "fit_sums.h"
 #include "linalg.h"
 #include "solver_lbfgs.h"
-#include "solver_paper.h"
 
-/* Rounds of each candidate start that the paper solver's init 'best' probes. */
-#define PAPER_PROBE_ROUNDS 10
+/* Rounds of each candidate start that the probe search's init 'best' probes. */
+#define PROBE_ROUNDS 10
 /* L-BFGS init 'best': starts and hops run to this gradient norm (/ lambda_max), the best then on to the tolerance. */
 #define SCREEN_TOLERANCE 1e-6
 /* Relative gain of the objective that counts as a better optimum (not rounding). */
@@ -54,7 +53,7 @@
  */
 
 int
-search_start_list(const FitOptions *opts, FitInit *list)
+search_start_list(const FitOptions *opts, const FitSolverDef *solver, FitInit *list)
 {
 	int			n = 0;
 
@@ -66,7 +65,7 @@ search_start_list(const FitOptions *opts, FitInit *list)
 	if (opts->U0 != NULL)
 		list[n++] = FIT_INIT_GIVEN;
 	list[n++] = FIT_INIT_DISPCA;
-	if (opts->solver == FIT_SOLVER_PAPER)
+	if (solver->qu_start)
 		list[n++] = FIT_INIT_QU;
 	list[n++] = FIT_INIT_POOLED;
 	return n;
@@ -173,28 +172,20 @@ settle(Optima *o, FitDiagnostics *diag, int j, const double *U, bool verbose)
  * ------------------------------------------------------------------------
  */
 
-/* Run one start with the solver for at most `rounds` rounds; fills its report. */
+/* Run one start with the solver for at most `rounds` rounds (aid: its run's); fills its report. */
 static void
-run_start(FitBackend *be, const FitOptions *opts, FitInit how, int rounds, double *U,
-		  double *step, FitDiagnostics *diag, LbfgsMemory *mem, const LbfgsWatch *watch)
+run_start(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver, FitInit how,
+		  int rounds, double *U, FitDiagnostics *diag, void *aid)
 {
 	FitStartReport *rep = &diag->starts[diag->nstarts];
-	double		gnorm;
 
 	diag->current = diag->nstarts++;
 	rep->name = fit_init_names[how];
 	rep->basin = -1;
-	fit_start_u(be, how, opts, U);
-	if (opts->solver == FIT_SOLVER_PAPER)
-	{
-		be->start_local(be, U, how);
-		rep->rounds = solver_paper(be, opts, U, rounds, step, &rep->converged,
-								   &rep->objective, diag);
-		rep->ended = rep->converged ? FIT_END_CONVERGED : FIT_END_BUDGET;
-	}
-	else
-		rep->rounds = solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective,
-								   &gnorm, diag, mem, watch, &rep->ended);
+	fit_start_u(be, how, opts, solver->exact_starts, U);
+	if (solver->start != NULL)
+		solver->start(be, U, how);
+	rep->rounds = solver->run(be, opts, U, rounds, diag, rep, aid);
 	if (opts->verbose)
 		ereport(NOTICE,
 				(errmsg("start %s: objective %.12g after %d rounds%s", rep->name, rep->objective,
@@ -223,6 +214,7 @@ typedef struct Search
 {
 	FitBackend *be;
 	const FitOptions *opts;
+	const FitSolverDef *solver;
 	FitOptions	screen;			/* opts with the screening tolerance */
 	FitDiagnostics *diag;
 	double	   *U;				/* the run under way */
@@ -283,12 +275,13 @@ keep_best(Search *s, int j, LbfgsMemory *mem)
 
 /* A search over the starts of list on be, U its run's iterate. */
 static void
-search_init(Search *s, FitBackend *be, const FitOptions *opts, int n, double *U,
-			FitDiagnostics *diag)
+search_init(Search *s, FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
+			int n, double *U, FitDiagnostics *diag)
 {
 	memset(s, 0, sizeof(Search));
 	s->be = be;
 	s->opts = opts;
+	s->solver = solver;
 	s->screen = *opts;
 	s->diag = diag;
 	s->U = U;
@@ -312,24 +305,22 @@ static void
 search_starts(Search *s, const FitInit *list, int n)
 {
 	FitDiagnostics *diag = s->diag;
-	double		step = NAN;
 
 	for (int j = 0; j < n; j++)
 	{
-		LbfgsMemory *mem;
+		LbfgsAid	aid = {NULL, s->search ? &s->watch : NULL};
 		int			basin;
 
 		if (j > 0 && rounds_left(s) <= 0)
 			break;
-		mem = palloc0(sizeof(LbfgsMemory));
-		run_start(s->be, &s->screen, list[j], rounds_left(s), s->U, &step, diag, mem,
-				  s->search ? &s->watch : NULL);
+		aid.memory = palloc0(sizeof(LbfgsMemory));
+		run_start(s->be, &s->screen, s->solver, list[j], rounds_left(s), s->U, diag, &aid);
 		diag->rounds += diag->starts[j].rounds;
 		s->budget = Max(s->budget, diag->starts[j].rounds);
 		basin = settle(&s->optima, diag, j, s->U, s->opts->verbose);
 		if (j > 0 && (basin < 0 || s->optima.run[basin] != s->best))
 			s->agree = false;
-		keep_best(s, j, mem);
+		keep_best(s, j, aid.memory);
 	}
 }
 
@@ -502,13 +493,15 @@ search_why_end(FitDiagnostics *diag)
  * optimum found before (the watch): it would only converge there again.
  * A single start runs to the tolerance directly.
  */
-static void
-search_lbfgs(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
-			 double *U, FitDiagnostics *diag)
+void
+fit_search_lbfgs(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver, double *U,
+				 FitDiagnostics *diag)
 {
+	FitInit		list[SEARCH_MAX_LIST];
+	int			n = search_start_list(opts, solver, list);
 	Search		s;
 
-	search_init(&s, be, opts, n, U, diag);
+	search_init(&s, be, opts, solver, n, U, diag);
 	search_starts(&s, list, n);
 	search_hops(&s);
 	if (!s.search)
@@ -519,15 +512,16 @@ search_lbfgs(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
 }
 
 /* ------------------------------------------------------------------------
- * The paper solver's probe
+ * The probe search (the paper solver's)
  * ------------------------------------------------------------------------
  */
 
-/* The paper solver: probe each start briefly, then run the chosen one from its beginning. */
-static void
-search_paper(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
-			 double *U, FitDiagnostics *diag)
+void
+fit_search_probe(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver, double *U,
+				 FitDiagnostics *diag)
 {
+	FitInit		list[SEARCH_MAX_LIST];
+	int			n = search_start_list(opts, solver, list);
 	FitInit		how = list[0];
 
 	if (n > 1)
@@ -536,13 +530,13 @@ search_paper(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
 
 		probe.verbose = false;
 		for (int j = 0; j < n; j++)
-			run_start(be, &probe, list[j], Min(opts->rounds, PAPER_PROBE_ROUNDS), U,
-					  &diag->step, diag, NULL, NULL);
+			run_start(be, &probe, solver, list[j], Min(opts->rounds, PROBE_ROUNDS), U,
+					  diag, NULL);
 		how = list[best_start(diag, 0)];
 		if (opts->verbose)
 			ereport(NOTICE, (errmsg("init best: chose %s", fit_init_names[how])));
 	}
-	run_start(be, opts, how, opts->rounds, U, &diag->step, diag, NULL, NULL);
+	run_start(be, opts, solver, how, opts->rounds, U, diag, NULL);
 	diag->chosen = diag->nstarts - 1;
 	diag->rounds = diag->starts[diag->chosen].rounds;
 	if (diag->starts[diag->chosen].ended == FIT_END_BUDGET)
@@ -552,22 +546,10 @@ search_paper(FitBackend *be, const FitOptions *opts, const FitInit *list, int n,
 												   fit_init_names[how]);
 	if (n > 1)
 		snprintf(diag->stop, sizeof(diag->stop),
-				 "the paper solver: the best of %d starts after a probe of %d rounds each", n,
-				 PAPER_PROBE_ROUNDS);
+				 "the %s solver: the best of %d starts after a probe of %d rounds each", solver->name, n,
+				 PROBE_ROUNDS);
 	else
-		snprintf(diag->stop, sizeof(diag->stop), "the paper solver: one start (init '%s')",
-				 fit_init_names[how]);
+		snprintf(diag->stop, sizeof(diag->stop), "the %s solver: one start (init '%s')",
+				 solver->name, fit_init_names[how]);
 	search_why_end(diag);
-}
-
-void
-fit_search(FitBackend *be, const FitOptions *opts, double *U, FitDiagnostics *diag)
-{
-	FitInit		list[SEARCH_MAX_LIST];
-	int			n = search_start_list(opts, list);
-
-	if (opts->solver == FIT_SOLVER_LBFGS)
-		search_lbfgs(be, opts, list, n, U, diag);
-	else
-		search_paper(be, opts, list, n, U, diag);
 }

@@ -2,8 +2,8 @@
  * fit_search.h -- the search over starts of one fit (fit_search.c)
  *
  * fit.c asks for the best U the starts and hops can find; the search runs
- * the solvers on the backend and fills the diagnostics' starts, rounds and
- * chosen start.  Which starts it tries is one function, search_start_list.
+ * the solver's hooks on the backend and fills the diagnostics' starts,
+ * rounds and chosen start.  Which starts it tries is one function, search_start_list.
  */
 #ifndef PERPCA_FIT_SEARCH_H
 #define PERPCA_FIT_SEARCH_H
@@ -13,13 +13,22 @@
 /* Starts that init names, at most. */
 #define SEARCH_MAX_LIST 8
 
-/* The starts that opts->init names, in the order they run, into list; returns their number. */
-extern int	search_start_list(const FitOptions *opts, FitInit *list);
+/* The starts that opts->init names for solver, in the order they run, into list; returns their number. */
+extern int	search_start_list(const FitOptions *opts, const FitSolverDef *solver, FitInit *list);
 
 /*
- * Run the search of opts on be: U (d x r1, allocated by the caller) ends
- * at the chosen start's optimum; diag->starts, rounds and chosen are set.
+ * The two searches a solver's row can name.  Each runs the search of opts
+ * with solver on be: U (d x r1, allocated by the caller) ends at the chosen
+ * start's optimum; diag->starts, rounds and chosen are set.
+ *   fit_search_lbfgs  starts to a screening tolerance, hops, the basins
+ *                     found, the best on to the tolerance (an L-BFGS run's
+ *                     memory and watch: solver_lbfgs.h)
+ *   fit_search_probe  a short probe of each start, then the chosen one from
+ *                     its beginning (any solver's run hook)
  */
-extern void fit_search(FitBackend *be, const FitOptions *opts, double *U, FitDiagnostics *diag);
+extern void fit_search_lbfgs(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
+							 double *U, FitDiagnostics *diag);
+extern void fit_search_probe(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
+							 double *U, FitDiagnostics *diag);
 
 #endif							/* PERPCA_FIT_SEARCH_H */

@@ -403,7 +403,7 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 	values[7] = Int32GetDatum(l->n_clients);
 	values[8] = Int32GetDatum(l->dim);
 	values[9] = Float8GetDatum(l->seconds);
-	values[10] = CStringGetTextDatum(fit_solver_names[l->opts.solver]);
+	values[10] = CStringGetTextDatum(fit_solvers[l->opts.solver].name);
 	nulls[10] = l->opts.method != FIT_METHOD_PERPCA;
 	nulls[11] = l->chosen < 0;
 	values[11] = nulls[11] ? (Datum) 0 : CStringGetTextDatum(l->starts[l->chosen].name);

@@ -22,6 +22,8 @@
 #include "fit_sums.h"
 #include "linalg.h"
 
+const char *const fit_init_names[6] = {"best", "dispca", "qu", "pooled", "random", "given"};
+
 /* Subspace iterations for the pooled start (each is one round trip): exact (paper solver), or a start for L-BFGS. */
 #define POOLED_ITERATIONS 300
 #define POOLED_ITERATIONS_APPROX 50
@@ -327,11 +329,8 @@ start_random(FitBackend *be, uint64 seed, double *U)
 }
 
 void
-fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, double *U)
+fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, bool exact, double *U)
 {
-	/* the paper's solver starts exactly as 0.1.0 did; L-BFGS refines any start */
-	bool		exact = opts->solver == FIT_SOLVER_PAPER;
-
 	if (be->r1 == 0)
 		return;
 	switch (how)

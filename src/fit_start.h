@@ -6,8 +6,16 @@
 
 #include "fit_types.h"
 
-/* U (d x r1) of a start (not FIT_INIT_BEST). */
-extern void fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, double *U);
+/* The starts' names (the option init's values), in FitInit order. */
+extern const char *const fit_init_names[6];
+
+/*
+ * U (d x r1) of a start (not FIT_INIT_BEST); exact: solved exactly (the
+ * paper's solver starts as 0.1.0 did), else loosely (L-BFGS refines any
+ * start).
+ */
+extern void fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, bool exact,
+						double *U);
 
 /* Top r eigenvectors of sum_i w_i S_i (subspace iteration through be->apply) into U (d x r). */
 extern void fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact);

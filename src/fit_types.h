@@ -19,12 +19,6 @@ typedef enum FitMethod
 	FIT_METHOD_INDIV			/* each client alone, r1 + r2_i components */
 } FitMethod;
 
-typedef enum FitSolver
-{
-	FIT_SOLVER_LBFGS,			/* best-response V_i, L-BFGS over U (default) */
-	FIT_SOLVER_PAPER			/* the paper's Algorithm 2 */
-} FitSolver;
-
 typedef enum FitInit
 {
 	FIT_INIT_BEST,				/* lbfgs: keep the best of several starts; paper: short probe */
@@ -54,7 +48,7 @@ typedef struct FitOptions
 	int			n_global;
 	int			n_local;
 	FitMethod	method;
-	FitSolver	solver;
+	int			solver;			/* its row of the solver table (fit_solvers, fit.c) */
 	int			rounds;			/* most rounds (evaluations) in all */
 	double		tolerance;
 	double		step;			/* paper: <= 0 = derived from the spectrum */
@@ -246,5 +240,28 @@ typedef struct FitResult
 	int			rU;
 	double	   *uvariance;		/* rU */
 } FitResult;
+
+/*
+ * A solver: one row of the solver table (fit_solvers, fit.c), all that a
+ * fit asks of it.  Hooks: start sets the clients' V_i of a start given U
+ * (NULL: the solver needs none); run runs one start from U for at most
+ * rounds rounds, fills rep's objective, convergence and end, and returns
+ * the rounds run (aid: what its own search lends it, else NULL); search
+ * runs the starts and hops of one fit (fit_search.c has two).
+ */
+typedef struct FitSolverDef FitSolverDef;
+struct FitSolverDef
+{
+	const char *name;			/* its value of the option solver */
+	double		tolerance;		/* the default tolerance, in its own measure of convergence */
+	bool		exact_starts;	/* starts solved exactly (else loosely: the solver refines them) */
+	bool		qu_start;		/* init 'best' also tries Qu's start */
+	bool		best_response;	/* the final V_i are best responses to U */
+	void		(*start) (FitBackend *be, const double *U, FitInit how);
+	int			(*run) (FitBackend *be, const FitOptions *opts, double *U, int rounds,
+						FitDiagnostics *diag, FitStartReport *rep, void *aid);
+	void		(*search) (FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
+						   double *U, FitDiagnostics *diag);
+};
 
 #endif							/* PERPCA_FIT_TYPES_H */

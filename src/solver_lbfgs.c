@@ -538,65 +538,72 @@ stop_after_step(Lbfgs *lb, const LbfgsWatch *watch, double fprev, double gprev, 
 	return FIT_END_NONE;
 }
 
+/* The iteration's scratch, n each: the direction, the trial U and gradient, the new pair. */
+typedef struct Scratch
+{
+	double	   *p;
+	double	   *Unew;
+	double	   *Gnew;
+	double	   *s;
+	double	   *y;
+} Scratch;
+
 /*
- * The iteration loop (longer than 40 lines: one stopping rule after another,
- * each setting how the run ended, reads best in one place).
+ * One turn of the iteration from lb's U: converged there, or a step and
+ * the stopping rules after it (iteration counts the steps taken).  Returns
+ * how the run ends here, or FIT_END_NONE to go on.
  */
+static FitEnd
+turn(Lbfgs *lb, Scratch *w, const LbfgsWatch *watch, int *iteration, int *stall, bool *converged)
+{
+	double		lmax = lb->be->lambda_max > 0.0 ? lb->be->lambda_max : 1.0;
+	double		fprev,
+				gprev;
+
+	report(lb, *iteration);
+	if (lb->gnorm <= lb->opts->tolerance * lmax)
+	{
+		*converged = true;
+		return FIT_END_CONVERGED;
+	}
+	fprev = lb->fh[FLAT_SLOT(lb->seen)] = lb->f;
+	gprev = lb->gh[FLAT_SLOT(lb->seen)] = lb->gnorm;
+	if (!iterate(lb, w->p, w->Unew, w->Gnew, w->s, w->y))
+	{
+		/* no step along the quasi-Newton direction: forget the pairs, try the gradient */
+		if (lb->npairs > 0 && lb->rounds < lb->max_rounds)
+		{
+			lb->npairs = 0;
+			return FIT_END_NONE;
+		}
+		/* no step improves f or the gradient: as far as the arithmetic goes */
+		*converged = lb->gnorm <= stalled_tolerance(lb->opts, lmax);
+		return lb->rounds < lb->max_rounds ? FIT_END_STALLED : FIT_END_BUDGET;
+	}
+	(*iteration)++;
+	lb->seen++;
+	return stop_after_step(lb, watch, fprev, gprev, stall, converged);
+}
+
 int
 solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool *converged,
 			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem,
 			 const LbfgsWatch *watch, FitEnd *end)
 {
 	Lbfgs		lb = lbfgs_start(be, opts, diag, U, rounds);
-	double		lmax = be->lambda_max > 0.0 ? be->lambda_max : 1.0;
 	int64		n = lb.n;
-	double	   *p = palloc(sizeof(double) * n),
-			   *Unew = palloc(sizeof(double) * n),
-			   *Gnew = palloc(sizeof(double) * n),
-			   *s = palloc(sizeof(double) * n),
-			   *y = palloc(sizeof(double) * n);
+	Scratch		w = {palloc(sizeof(double) * n), palloc(sizeof(double) * n),
+					 palloc(sizeof(double) * n), palloc(sizeof(double) * n),
+					 palloc(sizeof(double) * n)};
 	int			stall = 0,
 				iteration = 0;
-	double		fprev,
-				gprev;
-	FitEnd		stop;
 
 	*converged = false;
 	lbfgs_resume(&lb, mem, rounds);
 	*end = FIT_END_BUDGET;
-	while (rounds > 0 && n > 0)
-	{
-		report(&lb, iteration);
-		if (lb.gnorm <= opts->tolerance * lmax)
-		{
-			*converged = true;
-			*end = FIT_END_CONVERGED;
-			break;
-		}
-		fprev = lb.fh[FLAT_SLOT(lb.seen)] = lb.f;
-		gprev = lb.gh[FLAT_SLOT(lb.seen)] = lb.gnorm;
-		if (!iterate(&lb, p, Unew, Gnew, s, y))
-		{
-			/* no step along the quasi-Newton direction: forget the pairs, try the gradient */
-			if (lb.npairs > 0 && lb.rounds < rounds)
-			{
-				lb.npairs = 0;
-				continue;
-			}
-			/* no step improves f or the gradient: as far as the arithmetic goes */
-			*converged = lb.gnorm <= stalled_tolerance(opts, lmax);
-			*end = lb.rounds < rounds ? FIT_END_STALLED : FIT_END_BUDGET;
-			break;
-		}
-		iteration++;
-		lb.seen++;
-		stop = stop_after_step(&lb, watch, fprev, gprev, &stall, converged);
-		if (stop != FIT_END_NONE)
-		{
-			*end = stop;
-			break;
-		}
-	}
+	while (rounds > 0 && n > 0 &&
+		   (*end = turn(&lb, &w, watch, &iteration, &stall, converged)) == FIT_END_NONE)
+		;
 	if (n == 0 && lb.rounds > 0)
 	{
 		*converged = true;
@@ -630,4 +637,15 @@ lbfgs_memory_free(LbfgsMemory *mem)
 		pfree(mem->P);
 	mem->P = NULL;
 	mem->evaluated = false;
+}
+
+int
+solver_lbfgs_run(FitBackend *be, const FitOptions *opts, double *U, int rounds,
+				 FitDiagnostics *diag, FitStartReport *rep, void *aid)
+{
+	const LbfgsAid *a = aid;
+	double		gnorm;
+
+	return solver_lbfgs(be, opts, U, rounds, &rep->converged, &rep->objective, &gnorm, diag,
+						a != NULL ? a->memory : NULL, a != NULL ? a->watch : NULL, &rep->ended);
 }

@@ -49,6 +49,17 @@ extern int	solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int r
 						 bool *converged, double *objective, double *gnorm, FitDiagnostics *diag,
 						 LbfgsMemory *mem, const LbfgsWatch *watch, FitEnd *end);
 
+/* What the L-BFGS search lends a run: memory to start from and keep, a watch (each may be NULL). */
+typedef struct LbfgsAid
+{
+	LbfgsMemory *memory;
+	const LbfgsWatch *watch;
+} LbfgsAid;
+
+/* Its run hook in the solver table (fit.c): solver_lbfgs with aid (an LbfgsAid, or NULL). */
+extern int	solver_lbfgs_run(FitBackend *be, const FitOptions *opts, double *U, int rounds,
+							 FitDiagnostics *diag, FitStartReport *rep, void *aid);
+
 /* Free the pairs and the stored gradient of mem (mem itself stays). */
 extern void lbfgs_memory_free(LbfgsMemory *mem);
 

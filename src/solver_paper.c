@@ -175,3 +175,21 @@ solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, doub
 	fit_sums_free(s);
 	return Min(t, rounds);
 }
+
+/* The solver table's hooks (fit.c): V_i of a start given U, and one run. */
+void
+solver_paper_start(FitBackend *be, const double *U, FitInit how)
+{
+	be->start_local(be, U, how);
+}
+
+int
+solver_paper_run(FitBackend *be, const FitOptions *opts, double *U, int rounds,
+				 FitDiagnostics *diag, FitStartReport *rep, void *aid pg_attribute_unused())
+{
+	int			run = solver_paper(be, opts, U, rounds, &diag->step, &rep->converged,
+								   &rep->objective, diag);
+
+	rep->ended = rep->converged ? FIT_END_CONVERGED : FIT_END_BUDGET;
+	return run;
+}

@@ -10,4 +10,9 @@
 extern int	solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds,
 						 double *step, bool *converged, double *objective, FitDiagnostics *diag);
 
+/* Its hooks in the solver table (fit.c; FitSolverDef in fit_types.h). */
+extern void solver_paper_start(FitBackend *be, const double *U, FitInit how);
+extern int	solver_paper_run(FitBackend *be, const FitOptions *opts, double *U, int rounds,
+							 FitDiagnostics *diag, FitStartReport *rep, void *aid);
+
 #endif							/* PERPCA_SOLVER_PAPER_H */

@@ -2,33 +2,19 @@
 -- Fit: global and local components across the clients of a query (perpca_fit)
 -- ==========================================================================
 
--- Options: named arguments with DEFAULT NULL; the C parser (src/fit_options.c)
--- reads them by name and holds every default, so NULL means "the default".
+-- Options: named arguments with DEFAULT NULL, written by make from the option
+-- table of src/fit_options.c (sql/options.awk); the C parser reads them by
+-- name and holds every default, so NULL means "the default".
 CREATE OR REPLACE FUNCTION perpca_fit(
     query text,
     n_global int,
     n_local int,
-    rounds int DEFAULT NULL,
-    tolerance float8 DEFAULT NULL,
-    step float8 DEFAULT NULL,
-    update text DEFAULT NULL,
-    retraction text DEFAULT NULL,
-    init text DEFAULT NULL,
-    seed bigint DEFAULT NULL,
-    center text DEFAULT NULL,
-    weights text DEFAULT NULL,
-    method text DEFAULT NULL,
-    verbose boolean DEFAULT NULL,
-    adaptive boolean DEFAULT NULL,
-    start text DEFAULT NULL,
-    solver text DEFAULT NULL,
-    scale text DEFAULT NULL,
-    hops int DEFAULT NULL,
-    missing text DEFAULT NULL)
+    @OPTIONS(fit): rounds tolerance step update retraction init seed center weights method verbose
+        adaptive start solver scale hops missing@)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION perpca_fit(text, int, int, int, float8, float8, text, text, text, bigint, text, text, text, boolean, boolean, text, text, text, int, text) IS
+COMMENT ON FUNCTION perpca_fit(@ARGTYPES(fit)@) IS
     'Personalized PCA: global components shared by all clients of the query (statistics, or rows aggregated per client) and local components per client; fit options (solver, init, center, weights, method, scale, missing, hops, ...); NULL means the default (README: Reference, Fitting)';
 
 CREATE OR REPLACE FUNCTION perpca_last_fit()

@@ -78,33 +78,21 @@ CREATE OR REPLACE FUNCTION perpca_internal.shard_close(fit_id text) RETURNS bool
 COMMENT ON FUNCTION perpca_internal.shard_close(text) IS
     'federated fit, shard side: frees the state of fit_id in this session (false if it was not open); it is also freed when the session ends';
 
--- Options: as perpca_fit's, DEFAULT NULL, read by name in C (src/fit_options.c).
+-- Options: as perpca_fit's, DEFAULT NULL, from the option table and read by
+-- name in C (src/fit_options.c, sql/options.awk).
 CREATE OR REPLACE FUNCTION perpca_fit_federated(
     shards text[],
     query text,
     n_global int,
     n_local int,
-    rounds int DEFAULT NULL,
-    tolerance float8 DEFAULT NULL,
-    step float8 DEFAULT NULL,
-    update text DEFAULT NULL,
-    retraction text DEFAULT NULL,
-    init text DEFAULT NULL,
-    center text DEFAULT NULL,
-    weights text DEFAULT NULL,
-    verbose boolean DEFAULT NULL,
-    adaptive boolean DEFAULT NULL,
-    solver text DEFAULT NULL,
-    seed bigint DEFAULT NULL,
-    scale text DEFAULT NULL,
-    hops int DEFAULT NULL,
-    missing text DEFAULT NULL)
+    @OPTIONS(federated): rounds tolerance step update retraction init center weights verbose
+        adaptive solver seed scale hops missing@)
 RETURNS TABLE (client text, kind text, component int, pc float8[], variance float8)
     AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int, text) IS
+COMMENT ON FUNCTION perpca_fit_federated(@ARGTYPES(federated)@) IS
     'Personalized PCA with the clients on shards (libpq connection strings): the query runs on every shard and only U and d x n_global sums per shard cross the network each round; the fit engine, options and rows of perpca_fit (README: Reference, Federated fits)';
 -- It opens connections with the server's credentials: superusers, and roles granted EXECUTE.
-REVOKE EXECUTE ON FUNCTION perpca_fit_federated(text[], text, int, int, int, float8, float8, text, text, text, text, text, boolean, boolean, text, bigint, text, int, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION perpca_fit_federated(@ARGTYPES(federated)@) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION perpca_last_federated_fit()
 RETURNS TABLE (rounds_run int, converged boolean, objective float8, kkt_residual float8, step float8,

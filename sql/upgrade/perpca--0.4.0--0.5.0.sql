@@ -8,3 +8,11 @@
 -- dropping objects that 0.5.0 no longer has, or whose signature, argument
 -- names, defaults or result type change (CREATE OR REPLACE refuses those),
 -- and ALTERs of objects created once.  Each entry says what changed.
+
+-- The functions that take the fit options: dropped when their arguments
+-- differ from 0.4.0's (an option added to src/fit_options.c's table; make
+-- writes each line, sql/options.awk).
+@DROP_IF_CHANGED(fit)@
+@DROP_IF_CHANGED(train)@
+@DROP_IF_CHANGED(federated)@
+@DROP_IF_CHANGED(ranks)@
