@@ -31,18 +31,18 @@ COMMENT ON FUNCTION perpca_component_variance(text) IS
     'for each client, each global and local component''s variance in that client''s training rows (w'' M w, M their second moment about the model''s centre for the client) and its share of the client''s total_variance, from the statistics stored with the model (no rows read); the local rows equal <model>_components.variance';
 
 CREATE OR REPLACE FUNCTION perpca_model_monitor(model text, client text, x float8[], alpha float8 DEFAULT 0.01,
-                                                missing text DEFAULT 'error',
+                                                missing text DEFAULT 'error', limits text DEFAULT 'gaussian',
                                                 OUT t2 float8, OUT t2_limit float8, OUT q float8,
                                                 OUT q_limit float8, OUT out_of_control boolean)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION perpca_model_monitor(model text, client anyelement, x float8[], alpha float8 DEFAULT 0.01,
-                                                missing text DEFAULT 'error',
+                                                missing text DEFAULT 'error', limits text DEFAULT 'gaussian',
                                                 OUT t2 float8, OUT t2_limit float8, OUT q float8,
                                                 OUT q_limit float8, OUT out_of_control boolean)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION perpca_model_monitor(text, text, float8[], float8, text) IS
-    'multivariate process control of a row x of a client against the client''s own training distribution: Hotelling''s T^2 of its scores (about the client''s mean, with the scores'' stored covariance) and Q = ||residual||^2 (the squared prediction error), each with its limit (T^2: the F-distribution limit for a new observation, k (n^2 - 1) / (n (n - k)) F(k, n - k); Q: Jackson and Mudholkar from the stored residual spectrum), each at level 1 - sqrt(1 - alpha) so that out_of_control (either above its limit) has false-alarm rate alpha for Gaussian rows; a client the model has never seen gets Q against the global components, NULL T^2 and limits, and the unknown-client NOTICE; missing => ''error'' (a NULL, NaN or infinite element is an error naming it and the client) or ''skip'' (such a row gives NULL, counted in one NOTICE per statement); ''observed'' is refused (the limits are those of complete rows)';
-COMMENT ON FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text) IS
+COMMENT ON FUNCTION perpca_model_monitor(text, text, float8[], float8, text, text) IS
+    'multivariate process control of a row x of a client against the client''s own training distribution: Hotelling''s T^2 of its scores (about the client''s mean, with the scores'' stored covariance) and Q = ||residual||^2 (the squared prediction error), each with its limit (T^2: the F-distribution limit for a new observation, k (n^2 - 1) / (n (n - k)) F(k, n - k); Q: Jackson and Mudholkar from the stored residual spectrum), each at level 1 - sqrt(1 - alpha) so that out_of_control (either above its limit) has false-alarm rate alpha for Gaussian rows; a client the model has never seen gets Q against the global components, NULL T^2 and limits, and the unknown-client NOTICE; missing => ''error'' (a NULL, NaN or infinite element is an error naming it and the client) or ''skip'' (such a row gives NULL, counted in one NOTICE per statement); ''observed'' is refused (the limits are those of complete rows); limits => ''calibrated'' (a model trained with calibration => share, alpha between 0.0025 and 0.25) scales both limits at alpha 0.01 by the split-conformal threshold of the held-out rows'' scores max(T^2 / T^2 limit, Q / Q limit), the client''s own when it has at least 399 held-out rows, else the pooled ones, so that the false-alarm rate is at most alpha for rows exchangeable with the held-out ones';
+COMMENT ON FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text, text) IS
     'perpca_model_monitor with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form';
 
 CREATE OR REPLACE FUNCTION perpca_clusters(model text, k int DEFAULT NULL)

@@ -8,3 +8,11 @@
 -- dropping objects that 0.5.0 no longer has, or whose signature, argument
 -- names, defaults or result type change (CREATE OR REPLACE refuses those),
 -- and ALTERs of objects created once.  Each entry says what changed.
+
+-- perpca_train takes calibration (a share of rows held out to calibrate the
+-- control limits): a new argument.
+DROP FUNCTION perpca_train(text, text, int, int, int, float8, float8, text, text, text, bigint, text, text, text,
+                           boolean, boolean, boolean, text, text, text, text[], int, text);
+-- perpca_model_monitor takes limits ('gaussian' or 'calibrated'): a new argument.
+DROP FUNCTION perpca_model_monitor(text, text, float8[], float8, text);
+DROP FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text);
