@@ -53,8 +53,11 @@ calibrate_share_arg(FunctionCallInfo fcinfo)
 				(errcode(PERPCA_ERRCODE_OPTION),
 				 errmsg("option \"calibration\" must be a share between 0 and 1 (exclusive), got %g", share),
 				 errhint("calibration => 0.2 holds out a fifth of the training rows to calibrate perpca_model_monitor's limits; NULL or 0 holds out none.")));
+	/* the split's resolution: at least one bucket held out, at least one kept */
 	if (share > 0.0 && lround(share * CALIBRATE_BUCKETS) < 1)
 		share = 1.0 / CALIBRATE_BUCKETS;
+	if (lround(share * CALIBRATE_BUCKETS) >= CALIBRATE_BUCKETS)
+		share = (CALIBRATE_BUCKETS - 1.0) / CALIBRATE_BUCKETS;
 	return share;
 }
 
