@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-STYLE = {"train": ("o", "#7f7f7f", "training period, trained on"),
+STYLE = {"train": ("o", "#7f7f7f", "training period, the model's 80% (fitted or calibration)"),
          "test": ("s", "#1f77b4", "training period, held out (20%)"),
          "later": ("D", "#d62728", "later period")}
 
