@@ -39,6 +39,19 @@
  * and .residual_moments: no second pass over the rows.  For sketched
  * statistics they are the sketch's (M2 taken as B'B), computed in blocks of
  * its rows, never as a d x d matrix.
+ *
+ * Calibrated limits (limits => 'calibrated', a model trained with
+ * calibration => share): a row's score is s = max(T^2 / T^2_lim, Q / Q_lim)
+ * at the reference level MONITOR_REF_ALPHA (monitor_reference_score, which
+ * calibrate.c applies to the held-out rows after every fit).  From the n
+ * held-out scores of the client (when it has at least
+ * MONITOR_CAL_CLIENT_ROWS) or of every client (pooled), the threshold at
+ * alpha is the floor((n + 1) alpha)-th largest, c (split-conformal: a
+ * false-alarm rate of at most alpha for rows exchangeable with the held-out
+ * ones); the limits returned are c T^2_lim and c Q_lim, so that a row is
+ * out of control exactly when s > c.  The stored top scores are read from
+ * <model>_info and <model>_clients once per model version, as model_read.c
+ * reads a model: straight from the tables, after the same checks.
  */
 #include "postgres.h"
 
