@@ -415,15 +415,17 @@ is_model_info(Oid relid)
 }
 
 /*
- * The view <base>_source that holds the model's query (model_store.c,
- * store_source_bind), when it is a view of the model's owner; else InvalidOid
- * (a model stored before 0.4.0 and never refreshed has none).
+ * The view <base>_<suffix> of the model's query: "source" (model_store.c,
+ * store_source_bind), "calibration" (its rows, calibrate.c), when it is a
+ * view of the model's owner; else InvalidOid (a model stored before 0.4.0
+ * and never refreshed has no source view; one without calibration has no
+ * calibration view).
  */
 static Oid
-model_source_view(const ModelLock *ml)
+model_source_view(const ModelLock *ml, const char *suffix)
 {
 	Oid			nsp = get_rel_namespace(ml->relid[MODEL_REL_INFO]);
-	Oid			view = get_relname_relid(psprintf("%s_source", ml->base), nsp);
+	Oid			view = get_relname_relid(psprintf("%s_%s", ml->base, suffix), nsp);
 
 	if (!OidIsValid(view) || get_rel_relkind(view) != RELKIND_VIEW || model_rel_owner(view) != ml->owner)
 		return InvalidOid;
@@ -462,9 +464,13 @@ perpca_drop(PG_FUNCTION_ARGS)
 		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", model_relid_name(ml.relid[i]));
 	if (OidIsValid(history))
 		appendStringInfo(&cmd, ", %s", model_relid_name(history));
-	view = model_source_view(&ml);
+	view = model_source_view(&ml, "source");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	if (OidIsValid(view) &&
+		SPI_execute(psprintf("DROP VIEW %s", model_relid_name(view)), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "perpca_drop: DROP VIEW %s failed", model_relid_name(view));
+	view = model_source_view(&ml, "calibration");
 	if (OidIsValid(view) &&
 		SPI_execute(psprintf("DROP VIEW %s", model_relid_name(view)), false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "perpca_drop: DROP VIEW %s failed", model_relid_name(view));

@@ -109,6 +109,12 @@ static const ColumnDecl columns[] = {
 	{I, "stats_digest", TEXTOID, NULL, "0.3.0"},
 	{I, "source_view", TEXTOID, NULL, "0.4.0"},
 	{I, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
+	{I, "calibration", FLOAT8OID, NULL, "0.5.0"},
+	{I, "calibration_split", TEXTOID, NULL, "0.5.0"},
+	{I, "calibration_rows", INT8OID, NULL, "0.5.0"},
+	{I, "calibration_scores", FLOAT8ARRAYOID, NULL, "0.5.0"},
+	{I, "flagged_gaussian", FLOAT8OID, NULL, "0.5.0"},
+	{I, "flagged_calibrated", FLOAT8OID, NULL, "0.5.0"},
 
 	{C, "client", TEXTOID, "PRIMARY KEY", "0.1.0"},
 	{C, "n", INT8OID, NN, "0.1.0"},
@@ -123,6 +129,8 @@ static const ColumnDecl columns[] = {
 	{C, "score_covariance", FLOAT8ARRAYOID, NULL, "0.3.0"},
 	{C, "residual_moments", FLOAT8ARRAYOID, NULL, "0.3.0"},
 	{C, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
+	{C, "calibration_rows", INT8OID, NULL, "0.5.0"},
+	{C, "calibration_scores", FLOAT8ARRAYOID, NULL, "0.5.0"},
 
 	{K, "client", TEXTOID, NULL, "0.1.0"},
 	{K, "kind", TEXTOID, ONE_OF("kind", "'global', 'local'"), "0.1.0"},

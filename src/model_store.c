@@ -35,6 +35,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "calibrate_split.h"
 #include "client_key.h"
 #include "error_kinds.h"
 #include "model_schema.h"
@@ -53,6 +54,7 @@ store_model_init(StoreModel *sm, const char *schema, const char *base)
 	sm->schema = schema;
 	sm->base = base;
 	sm->ext = quote_identifier(get_namespace_name(nsp));
+	sm->calibration = 0.0;
 }
 
 char *
@@ -147,8 +149,11 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path, con
 				 errhint("Grant CREATE on schema %s to role %s (a model stored before 0.4.0 binds its query at its first refresh).",
 						 quote_identifier(sm->schema), GetUserNameFromId(GetUserId(), false))));
 	/* The query and perpca's SQL around it are bound together, with the model's search_path. */
-	select = row_source_select(perpca_one_select(query, "the query of a model"), path,
-							   row_missing_parse(missing), &names);
+	select = sm->calibration > 0.0
+		? calibrate_source_select(perpca_one_select(query, "the query of a model"), path,
+								  row_missing_parse(missing), sm->calibration, &names)
+		: row_source_select(perpca_one_select(query, "the query of a model"), path,
+							row_missing_parse(missing), &names);
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);

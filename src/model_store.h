@@ -22,6 +22,7 @@ typedef struct StoreModel
 	const char *schema;
 	const char *base;
 	const char *ext;
+	double		calibration;	/* the share of rows held out to calibrate control limits (calibrate.c), 0: none */
 } StoreModel;
 
 /* The model schema.base, with perpca's schema looked up. */

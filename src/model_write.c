@@ -42,6 +42,8 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "calibrate.h"
+#include "calibrate_split.h"
 #include "error_kinds.h"
 #include "fit_options.h"
 #include "model_lock.h"
@@ -211,6 +213,7 @@ typedef struct TrainCall
 	const char *path;
 	Datum		names;			/* text[] */
 	bool		names_null;
+	double		calibration;	/* share of rows held out (calibrate.c), 0: none */
 } TrainCall;
 
 /* The feature names: a query of feature columns names them, and feature_names, when given too, must agree. */
@@ -278,6 +281,7 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 				 errhint("Pass replace => true to replace it, or drop it with perpca_drop().")));
 	check_owner(tc->model, owner);
 	store_model_init(&sm, ml->schema, ml->base);
+	sm.calibration = tc->calibration;
 	args[1] = store_sql("SELECT clock_timestamp()", 0, NULL, NULL, NULL, &isnull);
 	if ((start = jtext(tc->options, "start")) != NULL)
 	{
@@ -290,11 +294,13 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 	/* The query is bound once, by the owner, with the caller's search_path, and read as every refresh will read it. */
 	run_as_enter(&ra, owner);
 	staged = store_source_bind(&sm, tc->query, tc->path, missing ? missing : "error", &staged_null);
+	calibrate_bind_rows(&sm, perpca_one_select(tc->query, "the query of a model"), tc->path, tc->calibration);
 	(void) store_stage_fill(&sm, missing ? missing : "error", &bound_null);
 	run_as_leave(&ra);
 	train_names(tc, staged, staged_null);
 	run_as_enter(&ra, owner);
 	r = store_fit(&sm, tc->query, tc->options, tc->path, tc->names, tc->names_null);
+	calibrate_after_fit(&sm, tc->calibration);
 	run_as_leave(&ra);
 	args[0] = r;
 	args[0] = store_sql(train_history_sql, 2, (Oid[]) {JSONBOID, TIMESTAMPTZOID}, args, NULL, &isnull);
@@ -333,6 +339,7 @@ perpca_train(PG_FUNCTION_ARGS)
 		(void) perpca_one_select(opts.start, "start query");
 	tc.options = JsonbPGetDatum(options);
 	tc.replace = bool_arg(fcinfo, "replace", false);
+	tc.calibration = calibrate_share_arg(fcinfo);
 	tc.path = caller_search_path();
 	tc.names_null = names < 0 || names >= PG_NARGS() || PG_ARGISNULL(names);
 	tc.names = tc.names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
@@ -524,6 +531,7 @@ refresh_body(void *arg)
 						   (Datum[]) {rm.options, BoolGetDatum(use_start),
 						   CStringGetTextDatum(store_rel(&rc->sm, "components"))}, NULL, &isnull);
 	args[0] = store_fit(&rc->sm, jtext(rm.m, "source_query"), rm.options, rm.path, names, names_null);
+	calibrate_after_fit(&rc->sm, jtext(rm.m, "calibration") ? strtod(jtext(rm.m, "calibration"), NULL) : 0.0);
 	args[2] = store_sql(psprintf("SELECT array_agg(client) FROM %s", clients), 0, NULL, NULL, NULL, &isnull);
 	nulls[2] = isnull ? 'n' : ' ';
 	args[3] = BoolGetDatum(use_start);

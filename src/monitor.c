@@ -39,22 +39,42 @@
  * and .residual_moments: no second pass over the rows.  For sketched
  * statistics they are the sketch's (M2 taken as B'B), computed in blocks of
  * its rows, never as a d x d matrix.
+ *
+ * Calibrated limits (limits => 'calibrated', a model trained with
+ * calibration => share): a row's score is s = max(T^2 / T^2_lim, Q / Q_lim)
+ * at the reference level MONITOR_REF_ALPHA (monitor_reference_score, which
+ * calibrate.c applies to the held-out rows after every fit).  From the n
+ * held-out scores of the client (when it has at least
+ * MONITOR_CAL_CLIENT_ROWS) or of every client (pooled), the threshold at
+ * alpha is the floor((n + 1) alpha)-th largest, c (split-conformal: a
+ * false-alarm rate of at most alpha for rows exchangeable with the held-out
+ * ones); the limits returned are c T^2_lim and c Q_lim, so that a row is
+ * out of control exactly when s > c.  The stored top scores are read from
+ * <model>_info and <model>_clients once per model version, as model_read.c
+ * reads a model: straight from the tables, after the same checks.
  */
 #include "postgres.h"
 
 #include <math.h>
 
+#include "access/relation.h"
+#include "access/tableam.h"
 #include "catalog/pg_type.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "error_kinds.h"
 #include "linalg.h"
 #include "missing.h"
 #include "model_bind.h"
+#include "model_schema.h"
+#include "monitor.h"
 #include "perpca.h"
 #include "quantiles.h"
 #include "stats.h"
@@ -268,6 +288,7 @@ q_limit(const double *theta, double a)
 #define ARG_X 2
 #define ARG_ALPHA 3
 #define ARG_MISSING 4
+#define ARG_LIMITS 5
 
 /* The hint of a row with a gap under missing => 'error'. */
 #define MONITOR_MISSING_HINT "Pass missing => 'skip' to return NULL for a row with a NULL, NaN or infinite element (counted in one NOTICE); perpca_model_impute() fills the gaps."
@@ -305,6 +326,7 @@ static struct
 	int			nclients;
 	const ModelClient *clients; /* the model data's array: an entry is its index */
 	MonitorClient *entries;
+	struct Calibration *cal;	/* read at the first call for calibrated limits */
 } monitor_cache;
 
 /* The cache entry of client c of m (reset when the model's version changes). */
@@ -324,8 +346,9 @@ monitor_entry(const ModelData *m, const ModelClient *c)
 		monitor_cache.nclients = m->nclients;
 		monitor_cache.entries = MemoryContextAllocZero(monitor_cache.cxt,
 													   sizeof(MonitorClient) * Max(m->nclients, 1));
+		monitor_cache.cal = NULL;
 	}
-	return &monitor_cache.entries[c - m->clients];
+	return c != NULL ? &monitor_cache.entries[c - m->clients] : NULL;
 }
 
 /* Fill e for client c (k = r1 + r2 scores) at level a. */
@@ -431,6 +454,220 @@ monitor_row(const ModelData *m, const ModelClient *c, const double *x, double al
 	return r;
 }
 
+/* A row's score: the larger ratio of a statistic to its limit (either alone where the other has none), or NaN. */
+static double
+row_score(MonitorRow r)
+{
+	double		s = NAN;
+
+	if (!isnan(r.t2) && r.t2_limit > 0.0)
+		s = r.t2 / r.t2_limit;
+	if (!isnan(r.q) && r.q_limit > 0.0)
+		s = isnan(s) ? r.q / r.q_limit : Max(s, r.q / r.q_limit);
+	return s;
+}
+
+double
+monitor_reference_score(const ModelData *m, const ModelClient *c, const double *x, double *y, double *t)
+{
+	return row_score(monitor_row(m, c, x, MONITOR_REF_ALPHA, y, t));
+}
+
+/* ------------------------------------------------------------------------
+ * Calibrated limits (the scores stored by calibrate.c)
+ * ------------------------------------------------------------------------
+ */
+
+double
+monitor_conformal_threshold(const double *top, int stored, int64 n, double alpha)
+{
+	int64		j = (int64) floor((double) (n + 1) * alpha + 1e-9);
+
+	if (j < 1 || j > stored)
+		return INFINITY;
+	return top[j - 1];
+}
+
+int
+monitor_conformal_keep(int64 n)
+{
+	return (int) Min(n, (int64) floor((double) (n + 1) * MONITOR_CAL_ALPHA_MAX + 1e-9));
+}
+
+/* The calibration of one model version: pooled and per client (the model's clients' order). */
+typedef struct Calibration
+{
+	bool		present;
+	int64		pooled_rows;	/* held-out rows scored */
+	int			pooled_n;		/* their top scores, descending */
+	double	   *pooled;
+	int64	   *client_rows;
+	int		   *client_n;		/* 0: judged by the pooled scores */
+	double	  **client_scores;
+} Calibration;
+
+/* The columns calibrated limits read. */
+static const char *const cal_columns[3] = {"calibration_rows", "calibration_scores", "client"};
+
+/* Open a model table by relid, its calibration columns (n of cal_columns) found and checked readable. */
+static Relation
+cal_open(Oid relid, ModelTable t, int n, AttrNumber *att, const char *model)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	char	   *detail = psprintf("Model \"%s\" is not as perpca_train() stores it.", model);
+
+	for (int i = 0; i < n; i++)
+	{
+		ModelColumn col = model_schema_column(t, cal_columns[i]);
+
+		att[i] = model_column_attnum(rel, &col, detail);
+	}
+	model_check_readable(rel, att, n, psprintf("model \"%s\"", model),
+						 "perpca reads a model whole; disable row-level security on the model's tables.");
+	return rel;
+}
+
+/* The stored scores of the slot's column att: a float8 vector without NULLs, finite; *n its length. */
+static double *
+cal_scores(TupleTableSlot *slot, AttrNumber att, int *n, const char *model)
+{
+	bool		isnull;
+	Datum		v;
+	ArrayType  *a;
+	double	   *x;
+
+	*n = 0;
+	if (!AttributeNumberIsValid(att) || (v = slot_getattr(slot, att, &isnull), isnull))
+		return NULL;
+	a = DatumGetArrayTypeP(v);
+	if (ARR_NDIM(a) != 1 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
+				 errmsg("model \"%s\" is inconsistent", model),
+				 errdetail("Its calibration_scores are not a float8 vector without NULLs.")));
+	*n = ArrayGetNItems(1, ARR_DIMS(a));
+	x = palloc(sizeof(double) * Max(*n, 1));
+	memcpy(x, ARR_DATA_PTR(a), sizeof(double) * *n);
+	return x;
+}
+
+/* The rows of a model table, read under the statement's snapshot: fn called for each. */
+static void
+cal_scan(Relation rel, void (*fn) (TupleTableSlot *, const AttrNumber *, const ModelData *, Calibration *, const char *),
+		 const AttrNumber *att, const ModelData *m, Calibration *cal, const char *model)
+{
+	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		fn(slot, att, m, cal, model);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	relation_close(rel, NoLock);
+}
+
+static void
+cal_info_row(TupleTableSlot *slot, const AttrNumber *att, const ModelData *m, Calibration *cal, const char *model)
+{
+	bool		isnull = true;
+
+	(void) m;
+	if (AttributeNumberIsValid(att[0]))
+		cal->pooled_rows = DatumGetInt64(slot_getattr(slot, att[0], &isnull));
+	cal->present = !isnull;
+	cal->pooled = cal_scores(slot, att[1], &cal->pooled_n, model);
+}
+
+static void
+cal_client_row(TupleTableSlot *slot, const AttrNumber *att, const ModelData *m, Calibration *cal, const char *model)
+{
+	bool		isnull;
+	Datum		v = slot_getattr(slot, att[2], &isnull);
+	char	   *name;
+	const ModelClient *c;
+	int			i;
+
+	if (isnull || !AttributeNumberIsValid(att[0]))
+		return;
+	name = TextDatumGetCString(v);
+	if ((c = model_find_client(m, name, strlen(name))) == NULL)
+		return;
+	i = c - m->clients;
+	v = slot_getattr(slot, att[0], &isnull);
+	cal->client_rows[i] = isnull ? 0 : DatumGetInt64(v);
+	cal->client_scores[i] = cal_scores(slot, att[1], &cal->client_n[i], model);
+}
+
+/* The calibration of m, read once per model version into the monitor's cache. */
+static const Calibration *
+monitor_calibration(const ModelData *m, const char *model)
+{
+	MemoryContext old;
+	AttrNumber	att[3];
+	Calibration *cal;
+
+	(void) monitor_entry(m, NULL);
+	if (monitor_cache.cal != NULL)
+		return monitor_cache.cal;
+	old = MemoryContextSwitchTo(monitor_cache.cxt);
+	cal = palloc0(sizeof(Calibration));
+	cal->client_rows = palloc0(sizeof(int64) * Max(m->nclients, 1));
+	cal->client_n = palloc0(sizeof(int) * Max(m->nclients, 1));
+	cal->client_scores = palloc0(sizeof(double *) * Max(m->nclients, 1));
+	cal_scan(cal_open(m->info_oid, MODEL_TABLE_INFO, 2, att, model), cal_info_row, att, m, cal, model);
+	if (cal->present)
+		cal_scan(cal_open(m->clients_oid, MODEL_TABLE_CLIENTS, 3, att, model), cal_client_row, att, m, cal, model);
+	MemoryContextSwitchTo(old);
+	monitor_cache.cal = cal;
+	return cal;
+}
+
+/* The calibrated threshold on a row's score for client i at alpha: its own scores' when it has them, else the pooled. */
+static double
+calibrated_threshold(const Calibration *cal, int i, double alpha, const char *model)
+{
+	double		thr;
+
+	if (!cal->present)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NOT_READY),
+				 errmsg("model \"%s\" has no calibrated control limits", model),
+				 errdetail("It was trained without held-out rows."),
+				 errhint("Train it with perpca_train(..., calibration => 0.2, replace => true) to hold out a fifth of its rows for them, or pass limits => 'gaussian'.")));
+	if (cal->client_n[i] > 0)
+		return monitor_conformal_threshold(cal->client_scores[i], cal->client_n[i], cal->client_rows[i], alpha);
+	thr = monitor_conformal_threshold(cal->pooled, cal->pooled_n, cal->pooled_rows, alpha);
+	if (isinf(thr))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("model \"%s\" has too few held-out rows for calibrated limits at alpha = %g", model, alpha),
+				 errdetail("Split-conformal limits at alpha need at least ceil(1 / alpha) - 1 held-out rows; the model has " INT64_FORMAT ".",
+						   cal->pooled_rows),
+				 errhint("Pass alpha >= %g, or train with a larger calibration share.",
+						 1.0 / (double) (cal->pooled_rows + 1))));
+	return thr;
+}
+
+/*
+ * The statistics of x for client c with the calibrated limits at alpha:
+ * the reference limits scaled by the threshold on the score, so that a row
+ * is out of control exactly when its score exceeds the threshold.
+ */
+static MonitorRow
+monitor_row_calibrated(const ModelData *m, const ModelClient *c, const double *x, double alpha, double *y,
+					   double *t, const char *model)
+{
+	MonitorRow	r = monitor_row(m, c, x, MONITOR_REF_ALPHA, y, t);
+	double		thr;
+
+	if (c == NULL)
+		return r;
+	thr = calibrated_threshold(monitor_calibration(m, model), c - m->clients, alpha, model);
+	r.t2_limit *= thr;
+	r.q_limit *= thr;
+	return r;
+}
+
 /* The row (t2, t2_limit, q, q_limit, out_of_control) of perpca_model_monitor; NaN is NULL. */
 static Datum
 monitor_result(FunctionCallInfo fcinfo, MonitorRow r)
@@ -473,6 +710,28 @@ monitor_client_name(FunctionCallInfo fcinfo)
 	return NULL;
 }
 
+/* limits => 'gaussian' (false) or 'calibrated' (true); for calibrated ones, alpha within their range. */
+static bool
+monitor_limits_arg(FunctionCallInfo fcinfo, double alpha)
+{
+	char	   *limits = PG_NARGS() > ARG_LIMITS ? text_to_cstring(PG_GETARG_TEXT_PP(ARG_LIMITS)) : "gaussian";
+
+	if (strcmp(limits, "gaussian") == 0)
+		return false;
+	if (strcmp(limits, "calibrated") != 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_OPTION),
+				 errmsg("invalid value for option \"limits\": \"%s\"", limits),
+				 errhint("Valid values are \"gaussian\" (the default) or \"calibrated\" (a model trained with calibration => share).")));
+	if (alpha < MONITOR_CAL_ALPHA_MIN || alpha > MONITOR_CAL_ALPHA_MAX)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("calibrated limits take alpha between %g and %g, got %g", MONITOR_CAL_ALPHA_MIN,
+						MONITOR_CAL_ALPHA_MAX, alpha),
+				 errhint("The model stores the held-out scores those levels need; limits => 'gaussian' takes any alpha.")));
+	return true;
+}
+
 /* The checked alpha and missing arguments; missing => 'observed' is refused. */
 static PerpcaMissing
 monitor_args(FunctionCallInfo fcinfo, double alpha)
@@ -491,11 +750,27 @@ monitor_args(FunctionCallInfo fcinfo, double alpha)
 	return mode;
 }
 
+/* 55000 for a client of a model stored before its control statistics were. */
+static void
+monitor_check_client(FunctionCallInfo fcinfo, const ModelData *m, const ModelClient *c)
+{
+	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL || c->mean == NULL) &&
+		m->r1 + c->r2 > 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NOT_READY),
+				 errmsg("model \"%s\" has no control statistics for client \"%s\"",
+						text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)), c->name),
+				 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance and residual_moments."),
+				 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
+}
+
 /*
  * perpca_model_monitor(model, client, x, alpha DEFAULT 0.01, missing DEFAULT
- * 'error', OUT t2, OUT t2_limit, OUT q, OUT q_limit, OUT out_of_control):
- * under missing => 'skip' a row with a gap is NULL, counted as the other row
- * functions count it.
+ * 'error', limits DEFAULT 'gaussian', OUT t2, OUT t2_limit, OUT q, OUT
+ * q_limit, OUT out_of_control): under missing => 'skip' a row with a gap is
+ * NULL, counted as the other row functions count it; limits =>
+ * 'calibrated' scales the limits at MONITOR_REF_ALPHA by the model's
+ * split-conformal threshold at alpha.
  */
 Datum
 perpca_model_monitor(PG_FUNCTION_ARGS)
@@ -504,6 +779,7 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	const ModelData *m = model_bound_data(b);
 	double		alpha = PG_GETARG_FLOAT8(ARG_ALPHA);
 	PerpcaMissing mode = monitor_args(fcinfo, alpha);
+	bool		calibrated = monitor_limits_arg(fcinfo, alpha);
 	const ModelClient *c;
 	const double *x;
 	const bool *obs;
@@ -521,14 +797,10 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 		missing_skip_row(fcinfo, model_bound_too_few(b));
 		PG_RETURN_NULL();
 	}
-	if (c != NULL && (c->score_cov == NULL || c->residual_moments == NULL || c->mean == NULL) &&
-		m->r1 + c->r2 > 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_READY),
-				 errmsg("model \"%s\" has no control statistics for client \"%s\"",
-						text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)), c->name),
-				 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance and residual_moments."),
-				 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
+	monitor_check_client(fcinfo, m, c);
 	y = model_bound_scratch(b, &t);
+	if (calibrated)
+		PG_RETURN_DATUM(monitor_result(fcinfo, monitor_row_calibrated(m, c, x, alpha, y, t,
+																	  text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)))));
 	PG_RETURN_DATUM(monitor_result(fcinfo, monitor_row(m, c, x, alpha, y, t)));
 }

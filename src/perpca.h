@@ -71,7 +71,13 @@
  *   results.c           perpca_component_info, perpca_loadings, perpca_component_variance,
  *                       perpca_clusters: a stored model read as a user reads it
  *   monitor.c           perpca_model_monitor: control limits of a stored model, and
- *                       the per-client statistics they need, stored at training time
+ *                       the per-client statistics they need, stored at training time;
+ *                       calibrated limits from the scores calibrate.c stores (monitor.h)
+ *   calibrate.c         calibrated control limits: the model's held-out rows scored after
+ *                       every fit, their top scores and the flagged shares stored
+ *                       (calibrate.h)
+ *   calibrate_split.c   the split of a model's rows into fitted and held-out ones, as SQL
+ *                       bound in its views at train (calibrate_split.h)
  *   quantiles.c         upper quantiles of the F and normal distributions (monitor.c's
  *                       control limits; quantiles.h)
  *   model_schema.c      the columns of a model's tables, declared once: the CREATE TABLE,

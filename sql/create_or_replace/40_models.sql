@@ -29,7 +29,8 @@ CREATE OR REPLACE FUNCTION perpca_train(model text, query text, n_global int, n_
     replace boolean DEFAULT false,
     @OPTIONS: start solver scale@,
     feature_names text[] DEFAULT NULL,
-    @OPTIONS(train): hops missing@)
+    @OPTIONS(train): hops missing@,
+    calibration float8 DEFAULT NULL)
 RETURNS TABLE (model_name text, d int, n_clients int, rounds_run int, converged boolean,
                objective float8, theta_est float8)
     AS 'MODULE_PATHNAME', 'perpca_train' LANGUAGE C VOLATILE PARALLEL UNSAFE;

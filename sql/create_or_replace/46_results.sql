@@ -31,18 +31,18 @@ COMMENT ON FUNCTION perpca_component_variance(text) IS
     'for each client, each global and local component''s variance in the client''s training rows and its share of the client''s total_variance, from the statistics stored with the model (no rows read) (README: Reference, Models)';
 
 CREATE OR REPLACE FUNCTION perpca_model_monitor(model text, client text, x float8[], alpha float8 DEFAULT 0.01,
-                                                missing text DEFAULT 'error',
+                                                missing text DEFAULT 'error', limits text DEFAULT 'gaussian',
                                                 OUT t2 float8, OUT t2_limit float8, OUT q float8,
                                                 OUT q_limit float8, OUT out_of_control boolean)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION perpca_model_monitor(model text, client anyelement, x float8[], alpha float8 DEFAULT 0.01,
-                                                missing text DEFAULT 'error',
+                                                missing text DEFAULT 'error', limits text DEFAULT 'gaussian',
                                                 OUT t2 float8, OUT t2_limit float8, OUT q float8,
                                                 OUT q_limit float8, OUT out_of_control boolean)
     AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION perpca_model_monitor(text, text, float8[], float8, text) IS
-    'process control of a row x of a client against its training rows: Hotelling''s T^2 of its scores and Q (squared prediction error), each with its limit, and out_of_control (either above), false-alarm rate alpha for Gaussian rows; missing ''error'' or ''skip'' (README: Reference, Models)';
-COMMENT ON FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text) IS
+COMMENT ON FUNCTION perpca_model_monitor(text, text, float8[], float8, text, text) IS
+    'process control of a row x of a client: Hotelling''s T^2 of its scores and Q (squared prediction error), each with its limit, and out_of_control; limits ''gaussian'' (Gaussian rows) or ''calibrated'' (on held-out rows); missing ''error'' or ''skip'' (README: Reference, Models)';
+COMMENT ON FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text, text) IS
     'perpca_model_monitor with the client key in its own type (int, bigint, uuid, date, ...), matched as its text form (README: Reference, Models)';
 
 CREATE OR REPLACE FUNCTION perpca_clusters(model text, k int DEFAULT NULL)

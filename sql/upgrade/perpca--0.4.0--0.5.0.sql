@@ -16,3 +16,6 @@
 @DROP_IF_CHANGED(train)@
 @DROP_IF_CHANGED(federated)@
 @DROP_IF_CHANGED(ranks)@
+-- perpca_model_monitor takes limits ('gaussian' or 'calibrated'): a new argument.
+DROP FUNCTION perpca_model_monitor(text, text, float8[], float8, text);
+DROP FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text);

@@ -73,6 +73,10 @@ CREATE TABLE obs AS
   FROM generate_series(1, 400) AS i;
 SELECT model_name FROM perpca_train('m', 'SELECT client, perpca_stats(x) FROM public.obs GROUP BY client', 2, 1);
 SELECT outcome FROM perpca_refresh('m');
+-- a model with calibrated control limits (its rows and split in the view mc_calibration)
+SET client_min_messages = error;
+SELECT model_name FROM perpca_train('mc', 'SELECT client, x FROM public.obs', 2, 1, calibration => 0.25);
+RESET client_min_messages;
 });
 is($node->safe_psql('src', q{SELECT perpca_stats_form(s) FROM t WHERE id = 8}), 'thin',
 	'the d=40 value with 5 rows is thin');
@@ -95,6 +99,23 @@ SELECT source_view, c.relkind, pg_get_userbyid(c.relowner), pg_get_viewdef(c.oid
 });
 }
 my $model_orig = model_snapshot('src');
+
+# a calibrated model: its split, stored scores, report, and the calibrated limits it answers
+sub calibrated_snapshot
+{
+	my ($db) = @_;
+	return $node->safe_psql($db, q{
+SELECT calibration, calibration_split, calibration_rows, md5(calibration_scores::text), flagged_gaussian, flagged_calibrated
+  FROM mc_info;
+SELECT md5(string_agg(format('%s|%s|%s', client, calibration_rows, calibration_scores), ';' ORDER BY client)) FROM mc_clients;
+SELECT count(*) FILTER (WHERE heldout), pg_get_userbyid(c.relowner)
+  FROM mc_calibration, pg_class c WHERE c.oid = 'public.mc_calibration'::regclass GROUP BY c.relowner;
+SELECT sum(m.t2_limit + m.q_limit), count(*) FILTER (WHERE m.out_of_control)
+  FROM obs o, perpca_model_monitor('mc', o.client::text, o.x, 0.05, limits => 'calibrated') m;
+});
+}
+my $calibrated_orig = calibrated_snapshot('src');
+like($calibrated_orig, qr/^0\.25\|abs\(hash_record_extended/, 'the calibrated model records its share and split');
 
 is( $node->safe_psql(
 		'src', q{SELECT string_agg(id || ':' || coalesce(perpca_dim(s), 0), ' ' ORDER BY id) FROM t}),
@@ -168,6 +189,15 @@ is(model_snapshot('dst_custom'), $model_orig, 'pg_restore: the model, its histor
 like($model_orig, qr/\|train\|.*;2\|.*\|refresh\|.*\|unchanged$/m, 'the history dumped: the train and an unchanged refresh');
 is($node->safe_psql('dst_custom', q{SELECT entry, outcome FROM perpca_refresh('m')}), '3|unchanged',
 	'pg_restore: the restored model refreshes and its history goes on');
+is(calibrated_snapshot('dst_custom'), $calibrated_orig,
+	'pg_restore: the calibrated model, its split and its calibrated limits are identical');
+$node->safe_psql('dst_custom', q{
+UPDATE mc_clients SET calibration_rows = NULL, calibration_scores = NULL;
+UPDATE mc_info SET calibration_rows = NULL, calibration_scores = NULL, flagged_gaussian = NULL, flagged_calibrated = NULL;
+SET client_min_messages = error;
+SELECT outcome FROM perpca_refresh('mc', warm => false);});
+is(calibrated_snapshot('dst_custom'), $calibrated_orig,
+	'pg_restore: a refresh of the restored model recomputes the same calibration from its bound split');
 
 # plain SQL dump, restored with psql
 $node->command_ok(
@@ -179,6 +209,7 @@ $node->command_ok(
 	'psql restore of the plain dump');
 compare('plain dump', $orig, snapshot('dst_plain', 't'));
 is(model_snapshot('dst_plain'), $model_orig, 'plain dump: the model, its history and its projections are identical');
+is(calibrated_snapshot('dst_plain'), $calibrated_orig, 'plain dump: the calibrated model and its limits are identical');
 
 # binary COPY goes through perpca_stats_send / perpca_stats_recv
 $node->safe_psql('src', qq{

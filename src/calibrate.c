@@ -1,0 +1,384 @@
+/*
+ * calibrate.c -- control limits calibrated on held-out training rows
+ * (calibrate.h)
+ *
+ * perpca_train(..., calibration => share) holds out the rows of the query
+ * whose hash h = abs(hash_record_extended(ROW(client, x), 0) % 10000) is
+ * below round(share * 10000): the same rows at every read, in any session.
+ * The split is bound at train with the query, in the model's views (nothing
+ * is parsed at a refresh): <model>_source aggregates the other rows (the
+ * fit's statistics), <model>_calibration returns every row (client, x
+ * float8[], heldout).  A client key type without an extended hash function
+ * is hashed as the text of its output function (record_out), as
+ * perpca_choose_ranks splits its rows.
+ *
+ * After each fit (train and refresh) the rows of <model>_calibration are
+ * scored in C with the model's own T^2 and Q (monitor.c): a row's score is
+ * s = max(T2 / T2_lim, Q / Q_lim) at the reference level MONITOR_REF_ALPHA.
+ * The held-out scores give split-conformal thresholds on s (monitor.c): a
+ * client with at least MONITOR_CAL_CLIENT_ROWS held-out rows keeps its own
+ * top scores (<model>_clients.calibration_scores), every other is judged
+ * by the pooled ones (<model>_info.calibration_scores).  The training rows'
+ * scores give the share each kind of limits flags at MONITOR_REF_ALPHA
+ * (<model>_info.flagged_gaussian, flagged_calibrated).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "calibrate.h"
+#include "calibrate_split.h"
+#include "client_key.h"
+#include "error_kinds.h"
+#include "monitor.h"
+#include "perpca.h"
+
+/* The owner's view of name in nsp, InvalidOid when there is none; an error for another relation in the way. */
+static Oid
+rows_view(Oid nsp, const char *name, Oid owner, bool strict)
+{
+	Oid			rel = get_relname_relid(name, nsp);
+	HeapTuple	tup;
+	bool		ours;
+
+	if (!OidIsValid(rel))
+		return InvalidOid;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rel));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	ours = ((Form_pg_class) GETSTRUCT(tup))->relkind == RELKIND_VIEW &&
+		((Form_pg_class) GETSTRUCT(tup))->relowner == owner;
+	ReleaseSysCache(tup);
+	if (!ours && strict)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
+				 errmsg("relation %s.%s is in the way of the calibration view of a model",
+						quote_identifier(get_namespace_name(nsp)), quote_identifier(name)),
+				 errdetail("It is not a view owned by role %s.", GetUserNameFromId(owner, false)),
+				 errhint("Rename or drop it: perpca_train(..., calibration => share) keeps the model's rows in the view <model>_calibration.")));
+	return ours ? rel : InvalidOid;
+}
+
+void
+calibrate_bind_rows(const StoreModel *sm, const char *query, const char *path, double share)
+{
+	Oid			nsp = get_namespace_oid(sm->schema, false);
+	char	   *view = store_rel(sm, "calibration");
+	char	   *select;
+	int			nestlevel;
+
+	if (OidIsValid(rows_view(nsp, psprintf("%s_calibration", sm->base), GetUserId(), share > 0.0)))
+		store_run(psprintf("DROP VIEW %s", view), 0, NULL, NULL, NULL);
+	if (!(share > 0.0))
+		return;
+	select = calibrate_rows_select(query, path, share);
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	store_run(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL, NULL);
+	AtEOXact_GUC(true, nestlevel);
+	store_run(psprintf("COMMENT ON VIEW %s IS %s", view,
+					   quote_literal_cstr(psprintf("perpca model %s: its rows, and which are held out to calibrate its control limits (split bound when it was trained); read after every fit",
+												   sm->base))),
+			  0, NULL, NULL, NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * Scoring the rows after a fit
+ * ------------------------------------------------------------------------
+ */
+
+/* A growing list of scores. */
+typedef struct ScoreList
+{
+	double	   *s;
+	int64		n;
+	int64		cap;
+} ScoreList;
+
+static void
+list_add(ScoreList *l, double s)
+{
+	if (l->n == l->cap)
+	{
+		l->cap = Max(16, l->cap * 2);
+		l->s = l->s ? repalloc_huge(l->s, sizeof(double) * l->cap)
+			: MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * l->cap);
+	}
+	l->s[l->n++] = s;
+}
+
+static int
+desc_cmp(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x < y) - (x > y);
+}
+
+/* The scores of one pass: held out per client and pooled, and the training rows' (with their client's index). */
+typedef struct CalibrationPass
+{
+	const ModelData *m;
+	ScoreList  *heldout;		/* per client */
+	ScoreList	pooled;
+	ScoreList	fit;
+	int		   *fit_client;		/* per training row: its client's index */
+	int64		left_out;		/* rows without a score: a gap, an unknown client, no limit */
+} CalibrationPass;
+
+/* Whether array a holds d finite values, a row to score. */
+static bool
+row_complete(ArrayType *a, int d)
+{
+	const double *x;
+
+	if (ARR_NDIM(a) != 1 || ARR_HASNULL(a) || ArrayGetNItems(1, ARR_DIMS(a)) != d)
+		return false;
+	x = (const double *) ARR_DATA_PTR(a);
+	for (int j = 0; j < d; j++)
+		if (!isfinite(x[j]))
+			return false;
+	return true;
+}
+
+/* The client of m with the key v (NULL: none, or NULL). */
+static const ModelClient *
+row_client(const ModelData *m, ClientKeyOut *key, Datum v, bool isnull)
+{
+	char	   *name;
+	const ModelClient *c;
+
+	if (isnull)
+		return NULL;
+	name = client_key_text(key, v);
+	c = model_find_client(m, name, strlen(name));
+	pfree(name);
+	return c;
+}
+
+/* Add score s of a training row of client i to p. */
+static void
+pass_fit(CalibrationPass *p, int i, double s)
+{
+	int64		cap = p->fit.cap;
+
+	list_add(&p->fit, s);
+	if (p->fit.cap != cap)
+		p->fit_client = p->fit_client ? repalloc_huge(p->fit_client, sizeof(int) * p->fit.cap)
+			: MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int) * p->fit.cap);
+	p->fit_client[p->fit.n - 1] = i;
+}
+
+/* Score one row (client, x, heldout) of the view into p. */
+static void
+pass_row(CalibrationPass *p, ClientKeyOut *key, HeapTuple tup, TupleDesc desc, double *y, double *t)
+{
+	bool		isnull;
+	Datum		v = SPI_getbinval(tup, desc, 1, &isnull);
+	const ModelClient *c = row_client(p->m, key, v, isnull);
+	bool		heldout = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	double		s = NAN;
+
+	v = SPI_getbinval(tup, desc, 2, &isnull);
+	if (c != NULL && !isnull)
+	{
+		ArrayType  *a = DatumGetArrayTypeP(v);
+
+		if (row_complete(a, p->m->d))
+			s = monitor_reference_score(p->m, c, (const double *) ARR_DATA_PTR(a), y, t);
+		if ((Pointer) a != DatumGetPointer(v))
+			pfree(a);
+	}
+	if (isnan(s))
+		p->left_out++;
+	else if (heldout)
+	{
+		list_add(&p->heldout[c - p->m->clients], s);
+		list_add(&p->pooled, s);
+	}
+	else
+		pass_fit(p, c - p->m->clients, s);
+}
+
+/* One pass over the rows of <base>_calibration. */
+static void
+pass_read(const StoreModel *sm, CalibrationPass *p)
+{
+	SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT v.client, v.x, v.heldout FROM %s v", store_rel(sm, "calibration")),
+								   0, NULL);
+	double	   *y = palloc(sizeof(double) * p->m->d);
+	double	   *t = palloc(sizeof(double) * (p->m->r1 + p->m->r2max + 1));
+	Portal		portal;
+	ClientKeyOut key;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	client_key_prepare(&key, TupleDescAttr(portal->tupDesc, 0)->atttypid, CurrentMemoryContext);
+	for (SPI_cursor_fetch(portal, true, 1000); SPI_processed > 0; SPI_cursor_fetch(portal, true, 1000))
+	{
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pass_row(p, &key, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, y, t);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+}
+
+/* Whether client i is judged by its own held-out scores. */
+static bool
+own_scores(const CalibrationPass *p, int i)
+{
+	return p->heldout[i].n >= MONITOR_CAL_CLIENT_ROWS;
+}
+
+/* The calibrated threshold at MONITOR_REF_ALPHA for client i (scores sorted). */
+static double
+pass_threshold(const CalibrationPass *p, int i)
+{
+	const ScoreList *l = own_scores(p, i) ? &p->heldout[i] : &p->pooled;
+
+	return monitor_conformal_threshold(l->s, (int) Min(l->n, PG_INT32_MAX), l->n, MONITOR_REF_ALPHA);
+}
+
+/* The top scores of l as a float8[] datum (stored: monitor_conformal_keep of them). */
+static Datum
+top_scores(const ScoreList *l)
+{
+	return PointerGetDatum(perpca_vector_build(l->s, (int) Min(l->n, monitor_conformal_keep(l->n))));
+}
+
+/* Each client's held-out rows and, for one with enough, its top scores. */
+static void
+store_clients(const StoreModel *sm, const CalibrationPass *p)
+{
+	Oid			types[3] = {TEXTOID, INT8OID, FLOAT8ARRAYOID};
+	SPIPlanPtr	plan;
+
+	store_run(psprintf("UPDATE %s SET calibration_rows = 0, calibration_scores = NULL", store_rel(sm, "clients")),
+			  0, NULL, NULL, NULL);
+	plan = SPI_prepare(psprintf("UPDATE %s SET calibration_rows = $2, calibration_scores = $3 WHERE client = $1",
+								store_rel(sm, "clients")), 3, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	for (int i = 0; i < p->m->nclients; i++)
+	{
+		Datum		values[3];
+		char		nulls[3] = {' ', ' ', 'n'};
+
+		if (p->heldout[i].n == 0)
+			continue;
+		values[0] = CStringGetTextDatum(p->m->clients[i].name);
+		values[1] = Int64GetDatum(p->heldout[i].n);
+		if (own_scores(p, i))
+		{
+			values[2] = top_scores(&p->heldout[i]);
+			nulls[2] = ' ';
+		}
+		if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not store a client's calibration");
+	}
+}
+
+/* The pooled scores, the split and the training rows' flagged shares in the info row; the Gaussian share. */
+static double
+store_info(const StoreModel *sm, const CalibrationPass *p, double share)
+{
+	int64		gaussian = 0,
+				calibrated = 0;
+	double	   *threshold = palloc(sizeof(double) * Max(p->m->nclients, 1));
+	Oid			types[6] = {FLOAT8OID, TEXTOID, INT8OID, FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID};
+	Datum		values[6];
+	char		nulls[7] = "      ";
+
+	for (int i = 0; i < p->m->nclients; i++)
+		threshold[i] = pass_threshold(p, i);
+	for (int64 r = 0; r < p->fit.n; r++)
+	{
+		gaussian += p->fit.s[r] > 1.0;
+		calibrated += p->fit.s[r] > threshold[p->fit_client[r]];
+	}
+	values[0] = Float8GetDatum(share);
+	values[1] = CStringGetTextDatum(calibrate_split_rule(share));
+	values[2] = Int64GetDatum(p->pooled.n);
+	values[3] = top_scores(&p->pooled);
+	values[4] = Float8GetDatum((double) gaussian / (double) Max(p->fit.n, 1));
+	values[5] = Float8GetDatum((double) calibrated / (double) Max(p->fit.n, 1));
+	nulls[4] = nulls[5] = p->fit.n == 0 ? 'n' : ' ';
+	store_run(psprintf("UPDATE %s SET calibration = $1, calibration_split = $2, calibration_rows = $3,"
+					   " calibration_scores = $4, flagged_gaussian = $5, flagged_calibrated = $6",
+					   store_rel(sm, "info")), 6, types, values, nulls);
+	return p->fit.n > 0 ? (double) gaussian / (double) p->fit.n : 0.0;
+}
+
+/* The model just written, seen by this transaction's next command. */
+static ModelData *
+written_model(const StoreModel *sm)
+{
+	ModelData  *m;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	m = model_open(cstring_to_text(psprintf("%s.%s", quote_identifier(sm->schema), quote_identifier(sm->base))));
+	m->refcount++;
+	PopActiveSnapshot();
+	return m;
+}
+
+void
+calibrate_after_fit(const StoreModel *sm, double share)
+{
+	CalibrationPass p = {0};
+	double		flagged;
+
+	if (!(share > 0.0))
+		return;
+	if (!OidIsValid(rows_view(get_namespace_oid(sm->schema, false), psprintf("%s_calibration", sm->base),
+							  GetUserId(), false)))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
+				 errmsg("the view %s, which holds the rows of model \"%s.%s\", does not exist",
+						store_rel(sm, "calibration"), sm->schema, sm->base),
+				 errhint("Train the model again with perpca_train(..., calibration => share, replace => true).")));
+	store_columns_add(sm, "clients");
+	store_columns_add(sm, "info");
+	p.m = written_model(sm);
+	p.heldout = palloc0(sizeof(ScoreList) * Max(p.m->nclients, 1));
+	pass_read(sm, &p);
+	for (int i = 0; i < p.m->nclients; i++)
+		if (p.heldout[i].n > 0)
+			qsort(p.heldout[i].s, p.heldout[i].n, sizeof(double), desc_cmp);
+	if (p.pooled.n > 0)
+		qsort(p.pooled.s, p.pooled.n, sizeof(double), desc_cmp);
+	store_clients(sm, &p);
+	flagged = store_info(sm, &p, share);
+	model_unref((ModelData *) p.m);
+	if (flagged > 2.0 * MONITOR_REF_ALPHA)
+		ereport(WARNING,
+				(errmsg("the Gaussian control limits of model \"%s\" flag %.2f%% of its training rows at alpha = %g",
+						sm->base, 100.0 * flagged, MONITOR_REF_ALPHA),
+				 errdetail("More than twice alpha: the rows are not the independent Gaussian rows those limits assume."),
+				 errhint("perpca_model_monitor(..., limits => 'calibrated') uses the limits calibrated on the %ld held-out rows.",
+						 (long) p.pooled.n)));
+}
