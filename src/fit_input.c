@@ -42,20 +42,20 @@
  * ------------------------------------------------------------------------
  */
 
-/* Check the shape of the query result: (client, perpca_stats [, integer]). */
+/* Statistics read as they are: (client, perpca_stats [, integer]). */
 static void
-check_result_shape(TupleDesc desc, Oid stats_type)
+check_stats_shape(const RowSource *src)
 {
-	if (desc->natts < 2 || desc->natts > 3 ||
-		TupleDescAttr(desc, 1)->atttypid != stats_type ||
-		(desc->natts == 3 && TupleDescAttr(desc, 2)->atttypid != INT4OID &&
-		 TupleDescAttr(desc, 2)->atttypid != INT2OID &&
-		 TupleDescAttr(desc, 2)->atttypid != INT8OID))
+	Oid			stats = stats_type_oid();
+	const Oid  *t = src->types;
+
+	if (src->natts < 2 || src->natts > 3 || t[1] != stats ||
+		(src->natts == 3 && t[2] != INT4OID && t[2] != INT2OID && t[2] != INT8OID))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("query must return columns (client, perpca_stats) or (client, perpca_stats, integer)"),
-				 errdetail("The query returned %d column(s)%s.", desc->natts,
-						   desc->natts >= 2 && TupleDescAttr(desc, 1)->atttypid != stats_type
+				 errdetail("The query returned %d column(s)%s.", src->natts,
+						   src->natts >= 2 && t[1] != stats
 						   ? " and its second column is not of type perpca_stats" : ""),
 				 errhint("Use a query like SELECT group_id, perpca_stats(x) FROM t GROUP BY group_id.")));
 }
@@ -123,22 +123,6 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	return true;
 }
 
-/* Open query as a cursor, or the error for a query that returns no rows. */
-static Portal
-open_query(const char *query)
-{
-	SPIPlanPtr	plan;
-
-	(void) perpca_one_select(query, "query");
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL || !SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
-				 errmsg("query must return rows (client, perpca_stats)"),
-				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
-	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
-}
-
 /* The clients read so far, and what to report of them. */
 typedef struct ClientsSoFar
 {
@@ -173,21 +157,24 @@ read_batch(ClientsSoFar *sofar, const ClientsRead *how, MemoryContext cxt)
 	}
 }
 
-/* The query's clients into sofar: statistics as they come, rows aggregated per client. */
+/* The source's clients into sofar: statistics as they come, rows aggregated per client. */
 static void
-read_all(const char *query, const ClientsRead *how, MemoryContext cxt, ClientsSoFar *sofar)
+read_all(const RowSource *src, const ClientsRead *how, MemoryContext cxt, ClientsSoFar *sofar)
 {
-	Oid			stats_type = stats_type_oid();
-	RowShape	shape;
+	bool		as_is = src->form == ROW_FORM_STATS && !how->merge;
+	SPIPlanPtr	plan;
 	Portal		portal;
 
-	row_shape(query, &shape, how->what);
+	if (as_is)
+		check_stats_shape(src);
 	SPI_connect();
-	portal = open_query(row_stats_sql(query, &shape, (PerpcaMissing) how->missing, how->merge));
+	plan = SPI_prepare(row_source_stats_sql(src, how->merge), 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 	for (;;)
 	{
 		SPI_cursor_fetch(portal, true, FETCH_ROWS);
-		check_result_shape(SPI_tuptable->tupdesc, stats_type);
 		if (SPI_processed == 0)
 			break;
 		read_batch(sofar, how, cxt);
@@ -198,13 +185,13 @@ read_all(const char *query, const ClientsRead *how, MemoryContext cxt, ClientsSo
 }
 
 /*
- * Run the query through a cursor and copy its rows into cxt, a batch at a
+ * Run the source through a cursor and copy its rows into cxt, a batch at a
  * time, so that the clients' statistics are in memory only once.  An error
  * while reading names the caller's option in its hint and shows none of the
  * wrapper's SQL.
  */
 ClientInput *
-clients_read(const char *query, const ClientsRead *how, MemoryContext cxt,
+clients_read(const RowSource *src, const ClientsRead *how, MemoryContext cxt,
 			 int *nclients, int64 *skipped)
 {
 	ClientsSoFar sofar = {0};
@@ -213,7 +200,7 @@ clients_read(const char *query, const ClientsRead *how, MemoryContext cxt,
 
 	PG_TRY();
 	{
-		read_all(query, how, cxt, &sofar);
+		read_all(src, how, cxt, &sofar);
 	}
 	PG_CATCH();
 	{

@@ -203,17 +203,16 @@ static const char *fit_caller = NULL;
  * node that holds them about the fit's centre (the pooled mean into diag).
  */
 static FitNode *
-fit_clients(const char *query, MemoryContext fitcxt, FitDiagnostics *diag, ClientInput **in, int *n)
+fit_clients(const RowSource *src, MemoryContext fitcxt, FitDiagnostics *diag, ClientInput **in, int *n)
 {
 	FitOptions *opts = &diag->opts;
+	const char *who = fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit";
 	double	   *mean_sum;
 	double		rows;
 	int			d;
 
 	perpca_report_phase("perpca_fit: reading clients");
-	*in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false,
-					   fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit", "query", false},
-					   fitcxt, n, &diag->rows_skipped);
+	*in = clients_read(src, &(ClientsRead) {opts->n_local, false, who, false}, fitcxt, n, &diag->rows_skipped);
 	clients_check(*in, *n, opts->n_global, true);
 	diag->scale_factors = clients_scale(*in, *n, opts->scale, &diag->constant);
 	d = (*in)[0].stats->dim;
@@ -235,10 +234,12 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 	FitNode    *node;
 	FitBackend *be;
 	FitResult	res = {0};
+	RowSource	src;
 	int			n;
 
 	start = start_arg(opts);
-	node = fit_clients(query, fitcxt, diag, &in, &n);
+	row_source_open(&src, query, "query", (PerpcaMissing) opts->missing);
+	node = fit_clients(&src, fitcxt, diag, &in, &n);
 	if (start != NULL)
 		opts->U0 = read_start(start, in, node);
 	be = node_backend(node);

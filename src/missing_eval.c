@@ -202,16 +202,15 @@ evaluate_row(const ImputeRun *run, const char *client, ArrayType *arr)
 static char *
 rows_query(const char *query, PerpcaMissing mode)
 {
-	RowShape	shape;
+	RowSource	src;
 
-	(void) mode;
-	row_shape(query, &shape, "query");
-	if (shape.form == ROW_FORM_STATS)
+	row_source_open(&src, query, "query", mode);
+	if (src.form == ROW_FORM_STATS)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("perpca_evaluate_imputation needs rows, not statistics"),
 				 errhint("Return (client, x) rows: a numeric array, a vector or halfvec, or numeric feature columns.")));
-	return row_rows_sql(&shape);
+	return row_source_rows_sql(&src);
 }
 
 /* The text of the key of the first column of desc, for each row (as the fit stored keys). */
@@ -364,7 +363,6 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	run.cs = &cs;
 	run.keycxt = fcinfo->flinfo->fn_mcxt;
 
-	(void) perpca_one_select(query, "query");
 	read_guarded(&run, rows_query(query, mode));
 	report(&cs);
 	put_clients(rsinfo, &cs);

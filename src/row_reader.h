@@ -53,53 +53,63 @@ typedef enum RowForm
 	ROW_FORM_COLUMNS			/* (client, c1, c2, ...) of numeric types */
 } RowForm;
 
-/* A query's shape, from its plan. */
-typedef struct RowShape
+/*
+ * One user's query, read once: checked to be one SELECT (perpca_one_select),
+ * planned as the current user with the current search_path (not run), its
+ * form told and its missing mode parsed.  Every reader of the query (the
+ * fit, train and refresh, evaluate, choose_ranks, personalize,
+ * missing_eval, a federated shard) takes its SQL from here.
+ */
+typedef struct RowSource
 {
+	const char *query;			/* as the user wrote it */
+	char	   *body;			/* its one SELECT without trailing semicolons, as it is wrapped */
+	const char *what;			/* names it in errors ("query", "held-out query") */
+	PerpcaMissing missing;		/* what a row with a gap does */
 	RowForm		form;
-	char	   *body;			/* the query without trailing semicolons, as it is wrapped */
 	int			natts;
 	Oid		   *types;			/* natts column types */
 	char	  **names;			/* natts column names */
-} RowShape;
+} RowSource;
 
 /*
- * The shape of query (planned as the current user with the current
- * search_path, not run); what names it in errors ("query", "held-out
- * query").  A query of another form is a 42804 error that lists the forms.
+ * Plan query into src (one SELECT, then its columns; not run): a query of
+ * another form is a 42804 error that lists the forms.
  */
-extern void row_shape(const char *query, RowShape *shape, const char *what);
+extern void row_source_open(RowSource *src, const char *query, const char *what, PerpcaMissing missing);
+
+/* row_source_open without telling the form (src->form unset): the caller checks the columns first. */
+extern void row_source_plan(RowSource *src, const char *query, const char *what, PerpcaMissing missing);
+
+/* Tell src's form from its columns (the 42804 error of row_source_open). */
+extern void row_source_classify(RowSource *src);
 
 /*
- * The columns sql returns, from its plan (prepared, not run; the caller has
- * connected SPI): an error names it what when it is more than one statement
- * or returns no rows.
- */
-extern TupleDesc row_planned_result(const char *sql, const char *what);
-
-/*
- * The query as one row per client, (client, stats perpca_stats): rows
- * aggregated under mode, statistics merged per client when merge, else
- * returned as the query gives them (a third column too).  The key stays in
- * its own type (client_key.c writes it); perpca's aggregates are named
+ * The source as one row per client, (client, stats perpca_stats): rows
+ * aggregated under src->missing, statistics merged per client when merge,
+ * else returned as the query gives them (a third column too).  The key stays
+ * in its own type (client_key.c writes it); perpca's aggregates are named
  * with its schema and called with arguments of exactly their types, so
  * nothing binds to the caller's search_path or to a better match another
  * role creates.
  */
-extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode, bool merge);
+extern char *row_source_stats_sql(const RowSource *src, bool merge);
+
+/*
+ * The source of rows (not statistics) as (client, x float8[]) rows, the key
+ * as the query gives it (a row function's form, NULL elements kept).
+ */
+extern char *row_source_rows_sql(const RowSource *src);
+
+/* The feature names of a source of columns as a JSON array; "null" for other forms. */
+extern char *row_source_names_json(const RowSource *src);
 
 /*
  * The SELECT a model's source view binds at train: query (planned with
- * search_path path) through row_stats_sql under mode; *names_json the
- * names of its feature columns as a JSON array, or "null".
+ * search_path path) through row_source_stats_sql under mode, unmerged;
+ * *names_json its feature names (row_source_names_json).
  */
 extern char *row_source_select(const char *query, const char *path, PerpcaMissing mode, char **names_json);
-
-/*
- * The query of rows (not statistics) as (client, x float8[]) rows, the key
- * as the query gives it (a row function's form, NULL elements kept).
- */
-extern char *row_rows_sql(const RowShape *shape);
 
 /* At most this many group names in a report; the rest are counted. */
 #define ROW_REPORT_NAMES 5
