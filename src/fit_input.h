@@ -15,37 +15,6 @@
 #include "row_reader.h"
 #include "stats.h"
 
-/* One row of the user's query. */
-typedef struct ClientInput
-{
-	char	   *name;
-	PerpcaStats *stats;			/* NULL: no rows (kept only with keep_empty) */
-	int			r2;				/* local components of this client */
-	int64		skipped;		/* its rows left out for missing values */
-	int			sketch_rows;	/* sketched statistics: rows of B (at most ell); 0 for exact ones */
-	double		delta;			/* sketched statistics: 0 <= M2 - B'B <= delta I; 0 for exact ones */
-} ClientInput;
-
-/* How to read a row source's clients (row_reader.h: its forms and the missing option). */
-typedef struct ClientsRead
-{
-	int			n_local;		/* the local rank of a client without its own */
-	bool		merge;			/* statistics: merge a client's rows (else one row each) */
-	const char *func;			/* who reads, in NOTICEs and hints */
-	bool		keep_empty;		/* keep a client without rows, with stats NULL */
-} ClientsRead;
-
-/*
- * Run src (statistics, or rows of any form, which are aggregated per client
- * under src->missing) through a cursor: the clients, copied into cxt, and
- * their number.  A client without rows (every row skipped, or NULL
- * statistics) is left out (unless how->keep_empty); rows skipped for missing
- * values, in all clients, are counted in *skipped; both, and clients without
- * variance, are said in the one NOTICE of row_report.
- */
-extern ClientInput *clients_read(const RowSource *src, const ClientsRead *how,
-								 MemoryContext cxt, int *nclients, int64 *skipped);
-
 /*
  * Rows in every client, one common dimension within the limit, unique keys,
  * room for n_global + r2_i components; no clients is an error when

@@ -33,6 +33,7 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "parser/parser.h"
@@ -46,6 +47,7 @@
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 
+#include "client_key.h"
 #include "error_kinds.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -379,6 +381,185 @@ row_source_rows_sql(const RowSource *src)
 
 	Assert(src->form != ROW_FORM_STATS);
 	return psprintf("SELECT q.c, %s AS x FROM (%s\n) AS q(%s)", x, src->body, row_aliases(src));
+}
+
+/* ------------------------------------------------------------------------
+ * The clients of a source
+ * ------------------------------------------------------------------------
+ */
+
+/* Rows fetched from the query at a time: only these are held twice. */
+#define FETCH_ROWS 256
+
+/* Statistics read as they are: (client, perpca_stats [, integer]). */
+static void
+check_stats_shape(const RowSource *src)
+{
+	Oid			stats = stats_type_oid();
+	const Oid  *t = src->types;
+
+	if (src->natts < 2 || src->natts > 3 || t[1] != stats ||
+		(src->natts == 3 && t[2] != INT4OID && t[2] != INT2OID && t[2] != INT8OID))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
+				 errmsg("query must return columns (client, perpca_stats) or (client, perpca_stats, integer)"),
+				 errdetail("The query returned %d column(s)%s.", src->natts,
+						   src->natts >= 2 && t[1] != stats
+						   ? " and its second column is not of type perpca_stats" : ""),
+				 errhint("Use a query like SELECT group_id, perpca_stats(x) FROM t GROUP BY group_id.")));
+}
+
+/* The optional third column: this client's number of local components (NULL = n_local). */
+static int
+client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
+{
+	bool		isnull;
+	Datum		v;
+	int64		r2;
+
+	if (desc->natts < 3)
+		return n_local;
+	v = SPI_getbinval(tup, desc, 3, &isnull);
+	if (isnull)
+		return n_local;
+	r2 = perpca_integer_value(v, TupleDescAttr(desc, 2)->atttypid, "the third column of the query");
+	if (r2 < 0 || r2 > PERPCA_MAX_DIM)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("client \"%s\" asks for %lld local components", name, (long long) r2),
+				 errhint("The third column must be between 0 and the dimension minus n_global.")));
+	return (int) r2;
+}
+
+/*
+ * Copy one result row into cxt: client name, stats value, local rank.  False
+ * for a client without rows (NULL statistics, or every row skipped): its
+ * name is set, its statistics (when any) are not kept, *skipped counts them.
+ */
+static bool
+read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out,
+			int64 *skipped)
+{
+	bool		isnull;
+	Datum		v;
+	MemoryContext old;
+
+	v = SPI_getbinval(tup, desc, 1, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("client column of the query must not be NULL")));
+	old = MemoryContextSwitchTo(cxt);
+	out->name = client_key_text_of(TupleDescAttr(desc, 0)->atttypid, v);
+	MemoryContextSwitchTo(old);
+	v = SPI_getbinval(tup, desc, 2, &isnull);
+	if (isnull)
+		return false;
+	old = MemoryContextSwitchTo(cxt);
+	out->stats = perpca_stats_detoast_copy(v);
+	MemoryContextSwitchTo(old);
+	perpca_stats_validate(out->stats);
+	(void) perpca_stats_sketch_rows(out->stats, &out->sketch_rows);
+	out->delta = perpca_stats_sketch_delta(out->stats);
+	*skipped += perpca_stats_skipped(out->stats);
+	if (out->stats->n == 0)
+	{
+		pfree(out->stats);
+		out->stats = NULL;
+		return false;
+	}
+	out->r2 = client_local_rank(tup, desc, out->name, n_local);
+	return true;
+}
+
+/* The clients read so far, and what to report of them. */
+typedef struct ClientsSoFar
+{
+	ClientInput *clients;
+	int			n;
+	int			cap;
+	RowReport	report;
+} ClientsSoFar;
+
+/* Read one fetched batch into sofar (in cxt). */
+static void
+read_batch(ClientsSoFar *sofar, const ClientsRead *how, MemoryContext cxt)
+{
+	if (sofar->n + (int) SPI_processed + 1 > sofar->cap)
+	{
+		sofar->cap = Max(sofar->cap * 2, sofar->n + (int) SPI_processed + 1);
+		sofar->clients = sofar->clients ? repalloc(sofar->clients, sizeof(ClientInput) * sofar->cap)
+			: MemoryContextAlloc(cxt, sizeof(ClientInput) * sofar->cap);
+	}
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		ClientInput *c = &sofar->clients[sofar->n];
+		bool		rows;
+
+		CHECK_FOR_INTERRUPTS();
+		memset(c, 0, sizeof(ClientInput));
+		rows = read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, how->n_local, cxt, c, &c->skipped);
+		row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped,
+						 rows && perpca_stats_flat(c->stats));
+		if (rows || how->keep_empty)
+			sofar->n++;
+	}
+}
+
+/* The source's clients into sofar: statistics as they come, rows aggregated per client. */
+static void
+read_all(const RowSource *src, const ClientsRead *how, MemoryContext cxt, ClientsSoFar *sofar)
+{
+	bool		as_is = src->form == ROW_FORM_STATS && !how->merge;
+	SPIPlanPtr	plan;
+	Portal		portal;
+
+	if (as_is)
+		check_stats_shape(src);
+	SPI_connect();
+	plan = SPI_prepare(row_source_stats_sql(src, how->merge), 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		read_batch(sofar, how, cxt);
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+}
+
+/*
+ * Run the source through a cursor and copy its rows into cxt, a batch at a
+ * time, so that the clients' statistics are in memory only once.  An error
+ * while reading names the caller's option in its hint and shows none of the
+ * wrapper's SQL.
+ */
+ClientInput *
+clients_read(const RowSource *src, const ClientsRead *how, MemoryContext cxt,
+			 int *nclients, int64 *skipped)
+{
+	ClientsSoFar sofar = {0};
+	MemoryContext here = CurrentMemoryContext;
+	char	   *hint = row_skip_hint(how->func);
+
+	PG_TRY();
+	{
+		read_all(src, how, cxt, &sofar);
+	}
+	PG_CATCH();
+	{
+		row_rethrow(hint, here);
+	}
+	PG_END_TRY();
+	row_report(how->func, &sofar.report);
+	*nclients = sofar.n;
+	*skipped = sofar.report.skipped;
+	return sofar.clients ? sofar.clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
 }
 
 /* ------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include "fmgr.h"
 
 #include "pg_compat.h"
+#include "stats.h"
 
 /* What a row with a NULL, NaN or infinite element does. */
 typedef enum PerpcaMissing
@@ -110,6 +111,37 @@ extern char *row_source_names_json(const RowSource *src);
  * *names_json its feature names (row_source_names_json).
  */
 extern char *row_source_select(const char *query, const char *path, PerpcaMissing mode, char **names_json);
+
+/* One row of the user's query. */
+typedef struct ClientInput
+{
+	char	   *name;
+	PerpcaStats *stats;			/* NULL: no rows (kept only with keep_empty) */
+	int			r2;				/* local components of this client */
+	int64		skipped;		/* its rows left out for missing values */
+	int			sketch_rows;	/* sketched statistics: rows of B (at most ell); 0 for exact ones */
+	double		delta;			/* sketched statistics: 0 <= M2 - B'B <= delta I; 0 for exact ones */
+} ClientInput;
+
+/* How to read a row source's clients (row_reader.h: its forms and the missing option). */
+typedef struct ClientsRead
+{
+	int			n_local;		/* the local rank of a client without its own */
+	bool		merge;			/* statistics: merge a client's rows (else one row each) */
+	const char *func;			/* who reads, in NOTICEs and hints */
+	bool		keep_empty;		/* keep a client without rows, with stats NULL */
+} ClientsRead;
+
+/*
+ * Run src (statistics, or rows of any form, which are aggregated per client
+ * under src->missing) through a cursor: the clients, copied into cxt, and
+ * their number.  A client without rows (every row skipped, or NULL
+ * statistics) is left out (unless how->keep_empty); rows skipped for missing
+ * values, in all clients, are counted in *skipped; both, and clients without
+ * variance, are said in the one NOTICE of row_report.
+ */
+extern ClientInput *clients_read(const RowSource *src, const ClientsRead *how,
+								 MemoryContext cxt, int *nclients, int64 *skipped);
 
 /* At most this many group names in a report; the rest are counted. */
 #define ROW_REPORT_NAMES 5
