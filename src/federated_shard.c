@@ -2,7 +2,7 @@
  * federated_shard.c -- the shard side of perpca_fit_federated: the node
  * functions of node.c behind SQL functions in schema perpca_internal
  *
- * shard_open runs the user's query here (fit_input.c) and keeps its clients in
+ * shard_open reads the user's query here (a row source, row_reader.h) and keeps its clients in
  * a backend-local state (a memory context under TopMemoryContext, found by
  * the fit id); with scale 'standard', shard_scale sends the shard's sums for
  * the pooled standard deviations (scale.h); shard_init divides the

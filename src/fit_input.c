@@ -1,11 +1,11 @@
 /*
- * fit_input.c -- reading the clients of a fit
+ * fit_input.c -- the clients of a fit
  *
- * perpca_fit and the federated shards read the same query, one (client,
- * perpca_stats [, local rank]) row per client, with the same checks and
- * errors (NULLs, dimensions, duplicate keys, ranks against d), and build
- * the same clients from it: each S_i about the fit's center, dense or thin
- * (client_math.h).  The component rows of a result are written here too.
+ * perpca_fit and the federated shards take the same clients, read from a
+ * row source (row_reader.h), with the same checks and errors (dimensions,
+ * duplicate keys, ranks against d), and build the same clients from them:
+ * each S_i about the fit's center, dense or thin (client_math.h).  The
+ * component rows of a result are written here too.
  */
 #include "postgres.h"
 

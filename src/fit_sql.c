@@ -1,8 +1,9 @@
 /*
  * fit_sql.c -- perpca_fit() and the diagnostics of the last fit
  *
- * perpca_fit parses its options by name (fit_options.c), reads and checks the
- * clients (fit_input.c), reads an optional warm start, runs the fit on one
+ * perpca_fit parses its options by name (fit_options.c), reads its query once
+ * as a row source (row_reader.h), checks the clients (fit_input.c), reads
+ * an optional warm start, runs the fit on one
  * node (fit.c or fit_baselines.c) and returns the components as rows.
  * Everything is allocated in a private memory context deleted at the end.
  * perpca_last_fit(), _starts(), _rounds() and _clients() show the diagnostics that

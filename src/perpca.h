@@ -49,7 +49,7 @@
  *                       the NOTICEs for skipped rows and empty groups (row_reader.h)
  *   client_key.c        a client's key as a model stores and compares it: the key
  *                       type's output, written the same under any setting (client_key.h)
- *   fit_input.c         the input: the user's query (through row_reader.c), its checks,
+ *   fit_input.c         the input: the clients read from a row source, their checks,
  *                       the clients' S_i, result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards

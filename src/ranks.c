@@ -2,7 +2,7 @@
  * ranks.c -- perpca_choose_ranks(): a scan over pairs (n_global, n_local)
  *
  * The training and held-out rows are read once, as statistics per client
- * (fit_input.c), and every pair of the grid is fitted on the training
+ * (row_reader.h), and every pair of the grid is fitted on the training
  * statistics (fit.c, on one node) and evaluated on the held-out statistics
  * from second moments (evaluate.c), in this backend's memory: no model is
  * stored and no table is created, so a scan also runs on a hot standby.
@@ -68,14 +68,6 @@ enum
  * ------------------------------------------------------------------------
  */
 
-/* Whether a type is the perpca_stats type of the extension's schema nsp. */
-static bool
-is_stats_type(Oid type, Oid nsp)
-{
-	return type == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
-								   ObjectIdGetDatum(nsp));
-}
-
 /*
  * The hash of the row key q.key that splits the rows, in SQL that resolves
  * no cast or function of the key's type by name (the role that owns the
@@ -114,7 +106,7 @@ split_source(const RowSource *all, int cut, bool heldout, RowSource *part)
 				 errdetail("Its second column is of type %s: a query of feature columns has no column known to be the row key.",
 						   format_type_be(types[1])),
 				 errhint("Pass the features as one array and the key after it (SELECT client, ARRAY[c1, c2, c3] AS x, id FROM ...), or pass heldout => a second query.")));
-	if (all->natts < 3 || is_stats_type(types[1], perpca_extension_schema()))
+	if (all->natts < 3 || types[1] == stats_type_oid())
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("without a held-out query, the query must return rows (client, x float8[], key)"),

@@ -210,14 +210,6 @@ pgvector_type(Oid type)
 	return found;
 }
 
-/* The perpca_stats type of the extension's schema nsp. */
-static Oid
-stats_type(Oid nsp)
-{
-	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
-						   ObjectIdGetDatum(nsp));
-}
-
 void
 row_source_classify(RowSource *src)
 {
@@ -228,7 +220,7 @@ row_source_classify(RowSource *src)
 	bool		columns = natts >= 2;
 
 	src->form = ROW_FORM_STATS;
-	if (natts >= 2 && second == stats_type(perpca_extension_schema()))
+	if (natts >= 2 && second == stats_type_oid())
 		return;
 	src->form = ROW_FORM_ARRAY;
 	if (OidIsValid(elem) && numeric_type(elem))
@@ -713,17 +705,24 @@ row_source_names_json(const RowSource *src)
  * gives them (with its n_local column), rows of any form aggregated per
  * client under mode.
  */
+void
+row_source_open_path(RowSource *src, const char *query, const char *what, PerpcaMissing missing,
+					 const char *path)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	row_source_open(src, query, what, missing);
+	AtEOXact_GUC(true, nestlevel);
+}
+
 char *
 row_source_select(const char *query, const char *path, PerpcaMissing mode, char **names_json)
 {
 	RowSource	src;
-	int			nestlevel;
 
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	row_source_open(&src, query, "query of a model", mode);
-	AtEOXact_GUC(true, nestlevel);
+	row_source_open_path(&src, query, "query of a model", mode, path);
 	*names_json = row_source_names_json(&src);
 	src.query = src.body;
 	return row_source_stats_sql(&src, false);

@@ -3,8 +3,9 @@
  * one option that governs their gaps, missing => 'error' | 'skip' |
  * 'observed' (row_reader.c)
  *
- * Every function that reads a query of rows or statistics calls this
- * reader: it plans the query (without running it), tells its form --
+ * Every function that reads a query of rows or statistics opens it here
+ * once, as a row source: the query is checked to be one SELECT, planned
+ * (not run), its missing mode taken, and its form told --
  * statistics (client, perpca_stats[, n_local]), a numeric array (client, x
  * smallint[] .. numeric[]), pgvector's vector or halfvec (client, v) where
  * perpca_vector is installed, or feature columns (client, c1, c2, ...) of
@@ -101,6 +102,10 @@ extern char *row_source_stats_sql(const RowSource *src, bool merge);
  * as the query gives it (a row function's form, NULL elements kept).
  */
 extern char *row_source_rows_sql(const RowSource *src);
+
+/* row_source_open planned with search_path path (a model's recorded one), then the caller's again. */
+extern void row_source_open_path(RowSource *src, const char *query, const char *what,
+								 PerpcaMissing missing, const char *path);
 
 /* The feature names of a source of columns as a JSON array; "null" for other forms. */
 extern char *row_source_names_json(const RowSource *src);
