@@ -153,26 +153,19 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 	*n = 0;
 	for (int i = 0; i < count; i++)
 	{
-		int			r;
-		int			j;
-
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(PERPCA_ERRCODE_NULL),
 					 errmsg("%s must not contain NULL", what)));
-		r = DatumGetInt32(values[i]);
-		if (r < 0)
-			continue;
-		for (j = *n; j > 0 && out[j - 1] > r; j--)
-			out[j] = out[j - 1];
-		if (j > 0 && out[j - 1] == r)
-		{
-			memmove(out + j, out + j + 1, sizeof(int) * (*n - j));
-			continue;
-		}
-		out[j] = r;
-		(*n)++;
+		if (DatumGetInt32(values[i]) >= 0)
+			out[(*n)++] = DatumGetInt32(values[i]);
 	}
+	qsort(out, *n, sizeof(int), int_cmp);
+	count = 0;
+	for (int i = 0; i < *n; i++)
+		if (count == 0 || out[i] != out[count - 1])
+			out[count++] = out[i];
+	*n = count;
 	return out;
 }
 
@@ -239,28 +232,7 @@ pair_cmp(const void *a, const void *b)
  * ------------------------------------------------------------------------
  */
 
-/* The index of the training client named name, or -1 (in is sorted by name). */
-static int
-find_train(const ClientInput *const *sorted, int n, const char *name)
-{
-	int			lo = 0,
-				hi = n - 1;
-
-	while (lo <= hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		int			c = strcmp(name, sorted[mid]->name);
-
-		if (c == 0)
-			return mid;
-		if (c < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return -1;
-}
-
+/* Order pointers to clients by key (training clients are sorted so, then searched). */
 static int
 input_name_cmp(const void *a, const void *b)
 {
@@ -588,9 +560,10 @@ pair_held_with_train(RankData *data)
 	held_train = palloc(sizeof(int) * Max(data->nheld, 1));
 	for (int h = 0; h < data->nheld; h++)
 	{
-		int			s = find_train(sorted, data->ntrain, data->held[h].name);
+		const ClientInput *key = &data->held[h];
+		const ClientInput **s = bsearch(&key, sorted, data->ntrain, sizeof(ClientInput *), input_name_cmp);
 
-		held_train[h] = s < 0 ? -1 : (int) (sorted[s] - data->train);
+		held_train[h] = s == NULL ? -1 : (int) (*s - data->train);
 	}
 	data->held_train = held_train;
 }
