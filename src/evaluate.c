@@ -316,39 +316,38 @@ eval_row(const ModelData *m, HeapTuple tup, TupleDesc desc, EvalClient *e, Memor
 	MemoryContextSwitchTo(old);
 }
 
+/* The clients evaluated so far against m, in the caller's memory. */
+typedef struct EvalSoFar
+{
+	const ModelData *m;
+	EvalClient *out;
+	int			n;
+	int			cap;
+	MemoryContext caller;
+} EvalSoFar;
+
+static void
+eval_each(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	EvalSoFar  *e = arg;
+
+	if (e->n == e->cap)
+	{
+		e->cap *= 2;
+		e->out = repalloc(e->out, sizeof(EvalClient) * e->cap);
+	}
+	eval_row(e->m, tup, desc, &e->out[e->n++], e->caller);
+}
+
 /* Run the wrapped query sql and evaluate each of its clients against m: *n of them. */
 static EvalClient *
 eval_query(const ModelData *m, const char *sql, int *nclients)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	int			cap = 16;
-	int			n = 0;
-	EvalClient *out = palloc(sizeof(EvalClient) * cap);
-	Portal		portal;
+	EvalSoFar	e = {m, palloc(sizeof(EvalClient) * 16), 0, 16, CurrentMemoryContext};
 
-	SPI_connect();
-	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, 1000);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			if (n == cap)
-			{
-				cap *= 2;
-				out = repalloc(out, sizeof(EvalClient) * cap);
-			}
-			eval_row(m, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &out[n++], caller);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-	*nclients = n;
-	return out;
+	row_source_run(sql, eval_each, &e);
+	*nclients = e.n;
+	return e.out;
 }
 
 /* The one NOTICE: rows skipped, clients without rows, clients whose figures are NULL (no variance). */

@@ -464,6 +464,29 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 	return true;
 }
 
+void
+row_source_run(const char *sql, RowEach each, void *arg)
+{
+	Portal		portal;
+
+	SPI_connect();
+	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			each(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, arg);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+}
+
 /* The clients read so far, and what to report of them. */
 typedef struct ClientsSoFar
 {
@@ -471,58 +494,31 @@ typedef struct ClientsSoFar
 	int			n;
 	int			cap;
 	RowReport	report;
+	const ClientsRead *how;
+	MemoryContext cxt;
 } ClientsSoFar;
 
-/* Read one fetched batch into sofar (in cxt). */
+/* Read one row of (client, stats [, n_local]) into sofar (in its cxt). */
 static void
-read_batch(ClientsSoFar *sofar, const ClientsRead *how, MemoryContext cxt)
+read_row(HeapTuple tup, TupleDesc desc, void *arg)
 {
-	if (sofar->n + (int) SPI_processed + 1 > sofar->cap)
+	ClientsSoFar *sofar = arg;
+	ClientInput *c;
+	bool		rows;
+
+	if (sofar->n == sofar->cap)
 	{
-		sofar->cap = Max(sofar->cap * 2, sofar->n + (int) SPI_processed + 1);
+		sofar->cap = Max(sofar->cap * 2, 16);
 		sofar->clients = sofar->clients ? repalloc(sofar->clients, sizeof(ClientInput) * sofar->cap)
-			: MemoryContextAlloc(cxt, sizeof(ClientInput) * sofar->cap);
+			: MemoryContextAlloc(sofar->cxt, sizeof(ClientInput) * sofar->cap);
 	}
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		ClientInput *c = &sofar->clients[sofar->n];
-		bool		rows;
-
-		CHECK_FOR_INTERRUPTS();
-		memset(c, 0, sizeof(ClientInput));
-		rows = read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, how->n_local, cxt, c, &c->skipped);
-		row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped,
-						 rows && perpca_stats_flat(c->stats));
-		if (rows || how->keep_empty)
-			sofar->n++;
-	}
-}
-
-/* The source's clients into sofar: statistics as they come, rows aggregated per client. */
-static void
-read_all(const RowSource *src, const ClientsRead *how, MemoryContext cxt, ClientsSoFar *sofar)
-{
-	bool		as_is = src->form == ROW_FORM_STATS && !how->merge;
-	SPIPlanPtr	plan;
-	Portal		portal;
-
-	if (as_is)
-		check_stats_shape(src);
-	SPI_connect();
-	plan = SPI_prepare(row_source_stats_sql(src, how->merge), 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, FETCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		read_batch(sofar, how, cxt);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
+	c = &sofar->clients[sofar->n];
+	memset(c, 0, sizeof(ClientInput));
+	rows = read_client(tup, desc, sofar->how->n_local, sofar->cxt, c, &c->skipped);
+	row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped,
+					 rows && perpca_stats_flat(c->stats));
+	if (rows || sofar->how->keep_empty)
+		sofar->n++;
 }
 
 /*
@@ -535,13 +531,15 @@ ClientInput *
 clients_read(const RowSource *src, const ClientsRead *how, MemoryContext cxt,
 			 int *nclients, int64 *skipped)
 {
-	ClientsSoFar sofar = {0};
+	ClientsSoFar sofar = {.how = how, .cxt = cxt};
 	MemoryContext here = CurrentMemoryContext;
 	char	   *hint = row_skip_hint(how->func);
 
 	PG_TRY();
 	{
-		read_all(src, how, cxt, &sofar);
+		if (src->form == ROW_FORM_STATS && !how->merge)
+			check_stats_shape(src);
+		row_source_run(row_source_stats_sql(src, how->merge), read_row, &sofar);
 	}
 	PG_CATCH();
 	{

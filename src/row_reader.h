@@ -18,6 +18,8 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "fmgr.h"
 
 #include "pg_compat.h"
@@ -147,6 +149,16 @@ typedef struct ClientsRead
  */
 extern ClientInput *clients_read(const RowSource *src, const ClientsRead *how,
 								 MemoryContext cxt, int *nclients, int64 *skipped);
+
+/* What a reader does with one row of a source's SQL (in SPI, the batch freed after it). */
+typedef void (*RowEach) (HeapTuple tup, TupleDesc desc, void *arg);
+
+/*
+ * Run sql (a source's SQL, or perpca's own around it) as the current user
+ * through a read-only cursor, a batch of rows at a time: each(row, arg) for
+ * every row.  The caller connects nothing: SPI is connected here.
+ */
+extern void row_source_run(const char *sql, RowEach each, void *arg);
 
 /* At most this many group names in a report; the rest are counted. */
 #define ROW_REPORT_NAMES 5
