@@ -185,66 +185,43 @@ perpca_evaluate_stats(PG_FUNCTION_ARGS)
 }
 
 /*
- * The types of the columns a query returns, from its plan (the query is not
- * run), as a palloc'd array in the caller's context; *natts their number.
- */
-Oid *
-evaluate_query_types(const char *query, int *natts)
-{
-	TupleDesc	desc;
-	Oid		   *types;
-	MemoryContext caller = CurrentMemoryContext;
-
-	(void) perpca_one_select(query, "query");
-	SPI_connect();
-	desc = row_planned_result(query, "query");
-	types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
-	for (int i = 0; i < desc->natts; i++)
-		types[i] = TupleDescAttr(desc, i)->atttypid;
-	*natts = desc->natts;
-	SPI_finish();
-	return types;
-}
-
-/*
  * perpca_internal.query_columns(query text) RETURNS regtype[]: the types of
  * the columns the query returns, from its plan (the query is not run).
  */
 Datum
 perpca_query_columns(PG_FUNCTION_ARGS)
 {
-	int			natts;
-	Oid		   *types = evaluate_query_types(text_to_cstring(PG_GETARG_TEXT_PP(0)), &natts);
-	Datum	   *values = palloc(sizeof(Datum) * Max(natts, 1));
+	RowSource	src;
+	Datum	   *values;
 
-	for (int i = 0; i < natts; i++)
-		values[i] = ObjectIdGetDatum(types[i]);
-	PG_RETURN_ARRAYTYPE_P(construct_array(values, natts, REGTYPEOID, sizeof(Oid), true, TYPALIGN_INT));
+	row_source_plan(&src, text_to_cstring(PG_GETARG_TEXT_PP(0)), "query", PERPCA_MISSING_ERROR);
+	values = palloc(sizeof(Datum) * Max(src.natts, 1));
+	for (int i = 0; i < src.natts; i++)
+		values[i] = ObjectIdGetDatum(src.types[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(values, src.natts, REGTYPEOID, sizeof(Oid), true, TYPALIGN_INT));
 }
 
 /*
- * A query of rows (any form of row_reader.h) or of statistics wrapped into
- * one returning (client text, stats perpca_stats), one row per client (rows
- * aggregated under mode, statistics merged).  Every name in the wrapper is
- * qualified, so nothing binds to a caller's search_path; the user's query
- * itself is the caller's own.
+ * A query of rows (any form of row_reader.h, aggregated under mode) or of
+ * statistics as one returning (client, stats perpca_stats), one row per
+ * client, statistics merged; what names the query in errors.
  */
-char *
-evaluate_stats_query(const char *query, const char *what, PerpcaMissing mode)
+static char *
+stats_query(const char *query, const char *what, PerpcaMissing mode)
 {
-	RowShape	shape;
+	RowSource	src;
 
-	row_shape(query, &shape, what);
-	return row_stats_sql(query, &shape, mode, true);
+	row_source_open(&src, query, what, mode);
+	return row_source_stats_sql(&src, true);
 }
 
 /* perpca_internal.stats_query(query text, what text DEFAULT 'query') RETURNS text */
 Datum
 perpca_stats_query(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(evaluate_stats_query(text_to_cstring(PG_GETARG_TEXT_PP(0)),
-													  text_to_cstring(PG_GETARG_TEXT_PP(1)),
-													  PERPCA_MISSING_ERROR)));
+	PG_RETURN_TEXT_P(cstring_to_text(stats_query(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+												 text_to_cstring(PG_GETARG_TEXT_PP(1)),
+												 PERPCA_MISSING_ERROR)));
 }
 
 /* ------------------------------------------------------------------------
@@ -339,39 +316,38 @@ eval_row(const ModelData *m, HeapTuple tup, TupleDesc desc, EvalClient *e, Memor
 	MemoryContextSwitchTo(old);
 }
 
+/* The clients evaluated so far against m, in the caller's memory. */
+typedef struct EvalSoFar
+{
+	const ModelData *m;
+	EvalClient *out;
+	int			n;
+	int			cap;
+	MemoryContext caller;
+} EvalSoFar;
+
+static void
+eval_each(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	EvalSoFar  *e = arg;
+
+	if (e->n == e->cap)
+	{
+		e->cap *= 2;
+		e->out = repalloc(e->out, sizeof(EvalClient) * e->cap);
+	}
+	eval_row(e->m, tup, desc, &e->out[e->n++], e->caller);
+}
+
 /* Run the wrapped query sql and evaluate each of its clients against m: *n of them. */
 static EvalClient *
 eval_query(const ModelData *m, const char *sql, int *nclients)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	int			cap = 16;
-	int			n = 0;
-	EvalClient *out = palloc(sizeof(EvalClient) * cap);
-	Portal		portal;
+	EvalSoFar	e = {m, palloc(sizeof(EvalClient) * 16), 0, 16, CurrentMemoryContext};
 
-	SPI_connect();
-	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, 1000);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			if (n == cap)
-			{
-				cap *= 2;
-				out = repalloc(out, sizeof(EvalClient) * cap);
-			}
-			eval_row(m, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &out[n++], caller);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-	*nclients = n;
-	return out;
+	row_source_run(sql, eval_each, &e);
+	*nclients = e.n;
+	return e.out;
 }
 
 /* The one NOTICE: rows skipped, clients without rows, clients whose figures are NULL (no variance). */
@@ -408,7 +384,7 @@ evaluate_all(text *model, text *query, PerpcaMissing mode, const char *func, int
 	m->refcount++;
 	PG_TRY();
 	{
-		out = eval_query(m, evaluate_stats_query(text_to_cstring(query), "query", mode), &n);
+		out = eval_query(m, stats_query(text_to_cstring(query), "query", mode), &n);
 	}
 	PG_CATCH();
 	{

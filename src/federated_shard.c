@@ -2,7 +2,7 @@
  * federated_shard.c -- the shard side of perpca_fit_federated: the node
  * functions of node.c behind SQL functions in schema perpca_internal
  *
- * shard_open runs the user's query here (fit_input.c) and keeps its clients in
+ * shard_open reads the user's query here (a row source, row_reader.h) and keeps its clients in
  * a backend-local state (a memory context under TopMemoryContext, found by
  * the fit id); with scale 'standard', shard_scale sends the shard's sums for
  * the pooled standard deviations (scale.h); shard_init divides the
@@ -260,9 +260,11 @@ static void
 shard_read(ShardFit *sf, void *arg)
 {
 	OpenArgs   *a = arg;
+	RowSource	src;
 
-	sf->in = clients_read(a->query, &(ClientsRead) {sf->opts.n_local, sf->opts.missing, false,
-						  "perpca_fit_federated", "query", false}, sf->cxt, &sf->n, &a->skipped);
+	row_source_open(&src, a->query, "query", (PerpcaMissing) sf->opts.missing);
+	sf->in = clients_read(&src, &(ClientsRead) {sf->opts.n_local, false, "perpca_fit_federated", false},
+						  sf->cxt, &sf->n, &a->skipped);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	/* a federated fit reports no sketch's bound: its shards take exact statistics only */
 	clients_refuse_sketches(sf->in, sf->n, "perpca_fit_federated",

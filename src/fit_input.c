@@ -1,230 +1,25 @@
 /*
- * fit_input.c -- reading the clients of a fit
+ * fit_input.c -- the clients of a fit
  *
- * perpca_fit and the federated shards read the same query, one (client,
- * perpca_stats [, local rank]) row per client, with the same checks and
- * errors (NULLs, dimensions, duplicate keys, ranks against d), and build
- * the same clients from it: each S_i about the fit's center, dense or thin
- * (client_math.h).  The component rows of a result are written here too.
+ * perpca_fit and the federated shards take the same clients, read from a
+ * row source (row_reader.h), with the same checks and errors (dimensions,
+ * duplicate keys, ranks against d), and build the same clients from them:
+ * each S_i about the fit's center, dense or thin (client_math.h).  The
+ * component rows of a result are written here too.
  */
 #include "postgres.h"
 
 #include <math.h>
 
-#include "catalog/pg_type.h"
-#include "access/genam.h"
-#include "access/table.h"
-#include "catalog/indexing.h"
-#include "catalog/pg_extension.h"
-#include "commands/extension.h"
-#include "utils/fmgroids.h"
-#include "utils/rel.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
-#include "utils/syscache.h"
 
-#include "client_key.h"
 #include "exact_sum.h"
 #include "fit_input.h"
 #include "error_kinds.h"
 #include "linalg.h"
 #include "perpca.h"
-#include "row_reader.h"
 #include "scale.h"
-
-/* Rows fetched from the query at a time: only these are held twice. */
-#define FETCH_ROWS 256
-
-/* ------------------------------------------------------------------------
- * Reading the query
- * ------------------------------------------------------------------------
- */
-
-/* Check the shape of the query result: (client, perpca_stats [, integer]). */
-static void
-check_result_shape(TupleDesc desc, Oid stats_type)
-{
-	if (desc->natts < 2 || desc->natts > 3 ||
-		TupleDescAttr(desc, 1)->atttypid != stats_type ||
-		(desc->natts == 3 && TupleDescAttr(desc, 2)->atttypid != INT4OID &&
-		 TupleDescAttr(desc, 2)->atttypid != INT2OID &&
-		 TupleDescAttr(desc, 2)->atttypid != INT8OID))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
-				 errmsg("query must return columns (client, perpca_stats) or (client, perpca_stats, integer)"),
-				 errdetail("The query returned %d column(s)%s.", desc->natts,
-						   desc->natts >= 2 && TupleDescAttr(desc, 1)->atttypid != stats_type
-						   ? " and its second column is not of type perpca_stats" : ""),
-				 errhint("Use a query like SELECT group_id, perpca_stats(x) FROM t GROUP BY group_id.")));
-}
-
-/* The optional third column: this client's number of local components (NULL = n_local). */
-static int
-client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
-{
-	bool		isnull;
-	Datum		v;
-	int64		r2;
-
-	if (desc->natts < 3)
-		return n_local;
-	v = SPI_getbinval(tup, desc, 3, &isnull);
-	if (isnull)
-		return n_local;
-	r2 = perpca_integer_value(v, TupleDescAttr(desc, 2)->atttypid, "the third column of the query");
-	if (r2 < 0 || r2 > PERPCA_MAX_DIM)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
-				 errmsg("client \"%s\" asks for %lld local components", name, (long long) r2),
-				 errhint("The third column must be between 0 and the dimension minus n_global.")));
-	return (int) r2;
-}
-
-/*
- * Copy one result row into cxt: client name, stats value, local rank.  False
- * for a client without rows (NULL statistics, or every row skipped): its
- * name is set, its statistics (when any) are not kept, *skipped counts them.
- */
-static bool
-read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out,
-			int64 *skipped)
-{
-	bool		isnull;
-	Datum		v;
-	MemoryContext old;
-
-	v = SPI_getbinval(tup, desc, 1, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
-				 errmsg("client column of the query must not be NULL")));
-	old = MemoryContextSwitchTo(cxt);
-	out->name = client_key_text_of(TupleDescAttr(desc, 0)->atttypid, v);
-	MemoryContextSwitchTo(old);
-	v = SPI_getbinval(tup, desc, 2, &isnull);
-	if (isnull)
-		return false;
-	old = MemoryContextSwitchTo(cxt);
-	out->stats = perpca_stats_detoast_copy(v);
-	MemoryContextSwitchTo(old);
-	perpca_stats_validate(out->stats);
-	(void) perpca_stats_sketch_rows(out->stats, &out->sketch_rows);
-	out->delta = perpca_stats_sketch_delta(out->stats);
-	*skipped += perpca_stats_skipped(out->stats);
-	if (out->stats->n == 0)
-	{
-		pfree(out->stats);
-		out->stats = NULL;
-		return false;
-	}
-	out->r2 = client_local_rank(tup, desc, out->name, n_local);
-	return true;
-}
-
-/* Open query as a cursor, or the error for a query that returns no rows. */
-static Portal
-open_query(const char *query)
-{
-	SPIPlanPtr	plan;
-
-	(void) perpca_one_select(query, "query");
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL || !SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
-				 errmsg("query must return rows (client, perpca_stats)"),
-				 errdetail("The query must be a single SELECT, VALUES or TABLE statement.")));
-	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
-}
-
-/* The clients read so far, and what to report of them. */
-typedef struct ClientsSoFar
-{
-	ClientInput *clients;
-	int			n;
-	int			cap;
-	RowReport	report;
-} ClientsSoFar;
-
-/* Read one fetched batch into sofar (in cxt). */
-static void
-read_batch(ClientsSoFar *sofar, const ClientsRead *how, MemoryContext cxt)
-{
-	if (sofar->n + (int) SPI_processed + 1 > sofar->cap)
-	{
-		sofar->cap = Max(sofar->cap * 2, sofar->n + (int) SPI_processed + 1);
-		sofar->clients = sofar->clients ? repalloc(sofar->clients, sizeof(ClientInput) * sofar->cap)
-			: MemoryContextAlloc(cxt, sizeof(ClientInput) * sofar->cap);
-	}
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		ClientInput *c = &sofar->clients[sofar->n];
-		bool		rows;
-
-		CHECK_FOR_INTERRUPTS();
-		memset(c, 0, sizeof(ClientInput));
-		rows = read_client(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, how->n_local, cxt, c, &c->skipped);
-		row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped,
-						 rows && perpca_stats_flat(c->stats));
-		if (rows || how->keep_empty)
-			sofar->n++;
-	}
-}
-
-/* The query's clients into sofar: statistics as they come, rows aggregated per client. */
-static void
-read_all(const char *query, const ClientsRead *how, MemoryContext cxt, ClientsSoFar *sofar)
-{
-	Oid			stats_type = stats_type_oid();
-	RowShape	shape;
-	Portal		portal;
-
-	row_shape(query, &shape, how->what);
-	SPI_connect();
-	portal = open_query(row_stats_sql(query, &shape, (PerpcaMissing) how->missing, how->merge));
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, FETCH_ROWS);
-		check_result_shape(SPI_tuptable->tupdesc, stats_type);
-		if (SPI_processed == 0)
-			break;
-		read_batch(sofar, how, cxt);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-}
-
-/*
- * Run the query through a cursor and copy its rows into cxt, a batch at a
- * time, so that the clients' statistics are in memory only once.  An error
- * while reading names the caller's option in its hint and shows none of the
- * wrapper's SQL.
- */
-ClientInput *
-clients_read(const char *query, const ClientsRead *how, MemoryContext cxt,
-			 int *nclients, int64 *skipped)
-{
-	ClientsSoFar sofar = {0};
-	MemoryContext here = CurrentMemoryContext;
-	char	   *hint = row_skip_hint(how->func);
-
-	PG_TRY();
-	{
-		read_all(query, how, cxt, &sofar);
-	}
-	PG_CATCH();
-	{
-		row_rethrow(hint, here);
-	}
-	PG_END_TRY();
-	row_report(how->func, &sofar.report);
-	*nclients = sofar.n;
-	*skipped = sofar.report.skipped;
-	return sofar.clients ? sofar.clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
-}
 
 /* The clients sorted by name, for duplicate checks and look-ups. */
 static int
@@ -334,6 +129,7 @@ clients_scale(ClientInput *in, int n, FitScale how, bool **constant)
 	int			d = n > 0 ? in[0].stats->dim : 0;
 	PerpcaStats **stats;
 	double	   *scale;
+	bool	   *flat;
 
 	*constant = NULL;
 	if (how == FIT_SCALE_NONE || n == 0)
@@ -342,11 +138,12 @@ clients_scale(ClientInput *in, int n, FitScale how, bool **constant)
 							"Fit sketched statistics unscaled (scale => 'none'), or sketch rows already divided by their standard deviations.");
 	stats = clients_stats(in, n);
 	scale = palloc(sizeof(double) * d);
-	*constant = palloc(sizeof(bool) * d);
-	if (scale_factors(stats, n, d, scale, *constant) > 0)
-		scale_report_constant(*constant, d);
+	flat = palloc(sizeof(bool) * d);
+	if (scale_factors(stats, n, d, scale, flat) > 0)
+		scale_report_constant(flat, d);
 	clients_scale_by(in, n, scale);
 	pfree(stats);
+	*constant = flat;
 	return scale;
 }
 
@@ -453,46 +250,6 @@ client_seed(const char *name, uint64 seed)
 }
 
 /*
- * S_i about center (NULL: the client's own mean): thin rows and a sketch's
- * rows kept as they are (S_i = Y'Y / n + delta delta', delta the centre's
- * offset; for a sketch, Y = B, its ell rows, and n the exact row count), else
- * d x d (dense statistics, at most PERPCA_MAX_DENSE_DIM).
- */
-static void
-client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
-{
-	int			d = stats->dim;
-	int			rows = (int) stats->n;
-	const double *Y = perpca_stats_thin_rows(stats);
-	double	   *S;
-
-	if (stats->form == PERPCA_FORM_SKETCH)
-	{
-		Y = perpca_stats_sketch_rows(stats, &rows);
-		c->trace_extra = Max(perpca_stats_trace(stats) - linalg_dot((int64) rows * d, Y, Y), 0.0) /
-			(double) stats->n;
-	}
-	if (stats->form != PERPCA_FORM_DENSE)
-	{
-		c->Y = Y;
-		c->nrows = Y != NULL ? rows : 0;
-		c->yscale = 1.0 / (double) stats->n;
-		if (center != NULL)
-		{
-			double	   *delta = palloc(sizeof(double) * d);
-
-			perpca_stats_offset(stats, center, delta);
-			c->delta = delta;
-		}
-		return;
-	}
-	perpca_check_dense_dim_limit(d, "dense statistics");
-	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
-	perpca_stats_moment(stats, center, S);
-	c->S = S;
-}
-
-/*
  * The range of the clients' second moments about the centre, trace(S_i), in
  * which the fit's arithmetic and what a model keeps of it stay accurate to
  * rounding.  The fit forms squares of its figures (gradient norms, squared
@@ -512,23 +269,6 @@ client_matrix(FitClient *c, const PerpcaStats *stats, const double *center)
 #define FIT_TRACE_MIN ldexp(1.0, -320)
 #define FIT_TRACE_MAX ldexp(1.0, 320)
 
-/* trace(S_i): trace(M2) / n plus the squared offset of the mean from center. */
-static double
-stats_trace_about(const PerpcaStats *s, const double *center)
-{
-	double		t = perpca_stats_trace(s) / (double) s->n;
-
-	if (center != NULL)
-	{
-		double	   *delta = palloc(sizeof(double) * s->dim);
-
-		perpca_stats_offset(s, center, delta);
-		t += linalg_dot(s->dim, delta, delta);
-		pfree(delta);
-	}
-	return t;
-}
-
 static pg_noreturn void
 magnitude_error(const char *client, double trace, bool large)
 {
@@ -543,50 +283,92 @@ magnitude_error(const char *client, double trace, bool large)
 			 errhint("Multiply or divide the rows by a constant (their scale) before aggregating, or fit with scale => 'standard'.")));
 }
 
+/* The largest trace(S_i) of the clients so far, and their sum (weighted as the fit weighs them). */
+typedef struct Magnitude
+{
+	double		largest;
+	double		sum;
+} Magnitude;
+
 /*
  * Stop a fit whose figures would leave the range of float8: a client's
- * trace(S_i) or their sum (weighted as the fit weighs them) above
- * FIT_TRACE_MAX, or the largest, if not zero, below FIT_TRACE_MIN (a client
- * of little variance beside others is fine).
+ * trace(S_i) above FIT_TRACE_MAX here, their sum above it, or the largest,
+ * if not zero, below FIT_TRACE_MIN, once all are in (magnitude_end; a
+ * client of little variance beside others is fine).
  */
 static void
-clients_check_magnitude(const ClientInput *in, int n, const double *center, bool weighted)
+magnitude_add(Magnitude *m, const char *client, double t, double weight)
 {
-	double		largest = 0.0;
-	double		sum = 0.0;
+	if (!(t <= FIT_TRACE_MAX))
+		magnitude_error(client, t, true);
+	m->largest = Max(m->largest, t);
+	m->sum += weight * t;
+}
 
-	for (int i = 0; i < n; i++)
+static void
+magnitude_end(const Magnitude *m)
+{
+	if (!(m->sum <= FIT_TRACE_MAX))
+		magnitude_error(NULL, m->sum, true);
+	if (m->largest > 0.0 && m->largest < FIT_TRACE_MIN)
+		magnitude_error(NULL, m->largest, false);
+}
+
+/*
+ * S_i about center (NULL: the client's own mean), its trace checked first
+ * (magnitude_add): thin rows and a sketch's rows kept as they are (S_i =
+ * Y'Y / n + delta delta', delta the centre's offset; for a sketch, Y = B,
+ * its ell rows, and n the exact row count), else d x d (dense statistics,
+ * at most PERPCA_MAX_DENSE_DIM).
+ */
+static void
+client_matrix(FitClient *c, const char *name, const PerpcaStats *stats, const double *center,
+			  Magnitude *m, double weight)
+{
+	int			d = stats->dim;
+	int			rows = (int) stats->n;
+	const double *Y = perpca_stats_thin_rows(stats);
+	double	   *delta = center != NULL ? palloc(sizeof(double) * d) : NULL;
+	double	   *S;
+
+	if (center != NULL)
+		perpca_stats_offset(stats, center, delta);
+	magnitude_add(m, name, perpca_stats_trace(stats) / (double) stats->n +
+				  (delta != NULL ? linalg_dot(d, delta, delta) : 0.0), weight);
+	if (stats->form == PERPCA_FORM_SKETCH)
 	{
-		double		t;
-
-		if (in[i].stats == NULL || in[i].stats->n <= 0)
-			continue;
-		t = stats_trace_about(in[i].stats, center);
-		if (!(t <= FIT_TRACE_MAX))
-			magnitude_error(in[i].name, t, true);
-		largest = Max(largest, t);
-		sum += weighted ? t * (double) in[i].stats->n : t;
+		Y = perpca_stats_sketch_rows(stats, &rows);
+		c->trace_extra = Max(perpca_stats_trace(stats) - linalg_dot((int64) rows * d, Y, Y), 0.0) /
+			(double) stats->n;
 	}
-	if (!(sum <= FIT_TRACE_MAX))
-		magnitude_error(NULL, sum, true);
-	if (largest > 0.0 && largest < FIT_TRACE_MIN)
-		magnitude_error(NULL, largest, false);
+	c->delta = delta;
+	if (stats->form != PERPCA_FORM_DENSE)
+	{
+		c->Y = Y;
+		c->nrows = Y != NULL ? rows : 0;
+		c->yscale = 1.0 / (double) stats->n;
+		return;
+	}
+	c->delta = NULL;
+	perpca_check_dense_dim_limit(d, "dense statistics");
+	S = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * d);
+	perpca_stats_moment(stats, center, S);
+	c->S = S;
 }
 
 void
 clients_one(const PerpcaStats *stats, const double *center, int r1, int r2, FitClient *c)
 {
-	ClientInput one = {.stats = (PerpcaStats *) stats};
+	Magnitude	m = {0};
 
-	clients_check_magnitude(&one, 1, center, false);
 	memset(c, 0, sizeof(FitClient));
-	client_matrix(c, stats, center);
+	client_matrix(c, NULL, stats, center, &m, 1.0);
+	magnitude_end(&m);
 	c->r2 = r2;
 	c->weight = 1.0;
 	client_setup(c, stats->dim, r1);
 }
 
-/* The fit's clients on this server: S_i about center, rank, weight (1 or n_i), seed. */
 /* qsort comparison of client indexes by the byte order of their keys in key_order_input. */
 static const ClientInput *key_order_input;
 
@@ -596,24 +378,25 @@ key_order_cmp(const void *a, const void *b)
 	return strcmp(key_order_input[*(const int *) a].name, key_order_input[*(const int *) b].name);
 }
 
+/* The fit's clients on this server: S_i about center, rank, weight (1 or n_i), seed. */
 FitNode *
 clients_node(const ClientInput *in, int n, int n_global, const double *center,
 			 const FitOptions *opts)
 {
 	FitClient  *clients = palloc0(sizeof(FitClient) * Max(n, 1));
-	int			d = n > 0 ? in[0].stats->dim : 0;
+	Magnitude	m = {0};
 	FitNode    *node;
 
-	clients_check_magnitude(in, n, center, opts->sample_weights);
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		client_matrix(&clients[i], in[i].stats, center);
-		clients[i].r2 = in[i].r2;
 		clients[i].weight = opts->sample_weights ? (double) in[i].stats->n : 1.0;
+		client_matrix(&clients[i], in[i].name, in[i].stats, center, &m, clients[i].weight);
+		clients[i].r2 = in[i].r2;
 		clients[i].seed = client_seed(in[i].name, opts->seed);
 	}
-	node = node_create(d, n_global, n, clients);
+	magnitude_end(&m);
+	node = node_create(n > 0 ? in[0].stats->dim : 0, n_global, n, clients);
 	/* the sums over clients run in the byte order of their keys, whatever the query's row order */
 	node->order = palloc(sizeof(int) * Max(n, 1));
 	for (int i = 0; i < n; i++)

@@ -12,40 +12,8 @@
 #include "funcapi.h"
 
 #include "node.h"
+#include "row_reader.h"
 #include "stats.h"
-
-/* One row of the user's query. */
-typedef struct ClientInput
-{
-	char	   *name;
-	PerpcaStats *stats;			/* NULL: no rows (kept only with keep_empty) */
-	int			r2;				/* local components of this client */
-	int64		skipped;		/* its rows left out for missing values */
-	int			sketch_rows;	/* sketched statistics: rows of B (at most ell); 0 for exact ones */
-	double		delta;			/* sketched statistics: 0 <= M2 - B'B <= delta I; 0 for exact ones */
-} ClientInput;
-
-/* How to read a query of clients (row_reader.h: its forms and the missing option). */
-typedef struct ClientsRead
-{
-	int			n_local;		/* the local rank of a client without its own */
-	int			missing;		/* PerpcaMissing: 'error' or 'skip' (a fit refuses 'observed') */
-	bool		merge;			/* statistics: merge a client's rows (else one row each) */
-	const char *func;			/* who reads, in NOTICEs and hints */
-	const char *what;			/* the query, in errors ("query", "held-out query") */
-	bool		keep_empty;		/* keep a client without rows, with stats NULL */
-} ClientsRead;
-
-/*
- * Run query (statistics, or rows of any form, which are aggregated per
- * client under how->missing) through a cursor: the clients, copied into cxt,
- * and their number.  A client without rows (every row skipped, or NULL
- * statistics) is left out (unless how->keep_empty); rows skipped for missing
- * values, in all clients, are counted in *skipped; both, and clients without
- * variance, are said in the one NOTICE of row_report.
- */
-extern ClientInput *clients_read(const char *query, const ClientsRead *how,
-								 MemoryContext cxt, int *nclients, int64 *skipped);
 
 /*
  * Rows in every client, one common dimension within the limit, unique keys,

@@ -1,8 +1,9 @@
 /*
  * fit_sql.c -- perpca_fit() and the diagnostics of the last fit
  *
- * perpca_fit parses its options by name (fit_options.c), reads and checks the
- * clients (fit_input.c), reads an optional warm start, runs the fit on one
+ * perpca_fit parses its options by name (fit_options.c), reads its query once
+ * as a row source (row_reader.h), checks the clients (fit_input.c), reads
+ * an optional warm start, runs the fit on one
  * node (fit.c or fit_baselines.c) and returns the components as rows.
  * Everything is allocated in a private memory context deleted at the end.
  * perpca_last_fit(), _starts(), _rounds() and _clients() show the diagnostics that
@@ -203,17 +204,16 @@ static const char *fit_caller = NULL;
  * node that holds them about the fit's centre (the pooled mean into diag).
  */
 static FitNode *
-fit_clients(const char *query, MemoryContext fitcxt, FitDiagnostics *diag, ClientInput **in, int *n)
+fit_clients(const RowSource *src, MemoryContext fitcxt, FitDiagnostics *diag, ClientInput **in, int *n)
 {
 	FitOptions *opts = &diag->opts;
+	const char *who = fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit";
 	double	   *mean_sum;
+	double	   *center;
 	double		rows;
 	int			d;
 
-	perpca_report_phase("perpca_fit: reading clients");
-	*in = clients_read(query, &(ClientsRead) {opts->n_local, opts->missing, false,
-					   fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit", "query", false},
-					   fitcxt, n, &diag->rows_skipped);
+	*in = clients_read(src, &(ClientsRead) {opts->n_local, false, who, false}, fitcxt, n, &diag->rows_skipped);
 	clients_check(*in, *n, opts->n_global, true);
 	diag->scale_factors = clients_scale(*in, *n, opts->scale, &diag->constant);
 	d = (*in)[0].stats->dim;
@@ -221,26 +221,25 @@ fit_clients(const char *query, MemoryContext fitcxt, FitDiagnostics *diag, Clien
 	mean_sum = palloc(sizeof(double) * d);
 	rows = clients_mean_sum(*in, *n, mean_sum);
 	diag->pooled_mean = clients_pooled_mean(*in, *n, mean_sum, rows);
-	return clients_node(*in, *n, opts->n_global, clients_center(opts->center, mean_sum, rows, d), opts);
+	center = clients_center(opts->center, mean_sum, rows, d);
+	return clients_node(*in, *n, opts->n_global, center, opts);
 }
 
 /* The fit itself, phase by phase, with the options parsed in diag->opts;
  * results go to rsinfo, diagnostics to diag. */
 static void
-run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagnostics *diag)
+run_fit(const RowSource *src, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagnostics *diag)
 {
 	FitOptions *opts = &diag->opts;
-	char	   *start;
 	ClientInput *in;
 	FitNode    *node;
 	FitBackend *be;
 	FitResult	res = {0};
 	int			n;
 
-	start = start_arg(opts);
-	node = fit_clients(query, fitcxt, diag, &in, &n);
-	if (start != NULL)
-		opts->U0 = read_start(start, in, node);
+	node = fit_clients(src, fitcxt, diag, &in, &n);
+	if (opts->start != NULL)
+		opts->U0 = read_start(opts->start, in, node);
 	be = node_backend(node);
 	perpca_report_phase("perpca_fit: fitting %d clients, d = %d, method %s",
 						n, node->d, fit_method_names[opts->method]);
@@ -256,6 +255,18 @@ run_fit(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagn
 	perpca_report_phase("perpca_fit: writing results");
 	clients_put_global(rsinfo, &res, node->d);
 	clients_put_local(rsinfo, node, in);
+}
+
+/* The fit of query's rows: its start option checked, then the query read once, as a row source. */
+static void
+fit_query(const char *query, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDiagnostics *diag)
+{
+	RowSource	src;
+
+	(void) start_arg(&diag->opts);
+	perpca_report_phase("perpca_fit: reading clients");
+	row_source_open(&src, query, "query", (PerpcaMissing) diag->opts.missing);
+	run_fit(&src, rsinfo, fitcxt, diag);
 }
 
 /*
@@ -276,7 +287,7 @@ fit_timed(const char *query, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 	old = MemoryContextSwitchTo(fitcxt);
 	PG_TRY();
 	{
-		run_fit(query, rsinfo, fitcxt, diag);
+		fit_query(query, rsinfo, fitcxt, diag);
 	}
 	PG_FINALLY();
 	{

@@ -202,16 +202,15 @@ evaluate_row(const ImputeRun *run, const char *client, ArrayType *arr)
 static char *
 rows_query(const char *query, PerpcaMissing mode)
 {
-	RowShape	shape;
+	RowSource	src;
 
-	(void) mode;
-	row_shape(query, &shape, "query");
-	if (shape.form == ROW_FORM_STATS)
+	row_source_open(&src, query, "query", mode);
+	if (src.form == ROW_FORM_STATS)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("perpca_evaluate_imputation needs rows, not statistics"),
 				 errhint("Return (client, x) rows: a numeric array, a vector or halfvec, or numeric feature columns.")));
-	return row_rows_sql(&shape);
+	return row_source_rows_sql(&src);
 }
 
 /* The text of the key of the first column of desc, for each row (as the fit stored keys). */
@@ -228,14 +227,14 @@ key_text(TupleDesc desc, Datum k, ImputeRun *run)
 
 /* Evaluate one fetched tuple (client, x) in the row context; a NULL x is passed over. */
 static void
-evaluate_tuple(HeapTuple tuple, TupleDesc desc, ImputeRun *run)
+evaluate_tuple(HeapTuple tuple, TupleDesc desc, void *arg)
 {
+	ImputeRun  *run = arg;
 	bool		isnull;
 	Datum		k = SPI_getbinval(tuple, desc, 1, &isnull);
 	Datum		v;
 	MemoryContext old;
 
-	CHECK_FOR_INTERRUPTS();
 	if (isnull)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NULL),
@@ -249,28 +248,10 @@ evaluate_tuple(HeapTuple tuple, TupleDesc desc, ImputeRun *run)
 	MemoryContextReset(run->rowcxt);
 }
 
-/* Run sql (client, x float8[]) and evaluate each row into run->cs (rows in run->rowcxt, reset per row). */
-static pg_noinline void
-read_rows(ImputeRun *run, const char *sql)
-{
-	Portal		portal;
-
-	SPI_connect();
-	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, 1000);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-			evaluate_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, run);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-}
-
-/* read_rows, its error without the wrapper's SQL and with this function's hint. */
+/*
+ * The rows of sql (client, x float8[]) evaluated into run->cs; an error
+ * shows without the wrapper's SQL and with this function's hint.
+ */
 static void
 read_guarded(ImputeRun *run, const char *sql)
 {
@@ -280,7 +261,7 @@ read_guarded(ImputeRun *run, const char *sql)
 
 	PG_TRY();
 	{
-		read_rows(run, sql);
+		row_source_run(sql, evaluate_tuple, run);
 	}
 	PG_CATCH();
 	{
@@ -364,7 +345,6 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	run.cs = &cs;
 	run.keycxt = fcinfo->flinfo->fn_mcxt;
 
-	(void) perpca_one_select(query, "query");
 	read_guarded(&run, rows_query(query, mode));
 	report(&cs);
 	put_clients(rsinfo, &cs);

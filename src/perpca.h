@@ -43,15 +43,15 @@
  *   exact_sum.c         order-independent sums: a long accumulator per entry, read
  *                       correctly rounded or as an exact expansion a shard ships
  *                       (exact_sum.h), so a federated fit has one node's bits
- *   row_reader.c        the one reader of a user's query of rows or statistics: its
+ *   row_reader.c        the one reader of a user's query of rows or statistics: one
+ *                       SELECT checked, planned once into a row source, its
  *                       input forms, the missing option ('error', 'skip', 'observed'),
  *                       the NOTICEs for skipped rows and empty groups (row_reader.h)
  *   client_key.c        a client's key as a model stores and compares it: the key
  *                       type's output, written the same under any setting (client_key.h)
- *   fit_input.c         the input: the user's query (through row_reader.c), its checks,
+ *   fit_input.c         the input: the clients read from a row source, their checks,
  *                       the clients' S_i, result rows (fit_input.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
- *   query_check.c       every query text perpca runs is exactly one SELECT (one check)
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
  *   federated_shard.c   perpca_internal.shard_*(): node.c behind SQL on each shard
@@ -150,7 +150,7 @@ extern void perpca_restore_activity(void);
 /* GUC perpca.progress_rows (0 = off). */
 extern int	perpca_progress_rows;
 
-/* ---- query_check.c ---- */
+/* ---- row_reader.c ---- */
 
 /*
  * Check that a caller's query text is exactly one SELECT (0A000 naming it

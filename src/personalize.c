@@ -214,14 +214,14 @@ personalize_clients(FunctionCallInfo fcinfo, const ModelLock *ml, const ModelDat
 	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(ARG_QUERY));
 	int			n_local = n_local_arg(fcinfo, ARG_Q_NLOCAL, m);
 	PerpcaMissing mode = row_missing_arg(fcinfo, ARG_MISSING, PERPCA_MISSING_ERROR);
-	RowShape	shape;
+	RowSource	src;
 	ClientInput *in;
 	int			n;
 	int64		skipped;
 
-	row_shape(query, &shape, "query");
-	key_type_check(shape.types[0], m, model);
-	in = clients_read(query, &(ClientsRead) {n_local, mode, true, "perpca_personalize_clients", "query", true},
+	row_source_open(&src, query, "query", mode);
+	key_type_check(src.types[0], m, model);
+	in = clients_read(&src, &(ClientsRead) {n_local, true, "perpca_personalize_clients", true},
 					  CurrentMemoryContext, &n, &skipped);
 	if (n > 1)
 		qsort(in, n, sizeof(ClientInput), client_cmp);

@@ -2,7 +2,7 @@
  * ranks.c -- perpca_choose_ranks(): a scan over pairs (n_global, n_local)
  *
  * The training and held-out rows are read once, as statistics per client
- * (fit_input.c), and every pair of the grid is fitted on the training
+ * (row_reader.h), and every pair of the grid is fitted on the training
  * statistics (fit.c, on one node) and evaluated on the held-out statistics
  * from second moments (evaluate.c), in this backend's memory: no model is
  * stored and no table is created, so a scan also runs on a hot standby.
@@ -68,14 +68,6 @@ enum
  * ------------------------------------------------------------------------
  */
 
-/* Whether a type is the perpca_stats type of the extension's schema nsp. */
-static bool
-is_stats_type(Oid type, Oid nsp)
-{
-	return type == GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
-								   ObjectIdGetDatum(nsp));
-}
-
 /*
  * The hash of the row key q.key that splits the rows, in SQL that resolves
  * no cast or function of the key's type by name (the role that owns the
@@ -97,32 +89,34 @@ key_hash_sql(Oid key_type)
 }
 
 /*
- * The training or held-out part of rows (client, x, key), x an array or a
- * vector: a repeatable split on a hash of key.  Feature columns (client,
- * c1, c2, ..., key) would leave the key's column in doubt, so they are
- * refused with what to pass instead.
+ * The training or held-out part of the rows of all (client, x, key), x an
+ * array or a vector, as a source of its own: a repeatable split on a hash
+ * of key.  Feature columns (client, c1, c2, ..., key) would leave the key's
+ * column in doubt, so they are refused with what to pass instead.
  */
-static char *
-split_query(const char *query, Oid nsp, int cut, bool heldout)
+static void
+split_source(const RowSource *all, int cut, bool heldout, RowSource *part)
 {
-	int			natts;
-	Oid		   *types = evaluate_query_types(query, &natts);
+	const Oid  *types = all->types;
 
-	if (natts >= 2 && TypeCategory(getBaseType(types[1])) == TYPCATEGORY_NUMERIC)
+	if (all->natts >= 2 && TypeCategory(getBaseType(types[1])) == TYPCATEGORY_NUMERIC)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("without a held-out query, the query must return rows (client, x, key) with x an array of the features"),
 				 errdetail("Its second column is of type %s: a query of feature columns has no column known to be the row key.",
 						   format_type_be(types[1])),
 				 errhint("Pass the features as one array and the key after it (SELECT client, ARRAY[c1, c2, c3] AS x, id FROM ...), or pass heldout => a second query.")));
-	if (natts < 3 || is_stats_type(types[1], nsp))
+	if (all->natts < 3 || types[1] == stats_type_oid())
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("without a held-out query, the query must return rows (client, x float8[], key)"),
 				 errhint("Add a row key as third column (the split hashes it), or pass heldout => a second query.")));
-	return psprintf("SELECT q.client, q.x FROM (%s\n) AS q(client, x, key) WHERE "
-					"pg_catalog.abs(%s OPERATOR(pg_catalog.%%) 10000) OPERATOR(pg_catalog.%s) %d",
-					perpca_one_select(query, "query"), key_hash_sql(types[2]), heldout ? "<" : ">=", cut);
+	*part = *all;
+	part->natts = 2;
+	part->body = psprintf("SELECT q.client, q.x FROM (%s\n) AS q(client, x, key) WHERE "
+						  "pg_catalog.abs(%s OPERATOR(pg_catalog.%%) 10000) OPERATOR(pg_catalog.%s) %d",
+						  all->body, key_hash_sql(types[2]), heldout ? "<" : ">=", cut);
+	row_source_classify(part);
 }
 
 /* ------------------------------------------------------------------------
@@ -159,26 +153,19 @@ ranks_arg(FunctionCallInfo fcinfo, int argno, const char *what, int *n)
 	*n = 0;
 	for (int i = 0; i < count; i++)
 	{
-		int			r;
-		int			j;
-
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(PERPCA_ERRCODE_NULL),
 					 errmsg("%s must not contain NULL", what)));
-		r = DatumGetInt32(values[i]);
-		if (r < 0)
-			continue;
-		for (j = *n; j > 0 && out[j - 1] > r; j--)
-			out[j] = out[j - 1];
-		if (j > 0 && out[j - 1] == r)
-		{
-			memmove(out + j, out + j + 1, sizeof(int) * (*n - j));
-			continue;
-		}
-		out[j] = r;
-		(*n)++;
+		if (DatumGetInt32(values[i]) >= 0)
+			out[(*n)++] = DatumGetInt32(values[i]);
 	}
+	qsort(out, *n, sizeof(int), int_cmp);
+	count = 0;
+	for (int i = 0; i < *n; i++)
+		if (count == 0 || out[i] != out[count - 1])
+			out[count++] = out[i];
+	*n = count;
 	return out;
 }
 
@@ -245,28 +232,7 @@ pair_cmp(const void *a, const void *b)
  * ------------------------------------------------------------------------
  */
 
-/* The index of the training client named name, or -1 (in is sorted by name). */
-static int
-find_train(const ClientInput *const *sorted, int n, const char *name)
-{
-	int			lo = 0,
-				hi = n - 1;
-
-	while (lo <= hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		int			c = strcmp(name, sorted[mid]->name);
-
-		if (c == 0)
-			return mid;
-		if (c < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return -1;
-}
-
+/* Order pointers to clients by key (training clients are sorted so, then searched). */
 static int
 input_name_cmp(const void *a, const void *b)
 {
@@ -504,42 +470,50 @@ put_pair(ReturnSetInfo *rsinfo, const RankPair *p, bool recommended, const RankD
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* The training and held-out queries: the query and heldout, or the two sides of a split of the query. */
+/* The training part: the query, or one side of its split (*held the other). */
 static void
-part_queries(FunctionCallInfo fcinfo, double holdout, char **train_q, char **held_q)
+train_source(FunctionCallInfo fcinfo, double holdout, PerpcaMissing mode, RowSource *train,
+			 RowSource *held)
 {
-	Oid			nsp = perpca_extension_schema();
 	char	   *query = fit_text_arg(fcinfo, A_QUERY, "query");
+	RowSource	all;
 
 	if (!PG_ARGISNULL(A_HELDOUT))
 	{
-		*train_q = query;
-		*held_q = text_to_cstring(PG_GETARG_TEXT_PP(A_HELDOUT));
+		row_source_open(train, query, "query", mode);
+		return;
 	}
-	else
-	{
-		int			cut = (int) rint(holdout * 10000);
-
-		*train_q = split_query(query, nsp, cut, false);
-		*held_q = split_query(query, nsp, cut, true);
-	}
+	row_source_plan(&all, query, "query", mode);
+	split_source(&all, (int) rint(holdout * 10000), false, train);
+	split_source(&all, (int) rint(holdout * 10000), true, held);
+	held->what = "held-out query";
 }
 
-/* Read both parts as statistics per client; the held-out rows must have the training dimension. */
+/*
+ * Read both parts as statistics per client (the held-out query planned once
+ * the training rows are read); the held-out rows must have the training
+ * dimension.
+ */
 static void
-read_parts(RankData *data, const char *train_q, const char *held_q, const FitOptions *opts,
+read_parts(RankData *data, FunctionCallInfo fcinfo, double holdout, const FitOptions *opts,
 		   MemoryContext cxt)
 {
+	RowSource	train,
+				held;
+
+	train_source(fcinfo, holdout, (PerpcaMissing) opts->missing, &train, &held);
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
-	data->train = clients_read(train_q, &(ClientsRead) {0, opts->missing, true, "perpca_choose_ranks", "query", false},
+	data->train = clients_read(&train, &(ClientsRead) {0, true, "perpca_choose_ranks", false},
 							   cxt, &data->ntrain, &data->train_skipped);
 	if (data->ntrain == 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("the training part of the query has no rows")));
 	perpca_report_phase("perpca_choose_ranks: reading the held-out rows");
-	data->held = clients_read(held_q, &(ClientsRead) {0, opts->missing, true,
-							  "perpca_choose_ranks (held-out rows)", "held-out query", false},
+	if (!PG_ARGISNULL(A_HELDOUT))
+		row_source_open(&held, text_to_cstring(PG_GETARG_TEXT_PP(A_HELDOUT)), "held-out query",
+						(PerpcaMissing) opts->missing);
+	data->held = clients_read(&held, &(ClientsRead) {0, true, "perpca_choose_ranks (held-out rows)", false},
 							  cxt, &data->nheld, &data->held_skipped);
 	clients_check(data->train, data->ntrain, 0, true);
 	clients_refuse_sketches(data->train, data->ntrain, "perpca_choose_ranks",
@@ -586,9 +560,10 @@ pair_held_with_train(RankData *data)
 	held_train = palloc(sizeof(int) * Max(data->nheld, 1));
 	for (int h = 0; h < data->nheld; h++)
 	{
-		int			s = find_train(sorted, data->ntrain, data->held[h].name);
+		const ClientInput *key = &data->held[h];
+		const ClientInput **s = bsearch(&key, sorted, data->ntrain, sizeof(ClientInput *), input_name_cmp);
 
-		held_train[h] = s < 0 ? -1 : (int) (sorted[s] - data->train);
+		held_train[h] = s == NULL ? -1 : (int) (*s - data->train);
 	}
 	data->held_train = held_train;
 }
@@ -598,11 +573,8 @@ static RankData *
 read_data(FunctionCallInfo fcinfo, FitOptions *opts, double holdout, MemoryContext cxt)
 {
 	RankData   *data = palloc0(sizeof(RankData));
-	char	   *train_q,
-			   *held_q;
 
-	part_queries(fcinfo, holdout, &train_q, &held_q);
-	read_parts(data, train_q, held_q, opts, cxt);
+	read_parts(data, fcinfo, holdout, opts, cxt);
 	scale_parts(data, opts);
 	pair_held_with_train(data);
 	return data;

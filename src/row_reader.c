@@ -33,7 +33,12 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "lib/stringinfo.h"
+#include "nodes/parsenodes.h"
+#include "parser/parser.h"
+#include "tcop/cmdtag.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -42,6 +47,7 @@
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 
+#include "client_key.h"
 #include "error_kinds.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -84,6 +90,95 @@ row_missing_refuse(PerpcaMissing mode, const char *func, const char *why, const 
 }
 
 /* ------------------------------------------------------------------------
+ * One SELECT
+ *
+ * Every query text perpca runs that its callers write (a model's query, a
+ * warm start, the rows of every reader, a shard's query) is checked here,
+ * once, before it is planned or run: it must parse as exactly one SELECT
+ * (VALUES and TABLE are SELECTs too), without INTO (which creates a table)
+ * and without a data-modifying WITH.  Anything else is refused with
+ * feature_not_supported (0A000), the SQLSTATE a read-only SPI call gives a
+ * second statement.  The check is the raw parser's, so it needs no catalog
+ * and no search_path.
+ * ------------------------------------------------------------------------
+ */
+
+static void
+refuse(const char *what, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
+			 errmsg("%s must be exactly one SELECT", what),
+			 errdetail("%s", detail),
+			 errhint("Pass one SELECT, VALUES or TABLE statement: perpca runs nothing else.")));
+}
+
+/* A syntax error's position is in the query text, as SPI reports it. */
+static void
+syntax_error_callback(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+}
+
+/* Whether a SELECT has a data-modifying WITH, at its top or in a set operation's branch. */
+static bool
+select_modifies(SelectStmt *s)
+{
+	ListCell   *lc;
+
+	if (s == NULL)
+		return false;
+	if (s->withClause != NULL)
+		foreach(lc, s->withClause->ctes)
+		{
+			Node	   *q = ((CommonTableExpr *) lfirst(lc))->ctequery;
+
+			if (!IsA(q, SelectStmt) || select_modifies((SelectStmt *) q))
+				return true;
+		}
+	return select_modifies(s->larg) || select_modifies(s->rarg);
+}
+
+/*
+ * Check that query is exactly one SELECT (what names it in the error) and
+ * return that statement's own text, without the semicolons after it: text
+ * that can be written after "AS " or inside parentheses as it stands.
+ */
+char *
+perpca_one_select(const char *query, const char *what)
+{
+	ErrorContextCallback errcallback = {error_context_stack, syntax_error_callback, (void *) query};
+	List	   *stmts;
+	RawStmt    *raw;
+	SelectStmt *sel;
+
+	error_context_stack = &errcallback;
+	stmts = raw_parser(query, RAW_PARSE_DEFAULT);
+	error_context_stack = errcallback.previous;
+	if (list_length(stmts) != 1)
+		refuse(what, list_length(stmts) == 0 ? "It is empty."
+			   : psprintf("It is %d statements.", list_length(stmts)));
+	raw = linitial_node(RawStmt, stmts);
+	if (!IsA(raw->stmt, SelectStmt))
+		refuse(what, psprintf("It is a %s statement.",
+							  GetCommandTagName(CreateCommandTag(raw->stmt))));
+	sel = (SelectStmt *) raw->stmt;
+	if (sel->intoClause != NULL)
+		refuse(what, "SELECT INTO creates a table.");
+	if (select_modifies(sel))
+		refuse(what, "It has a data-modifying statement in WITH.");
+	return raw->stmt_len > 0 ? pnstrdup(query + raw->stmt_location, raw->stmt_len)
+		: pstrdup(query + raw->stmt_location);
+}
+
+/* ------------------------------------------------------------------------
  * The shape of a query
  * ------------------------------------------------------------------------
  */
@@ -115,26 +210,22 @@ pgvector_type(Oid type)
 	return found;
 }
 
-/* The perpca_stats type of the extension's schema nsp. */
-static Oid
-stats_type(Oid nsp)
+void
+row_source_classify(RowSource *src)
 {
-	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("perpca_stats"),
-						   ObjectIdGetDatum(nsp));
-}
-
-/* The form of a result of natts columns of these types, or a 42804 error. */
-static RowForm
-classify(const Oid *types, int natts, const char *what)
-{
+	const Oid  *types = src->types;
+	int			natts = src->natts;
 	Oid			second = natts >= 2 ? getBaseType(types[1]) : InvalidOid;
 	Oid			elem = OidIsValid(second) ? get_element_type(second) : InvalidOid;
 	bool		columns = natts >= 2;
 
-	if (natts >= 2 && second == stats_type(perpca_extension_schema()))
-		return ROW_FORM_STATS;
+	src->form = ROW_FORM_STATS;
+	if (natts >= 2 && second == stats_type_oid())
+		return;
+	src->form = ROW_FORM_ARRAY;
 	if (OidIsValid(elem) && numeric_type(elem))
-		return ROW_FORM_ARRAY;
+		return;
+	src->form = ROW_FORM_VECTOR;
 	if (natts >= 2 && pgvector_type(types[1]))
 	{
 		if (!OidIsValid(get_extension_oid("perpca_vector", true)))
@@ -142,81 +233,75 @@ classify(const Oid *types, int natts, const char *what)
 					(errcode(PERPCA_ERRCODE_NEEDS_EXTENSION),
 					 errmsg("rows of type %s need the extension perpca_vector", format_type_be(types[1])),
 					 errhint("CREATE EXTENSION perpca_vector in perpca's schema (docs/pgvector.md).")));
-		return ROW_FORM_VECTOR;
+		return;
 	}
+	src->form = ROW_FORM_COLUMNS;
 	for (int i = 1; i < natts; i++)
 		columns = columns && numeric_type(types[i]);
 	if (columns)
-		return ROW_FORM_COLUMNS;
+		return;
 	ereport(ERROR,
 			(errcode(PERPCA_ERRCODE_WRONG_TYPE),
-			 errmsg("the %s must return a client key, then statistics or rows", what),
+			 errmsg("the %s must return a client key, then statistics or rows", src->what),
 			 errdetail("Its columns are of types %s%s%s.", natts > 0 ? format_type_be(types[0]) : "(none)",
 					   natts > 1 ? ", " : "", natts > 1 ? format_type_be(types[1]) : ""),
 			 errhint("Return (client, perpca_stats), (client, x) with x a numeric array (or a vector or "
 					 "halfvec with perpca_vector), or (client, c1, c2, ...) with numeric columns.")));
-	return ROW_FORM_STATS;		/* keep the compiler quiet */
 }
 
-/*
- * The plan's result of sql (prepared, not run; SPI connected), or the error
- * for more than one statement or one that returns no rows (row_reader.h).
- */
-TupleDesc
-row_planned_result(const char *sql, const char *what)
+/* The columns of query's plan into src (SPI connected), in cxt. */
+static void
+plan_columns(RowSource *src, const char *query, MemoryContext cxt)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, 0, NULL);
-	List	   *sources;
+	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	TupleDesc	desc;
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	sources = SPI_plan_get_plan_sources(plan);
-	if (list_length(sources) != 1)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_ONE_SELECT),
-				 errmsg("the %s must be a single statement", what)));
-	if (((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
-				 errmsg("the %s must return rows", what),
-				 errhint("Pass a SELECT returning (client, perpca_stats) or rows (client, x) or (client, c1, c2, ...).")));
-	return ((CachedPlanSource *) linitial(sources))->resultDesc;
+	desc = ((CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan)))->resultDesc;
+	src->natts = desc->natts;
+	src->types = MemoryContextAlloc(cxt, sizeof(Oid) * Max(desc->natts, 1));
+	src->names = MemoryContextAlloc(cxt, sizeof(char *) * Max(desc->natts, 1));
+	for (int i = 0; i < desc->natts; i++)
+	{
+		src->types[i] = TupleDescAttr(desc, i)->atttypid;
+		src->names[i] = MemoryContextStrdup(cxt, NameStr(TupleDescAttr(desc, i)->attname));
+	}
 }
 
 /*
- * The query's one statement, without the semicolons and comments after it
- * (query_check.c), to be wrapped as a subquery: a comment at its end is
- * ended by the newline the wrapper puts after it.
+ * The query is checked by the raw parser first (one SELECT), then planned
+ * once, as it stands, so that an error points into the user's own text; an
+ * error shows without SPI's context (row_rethrow), as every reader's.
  */
-static char *
-query_body(const char *query, const char *what)
+void
+row_source_plan(RowSource *src, const char *query, const char *what, PerpcaMissing missing)
 {
-	return perpca_one_select(query, what);
+	MemoryContext caller = CurrentMemoryContext;
+
+	src->query = query;
+	src->what = what;
+	src->missing = missing;
+	src->body = perpca_one_select(query, what);
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		plan_columns(src, query, caller);
+		SPI_finish();
+	}
+	PG_CATCH();
+	{
+		row_rethrow(NULL, caller);
+	}
+	PG_END_TRY();
 }
 
 void
-row_shape(const char *query, RowShape *shape, const char *what)
+row_source_open(RowSource *src, const char *query, const char *what, PerpcaMissing missing)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	TupleDesc	desc;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	/* one SELECT (query_check.c), then as the subquery every reader runs it as */
-	(void) perpca_one_select(query, what);
-	(void) row_planned_result(query, what);
-	shape->body = MemoryContextStrdup(caller, query_body(query, what));
-	desc = row_planned_result(psprintf("SELECT * FROM (%s\n) AS q", shape->body), what);
-	shape->natts = desc->natts;
-	shape->types = MemoryContextAlloc(caller, sizeof(Oid) * Max(desc->natts, 1));
-	shape->names = MemoryContextAlloc(caller, sizeof(char *) * Max(desc->natts, 1));
-	for (int i = 0; i < desc->natts; i++)
-	{
-		shape->types[i] = TupleDescAttr(desc, i)->atttypid;
-		shape->names[i] = MemoryContextStrdup(caller, NameStr(TupleDescAttr(desc, i)->attname));
-	}
-	SPI_finish();
-	shape->form = classify(shape->types, shape->natts, what);
+	row_source_plan(src, query, what, missing);
+	row_source_classify(src);
 }
 
 /* ------------------------------------------------------------------------
@@ -232,7 +317,7 @@ row_shape(const char *query, RowShape *shape, const char *what)
  * another role creates in perpca's schema can be the better match.
  */
 static char *
-row_argument(const RowShape *shape)
+row_argument(const RowSource *shape)
 {
 	StringInfoData buf;
 
@@ -250,7 +335,7 @@ row_argument(const RowShape *shape)
 
 /* The alias list of the wrapped query: q(c, x1 .. xk). */
 static char *
-row_aliases(const RowShape *shape)
+row_aliases(const RowSource *shape)
 {
 	StringInfoData buf;
 	int			k = shape->form == ROW_FORM_COLUMNS ? shape->natts - 1 : 1;
@@ -263,31 +348,208 @@ row_aliases(const RowShape *shape)
 }
 
 char *
-row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode, bool merge)
+row_source_stats_sql(const RowSource *src, bool merge)
 {
 	const char *ext = quote_identifier(get_namespace_name(perpca_extension_schema()));
 	char	   *agg;
 
-	if (shape->form == ROW_FORM_STATS && !merge)
-		return pstrdup(query);
-	if (shape->form == ROW_FORM_STATS)
+	if (src->form == ROW_FORM_STATS && !merge)
+		return pstrdup(src->query);
+	if (src->form == ROW_FORM_STATS)
 		agg = psprintf("%s.perpca_merge(CAST(q.x1 AS %s.perpca_stats))", ext, ext);
 	else
-		agg = psprintf("%s.perpca_stats(%s%s)", ext, row_argument(shape),
-					   mode == PERPCA_MISSING_SKIP ? ", CAST('skip' AS pg_catalog.text)" : "");
+		agg = psprintf("%s.perpca_stats(%s%s)", ext, row_argument(src),
+					   src->missing == PERPCA_MISSING_SKIP ? ", CAST('skip' AS pg_catalog.text)" : "");
 	return psprintf("SELECT q.c AS client, %s AS stats FROM (%s\n) AS q(%s) GROUP BY q.c",
-					agg, shape->body, shape->form == ROW_FORM_STATS ? "c, x1" : row_aliases(shape));
+					agg, src->body, src->form == ROW_FORM_STATS ? "c, x1" : row_aliases(src));
 }
 
 char *
-row_rows_sql(const RowShape *shape)
+row_source_rows_sql(const RowSource *src)
 {
-	const char *x = shape->form == ROW_FORM_VECTOR
+	const char *x = src->form == ROW_FORM_VECTOR
 		? "CAST(CAST(q.x1 AS pg_catalog.float4[]) AS pg_catalog.float8[])"
-		: row_argument(shape);
+		: row_argument(src);
 
-	Assert(shape->form != ROW_FORM_STATS);
-	return psprintf("SELECT q.c, %s AS x FROM (%s\n) AS q(%s)", x, shape->body, row_aliases(shape));
+	Assert(src->form != ROW_FORM_STATS);
+	return psprintf("SELECT q.c, %s AS x FROM (%s\n) AS q(%s)", x, src->body, row_aliases(src));
+}
+
+/* ------------------------------------------------------------------------
+ * The clients of a source
+ * ------------------------------------------------------------------------
+ */
+
+/* Rows fetched from the query at a time: only these are held twice. */
+#define FETCH_ROWS 256
+
+/* Statistics read as they are: (client, perpca_stats [, integer]). */
+static void
+check_stats_shape(const RowSource *src)
+{
+	Oid			stats = stats_type_oid();
+	const Oid  *t = src->types;
+
+	if (src->natts < 2 || src->natts > 3 || t[1] != stats ||
+		(src->natts == 3 && t[2] != INT4OID && t[2] != INT2OID && t[2] != INT8OID))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
+				 errmsg("query must return columns (client, perpca_stats) or (client, perpca_stats, integer)"),
+				 errdetail("The query returned %d column(s)%s.", src->natts,
+						   src->natts >= 2 && t[1] != stats
+						   ? " and its second column is not of type perpca_stats" : ""),
+				 errhint("Use a query like SELECT group_id, perpca_stats(x) FROM t GROUP BY group_id.")));
+}
+
+/* The optional third column: this client's number of local components (NULL = n_local). */
+static int
+client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
+{
+	bool		isnull;
+	Datum		v;
+	int64		r2;
+
+	if (desc->natts < 3)
+		return n_local;
+	v = SPI_getbinval(tup, desc, 3, &isnull);
+	if (isnull)
+		return n_local;
+	r2 = perpca_integer_value(v, TupleDescAttr(desc, 2)->atttypid, "the third column of the query");
+	if (r2 < 0 || r2 > PERPCA_MAX_DIM)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("client \"%s\" asks for %lld local components", name, (long long) r2),
+				 errhint("The third column must be between 0 and the dimension minus n_global.")));
+	return (int) r2;
+}
+
+/*
+ * Copy one result row into cxt: client name, stats value, local rank.  False
+ * for a client without rows (NULL statistics, or every row skipped): its
+ * name is set, its statistics (when any) are not kept, *skipped counts them.
+ */
+static bool
+read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out,
+			int64 *skipped)
+{
+	bool		isnull;
+	Datum		v;
+	MemoryContext old;
+
+	v = SPI_getbinval(tup, desc, 1, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("client column of the query must not be NULL")));
+	old = MemoryContextSwitchTo(cxt);
+	out->name = client_key_text_of(TupleDescAttr(desc, 0)->atttypid, v);
+	MemoryContextSwitchTo(old);
+	v = SPI_getbinval(tup, desc, 2, &isnull);
+	if (isnull)
+		return false;
+	old = MemoryContextSwitchTo(cxt);
+	out->stats = perpca_stats_detoast_copy(v);
+	MemoryContextSwitchTo(old);
+	perpca_stats_validate(out->stats);
+	(void) perpca_stats_sketch_rows(out->stats, &out->sketch_rows);
+	out->delta = perpca_stats_sketch_delta(out->stats);
+	*skipped += perpca_stats_skipped(out->stats);
+	if (out->stats->n == 0)
+	{
+		pfree(out->stats);
+		out->stats = NULL;
+		return false;
+	}
+	out->r2 = client_local_rank(tup, desc, out->name, n_local);
+	return true;
+}
+
+void
+row_source_run(const char *sql, RowEach each, void *arg)
+{
+	Portal		portal;
+
+	SPI_connect();
+	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			each(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, arg);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+}
+
+/* The clients read so far, and what to report of them. */
+typedef struct ClientsSoFar
+{
+	ClientInput *clients;
+	int			n;
+	int			cap;
+	RowReport	report;
+	const ClientsRead *how;
+	MemoryContext cxt;
+} ClientsSoFar;
+
+/* Read one row of (client, stats [, n_local]) into sofar (in its cxt). */
+static void
+read_row(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	ClientsSoFar *sofar = arg;
+	ClientInput *c;
+	bool		rows;
+
+	if (sofar->n == sofar->cap)
+	{
+		sofar->cap = Max(sofar->cap * 2, 16);
+		sofar->clients = sofar->clients ? repalloc(sofar->clients, sizeof(ClientInput) * sofar->cap)
+			: MemoryContextAlloc(sofar->cxt, sizeof(ClientInput) * sofar->cap);
+	}
+	c = &sofar->clients[sofar->n];
+	memset(c, 0, sizeof(ClientInput));
+	rows = read_client(tup, desc, sofar->how->n_local, sofar->cxt, c, &c->skipped);
+	row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped,
+					 rows && perpca_stats_flat(c->stats));
+	if (rows || sofar->how->keep_empty)
+		sofar->n++;
+}
+
+/*
+ * Run the source through a cursor and copy its rows into cxt, a batch at a
+ * time, so that the clients' statistics are in memory only once.  An error
+ * while reading names the caller's option in its hint and shows none of the
+ * wrapper's SQL.
+ */
+ClientInput *
+clients_read(const RowSource *src, const ClientsRead *how, MemoryContext cxt,
+			 int *nclients, int64 *skipped)
+{
+	ClientsSoFar sofar = {.how = how, .cxt = cxt};
+	MemoryContext here = CurrentMemoryContext;
+	char	   *hint = row_skip_hint(how->func);
+
+	PG_TRY();
+	{
+		if (src->form == ROW_FORM_STATS && !how->merge)
+			check_stats_shape(src);
+		row_source_run(row_source_stats_sql(src, how->merge), read_row, &sofar);
+	}
+	PG_CATCH();
+	{
+		row_rethrow(hint, here);
+	}
+	PG_END_TRY();
+	row_report(how->func, &sofar.report);
+	*nclients = sofar.n;
+	*skipped = sofar.report.skipped;
+	return sofar.clients ? sofar.clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
 }
 
 /* ------------------------------------------------------------------------
@@ -416,21 +678,20 @@ row_rethrow(const char *missing_hint, MemoryContext cxt)
  * ------------------------------------------------------------------------
  */
 
-/* The feature names of a query of columns, as a JSON array (null for other forms). */
-static char *
-feature_names_json(const RowShape *shape)
+char *
+row_source_names_json(const RowSource *src)
 {
 	StringInfoData buf;
 
-	if (shape->form != ROW_FORM_COLUMNS)
+	if (src->form != ROW_FORM_COLUMNS)
 		return "null";
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '[');
-	for (int i = 1; i < shape->natts; i++)
+	for (int i = 1; i < src->natts; i++)
 	{
 		if (i > 1)
 			appendStringInfoString(&buf, ", ");
-		escape_json(&buf, shape->names[i]);
+		escape_json(&buf, src->names[i]);
 	}
 	appendStringInfoChar(&buf, ']');
 	return buf.data;
@@ -440,20 +701,27 @@ feature_names_json(const RowShape *shape)
  * The SELECT a model's source view binds (store_source_bind), planned as
  * the current user with the given search_path: statistics as the query
  * gives them (with its n_local column), rows of any form aggregated per
- * client under mode (row_stats_sql); *names_json the names of its feature
- * columns as a JSON array, or "null".
+ * client under mode.
  */
+void
+row_source_open_path(RowSource *src, const char *query, const char *what, PerpcaMissing missing,
+					 const char *path)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	row_source_open(src, query, what, missing);
+	AtEOXact_GUC(true, nestlevel);
+}
+
 char *
 row_source_select(const char *query, const char *path, PerpcaMissing mode, char **names_json)
 {
-	RowShape	shape;
-	int			nestlevel;
+	RowSource	src;
 
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	row_shape(query, &shape, "query of a model");
-	AtEOXact_GUC(true, nestlevel);
-	*names_json = feature_names_json(&shape);
-	return row_stats_sql(shape.body, &shape, mode, false);
+	row_source_open_path(&src, query, "query of a model", mode, path);
+	*names_json = row_source_names_json(&src);
+	src.query = src.body;
+	return row_source_stats_sql(&src, false);
 }

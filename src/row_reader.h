@@ -3,8 +3,9 @@
  * one option that governs their gaps, missing => 'error' | 'skip' |
  * 'observed' (row_reader.c)
  *
- * Every function that reads a query of rows or statistics calls this
- * reader: it plans the query (without running it), tells its form --
+ * Every function that reads a query of rows or statistics opens it here
+ * once, as a row source: the query is checked to be one SELECT, planned
+ * (not run), its missing mode taken, and its form told --
  * statistics (client, perpca_stats[, n_local]), a numeric array (client, x
  * smallint[] .. numeric[]), pgvector's vector or halfvec (client, v) where
  * perpca_vector is installed, or feature columns (client, c1, c2, ...) of
@@ -17,9 +18,12 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "fmgr.h"
 
 #include "pg_compat.h"
+#include "stats.h"
 
 /* What a row with a NULL, NaN or infinite element does. */
 typedef enum PerpcaMissing
@@ -53,53 +57,108 @@ typedef enum RowForm
 	ROW_FORM_COLUMNS			/* (client, c1, c2, ...) of numeric types */
 } RowForm;
 
-/* A query's shape, from its plan. */
-typedef struct RowShape
+/*
+ * One user's query, read once: checked to be one SELECT (perpca_one_select),
+ * planned as the current user with the current search_path (not run), its
+ * form told and its missing mode parsed.  Every reader of the query (the
+ * fit, train and refresh, evaluate, choose_ranks, personalize,
+ * missing_eval, a federated shard) takes its SQL from here.
+ */
+typedef struct RowSource
 {
+	const char *query;			/* as the user wrote it */
+	char	   *body;			/* its one SELECT without trailing semicolons, as it is wrapped */
+	const char *what;			/* names it in errors ("query", "held-out query") */
+	PerpcaMissing missing;		/* what a row with a gap does */
 	RowForm		form;
-	char	   *body;			/* the query without trailing semicolons, as it is wrapped */
 	int			natts;
 	Oid		   *types;			/* natts column types */
 	char	  **names;			/* natts column names */
-} RowShape;
+} RowSource;
 
 /*
- * The shape of query (planned as the current user with the current
- * search_path, not run); what names it in errors ("query", "held-out
- * query").  A query of another form is a 42804 error that lists the forms.
+ * Plan query into src (one SELECT, then its columns; not run): a query of
+ * another form is a 42804 error that lists the forms.
  */
-extern void row_shape(const char *query, RowShape *shape, const char *what);
+extern void row_source_open(RowSource *src, const char *query, const char *what, PerpcaMissing missing);
+
+/* row_source_open without telling the form (src->form unset): the caller checks the columns first. */
+extern void row_source_plan(RowSource *src, const char *query, const char *what, PerpcaMissing missing);
+
+/* Tell src's form from its columns (the 42804 error of row_source_open). */
+extern void row_source_classify(RowSource *src);
 
 /*
- * The columns sql returns, from its plan (prepared, not run; the caller has
- * connected SPI): an error names it what when it is more than one statement
- * or returns no rows.
- */
-extern TupleDesc row_planned_result(const char *sql, const char *what);
-
-/*
- * The query as one row per client, (client, stats perpca_stats): rows
- * aggregated under mode, statistics merged per client when merge, else
- * returned as the query gives them (a third column too).  The key stays in
- * its own type (client_key.c writes it); perpca's aggregates are named
+ * The source as one row per client, (client, stats perpca_stats): rows
+ * aggregated under src->missing, statistics merged per client when merge,
+ * else returned as the query gives them (a third column too).  The key stays
+ * in its own type (client_key.c writes it); perpca's aggregates are named
  * with its schema and called with arguments of exactly their types, so
  * nothing binds to the caller's search_path or to a better match another
  * role creates.
  */
-extern char *row_stats_sql(const char *query, const RowShape *shape, PerpcaMissing mode, bool merge);
+extern char *row_source_stats_sql(const RowSource *src, bool merge);
+
+/*
+ * The source of rows (not statistics) as (client, x float8[]) rows, the key
+ * as the query gives it (a row function's form, NULL elements kept).
+ */
+extern char *row_source_rows_sql(const RowSource *src);
+
+/* row_source_open planned with search_path path (a model's recorded one), then the caller's again. */
+extern void row_source_open_path(RowSource *src, const char *query, const char *what,
+								 PerpcaMissing missing, const char *path);
+
+/* The feature names of a source of columns as a JSON array; "null" for other forms. */
+extern char *row_source_names_json(const RowSource *src);
 
 /*
  * The SELECT a model's source view binds at train: query (planned with
- * search_path path) through row_stats_sql under mode; *names_json the
- * names of its feature columns as a JSON array, or "null".
+ * search_path path) through row_source_stats_sql under mode, unmerged;
+ * *names_json its feature names (row_source_names_json).
  */
 extern char *row_source_select(const char *query, const char *path, PerpcaMissing mode, char **names_json);
 
+/* One row of the user's query. */
+typedef struct ClientInput
+{
+	char	   *name;
+	PerpcaStats *stats;			/* NULL: no rows (kept only with keep_empty) */
+	int			r2;				/* local components of this client */
+	int64		skipped;		/* its rows left out for missing values */
+	int			sketch_rows;	/* sketched statistics: rows of B (at most ell); 0 for exact ones */
+	double		delta;			/* sketched statistics: 0 <= M2 - B'B <= delta I; 0 for exact ones */
+} ClientInput;
+
+/* How to read a row source's clients (row_reader.h: its forms and the missing option). */
+typedef struct ClientsRead
+{
+	int			n_local;		/* the local rank of a client without its own */
+	bool		merge;			/* statistics: merge a client's rows (else one row each) */
+	const char *func;			/* who reads, in NOTICEs and hints */
+	bool		keep_empty;		/* keep a client without rows, with stats NULL */
+} ClientsRead;
+
 /*
- * The query of rows (not statistics) as (client, x float8[]) rows, the key
- * as the query gives it (a row function's form, NULL elements kept).
+ * Run src (statistics, or rows of any form, which are aggregated per client
+ * under src->missing) through a cursor: the clients, copied into cxt, and
+ * their number.  A client without rows (every row skipped, or NULL
+ * statistics) is left out (unless how->keep_empty); rows skipped for missing
+ * values, in all clients, are counted in *skipped; both, and clients without
+ * variance, are said in the one NOTICE of row_report.
  */
-extern char *row_rows_sql(const RowShape *shape);
+extern ClientInput *clients_read(const RowSource *src, const ClientsRead *how,
+								 MemoryContext cxt, int *nclients, int64 *skipped);
+
+/* What a reader does with one row of a source's SQL (in SPI, the batch freed after it). */
+typedef void (*RowEach) (HeapTuple tup, TupleDesc desc, void *arg);
+
+/*
+ * Run sql (a source's SQL, or perpca's own around it) as the current user
+ * through a read-only cursor, a batch of rows at a time: each(row, arg) for
+ * every row.  The caller connects nothing: SPI is connected here.
+ */
+extern void row_source_run(const char *sql, RowEach each, void *arg);
 
 /* At most this many group names in a report; the rest are counted. */
 #define ROW_REPORT_NAMES 5
