@@ -68,14 +68,9 @@ calibrate_share_arg(FunctionCallInfo fcinfo)
 
 /* The shape of query planned with search_path path; a query of statistics is refused. */
 static void
-calibrate_shape(const char *query, const char *path, RowShape *shape)
+calibrate_shape(const char *query, const char *path, PerpcaMissing mode, RowSource *shape)
 {
-	int			nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	row_shape(query, shape, "query of a model");
-	AtEOXact_GUC(true, nestlevel);
+	row_source_open_path(shape, query, "query of a model", mode, path);
 	if (shape->form == ROW_FORM_STATS)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
@@ -91,7 +86,7 @@ calibrate_shape(const char *query, const char *path, RowShape *shape)
  * hash_record_extended, or the text of its output function.
  */
 static char *
-heldout_sql(const RowShape *shape, double share)
+heldout_sql(const RowSource *shape, double share)
 {
 	TypeCacheEntry *tc = lookup_type_cache(shape->types[0], TYPECACHE_HASH_EXTENDED_PROC);
 	const char *key = OidIsValid(tc->hash_extended_proc) ? "r.c"
@@ -104,32 +99,34 @@ heldout_sql(const RowShape *shape, double share)
 char *
 calibrate_source_select(const char *query, const char *path, PerpcaMissing mode, double share, char **names_json)
 {
-	RowShape	shape;
-	RowShape	kept;
+	RowSource	shape;
+	RowSource	kept;
 	Oid			types[2];
 
-	(void) row_source_select(query, path, mode, names_json);
-	calibrate_shape(query, path, &shape);
+	calibrate_shape(query, path, mode, &shape);
+	*names_json = row_source_names_json(&shape);
 	/* the rows not held out, as rows (client, x float8[]) the aggregation reads */
+	kept = shape;
 	kept.form = ROW_FORM_ARRAY;
 	kept.natts = 2;
 	types[0] = shape.types[0];
 	types[1] = FLOAT8ARRAYOID;
 	kept.types = types;
 	kept.names = shape.names;
-	kept.body = psprintf("SELECT r.c, r.x FROM (%s\n) AS r WHERE NOT (%s)", row_rows_sql(&shape),
+	kept.body = psprintf("SELECT r.c, r.x FROM (%s\n) AS r WHERE NOT (%s)", row_source_rows_sql(&shape),
 						 heldout_sql(&shape, share));
-	return row_stats_sql(kept.body, &kept, mode, false);
+	kept.query = kept.body;
+	return row_source_stats_sql(&kept, false);
 }
 
 char *
 calibrate_rows_select(const char *query, const char *path, double share)
 {
-	RowShape	shape;
+	RowSource	shape;
 
-	calibrate_shape(query, path, &shape);
+	calibrate_shape(query, path, PERPCA_MISSING_ERROR, &shape);
 	return psprintf("SELECT r.c AS client, r.x, %s AS heldout FROM (%s\n) AS r", heldout_sql(&shape, share),
-					row_rows_sql(&shape));
+					row_source_rows_sql(&shape));
 }
 
 char *
