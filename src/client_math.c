@@ -704,7 +704,8 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
  * ------------------------------------------------------------------------
  */
 
-void
+/* V_i <- GR(V_i - U U'V_i) against the U in W's first r1 columns. */
+static void
 client_deflate(FitClient *c, FitRetraction retraction)
 {
 	int			r1 = c->r1,

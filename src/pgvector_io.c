@@ -321,40 +321,15 @@ model_row_vector(FunctionCallInfo fcinfo, PerpcaRowOp op, const char *what)
 	PG_RETURN_POINTER(vector_build(out, n, what));
 }
 
-/* perpca_model_scores on a vector row: the scores as a vector. */
-Datum
-perpca_model_scores_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_SCORES, "the scores");
-}
+/* The model's row functions on a vector row, each its result as a vector. */
+#define ROW_VECTOR_FUNCTION(name, op, what) \
+Datum name(PG_FUNCTION_ARGS) { return model_row_vector(fcinfo, op, what); }
 
-/* perpca_model_global_part on a vector row. */
-Datum
-perpca_model_global_part_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_GLOBAL_PART, "the global part");
-}
-
-/* perpca_model_local_part on a vector row. */
-Datum
-perpca_model_local_part_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_LOCAL_PART, "the local part");
-}
-
-/* perpca_model_reconstruct on a vector row. */
-Datum
-perpca_model_reconstruct_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_RECONSTRUCT, "the reconstruction");
-}
-
-/* perpca_model_residual on a vector row. */
-Datum
-perpca_model_residual_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_RESIDUAL, "the residual");
-}
+ROW_VECTOR_FUNCTION(perpca_model_scores_vector, PERPCA_ROW_SCORES, "the scores")
+ROW_VECTOR_FUNCTION(perpca_model_global_part_vector, PERPCA_ROW_GLOBAL_PART, "the global part")
+ROW_VECTOR_FUNCTION(perpca_model_local_part_vector, PERPCA_ROW_LOCAL_PART, "the local part")
+ROW_VECTOR_FUNCTION(perpca_model_reconstruct_vector, PERPCA_ROW_RECONSTRUCT, "the reconstruction")
+ROW_VECTOR_FUNCTION(perpca_model_residual_vector, PERPCA_ROW_RESIDUAL, "the residual")
 
 /* perpca_model_error on a vector row: a float8, as for a float8[] row. */
 Datum

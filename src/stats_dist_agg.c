@@ -213,6 +213,15 @@ dist_result(DistStats *ds)
 	return EOHPGetRWDatum(&ds->hdr);
 }
 
+/* A NULL row or value: the state as it is (NULL before the first row). */
+static Datum
+dist_keep(FunctionCallInfo fcinfo, DistStats *ds)
+{
+	if (ds == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(dist_result(ds));
+}
+
 /* perpca_stats_distributed(float8[]) transition: perpca_stats(float8[])'s. */
 Datum
 perpca_stats_dist_accum(PG_FUNCTION_ARGS)
@@ -221,11 +230,7 @@ perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
 
 	if (PG_ARGISNULL(1))
-	{
-		if (ds == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(dist_result(ds));
-	}
+		return dist_keep(fcinfo, ds);
 	ds = dist_step(fcinfo, aggcxt, ds, perpca_stats_accum, PG_GETARG_DATUM(1));
 	PG_RETURN_DATUM(dist_result(ds));
 }
@@ -242,11 +247,7 @@ perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	if (PG_ARGISNULL(1))
-	{
-		if (ds == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(dist_result(ds));
-	}
+		return dist_keep(fcinfo, ds);
 	ds = dist_step_n(fcinfo, aggcxt, ds, perpca_stats_accum_nulls, 3, PG_GETARG_DATUM(1),
 					 PG_GETARG_DATUM(2));
 	PG_RETURN_DATUM(dist_result(ds));
@@ -264,11 +265,7 @@ perpca_stats_dist_combine(PG_FUNCTION_ARGS)
 	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
 
 	if (PG_ARGISNULL(1))
-	{
-		if (ds == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(dist_result(ds));
-	}
+		return dist_keep(fcinfo, ds);
 	ds = dist_step(fcinfo, aggcxt, ds, perpca_stats_merge_accum, PG_GETARG_DATUM(1));
 	PG_RETURN_DATUM(dist_result(ds));
 }
