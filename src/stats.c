@@ -943,7 +943,6 @@ perpca_skipped(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 
-	perpca_stats_check_version(s);
 	PG_RETURN_INT64(perpca_stats_skipped(s));
 }
 
@@ -961,7 +960,6 @@ perpca_stats_form(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 
-	perpca_stats_check_version(s);
 	PG_RETURN_TEXT_P(cstring_to_text(s->form == PERPCA_FORM_SKETCH ? "sketch" :
 									 s->form == PERPCA_FORM_THIN ? "thin" : "dense"));
 }
