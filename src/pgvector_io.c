@@ -229,37 +229,15 @@ perpca_pgvector_init(void)
 	perpca_stats_row_reader(PERPCA_ROWTYPE_HALFVEC, &halfvec_reader);
 }
 
-/* perpca_stats(vector) transition: NULL rows are ignored. */
-Datum
-perpca_vector_stats_accum(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR);
-}
-
-/* perpca_stats(halfvec) transition: NULL rows are ignored. */
-Datum
-perpca_halfvec_stats_accum(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR);
-}
-
 /*
- * perpca_stats(vector, nulls) transition: a row with a NaN or infinite value
- * (which pgvector itself never makes) is an error or, under 'skip', left out
- * and counted.
+ * perpca_stats(vector / halfvec [, nulls]) transitions: a row with a NaN or
+ * infinite value (which pgvector itself never makes) is an error or, under
+ * 'skip', left out and counted.
  */
-Datum
-perpca_vector_stats_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2));
-}
-
-/* perpca_stats(halfvec, nulls) transition. */
-Datum
-perpca_halfvec_stats_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2));
-}
+PERPCA_STATS_ACCUM_FUNCTION(perpca_vector_stats_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR)
+PERPCA_STATS_ACCUM_FUNCTION(perpca_halfvec_stats_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR)
+PERPCA_STATS_ACCUM_FUNCTION(perpca_vector_stats_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2))
+PERPCA_STATS_ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2))
 
 /* ------------------------------------------------------------------------
  * Out: the model row functions on a vector row

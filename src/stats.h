@@ -233,6 +233,14 @@ extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type
 									 PerpcaNulls nulls);
 
 /*
+ * perpca_stats(x) and perpca_stats(x, nulls) of one row type, as one-line
+ * SQL entry points: nulls is PERPCA_NULLS_ERROR, or the argument's
+ * (perpca_nulls_fcinfo_arg(fcinfo, 2)).
+ */
+#define PERPCA_STATS_ACCUM_FUNCTION(name, type, nulls) \
+Datum name(PG_FUNCTION_ARGS) { return perpca_stats_accum_rows(fcinfo, type, nulls); }
+
+/*
  * The reader of rows of one type other than float8[]: a value (detoasted,
  * its layout checked; what names it in errors) and its dimension; its
  * values as d doubles, and whether all of them are finite (checked in the

@@ -1262,19 +1262,9 @@ perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls
 	PG_RETURN_POINTER(st);
 }
 
-/* perpca_stats(float8[]) transition: a row with a missing value is an error. */
-Datum
-perpca_stats_accum(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR);
-}
-
-/* perpca_stats(float8[], text) transition: nulls => 'error' or 'skip'. */
-Datum
-perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2));
-}
+/* perpca_stats(float8[] [, nulls]) transitions: a row with a missing value is an error, or skipped. */
+PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR)
+PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2))
 
 /* perpca_merge(perpca_stats) transition. */
 Datum
