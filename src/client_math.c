@@ -704,7 +704,8 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
  * ------------------------------------------------------------------------
  */
 
-void
+/* V_i <- GR(V_i - U U'V_i) against the U in W's first r1 columns. */
+static void
 client_deflate(FitClient *c, FitRetraction retraction)
 {
 	int			r1 = c->r1,
@@ -1338,52 +1339,74 @@ response_start(FitClient *c, const EigenOp *op, const double *U, double *T,
 }
 
 /*
- * V_i of a client in d-space: LOBPCG on the deflated S_i from the last
- * round's block and the one before (response_start), whose first product
- * S_i [U, X] also gives S U; exact when d
- * is small or the iteration fails.  S U into SU.
+ * LOBPCG on the deflated S_i from the last round's block and the one before
+ * (response_start), whose first product S_i [U, X] also gives S U (into SU);
+ * false when it did not converge.
  */
 static bool
-best_response_space(FitClient *c, const double *U, double tol, double *SU)
+response_iterate(FitClient *c, const EigenOp *op, const double *U, double tol, double *SU)
 {
 	int			d = c->d,
 				r1 = c->r1,
-				b;
+				b = c->b;
+	double	   *T = palloc(sizeof(double) * d * (r1 + b)),
+			   *ST = palloc(sizeof(double) * d * (r1 + b)),
+			   *AX = palloc(sizeof(double) * d * b);
+	bool		converged;
+
+	eigen_orthonormalize_block(op, c->X, b);
+	linalg_copy(d, r1, U, Max(r1, 1), T, r1 + b);
+	linalg_copy(d, b, c->X, b, T + r1, r1 + b);
+	READ_SITE("response_first");
+	client_apply(c, T, r1 + b, ST);
+	READ_SITE("response_lobpcg");
+	linalg_copy(d, r1, ST, r1 + b, SU, Max(r1, 1));
+	response_start(c, op, U, T, ST, tol, AX);
+	converged = response_lobpcg(c, op, AX, tol);
+	READ_SITE("other");
+	pfree(T);
+	pfree(ST);
+	pfree(AX);
+	return converged;
+}
+
+/* V_i of a client in d-space: iterated, exact when d is small or the iteration fails.  S U into SU. */
+static bool
+best_response_space(FitClient *c, const double *U, double tol, double *SU)
+{
 	SpaceOp		space;
-	EigenOp		op = space_op(c, r1 > 0 ? U : NULL, &space);
-	bool		exact = d <= BEST_RESPONSE_EXACT_DIM;
+	EigenOp		op = space_op(c, c->r1 > 0 ? U : NULL, &space);
+	bool		exact = c->d <= BEST_RESPONSE_EXACT_DIM;
 
 	if (c->X == NULL)
-		best_response_block(c, d);
-	b = c->b;
+		best_response_block(c, c->d);
 	if (!exact)
-	{
-		double	   *T = palloc(sizeof(double) * d * (r1 + b)),
-				   *ST = palloc(sizeof(double) * d * (r1 + b)),
-				   *AX = palloc(sizeof(double) * d * b);
-
-		eigen_orthonormalize_block(&op, c->X, b);
-		linalg_copy(d, r1, U, Max(r1, 1), T, r1 + b);
-		linalg_copy(d, b, c->X, b, T + r1, r1 + b);
-		READ_SITE("response_first");
-		client_apply(c, T, r1 + b, ST);
-		READ_SITE("response_lobpcg");
-		linalg_copy(d, r1, ST, r1 + b, SU, Max(r1, 1));
-		response_start(c, &op, U, T, ST, tol, AX);
-		exact = !response_lobpcg(c, &op, AX, tol) && d <= BEST_RESPONSE_EXACT_FALLBACK;
-		READ_SITE("other");
-		pfree(T);
-		pfree(ST);
-		pfree(AX);
-	}
+		exact = !response_iterate(c, &op, U, tol, SU) && c->d <= BEST_RESPONSE_EXACT_FALLBACK;
 	if (exact)
 	{
 		READ_SITE("response_exact");
 		exact_response_space(c, U, SU);
 		READ_SITE("other");
 	}
-	linalg_copy(d, c->r2, c->X, b, c->W + r1, c->k);
+	linalg_copy(c->d, c->r2, c->X, c->b, c->W + c->r1, c->k);
 	return exact;
+}
+
+/* SU (d x r1) <- (I - V_i V_i') SU, V_i = W[:, r1:k]: the client's gradient term. */
+static void
+remove_local_part(FitClient *c, double *SU)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				r2 = c->r2;
+	double	   *VtSU;
+
+	if (r1 == 0 || r2 == 0)
+		return;
+	VtSU = palloc(sizeof(double) * r2 * r1);
+	linalg_gemm(true, false, r2, r1, d, 1.0, c->W + r1, c->k, SU, r1, 0.0, VtSU, r1);
+	linalg_gemm(false, false, d, r1, r2, -1.0, c->W + r1, c->k, VtSU, r1, 1.0, SU, r1);
+	pfree(VtSU);
 }
 
 double
@@ -1415,14 +1438,7 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 	for (int j = 0; j < r2; j++)
 		f += c->ritz[j];
 	f += linalg_dot((int64) d * r1, U, SU);
-	if (r1 > 0 && r2 > 0)
-	{
-		double	   *VtSU = palloc(sizeof(double) * r2 * r1);
-
-		linalg_gemm(true, false, r2, r1, d, 1.0, c->W + r1, c->k, SU, r1, 0.0, VtSU, r1);
-		linalg_gemm(false, false, d, r1, r2, -1.0, c->W + r1, c->k, VtSU, r1, 1.0, SU, r1);
-		pfree(VtSU);
-	}
+	remove_local_part(c, SU);
 	linalg_axpy((int64) d * r1, scale, SU, G);
 	pfree(SU);
 	c->objective = 0.5 * f;

@@ -116,9 +116,6 @@ extern void client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs);
 
 /* ---- the paper's client step (Algorithm 2) ---- */
 
-/* V_i <- GR(V_i - U U'V_i) against the U in W's first r1 columns. */
-extern void client_deflate(FitClient *c, FitRetraction retraction);
-
 /* W = [U, V_i] with V_i deflated against U twice (feasible to rounding). */
 extern void client_feasible(FitClient *c, const double *U);
 

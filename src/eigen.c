@@ -153,9 +153,8 @@ fit_projector_distance(int m, int r, const double *A, int lda, const double *B, 
 	return norm;
 }
 
-/* splitmix64: next 64 random bits of the state. */
-static uint64
-rng_next(uint64 *state)
+uint64
+fit_rng_next(uint64 *state)
 {
 	uint64		z = (*state += UINT64CONST(0x9E3779B97F4A7C15));
 
@@ -168,8 +167,8 @@ rng_next(uint64 *state)
 static double
 rng_gaussian(uint64 *state)
 {
-	double		u1 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
-	double		u2 = ((rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
+	double		u1 = ((fit_rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
+	double		u2 = ((fit_rng_next(state) >> 11) + 1.0) / 9007199254740992.0;
 
 	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }

@@ -115,4 +115,7 @@ extern double fit_projector_distance(int m, int r, const double *A, int lda, con
 /* Fill an m x n block (stride ld) with standard normal draws (splitmix64 state). */
 extern void fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld);
 
+/* splitmix64: the next 64 random bits of a seeded stream. */
+extern uint64 fit_rng_next(uint64 *state);
+
 #endif							/* PERPCA_EIGEN_H */

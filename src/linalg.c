@@ -24,12 +24,6 @@ linalg_init(void)
 	blas_thread_shutdown_();
 }
 
-const char *
-linalg_config(void)
-{
-	return openblas_get_config();
-}
-
 void
 linalg_syrk_upper(int d, int k, double alpha, const double *A, double *C)
 {
@@ -348,6 +342,17 @@ tridiagonal_top(int d, int k, double *diag, double *off, double *w, double *z, d
 	return eigh_top_bisection(d, k, diag, off, w, z, iw, lw);
 }
 
+/* k ascending eigenpairs (w, the rows of z, n long) as descending values and columns of Z (stride ldz). */
+static void
+copy_descending(int n, int k, const double *w, const double *z, double *values, double *Z, int ldz)
+{
+	for (int j = 0; j < k; j++)
+	{
+		values[j] = w[k - 1 - j];
+		cblas_dcopy(n, z + (int64_t) (k - 1 - j) * n, 1, Z + j, ldz);
+	}
+}
+
 /*
  * The top k eigenpairs of the symmetric d x d A: dsytrd, then the MRRR
  * solver dstemr on the tridiagonal for the index range [d-k+1, d], dormtr
@@ -387,14 +392,9 @@ linalg_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz,
 		return info;
 	info = LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'L', 'N', d, k, A, d, tau, z, d,
 							   lw, LINALG_EIGH_LWORK(d));
-	if (info != 0)
-		return info;
-	for (int j = 0; j < k; j++)
-	{
-		values[j] = w[k - 1 - j];
-		cblas_dcopy(d, z + (int64_t) (k - 1 - j) * d, 1, Z + j, ldz);
-	}
-	return 0;
+	if (info == 0)
+		copy_descending(d, k, w, z, values, Z, ldz);
+	return info;
 }
 
 /*
@@ -414,14 +414,9 @@ linalg_eigh_small(int n, double *A, double *values, double *Z, int ldz, double *
 	if (n == 0)
 		return 0;
 	info = LAPACKE_dsyev_work(LAPACK_COL_MAJOR, 'V', 'U', n, A, n, w, lw, LINALG_EIGH_SMALL_LWORK(n));
-	if (info != 0)
-		return info;
-	for (int j = 0; j < n; j++)
-	{
-		values[j] = w[n - 1 - j];
-		cblas_dcopy(n, A + (int64_t) (n - 1 - j) * n, 1, Z + j, ldz);
-	}
-	return 0;
+	if (info == 0)
+		copy_descending(n, n, w, A, values, Z, ldz);
+	return info;
 }
 
 /* Column-major A's column j is row-major row j: the eigenvectors as rows. */

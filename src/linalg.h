@@ -13,9 +13,6 @@
 /* Keep BLAS single-threaded inside a backend (called from _PG_init). */
 extern void linalg_init(void);
 
-/* Human-readable BLAS build configuration (for diagnostics). */
-extern const char *linalg_config(void);
-
 /* C (d x d, upper triangle) += alpha * A^T A, A is k x d. */
 extern void linalg_syrk_upper(int d, int k, double alpha, const double *A, double *C);
 

@@ -359,40 +359,20 @@ model_row_array(FunctionCallInfo fcinfo, PerpcaRowOp op)
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(out, n));
 }
 
-/* Scores of x: the global scores, then the client's local scores. */
-Datum
-perpca_model_scores(PG_FUNCTION_ARGS)
-{
-	return model_row_array(fcinfo, PERPCA_ROW_SCORES);
-}
+/*
+ * The model's row functions on a float8[] row: the scores (global, then the
+ * client's local); the global part, centre + U^T U (x - centre), what the
+ * clients share; the local part, V_i^T V_i (x - centre), what is unique to
+ * the client; the reconstruction, their sum; the residual, x minus it.
+ */
+#define ROW_ARRAY_FUNCTION(name, op) \
+Datum name(PG_FUNCTION_ARGS) { return model_row_array(fcinfo, op); }
 
-/* Global part of x: centre + U^T U (x - centre), what the clients share. */
-Datum
-perpca_model_global_part(PG_FUNCTION_ARGS)
-{
-	return model_row_array(fcinfo, PERPCA_ROW_GLOBAL_PART);
-}
-
-/* Local part of x: V_i^T V_i (x - centre), what is unique to the client. */
-Datum
-perpca_model_local_part(PG_FUNCTION_ARGS)
-{
-	return model_row_array(fcinfo, PERPCA_ROW_LOCAL_PART);
-}
-
-/* Reconstruction of x: its global part plus its local part. */
-Datum
-perpca_model_reconstruct(PG_FUNCTION_ARGS)
-{
-	return model_row_array(fcinfo, PERPCA_ROW_RECONSTRUCT);
-}
-
-/* Residual of x: x minus its reconstruction. */
-Datum
-perpca_model_residual(PG_FUNCTION_ARGS)
-{
-	return model_row_array(fcinfo, PERPCA_ROW_RESIDUAL);
-}
+ROW_ARRAY_FUNCTION(perpca_model_scores, PERPCA_ROW_SCORES)
+ROW_ARRAY_FUNCTION(perpca_model_global_part, PERPCA_ROW_GLOBAL_PART)
+ROW_ARRAY_FUNCTION(perpca_model_local_part, PERPCA_ROW_LOCAL_PART)
+ROW_ARRAY_FUNCTION(perpca_model_reconstruct, PERPCA_ROW_RECONSTRUCT)
+ROW_ARRAY_FUNCTION(perpca_model_residual, PERPCA_ROW_RESIDUAL)
 
 /* Squared norm of the (standardized) residual: the reconstruction error of x, an anomaly score. */
 Datum

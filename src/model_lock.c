@@ -432,6 +432,32 @@ model_source_view(const ModelLock *ml, const char *suffix)
 	return view;
 }
 
+/* DROP VIEW of the model's view <base>_<suffix>, when it has one (under SPI). */
+static void
+drop_view(const ModelLock *ml, const char *suffix)
+{
+	Oid			view = model_source_view(ml, suffix);
+
+	if (OidIsValid(view) &&
+		SPI_execute(psprintf("DROP VIEW %s", model_relid_name(view)), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "perpca_drop: DROP VIEW %s failed", model_relid_name(view));
+}
+
+/* DROP TABLE of the model's tables and its history, in lock order, every name qualified. */
+static char *
+drop_command(const ModelLock *ml, Oid history)
+{
+	StringInfoData cmd;
+
+	initStringInfo(&cmd);
+	appendStringInfoString(&cmd, "DROP TABLE ");
+	for (int i = 0; i < MODEL_NRELS; i++)
+		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", model_relid_name(ml->relid[i]));
+	if (OidIsValid(history))
+		appendStringInfo(&cmd, ", %s", model_relid_name(history));
+	return cmd.data;
+}
+
 /* perpca_drop(model text, if_exists boolean DEFAULT false) RETURNS void */
 Datum
 perpca_drop(PG_FUNCTION_ARGS)
@@ -439,9 +465,7 @@ perpca_drop(PG_FUNCTION_ARGS)
 	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	bool		if_exists = PG_GETARG_BOOL(1);
 	ModelLock	ml;
-	StringInfoData cmd;
-	Oid			history,
-				view;
+	char	   *cmd;
 
 	model_lock(&ml, model, MODEL_LOCK_DROP, true, if_exists);
 	if (!ml.present)
@@ -456,26 +480,13 @@ perpca_drop(PG_FUNCTION_ARGS)
 				 errmsg("table %s is not the info table of a perpca model", model_relid_name(ml.relid[MODEL_REL_INFO])),
 				 errdetail("It has no column \"version\" of type bigint."),
 				 errhint("perpca_drop drops only models stored by perpca_train(); drop other tables with DROP TABLE.")));
-	history = model_lock_history(&ml, MODEL_LOCK_DROP, true);
-	/* In lock order; every name qualified, nothing else in the command. */
-	initStringInfo(&cmd);
-	appendStringInfoString(&cmd, "DROP TABLE ");
-	for (int i = 0; i < MODEL_NRELS; i++)
-		appendStringInfo(&cmd, "%s%s", i > 0 ? ", " : "", model_relid_name(ml.relid[i]));
-	if (OidIsValid(history))
-		appendStringInfo(&cmd, ", %s", model_relid_name(history));
-	view = model_source_view(&ml, "source");
+	cmd = drop_command(&ml, model_lock_history(&ml, MODEL_LOCK_DROP, true));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (OidIsValid(view) &&
-		SPI_execute(psprintf("DROP VIEW %s", model_relid_name(view)), false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "perpca_drop: DROP VIEW %s failed", model_relid_name(view));
-	view = model_source_view(&ml, "calibration");
-	if (OidIsValid(view) &&
-		SPI_execute(psprintf("DROP VIEW %s", model_relid_name(view)), false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "perpca_drop: DROP VIEW %s failed", model_relid_name(view));
-	if (SPI_execute(cmd.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "perpca_drop: %s failed", cmd.data);
+	drop_view(&ml, "source");
+	drop_view(&ml, "calibration");
+	if (SPI_execute(cmd, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "perpca_drop: %s failed", cmd);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -138,7 +138,8 @@ node_apply_exact(FitNode *node, const double *X, int q)
 	return acc;
 }
 
-void
+/* out (d x q) = sum_i w_i S_i X, summed exactly and rounded once (exact_sum.h). */
+static void
 node_apply(FitNode *node, const double *X, int q, double *out)
 {
 	ExactSum   *acc = node_apply_exact(node, X, q);

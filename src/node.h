@@ -34,9 +34,6 @@ extern double node_lambda_max(FitNode *node);
  */
 extern double *node_basis(FitNode *node, bool qu, bool exact, int *q);
 
-/* out (d x q) = sum_i w_i S_i X, summed exactly and rounded once (exact_sum.h). */
-extern void node_apply(FitNode *node, const double *X, int q, double *out);
-
 /* The exact sum sum_i w_i S_i X (d x q entries), for a shard to ship. */
 extern struct ExactSum *node_apply_exact(FitNode *node, const double *X, int q);
 

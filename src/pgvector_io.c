@@ -229,37 +229,15 @@ perpca_pgvector_init(void)
 	perpca_stats_row_reader(PERPCA_ROWTYPE_HALFVEC, &halfvec_reader);
 }
 
-/* perpca_stats(vector) transition: NULL rows are ignored. */
-Datum
-perpca_vector_stats_accum(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR);
-}
-
-/* perpca_stats(halfvec) transition: NULL rows are ignored. */
-Datum
-perpca_halfvec_stats_accum(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR);
-}
-
 /*
- * perpca_stats(vector, nulls) transition: a row with a NaN or infinite value
- * (which pgvector itself never makes) is an error or, under 'skip', left out
- * and counted.
+ * perpca_stats(vector / halfvec [, nulls]) transitions: a row with a NaN or
+ * infinite value (which pgvector itself never makes) is an error or, under
+ * 'skip', left out and counted.
  */
-Datum
-perpca_vector_stats_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2));
-}
-
-/* perpca_stats(halfvec, nulls) transition. */
-Datum
-perpca_halfvec_stats_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2));
-}
+PERPCA_STATS_ACCUM_FUNCTION(perpca_vector_stats_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR)
+PERPCA_STATS_ACCUM_FUNCTION(perpca_halfvec_stats_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR)
+PERPCA_STATS_ACCUM_FUNCTION(perpca_vector_stats_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2))
+PERPCA_STATS_ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2))
 
 /* ------------------------------------------------------------------------
  * Out: the model row functions on a vector row
@@ -321,40 +299,15 @@ model_row_vector(FunctionCallInfo fcinfo, PerpcaRowOp op, const char *what)
 	PG_RETURN_POINTER(vector_build(out, n, what));
 }
 
-/* perpca_model_scores on a vector row: the scores as a vector. */
-Datum
-perpca_model_scores_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_SCORES, "the scores");
-}
+/* The model's row functions on a vector row, each its result as a vector. */
+#define ROW_VECTOR_FUNCTION(name, op, what) \
+Datum name(PG_FUNCTION_ARGS) { return model_row_vector(fcinfo, op, what); }
 
-/* perpca_model_global_part on a vector row. */
-Datum
-perpca_model_global_part_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_GLOBAL_PART, "the global part");
-}
-
-/* perpca_model_local_part on a vector row. */
-Datum
-perpca_model_local_part_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_LOCAL_PART, "the local part");
-}
-
-/* perpca_model_reconstruct on a vector row. */
-Datum
-perpca_model_reconstruct_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_RECONSTRUCT, "the reconstruction");
-}
-
-/* perpca_model_residual on a vector row. */
-Datum
-perpca_model_residual_vector(PG_FUNCTION_ARGS)
-{
-	return model_row_vector(fcinfo, PERPCA_ROW_RESIDUAL, "the residual");
-}
+ROW_VECTOR_FUNCTION(perpca_model_scores_vector, PERPCA_ROW_SCORES, "the scores")
+ROW_VECTOR_FUNCTION(perpca_model_global_part_vector, PERPCA_ROW_GLOBAL_PART, "the global part")
+ROW_VECTOR_FUNCTION(perpca_model_local_part_vector, PERPCA_ROW_LOCAL_PART, "the local part")
+ROW_VECTOR_FUNCTION(perpca_model_reconstruct_vector, PERPCA_ROW_RECONSTRUCT, "the reconstruction")
+ROW_VECTOR_FUNCTION(perpca_model_residual_vector, PERPCA_ROW_RESIDUAL, "the residual")
 
 /* perpca_model_error on a vector row: a float8, as for a float8[] row. */
 Datum

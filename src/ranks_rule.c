@@ -337,19 +337,16 @@ notice_edge(const RankPair *r, const RankScan *scan, int lo, int hi)
 }
 
 /*
- * Apply the rule; note every pair and say in a NOTICE which way the grid
- * should move when the answer sits at its edge.  Returns the recommended
- * index or -1.
+ * Over the measured pairs: the held-out variance into scan, the smallest and
+ * largest size into lo and hi (lo > hi: none); returns the largest lift.
  */
-int
-ranks_recommend(RankPair *pairs, int n, RankScan *scan)
+static double
+measured_range(const RankPair *pairs, int n, RankScan *scan, int *lo, int *hi)
 {
-	bool		share = !isnan(scan->target);
 	double		lift = 0;
-	int			lo = INT_MAX,
-				hi = 0,
-				r = -1;
 
+	*lo = INT_MAX;
+	*hi = 0;
 	scan->variance = 0;
 	for (int i = 0; i < n; i++)
 	{
@@ -359,9 +356,26 @@ ranks_recommend(RankPair *pairs, int n, RankScan *scan)
 			continue;
 		scan->variance = Max(scan->variance, p->heldout_variance);
 		lift = Max(lift, p->heldout_ratio * scan->d / size_of(p));
-		lo = Min(lo, size_of(p));
-		hi = Max(hi, size_of(p));
+		*lo = Min(*lo, size_of(p));
+		*hi = Max(*hi, size_of(p));
 	}
+	return lift;
+}
+
+/*
+ * Apply the rule; note every pair and say in a NOTICE which way the grid
+ * should move when the answer sits at its edge.  Returns the recommended
+ * index or -1.
+ */
+int
+ranks_recommend(RankPair *pairs, int n, RankScan *scan)
+{
+	bool		share = !isnan(scan->target);
+	int			lo,
+				hi,
+				r = -1;
+	double		lift = measured_range(pairs, n, scan, &lo, &hi);
+
 	if (lo <= hi && lift < STRUCTURE_LIFT && !scan->quiet)
 		notice_no_structure(lift, share);
 	if (lo <= hi && (share || lift >= STRUCTURE_LIFT))

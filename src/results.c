@@ -37,6 +37,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "eigen.h"
 #include "error_kinds.h"
 #include "linalg.h"
 #include "model_bind.h"
@@ -311,22 +312,11 @@ perpca_component_variance(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
-/* splitmix64: the k-means starts' random stream (fixed seed: the same clusters on every call). */
-static uint64
-next_random(uint64 *state)
-{
-	uint64		z = (*state += UINT64CONST(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
-/* A uniform double in [0, 1). */
+/* A uniform double in [0, 1) of the k-means starts' stream (fixed seed: the same clusters on every call). */
 static double
 uniform(uint64 *state)
 {
-	return (next_random(state) >> 11) * (1.0 / 9007199254740992.0);
+	return (fit_rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static double

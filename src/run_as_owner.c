@@ -73,7 +73,8 @@ PG_FUNCTION_INFO_V1(perpca_run_as_owner);
 PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
 
 
-void
+/* Raise insufficient_privilege unless the current user has the privileges of role. */
+static void
 run_as_check_role(Oid role)
 {
 	if (!has_privs_of_role(GetUserId(), role))

@@ -14,9 +14,6 @@
 
 #include "postgres.h"
 
-/* Raise insufficient_privilege unless the current user has the privileges of role. */
-extern void run_as_check_role(Oid role);
-
 /* What run_as_enter() changed, for run_as_leave(). */
 typedef struct RunAs
 {

@@ -120,6 +120,21 @@ shrink_cut(int i, int keep, double delta_t)
 	return i < keep - perpca_sketch_shrunk_rows(keep) ? 0.0 : delta_t;
 }
 
+/* Eigenvectors G (m x m) and ascending eigenvalues w of the buffer's Gram matrix. */
+static void
+buffer_eigen(SketchState *sk, double *G, double *w)
+{
+	int			m = sk->nrows;
+
+	buffer_gram(sk, G);
+	if (perpca_first_nonfinite(G, m * m) >= 0)
+		too_large();
+	if (linalg_eigh_all(m, G, w) != 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_INTERNAL),
+				 errmsg("eigendecomposition failed in a Frequent Directions shrink")));
+}
+
 /*
  * Shrink the buffer's m = nrows rows to at most keep rows: delta_t is the
  * (keep + 1)-th eigenvalue of the Gram matrix (0 if there are no more than
@@ -148,13 +163,7 @@ sketch_shrink(SketchState *sk, int keep)
 	w = G + (int64) m * m;
 	W = w + m;
 	out = W + (int64) keep * m;
-	buffer_gram(sk, G);
-	if (perpca_first_nonfinite(G, m * m) >= 0)
-		too_large();
-	if (linalg_eigh_all(m, G, w) != 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_INTERNAL),
-				 errmsg("eigendecomposition failed in a Frequent Directions shrink")));
+	buffer_eigen(sk, G, w);
 	/* ascending: lambda_i (1-based, descending) is w[m - i] */
 	dt = Max(w[m - keep - 1], 0.0);
 	for (int i = 0; i < keep; i++)

@@ -113,26 +113,16 @@ agg_add(SketchAgg *agg, const double *x)
 		agg->sk->skipped++;
 }
 
-/* The transition for a float8[] row (argument 1). */
-static Datum
+/* The state with a float8[] row (argument 1) added. */
+static SketchAgg *
 accum_float8(FunctionCallInfo fcinfo, PerpcaNulls nulls)
 {
-	ArrayType  *a;
-	const double *x;
+	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
 	int			d;
 	int			j;
-	SketchAgg  *agg;
+	const double *x = perpca_vector_shape_nulls(a, &d, "input row");
+	SketchAgg  *agg = agg_state(fcinfo, d, nulls);
 
-	if (PG_ARGISNULL(1))
-	{
-		perpca_agg_context(fcinfo, "perpca_sketch_accum", NULL);
-		if (PG_ARGISNULL(0))
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(PG_GETARG_POINTER(0));
-	}
-	a = PG_GETARG_ARRAYTYPE_P(1);
-	x = perpca_vector_shape_nulls(a, &d, "input row");
-	agg = agg_state(fcinfo, d, nulls);
 	if (ARR_HASNULL(a) && (j = perpca_first_null(a)) >= 0)
 	{
 		if (nulls == PERPCA_NULLS_ERROR)
@@ -141,18 +131,29 @@ accum_float8(FunctionCallInfo fcinfo, PerpcaNulls nulls)
 	}
 	else
 		agg_add(agg, x);
-	PG_RETURN_POINTER(agg);
+	return agg;
 }
 
-/* The transition for a row of another type (argument 1), read through its reader. */
-static Datum
+/* The state with a row of another type (argument 1) added, read through its reader. */
+static SketchAgg *
 accum_rowtype(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
 {
 	const PerpcaRowReader *reader = perpca_stats_row_reader_get(type);
-	const void *row;
 	int			d;
-	SketchAgg  *agg;
+	const void *row = reader->row(PG_GETARG_DATUM(1), &d, "input row");
+	SketchAgg  *agg = agg_state(fcinfo, d, nulls);
 
+	if (agg->scratch == NULL)
+		agg->scratch = MemoryContextAlloc(agg->sk->cxt, sizeof(double) * d);
+	(void) reader->values(row, agg->scratch);	/* agg_add checks */
+	agg_add(agg, agg->scratch);
+	return agg;
+}
+
+/* The transition for a row of any type: a NULL row leaves the state as it is. */
+static Datum
+accum(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
+{
 	if (PG_ARGISNULL(1))
 	{
 		perpca_agg_context(fcinfo, "perpca_sketch_accum", NULL);
@@ -160,50 +161,21 @@ accum_rowtype(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(PG_GETARG_POINTER(0));
 	}
-	row = reader->row(PG_GETARG_DATUM(1), &d, "input row");
-	agg = agg_state(fcinfo, d, nulls);
-	if (agg->scratch == NULL)
-		agg->scratch = MemoryContextAlloc(agg->sk->cxt, sizeof(double) * d);
-	(void) reader->values(row, agg->scratch);	/* agg_add checks */
-	agg_add(agg, agg->scratch);
-	PG_RETURN_POINTER(agg);
+	if (type == PERPCA_ROWTYPE_FLOAT8)
+		PG_RETURN_POINTER(accum_float8(fcinfo, nulls));
+	PG_RETURN_POINTER(accum_rowtype(fcinfo, type, nulls));
 }
 
-Datum
-perpca_sketch_accum(PG_FUNCTION_ARGS)
-{
-	return accum_float8(fcinfo, PERPCA_NULLS_ERROR);
-}
+/* perpca_sketch(x, ell) and perpca_sketch(x, ell, nulls) of float8[], vector and halfvec rows. */
+#define SKETCH_ACCUM(name, type, nulls) \
+Datum name(PG_FUNCTION_ARGS) { return accum(fcinfo, type, nulls); }
 
-Datum
-perpca_sketch_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return accum_float8(fcinfo, perpca_nulls_fcinfo_arg(fcinfo, 3));
-}
-
-Datum
-perpca_vector_sketch_accum(PG_FUNCTION_ARGS)
-{
-	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR);
-}
-
-Datum
-perpca_vector_sketch_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 3));
-}
-
-Datum
-perpca_halfvec_sketch_accum(PG_FUNCTION_ARGS)
-{
-	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR);
-}
-
-Datum
-perpca_halfvec_sketch_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return accum_rowtype(fcinfo, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 3));
-}
+SKETCH_ACCUM(perpca_sketch_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR)
+SKETCH_ACCUM(perpca_sketch_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 3))
+SKETCH_ACCUM(perpca_vector_sketch_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR)
+SKETCH_ACCUM(perpca_vector_sketch_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 3))
+SKETCH_ACCUM(perpca_halfvec_sketch_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR)
+SKETCH_ACCUM(perpca_halfvec_sketch_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 3))
 
 /* Merge partial state b into a (a created as an empty copy in our context). */
 Datum

@@ -157,12 +157,6 @@ perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped)
 	return stats_alloc(form, d, n, skipped, false);
 }
 
-PerpcaStats *
-perpca_stats_alloc(int form, int d, int64 n)
-{
-	return perpca_stats_alloc_skipped(form, d, n, 0);
-}
-
 int64
 perpca_stats_skipped(const PerpcaStats *s)
 {
@@ -229,7 +223,12 @@ header_size(const PerpcaStats *s)
 		(has_skipped(s) ? sizeof(int64) : 0);
 }
 
-void
+/*
+ * Reject format versions and forms this build does not know (0A000), and a
+ * value whose size is not the one its header (form, dimension, rows, ell)
+ * gives (XX001): after it, the body can be read.  O(1).
+ */
+static void
 perpca_stats_check_version(const PerpcaStats *s)
 {
 	int64		size;
@@ -944,7 +943,6 @@ perpca_skipped(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 
-	perpca_stats_check_version(s);
 	PG_RETURN_INT64(perpca_stats_skipped(s));
 }
 
@@ -962,7 +960,6 @@ perpca_stats_form(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 
-	perpca_stats_check_version(s);
 	PG_RETURN_TEXT_P(cstring_to_text(s->form == PERPCA_FORM_SKETCH ? "sketch" :
 									 s->form == PERPCA_FORM_THIN ? "thin" : "dense"));
 }
@@ -1061,7 +1058,8 @@ perpca_row_element_error(const char *what, int j, int d, bool isnull, double val
 			 errhint("%s", hint)));
 }
 
-PerpcaNulls
+/* The nulls argument ('error' or 'skip') of perpca_stats(x, nulls). */
+static PerpcaNulls
 perpca_nulls_arg(text *t)
 {
 	int			len = VARSIZE_ANY_EXHDR(t);

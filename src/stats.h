@@ -98,8 +98,8 @@ typedef struct PerpcaStats
 #define PERPCA_STATS_BODY(s)	((s)->data + 2 * (s)->dim)	/* packed M2, rows, or delta, trace, B */
 
 /*
- * A perpca_stats Datum, detoasted, its header checked against its size
- * (perpca_stats_check_version) before anything reads its body: every reader
+ * A perpca_stats Datum, detoasted, its header (version, form) checked
+ * against its size before anything reads its body: every reader
  * of a stored value takes it through one of these.
  */
 extern PerpcaStats *perpca_stats_detoast(Datum d);
@@ -173,10 +173,7 @@ extern PerpcaStats *perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n,
 /* Raise program_limit_exceeded when a sketch's d is above PERPCA_SKETCH_MAX_DIM. */
 extern void perpca_check_sketch_dim(int d);
 
-/* Allocate a zeroed value (errors if it would exceed the allocation limit). */
-extern PerpcaStats *perpca_stats_alloc(int form, int d, int64 n);
-
-/* The same with a count of skipped rows (version 2 when it is not zero). */
+/* A zeroed value, with a count of skipped rows (version 2 when it is not zero; errors if it would exceed the allocation limit). */
 extern PerpcaStats *perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped);
 
 /*
@@ -209,9 +206,7 @@ typedef enum PerpcaNulls
 
 typedef struct StatsState StatsState;
 
-/* The nulls argument ('error' or 'skip') of perpca_stats(x, nulls). */
-extern PerpcaNulls perpca_nulls_arg(text *t);
-/* The same for argument argno of an aggregate's transition (NULL is an error). */
+/* The nulls argument ('error' or 'skip') argno of an aggregate's transition (NULL is an error). */
 extern PerpcaNulls perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno);
 /* The aggregate context of support function fname (an error outside an aggregate). */
 extern MemoryContext perpca_agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind);
@@ -236,6 +231,14 @@ typedef enum PerpcaRowType
 
 extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type,
 									 PerpcaNulls nulls);
+
+/*
+ * perpca_stats(x) and perpca_stats(x, nulls) of one row type, as one-line
+ * SQL entry points: nulls is PERPCA_NULLS_ERROR, or the argument's
+ * (perpca_nulls_fcinfo_arg(fcinfo, 2)).
+ */
+#define PERPCA_STATS_ACCUM_FUNCTION(name, type, nulls) \
+Datum name(PG_FUNCTION_ARGS) { return perpca_stats_accum_rows(fcinfo, type, nulls); }
 
 /*
  * The reader of rows of one type other than float8[]: a value (detoasted,
@@ -282,14 +285,8 @@ extern pg_noreturn void perpca_row_element_error(const char *what, int j, int d,
 extern int	perpca_first_nonfinite(const double *x, int d);
 
 /*
- * Reject format versions and forms this build does not know (0A000), and a
- * value whose size is not the one its header (form, dimension, rows, ell)
- * gives (XX001): after it, the body can be read.  O(1).
- */
-extern void perpca_stats_check_version(const PerpcaStats *s);
-
-/*
- * Check a value read from outside, all of it: its header as above, then
+ * Check a value read from outside, all of it: its header (format version,
+ * form, size), then
  * its counts and numbers (finite, consistent: 22000).  Text and binary
  * input, and every function that computes with a value, call it.
  */

@@ -1224,6 +1224,15 @@ row_doubles(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, Stat
 	return x;
 }
 
+/* A NULL row or value: the state as it is (NULL before the first row). */
+static Datum
+state_kept(FunctionCallInfo fcinfo, StatsState *st)
+{
+	if (st == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_POINTER(st);
+}
+
 /*
  * The transition of perpca_stats(x) and perpca_stats(x, nulls) for rows of
  * the given type: NULL rows are ignored, rows with a missing value are an
@@ -1240,11 +1249,7 @@ perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls
 	const double *x;
 
 	if (PG_ARGISNULL(1))
-	{
-		if (st == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(st);
-	}
+		return state_kept(fcinfo, st);
 	if (st != NULL)
 		state_set_nulls(st, nulls);
 	if (defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
@@ -1257,19 +1262,9 @@ perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls
 	PG_RETURN_POINTER(st);
 }
 
-/* perpca_stats(float8[]) transition: a row with a missing value is an error. */
-Datum
-perpca_stats_accum(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR);
-}
-
-/* perpca_stats(float8[], text) transition: nulls => 'error' or 'skip'. */
-Datum
-perpca_stats_accum_nulls(PG_FUNCTION_ARGS)
-{
-	return perpca_stats_accum_rows(fcinfo, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2));
-}
+/* perpca_stats(float8[] [, nulls]) transitions: a row with a missing value is an error, or skipped. */
+PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR)
+PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2))
 
 /* perpca_merge(perpca_stats) transition. */
 Datum
@@ -1280,11 +1275,7 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	PerpcaStats *s;
 
 	if (PG_ARGISNULL(1))
-	{
-		if (st == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(st);
-	}
+		return state_kept(fcinfo, st);
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_validate(s);
 	if (st == NULL)

@@ -167,7 +167,7 @@ dist_changed(DistStats *ds)
  * state.
  */
 static DistStats *
-dist_step_n(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn,
+dist_step(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn,
 			int nargs, Datum value, Datum extra)
 {
 	bool		isnull;
@@ -184,12 +184,6 @@ dist_step_n(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunc
 	return ds;
 }
 
-static DistStats *
-dist_step(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn, Datum value)
-{
-	return dist_step_n(fcinfo, aggcxt, ds, fn, 2, value, (Datum) 0);
-}
-
 /*
  * The state in argument 0: ours as it is; a perpca_stats value that is not
  * our state (an initial value, a copy the executor made) becomes a new state
@@ -202,7 +196,7 @@ dist_state_arg(FunctionCallInfo fcinfo, MemoryContext aggcxt)
 		return NULL;
 	if (is_our_state(PG_GETARG_DATUM(0)))
 		return (DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0));
-	return dist_step(fcinfo, aggcxt, NULL, perpca_stats_merge_accum, PG_GETARG_DATUM(0));
+	return dist_step(fcinfo, aggcxt, NULL, perpca_stats_merge_accum, 2, PG_GETARG_DATUM(0), (Datum) 0);
 }
 
 static Datum
@@ -213,43 +207,41 @@ dist_result(DistStats *ds)
 	return EOHPGetRWDatum(&ds->hdr);
 }
 
+/*
+ * A transition: fn, perpca_stats' or perpca_merge's own, on argument 1 (and
+ * the missing mode in argument 2 when nargs is 3); a NULL row or value
+ * leaves the state as it is (NULL before the first row).
+ */
+static Datum
+dist_transition(FunctionCallInfo fcinfo, const char *fname, PGFunction fn, int nargs)
+{
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, fname, NULL);
+	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
+
+	if (nargs == 3 && PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
+	if (PG_ARGISNULL(1) && ds == NULL)
+		PG_RETURN_NULL();
+	if (!PG_ARGISNULL(1))
+		ds = dist_step(fcinfo, aggcxt, ds, fn, nargs, PG_GETARG_DATUM(1),
+						 nargs == 3 ? PG_GETARG_DATUM(2) : (Datum) 0);
+	PG_RETURN_DATUM(dist_result(ds));
+}
+
 /* perpca_stats_distributed(float8[]) transition: perpca_stats(float8[])'s. */
 Datum
 perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_dist_accum", NULL);
-	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
-
-	if (PG_ARGISNULL(1))
-	{
-		if (ds == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(dist_result(ds));
-	}
-	ds = dist_step(fcinfo, aggcxt, ds, perpca_stats_accum, PG_GETARG_DATUM(1));
-	PG_RETURN_DATUM(dist_result(ds));
+	return dist_transition(fcinfo, "perpca_stats_dist_accum", perpca_stats_accum, 2);
 }
 
 /* perpca_stats_distributed(float8[], text) transition: perpca_stats(float8[], text)'s. */
 Datum
 perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_dist_accum_nulls", NULL);
-	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
-
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
-				 errmsg("missing must be 'error' or 'skip', not NULL")));
-	if (PG_ARGISNULL(1))
-	{
-		if (ds == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(dist_result(ds));
-	}
-	ds = dist_step_n(fcinfo, aggcxt, ds, perpca_stats_accum_nulls, 3, PG_GETARG_DATUM(1),
-					 PG_GETARG_DATUM(2));
-	PG_RETURN_DATUM(dist_result(ds));
+	return dist_transition(fcinfo, "perpca_stats_dist_accum_nulls", perpca_stats_accum_nulls, 3);
 }
 
 /*
@@ -260,17 +252,7 @@ perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_dist_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_dist_combine", NULL);
-	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
-
-	if (PG_ARGISNULL(1))
-	{
-		if (ds == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_DATUM(dist_result(ds));
-	}
-	ds = dist_step(fcinfo, aggcxt, ds, perpca_stats_merge_accum, PG_GETARG_DATUM(1));
-	PG_RETURN_DATUM(dist_result(ds));
+	return dist_transition(fcinfo, "perpca_stats_dist_combine", perpca_stats_merge_accum, 2);
 }
 
 /* Final function: the flat perpca_stats value, as perpca_stats_final builds it. */
