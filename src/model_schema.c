@@ -266,3 +266,93 @@ model_schema_add_missing(ModelTable t, Oid relid)
 					  buf.data));
 	return true;
 }
+
+/* The position of column name among the declared columns of table t, or -1; name NULL: their number. */
+static int
+row_index(ModelTable t, const char *name)
+{
+	int			k = 0;
+
+	for (int i = 0; i < (int) lengthof(columns); i++)
+		if (columns[i].table == t)
+		{
+			if (name != NULL && strcmp(columns[i].name, name) == 0)
+				return k;
+			k++;
+		}
+	return name == NULL ? k : -1;
+}
+
+void
+model_row_init(ModelRow *row, ModelTable t)
+{
+	row->table = t;
+	for (int k = 0; k < MODEL_MAX_COLUMNS; k++)
+	{
+		row->values[k] = (Datum) 0;
+		row->nulls[k] = true;
+	}
+}
+
+void
+model_row_set(ModelRow *row, const char *name, Datum value, bool isnull)
+{
+	int			k = row_index(row->table, name);
+
+	if (k < 0)
+		elog(ERROR, "model table \"%s\" declares no column \"%s\"", tables[row->table].suffix, name);
+	row->values[k] = isnull ? (Datum) 0 : value;
+	row->nulls[k] = isnull;
+}
+
+bool
+model_row_get(const ModelRow *row, const char *name, Datum *value, bool *isnull)
+{
+	int			k = row_index(row->table, name);
+
+	if (k < 0)
+		return false;
+	*value = row->values[k];
+	*isnull = row->nulls[k];
+	return true;
+}
+
+/* INSERT INTO rel (every declared column) VALUES ($1, ...), its parameters of the columns' types. */
+static SPIPlanPtr
+row_insert_plan(ModelTable t, const char *rel)
+{
+	StringInfoData names,
+				params;
+	Oid			types[MODEL_MAX_COLUMNS];
+	int			k = 0;
+	SPIPlanPtr	plan;
+
+	initStringInfo(&names);
+	initStringInfo(&params);
+	for (int i = 0; i < (int) lengthof(columns); i++)
+		if (columns[i].table == t)
+		{
+			appendStringInfo(&names, "%s%s", k > 0 ? ", " : "", quote_identifier(columns[i].name));
+			appendStringInfo(&params, "%s$%d", k > 0 ? ", " : "", k + 1);
+			types[k++] = columns[i].type;
+		}
+	plan = SPI_prepare(psprintf("INSERT INTO %s (%s) VALUES (%s)", rel, names.data, params.data), k, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for an INSERT into %s", rel);
+	return plan;
+}
+
+void
+model_row_insert(const ModelRow *row, const char *schema, const char *base, SPIPlanPtr *plan)
+{
+	char		nulls[MODEL_MAX_COLUMNS];
+	int			n = row_index(row->table, NULL);
+
+	if (*plan == NULL)
+		*plan = row_insert_plan(row->table,
+								quote_qualified_identifier(schema, psprintf("%s_%s", base, tables[row->table].suffix)));
+	for (int k = 0; k < n; k++)
+		nulls[k] = row->nulls[k] ? 'n' : ' ';
+	if (SPI_execute_plan(*plan, (Datum *) row->values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into the %s of model \"%s.%s\"", tables[row->table].suffix, schema, base);
+}

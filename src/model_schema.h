@@ -18,6 +18,7 @@
 
 #include "postgres.h"
 
+#include "executor/spi.h"
 #include "utils/relcache.h"
 
 /* The tables of a model; the first three in model_lock.h's lock order (MODEL_REL_*). */
@@ -56,5 +57,31 @@ extern void model_schema_create(ModelTable t, const char *schema, const char *ba
  * SPI; the caller is connected to SPI.  Whether anything was added.
  */
 extern bool model_schema_add_missing(ModelTable t, Oid relid);
+
+/* The most columns a table declares. */
+#define MODEL_MAX_COLUMNS 40
+
+/* One row of table t, by declared column (model_row_set); NULL where not set. */
+typedef struct ModelRow
+{
+	ModelTable	table;
+	Datum		values[MODEL_MAX_COLUMNS];
+	bool		nulls[MODEL_MAX_COLUMNS];
+} ModelRow;
+
+extern void model_row_init(ModelRow *row, ModelTable t);
+
+/* Set (or with isnull, clear) the declared column name of row (an unknown name is a bug: elog). */
+extern void model_row_set(ModelRow *row, const char *name, Datum value, bool isnull);
+
+/* The value of the declared column name of row; false when t declares no such column. */
+extern bool model_row_get(const ModelRow *row, const char *name, Datum *value, bool *isnull);
+
+/*
+ * Insert row into table row->table of model schema.base: one INSERT of
+ * every declared column, its values parameters of exactly the columns'
+ * types (prepared once per table and call: plan caches it), through SPI.
+ */
+extern void model_row_insert(const ModelRow *row, const char *schema, const char *base, SPIPlanPtr *plan);
 
 #endif							/* PERPCA_MODEL_SCHEMA_H */
