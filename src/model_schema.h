@@ -18,7 +18,6 @@
 
 #include "postgres.h"
 
-#include "executor/spi.h"
 #include "utils/relcache.h"
 
 /* The tables of a model; the first three in model_lock.h's lock order (MODEL_REL_*). */
@@ -77,11 +76,28 @@ extern void model_row_set(ModelRow *row, const char *name, Datum value, bool isn
 /* The value of the declared column name of row; false when t declares no such column. */
 extern bool model_row_get(const ModelRow *row, const char *name, Datum *value, bool *isnull);
 
+/* The rows of one INSERT into a table of a model, each of the table's row type. */
+typedef struct ModelRows
+{
+	ModelTable	table;
+	const char *rel;
+	TupleDesc	desc;
+	int			n;
+	int			size;
+	Datum	   *rows;
+} ModelRows;
+
+/* Begin the rows of table t of model schema.base; 22P.. (damaged) when a declared column has another type. */
+extern void model_rows_begin(ModelRows *rs, ModelTable t, const char *schema, const char *base);
+
+/* Add row (its declared columns by name; the table's others NULL). */
+extern void model_rows_add(ModelRows *rs, const ModelRow *row);
+
 /*
- * Insert row into table row->table of model schema.base: one INSERT of
- * every declared column, its values parameters of exactly the columns'
- * types (prepared once per table and call: plan caches it), through SPI.
+ * Insert the rows with one INSERT of the declared columns, the rows one
+ * parameter: an array of the table's row type, whose fields are exactly
+ * the columns' types; through SPI (the caller is connected).
  */
-extern void model_row_insert(const ModelRow *row, const char *schema, const char *base, SPIPlanPtr *plan);
+extern void model_rows_insert(ModelRows *rs);
 
 #endif							/* PERPCA_MODEL_SCHEMA_H */

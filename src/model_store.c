@@ -690,9 +690,10 @@ static void
 store_components(const StoreModel *sm, Tuplestorestate *rows, TupleDesc desc, const Stage *st, int d, FitRows *fr)
 {
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-	SPIPlanPtr	plan = NULL;
+	ModelRows	rs;
 	ModelRow	row;
 
+	model_rows_begin(&rs, MODEL_TABLE_COMPONENTS, sm->schema, sm->base);
 	fr->V = palloc0(sizeof(double *) * Max(st->n, 1));
 	fr->r2 = palloc0(sizeof(int) * Max(st->n, 1));
 	tuplestore_rescan(rows);
@@ -702,7 +703,7 @@ store_components(const StoreModel *sm, Tuplestorestate *rows, TupleDesc desc, co
 		model_row_init(&row, MODEL_TABLE_COMPONENTS);
 		for (int a = 0; a < desc->natts; a++)
 			model_row_set(&row, NameStr(TupleDescAttr(desc, a)->attname), slot->tts_values[a], slot->tts_isnull[a]);
-		model_row_insert(&row, sm->schema, sm->base, &plan);
+		model_rows_add(&rs, &row);
 		if (slot->tts_isnull[0])
 			rows_put(&fr->U, &fr->r1, DatumGetInt32(slot->tts_values[2]), slot->tts_values[3], d);
 		else
@@ -714,6 +715,7 @@ store_components(const StoreModel *sm, Tuplestorestate *rows, TupleDesc desc, co
 		}
 	}
 	ExecDropSingleTupleTableSlot(slot);
+	model_rows_insert(&rs);
 }
 
 /* The pooled mean of the staged clients' rows (d), correctly rounded. */
@@ -761,11 +763,12 @@ static double
 store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const FitRows *fr,
 			  const FitDiagnostics *diag)
 {
-	SPIPlanPtr	plan = NULL;
+	ModelRows	rs;
 	double		sum = 0,
 				weight = 0;
 
 	store_columns_add(sm, MODEL_TABLE_CLIENTS);
+	model_rows_begin(&rs, MODEL_TABLE_CLIENTS, sm->schema, sm->base);
 	for (int i = 0; i < st->n; i++)
 	{
 		ModelRow	row;
@@ -778,12 +781,24 @@ store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const
 			continue;
 		bound = client_bound(diag, st->c[i].key, &bound_null);
 		client_row(&row, b, &st->c[i], fr->V[i], fr->r2[i], bound, bound_null, &tv);
-		model_row_insert(&row, sm->schema, sm->base, &plan);
+		model_rows_add(&rs, &row);
 		w = diag->opts.sample_weights ? (double) st->c[i].stats->n : 1.0;
 		sum += w * tv;
 		weight += w;
 	}
+	model_rows_insert(&rs);
 	return sum / weight;
+}
+
+/* Insert row into its table of the model. */
+static void
+store_one_row(const StoreModel *sm, const ModelRow *row)
+{
+	ModelRows	rs;
+
+	model_rows_begin(&rs, row->table, sm->schema, sm->base);
+	model_rows_add(&rs, row);
+	model_rows_insert(&rs);
 }
 
 /* A float8 of a diagnostic into row: NULL for NaN or infinity (a figure that does not apply). */
@@ -845,7 +860,6 @@ static void
 store_info(const StoreModel *sm, const Stage *st, const FitDiagnostics *diag, Jsonb *options, const InfoFacts *f)
 {
 	ModelRow	row;
-	SPIPlanPtr	plan = NULL;
 	Datum		factors,
 				constant;
 
@@ -881,7 +895,7 @@ store_info(const StoreModel *sm, const Stage *st, const FitDiagnostics *diag, Js
 	model_row_set(&row, "stats_digest", CStringGetTextDatum(f->digest), false);
 	model_row_set(&row, "source_view", CStringGetTextDatum(store_rel(sm, "source")), false);
 	row_float(&row, "sketch_bound", diag->sketch_bound);
-	model_row_insert(&row, sm->schema, sm->base, &plan);
+	store_one_row(sm, &row);
 }
 
 /* feature_names must hold one name per feature, without NULLs (22023). */
@@ -1070,7 +1084,7 @@ store_history_append(const StoreModel *sm, ModelRow *row)
 	store_columns_add(sm, MODEL_TABLE_HISTORY);
 	v = store_one(psprintf("SELECT coalesce(max(h.entry), 0) + 1 FROM %s h", store_rel(sm, "history")), &isnull);
 	model_row_set(row, "entry", v, false);
-	model_row_insert(row, sm->schema, sm->base, &(SPIPlanPtr) {NULL});
+	store_one_row(sm, row);
 }
 
 /* The k x d rows C as a d x k matrix of columns. */
@@ -1109,12 +1123,13 @@ personalize_components(const StoreModel *sm, const char *client, const double *V
 					   int d, Tuplestorestate *out)
 {
 	TupleDesc	desc = CreateTemplateTupleDesc(3);
-	SPIPlanPtr	plan = NULL;
+	ModelRows	rs;
 	ModelRow	row;
 
 	TupleDescInitEntry(desc, 1, "component", INT4OID, -1, 0);
 	TupleDescInitEntry(desc, 2, "pc", FLOAT8ARRAYOID, -1, 0);
 	TupleDescInitEntry(desc, 3, "variance", FLOAT8OID, -1, 0);
+	model_rows_begin(&rs, MODEL_TABLE_COMPONENTS, sm->schema, sm->base);
 	for (int j = 0; j < k; j++)
 	{
 		Datum		v[3] = {Int32GetDatum(j + 1), PointerGetDatum(perpca_vector_build(V + (int64) j * d, d)),
@@ -1126,10 +1141,11 @@ personalize_components(const StoreModel *sm, const char *client, const double *V
 		model_row_set(&row, "component", v[0], false);
 		model_row_set(&row, "pc", v[1], false);
 		model_row_set(&row, "variance", v[2], false);
-		model_row_insert(&row, sm->schema, sm->base, &plan);
+		model_rows_add(&rs, &row);
 		if (out != NULL)
 			tuplestore_puttuple(out, heap_form_tuple(desc, v, (bool[3]) {false, false, false}));
 	}
+	model_rows_insert(&rs);
 }
 
 /* The fit's centre of a stored model. */
@@ -1173,7 +1189,7 @@ store_personalize(const StoreModel *sm, const ModelData *m, const char *client, 
 	client_row(&row, &b, &sc, V, n_local,
 			   0.5 * (m->r1 + n_local) * perpca_stats_sketch_delta(stats) / (double) stats->n, false, &tv);
 	store_columns_add(sm, MODEL_TABLE_CLIENTS);
-	model_row_insert(&row, sm->schema, sm->base, &(SPIPlanPtr) {NULL});
+	store_one_row(sm, &row);
 	/* the version first: Citus refuses nextval() inside an UPDATE of a reference table */
 	key = Int64GetDatum(store_next_version(sm));
 	store_sql(psprintf("UPDATE %s SET version = $1", store_rel(sm, "info")), 1, (Oid[]) {INT8OID}, &key);
