@@ -402,7 +402,7 @@ stage_copy(const char *select, Stage *st)
 	client_key_prepare(&key, st->key_type, CurrentMemoryContext);
 	st->n = 0;
 	st->c = palloc(sizeof(StagedClient) * size);
-	for (SPI_cursor_fetch(portal, true, 1000); SPI_processed > 0; SPI_cursor_fetch(portal, true, 1000))
+	while ((SPI_cursor_fetch(portal, true, 1000), SPI_processed > 0))
 	{
 		SPITupleTable *tt = SPI_tuptable;	/* each INSERT sets SPI_tuptable */
 

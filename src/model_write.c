@@ -134,13 +134,13 @@ bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
  * ------------------------------------------------------------------------
  */
 
-/* The write's SPI connection, with search_path = pg_catalog, pg_temp; the GUC level to close. */
+/* The write's SPI connection, with search_path = path (a write's: pg_catalog, pg_temp); the GUC level to close. */
 static int
-write_begin(void)
+write_begin(const char *path)
 {
 	int			nestlevel = NewGUCNestLevel();
 
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -348,27 +348,34 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
  * perpca_train(model, query, n_global, n_local, <fit options>, replace)
  *   RETURNS TABLE (model_name, d, n_clients, rounds_run, converged, objective, theta_est)
  */
+/* The arguments of a train: every option is checked before anything runs or is locked. */
+static void
+train_call(FunctionCallInfo fcinfo, TrainCall *tc)
+{
+	int			names = arg_position(fcinfo, "feature_names");
+
+	tc->model = text_arg(fcinfo, "model");
+	tc->query = text_arg(fcinfo, "query");
+	fit_options_parse(fit_options_from_call(fcinfo), &tc->opts);
+	(void) perpca_one_select(tc->query, "the query of a model");
+	if (tc->opts.start != NULL)
+		(void) perpca_one_select(tc->opts.start, "start query");
+	tc->replace = bool_arg(fcinfo, "replace", false);
+	tc->path = caller_search_path();
+	tc->names_null = names < 0 || names >= PG_NARGS() || PG_ARGISNULL(names);
+	tc->names = tc->names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
+}
+
 Datum
 perpca_train(PG_FUNCTION_ARGS)
 {
 	TrainCall	tc;
 	ModelLock	ml;
-	int			names = arg_position(fcinfo, "feature_names");
 	MemoryContext here = CurrentMemoryContext;
 	const char *outer = row_statement_func;
 	char	   *hint = row_skip_hint("perpca_train");
 
-	tc.model = text_arg(fcinfo, "model");
-	tc.query = text_arg(fcinfo, "query");
-	/* Every option is checked before anything runs or is locked. */
-	fit_options_parse(fit_options_from_call(fcinfo), &tc.opts);
-	(void) perpca_one_select(tc.query, "the query of a model");
-	if (tc.opts.start != NULL)
-		(void) perpca_one_select(tc.opts.start, "start query");
-	tc.replace = bool_arg(fcinfo, "replace", false);
-	tc.path = caller_search_path();
-	tc.names_null = names < 0 || names >= PG_NARGS() || PG_ARGISNULL(names);
-	tc.names = tc.names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
+	train_call(fcinfo, &tc);
 	InitMaterializedSRF(fcinfo, 0);
 	/* Lock first, then look: of sessions creating one model at once, one
 	 * creates it and the others find it (and replace it, or fail cleanly). */
@@ -378,7 +385,7 @@ perpca_train(PG_FUNCTION_ARGS)
 	row_statement_func = "perpca_train";
 	PG_TRY();
 	{
-		int			nestlevel = write_begin();
+		int			nestlevel = write_begin("pg_catalog, pg_temp");
 
 		train_run(fcinfo, &ml, &tc);
 		write_end(nestlevel);
@@ -787,7 +794,7 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	row_statement_func = "perpca_refresh";
 	PG_TRY();
 	{
-		int			nestlevel = write_begin();
+		int			nestlevel = write_begin("pg_catalog, pg_temp");
 
 		refresh_run(fcinfo, &ml, model, warm, strcmp(on_error, "record") == 0);
 		write_end(nestlevel);
@@ -824,15 +831,11 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 
 	/* In the caller's context: SPI_finish frees what SPI's context holds. */
 	initStringInfo(&buf);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	nestlevel = write_begin(path);
 	/* As stage_fill runs it: the one query, as a subquery. */
 	plan = SPI_prepare(psprintf("SELECT * FROM (%s\n) AS q", query), 0, NULL);
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		elog(ERROR, "SPI_prepare failed for the query of a model");
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
 		ereport(ERROR,
@@ -849,8 +852,7 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 		appendStringInfo(&buf, ", \"type\": %u, \"base\": %u}", att->atttypid, getBaseType(att->atttypid));
 	}
 	appendStringInfoChar(&buf, ']');
-	SPI_finish();
-	AtEOXact_GUC(true, nestlevel);
+	write_end(nestlevel);
 	result = DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 	PG_RETURN_DATUM(result);
 }
