@@ -344,10 +344,6 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 	store_stage_drop();
 }
 
-/*
- * perpca_train(model, query, n_global, n_local, <fit options>, replace)
- *   RETURNS TABLE (model_name, d, n_clients, rounds_run, converged, objective, theta_est)
- */
 /* The arguments of a train: every option is checked before anything runs or is locked. */
 static void
 train_call(FunctionCallInfo fcinfo, TrainCall *tc)
@@ -366,6 +362,10 @@ train_call(FunctionCallInfo fcinfo, TrainCall *tc)
 	tc->names = tc->names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
 }
 
+/*
+ * perpca_train(model, query, n_global, n_local, <fit options>, replace)
+ *   RETURNS TABLE (model_name, d, n_clients, rounds_run, converged, objective, theta_est)
+ */
 Datum
 perpca_train(PG_FUNCTION_ARGS)
 {
