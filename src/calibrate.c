@@ -85,19 +85,19 @@ calibrate_bind_rows(const StoreModel *sm, const char *query, const char *path, d
 	int			nestlevel;
 
 	if (OidIsValid(rows_view(nsp, psprintf("%s_calibration", sm->base), GetUserId(), share > 0.0)))
-		store_run(psprintf("DROP VIEW %s", view), 0, NULL, NULL, NULL);
+		store_sql(psprintf("DROP VIEW %s", view), 0, NULL, NULL);
 	if (!(share > 0.0))
 		return;
 	select = calibrate_rows_select(query, path, share);
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	store_run(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL, NULL);
+	store_sql(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL);
 	AtEOXact_GUC(true, nestlevel);
-	store_run(psprintf("COMMENT ON VIEW %s IS %s", view,
+	store_sql(psprintf("COMMENT ON VIEW %s IS %s", view,
 					   quote_literal_cstr(psprintf("perpca model %s: its rows, and which are held out to calibrate its control limits (split bound when it was trained); read after every fit",
 												   sm->base))),
-			  0, NULL, NULL, NULL);
+			  0, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------------
@@ -276,8 +276,8 @@ store_clients(const StoreModel *sm, const CalibrationPass *p)
 	Oid			types[3] = {TEXTOID, INT8OID, FLOAT8ARRAYOID};
 	SPIPlanPtr	plan;
 
-	store_run(psprintf("UPDATE %s SET calibration_rows = 0, calibration_scores = NULL", store_rel(sm, "clients")),
-			  0, NULL, NULL, NULL);
+	store_sql(psprintf("UPDATE %s SET calibration_rows = 0, calibration_scores = NULL", store_rel(sm, "clients")),
+			  0, NULL, NULL);
 	plan = SPI_prepare(psprintf("UPDATE %s SET calibration_rows = $2, calibration_scores = $3 WHERE client = $1",
 								store_rel(sm, "clients")), 3, types);
 	if (plan == NULL)
@@ -326,9 +326,10 @@ store_info(const StoreModel *sm, const CalibrationPass *p, double share)
 	values[4] = Float8GetDatum((double) gaussian / (double) Max(p->fit.n, 1));
 	values[5] = Float8GetDatum((double) calibrated / (double) Max(p->fit.n, 1));
 	nulls[4] = nulls[5] = p->fit.n == 0 ? 'n' : ' ';
-	store_run(psprintf("UPDATE %s SET calibration = $1, calibration_split = $2, calibration_rows = $3,"
-					   " calibration_scores = $4, flagged_gaussian = $5, flagged_calibrated = $6",
-					   store_rel(sm, "info")), 6, types, values, nulls);
+	if (SPI_execute_with_args(psprintf("UPDATE %s SET calibration = $1, calibration_split = $2, calibration_rows = $3,"
+									   " calibration_scores = $4, flagged_gaussian = $5, flagged_calibrated = $6",
+									   store_rel(sm, "info")), 6, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not store the calibration of model \"%s\"", sm->base);
 	return p->fit.n > 0 ? (double) gaussian / (double) p->fit.n : 0.0;
 }
 
@@ -361,8 +362,8 @@ calibrate_after_fit(const StoreModel *sm, double share)
 				 errmsg("the view %s, which holds the rows of model \"%s.%s\", does not exist",
 						store_rel(sm, "calibration"), sm->schema, sm->base),
 				 errhint("Train the model again with perpca_train(..., calibration => share, replace => true).")));
-	store_columns_add(sm, "clients");
-	store_columns_add(sm, "info");
+	store_columns_add(sm, MODEL_TABLE_CLIENTS);
+	store_columns_add(sm, MODEL_TABLE_INFO);
 	p.m = written_model(sm);
 	p.heldout = palloc0(sizeof(ScoreList) * Max(p.m->nclients, 1));
 	pass_read(sm, &p);

@@ -23,9 +23,9 @@
  * ------------------------------------------------------------------------
  */
 const FitSolverDef fit_solvers[] = {
-	/* name, tolerance, exact starts, Qu start, best responses, start, run, search */
-	{"lbfgs", 1e-11, false, false, true, NULL, solver_lbfgs_run, fit_search_lbfgs},
-	{"paper", 1e-9, true, true, false, solver_paper_start, solver_paper_run, fit_search_probe},
+	/* name, tolerance, exact starts, Qu start, best responses, warm start given, start, run, search */
+	{"lbfgs", 1e-11, false, false, true, false, NULL, solver_lbfgs_run, fit_search_lbfgs},
+	{"paper", 1e-9, true, true, false, true, solver_paper_start, solver_paper_run, fit_search_probe},
 };
 const int	fit_nsolvers = lengthof(fit_solvers);
 

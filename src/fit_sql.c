@@ -8,9 +8,10 @@
  * Everything is allocated in a private memory context deleted at the end.
  * perpca_last_fit(), _starts(), _rounds() and _clients() show the diagnostics that
  * perpca_fit and perpca_fit_federated leave behind (fit_sql_remember).
- * perpca_internal.fit(query, options jsonb) is the same fit for the write
- * path: it hands back the rows, the diagnostics and the divisors of a scaled
- * fit from one call, which perpca_train and perpca_refresh store.
+ * fit_sql_model is the same fit for the write path (model_store.c), called
+ * from C with the options as parsed: the rows and the diagnostics (starts,
+ * divisors of a scaled fit, each client's share of a sketch's bound).
+ * perpca_internal.fit(query, options jsonb) hands the same back to SQL.
  */
 #include "postgres.h"
 
@@ -19,6 +20,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "access/tupdesc.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -300,6 +302,26 @@ fit_timed(const char *query, ReturnSetInfo *rsinfo, FitDiagnostics *diag)
 	fit_sql_remember(diag, false);
 	MemoryContextSwitchTo(old);
 	/* diag points into it (starts, scale factors): the caller deletes it when done */
+	return fitcxt;
+}
+
+MemoryContext
+fit_sql_model(const char *query, FitDiagnostics *diag, Tuplestorestate **rows, TupleDesc *desc)
+{
+	ReturnSetInfo rs = {.type = T_ReturnSetInfo};
+	TupleDesc	d = CreateTemplateTupleDesc(5);
+	MemoryContext fitcxt;
+
+	TupleDescInitEntry(d, 1, "client", TEXTOID, -1, 0);
+	TupleDescInitEntry(d, 2, "kind", TEXTOID, -1, 0);
+	TupleDescInitEntry(d, 3, "component", INT4OID, -1, 0);
+	TupleDescInitEntry(d, 4, "pc", FLOAT8ARRAYOID, -1, 0);
+	TupleDescInitEntry(d, 5, "variance", FLOAT8OID, -1, 0);
+	rs.setDesc = d;
+	rs.setResult = tuplestore_begin_heap(false, false, work_mem);
+	fitcxt = fit_timed(query, &rs, diag);
+	*rows = rs.setResult;
+	*desc = d;
 	return fitcxt;
 }
 

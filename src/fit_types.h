@@ -257,6 +257,7 @@ struct FitSolverDef
 	bool		exact_starts;	/* starts solved exactly (else loosely: the solver refines them) */
 	bool		qu_start;		/* init 'best' also tries Qu's start */
 	bool		best_response;	/* the final V_i are best responses to U */
+	bool		warm_given;		/* a warm refresh starts from the stored components alone (init 'given'), else they join init 'best' */
 	void		(*start) (FitBackend *be, const double *U, FitInit how);
 	int			(*run) (FitBackend *be, const FitOptions *opts, double *U, int rounds,
 						FitDiagnostics *diag, FitStartReport *rep, void *aid);

@@ -39,21 +39,19 @@
 
 PG_FUNCTION_INFO_V1(perpca_model_history);
 
-/* The columns returned, in order; their types are model_schema.c's declaration. */
-static const char *const history_columns[] = {
-	"version", "at", "kind", "clients", "rows", "rounds_run", "converged", "objective", "seconds",
-	"role", "warning", "entry", "outcome", "starts", "clients_added", "clients_dropped", "warm_start",
-	"sketch_bound"
-};
-#define H_NCOLS lengthof(history_columns)
-#define H_ENTRY 11
-
+/*
+ * The columns returned are those of the function's result (desc), by name;
+ * their types are model_schema.c's declaration of the history's columns.
+ */
 typedef struct HistoryRow
 {
 	int32		entry;
-	Datum		values[H_NCOLS];
-	bool		nulls[H_NCOLS];
+	Datum		values[MODEL_MAX_COLUMNS];
+	bool		nulls[MODEL_MAX_COLUMNS];
 } HistoryRow;
+
+/* The name of result column c. */
+#define H_NAME(desc, c) NameStr(TupleDescAttr(desc, c)->attname)
 
 static int
 history_row_cmp(const void *a, const void *b)
@@ -71,7 +69,7 @@ history_row_cmp(const void *a, const void *b)
  * whole; NULL when the model has no history.
  */
 static Relation
-history_open(const char *model, AttrNumber *att)
+history_open(const char *model, TupleDesc desc, AttrNumber *att)
 {
 	ModelLock	ml;
 	Oid			history;
@@ -95,13 +93,13 @@ history_open(const char *model, AttrNumber *att)
 						 get_rel_name(history))));
 	rel = relation_open(history, NoLock);
 	detail = psprintf("The history of model \"%s\" is not as perpca stores it.", model);
-	for (int c = 0; c < (int) H_NCOLS; c++)
+	for (int c = 0; c < desc->natts; c++)
 	{
-		ModelColumn col = model_schema_column(MODEL_TABLE_HISTORY, history_columns[c]);
+		ModelColumn col = model_schema_column(MODEL_TABLE_HISTORY, H_NAME(desc, c));
 
 		att[c] = model_column_attnum(rel, &col, detail);
 	}
-	model_check_readable(rel, att, H_NCOLS, psprintf("the history of model \"%s\"", model),
+	model_check_readable(rel, att, desc->natts, psprintf("the history of model \"%s\"", model),
 						 psprintf("perpca reads a history whole; disable row-level security on %s.",
 								  model_relid_name(history)));
 	return rel;
@@ -109,11 +107,12 @@ history_open(const char *model, AttrNumber *att)
 
 /* One row of the history, copied out of the buffer (absent columns NULL). */
 static HistoryRow *
-history_row(TupleTableSlot *slot, const AttrNumber *att, const char *model)
+history_row(TupleTableSlot *slot, TupleDesc desc, const AttrNumber *att, const char *model)
 {
 	HistoryRow *row = palloc(sizeof(HistoryRow));
+	int			entry = -1;
 
-	for (int c = 0; c < (int) H_NCOLS; c++)
+	for (int c = 0; c < desc->natts; c++)
 	{
 		int16		typlen;
 		bool		typbyval;
@@ -126,20 +125,22 @@ history_row(TupleTableSlot *slot, const AttrNumber *att, const char *model)
 			continue;
 		}
 		v = slot_getattr(slot, att[c], &row->nulls[c]);
-		get_typlenbyval(model_schema_column(MODEL_TABLE_HISTORY, history_columns[c]).type, &typlen, &typbyval);
+		get_typlenbyval(model_schema_column(MODEL_TABLE_HISTORY, H_NAME(desc, c)).type, &typlen, &typbyval);
+		if (strcmp(H_NAME(desc, c), "entry") == 0)
+			entry = c;
 		row->values[c] = row->nulls[c] ? (Datum) 0 : datumCopy(v, typbyval, typlen);
 	}
-	if (row->nulls[H_ENTRY])
+	if (entry < 0 || row->nulls[entry])
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
 				 errmsg("the history of model \"%s\" has a row without entry", model)));
-	row->entry = DatumGetInt32(row->values[H_ENTRY]);
+	row->entry = DatumGetInt32(row->values[entry]);
 	return row;
 }
 
 /* The rows of the history (*nrows), in entry order. */
 static HistoryRow **
-history_rows(Relation rel, const AttrNumber *att, const char *model, int *nrows)
+history_rows(Relation rel, TupleDesc desc, const AttrNumber *att, const char *model, int *nrows)
 {
 	int			maxrows = 16;
 	HistoryRow **rows = palloc(sizeof(HistoryRow *) * maxrows);
@@ -156,7 +157,7 @@ history_rows(Relation rel, const AttrNumber *att, const char *model, int *nrows)
 			maxrows *= 2;
 			rows = repalloc(rows, sizeof(HistoryRow *) * maxrows);
 		}
-		rows[(*nrows)++] = history_row(slot, att, model);
+		rows[(*nrows)++] = history_row(slot, desc, att, model);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
@@ -174,16 +175,18 @@ perpca_model_history(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	AttrNumber	att[H_NCOLS];
+	AttrNumber	att[MODEL_MAX_COLUMNS];
 	Relation	rel;
 	HistoryRow **rows;
 	int			nrows;
 
 	InitMaterializedSRF(fcinfo, 0);
-	rel = history_open(model, att);
+	if (rsinfo->setDesc->natts > MODEL_MAX_COLUMNS)
+		elog(ERROR, "perpca_model_history returns more columns than a history has");
+	rel = history_open(model, rsinfo->setDesc, att);
 	if (rel == NULL)
 		return (Datum) 0;
-	rows = history_rows(rel, att, model, &nrows);
+	rows = history_rows(rel, rsinfo->setDesc, att, model, &nrows);
 	relation_close(rel, NoLock);
 	for (int i = 0; i < nrows; i++)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rows[i]->values, rows[i]->nulls);

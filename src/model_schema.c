@@ -15,12 +15,16 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "access/htup_details.h"
+#include "funcapi.h"
 
 #include "error_kinds.h"
 #include "model_schema.h"
@@ -273,4 +277,130 @@ model_schema_add_missing(ModelTable t, Oid relid)
 												 get_rel_name(relid)),
 					  buf.data));
 	return true;
+}
+
+/* The position of column name among the declared columns of table t, or -1; name NULL: their number. */
+static int
+row_index(ModelTable t, const char *name)
+{
+	int			k = 0;
+
+	for (int i = 0; i < (int) lengthof(columns); i++)
+		if (columns[i].table == t)
+		{
+			if (name != NULL && strcmp(columns[i].name, name) == 0)
+				return k;
+			k++;
+		}
+	return name == NULL ? k : -1;
+}
+
+void
+model_row_init(ModelRow *row, ModelTable t)
+{
+	row->table = t;
+	for (int k = 0; k < MODEL_MAX_COLUMNS; k++)
+	{
+		row->values[k] = (Datum) 0;
+		row->nulls[k] = true;
+	}
+}
+
+void
+model_row_set(ModelRow *row, const char *name, Datum value, bool isnull)
+{
+	int			k = row_index(row->table, name);
+
+	if (k < 0)
+		elog(ERROR, "model table \"%s\" declares no column \"%s\"", tables[row->table].suffix, name);
+	row->values[k] = isnull ? (Datum) 0 : value;
+	row->nulls[k] = isnull;
+}
+
+bool
+model_row_get(const ModelRow *row, const char *name, Datum *value, bool *isnull)
+{
+	int			k = row_index(row->table, name);
+
+	if (k < 0)
+		return false;
+	*value = row->values[k];
+	*isnull = row->nulls[k];
+	return true;
+}
+
+void
+model_rows_begin(ModelRows *rs, ModelTable t, const char *schema, const char *base)
+{
+	char	   *name = psprintf("%s_%s", base, tables[t].suffix);
+	Oid			relid = get_relname_relid(name, get_namespace_oid(schema, false));
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "table %s.%s not found", schema, name);
+	rs->table = t;
+	rs->rel = quote_qualified_identifier(schema, name);
+	rs->desc = lookup_rowtype_tupdesc_copy(get_rel_type_id(relid), -1);
+	rs->n = 0;
+	rs->size = 16;
+	rs->rows = palloc(sizeof(Datum) * rs->size);
+	/* a datum of a declared type goes only into a column of that type */
+	for (int a = 0; a < rs->desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(rs->desc, a);
+		int			k = att->attisdropped ? -1 : row_index(t, NameStr(att->attname));
+
+		if (k >= 0 && att->atttypid != model_schema_column(t, NameStr(att->attname)).type)
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
+					 errmsg("column %s of %s has type %s, not %s", quote_identifier(NameStr(att->attname)), rs->rel,
+							format_type_be(att->atttypid), format_type_be(model_schema_column(t, NameStr(att->attname)).type)),
+					 errhint("perpca writes a model only into the tables it creates.")));
+	}
+}
+
+void
+model_rows_add(ModelRows *rs, const ModelRow *row)
+{
+	Datum	   *values = palloc0(sizeof(Datum) * rs->desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * rs->desc->natts);
+
+	for (int a = 0; a < rs->desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(rs->desc, a);
+
+		nulls[a] = true;
+		if (!att->attisdropped)
+			(void) model_row_get(row, NameStr(att->attname), &values[a], &nulls[a]);
+	}
+	if (rs->n == rs->size)
+		rs->rows = repalloc_huge(rs->rows, sizeof(Datum) * (rs->size *= 2));
+	rs->rows[rs->n++] = heap_copy_tuple_as_datum(heap_form_tuple(rs->desc, values, nulls), rs->desc);
+}
+
+void
+model_rows_insert(ModelRows *rs)
+{
+	StringInfoData names,
+				fields;
+	Oid			type = get_array_type(rs->desc->tdtypeid);
+	Datum		rows;
+
+	if (rs->n == 0)
+		return;
+	initStringInfo(&names);
+	initStringInfo(&fields);
+	for (int a = 0; a < rs->desc->natts; a++)
+	{
+		const char *name = NameStr(TupleDescAttr(rs->desc, a)->attname);
+
+		if (TupleDescAttr(rs->desc, a)->attisdropped || row_index(rs->table, name) < 0)
+			continue;
+		appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "", quote_identifier(name));
+		appendStringInfo(&fields, "%sr.%s", fields.len > 0 ? ", " : "", quote_identifier(name));
+	}
+	rows = PointerGetDatum(construct_array(rs->rows, rs->n, rs->desc->tdtypeid, -1, false, TYPALIGN_DOUBLE));
+	if (SPI_execute_with_args(psprintf("INSERT INTO %s (%s) SELECT %s FROM pg_catalog.unnest($1) AS r",
+									   rs->rel, names.data, fields.data),
+							  1, &type, &rows, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into %s", rs->rel);
 }

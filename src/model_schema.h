@@ -57,4 +57,47 @@ extern void model_schema_create(ModelTable t, const char *schema, const char *ba
  */
 extern bool model_schema_add_missing(ModelTable t, Oid relid);
 
+/* The most columns a table declares. */
+#define MODEL_MAX_COLUMNS 40
+
+/* One row of table t, by declared column (model_row_set); NULL where not set. */
+typedef struct ModelRow
+{
+	ModelTable	table;
+	Datum		values[MODEL_MAX_COLUMNS];
+	bool		nulls[MODEL_MAX_COLUMNS];
+} ModelRow;
+
+extern void model_row_init(ModelRow *row, ModelTable t);
+
+/* Set (or with isnull, clear) the declared column name of row (an unknown name is a bug: elog). */
+extern void model_row_set(ModelRow *row, const char *name, Datum value, bool isnull);
+
+/* The value of the declared column name of row; false when t declares no such column. */
+extern bool model_row_get(const ModelRow *row, const char *name, Datum *value, bool *isnull);
+
+/* The rows of one INSERT into a table of a model, each of the table's row type. */
+typedef struct ModelRows
+{
+	ModelTable	table;
+	const char *rel;
+	TupleDesc	desc;
+	int			n;
+	int			size;
+	Datum	   *rows;
+} ModelRows;
+
+/* Begin the rows of table t of model schema.base; 22P.. (damaged) when a declared column has another type. */
+extern void model_rows_begin(ModelRows *rs, ModelTable t, const char *schema, const char *base);
+
+/* Add row (its declared columns by name; the table's others NULL). */
+extern void model_rows_add(ModelRows *rs, const ModelRow *row);
+
+/*
+ * Insert the rows with one INSERT of the declared columns, the rows one
+ * parameter: an array of the table's row type, whose fields are exactly
+ * the columns' types; through SPI (the caller is connected).
+ */
+extern void model_rows_insert(ModelRows *rs);
+
 #endif							/* PERPCA_MODEL_SCHEMA_H */

@@ -2,46 +2,64 @@
  * model_store.c -- the one module that writes a model's tables
  * (model_store.h)
  *
- * Train, refresh and personalize (model_write.c,
- * personalize.c) lock the model (model_lock.c), become its owner
- * (run_as_owner.c) and write it through the functions here, in this order
- * of tables: the view <model>_source (bound once), then info, clients and
- * components (swapped in one transaction), last the history.  The tables
- * come from the one declaration of their columns (model_schema.c).
+ * Train, refresh and personalize (model_write.c, personalize.c) lock the
+ * model (model_lock.c), become its owner (run_as_owner.c) and write it
+ * through the functions here, in this order of tables: the view
+ * <model>_source (bound once), then info, clients and components (swapped
+ * in one transaction), last the history.
  *
- * Every statement runs through SPI with search_path = pg_catalog, pg_temp
- * (run_as_enter sets it), names perpca's own functions schema-qualified
- * and calls no function of perpca_internal but the fit (which runs the
- * staged clients as the current user) and the pure scale_stats,
- * scale_vector and client_monitor_stats.
+ * SPI does what only SQL can: it reads the view (its rows staged for the
+ * fit, which reads pg_temp.perpca_train_src as a query, and kept here), runs
+ * the DDL, and the INSERT of each table that model_schema.c generates from
+ * the one declaration of its columns.  The fit (fit_sql_model), each
+ * client's figures, the digest and the history's row are C, on C values.
+ * Every statement runs with search_path = pg_catalog, pg_temp (run_as_enter
+ * sets it) and calls no function of perpca.
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
-#include "utils/varlena.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
 
 #include "calibrate_split.h"
 #include "client_key.h"
+#include "client_math.h"
 #include "error_kinds.h"
+#include "exact_sum.h"
+#include "fit_input.h"
+#include "fit_options.h"
+#include "fit_sql.h"
+#include "linalg.h"
 #include "model_schema.h"
 #include "model_store.h"
 #include "perpca.h"
 #include "row_reader.h"
+#include "scale.h"
 #include "stats.h"
 
 void
@@ -72,25 +90,40 @@ store_relid(const StoreModel *sm, const char *suffix)
 	return OidIsValid(nsp) ? get_relname_relid(psprintf("%s_%s", sm->base, suffix), nsp) : InvalidOid;
 }
 
-Datum
-store_sql(const char *sql, int n, const Oid *types, const Datum *values, const char *nulls, bool *isnull)
+void
+store_sql(const char *sql, int n, const Oid *types, const Datum *values)
 {
-	int			rc = SPI_execute_with_args(sql, n, (Oid *) types, (Datum *) values, nulls, false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_with_args failed (%s): %s", SPI_result_code_string(rc), sql);
-	*isnull = true;
-	if (SPI_tuptable == NULL || SPI_processed == 0 || SPI_tuptable->tupdesc->natts < 1)
-		return (Datum) 0;
-	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+	if (SPI_execute_with_args(sql, n, (Oid *) types, (Datum *) values, NULL, false, 0) < 0)
+		elog(ERROR, "SPI_execute_with_args failed: %s", sql);
 }
 
-void
-store_run(const char *sql, int n, const Oid *types, const Datum *values, const char *nulls)
+int
+store_column(TupleDesc desc, const char *name)
 {
-	bool		isnull;
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped && strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i + 1;
+	return 0;
+}
 
-	(void) store_sql(sql, n, types, values, nulls, &isnull);
+Datum
+store_value(HeapTuple tup, TupleDesc desc, const char *name, bool *isnull)
+{
+	int			att = store_column(desc, name);
+
+	*isnull = true;
+	return att > 0 ? heap_getattr(tup, att, desc, isnull) : (Datum) 0;
+}
+
+/* The first column of the first row of sql (no parameters), or *isnull. */
+static Datum
+store_one(const char *sql, bool *isnull)
+{
+	store_sql(sql, 0, NULL, NULL);
+	*isnull = true;
+	if (SPI_tuptable == NULL || SPI_processed == 0)
+		return (Datum) 0;
+	return heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, isnull);
 }
 
 /* Whether relation relid is a view (or plain table: want) of the current user. */
@@ -113,17 +146,30 @@ own_relation(Oid relid, char relkind)
  * ------------------------------------------------------------------------
  */
 
-/* The names of a query's feature columns (a JSON array, or "null") as jsonb, or NULL. */
-static Datum
-names_jsonb(const char *names, bool *names_null)
+/* The text[] of the names of a query's feature columns (a JSON array of strings) into st; "null" leaves st as it is. */
+static void
+stage_names(const char *json, Stage *st)
 {
-	*names_null = strcmp(names, "null") == 0;
-	return *names_null ? (Datum) 0 : DirectFunctionCall1(jsonb_in, CStringGetDatum(names));
+	Jsonb	   *j;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	ArrayBuildState *names = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+
+	if (strcmp(json, "null") == 0)
+		return;
+	j = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
+	it = JsonbIteratorInit(&j->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		if (tok == WJB_ELEM && v.type == jbvString)
+			accumArrayResult(names, PointerGetDatum(cstring_to_text_with_len(v.val.string.val, v.val.string.len)),
+							 false, TEXTOID, CurrentMemoryContext);
+	st->names = makeArrayResult(names, CurrentMemoryContext);
+	st->names_null = false;
 }
 
-Datum
-store_source_bind(const StoreModel *sm, const char *query, const char *path, const char *missing,
-				  bool *names_null)
+void
+store_source_bind(const StoreModel *sm, const char *query, const char *path, PerpcaMissing missing, Stage *st)
 {
 	char	   *view = store_rel(sm, "source");
 	Oid			rel = store_relid(sm, "source");
@@ -139,7 +185,7 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path, con
 					 errmsg("relation %s is in the way of the source view of model \"%s.%s\"", view, sm->schema, sm->base),
 					 errdetail("It is not a view owned by role %s.", GetUserNameFromId(GetUserId(), false)),
 					 errhint("Rename or drop it: perpca_train keeps a model's query in the view <model>_source.")));
-		store_run(psprintf("DROP VIEW %s", view), 0, NULL, NULL, NULL);
+		store_sql(psprintf("DROP VIEW %s", view), 0, NULL, NULL);
 	}
 	if (object_aclcheck(NamespaceRelationId, get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -150,20 +196,18 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path, con
 						 quote_identifier(sm->schema), GetUserNameFromId(GetUserId(), false))));
 	/* The query and perpca's SQL around it are bound together, with the model's search_path. */
 	select = sm->calibration > 0.0
-		? calibrate_source_select(perpca_one_select(query, "the query of a model"), path,
-								  row_missing_parse(missing), sm->calibration, &names)
-		: row_source_select(perpca_one_select(query, "the query of a model"), path,
-							row_missing_parse(missing), &names);
+		? calibrate_source_select(perpca_one_select(query, "the query of a model"), path, missing,
+								  sm->calibration, &names)
+		: row_source_select(perpca_one_select(query, "the query of a model"), path, missing, &names);
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	store_run(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL, NULL);
+	store_sql(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL);
 	AtEOXact_GUC(true, nestlevel);
-	store_run(psprintf("COMMENT ON VIEW %s IS %s", view,
+	store_sql(psprintf("COMMENT ON VIEW %s IS %s", view,
 					   quote_literal_cstr(psprintf("perpca model %s: its query and the aggregation of its rows per client, bound when it was trained; read by every refresh (perpca_train(..., replace => true) changes it)",
-												   sm->base))),
-			  0, NULL, NULL, NULL);
-	return names_jsonb(names, names_null);
+												   sm->base))), 0, NULL, NULL);
+	stage_names(names, st);
 }
 
 /* The owner of the current database (whom pg_database_owner stands for). */
@@ -246,20 +290,19 @@ trusted_path(const char *path, StringInfo left_out)
 	return kept.data;
 }
 
-Datum
-store_source_bind_stored(const StoreModel *sm, const char *query, const char *path, const char *missing,
-						 bool *names_null)
+void
+store_source_bind_stored(const StoreModel *sm, const char *query, const char *path, PerpcaMissing missing,
+						 Stage *st)
 {
 	StringInfoData left_out;
 	char	   *trusted;
 	MemoryContext here = CurrentMemoryContext;
-	Datum		names = (Datum) 0;
 
 	initStringInfo(&left_out);
 	trusted = trusted_path(path, &left_out);
 	PG_TRY();
 	{
-		names = store_source_bind(sm, query, trusted, missing, names_null);
+		store_source_bind(sm, query, trusted, missing, st);
 	}
 	PG_CATCH();
 	{
@@ -277,7 +320,6 @@ store_source_bind_stored(const StoreModel *sm, const char *query, const char *pa
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
-	return names;
 }
 
 /* The INSERT of one staged client, its values as parameters of exactly the columns' types. */
@@ -289,82 +331,105 @@ stage_insert_plan(void)
 								   " VALUES ($1, $2, $3, $4)", 4, types);
 
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		elog(ERROR, "SPI_prepare failed for the stage");
 	return plan;
 }
 
 /* The optional n_local column of a staged row: an integer of any width, or NULL. */
-static Datum
-stage_n_local(HeapTuple tup, TupleDesc desc, bool *isnull)
+static void
+stage_n_local(HeapTuple tup, TupleDesc desc, StagedClient *c)
 {
 	Datum		v;
-	int64		r2;
 
-	*isnull = true;
+	c->n_local_null = true;
+	c->n_local = -1;
 	if (desc->natts < 3)
-		return (Datum) 0;
-	v = SPI_getbinval(tup, desc, 3, isnull);
-	if (*isnull)
-		return (Datum) 0;
-	r2 = perpca_integer_value(v, TupleDescAttr(desc, 2)->atttypid, "the third column of the query of a model");
-	return Int32GetDatum((int32) Max(Min(r2, PG_INT32_MAX), -1));
+		return;
+	v = heap_getattr(tup, 3, desc, &c->n_local_null);
+	if (!c->n_local_null)
+		c->n_local = (int32) Max(Min(perpca_integer_value(v, TupleDescAttr(desc, 2)->atttypid,
+														  "the third column of the query of a model"),
+									 PG_INT32_MAX), -1);
+}
+
+/* One row of the view (client, stats[, n_local]) as a staged client (kept), inserted into the stage. */
+static void
+stage_row(HeapTuple tup, TupleDesc desc, ClientKeyOut *key, SPIPlanPtr insert, StagedClient *c)
+{
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+
+	CHECK_FOR_INTERRUPTS();
+	values[1] = heap_getattr(tup, 1, desc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("client column of the query must not be NULL")));
+	c->key = client_key_text(key, values[1]);
+	values[0] = ObjectIdGetDatum(TupleDescAttr(desc, 0)->atttypid);
+	values[1] = CStringGetTextDatum(c->key);
+	values[2] = heap_getattr(tup, 2, desc, &isnull);
+	nulls[2] = isnull ? 'n' : ' ';
+	c->stats = isnull ? NULL : perpca_stats_detoast_copy(values[2]);
+	stage_n_local(tup, desc, c);
+	values[3] = Int32GetDatum(c->n_local);
+	nulls[3] = c->n_local_null ? 'n' : ' ';
+	if (SPI_execute_plan(insert, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not stage a client");
+}
+
+static int
+staged_cmp(const void *a, const void *b)
+{
+	return strcmp(((const StagedClient *) a)->key, ((const StagedClient *) b)->key);
 }
 
 /*
- * Copy what select returns, (client, stats[, n_local]), into the stage: the
- * key written by client_key.c with its type, the statistics as they are.
- * Nothing is cast in SQL: a cast another role creates for the key's type
- * has no say.
+ * Copy what select returns, (client, stats[, n_local]), into the stage and
+ * st: the key written by client_key.c with its type, the statistics as
+ * they are.  Nothing is cast in SQL: a cast another role creates for the
+ * key's type has no say.
  */
 static void
-stage_copy(const char *select)
+stage_copy(const char *select, Stage *st)
 {
 	SPIPlanPtr	insert = stage_insert_plan();
 	SPIPlanPtr	plan = SPI_prepare(select, 0, NULL);
 	Portal		portal;
 	ClientKeyOut key;
+	int			size = 64;
 
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		elog(ERROR, "SPI_prepare failed for the source view");
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	client_key_prepare(&key, TupleDescAttr(portal->tupDesc, 0)->atttypid, CurrentMemoryContext);
-	for (SPI_cursor_fetch(portal, true, 1000); SPI_processed > 0; SPI_cursor_fetch(portal, true, 1000))
+	st->key_type = TupleDescAttr(portal->tupDesc, 0)->atttypid;
+	client_key_prepare(&key, st->key_type, CurrentMemoryContext);
+	st->n = 0;
+	st->c = palloc(sizeof(StagedClient) * size);
+	while ((SPI_cursor_fetch(portal, true, 1000), SPI_processed > 0))
 	{
-		SPITupleTable *tt = SPI_tuptable;
+		SPITupleTable *tt = SPI_tuptable;	/* each INSERT sets SPI_tuptable */
 
 		for (uint64 i = 0; i < tt->numvals; i++)
 		{
-			Datum		values[4];
-			char		nulls[4] = {' ', ' ', ' ', ' '};
-			bool		isnull;
-
-			CHECK_FOR_INTERRUPTS();
-			values[1] = SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull);
-			if (isnull)
-				ereport(ERROR,
-						(errcode(PERPCA_ERRCODE_NULL),
-						 errmsg("client column of the query must not be NULL")));
-			values[0] = ObjectIdGetDatum(TupleDescAttr(tt->tupdesc, 0)->atttypid);
-			values[1] = CStringGetTextDatum(client_key_text(&key, values[1]));
-			values[2] = SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull);
-			nulls[2] = isnull ? 'n' : ' ';
-			values[3] = stage_n_local(tt->vals[i], tt->tupdesc, &isnull);
-			nulls[3] = isnull ? 'n' : ' ';
-			if (SPI_execute_plan(insert, values, nulls, false, 0) != SPI_OK_INSERT)
-				elog(ERROR, "could not stage a client");
+			if (st->n == size)
+				st->c = repalloc_huge(st->c, sizeof(StagedClient) * (size *= 2));
+			stage_row(tt->vals[i], tt->tupdesc, &key, insert, &st->c[st->n]);
+			st->any_n_local |= !st->c[st->n++].n_local_null;
 		}
 		SPI_freetuptable(tt);
 	}
 	SPI_cursor_close(portal);
+	qsort(st->c, st->n, sizeof(StagedClient), staged_cmp);
 }
 
-Datum
-store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null)
+void
+store_stage_fill(const StoreModel *sm, PerpcaMissing missing, Stage *st)
 {
 	char	   *view = store_rel(sm, "source");
 	Oid			rel = store_relid(sm, "source");
 	char	   *names;
-	char	   *select;
 
 	if (!OidIsValid(rel))
 		ereport(ERROR,
@@ -382,248 +447,504 @@ store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null)
 	 * returns statistics, read as they are.  Only a view its owner rewrote
 	 * to return rows is aggregated here.
 	 */
-	select = row_source_select(psprintf("SELECT * FROM %s", view), "pg_catalog, pg_temp",
-							   row_missing_parse(missing), &names);
-	stage_copy(select);
-	return names_jsonb(names, names_null);
+	stage_copy(row_source_select(psprintf("SELECT * FROM %s", view), "pg_catalog, pg_temp", missing, &names), st);
+	stage_names(names, st);
+}
+
+int64
+store_stage_rows(const Stage *st)
+{
+	int64		rows = 0;
+
+	for (int i = 0; i < st->n; i++)
+		rows += st->c[i].stats ? st->c[i].stats->n : 0;
+	return rows;
 }
 
 /* ------------------------------------------------------------------------
- * The tables: created, brought up to date, written
+ * The digest of what a fit reads
  * ------------------------------------------------------------------------
  */
 
-void
-store_columns_add(const StoreModel *sm, const char *suffix)
+/* Lower-case hex of SHA-256(data). */
+static char *
+sha256_hex(const char *data, size_t len)
 {
-	ModelTable	t = model_table_by_suffix(suffix);
-	Oid			relid = store_relid(sm, suffix);
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	uint8		hash[PG_SHA256_DIGEST_LENGTH];
+	char	   *hex = palloc(2 * PG_SHA256_DIGEST_LENGTH + 1);
 
-	if (OidIsValid(relid))
-		(void) model_schema_add_missing(t, relid);
+	if (pg_cryptohash_init(ctx) < 0 || pg_cryptohash_update(ctx, (const uint8 *) data, len) < 0 ||
+		pg_cryptohash_final(ctx, hash, sizeof(hash)) < 0)
+		elog(ERROR, "could not compute a SHA-256 digest");
+	pg_cryptohash_free(ctx);
+	for (int i = 0; i < PG_SHA256_DIGEST_LENGTH; i++)
+		sprintf(hex + 2 * i, "%02x", hash[i]);
+	return hex;
 }
 
-/* A new model's three tables, and its history unless there is one (a model trained again continues it). */
+/* One staged client as the digest reads it: its key's type, key, SHA-256 of its statistics' binary form, n_local. */
 static void
-store_create(const StoreModel *sm)
+digest_line(StringInfo buf, Oid key_type, const StagedClient *c)
 {
-	model_schema_create(MODEL_TABLE_COMPONENTS, sm->schema, sm->base);
-	model_schema_create(MODEL_TABLE_CLIENTS, sm->schema, sm->base);
-	model_schema_create(MODEL_TABLE_INFO, sm->schema, sm->base);
-	if (!OidIsValid(store_relid(sm, "history")))
-		model_schema_create(MODEL_TABLE_HISTORY, sm->schema, sm->base);
+	Oid			send;
+	bool		varlena;
+
+	appendStringInfo(buf, "%s %s", DatumGetCString(DirectFunctionCall1(regtypeout, ObjectIdGetDatum(key_type))),
+					 quote_literal_cstr(c->key));
+	if (c->stats != NULL)
+	{
+		bytea	   *b;
+
+		getTypeBinaryOutputInfo(stats_type_oid(), &send, &varlena);
+		b = OidSendFunctionCall(send, PointerGetDatum(c->stats));
+		appendStringInfo(buf, " %s", sha256_hex(VARDATA(b), VARSIZE(b) - VARHDRSZ));
+	}
+	if (!c->n_local_null)
+		appendStringInfo(buf, " %d", c->n_local);
+}
+
+char *
+store_digest(const Stage *st, Datum options, Datum names, bool names_null)
+{
+	StringInfoData buf;
+	Datum		unset;
+	Oid			out;
+	bool		varlena;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < st->n; i++)
+	{
+		appendStringInfoString(&buf, i > 0 ? "\n" : "");
+		digest_line(&buf, st->key_type, &st->c[i]);
+	}
+	/* what does not change what a fit reads: how it starts, and what it says */
+	unset = PointerGetDatum(construct_array((Datum[]) {CStringGetTextDatum("init"), CStringGetTextDatum("start"),
+									CStringGetTextDatum("verbose")}, 3, TEXTOID, -1, false, TYPALIGN_INT));
+	options = DirectFunctionCall2(jsonb_delete_array, options, unset);
+	appendStringInfo(&buf, "%s%s", st->n > 0 ? "\n" : "", JsonbToCString(NULL, &DatumGetJsonbP(options)->root, 0));
+	if (!names_null)
+	{
+		getTypeOutputInfo(TEXTARRAYOID, &out, &varlena);
+		appendStringInfo(&buf, "\n%s", OidOutputFunctionCall(out, names));
+	}
+	return sha256_hex(buf.data, buf.len);
+}
+
+/* ------------------------------------------------------------------------
+ * The figures of each client's row
+ * ------------------------------------------------------------------------
+ */
+
+/* What every client's row is computed from: the model's units, centre and global components. */
+typedef struct ClientBasis
+{
+	int			d;
+	const double *scale;		/* d divisors, or NULL */
+	FitCenter	center;
+	const double *gmean;		/* d: the pooled mean, in the data's units */
+	const double *U;			/* r1 x d, rows */
+	int			r1;
+	const char *source;			/* 'fit' or 'personalize' */
+} ClientBasis;
+
+/* The mean of statistics s (d values, double-double summed). */
+static double *
+stats_mean(const PerpcaStats *s)
+{
+	double	   *mean = palloc(sizeof(double) * s->dim);
+
+	for (int j = 0; j < s->dim; j++)
+		mean[j] = PERPCA_STATS_MEAN(s)[j] + PERPCA_STATS_MEAN_LO(s)[j];
+	return mean;
+}
+
+/* The statistics raw in the model's units (a copy: divided by the scale factors), or 22003. */
+static PerpcaStats *
+scaled_stats(const PerpcaStats *raw, const double *scale)
+{
+	PerpcaStats *s = perpca_stats_detoast_copy(PointerGetDatum(raw));
+
+	if (scale == NULL)
+		return s;
+	scale_stats_inplace(s, scale);
+	if (perpca_first_nonfinite(s->data, (int) Min(perpca_stats_value_count(s), INT_MAX)) >= 0)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
+				 errmsg("scaled statistics are out of the range of float8"),
+				 errhint("Scale factors this small cannot scale these statistics.")));
+	return s;
+}
+
+/* The centre of a client's S (scaled statistics s) in the model's units. */
+static double *
+client_centre(const ClientBasis *b, const PerpcaStats *s)
+{
+	double	   *c;
+
+	if (b->center == FIT_CENTER_CLIENT)
+		return stats_mean(s);
+	c = palloc0(sizeof(double) * b->d);
+	for (int j = 0; b->center == FIT_CENTER_GLOBAL && j < b->d; j++)
+		c[j] = b->scale ? b->gmean[j] / b->scale[j] : b->gmean[j];
+	return c;
+}
+
+/* tr(C S C') of the k x d rows C (0 for none): the variance about S's centre the components capture. */
+static double
+explained(FitClient *c, const double *C, int k, int d)
+{
+	double	   *Ct,
+			   *SCt;
+
+	if (k == 0 || C == NULL)
+		return 0.0;
+	Ct = palloc(sizeof(double) * d * k);
+	SCt = palloc(sizeof(double) * d * k);
+	for (int j = 0; j < k; j++)
+		for (int i = 0; i < d; i++)
+			Ct[(int64) i * k + j] = C[(int64) j * d + i];
+	client_apply(c, Ct, k, SCt);
+	return linalg_dot((int64) d * k, Ct, SCt);
+}
+
+/* A ratio to the total variance tv, NULL when tv is 0. */
+static void
+row_ratio(ModelRow *row, const char *name, double x, double tv)
+{
+	model_row_set(row, name, Float8GetDatum(x / tv), tv == 0);
 }
 
 /*
- * The per-client figures of the clients rows, from statistics (client,
- * stats) of the FROM item src (which may use $4 and $5): means in the data's
- * units; variances, ratios and errors in the units the fit saw (divided by
- * $6, the scale factors, NULL = unscaled); the scores' covariance and
- * residual spectrum (client_monitor_stats) too.  A client without variance
- * (one row, or constant rows) has no ratios (the reader of the clients
- * names it in its NOTICE, row_reader.c).
- */
-static const char fill_clients_sql[] =
-"WITH r AS ("
-"    SELECT s.client, s.stats AS raw, perpca_internal.scale_stats(s.stats, $6) AS stats FROM %s s"
-"     WHERE %s.perpca_count(s.stats) > 0),"
-" c AS ("
-"    SELECT r.client, r.raw, r.stats,"
-"           CASE $1 WHEN 'client' THEN %s.perpca_mean(r.stats)"
-"                   WHEN 'global' THEN perpca_internal.scale_vector($2, $6)"
-"                   ELSE array_fill(0::float8, ARRAY[%s.perpca_dim(r.stats)]) END AS centre"
-"      FROM r),"
-" u AS (SELECT array_agg(pc ORDER BY component) AS u FROM %s WHERE kind = 'global'),"
-" v AS (SELECT client, array_agg(pc ORDER BY component) AS v, count(*)::int AS r2"
-"        FROM %s WHERE kind = 'local' GROUP BY client),"
-" f AS ("
-"    SELECT c.client, %s.perpca_count(c.stats) AS n, %s.perpca_mean(c.raw) AS mean,"
-"           coalesce(v.r2, 0) AS r2,"
-"           %s.perpca_total_variance(c.stats, c.centre) AS tv,"
-"           coalesce(%s.perpca_explained_variance(c.stats, u.u, c.centre), 0) AS gv,"
-"           coalesce(%s.perpca_explained_variance(c.stats, v.v, c.centre), 0) AS lv,"
-"           ms.score_covariance, ms.residual_moments, ($7 ->> c.client)::float8 AS sketch_bound"
-"      FROM c CROSS JOIN u LEFT JOIN v ON v.client = c.client"
-"     CROSS JOIN LATERAL perpca_internal.client_monitor_stats(c.stats, u.u, v.v) AS ms),"
-" w AS ("
-"    INSERT INTO %s (client, n, mean, n_local, total_variance, global_ratio, local_ratio,"
-"                    residual_ratio, train_error, source, score_covariance, residual_moments, sketch_bound)"
-"    SELECT client, n, mean, r2, tv, gv / nullif(tv, 0), lv / nullif(tv, 0),"
-"           (tv - gv - lv) / nullif(tv, 0), tv - gv - lv, $3, score_covariance, residual_moments, sketch_bound"
-"      FROM f"
-"    ON CONFLICT (client) DO UPDATE"
-"       SET n = excluded.n, mean = excluded.mean, n_local = excluded.n_local,"
-"           total_variance = excluded.total_variance, global_ratio = excluded.global_ratio,"
-"           local_ratio = excluded.local_ratio, residual_ratio = excluded.residual_ratio,"
-"           train_error = excluded.train_error, source = excluded.source,"
-"           score_covariance = excluded.score_covariance, residual_moments = excluded.residual_moments,"
-"           sketch_bound = excluded.sketch_bound"
-"    RETURNING client)"
-" SELECT count(*) FROM w";
-
-/*
- * Write the clients rows of the model from the statistics of src, as the
- * model's owner (its table brought up to date first: a model stored before
- * 0.3.0 gets the columns of perpca_model_monitor and
- * perpca_component_variance, one stored before 0.4.0 sketch_bound).  args:
- * center, global mean, source, one client, its stats, scale factors, each
- * client's share of the sketch's bound as jsonb {client: bound} ($1..$7).
+ * The clients row of one client (raw statistics of at least one row, its
+ * r2 local components V): mean in the data's units; variances, ratios and
+ * error in the model's units; the scores' covariance and residual
+ * spectrum; its share of a sketch's bound (NULL: bound_null).  A client
+ * without variance has no ratios.  Its total variance into *tv.
  */
 static void
-store_fill_clients(const StoreModel *sm, const char *src, const Oid *types, const Datum *args, const char *nulls)
+client_row(ModelRow *row, const ClientBasis *b, const StagedClient *sc, const double *V, int r2,
+		   double bound, bool bound_null, double *tv)
 {
-	const char *x = sm->ext;
-	char	   *components = store_rel(sm, "components");
-	store_columns_add(sm, "clients");
-	store_run(psprintf(fill_clients_sql, src, x, x, x, components, components, x, x, x, x, x,
-					   store_rel(sm, "clients")),
-			  7, types, args, nulls);
+	PerpcaStats *s = scaled_stats(sc->stats, b->scale);
+	FitClient	c;
+	double		gv,
+				lv;
+	Datum		cov,
+				moments;
+	bool		monitored;
+
+	clients_one(s, client_centre(b, s), 0, 0, &c);
+	*tv = client_trace(&c);
+	gv = explained(&c, b->U, b->r1, b->d);
+	lv = explained(&c, V, r2, b->d);
+	monitored = monitor_client_stats(s, b->U, b->r1, V, r2, &cov, &moments);
+	model_row_init(row, MODEL_TABLE_CLIENTS);
+	model_row_set(row, "client", CStringGetTextDatum(sc->key), false);
+	model_row_set(row, "n", Int64GetDatum(s->n), false);
+	model_row_set(row, "mean", PointerGetDatum(perpca_vector_build(stats_mean(sc->stats), b->d)), false);
+	model_row_set(row, "n_local", Int32GetDatum(r2), false);
+	model_row_set(row, "total_variance", Float8GetDatum(*tv), false);
+	row_ratio(row, "global_ratio", gv, *tv);
+	row_ratio(row, "local_ratio", lv, *tv);
+	row_ratio(row, "residual_ratio", *tv - gv - lv, *tv);
+	model_row_set(row, "train_error", Float8GetDatum(*tv - gv - lv), false);
+	model_row_set(row, "source", CStringGetTextDatum(b->source), false);
+	model_row_set(row, "score_covariance", cov, !monitored);
+	model_row_set(row, "residual_moments", moments, !monitored);
+	model_row_set(row, "sketch_bound", Float8GetDatum(bound), bound_null);
 }
 
-Datum
-store_digest(const StoreModel *sm, Datum options, Datum names, bool names_null)
+/* ------------------------------------------------------------------------
+ * A fit, stored
+ * ------------------------------------------------------------------------
+ */
+
+/* The components of a fit as they are stored: U (r1 x d rows) and each staged client's local rows. */
+typedef struct FitRows
 {
-	Oid			types[2] = {JSONBOID, TEXTARRAYOID};
-	Datum		values[2] = {options, names};
-	char		nulls[3] = {' ', names_null ? 'n' : ' ', '\0'};
+	double	   *U;
+	int			r1;
+	double	  **V;				/* per staged client: r2 x d rows, or NULL */
+	int		   *r2;
+} FitRows;
+
+/* The staged client of key, or -1. */
+static int
+staged_find(const Stage *st, const char *key)
+{
+	StagedClient probe = {.key = (char *) key};
+	StagedClient *c = bsearch(&probe, st->c, st->n, sizeof(StagedClient), staged_cmp);
+
+	return c ? (int) (c - st->c) : -1;
+}
+
+/* Append the row pc (d values) as row number component (1-based) of *rows. */
+static void
+rows_put(double **rows, int *n, int component, Datum pc, int d)
+{
+	int			k = Max(*n, component);
+
+	*rows = *rows ? repalloc(*rows, sizeof(double) * d * k) : palloc(sizeof(double) * d * k);
+	memcpy(*rows + (int64) (component - 1) * d, ARR_DATA_PTR(DatumGetArrayTypeP(pc)), sizeof(double) * d);
+	*n = k;
+}
+
+/* Insert the fit's rows into <base>_components, and keep them as fr. */
+static void
+store_components(const StoreModel *sm, Tuplestorestate *rows, TupleDesc desc, const Stage *st, int d, FitRows *fr)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	ModelRows	rs;
+	ModelRow	row;
+
+	model_rows_begin(&rs, MODEL_TABLE_COMPONENTS, sm->schema, sm->base);
+	fr->V = palloc0(sizeof(double *) * Max(st->n, 1));
+	fr->r2 = palloc0(sizeof(int) * Max(st->n, 1));
+	tuplestore_rescan(rows);
+	while (tuplestore_gettupleslot(rows, true, false, slot))
+	{
+		slot_getallattrs(slot);
+		model_row_init(&row, MODEL_TABLE_COMPONENTS);
+		for (int a = 0; a < desc->natts; a++)
+			model_row_set(&row, NameStr(TupleDescAttr(desc, a)->attname), slot->tts_values[a], slot->tts_isnull[a]);
+		model_rows_add(&rs, &row);
+		if (slot->tts_isnull[0])
+			rows_put(&fr->U, &fr->r1, DatumGetInt32(slot->tts_values[2]), slot->tts_values[3], d);
+		else
+		{
+			int			i = staged_find(st, TextDatumGetCString(slot->tts_values[0]));
+
+			if (i >= 0)
+				rows_put(&fr->V[i], &fr->r2[i], DatumGetInt32(slot->tts_values[2]), slot->tts_values[3], d);
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	model_rows_insert(&rs);
+}
+
+/* The pooled mean of the staged clients' rows (d), correctly rounded. */
+static double *
+staged_mean(const Stage *st, int d)
+{
+	ExactSum   *acc = exact_sum_create(Max(d, 1));
+	double	   *mean = palloc(sizeof(double) * Max(d, 1));
+	double		rows = (double) store_stage_rows(st);
+
+	for (int i = 0; i < st->n; i++)
+		if (st->c[i].stats != NULL && st->c[i].stats->dim == d)
+		{
+			exact_sum_add_scaled(acc, 0, d, (double) st->c[i].stats->n, PERPCA_STATS_MEAN(st->c[i].stats));
+			exact_sum_add_scaled(acc, 0, d, (double) st->c[i].stats->n, PERPCA_STATS_MEAN_LO(st->c[i].stats));
+		}
+	exact_sum_values(acc, 0, d, mean);
+	exact_sum_free(acc);
+	for (int j = 0; j < d; j++)
+		mean[j] /= rows;
+	return mean;
+}
+
+/* Each staged client's share of the sketch's bound (fit_types.h, FitClientBound), or *isnull. */
+static double
+client_bound(const FitDiagnostics *diag, const char *key, bool *isnull)
+{
+	for (int i = 0; i < diag->nbounds; i++)
+		if (strcmp(diag->client_bounds[i].client, key) == 0)
+		{
+			*isnull = false;
+			return diag->client_bounds[i].bound;
+		}
+	*isnull = true;
+	return 0.0;
+}
+
+/*
+ * The clients rows of a fit (its table brought up to date first: a model
+ * stored before 0.3.0 gets the columns of perpca_model_monitor and
+ * perpca_component_variance, one stored before 0.4.0 sketch_bound); the
+ * weighted mean of their total variances (weights: the fit's) returned.
+ */
+static double
+store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const FitRows *fr,
+			  const FitDiagnostics *diag)
+{
+	ModelRows	rs;
+	double		sum = 0,
+				weight = 0;
+
+	store_columns_add(sm, MODEL_TABLE_CLIENTS);
+	model_rows_begin(&rs, MODEL_TABLE_CLIENTS, sm->schema, sm->base);
+	for (int i = 0; i < st->n; i++)
+	{
+		ModelRow	row;
+		double		tv,
+					w,
+					bound;
+		bool		bound_null;
+
+		if (st->c[i].stats == NULL || st->c[i].stats->n == 0)
+			continue;
+		bound = client_bound(diag, st->c[i].key, &bound_null);
+		client_row(&row, b, &st->c[i], fr->V[i], fr->r2[i], bound, bound_null, &tv);
+		model_rows_add(&rs, &row);
+		w = diag->opts.sample_weights ? (double) st->c[i].stats->n : 1.0;
+		sum += w * tv;
+		weight += w;
+	}
+	model_rows_insert(&rs);
+	return sum / weight;
+}
+
+/* Insert row into its table of the model. */
+static void
+store_one_row(const StoreModel *sm, const ModelRow *row)
+{
+	ModelRows	rs;
+
+	model_rows_begin(&rs, row->table, sm->schema, sm->base);
+	model_rows_add(&rs, row);
+	model_rows_insert(&rs);
+}
+
+/* A float8 of a diagnostic into row: NULL for NaN or infinity (a figure that does not apply). */
+static void
+row_float(ModelRow *row, const char *name, double x)
+{
 	bool		isnull;
-	Datum		d;
+	Datum		v = fit_sql_float(x, &isnull);
 
-	d = store_sql(psprintf("SELECT encode(sha256(convert_to(concat_ws(E'\\n',"
-						   " string_agg(concat_ws(' ', s.client_type::text, quote_literal(s.client),"
-						   "   encode(sha256(%s.perpca_stats_send(s.stats)), 'hex'), s.n_local),"
-						   "   E'\\n' ORDER BY s.client COLLATE \"C\"),"
-						   " ($1 - ARRAY['init', 'start', 'verbose'])::text, $2::text), 'UTF8')), 'hex')"
-						   " FROM pg_temp.perpca_train_src s", sm->ext),
-				  2, types, values, nulls, &isnull);
-	return isnull ? (Datum) 0 : d;
+	model_row_set(row, name, v, isnull);
 }
 
-/* The fit of the staged clients (perpca_internal.fit, as the current user): its four results. */
-typedef struct StoreFitResult
-{
-	Datum		components;
-	Oid			components_type;
-	Datum		diag;
-	Datum		scale;			/* float8[] or NULL */
-	Datum		constant;		/* int[] or NULL */
-	char		nulls[5];		/* of scale and constant, at [2] and [3] */
-} StoreFitResult;
-
+/* The info columns of 0.1.0 that hold options (rounds: rounds_max), from the options' jsonb as each column's type reads it. */
 static void
-store_run_fit(Datum options, StoreFitResult *f)
+info_options(ModelRow *row, Jsonb *options)
 {
-	Oid			types[2] = {TEXTOID, JSONBOID};
-	Datum		values[2];
-	bool		isnull,
-				n_local;
-	HeapTuple	row;
-	TupleDesc	desc;
+	JsonbIterator *it = JsonbIteratorInit(&options->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	Datum		old;
+	bool		isnull;
 
-	n_local = DatumGetBool(store_sql("SELECT EXISTS (SELECT FROM pg_temp.perpca_train_src s WHERE s.n_local IS NOT NULL)",
-									 0, NULL, NULL, NULL, &isnull));
-	values[0] = CStringGetTextDatum(psprintf("SELECT client, stats%s FROM pg_temp.perpca_train_src ORDER BY client COLLATE \"C\"",
-											 n_local ? ", n_local" : ""));
-	values[1] = options;
-	(void) store_sql("SELECT f.components, f.diagnostics, f.scale_factors, f.constant_features"
-					 "  FROM perpca_internal.fit($1, $2) AS f", 2, types, values, NULL, &isnull);
-	if (SPI_processed != 1)
-		elog(ERROR, "perpca_internal.fit returned %d rows", (int) SPI_processed);
-	row = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	memset(f->nulls, ' ', 4);
-	f->nulls[4] = '\0';
-	f->components = SPI_getbinval(row, desc, 1, &isnull);
-	f->components_type = SPI_gettypeid(desc, 1);
-	f->diag = SPI_getbinval(row, desc, 2, &isnull);
-	f->scale = SPI_getbinval(row, desc, 3, &isnull);
-	f->nulls[2] = isnull ? 'n' : ' ';
-	f->constant = SPI_getbinval(row, desc, 4, &isnull);
-	f->nulls[3] = isnull ? 'n' : ' ';
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		Oid			in,
+					ioparam;
+		char	   *text;
+
+		if (tok == WJB_KEY)
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+		if (tok != WJB_VALUE)
+			continue;
+		if (strcmp(key, "rounds") == 0)
+			key = "rounds_max";
+		if (!model_row_get(row, key, &old, &isnull) || v.type == jbvNull)
+			continue;
+		text = v.type == jbvString ? pnstrdup(v.val.string.val, v.val.string.len) :
+			v.type == jbvBool ? (v.val.boolean ? "true" : "false") :
+			DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+		getTypeInputInfo(model_schema_column(MODEL_TABLE_INFO, key).type, &in, &ioparam);
+		model_row_set(row, key, OidInputFunctionCall(in, text, ioparam, -1), false);
+	}
+}
+
+/* What the info row of a fit holds beside the fit's diagnostics. */
+typedef struct InfoFacts
+{
+	const char *query;
+	const char *path;
+	const double *gmean;
+	double		total_variance;
+	int64		version;
+	const char *digest;
+} InfoFacts;
+
+/* Insert the info row of the fit diag. */
+static void
+store_info(const StoreModel *sm, const Stage *st, const FitDiagnostics *diag, Jsonb *options, const InfoFacts *f)
+{
+	ModelRow	row;
+	Datum		factors,
+				constant;
+
+	model_row_init(&row, MODEL_TABLE_INFO);
+	info_options(&row, options);
+	model_row_set(&row, "model", CStringGetTextDatum(sm->base), false);
+	model_row_set(&row, "d", Int32GetDatum(diag->dim), false);
+	model_row_set(&row, "n_global", Int32GetDatum(diag->opts.n_global), false);
+	model_row_set(&row, "n_local", Int32GetDatum(diag->opts.n_local), false);
+	model_row_set(&row, "n_clients", Int32GetDatum(diag->n_clients), false);
+	model_row_set(&row, "source_query", CStringGetTextDatum(f->query), false);
+	model_row_set(&row, "rounds", Int32GetDatum(diag->rounds), false);
+	model_row_set(&row, "converged", BoolGetDatum(diag->converged), false);
+	row_float(&row, "objective", diag->objective);
+	row_float(&row, "kkt_residual", diag->kkt_residual);
+	row_float(&row, "theta_est", diag->theta_est);
+	row_float(&row, "step_used", diag->step);
+	row_float(&row, "fit_seconds", diag->seconds);
+	model_row_set(&row, "global_mean", PointerGetDatum(perpca_vector_build(f->gmean, diag->dim)), false);
+	row_float(&row, "total_variance", f->total_variance);
+	model_row_set(&row, "fitted_at", TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), false);
+	model_row_set(&row, "version", Int64GetDatum(f->version), false);
+	model_row_set(&row, "client_type", CStringGetTextDatum(format_type_be(st->key_type)), st->n == 0);
+	model_row_set(&row, "options", JsonbPGetDatum(options), false);
+	if (diag->scale_factors != NULL)
+	{
+		scale_arrays(diag->scale_factors, diag->constant, diag->dim, &factors, &constant);
+		model_row_set(&row, "scale_factors", factors, false);
+		model_row_set(&row, "constant_features", constant, false);
+	}
+	model_row_set(&row, "search_path", CStringGetTextDatum(f->path), false);
+	model_row_set(&row, "feature_names", st->names, st->names_null);
+	model_row_set(&row, "stats_digest", CStringGetTextDatum(f->digest), false);
+	model_row_set(&row, "source_view", CStringGetTextDatum(store_rel(sm, "source")), false);
+	row_float(&row, "sketch_bound", diag->sketch_bound);
+	store_one_row(sm, &row);
 }
 
 /* feature_names must hold one name per feature, without NULLs (22023). */
 static void
-store_check_names(Datum names, Datum diag)
+check_names(const Stage *st, int d)
 {
-	Oid			types[2] = {TEXTARRAYOID, JSONBOID};
-	Datum		values[2] = {names, diag};
-	bool		isnull;
+	ArrayType  *a;
+	int			n;
 
-	if (!DatumGetBool(store_sql("SELECT array_ndims($1) IS DISTINCT FROM 1 OR cardinality($1) <> ($2 ->> 'd')::int"
-								"       OR array_position($1, NULL) IS NOT NULL", 2, types, values, NULL, &isnull)))
+	if (st->names_null)
+		return;
+	a = DatumGetArrayTypeP(st->names);
+	n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+	if (ARR_NDIM(a) == 1 && n == d && !array_contains_nulls(a))
 		return;
 	ereport(ERROR,
 			(errcode(PERPCA_ERRCODE_ARGUMENT),
-			 errmsg("feature_names must hold one name for each of the %s features, without NULLs",
-					TextDatumGetCString(store_sql("SELECT $2 ->> 'd'", 2, types, values, NULL, &isnull))),
-			 errdetail("It has %s names.",
-					   TextDatumGetCString(store_sql("SELECT coalesce(cardinality($1), 0)::text", 2, types, values,
-													 NULL, &isnull)))));
+			 errmsg("feature_names must hold one name for each of the %d features, without NULLs", d),
+			 errdetail("It has %d names.", n)));
 }
 
-/* The info row of a fit (jsonb, by column name): the 0.1.0 option columns take the options of their name. */
-static const char info_row_sql[] =
-"SELECT ($1 - 'rounds') || jsonb_build_object("
-"  'model', $15, 'd', $2 -> 'd', 'n_global', $3 -> 'n_global',"
-"  'n_local', $3 -> 'n_local', 'n_clients', $2 -> 'n_clients',"
-"  'rounds_max', $1 -> 'rounds', 'source_query', $4,"
-"  'rounds', $2 -> 'rounds_run', 'converged', $2 -> 'converged',"
-"  'objective', $2 -> 'objective', 'kkt_residual', $2 -> 'kkt_residual',"
-"  'theta_est', $2 -> 'theta_est', 'step_used', $2 -> 'step',"
-"  'fit_seconds', $2 -> 'seconds', 'global_mean', to_jsonb($5),"
-"  'total_variance', $6, 'fitted_at', now(),"
-"  'version', $7, 'client_type', $8,"
-"  'options', $1, 'scale_factors', to_jsonb($9),"
-"  'constant_features', to_jsonb($10), 'search_path', $11,"
-"  'feature_names', to_jsonb($12), 'stats_digest', $13,"
-"  'source_view', $14, 'sketch_bound', $2 -> 'sketch_bound')";
-
-/* What store_fit has computed before it writes. */
-typedef struct StoreFigures
+/* The starts of a fit as the history keeps them: [{start, rounds_run, objective, converged, chosen}], or NULL. */
+static Datum
+starts_jsonb(const FitDiagnostics *diag, bool *isnull)
 {
-	Datum		opts;
-	Datum		gmean;
-	Datum		nrows;
-	Datum		digest;
-	Datum		starts;
-	Datum		version;
-	Datum		key_type;
-	char		nulls[4];		/* of digest, starts, key_type */
-} StoreFigures;
+	StringInfoData buf;
 
-static void
-store_figures(const StoreModel *sm, const StoreFitResult *f, Datum names, bool names_null, StoreFigures *g)
-{
-	Oid			jtype = JSONBOID;
-	bool		isnull;
+	*isnull = diag->nstarts == 0;
+	if (*isnull)
+		return (Datum) 0;
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '[');
+	for (int j = 0; j < diag->nstarts; j++)
+	{
+		const FitStartReport *s = &diag->starts[j];
 
-	g->opts = store_sql("SELECT $1 -> 'options'", 1, &jtype, &f->diag, NULL, &isnull);
-	g->key_type = store_sql("SELECT format_type(s.client_type, NULL) FROM pg_temp.perpca_train_src s LIMIT 1",
-							0, NULL, NULL, NULL, &isnull);
-	g->nulls[2] = isnull ? 'n' : ' ';
-	/* with a sketched client, the fit's pooled mean: no merge of the statistics */
-	if (DatumGetBool(store_sql("SELECT $1 ? 'pooled_mean'", 1, &jtype, &f->diag, NULL, &isnull)))
-		(void) store_sql(psprintf("SELECT ARRAY(SELECT m::float8 FROM jsonb_array_elements_text($1 -> 'pooled_mean') WITH ORDINALITY AS e(m, j) ORDER BY j),"
-								  "       (SELECT sum(%s.perpca_count(s.stats))::bigint FROM pg_temp.perpca_train_src s)", sm->ext),
-						 1, &jtype, &f->diag, NULL, &isnull);
-	else
-		(void) store_sql(psprintf("SELECT %s.perpca_mean(x.m), %s.perpca_count(x.m)"
-								  "  FROM (SELECT %s.perpca_merge(s.stats ORDER BY s.client COLLATE \"C\") AS m"
-								  "          FROM pg_temp.perpca_train_src s) x", sm->ext, sm->ext, sm->ext),
-						 0, NULL, NULL, NULL, &isnull);
-	g->gmean = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	g->nrows = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	g->digest = store_digest(sm, g->opts, names, names_null);
-	g->nulls[0] = g->digest == (Datum) 0 ? 'n' : ' ';
-	g->starts = store_sql(psprintf("SELECT jsonb_agg(jsonb_build_object('start', st.start, 'rounds_run', st.rounds_run,"
-								   " 'objective', st.objective, 'converged', st.converged, 'chosen', st.chosen))"
-								   "  FROM %s.perpca_last_fit_starts() AS st", sm->ext),
-						  0, NULL, NULL, NULL, &isnull);
-	g->nulls[1] = isnull ? 'n' : ' ';
-	g->version = store_sql(psprintf("SELECT nextval(%s)", quote_literal_cstr(psprintf("%s.perpca_model_version", sm->ext))),
-						   0, NULL, NULL, NULL, &isnull);
-	g->nulls[3] = '\0';
+		appendStringInfoString(&buf, j > 0 ? ", {\"start\": " : "{\"start\": ");
+		escape_json(&buf, s->name);
+		appendStringInfo(&buf, ", \"rounds_run\": %d, \"objective\": %s, \"converged\": %s, \"chosen\": %s}",
+						 s->rounds, isfinite(s->objective) ? float8out_internal(s->objective) : "null",
+						 s->converged ? "true" : "false", j == diag->chosen ? "true" : "false");
+	}
+	appendStringInfoChar(&buf, ']');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
 /* Swap: the old rows out (an existing model is locked by its writer), or a new model's tables. */
@@ -632,115 +953,85 @@ store_swap_out(const StoreModel *sm)
 {
 	if (OidIsValid(store_relid(sm, "info")))
 	{
-		store_run(psprintf("DELETE FROM %s", store_rel(sm, "components")), 0, NULL, NULL, NULL);
-		store_run(psprintf("DELETE FROM %s", store_rel(sm, "clients")), 0, NULL, NULL, NULL);
-		store_run(psprintf("DELETE FROM %s", store_rel(sm, "info")), 0, NULL, NULL, NULL);
+		store_sql(psprintf("DELETE FROM %s; DELETE FROM %s; DELETE FROM %s", store_rel(sm, "components"),
+						   store_rel(sm, "clients"), store_rel(sm, "info")), 0, NULL, NULL);
 		/* A model stored by an earlier version gets the columns added since, once. */
-		store_columns_add(sm, "info");
+		store_columns_add(sm, MODEL_TABLE_INFO);
+		return;
 	}
-	else
-		store_create(sm);
+	model_schema_create(MODEL_TABLE_COMPONENTS, sm->schema, sm->base);
+	model_schema_create(MODEL_TABLE_CLIENTS, sm->schema, sm->base);
+	model_schema_create(MODEL_TABLE_INFO, sm->schema, sm->base);
+	/* a model trained again continues its history */
+	if (!OidIsValid(store_relid(sm, "history")))
+		model_schema_create(MODEL_TABLE_HISTORY, sm->schema, sm->base);
 }
 
-/* Write the rows of the fit f with its figures g. */
+/* The next version of a model (the sequence of perpca's schema, as the current user). */
+static int64
+store_next_version(const StoreModel *sm)
+{
+	Oid			seq = get_relname_relid("perpca_model_version", perpca_extension_schema());
+
+	if (!OidIsValid(seq))
+		elog(ERROR, "sequence %s.perpca_model_version not found", sm->ext);
+	return nextval_internal(seq, true);
+}
+
+/* Store the fit diag of rows (of desc) and its figures; out's version, rows, digest are set. */
 static void
-store_write(const StoreModel *sm, const char *source_query, Datum options, const char *path, Datum names,
-			bool names_null, const StoreFitResult *f, const StoreFigures *g)
+store_write(const StoreModel *sm, const char *query, const char *path, const Stage *st, Tuplestorestate *rows,
+			TupleDesc desc, const FitDiagnostics *diag, StoreFit *out)
 {
-	Oid			ctypes[7] = {TEXTOID, FLOAT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8ARRAYOID, JSONBOID};
-	Datum		cargs[7];
-	char		cnulls[8] = "   nn  ";
-	Oid			itypes[15] = {JSONBOID, JSONBOID, JSONBOID, TEXTOID, FLOAT8ARRAYOID, FLOAT8OID, INT8OID, TEXTOID,
-	FLOAT8ARRAYOID, INT4ARRAYOID, TEXTOID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		iargs[15];
-	char		inulls[16] = "               ";
-	bool		isnull;
-	char	   *clients = store_rel(sm, "clients");
-	char	   *info = store_rel(sm, "info");
+	Jsonb	   *options = fit_options_jsonb(&diag->opts, false);
+	FitRows		fr = {0};
+	InfoFacts	f = {.query = query, .path = path};
+	ClientBasis b = {diag->dim, diag->scale_factors, diag->opts.center, NULL, NULL, 0, "fit"};
 
-	store_run(psprintf("INSERT INTO %s (client, kind, component, pc, variance)"
-					   " SELECT u.client, u.kind, u.component, u.pc, u.variance FROM unnest($1) AS u",
-					   store_rel(sm, "components")), 1, &f->components_type, &f->components, NULL);
-	cargs[0] = store_sql("SELECT $1 ->> 'center'", 1, &itypes[0], &g->opts, NULL, &isnull);
-	cargs[1] = g->gmean;
-	cargs[2] = CStringGetTextDatum("fit");
-	cargs[3] = cargs[4] = (Datum) 0;	/* no one client: NULLs */
-	cargs[5] = f->scale;
-	cnulls[5] = f->nulls[2];
-	cargs[6] = store_sql("SELECT $1 -> 'client_bounds'", 1, &itypes[0], &f->diag, NULL, &isnull);
-	cnulls[6] = isnull ? 'n' : ' ';
-	store_fill_clients(sm, "pg_temp.perpca_train_src", ctypes, cargs, cnulls);
-
-	iargs[0] = g->opts;
-	iargs[1] = f->diag;
-	iargs[2] = options;
-	iargs[3] = CStringGetTextDatum(source_query);
-	iargs[4] = g->gmean;
-	iargs[5] = store_sql(psprintf("SELECT CASE WHEN $1 ->> 'weights' = 'equal' THEN avg(total_variance)"
-								  " ELSE sum(n::float8 * total_variance) / sum(n::float8) END FROM %s", clients),
-						 1, &itypes[0], &g->opts, NULL, &isnull);
-	inulls[5] = isnull ? 'n' : ' ';
-	iargs[6] = g->version;
-	iargs[7] = g->key_type;
-	inulls[7] = g->nulls[2];
-	iargs[8] = f->scale;
-	inulls[8] = f->nulls[2];
-	iargs[9] = f->constant;
-	inulls[9] = f->nulls[3];
-	iargs[10] = CStringGetTextDatum(path);
-	iargs[11] = names;
-	inulls[11] = names_null ? 'n' : ' ';
-	iargs[12] = g->digest;
-	inulls[12] = g->nulls[0];
-	iargs[13] = CStringGetTextDatum(store_rel(sm, "source"));
-	iargs[14] = CStringGetTextDatum(sm->base);
-	iargs[0] = store_sql(info_row_sql, 15, itypes, iargs, inulls, &isnull);
-	store_run(psprintf("INSERT INTO %s SELECT * FROM jsonb_populate_record(NULL::%s, $1)", info, info),
-			  1, itypes, iargs, NULL);
-}
-
-Datum
-store_fit(const StoreModel *sm, const char *source_query, Datum options, const char *path, Datum names,
-		  bool names_null)
-{
-	StoreFitResult f;
-	StoreFigures g;
-	Oid			types[6] = {TEXTOID, JSONBOID, INT8OID, INT8OID, JSONBOID, TEXTOID};
-	Datum		values[6];
-	char		nulls[7] = "      ";
-	bool		isnull;
-	int			nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	store_run_fit(options, &f);
-	if (!names_null)
-		store_check_names(names, f.diag);
-	store_figures(sm, &f, names, names_null, &g);
+	out->version = f.version = store_next_version(sm);
+	out->rows = store_stage_rows(st);
+	out->digest = store_digest(st, JsonbPGetDatum(options), st->names, st->names_null);
+	f.digest = out->digest;
 	store_swap_out(sm);
-	store_write(sm, source_query, options, path, names, names_null, &f, &g);
-	values[0] = CStringGetTextDatum(sm->base);
-	values[1] = f.diag;
-	values[2] = g.version;
-	values[3] = g.nrows;
-	values[4] = g.starts;
-	nulls[4] = g.nulls[1];
-	values[5] = g.digest;
-	nulls[5] = g.nulls[0];
-	values[0] = store_sql("SELECT jsonb_build_object('model_name', $1, 'd', $2 -> 'd', 'n_clients', $2 -> 'n_clients',"
-						  " 'rounds_run', $2 -> 'rounds_run', 'converged', $2 -> 'converged',"
-						  " 'objective', $2 -> 'objective', 'theta_est', $2 -> 'theta_est',"
-						  " 'version', $3, 'rows', $4, 'starts', $5, 'digest', $6,"
-						  " 'sketch_bound', $2 -> 'sketch_bound')",
-						  6, types, values, nulls, &isnull);
-	AtEOXact_GUC(true, nestlevel);
-	return values[0];
+	store_components(sm, rows, desc, st, diag->dim, &fr);
+	/* with a sketched client, the fit's pooled mean */
+	b.gmean = f.gmean = diag->pooled_mean ? diag->pooled_mean : staged_mean(st, diag->dim);
+	b.U = fr.U;
+	b.r1 = fr.r1;
+	f.total_variance = store_clients(sm, st, &b, &fr, diag);
+	store_info(sm, st, diag, options, &f);
 }
 
-/* ------------------------------------------------------------------------
- * The history, and one client personalized
- * ------------------------------------------------------------------------
- */
+void
+store_fit(const StoreModel *sm, const char *query, const char *path, const FitOptions *opts, const Stage *st,
+		  StoreFit *out)
+{
+	FitDiagnostics *diag = &out->diag;
+	Tuplestorestate *rows;
+	TupleDesc	desc;
+	MemoryContext fitcxt;
+
+	memset(diag, 0, sizeof(FitDiagnostics));
+	diag->opts = *opts;
+	/* the fit reads the stage (and the warm start) as they are now */
+	CommandCounterIncrement();
+	PushCopiedSnapshot(GetActiveSnapshot());
+	UpdateActiveSnapshotCommandId();
+	fitcxt = fit_sql_model(psprintf("SELECT client, stats%s FROM pg_temp.perpca_train_src ORDER BY client COLLATE \"C\"",
+									st->any_n_local ? ", n_local" : ""), diag, &rows, &desc);
+	PopActiveSnapshot();
+	check_names(st, diag->dim);
+	store_write(sm, query, path, st, rows, desc, diag, out);
+	out->starts = starts_jsonb(diag, &out->starts_null);
+	tuplestore_end(rows);
+	MemoryContextDelete(fitcxt);
+	/* what pointed into the fit's memory is gone */
+	diag->pooled_mean = diag->scale_factors = NULL;
+	diag->constant = NULL;
+	diag->client_bounds = NULL;
+	diag->nbounds = 0;
+	diag->trace = NULL;
+}
 
 /*
  * A model stored before 0.3.0 gets its history table at its first refresh;
@@ -775,104 +1066,149 @@ store_history_table(const StoreModel *sm)
 	return true;
 }
 
-Datum
-store_history_append(const StoreModel *sm, Datum r)
+/* ------------------------------------------------------------------------
+ * The history, and one client personalized
+ * ------------------------------------------------------------------------
+ */
+
+void
+store_history_append(const StoreModel *sm, ModelRow *row)
 {
-	Oid			types[2] = {JSONBOID, TEXTOID};
-	Datum		values[2] = {r, (Datum) 0};
-	char	   *history = store_rel(sm, "history");
+	Datum		v;
 	bool		isnull;
 
-	values[0] = store_sql(psprintf("SELECT CASE WHEN $1 ? 'version' THEN $1"
-								   " ELSE $1 || jsonb_build_object('version', (SELECT i.version FROM %s i)) END",
-								   store_rel(sm, "info")), 1, types, values, NULL, &isnull);
+	(void) model_row_get(row, "version", &v, &isnull);
+	if (isnull)
+	{
+		v = store_one(psprintf("SELECT i.version FROM %s i", store_rel(sm, "info")), &isnull);
+		model_row_set(row, "version", v, isnull);
+	}
 	if (!store_history_table(sm))
-		return values[0];
+		return;
 	/* a history started before 0.4.0 gets the columns added since (sketch_bound), once */
-	store_columns_add(sm, "history");
-	values[0] = store_sql(psprintf("SELECT $1 || jsonb_build_object('entry', (SELECT coalesce(max(h.entry), 0) + 1 FROM %s h))",
-								   history), 1, types, values, NULL, &isnull);
-	store_run(psprintf("INSERT INTO %s SELECT * FROM jsonb_populate_record(NULL::%s, $1)", history, history),
-			  1, types, values, NULL);
-	return values[0];
+	store_columns_add(sm, MODEL_TABLE_HISTORY);
+	v = store_one(psprintf("SELECT coalesce(max(h.entry), 0) + 1 FROM %s h", store_rel(sm, "history")), &isnull);
+	model_row_set(row, "entry", v, false);
+	store_one_row(sm, row);
 }
 
-/* The local components of one client ($1 client, $2 scaled stats, $3 r2, $4 centre kind, $5 factors). */
-static const char personalize_sql[] =
-"INSERT INTO %s (client, kind, component, pc, variance)"
-" SELECT $1, 'local', l.component, l.pc, l.variance"
-"   FROM %s.perpca_local_pcs($2,"
-"          (SELECT array_agg(k.pc ORDER BY k.component) FROM %s k WHERE k.kind = 'global'), $3,"
-"          (SELECT CASE $4 WHEN 'client' THEN %s.perpca_mean($2)"
-"                          WHEN 'global' THEN perpca_internal.scale_vector(i.global_mean, $5)"
-"                          ELSE array_fill(0::float8, ARRAY[i.d]) END FROM %s i)) AS l";
+/* The k x d rows C as a d x k matrix of columns. */
+static double *
+columns_of(const double *C, int k, int d)
+{
+	double	   *T = palloc(sizeof(double) * d * Max(k, 1));
+
+	for (int j = 0; j < k; j++)
+		for (int i = 0; i < d; i++)
+			T[(int64) i * k + j] = C[(int64) j * d + i];
+	return T;
+}
 
 /*
- * {client: bound} (jsonb) of one personalized client with k components:
- * its share of a sketch's bound, k delta / (2 n), as the fit's
- * (fit_input.c, clients_sketch_bound); 0 for exact statistics.
+ * The k local components (rows) of scaled statistics s about centre with
+ * the r1 global components U frozen, and their variances: the top k
+ * eigenvectors of (I - U'U) S (I - U'U).
  */
-static Datum
-store_client_bound(const char *client, const PerpcaStats *s, int k)
+static double *
+local_pcs(const PerpcaStats *s, const double *centre, const double *U, int r1, int k, double *values)
 {
-	StringInfoData buf;
+	int			d = s->dim;
+	double	   *Z = palloc(sizeof(double) * d * k);
+	FitClient	c;
 
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
-	escape_json(&buf, client);
-	appendStringInfo(&buf, ": %.17g}", s->n > 0 ? 0.5 * k * perpca_stats_sketch_delta(s) / (double) s->n : 0.0);
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+	clients_one(s, centre, r1, k, &c);
+	client_top_eigen(&c, r1 > 0 ? columns_of(U, r1, d) : NULL, k, values, Z, k);
+	linalg_fix_signs(d, k, Z, k);
+	return columns_of(Z, d, k);
+}
+
+/* Store the k local components V of client (and their variances) as rows of <base>_components, and into out. */
+static void
+personalize_components(const StoreModel *sm, const char *client, const double *V, const double *values, int k,
+					   int d, Tuplestorestate *out)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(3);
+	ModelRows	rs;
+	ModelRow	row;
+
+	TupleDescInitEntry(desc, 1, "component", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, 2, "pc", FLOAT8ARRAYOID, -1, 0);
+	TupleDescInitEntry(desc, 3, "variance", FLOAT8OID, -1, 0);
+	model_rows_begin(&rs, MODEL_TABLE_COMPONENTS, sm->schema, sm->base);
+	for (int j = 0; j < k; j++)
+	{
+		Datum		v[3] = {Int32GetDatum(j + 1), PointerGetDatum(perpca_vector_build(V + (int64) j * d, d)),
+		Float8GetDatum(values[j])};
+
+		model_row_init(&row, MODEL_TABLE_COMPONENTS);
+		model_row_set(&row, "client", CStringGetTextDatum(client), false);
+		model_row_set(&row, "kind", CStringGetTextDatum("local"), false);
+		model_row_set(&row, "component", v[0], false);
+		model_row_set(&row, "pc", v[1], false);
+		model_row_set(&row, "variance", v[2], false);
+		model_rows_add(&rs, &row);
+		if (out != NULL)
+			tuplestore_puttuple(out, heap_form_tuple(desc, v, (bool[3]) {false, false, false}));
+	}
+	model_rows_insert(&rs);
+}
+
+/* The fit's centre of a stored model. */
+static FitCenter
+model_center(const ModelData *m)
+{
+	return m->center == CENTER_CLIENT ? FIT_CENTER_CLIENT : m->center == CENTER_GLOBAL ? FIT_CENTER_GLOBAL
+		: FIT_CENTER_NONE;
 }
 
 uint64
-store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datum stats, int n_local,
-				  Datum factors, bool factors_null, Tuplestorestate *out)
+store_personalize(const StoreModel *sm, const ModelData *m, const char *client, const PerpcaStats *stats,
+				  int n_local, Tuplestorestate *out)
 {
-	char	   *components = store_rel(sm, "components");
-	char	   *info = store_rel(sm, "info");
-	Oid			types[7] = {TEXTOID, FLOAT8ARRAYOID, TEXTOID, TEXTOID, stats_type, FLOAT8ARRAYOID, JSONBOID};
-	Datum		args[7] = {0, 0, CStringGetTextDatum("personalize"), CStringGetTextDatum(client), stats, factors, 0};
-	char		nulls[8] = "       ";
+	ClientBasis b = {m->d, m->scale, model_center(m), m->global_mean, m->U, m->r1, "personalize"};
+	StagedClient sc = {.key = (char *) client, .stats = (PerpcaStats *) stats};
+	Datum		key = CStringGetTextDatum(client);
+	double	   *V = NULL,
+				tv;
+	ModelRow	row;
 	bool		isnull;
-	int32		r1,
-				r2;
 
-	nulls[5] = factors_null ? 'n' : ' ';
-	(void) store_sql(psprintf("SELECT i.center, i.global_mean, i.n_local, i.n_global FROM %s i", info), 0, NULL, NULL, NULL, &isnull);
-	if (SPI_processed != 1)
-		elog(ERROR, "model \"%s\" has %d info rows", sm->base, (int) SPI_processed);
-	args[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	args[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	r1 = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
-	isnull = false;
-	r2 = n_local < 0 ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull))
-		: n_local;
-	args[6] = store_client_bound(client, DatumGetPerpcaStats(stats), r1 + (isnull ? 0 : r2));
-	store_run(psprintf("DELETE FROM %s WHERE kind = 'local' AND client = $4", components), 6, types, args, nulls);
-	if (!isnull && r2 != 0)
+	if (n_local < 0)
+	{
+		Datum		v = store_one(psprintf("SELECT i.n_local FROM %s i", store_rel(sm, "info")), &isnull);
+
+		n_local = isnull ? 0 : DatumGetInt32(v);
+	}
+	store_sql(psprintf("DELETE FROM %s WHERE kind = 'local' AND client = $1; DELETE FROM %s WHERE client = $1",
+					   store_rel(sm, "components"), store_rel(sm, "clients")), 1, (Oid[]) {TEXTOID}, &key);
+	if (n_local > 0)
 	{
 		/* The local components live where the model's components do: in the scaled features. */
-		Oid			ptypes[5] = {TEXTOID, stats_type, INT4OID, TEXTOID, FLOAT8ARRAYOID};
-		Datum		pargs[5] = {args[3], 0, Int32GetDatum(r2), args[0], factors};
-		char		pnulls[6] = "     ";
+		PerpcaStats *s = scaled_stats(stats, m->scale);
+		double	   *values = palloc(sizeof(double) * n_local);
 
-		pnulls[4] = nulls[5];
-		pargs[1] = store_sql("SELECT perpca_internal.scale_stats($1, $2)", 2, (Oid[]) {stats_type, FLOAT8ARRAYOID},
-							 (Datum[]) {stats, factors}, (char[]) {' ', nulls[5], '\0'}, &isnull);
-		store_run(psprintf(personalize_sql, components, sm->ext, components, sm->ext, info),
-				  5, ptypes, pargs, pnulls);
+		V = local_pcs(s, client_centre(&b, s), m->U, m->r1, n_local, values);
+		personalize_components(sm, client, V, values, n_local, m->d, out);
 	}
-	store_fill_clients(sm, "(SELECT $4 AS client, $5 AS stats)", types, args, nulls);
-	/* nextval() first: Citus refuses it inside an UPDATE of a reference table. */
-	args[1] = store_sql(psprintf("SELECT nextval(%s)", quote_literal_cstr(psprintf("%s.perpca_model_version", sm->ext))),
-						0, NULL, NULL, NULL, &isnull);
-	store_run(psprintf("UPDATE %s SET version = $1", info), 1, (Oid[]) {INT8OID}, &args[1], NULL);
-	(void) store_sql(psprintf("SELECT k.component, k.pc, k.variance FROM %s k"
-							  " WHERE k.kind = 'local' AND k.client = $1 ORDER BY k.component", components),
-					 1, (Oid[]) {TEXTOID}, &args[3], NULL, &isnull);
-	for (uint64 i = 0; out != NULL && i < SPI_processed; i++)
-		tuplestore_puttuple(out, SPI_tuptable->vals[i]);
-	return SPI_processed;
+	/* its share of a sketch's bound, k delta / (2 n), as the fit's (fit_input.c, clients_sketch_bound) */
+	client_row(&row, &b, &sc, V, n_local,
+			   0.5 * (m->r1 + n_local) * perpca_stats_sketch_delta(stats) / (double) stats->n, false, &tv);
+	store_columns_add(sm, MODEL_TABLE_CLIENTS);
+	store_one_row(sm, &row);
+	/* the version first: Citus refuses nextval() inside an UPDATE of a reference table */
+	key = Int64GetDatum(store_next_version(sm));
+	store_sql(psprintf("UPDATE %s SET version = $1", store_rel(sm, "info")), 1, (Oid[]) {INT8OID}, &key);
+	return n_local;
+}
+
+/* Add to the model's table t the declared columns it lacks. */
+void
+store_columns_add(const StoreModel *sm, ModelTable t)
+{
+	Oid			relid = store_relid(sm, model_table_suffix(t));
+
+	if (OidIsValid(relid))
+		(void) model_schema_add_missing(t, relid);
 }
 
 /* ------------------------------------------------------------------------
@@ -884,11 +1220,10 @@ store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datu
 static void
 stage_drop_one(const char *name)
 {
-	bool		isnull;
-	Datum		v = CStringGetTextDatum(psprintf("pg_temp.%s", name));
+	Oid			temp = LookupExplicitNamespace("pg_temp", true);
 
-	if (DatumGetBool(store_sql("SELECT to_regclass($1) IS NOT NULL", 1, (Oid[]) {TEXTOID}, &v, NULL, &isnull)))
-		store_run(psprintf("DROP TABLE pg_temp.%s", name), 0, NULL, NULL, NULL);
+	if (OidIsValid(temp) && OidIsValid(get_relname_relid(name, temp)))
+		store_sql(psprintf("DROP TABLE pg_temp.%s", name), 0, NULL, NULL);
 }
 
 /* GRANT privileges on pg_temp.name to reader, unless reader is the current user. */
@@ -896,16 +1231,16 @@ static void
 stage_grant(const char *name, const char *privileges, Oid reader)
 {
 	if (reader != GetUserId())
-		store_run(psprintf("GRANT %s ON pg_temp.%s TO %s", privileges, name,
-						   quote_identifier(GetUserNameFromId(reader, false))), 0, NULL, NULL, NULL);
+		store_sql(psprintf("GRANT %s ON pg_temp.%s TO %s", privileges, name,
+						   quote_identifier(GetUserNameFromId(reader, false))), 0, NULL, NULL);
 }
 
 void
 store_stage_create(const StoreModel *sm, Oid reader)
 {
 	stage_drop_one("perpca_train_src");
-	store_run(psprintf("CREATE TEMPORARY TABLE perpca_train_src (client_type regtype, client text,"
-					   " stats %s.perpca_stats, n_local int)", sm->ext), 0, NULL, NULL, NULL);
+	store_sql(psprintf("CREATE TEMPORARY TABLE perpca_train_src (client_type regtype, client text,"
+					   " stats %s.perpca_stats, n_local int)", sm->ext), 0, NULL, NULL);
 	stage_grant("perpca_train_src", "SELECT, INSERT", reader);
 }
 
@@ -922,7 +1257,7 @@ store_stage_start(const char *query, Oid reader, const char *path)
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	store_run(command, 0, NULL, NULL, NULL);
+	store_sql(command, 0, NULL, NULL);
 	AtEOXact_GUC(true, nestlevel);
 	stage_grant("perpca_train_start", "SELECT", reader);
 }

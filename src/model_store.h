@@ -5,16 +5,24 @@
  * Train, refresh and personalize write a model through these functions
  * only, after they locked it (model_lock.c, the one lock order) and while
  * they run as the model's owner (run_as_owner.c: a security-restricted
- * operation with search_path = pg_catalog, pg_temp).  Each runs its SQL
- * through SPI (the caller is connected); the tables are made from the one
- * declaration of their columns (model_schema.c).
+ * operation with search_path = pg_catalog, pg_temp).  The caller is
+ * connected to SPI; SPI reads the bound view, runs the DDL and the inserts
+ * that model_schema.c generates from the one declaration of the columns.
+ * Everything between is C.
  */
 #ifndef PERPCA_MODEL_STORE_H
 #define PERPCA_MODEL_STORE_H
 
 #include "postgres.h"
 
+#include "executor/spi.h"
 #include "utils/tuplestore.h"
+
+#include "fit_types.h"
+#include "model_read.h"
+#include "model_schema.h"
+#include "row_reader.h"
+#include "stats.h"
 
 /* A model being written: its schema and base name, and perpca's schema (quoted, for SQL). */
 typedef struct StoreModel
@@ -25,34 +33,61 @@ typedef struct StoreModel
 	double		calibration;	/* the share of rows held out to calibrate control limits (calibrate.c), 0: none */
 } StoreModel;
 
+/* One client read from the view: its key (text), statistics (NULL when NULL) and n_local (NULL: -1, n_local_null). */
+typedef struct StagedClient
+{
+	char	   *key;
+	PerpcaStats *stats;
+	int32		n_local;
+	bool		n_local_null;
+} StagedClient;
+
+/* The clients of a train or refresh, in the byte order of their keys, and the query's feature names. */
+typedef struct Stage
+{
+	Oid			key_type;
+	int			n;
+	StagedClient *c;
+	bool		any_n_local;
+	Datum		names;			/* text[] */
+	bool		names_null;
+} Stage;
+
+/* What store_fit stored, for the history: the fit's figures (no pointers), version, rows, starts, digest. */
+typedef struct StoreFit
+{
+	FitDiagnostics diag;
+	int64		version;
+	int64		rows;
+	Datum		starts;			/* jsonb */
+	bool		starts_null;
+	char	   *digest;
+} StoreFit;
+
 /* The model schema.base, with perpca's schema looked up. */
 extern void store_model_init(StoreModel *sm, const char *schema, const char *base);
 
 /* "schema"."base_suffix", quoted. */
 extern char *store_rel(const StoreModel *sm, const char *suffix);
 
-/*
- * Run sql through SPI with parameters $1..$n (nulls as SPI takes them, NULL
- * for none); the first column of its first row (*isnull when there is none,
- * or it is NULL), valid until SPI_finish.
- */
-extern Datum store_sql(const char *sql, int n, const Oid *types, const Datum *values, const char *nulls,
-					   bool *isnull);
+/* Run sql through SPI with parameters $1..$n (of types); its rows in SPI_tuptable. */
+extern void store_sql(const char *sql, int n, const Oid *types, const Datum *values);
 
-/* store_sql for a statement whose result is not wanted. */
-extern void store_run(const char *sql, int n, const Oid *types, const Datum *values, const char *nulls);
+/* The number of column name of desc, or 0. */
+extern int	store_column(TupleDesc desc, const char *name);
 
-/* A text or jsonb datum of a C string (SPI parameters). */
-#define STORE_TEXT(s) CStringGetTextDatum(s)
+/* Column name of row tup of desc (found by name: a model stored before may lack it; absent reads as NULL). */
+extern Datum store_value(HeapTuple tup, TupleDesc desc, const char *name, bool *isnull);
+
 
 /*
  * Bind a model's query once, with perpca's aggregation of its rows per
  * client under missing (the view <base>_source, created anew), as the
  * current user, with search_path path for the CREATE VIEW alone; the names
- * of the query's feature columns as a jsonb array, or NULL for other forms.
+ * of the query's feature columns into st.
  */
-extern Datum store_source_bind(const StoreModel *sm, const char *query, const char *path, const char *missing,
-							   bool *names_null);
+extern void store_source_bind(const StoreModel *sm, const char *query, const char *path, PerpcaMissing missing,
+							  Stage *st);
 
 /*
  * store_source_bind for a model stored before 0.4.0, bound at its first
@@ -60,41 +95,48 @@ extern Datum store_source_bind(const StoreModel *sm, const char *query, const ch
  * in which no role but the owner (the current user) or a superuser can
  * create are searched; an error says which were left out.
  */
-extern Datum store_source_bind_stored(const StoreModel *sm, const char *query, const char *path,
-									  const char *missing, bool *names_null);
+extern void store_source_bind_stored(const StoreModel *sm, const char *query, const char *path,
+									 PerpcaMissing missing, Stage *st);
 
 /*
- * Read the view <base>_source (a view of the current user) into the stage
- * pg_temp.perpca_train_src, each key written by client_key.c; a view its
- * owner rewrote to return rows is aggregated under missing.  The names of
- * its feature columns as a jsonb array, or NULL for other forms.
+ * Read the view <base>_source (a view of the current user) into st and the
+ * stage pg_temp.perpca_train_src, each key written by client_key.c; a view
+ * its owner rewrote to return rows is aggregated under missing.
  */
-extern Datum store_stage_fill(const StoreModel *sm, const char *missing, bool *names_null);
+extern void store_stage_fill(const StoreModel *sm, PerpcaMissing missing, Stage *st);
+
+/* Rows of the staged clients. */
+extern int64 store_stage_rows(const Stage *st);
 
 /*
- * Fit the staged clients with options (jsonb) and store the model (new, or
- * replacing its rows); the fit's figures, version, rows, starts and digest
- * (jsonb) for the history.
+ * Fit the staged clients with opts and store the model (new, or replacing
+ * its rows) from query (its text) bound with path; what the history keeps
+ * into out.
  */
-extern Datum store_fit(const StoreModel *sm, const char *source_query, Datum options, const char *path,
-					   Datum names, bool names_null);
+extern void store_fit(const StoreModel *sm, const char *query, const char *path, const FitOptions *opts,
+					  const Stage *st, StoreFit *out);
 
-/* The SHA-256 of the stage, the options that define the fit and the feature names (text datum). */
-extern Datum store_digest(const StoreModel *sm, Datum options, Datum names, bool names_null);
-
-/* Append row r (jsonb) to the model's history (creating it for a model stored before 0.3.0); the row with its entry. */
-extern Datum store_history_append(const StoreModel *sm, Datum r);
+/* The SHA-256 (hex) of the stage, the options (jsonb) that define the fit and the feature names. */
+extern char *store_digest(const Stage *st, Datum options, Datum names, bool names_null);
 
 /*
- * Store local components of one client (none for n_local 0; n_local < 0:
- * the model's), its row in <base>_clients and a new version; its
- * components into out (when not NULL), their number returned.
+ * Append row (of the history; its version, when NULL, the model's) to the
+ * model's history (creating it for a model stored before 0.3.0); row gets
+ * its entry.
  */
-extern uint64 store_personalize(const StoreModel *sm, const char *client, Oid stats_type, Datum stats,
-								int n_local, Datum factors, bool factors_null, Tuplestorestate *out);
+extern void store_history_append(const StoreModel *sm, ModelRow *row);
 
-/* Add to the model's table of suffix the declared columns it lacks (model_schema.c). */
-extern void store_columns_add(const StoreModel *sm, const char *suffix);
+/*
+ * Store local components of one client of m (none for n_local 0; n_local
+ * < 0: the model's), its row in <base>_clients and a new version; its
+ * components (component, pc, variance) into out (when not NULL), their
+ * number returned.
+ */
+extern uint64 store_personalize(const StoreModel *sm, const ModelData *m, const char *client,
+								const PerpcaStats *stats, int n_local, Tuplestorestate *out);
+
+/* Add to the model's table t the declared columns it lacks (model_schema.c). */
+extern void store_columns_add(const StoreModel *sm, ModelTable t);
 
 /*
  * The stage of a train or refresh, as the caller (a security-restricted

@@ -41,11 +41,14 @@
 #include "utils/plancache.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/array.h"
 
 #include "calibrate.h"
 #include "calibrate_split.h"
 #include "error_kinds.h"
 #include "fit_options.h"
+#include "fit_sql.h"
 #include "model_lock.h"
 #include "model_read.h"
 #include "model_store.h"
@@ -133,13 +136,13 @@ bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
  * ------------------------------------------------------------------------
  */
 
-/* The write's SPI connection, with search_path = pg_catalog, pg_temp; the GUC level to close. */
+/* The write's SPI connection, with search_path = path (a write's: pg_catalog, pg_temp); the GUC level to close. */
 static int
-write_begin(void)
+write_begin(const char *path)
 {
 	int			nestlevel = NewGUCNestLevel();
 
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -165,37 +168,83 @@ check_owner(const char *model, Oid owner)
 				 errhint("Only the owner of a model, or a member of the owning role, may refresh, replace or change it.")));
 }
 
-/* The jsonb array of names (feature names) as a text[] datum. */
-static Datum
-names_array(Datum json)
+/* Whether two text arrays differ (dimensions, bounds, elements, NULLs: IS DISTINCT FROM). */
+static bool
+names_differ(Datum a, Datum b)
 {
-	bool		isnull;
+	ArrayType  *x = DatumGetArrayTypeP(a),
+			   *y = DatumGetArrayTypeP(b);
+	Datum	   *xe,
+			   *ye;
+	bool	   *xn,
+			   *yn;
+	int			nx,
+				ny;
 
-	return store_sql("SELECT ARRAY(SELECT t.e FROM jsonb_array_elements_text($1) WITH ORDINALITY AS t(e, i) ORDER BY t.i)",
-					 1, (Oid[]) {JSONBOID}, &json, NULL, &isnull);
+	if (ARR_NDIM(x) != ARR_NDIM(y) ||
+		memcmp(ARR_DIMS(x), ARR_DIMS(y), sizeof(int) * ARR_NDIM(x)) != 0 ||
+		memcmp(ARR_LBOUND(x), ARR_LBOUND(y), sizeof(int) * ARR_NDIM(x)) != 0)
+		return true;
+	deconstruct_array(x, TEXTOID, -1, false, TYPALIGN_INT, &xe, &xn, &nx);
+	deconstruct_array(y, TEXTOID, -1, false, TYPALIGN_INT, &ye, &yn, &ny);
+	for (int i = 0; i < nx; i++)
+		if (xn[i] != yn[i] || (!xn[i] && strcmp(TextDatumGetCString(xe[i]), TextDatumGetCString(ye[i])) != 0))
+			return true;
+	return false;
 }
 
-/* The text of key of a jsonb object (NULL when absent or null). */
+/* A text[] as text. */
 static char *
-jtext(Datum j, const char *key)
+names_text(Datum names)
 {
-	Datum		args[2] = {j, CStringGetTextDatum(key)};
-	bool		isnull;
-	Datum		v = store_sql("SELECT $1 ->> $2", 2, (Oid[]) {JSONBOID, TEXTOID}, args, NULL, &isnull);
+	Oid			out;
+	bool		varlena;
 
-	return isnull ? NULL : TextDatumGetCString(v);
+	getTypeOutputInfo(TEXTARRAYOID, &out, &varlena);
+	return OidOutputFunctionCall(out, names);
 }
 
-/* The rows of sql ($1: a jsonb) into the function's result. */
-static void
-result_rows(FunctionCallInfo fcinfo, const char *sql, Datum r)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		isnull;
+/* ------------------------------------------------------------------------
+ * The history row of a fit
+ * ------------------------------------------------------------------------
+ */
 
-	(void) store_sql(sql, 1, (Oid[]) {JSONBOID}, &r, NULL, &isnull);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+/* What a fit stored, as the history keeps it (kind, at, seconds, role: history_done). */
+static void
+history_fitted(ModelRow *row, const StoreFit *f)
+{
+	const FitDiagnostics *diag = &f->diag;
+	bool		isnull;
+	Datum		v;
+
+	model_row_init(row, MODEL_TABLE_HISTORY);
+	model_row_set(row, "version", Int64GetDatum(f->version), false);
+	model_row_set(row, "clients", Int32GetDatum(diag->n_clients), false);
+	model_row_set(row, "rows", Int64GetDatum(f->rows), false);
+	model_row_set(row, "rounds_run", Int32GetDatum(diag->rounds), false);
+	model_row_set(row, "converged", BoolGetDatum(diag->converged), false);
+	v = fit_sql_float(diag->objective, &isnull);
+	model_row_set(row, "objective", v, isnull);
+	model_row_set(row, "outcome", CStringGetTextDatum("fitted"), false);
+	model_row_set(row, "starts", f->starts, f->starts_null);
+	model_row_set(row, "digest", CStringGetTextDatum(f->digest), false);
+	v = fit_sql_float(diag->sketch_bound, &isnull);
+	model_row_set(row, "sketch_bound", v, isnull);
+	if (!diag->converged)
+		model_row_set(row, "warning", CStringGetTextDatum(psprintf("did not converge in %d rounds", diag->rounds)),
+					  false);
+}
+
+/* The row's kind, time (now), seconds since start and the role that called. */
+static void
+history_done(ModelRow *row, const char *kind, TimestampTz start, const char *role)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	model_row_set(row, "at", TimestampTzGetDatum(now), false);
+	model_row_set(row, "kind", CStringGetTextDatum(kind), false);
+	model_row_set(row, "seconds", Float8GetDatum((double) (now - start) / USECS_PER_SEC), false);
+	model_row_set(row, "role", DirectFunctionCall1(namein, CStringGetDatum(role)), false);
 }
 
 /* ------------------------------------------------------------------------
@@ -208,7 +257,7 @@ typedef struct TrainCall
 {
 	const char *model;
 	const char *query;
-	Datum		options;		/* jsonb */
+	FitOptions	opts;
 	bool		replace;
 	const char *path;
 	Datum		names;			/* text[] */
@@ -218,41 +267,40 @@ typedef struct TrainCall
 
 /* The feature names: a query of feature columns names them, and feature_names, when given too, must agree. */
 static void
-train_names(TrainCall *tc, Datum staged, bool staged_null)
+train_names(const TrainCall *tc, Stage *st)
 {
-	Datum		names;
-	Datum		args[2];
-	bool		isnull;
-
-	if (staged_null)
+	if (st->names_null)
+	{
+		st->names = tc->names;
+		st->names_null = tc->names_null;
 		return;
-	names = names_array(staged);
-	args[0] = names;
-	args[1] = tc->names;
-	if (!tc->names_null &&
-		DatumGetBool(store_sql("SELECT $1 IS DISTINCT FROM $2", 2, (Oid[]) {TEXTARRAYOID, TEXTARRAYOID}, args, NULL,
-							   &isnull)))
+	}
+	if (!tc->names_null && names_differ(st->names, tc->names))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("feature_names differ from the names of the query's feature columns"),
 				 errdetail("The query's feature columns are %s; feature_names are %s.",
-						   TextDatumGetCString(store_sql("SELECT $1::text", 1, (Oid[]) {TEXTARRAYOID}, &args[0], NULL, &isnull)),
-						   TextDatumGetCString(store_sql("SELECT $1::text", 1, (Oid[]) {TEXTARRAYOID}, &args[1], NULL, &isnull))),
+						   names_text(st->names), names_text(tc->names)),
 				 errhint("Name the columns in the query instead (SELECT client, a AS name, ...): every refresh reads the names from it.")));
-	tc->names = names;
-	tc->names_null = false;
 }
 
-/* The history row of a train (as the caller: role is the caller). */
-static const char train_history_sql[] =
-"SELECT jsonb_build_object('version', $1 -> 'version', 'at', clock_timestamp(), 'kind', 'train',"
-"  'clients', $1 -> 'n_clients', 'rows', $1 -> 'rows', 'rounds_run', $1 -> 'rounds_run',"
-"  'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
-"  'seconds', extract(epoch FROM clock_timestamp() - $2), 'role', current_user,"
-"  'warning', CASE WHEN NOT ($1 ->> 'converged')::boolean THEN"
-"                 format('did not converge in %s rounds', $1 ->> 'rounds_run') END,"
-"  'outcome', 'fitted', 'starts', $1 -> 'starts', 'digest', $1 -> 'digest',"
-"  'sketch_bound', $1 -> 'sketch_bound')";
+/* The train's rows as perpca_train returns them. */
+static void
+train_result(FunctionCallInfo fcinfo, const char *base, const FitDiagnostics *diag)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[7];
+	bool		nulls[7] = {0};
+
+	values[0] = CStringGetTextDatum(base);
+	values[1] = Int32GetDatum(diag->dim);
+	values[2] = Int32GetDatum(diag->n_clients);
+	values[3] = Int32GetDatum(diag->rounds);
+	values[4] = BoolGetDatum(diag->converged);
+	values[5] = fit_sql_float(diag->objective, &nulls[5]);
+	values[6] = fit_sql_float(diag->theta_est, &nulls[6]);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
 
 /*
  * The body of perpca_train (the model is locked, ml): stage the query as
@@ -263,16 +311,12 @@ static void
 train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 {
 	Oid			owner = ml->present ? ml->owner : GetUserId();
+	TimestampTz start = GetCurrentTimestamp();
 	StoreModel	sm;
 	RunAs		ra;
-	Datum		staged,
-				r,
-				args[2];
-	bool		isnull,
-				staged_null,
-				bound_null;
-	char	   *start,
-			   *missing;
+	Stage		st = {.names_null = true};
+	StoreFit	fit;
+	ModelRow	row;
 
 	if (ml->present && !tc->replace)
 		ereport(ERROR,
@@ -282,35 +326,47 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 	check_owner(tc->model, owner);
 	store_model_init(&sm, ml->schema, ml->base);
 	sm.calibration = tc->calibration;
-	args[1] = store_sql("SELECT clock_timestamp()", 0, NULL, NULL, NULL, &isnull);
-	if ((start = jtext(tc->options, "start")) != NULL)
+	if (tc->opts.start != NULL)
 	{
-		store_stage_start(start, owner, tc->path);
-		tc->options = store_sql("SELECT $1 || jsonb_build_object('start', 'SELECT * FROM pg_temp.perpca_train_start')",
-								1, (Oid[]) {JSONBOID}, &tc->options, NULL, &isnull);
+		store_stage_start(tc->opts.start, owner, tc->path);
+		tc->opts.start = "SELECT * FROM pg_temp.perpca_train_start";
 	}
-	missing = jtext(tc->options, "missing");
 	store_stage_create(&sm, owner);
 	/* The query is bound once, by the owner, with the caller's search_path, and read as every refresh will read it. */
 	run_as_enter(&ra, owner);
-	staged = store_source_bind(&sm, tc->query, tc->path, missing ? missing : "error", &staged_null);
+	store_source_bind(&sm, tc->query, tc->path, tc->opts.missing, &st);
 	calibrate_bind_rows(&sm, perpca_one_select(tc->query, "the query of a model"), tc->path, tc->calibration);
-	(void) store_stage_fill(&sm, missing ? missing : "error", &bound_null);
-	run_as_leave(&ra);
-	train_names(tc, staged, staged_null);
-	run_as_enter(&ra, owner);
-	r = store_fit(&sm, tc->query, tc->options, tc->path, tc->names, tc->names_null);
+	store_stage_fill(&sm, tc->opts.missing, &st);
+	train_names(tc, &st);
+	store_fit(&sm, tc->query, tc->path, &tc->opts, &st, &fit);
 	calibrate_after_fit(&sm, tc->calibration);
 	run_as_leave(&ra);
-	args[0] = r;
-	args[0] = store_sql(train_history_sql, 2, (Oid[]) {JSONBOID, TIMESTAMPTZOID}, args, NULL, &isnull);
+	history_fitted(&row, &fit);
+	history_done(&row, "train", start, GetUserNameFromId(GetUserId(), false));
 	run_as_enter(&ra, owner);
-	(void) store_history_append(&sm, args[0]);
+	store_history_append(&sm, &row);
 	run_as_leave(&ra);
-	result_rows(fcinfo, "SELECT $1 ->> 'model_name', ($1 ->> 'd')::int, ($1 ->> 'n_clients')::int,"
-				" ($1 ->> 'rounds_run')::int, ($1 ->> 'converged')::boolean,"
-				" ($1 ->> 'objective')::float8, ($1 ->> 'theta_est')::float8", r);
+	train_result(fcinfo, sm.base, &fit.diag);
 	store_stage_drop();
+}
+
+/* The arguments of a train: every option is checked before anything runs or is locked. */
+static void
+train_call(FunctionCallInfo fcinfo, TrainCall *tc)
+{
+	int			names = arg_position(fcinfo, "feature_names");
+
+	tc->model = text_arg(fcinfo, "model");
+	tc->query = text_arg(fcinfo, "query");
+	fit_options_parse(fit_options_from_call(fcinfo), &tc->opts);
+	(void) perpca_one_select(tc->query, "the query of a model");
+	if (tc->opts.start != NULL)
+		(void) perpca_one_select(tc->opts.start, "start query");
+	tc->replace = bool_arg(fcinfo, "replace", false);
+	tc->calibration = calibrate_share_arg(fcinfo);
+	tc->path = caller_search_path();
+	tc->names_null = names < 0 || names >= PG_NARGS() || PG_ARGISNULL(names);
+	tc->names = tc->names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
 }
 
 /*
@@ -321,28 +377,12 @@ Datum
 perpca_train(PG_FUNCTION_ARGS)
 {
 	TrainCall	tc;
-	FitOptions	opts;
-	Jsonb	   *options;
 	ModelLock	ml;
-	int			names = arg_position(fcinfo, "feature_names");
 	MemoryContext here = CurrentMemoryContext;
 	const char *outer = row_statement_func;
 	char	   *hint = row_skip_hint("perpca_train");
 
-	tc.model = text_arg(fcinfo, "model");
-	tc.query = text_arg(fcinfo, "query");
-	/* Every option is checked before anything runs or is locked. */
-	options = fit_options_from_call(fcinfo);
-	fit_options_parse(options, &opts);
-	(void) perpca_one_select(tc.query, "the query of a model");
-	if (opts.start != NULL)
-		(void) perpca_one_select(opts.start, "start query");
-	tc.options = JsonbPGetDatum(options);
-	tc.replace = bool_arg(fcinfo, "replace", false);
-	tc.calibration = calibrate_share_arg(fcinfo);
-	tc.path = caller_search_path();
-	tc.names_null = names < 0 || names >= PG_NARGS() || PG_ARGISNULL(names);
-	tc.names = tc.names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
+	train_call(fcinfo, &tc);
 	InitMaterializedSRF(fcinfo, 0);
 	/* Lock first, then look: of sessions creating one model at once, one
 	 * creates it and the others find it (and replace it, or fail cleanly). */
@@ -352,7 +392,7 @@ perpca_train(PG_FUNCTION_ARGS)
 	row_statement_func = "perpca_train";
 	PG_TRY();
 	{
-		int			nestlevel = write_begin();
+		int			nestlevel = write_begin("pg_catalog, pg_temp");
 
 		train_run(fcinfo, &ml, &tc);
 		write_end(nestlevel);
@@ -372,115 +412,211 @@ perpca_train(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
-/* A refresh: the model, the warm flag, what its body found (a history row without kind, at, seconds, role), and the row appended. */
+/* A refresh: the model, the warm flag, its start and caller, what happened (r) and the row appended. */
 typedef struct RefreshCall
 {
 	StoreModel	sm;
 	Oid			owner;
 	bool		warm;
-	Datum		start;			/* clock_timestamp() at the call */
-	Datum		role;			/* the caller's name (text) */
-	Datum		r;
-	Datum		row;			/* r as a history row: appended, with its entry */
+	TimestampTz start;
+	const char *role;			/* the caller's name */
+	ModelRow	r;				/* a history row without kind, at, seconds, role */
+	ModelRow	row;			/* r as appended, with its entry */
 } RefreshCall;
 
-/* The options, search_path and flags of a stored model m (jsonb of its info row), as 0.1.0 to 0.4.0 stored them. */
-static const char refresh_model_sql[] =
-"SELECT coalesce($1 -> 'options', ($1 - 'rounds') || jsonb_build_object('rounds', $1 -> 'rounds_max'))"
-"         || jsonb_build_object('n_global', $1 -> 'n_global', 'n_local', $1 -> 'n_local'),"
-"       coalesce($1 ->> 'search_path', $2),"
-"       $1 ->> 'source_view' IS NULL,"
-"       $3 AND $1 -> 'options' IS NOT NULL"
-"         AND $1 ?& ARRAY['client_type', 'scale_factors', 'constant_features', 'search_path', 'feature_names',"
-"                         'stats_digest']";
-
-/* What the body of a refresh read from the stored model. */
+/* What the body of a refresh read from the stored model (its info row). */
 typedef struct RefreshModel
 {
-	Datum		m;				/* the info row (jsonb) */
-	Datum		options;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	FitOptions	opts;
+	Jsonb	   *options;		/* as the fit reads them */
 	char	   *path;
-	bool		unbound;		/* stored before 0.4.0: no source view yet */
-	bool		current;		/* of the current form: an unchanged refresh may skip the fit */
+	char	   *query;
 } RefreshModel;
 
+/* Column name of the stored info row, NULL when absent (a model stored before it). */
+static Datum
+info_value(const RefreshModel *rm, const char *name, bool *isnull)
+{
+	return store_value(rm->tup, rm->desc, name, isnull);
+}
+
+/*
+ * The options of a stored model as the fit reads them: its options (0.2.0
+ * on), or its 0.1.0 option columns (rounds_max: rounds), with its ranks.
+ */
+static Jsonb *
+refresh_options(const RefreshModel *rm)
+{
+	static const char *const cols[] = {"n_global", "n_local", "method", "rounds_max", "tolerance", "step",
+	"adaptive", "update", "retraction", "init", "seed", "center", "weights"};
+	StringInfoData buf;
+	bool		isnull;
+	Datum		options = info_value(rm, "options", &isnull);
+	bool		stored = !isnull;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < (stored ? 2 : (int) lengthof(cols)); i++)
+	{
+		Oid			type = model_schema_column(MODEL_TABLE_INFO, cols[i]).type;
+		Datum		v = info_value(rm, cols[i], &isnull);
+		Oid			out;
+		bool		varlena;
+
+		if (isnull)
+			continue;
+		appendStringInfoString(&buf, buf.len > 1 ? ", " : "");
+		escape_json(&buf, strcmp(cols[i], "rounds_max") == 0 ? "rounds" : cols[i]);
+		appendStringInfoString(&buf, ": ");
+		getTypeOutputInfo(type, &out, &varlena);
+		if (type == TEXTOID)
+			escape_json(&buf, TextDatumGetCString(v));
+		else
+			appendStringInfoString(&buf, type == BOOLOID ? (DatumGetBool(v) ? "true" : "false") : OidOutputFunctionCall(out, v));
+	}
+	appendStringInfoChar(&buf, '}');
+	options = stored ? DirectFunctionCall2(jsonb_concat, options, DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)))
+		: DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+	return DatumGetJsonbP(options);
+}
+
+/* The stored model: its info row, options, search_path and query. */
 static void
 refresh_read(RefreshCall *rc, RefreshModel *rm)
 {
-	Datum		args[3];
 	bool		isnull;
-	HeapTuple	row;
-	TupleDesc	desc;
+	Datum		v;
 
-	(void) store_sql(psprintf("SELECT to_jsonb(i) FROM %s i", store_rel(&rc->sm, "info")), 0, NULL, NULL, NULL, &isnull);
+	store_sql(psprintf("SELECT * FROM %s i", store_rel(&rc->sm, "info")), 0, NULL, NULL);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
 				 errmsg("query returned %s row", SPI_processed == 0 ? "no" : "more than one")));
-	rm->m = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	args[0] = rm->m;
-	args[1] = CStringGetTextDatum(psprintf("pg_catalog, %s", rc->sm.ext));
-	args[2] = BoolGetDatum(rc->warm);
-	(void) store_sql(refresh_model_sql, 3, (Oid[]) {JSONBOID, TEXTOID, BOOLOID}, args, NULL, &isnull);
-	row = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	rm->options = SPI_getbinval(row, desc, 1, &isnull);
-	rm->path = TextDatumGetCString(SPI_getbinval(row, desc, 2, &isnull));
-	rm->unbound = DatumGetBool(SPI_getbinval(row, desc, 3, &isnull));
-	rm->current = DatumGetBool(SPI_getbinval(row, desc, 4, &isnull)) && !isnull &&
-		get_attnum(get_relname_relid(psprintf("%s_clients", rc->sm.base), get_namespace_oid(rc->sm.schema, false)),
-				   "residual_moments") != InvalidAttrNumber;
+	rm->tup = SPI_tuptable->vals[0];
+	rm->desc = SPI_tuptable->tupdesc;
+	rm->options = refresh_options(rm);
+	fit_options_parse(rm->options, &rm->opts);
+	v = info_value(rm, "search_path", &isnull);
+	rm->path = isnull ? psprintf("pg_catalog, %s", rc->sm.ext) : TextDatumGetCString(v);
+	rm->query = TextDatumGetCString(info_value(rm, "source_query", &isnull));
 }
 
-/* The row of an unchanged refresh, or NULL when the staged statistics differ from the stored ones. */
+/* Whether an unchanged refresh may skip the fit: a model of the current form (warm). */
 static bool
-refresh_unchanged(RefreshCall *rc, RefreshModel *rm, Datum names, bool names_null)
+refresh_current(const RefreshCall *rc, const RefreshModel *rm)
 {
-	Datum		args[2];
+	static const char *const needed[] = {"options", "client_type", "scale_factors", "constant_features",
+	"search_path", "feature_names", "stats_digest"};
 	bool		isnull;
 
+	if (!rc->warm || (info_value(rm, "options", &isnull), isnull))
+		return false;
+	for (int i = 0; i < (int) lengthof(needed); i++)
+		if (store_column(rm->desc, needed[i]) == 0)
+			return false;
+	return get_attnum(get_relname_relid(psprintf("%s_clients", rc->sm.base), get_namespace_oid(rc->sm.schema, false)),
+					  "residual_moments") != InvalidAttrNumber;
+}
+
+/* The row of an unchanged refresh into rc->r, or false when the staged statistics differ from the stored ones. */
+static bool
+refresh_unchanged(RefreshCall *rc, const RefreshModel *rm, const Stage *st)
+{
+	bool		isnull;
+	Datum		stored = info_value(rm, "stats_digest", &isnull);
+	char	   *digest;
+	static const char *const kept[] = {"version", "converged", "objective", "sketch_bound"};
+
 	/* (personalized clients are not in the query: a refresh drops them, so it fits) */
-	if (DatumGetBool(store_sql(psprintf("SELECT EXISTS (SELECT FROM %s c WHERE c.source = 'personalize')",
-										store_rel(&rc->sm, "clients")), 0, NULL, NULL, NULL, &isnull)))
+	store_sql(psprintf("SELECT FROM %s c WHERE c.source = 'personalize' LIMIT 1", store_rel(&rc->sm, "clients")),
+			  0, NULL, NULL);
+	if (SPI_processed > 0 || isnull)
 		return false;
-	args[0] = rm->m;
-	args[1] = store_digest(&rc->sm, store_sql("SELECT $1 -> 'options'", 1, (Oid[]) {JSONBOID}, &rm->m, NULL, &isnull),
-						   names, names_null);
-	if (args[1] == (Datum) 0 ||
-		!DatumGetBool(store_sql("SELECT $2 = $1 ->> 'stats_digest'", 2, (Oid[]) {JSONBOID, TEXTOID}, args, NULL, &isnull))
-		|| isnull)
+	digest = store_digest(st, info_value(rm, "options", &isnull), st->names, st->names_null);
+	if (strcmp(digest, TextDatumGetCString(stored)) != 0)
 		return false;
-	rc->r = store_sql(psprintf("SELECT jsonb_build_object("
-							   "'outcome', 'unchanged', 'version', $1 -> 'version', 'clients', $1 -> 'n_clients',"
-							   "'rows', (SELECT sum(%s.perpca_count(s.stats)) FROM pg_temp.perpca_train_src s),"
-							   "'rounds_run', 0, 'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
-							   "'sketch_bound', $1 -> 'sketch_bound',"
-							   "'clients_added', 0, 'clients_dropped', 0, 'digest', $2,"
-							   "'warning', 'unchanged: the statistics, options and feature names are those of the stored model; nothing was fitted')",
-							   rc->sm.ext),
-					  2, (Oid[]) {JSONBOID, TEXTOID}, args, NULL, &isnull);
+	model_row_init(&rc->r, MODEL_TABLE_HISTORY);
+	for (int i = 0; i < (int) lengthof(kept); i++)
+	{
+		Datum		v = info_value(rm, kept[i], &isnull);
+
+		model_row_set(&rc->r, kept[i], v, isnull);
+	}
+	model_row_set(&rc->r, "clients", info_value(rm, "n_clients", &isnull), isnull);
+	model_row_set(&rc->r, "outcome", CStringGetTextDatum("unchanged"), false);
+	model_row_set(&rc->r, "rows", Int64GetDatum(store_stage_rows(st)), false);
+	model_row_set(&rc->r, "rounds_run", Int32GetDatum(0), false);
+	model_row_set(&rc->r, "clients_added", Int32GetDatum(0), false);
+	model_row_set(&rc->r, "clients_dropped", Int32GetDatum(0), false);
+	model_row_set(&rc->r, "digest", CStringGetTextDatum(digest), false);
+	model_row_set(&rc->r, "warning", CStringGetTextDatum("unchanged: the statistics, options and feature names are those of the stored model; nothing was fitted"), false);
 	return true;
 }
 
-/* warm: the stored U is one of the L-BFGS solver's starts (init 'best' keeps the best); the paper's solver continues from it. */
-static const char refresh_options_sql[] =
-"SELECT $1 || jsonb_build_object("
-"  'init', CASE WHEN $2 AND $1 ->> 'solver' = 'paper' THEN 'given'"
-"               WHEN $2 THEN 'best'"
-"               WHEN $1 ->> 'init' = 'given' THEN NULL"
-"               ELSE $1 ->> 'init' END,"
-"  'start', CASE WHEN $2 THEN format('SELECT client, kind, component, pc FROM %s', $3) END,"
-"  'verbose', false)";
+/* The keys of the clients of the model, sorted bytewise (*n of them). */
+static char **
+refresh_clients(const RefreshCall *rc, int *n)
+{
+	char	  **keys;
 
-static const char refresh_fitted_sql[] =
-"SELECT jsonb_build_object("
-"  'outcome', 'fitted', 'version', $1 -> 'version', 'clients', $1 -> 'n_clients', 'rows', $1 -> 'rows',"
-"  'rounds_run', $1 -> 'rounds_run', 'converged', $1 -> 'converged', 'objective', $1 -> 'objective',"
-"  'clients_added', (SELECT count(*) FROM unnest($3) AS a(c) WHERE a.c <> ALL (coalesce($2, '{}'))),"
-"  'clients_dropped', (SELECT count(*) FROM unnest($2) AS b(c) WHERE b.c <> ALL (coalesce($3, '{}'))),"
-"  'warm_start', $4, 'starts', $1 -> 'starts', 'digest', $1 -> 'digest', 'sketch_bound', $1 -> 'sketch_bound',"
-"  'warning', CASE WHEN NOT ($1 ->> 'converged')::boolean THEN"
-"                 format('did not converge in %s rounds', $1 ->> 'rounds_run') END)";
+	store_sql(psprintf("SELECT c.client FROM %s c ORDER BY c.client COLLATE \"C\"", store_rel(&rc->sm, "clients")),
+			  0, NULL, NULL);
+	*n = (int) SPI_processed;
+	keys = palloc(sizeof(char *) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		bool		isnull;
+
+		keys[i] = TextDatumGetCString(heap_getattr(SPI_tuptable->vals[i], 1, SPI_tuptable->tupdesc, &isnull));
+	}
+	return keys;
+}
+
+/* How many of the n keys a (sorted) are not among the staged clients of at least one row (or, with added, the other way). */
+static int
+clients_moved(char **a, int n, const Stage *st, bool added)
+{
+	int			moved = 0,
+				i = 0;
+
+	for (int j = 0; j < st->n; j++)
+	{
+		const char *key = st->c[j].key;
+
+		if (st->c[j].stats == NULL || st->c[j].stats->n == 0)
+			continue;
+		while (i < n && strcmp(a[i], key) < 0)
+			moved += !added, i++;
+		if (i < n && strcmp(a[i], key) == 0)
+			i++;
+		else
+			moved += added;
+	}
+	return moved + (added ? 0 : n - i);
+}
+
+/*
+ * warm: the stored U is one of the L-BFGS solver's starts (init 'best' keeps
+ * the best); the paper's solver continues from it.  Otherwise a given start
+ * is not given again.  Whether the stored U starts the fit.
+ */
+static bool
+refresh_start(RefreshCall *rc, RefreshModel *rm)
+{
+	bool		use_start = rc->warm && rm->opts.method == FIT_METHOD_PERPCA;
+
+	if (!use_start && rm->opts.init == FIT_INIT_GIVEN)
+		fit_options_parse(DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(rm->options),
+															 CStringGetTextDatum("init"))), &rm->opts);
+	if (use_start)
+		rm->opts.init = fit_solvers[rm->opts.solver].warm_given ? FIT_INIT_GIVEN : FIT_INIT_BEST;
+	rm->opts.start = use_start ? psprintf("SELECT client, kind, component, pc FROM %s",
+										  store_rel(&rc->sm, "components")) : NULL;
+	rm->opts.verbose = false;
+	return use_start;
+}
 
 /*
  * The refresh itself, as the model's owner: the view into the stage (a
@@ -493,64 +629,39 @@ refresh_body(void *arg)
 {
 	RefreshCall *rc = arg;
 	RefreshModel rm;
-	Datum		staged,
-				names = (Datum) 0,
-				args[4];
-	bool		staged_null,
-				names_null = true,
-				isnull,
+	Stage		st = {.names_null = true},
+				bound = {.names_null = true};
+	StoreFit	fit;
+	Datum		calibration;
+	bool		isnull,
 				use_start;
-	char	   *missing,
-			   *clients = store_rel(&rc->sm, "clients");
-	char		nulls[5] = "    ";
+	char	  **before;
+	int			nbefore;
 
 	refresh_read(rc, &rm);
-	missing = jtext(rm.options, "missing");
-	if (rm.unbound)
+	(void) info_value(&rm, "source_view", &isnull);
+	if (isnull)
 	{
-		(void) store_source_bind_stored(&rc->sm, jtext(rm.m, "source_query"), rm.path, missing ? missing : "error",
-										&staged_null);
-		store_columns_add(&rc->sm, "info");
-		args[0] = CStringGetTextDatum(store_rel(&rc->sm, "source"));
-		store_run(psprintf("UPDATE %s SET source_view = $1", store_rel(&rc->sm, "info")), 1, (Oid[]) {TEXTOID}, args, NULL);
+		store_source_bind_stored(&rc->sm, rm.query, rm.path, rm.opts.missing, &bound);
+		store_columns_add(&rc->sm, MODEL_TABLE_INFO);
+		store_sql(psprintf("UPDATE %s SET source_view = $1", store_rel(&rc->sm, "info")), 1, (Oid[]) {TEXTOID},
+				  (Datum[]) {CStringGetTextDatum(store_rel(&rc->sm, "source"))});
 	}
-	staged = store_stage_fill(&rc->sm, missing ? missing : "error", &staged_null);
+	store_stage_fill(&rc->sm, rm.opts.missing, &st);
 	/* A query of feature columns names the features at every refresh. */
-	if (!staged_null)
-		names = names_array(staged), names_null = false;
-	else if (DatumGetBool(store_sql("SELECT jsonb_typeof($1 -> 'feature_names') = 'array'", 1, (Oid[]) {JSONBOID},
-									&rm.m, NULL, &isnull)) && !isnull)
-		names = names_array(store_sql("SELECT $1 -> 'feature_names'", 1, (Oid[]) {JSONBOID}, &rm.m, NULL, &isnull)),
-			names_null = false;
-	if (rm.current && refresh_unchanged(rc, &rm, names, names_null))
+	if (st.names_null)
+		st.names = info_value(&rm, "feature_names", &st.names_null);
+	if (refresh_current(rc, &rm) && refresh_unchanged(rc, &rm, &st))
 		return;
-	args[1] = store_sql(psprintf("SELECT array_agg(client) FROM %s", clients), 0, NULL, NULL, NULL, &isnull);
-	nulls[1] = isnull ? 'n' : ' ';
-	use_start = rc->warm && strcmp(jtext(rm.options, "method") ? jtext(rm.options, "method") : "", "perpca") == 0;
-	rm.options = store_sql(refresh_options_sql, 3, (Oid[]) {JSONBOID, BOOLOID, TEXTOID},
-						   (Datum[]) {rm.options, BoolGetDatum(use_start),
-						   CStringGetTextDatum(store_rel(&rc->sm, "components"))}, NULL, &isnull);
-	args[0] = store_fit(&rc->sm, jtext(rm.m, "source_query"), rm.options, rm.path, names, names_null);
-	calibrate_after_fit(&rc->sm, jtext(rm.m, "calibration") ? strtod(jtext(rm.m, "calibration"), NULL) : 0.0);
-	args[2] = store_sql(psprintf("SELECT array_agg(client) FROM %s", clients), 0, NULL, NULL, NULL, &isnull);
-	nulls[2] = isnull ? 'n' : ' ';
-	args[3] = BoolGetDatum(use_start);
-	rc->r = store_sql(refresh_fitted_sql, 4, (Oid[]) {JSONBOID, TEXTARRAYOID, TEXTARRAYOID, BOOLOID}, args, nulls,
-					  &isnull);
-}
-
-static const char refresh_history_sql[] =
-"SELECT $1 || jsonb_build_object('at', clock_timestamp(), 'kind', 'refresh',"
-"  'seconds', extract(epoch FROM clock_timestamp() - $2), 'role', $3)";
-
-/* rc->r as a history row (rc->row), not appended. */
-static void
-refresh_row(RefreshCall *rc)
-{
-	bool		isnull;
-
-	rc->row = store_sql(refresh_history_sql, 3, (Oid[]) {JSONBOID, TIMESTAMPTZOID, TEXTOID},
-						(Datum[]) {rc->r, rc->start, rc->role}, NULL, &isnull);
+	before = refresh_clients(rc, &nbefore);
+	use_start = refresh_start(rc, &rm);
+	store_fit(&rc->sm, rm.query, rm.path, &rm.opts, &st, &fit);
+	calibration = info_value(&rm, "calibration", &isnull);
+	calibrate_after_fit(&rc->sm, isnull ? 0.0 : DatumGetFloat8(calibration));
+	history_fitted(&rc->r, &fit);
+	model_row_set(&rc->r, "clients_added", Int32GetDatum(clients_moved(before, nbefore, &st, true)), false);
+	model_row_set(&rc->r, "clients_dropped", Int32GetDatum(clients_moved(before, nbefore, &st, false)), false);
+	model_row_set(&rc->r, "warm_start", BoolGetDatum(use_start), false);
 }
 
 /* rc->r appended to the history, as the owner: rc->row. */
@@ -559,8 +670,9 @@ refresh_append(void *arg)
 {
 	RefreshCall *rc = arg;
 
-	refresh_row(rc);
-	rc->row = store_history_append(&rc->sm, rc->row);
+	rc->row = rc->r;
+	history_done(&rc->row, "refresh", rc->start, rc->role);
+	store_history_append(&rc->sm, &rc->row);
 }
 
 /* The refresh and its row in the history, as the owner, at once: a history that refuses the row fails the refresh. */
@@ -582,12 +694,14 @@ refresh_failed(RefreshCall *rc, const char *model, ErrorData *edata)
 {
 	const char *state = unpack_sql_state(edata->sqlerrcode);
 	const char *message = edata->message ? edata->message : "";
-	Datum		args[2] = {BoolGetDatum(rc->warm), CStringGetTextDatum(psprintf("failed: %s: %s", state, message))};
 	ErrorData  *hist;
-	bool		isnull;
 
-	rc->r = store_sql("SELECT jsonb_build_object('outcome', 'failed', 'rounds_run', 0, 'converged', false,"
-					  " 'warm_start', $1, 'warning', $2)", 2, (Oid[]) {BOOLOID, TEXTOID}, args, NULL, &isnull);
+	model_row_init(&rc->r, MODEL_TABLE_HISTORY);
+	model_row_set(&rc->r, "outcome", CStringGetTextDatum("failed"), false);
+	model_row_set(&rc->r, "rounds_run", Int32GetDatum(0), false);
+	model_row_set(&rc->r, "converged", BoolGetDatum(false), false);
+	model_row_set(&rc->r, "warm_start", BoolGetDatum(rc->warm), false);
+	model_row_set(&rc->r, "warning", CStringGetTextDatum(psprintf("failed: %s: %s", state, message)), false);
 	if (run_as_caught_call(rc->owner, refresh_append, rc, &hist))
 	{
 		ereport(WARNING,
@@ -596,7 +710,8 @@ refresh_failed(RefreshCall *rc, const char *model, ErrorData *edata)
 				 errhint("SELECT * FROM perpca_model_history(%s) shows it.", quote_literal_cstr(model))));
 		return;
 	}
-	refresh_row(rc);
+	rc->row = rc->r;
+	history_done(&rc->row, "refresh", rc->start, rc->role);
 	ereport(WARNING,
 			(errmsg("refresh of model \"%s\" failed: %s", model, message),
 			 errdetail("SQLSTATE %s. The model is unchanged; its history could not be written either: %s (SQLSTATE %s).",
@@ -605,12 +720,20 @@ refresh_failed(RefreshCall *rc, const char *model, ErrorData *edata)
 					 store_rel(&rc->sm, "history"))));
 }
 
-static const char refresh_result_sql[] =
-"SELECT * FROM jsonb_to_record($1) AS h("
-"  version bigint, at timestamptz, kind text, clients int, \"rows\" bigint, rounds_run int,"
-"  converged boolean, objective float8, seconds float8, role name, warning text,"
-"  entry int, outcome text, starts jsonb, clients_added int, clients_dropped int, warm_start boolean,"
-"  sketch_bound float8)";
+/* The history row as perpca_refresh returns it: its columns, by name, from the history's (model_schema.c). */
+static void
+refresh_result(FunctionCallInfo fcinfo, const ModelRow *row)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	desc = rsinfo->setDesc;
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+
+	for (int i = 0; i < desc->natts; i++)
+		if (!model_row_get(row, NameStr(TupleDescAttr(desc, i)->attname), &values[i], &nulls[i]))
+			elog(ERROR, "the history declares no column \"%s\"", NameStr(TupleDescAttr(desc, i)->attname));
+	tuplestore_putvalues(rsinfo->setResult, desc, values, nulls);
+}
 
 /*
  * The body of perpca_refresh (the model is locked, ml): stage, refit and
@@ -623,13 +746,13 @@ static const char refresh_result_sql[] =
 static void
 refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, bool warm, bool record)
 {
-	RefreshCall rc = {.owner = ml->owner, .warm = warm};
+	RefreshCall rc = {.owner = ml->owner, .warm = warm, .start = GetCurrentTimestamp()};
 	ErrorData  *edata;
+	Datum		outcome;
 	bool		isnull;
 
 	store_model_init(&rc.sm, ml->schema, ml->base);
-	rc.start = store_sql("SELECT clock_timestamp()", 0, NULL, NULL, NULL, &isnull);
-	rc.role = CStringGetTextDatum(GetUserNameFromId(GetUserId(), false));
+	rc.role = GetUserNameFromId(GetUserId(), false);
 	check_owner(model, ml->owner);
 	store_stage_create(&rc.sm, ml->owner);
 	if (!run_as_caught_call(ml->owner, refresh_whole, &rc, &edata))
@@ -639,13 +762,14 @@ refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, boo
 		refresh_failed(&rc, model, edata);
 	}
 	store_stage_drop();
-	if (strcmp(jtext(rc.r, "outcome"), "unchanged") == 0)
+	(void) model_row_get(&rc.row, "outcome", &outcome, &isnull);
+	if (strcmp(TextDatumGetCString(outcome), "unchanged") == 0)
 		/* DEBUG1, not NOTICE: the history row is the record, and a nightly
 		 * pg_cron refresh of unchanged data should not write to the server log */
 		ereport(DEBUG1,
 				(errmsg("model \"%s\" is unchanged: nothing was fitted", model),
 				 errhint("perpca_refresh(..., warm => false) refits it anyway.")));
-	result_rows(fcinfo, refresh_result_sql, rc.row);
+	refresh_result(fcinfo, &rc.row);
 }
 
 /*
@@ -680,7 +804,7 @@ perpca_refresh(PG_FUNCTION_ARGS)
 	row_statement_func = "perpca_refresh";
 	PG_TRY();
 	{
-		int			nestlevel = write_begin();
+		int			nestlevel = write_begin("pg_catalog, pg_temp");
 
 		refresh_run(fcinfo, &ml, model, warm, strcmp(on_error, "record") == 0);
 		write_end(nestlevel);
@@ -717,15 +841,11 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 
 	/* In the caller's context: SPI_finish frees what SPI's context holds. */
 	initStringInfo(&buf);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	nestlevel = write_begin(path);
 	/* As stage_fill runs it: the one query, as a subquery. */
 	plan = SPI_prepare(psprintf("SELECT * FROM (%s\n) AS q", query), 0, NULL);
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		elog(ERROR, "SPI_prepare failed for the query of a model");
 	sources = SPI_plan_get_plan_sources(plan);
 	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
 		ereport(ERROR,
@@ -742,8 +862,7 @@ perpca_query_shape(PG_FUNCTION_ARGS)
 		appendStringInfo(&buf, ", \"type\": %u, \"base\": %u}", att->atttypid, getBaseType(att->atttypid));
 	}
 	appendStringInfoChar(&buf, ']');
-	SPI_finish();
-	AtEOXact_GUC(true, nestlevel);
+	write_end(nestlevel);
 	result = DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 	PG_RETURN_DATUM(result);
 }

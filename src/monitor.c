@@ -804,3 +804,25 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 																	  text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)))));
 	PG_RETURN_DATUM(monitor_result(fcinfo, monitor_row(m, c, x, alpha, y, t)));
 }
+
+/*
+ * For the write path (model_store.c): perpca_internal.client_monitor_stats
+ * of statistics s (in the model's units) and W = [U; V] (rows) as two
+ * arrays; false (nothing set) for empty statistics or no components.
+ */
+bool
+monitor_client_stats(const PerpcaStats *s, const double *U, int r1, const double *V, int r2,
+					 Datum *score_covariance, Datum *residual_moments)
+{
+	int			k = r1 + r2;
+	double	   *C;
+	double		moments[3] = {0, 0, 0};
+
+	if (s->n == 0 || k == 0)
+		return false;
+	C = palloc(sizeof(double) * k * k);
+	monitor_moments_any(s, stack_rows(U, r1, V, r2, s->dim), k, C, moments);
+	*score_covariance = PointerGetDatum(perpca_matrix_build(C, k, k));
+	*residual_moments = PointerGetDatum(perpca_vector_build(moments, 3));
+	return true;
+}

@@ -90,14 +90,6 @@ personalize_key(FunctionCallInfo fcinfo, const ModelData *m, const char *model)
 	return client_key_text_of(type, PG_GETARG_DATUM(ARG_CLIENT));
 }
 
-/* The model's scale factors as a float8[] datum, or NULL (unscaled). */
-static Datum
-scale_datum(const ModelData *m, char *null)
-{
-	*null = m->scale ? ' ' : 'n';
-	return m->scale ? PointerGetDatum(perpca_vector_build(m->scale, m->d)) : (Datum) 0;
-}
-
 /*
  * Compute and store one client's local components (n_local < 0: the
  * model's) as the model's owner, restricted (run_as_owner.c), through the
@@ -110,8 +102,6 @@ personalize_as_owner(const ModelLock *ml, const ModelData *m, const char *key, P
 {
 	StoreModel	sm;
 	RunAs		ra;
-	char		scale_null;
-	Datum		scale = scale_datum(m, &scale_null);
 	int			nestlevel = NewGUCNestLevel();
 	uint64		stored;
 
@@ -121,8 +111,7 @@ personalize_as_owner(const ModelLock *ml, const ModelData *m, const char *key, P
 		elog(ERROR, "SPI_connect failed");
 	store_model_init(&sm, ml->schema, ml->base);
 	run_as_enter(&ra, ml->owner);
-	stored = store_personalize(&sm, key, stats_type_oid(), PointerGetDatum(stats), n_local,
-							   scale, scale_null == 'n', out);
+	stored = store_personalize(&sm, m, key, stats, n_local, out);
 	run_as_leave(&ra);
 	SPI_finish();
 	AtEOXact_GUC(true, nestlevel);

@@ -80,7 +80,7 @@ SELECT entry, version = (SELECT version FROM cols_info) AS current_version, kind
 -- row (returned and kept) says so.
 SELECT version AS v0, objective AS o0 FROM cols_info \gset
 SELECT entry, version = :v0 AS same_version, kind, clients, rows, rounds_run, converged,
-       objective = :o0 AS same_objective, outcome, warning, clients_added, clients_dropped
+       objective = (SELECT objective FROM cols_info) AS same_objective, outcome, warning, clients_added, clients_dropped
   FROM perpca_refresh('cols');
 SELECT version = :v0 AS model_untouched FROM cols_info;
 -- Changed data: a refit, warm-started, with the rounds of each of its starts.
