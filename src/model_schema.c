@@ -298,6 +298,8 @@ row_index(ModelTable t, const char *name)
 void
 model_row_init(ModelRow *row, ModelTable t)
 {
+	if (row_index(t, NULL) > MODEL_MAX_COLUMNS)
+		elog(ERROR, "model table \"%s\" declares more than MODEL_MAX_COLUMNS columns", tables[t].suffix);
 	row->table = t;
 	for (int k = 0; k < MODEL_MAX_COLUMNS; k++)
 	{

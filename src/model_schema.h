@@ -58,7 +58,7 @@ extern void model_schema_create(ModelTable t, const char *schema, const char *ba
 extern bool model_schema_add_missing(ModelTable t, Oid relid);
 
 /* The most columns a table declares. */
-#define MODEL_MAX_COLUMNS 40
+#define MODEL_MAX_COLUMNS 64
 
 /* One row of table t, by declared column (model_row_set); NULL where not set. */
 typedef struct ModelRow
