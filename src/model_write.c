@@ -302,6 +302,18 @@ train_result(FunctionCallInfo fcinfo, const char *base, const FitDiagnostics *di
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/* A model of that name is replaced only when asked; the owner's role is checked. */
+static void
+train_may_write(const ModelLock *ml, const TrainCall *tc, Oid owner)
+{
+	if (ml->present && !tc->replace)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
+				 errmsg("model \"%s\" already exists", tc->model),
+				 errhint("Pass replace => true to replace it, or drop it with perpca_drop().")));
+	check_owner(tc->model, owner);
+}
+
 /*
  * The body of perpca_train (the model is locked, ml): stage the query as
  * the caller the way a refresh will run it, then bind, read, fit, store and
@@ -318,12 +330,7 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 	StoreFit	fit;
 	ModelRow	row;
 
-	if (ml->present && !tc->replace)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
-				 errmsg("model \"%s\" already exists", tc->model),
-				 errhint("Pass replace => true to replace it, or drop it with perpca_drop().")));
-	check_owner(tc->model, owner);
+	train_may_write(ml, tc, owner);
 	store_model_init(&sm, ml->schema, ml->base);
 	sm.calibration = tc->calibration;
 	if (tc->opts.start != NULL)
