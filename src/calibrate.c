@@ -81,23 +81,14 @@ calibrate_bind_rows(const StoreModel *sm, const char *query, const char *path, d
 {
 	Oid			nsp = get_namespace_oid(sm->schema, false);
 	char	   *view = store_rel(sm, "calibration");
-	char	   *select;
-	int			nestlevel;
 
 	if (OidIsValid(rows_view(nsp, psprintf("%s_calibration", sm->base), GetUserId(), share > 0.0)))
 		store_sql(psprintf("DROP VIEW %s", view), 0, NULL, NULL);
 	if (!(share > 0.0))
 		return;
-	select = calibrate_rows_select(query, path, share);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	store_sql(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL);
-	AtEOXact_GUC(true, nestlevel);
-	store_sql(psprintf("COMMENT ON VIEW %s IS %s", view,
-					   quote_literal_cstr(psprintf("perpca model %s: its rows, and which are held out to calibrate its control limits (split bound when it was trained); read after every fit",
-												   sm->base))),
-			  0, NULL, NULL);
+	store_view_create(view, calibrate_rows_select(query, path, share), path,
+					  psprintf("perpca model %s: its rows, and which are held out to calibrate its control limits (split bound when it was trained); read after every fit",
+							   sm->base));
 }
 
 /* ------------------------------------------------------------------------

@@ -97,6 +97,18 @@ store_sql(const char *sql, int n, const Oid *types, const Datum *values)
 		elog(ERROR, "SPI_execute_with_args failed: %s", sql);
 }
 
+void
+store_view_create(const char *view, const char *select, const char *path, const char *comment)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	store_sql(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL);
+	AtEOXact_GUC(true, nestlevel);
+	store_sql(psprintf("COMMENT ON VIEW %s IS %s", view, quote_literal_cstr(comment)), 0, NULL, NULL);
+}
+
 int
 store_column(TupleDesc desc, const char *name)
 {
@@ -175,7 +187,6 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path, Per
 	Oid			rel = store_relid(sm, "source");
 	char	   *select;
 	char	   *names;
-	int			nestlevel;
 
 	if (OidIsValid(rel))
 	{
@@ -199,14 +210,9 @@ store_source_bind(const StoreModel *sm, const char *query, const char *path, Per
 		? calibrate_source_select(perpca_one_select(query, "the query of a model"), path, missing,
 								  sm->calibration, &names)
 		: row_source_select(perpca_one_select(query, "the query of a model"), path, missing, &names);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	store_sql(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL);
-	AtEOXact_GUC(true, nestlevel);
-	store_sql(psprintf("COMMENT ON VIEW %s IS %s", view,
-					   quote_literal_cstr(psprintf("perpca model %s: its query and the aggregation of its rows per client, bound when it was trained; read by every refresh (perpca_train(..., replace => true) changes it)",
-												   sm->base))), 0, NULL, NULL);
+	store_view_create(view, select, path,
+					  psprintf("perpca model %s: its query and the aggregation of its rows per client, bound when it was trained; read by every refresh (perpca_train(..., replace => true) changes it)",
+							   sm->base));
 	stage_names(names, st);
 }
 

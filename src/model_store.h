@@ -73,6 +73,9 @@ extern char *store_rel(const StoreModel *sm, const char *suffix);
 /* Run sql through SPI with parameters $1..$n (of types); its rows in SPI_tuptable. */
 extern void store_sql(const char *sql, int n, const Oid *types, const Datum *values);
 
+/* CREATE VIEW view AS select, bound under search_path path, with its COMMENT (under SPI). */
+extern void store_view_create(const char *view, const char *select, const char *path, const char *comment);
+
 /* The number of column name of desc, or 0. */
 extern int	store_column(TupleDesc desc, const char *name);
 
