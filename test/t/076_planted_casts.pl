@@ -13,7 +13,9 @@
 # personalizes clients from queries over her columns.  Each of her
 # functions records who ran it and makes her superuser when it can: the
 # test checks that none ran as anyone but her, and that she is no
-# superuser.  Keys of her types still match the model's.
+# superuser.  Keys of her types still match the model's.  Three of the
+# models hold out rows for calibrated control limits (the split hashes her
+# key and row), and the superuser monitors with those limits.
 use strict;
 use warnings;
 
@@ -69,11 +71,18 @@ my %models = (
 	m_stats => q{SELECT region, shared.perpca_stats(x) FROM mallory.obs GROUP BY region},
 	m_dom => q{SELECT region, xv FROM mallory.obs},
 	m_dkey => q{SELECT rdom, x FROM mallory.obs},
+	m_enum_cal => q{SELECT region, x FROM mallory.obs},
+	m_site_cal => q{SELECT site, x FROM mallory.obs},
+	m_dom_cal => q{SELECT rdom, xv FROM mallory.obs},
 );
+# The _cal models hold out rows to calibrate their control limits: the
+# split (a hash of her key and row) is bound in their views, and every
+# refresh scores the held-out rows.
 for my $m (sort keys %models)
 {
 	my $q = $models{$m} =~ s/'/''/gr;
-	$node->safe_psql('postgres', "SELECT model_name FROM shared.perpca_train('public.$m', '$q', 1, 1)");
+	my $cal = $m =~ /_cal$/ ? ', calibration => 0.3' : '';
+	$node->safe_psql('postgres', "SELECT model_name FROM shared.perpca_train('public.$m', '$q', 1, 1$cal)");
 }
 
 # ---- her traps, planted after training -------------------------------------------
@@ -123,6 +132,8 @@ my %calls = (
 	'perpca_evaluate, domain over perpca_stats' => q{SELECT count(*) FROM shared.perpca_evaluate('m_stats', 'SELECT region, s FROM mallory.svs')},
 	'perpca_personalize_clients, enum key' => q{SELECT count(*) FROM shared.perpca_personalize_clients('m_enum', 'SELECT region, x FROM mallory.obs')},
 	'perpca_personalize_clients, domain over float8[]' => q{SELECT count(*) FROM shared.perpca_personalize_clients('m_dom', 'SELECT region, xv FROM mallory.obs')},
+	'perpca_model_monitor, calibrated, composite key' => q{SELECT count(*) FILTER (WHERE (shared.perpca_model_monitor('m_site_cal', site, x, limits => 'calibrated')).t2 IS NOT NULL) FROM mallory.obs},
+	'perpca_model_monitor, calibrated, domain key' => q{SELECT count(*) FILTER (WHERE (shared.perpca_model_monitor('m_dom_cal', rdom, xv, limits => 'calibrated')).t2 IS NOT NULL) FROM mallory.obs},
 );
 for my $c (sort keys %calls)
 {
@@ -136,6 +147,11 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM mallory.fired WHERE who <
   or diag($node->safe_psql('postgres', q{SELECT who, what, count(*) FROM mallory.fired GROUP BY 1, 2}));
 is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 'f',
 	'mallory is not a superuser');
+
+is($node->safe_psql('postgres', q{
+SELECT count(*) FROM (SELECT calibration_rows FROM public.m_enum_cal_info UNION ALL SELECT calibration_rows FROM public.m_site_cal_info
+                      UNION ALL SELECT calibration_rows FROM public.m_dom_cal_info) c WHERE calibration_rows > 0}), '3',
+	'the calibrated models scored their held-out rows at the refresh');
 
 # ---- and her keys still match the models' ---------------------------------------------
 is($node->safe_psql('postgres', q{
