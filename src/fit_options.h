@@ -23,8 +23,6 @@
 
 /* Names of the option values, in enum order (fit_options.c). */
 extern const char *const fit_method_names[4];
-extern const char *const fit_center_names[3];
-extern const char *const fit_scale_names[2];
 extern const char *const fit_update_names[2];
 extern const char *const fit_retraction_names[2];
 extern const char *const fit_weights_names[2];
