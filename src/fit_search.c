@@ -47,12 +47,11 @@
 /* Fewest rounds a hop may run (its budget is otherwise the slowest start's rounds). */
 #define HOP_MIN_ROUNDS 5
 
-/* ------------------------------------------------------------------------
- * The start list
- * ------------------------------------------------------------------------
- */
+/* Starts that init names, at most. */
+#define SEARCH_MAX_LIST 8
 
-int
+/* The starts that opts->init names for solver, in the order they run, into list; returns their number. */
+static int
 search_start_list(const FitOptions *opts, const FitSolverDef *solver, FitInit *list)
 {
 	int			n = 0;

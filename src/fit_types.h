@@ -263,9 +263,15 @@ typedef struct FitResult
  * (NULL: the solver needs none); run runs one start from U for at most
  * rounds rounds, fills rep's objective, convergence and end, and returns
  * the rounds run (aid: what its own search lends it, else NULL); search
- * runs the starts and hops of one fit (fit_search.c has two).
+ * runs the starts and hops of one fit (fit_search.c has two).  A hook is
+ * declared with its macro, fn its name (or (*name) for a pointer).
  */
 typedef struct FitSolverDef FitSolverDef;
+#define FIT_SOLVER_START(fn) void fn(FitBackend *be, const double *U, FitInit how)
+#define FIT_SOLVER_RUN(fn) int fn(FitBackend *be, const FitOptions *opts, double *U, int rounds, \
+								  FitDiagnostics *diag, FitStartReport *rep, void *aid)
+#define FIT_SOLVER_SEARCH(fn) void fn(FitBackend *be, const FitOptions *opts, \
+									  const FitSolverDef *solver, double *U, FitDiagnostics *diag)
 struct FitSolverDef
 {
 	const char *name;			/* its value of the option solver */
@@ -274,11 +280,9 @@ struct FitSolverDef
 	bool		qu_start;		/* init 'best' also tries Qu's start */
 	bool		best_response;	/* the final V_i are best responses to U */
 	bool		warm_given;		/* a warm refresh starts from the stored components alone (init 'given'), else they join init 'best' */
-	void		(*start) (FitBackend *be, const double *U, FitInit how);
-	int			(*run) (FitBackend *be, const FitOptions *opts, double *U, int rounds,
-						FitDiagnostics *diag, FitStartReport *rep, void *aid);
-	void		(*search) (FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
-						   double *U, FitDiagnostics *diag);
+	FIT_SOLVER_START((*start));
+	FIT_SOLVER_RUN((*run));
+	FIT_SOLVER_SEARCH((*search));
 };
 
 #endif							/* PERPCA_FIT_TYPES_H */

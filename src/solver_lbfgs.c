@@ -29,6 +29,9 @@
 #include "linalg.h"
 #include "solver_lbfgs.h"
 
+/* The run hook of its row in the solver table (fit.c): aid is an LbfgsAid, or NULL. */
+extern FIT_SOLVER_RUN(solver_lbfgs_run);
+
 #define MEMORY LBFGS_MEMORY
 #define ARMIJO 1e-4
 #define MIN_STEP 1e-10			/* backtracking gives up below this */

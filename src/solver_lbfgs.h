@@ -56,10 +56,6 @@ typedef struct LbfgsAid
 	const LbfgsWatch *watch;
 } LbfgsAid;
 
-/* Its run hook in the solver table (fit.c): solver_lbfgs with aid (an LbfgsAid, or NULL). */
-extern int	solver_lbfgs_run(FitBackend *be, const FitOptions *opts, double *U, int rounds,
-							 FitDiagnostics *diag, FitStartReport *rep, void *aid);
-
 /* Free the pairs and the stored gradient of mem (mem itself stays). */
 extern void lbfgs_memory_free(LbfgsMemory *mem);
 
