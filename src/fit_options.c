@@ -45,7 +45,6 @@ typedef enum OptionKind
 	OPT_BOOL,
 	OPT_CHOICE,					/* text among choices, kept as its index (an enum) */
 	OPT_SOLVER,					/* text among the solver table's names, kept as its row */
-	OPT_FLAG,					/* text among two choices, kept as bool (index 1) */
 	OPT_TEXT					/* text, kept as a string */
 } OptionKind;
 
@@ -309,9 +308,6 @@ set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
 		case OPT_SOLVER:
 			*FIELD_PTR(o, def, int) = given ? solver_value(def, v) : (int) def->dflt;
 			break;
-		case OPT_FLAG:
-			*FIELD_PTR(o, def, bool) = given && choice_value(def, v) == 1;
-			break;
 		case OPT_TEXT:
 			*FIELD_PTR(o, def, char *) = given ? string_value(def, v) : NULL;
 			break;
@@ -429,9 +425,6 @@ append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
 		case OPT_SOLVER:
 			escape_json(buf, choice_name(def, *FIELD_PTR(o, def, int)));
 			break;
-		case OPT_FLAG:
-			escape_json(buf, def->choices[*FIELD_PTR(o, def, bool) ? 1 : 0]);
-			break;
 		case OPT_TEXT:
 			if (*FIELD_PTR(o, def, char *) != NULL)
 				escape_json(buf, *FIELD_PTR(o, def, char *));
@@ -453,12 +446,6 @@ options_json(const FitOptions *o, bool with_ranks)
 			append_option(&buf, o, &option_defs[i]);
 	appendStringInfoChar(&buf, '}');
 	return buf.data;
-}
-
-char *
-fit_options_json(const FitOptions *o)
-{
-	return options_json(o, false);
 }
 
 Jsonb *

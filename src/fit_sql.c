@@ -430,7 +430,7 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 	nulls[11] = l->chosen < 0;
 	values[11] = nulls[11] ? (Datum) 0 : CStringGetTextDatum(l->starts[l->chosen].name);
 	values[12] = fit_sql_float(l->gradient_norm, &nulls[12]);
-	values[13] = DirectFunctionCall1(jsonb_in, CStringGetDatum(fit_options_json(&l->opts)));
+	values[13] = JsonbPGetDatum(fit_options_jsonb(&l->opts, false));
 	values[14] = Int64GetDatum(l->rows_skipped);
 	nulls[15] = l->stop[0] == '\0';
 	values[15] = nulls[15] ? (Datum) 0 : CStringGetTextDatum(l->stop);

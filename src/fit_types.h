@@ -68,7 +68,7 @@ typedef enum FitScale
 	X(seed, uint64, OPT_INT64, 0, NO_CHOICES, 0, 0, true, SQL_ALL) \
 	X(center, FitCenter, OPT_CHOICE, FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true, SQL_ALL) \
 	X(scale, FitScale, OPT_CHOICE, FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true, SQL_ALL) /* fit_input.c applies it */ \
-	X(weights, bool, OPT_FLAG, 0, CHOICES(fit_weights_names), 0, 0, true, SQL_ALL) /* true: 'samples' */ \
+	X(weights, int, OPT_CHOICE, 0, CHOICES(fit_weights_names), 0, 0, true, SQL_ALL) /* 1: 'samples' */ \
 	X(hops, int, OPT_INT, 4, NO_CHOICES, 0, 1000, true, SQL_ALL) /* lbfgs, init 'best': failed hops in a row */ \
 	X(missing, int, OPT_CHOICE, PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true, SQL_ALL) /* row_reader.h */ \
 	X(verbose, bool, OPT_BOOL, 0, NO_CHOICES, 0, 0, false, SQL_ALL) \
