@@ -47,11 +47,11 @@ $(OBJS): $(wildcard src/*.h)
 ONCE_PARTS     = $(sort $(wildcard sql/create_once/*.sql))
 REPLACE_PARTS  = $(sort $(wildcard sql/create_or_replace/*.sql))
 NEW_ONCE_0_5_0 =
-# The fit options' arguments are written from the option table of
-# src/fit_options.c (sql/options.awk: its marks, and what an upgrade drops).
-OPTIONS_AWK = awk -f sql/options.awk src/fit_options.c pass=collect $(REPLACE_PARTS) \
+# The fit options' arguments are written from the option list of
+# src/fit_types.h (sql/options.awk: its marks, and what an upgrade drops).
+OPTIONS_AWK = awk -f sql/options.awk src/fit_types.h pass=collect $(REPLACE_PARTS) \
 	pass=released sql/released/perpca--0.4.0.sql pass=emit
-OPTIONS_IN  = sql/options.awk src/fit_options.c sql/released/perpca--0.4.0.sql
+OPTIONS_IN  = sql/options.awk src/fit_types.h sql/released/perpca--0.4.0.sql
 sql/perpca--$(PERPCA_VERSION).sql: $(ONCE_PARTS) $(REPLACE_PARTS) $(OPTIONS_IN)
 	$(OPTIONS_AWK) $(ONCE_PARTS) $(REPLACE_PARTS) > $@.tmp && mv $@.tmp $@
 sql/perpca--0.4.0--$(PERPCA_VERSION).sql: sql/upgrade/perpca--0.4.0--$(PERPCA_VERSION).sql sql/upgrade/guard.sql $(NEW_ONCE_0_5_0) $(REPLACE_PARTS) $(OPTIONS_IN)

@@ -1,7 +1,7 @@
 # sql/options.awk -- the fit options' arguments of the SQL functions, written
-# from the one option table (option_defs in src/fit_options.c).  The
+# from the one option list (FIT_OPTION_LIST in src/fit_types.h).  The
 # Makefile runs it as
-#   awk -f sql/options.awk src/fit_options.c pass=collect PARTS \
+#   awk -f sql/options.awk src/fit_types.h pass=collect PARTS \
 #       pass=released sql/released/perpca--0.4.0.sql pass=emit FILES
 # and it prints FILES with these marks replaced:
 #   @OPTIONS: a b@       "a TYPE DEFAULT NULL, b TYPE DEFAULT NULL" (TYPE from
@@ -48,7 +48,7 @@ function options(list, tag,    n, names, i, out, sep)
 	{
 		if (!(names[i] in kind))
 		{
-			print "sql/options.awk: " FILENAME ":" FNR ": no option \"" names[i] "\" in src/fit_options.c" > "/dev/stderr"
+			print "sql/options.awk: " FILENAME ":" FNR ": no option \"" names[i] "\" in src/fit_types.h" > "/dev/stderr"
 			failed = 1
 			exit 1
 		}
@@ -172,13 +172,13 @@ pass != "" {
 	}
 }
 
-# The option table: rows {"name", OPT_KIND, ..., SQL_...}.
-pass == "" && /^\t\{"[a-z_0-9]+", OPT_[A-Z0-9]+,/ {
+# The option list: rows X(name, type, OPT_KIND, ..., SQL_...).
+pass == "" && /^\tX\([a-z_0-9]+, [^,]+, OPT_[A-Z0-9]+,/ {
 	name = $0
-	sub(/^\t\{"/, "", name)
-	sub(/".*/, "", name)
+	sub(/^\tX\(/, "", name)
+	sub(/,.*/, "", name)
 	k = $0
-	sub(/^[^,]*, /, "", k)
+	sub(/^[^,]*, [^,]*, /, "", k)
 	sub(/,.*/, "", k)
 	kind[name] = k
 	m = $0
@@ -202,7 +202,7 @@ pass == "emit" { line = expand($0); take(line); print line }
 END {
 	if (!failed && nopts == 0)
 	{
-		print "sql/options.awk: no option rows found in src/fit_options.c" > "/dev/stderr"
+		print "sql/options.awk: no option rows found in src/fit_types.h" > "/dev/stderr"
 		exit 1
 	}
 }

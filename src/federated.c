@@ -468,7 +468,7 @@ fed_send_open(FedFit *f)
 				nl[16],
 				seed[32];
 	const char *params[7] = {f->id, f->query, r1, nl,
-		fit_weights_names[f->opts->sample_weights ? 1 : 0], seed,
+		fit_weights_names[f->opts->weights ? 1 : 0], seed,
 	perpca_missing_names[f->opts->missing]};
 
 	snprintf(r1, sizeof(r1), "%d", f->opts->n_global);

@@ -12,16 +12,19 @@
 #include "fit_search.h"
 #include "fit_sums.h"
 #include "linalg.h"
-#include "solver_lbfgs.h"
-#include "solver_paper.h"
 
 /* ------------------------------------------------------------------------
  * The solvers: one row each (FitSolverDef, fit_types.h); the first is the
  * default, and the option solver's values are their names in this order.
  * The tolerance is the L-BFGS gradient norm / lambda_max, or the paper's
- * largest projector change of a round.
+ * largest projector change of a round.  Each solver is a file solver_*.c
+ * that defines its hooks, declared here.
  * ------------------------------------------------------------------------
  */
+extern FIT_SOLVER_RUN(solver_lbfgs_run);
+extern FIT_SOLVER_START(solver_paper_start);
+extern FIT_SOLVER_RUN(solver_paper_run);
+
 const FitSolverDef fit_solvers[] = {
 	/* name, tolerance, exact starts, Qu start, best responses, warm start given, start, run, search */
 	{"lbfgs", 1e-11, false, false, true, false, NULL, solver_lbfgs_run, fit_search_lbfgs},

@@ -6,23 +6,13 @@
  * w_i; find U (d x r1) and V_i (d x r2_i), [U, V_i] orthonormal, maximizing
  * sum_i w_i 1/2 [tr(U'S_iU) + tr(V_i'S_iV_i)] / sum_i w_i.
  *
- * Layers, each on top of the previous one, data flowing one way:
- *   eigen.c          eigensolvers over double arrays: exact, subspace iteration, LOBPCG
- *   client_math.c    what one client computes (paper step, best response)
- *   node.c           the clients on this server, as weighted sums
- *   FitBackend       where the node operations run: node.c directly (local)
- *                    or on shards over libpq (federated.c) -- same sums
- *   solver_paper.c   the paper's Algorithm 2: rounds of client steps + server step
- *   solver_lbfgs.c   Riemannian L-BFGS over U on the Grassmannian, best responses
- *   fit_start.c      starting U: disPCA, Qu, pooled, random, given; hop starts
- *   fit_search.c     the search: starts and hops x solver, basins, the best start
- *   fit.c            the solver table; one fit: the search, the output, its diagnostics
- *   fit_options.c    options parsed once, with one set of defaults
- *   fit_sums.c       the sums, the trace and theta_est that the layers share
- * Headers: fit_types.h holds the types every layer shares (options, sums,
- * backend, diagnostics) and sits below them all; each layer's functions are
- * in its own header (fit_sums.h, fit_start.h, solver_paper.h, solver_lbfgs.h,
- * fit_search.h, fit.h), so an include never runs back up the layers.
+ * Layers, each on top of the previous one, data flowing one way (the file
+ * map in perpca.h says what each holds): eigen.c, client_math.c (one
+ * client), node.c (the clients of this server), FitBackend (node.c, or
+ * shards over libpq: federated.c), solver_*.c, fit_start.c, fit_search.c,
+ * fit.c; beside them fit_options.c and fit_sums.c.  fit_types.h holds the
+ * types every layer shares and sits below them all; each layer's functions
+ * are in its own header, so an include never runs back up the layers.
  * Only U (d x r1) and d x r1 sums cross the backend in a round.
  */
 #ifndef PERPCA_FIT_H

@@ -390,7 +390,7 @@ clients_node(const ClientInput *in, int n, int n_global, const double *center,
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		clients[i].weight = opts->sample_weights ? (double) in[i].stats->n : 1.0;
+		clients[i].weight = opts->weights ? (double) in[i].stats->n : 1.0;
 		client_matrix(&clients[i], in[i].name, in[i].stats, center, &m, clients[i].weight);
 		clients[i].r2 = in[i].r2;
 		clients[i].seed = client_seed(in[i].name, opts->seed);

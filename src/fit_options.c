@@ -1,11 +1,10 @@
 /*
  * fit_options.c -- the options of a fit: names, kinds, defaults, checks, JSON
  *
- * The one place that knows an option: a row of option_defs below.  SQL
- * signatures declare options with DEFAULT NULL, generated from the rows
- * (sql/options.awk), and C reads them by argument name, so a new option is
- * a row here and a field in FitOptions.  Ranks are checked against the
- * dimension later, when the clients are known (fit_input.c).
+ * An option is a row of FIT_OPTION_LIST (fit_types.h): its field in
+ * FitOptions, its row of option_defs below, and its SQL arguments (DEFAULT
+ * NULL, sql/options.awk), which C reads by name.  Ranks are checked against
+ * the dimension later, when the clients are known (fit_input.c).
  */
 #include "postgres.h"
 
@@ -31,8 +30,8 @@
 PG_FUNCTION_INFO_V1(perpca_fit_options);
 
 const char *const fit_method_names[4] = {"perpca", "dispca", "cpca", "indiv"};
-const char *const fit_center_names[3] = {"client", "global", "none"};
-const char *const fit_scale_names[2] = {"none", "standard"};
+static const char *const fit_center_names[3] = {"client", "global", "none"};
+static const char *const fit_scale_names[2] = {"none", "standard"};
 const char *const fit_update_names[2] = {"stgd", "polar"};
 const char *const fit_retraction_names[2] = {"polar", "qr"};
 const char *const fit_weights_names[2] = {"equal", "samples"};
@@ -46,7 +45,6 @@ typedef enum OptionKind
 	OPT_BOOL,
 	OPT_CHOICE,					/* text among choices, kept as its index (an enum) */
 	OPT_SOLVER,					/* text among the solver table's names, kept as its row */
-	OPT_FLAG,					/* text among two choices, kept as bool (index 1) */
 	OPT_TEXT					/* text, kept as a string */
 } OptionKind;
 
@@ -65,11 +63,9 @@ typedef struct OptionDef
 } OptionDef;
 
 /*
- * The SQL functions that take the options by name, DEFAULT NULL.  make
- * writes their arguments from this table (sql/options.awk reads these
- * rows): a released function keeps its order, and an option it does not
- * name is added at the end of each function its row names.  The ranks are
- * each function's own arguments.
+ * The SQL functions that take an option by name, DEFAULT NULL: a released
+ * function keeps its order, and an option it does not name is added at the
+ * end of each function its row names.  The ranks are each function's own.
  */
 #define SQL_FIT 1				/* perpca_fit */
 #define SQL_TRAIN 2				/* perpca_train */
@@ -78,32 +74,14 @@ typedef struct OptionDef
 #define SQL_ALL (SQL_FIT | SQL_TRAIN | SQL_FEDERATED | SQL_RANKS)
 
 #define FIELD(f) offsetof(FitOptions, f)
-#define CHOICES(names) names, lengthof(names)
 
-/* In checking order (the first invalid option is the one reported). */
-static const OptionDef option_defs[] = {
-	{"n_global", OPT_RANK, FIELD(n_global), 0, NULL, 0, 0, PERPCA_MAX_DIM, false, 0},
-	{"n_local", OPT_RANK, FIELD(n_local), 0, NULL, 0, 0, PERPCA_MAX_DIM, false, 0},
-	{"method", OPT_CHOICE, FIELD(method), FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true, SQL_FIT | SQL_TRAIN},
-	{"solver", OPT_SOLVER, FIELD(solver), 0, NULL, 0, 0, 0, true, SQL_ALL},
-	{"rounds", OPT_INT, FIELD(rounds), 5000, NULL, 0, 0, 10000000, true, SQL_ALL},
-	{"tolerance", OPT_FLOAT, FIELD(tolerance), NAN, NULL, 0, 0, 0, true, SQL_ALL},
-	{"step", OPT_FLOAT, FIELD(step), 0.0, NULL, 0, 1, 0, true, SQL_ALL},
-	{"adaptive", OPT_BOOL, FIELD(adaptive), NAN, NULL, 0, 0, 0, true, SQL_ALL},
-	{"update", OPT_CHOICE, FIELD(update), FIT_UPDATE_STGD, CHOICES(fit_update_names), 0, 0, true, SQL_ALL},
-	{"retraction", OPT_CHOICE, FIELD(retraction), FIT_RETRACT_POLAR, CHOICES(fit_retraction_names), 0, 0, true, SQL_ALL},
-	{"init", OPT_CHOICE, FIELD(init), FIT_INIT_BEST, CHOICES(fit_init_names), 0, 0, true, SQL_ALL},
-	{"seed", OPT_INT64, FIELD(seed), 0, NULL, 0, 0, 0, true, SQL_ALL},
-	{"center", OPT_CHOICE, FIELD(center), FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true, SQL_ALL},
-	{"scale", OPT_CHOICE, FIELD(scale), FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true, SQL_ALL},
-	{"weights", OPT_FLAG, FIELD(sample_weights), 0, CHOICES(fit_weights_names), 0, 0, true, SQL_ALL},
-	/* lbfgs, init 'best': hops in a row that find no better optimum before the search stops */
-	{"hops", OPT_INT, FIELD(hops), 4, NULL, 0, 0, 1000, true, SQL_ALL},
-	/* rows with gaps (row_reader.h): 'error' or 'skip'; a fit refuses 'observed' */
-	{"missing", OPT_CHOICE, FIELD(missing), PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true, SQL_ALL},
-	{"verbose", OPT_BOOL, FIELD(verbose), 0, NULL, 0, 0, 0, false, SQL_ALL},
-	{"start", OPT_TEXT, FIELD(start), 0, NULL, 0, 0, 0, false, SQL_FIT | SQL_TRAIN},
-};
+#define NO_CHOICES NULL, 0
+#define CHOICES(names) names, lengthof(names)
+#define OPTION_DEF(name, type, kind, dflt, choices, min, max, json, sql) \
+	{#name, kind, offsetof(FitOptions, name), dflt, choices, min, max, json, sql},
+
+/* The option table: FIT_OPTION_LIST (fit_types.h), in checking order. */
+static const OptionDef option_defs[] = {FIT_OPTION_LIST(OPTION_DEF)};
 
 #define FIELD_PTR(o, def, type) ((type *) ((char *) (o) + (def)->offset))
 
@@ -330,9 +308,6 @@ set_option(FitOptions *o, const OptionDef *def, const JsonbValue *v)
 		case OPT_SOLVER:
 			*FIELD_PTR(o, def, int) = given ? solver_value(def, v) : (int) def->dflt;
 			break;
-		case OPT_FLAG:
-			*FIELD_PTR(o, def, bool) = given && choice_value(def, v) == 1;
-			break;
 		case OPT_TEXT:
 			*FIELD_PTR(o, def, char *) = given ? string_value(def, v) : NULL;
 			break;
@@ -450,9 +425,6 @@ append_option(StringInfo buf, const FitOptions *o, const OptionDef *def)
 		case OPT_SOLVER:
 			escape_json(buf, choice_name(def, *FIELD_PTR(o, def, int)));
 			break;
-		case OPT_FLAG:
-			escape_json(buf, def->choices[*FIELD_PTR(o, def, bool) ? 1 : 0]);
-			break;
 		case OPT_TEXT:
 			if (*FIELD_PTR(o, def, char *) != NULL)
 				escape_json(buf, *FIELD_PTR(o, def, char *));
@@ -474,12 +446,6 @@ options_json(const FitOptions *o, bool with_ranks)
 			append_option(&buf, o, &option_defs[i]);
 	appendStringInfoChar(&buf, '}');
 	return buf.data;
-}
-
-char *
-fit_options_json(const FitOptions *o)
-{
-	return options_json(o, false);
 }
 
 Jsonb *

@@ -1,12 +1,8 @@
 /*
- * fit_options.h -- the options of a fit: declared once, parsed once,
- * defaulted once (fit_options.c)
+ * fit_options.h -- the options of a fit: declared once (FIT_OPTION_LIST,
+ * fit_types.h), parsed once, defaulted once (fit_options.c)
  *
- * Every option is one row of fit_options.c's table: its name, its kind,
- * its field in FitOptions, its default and the SQL functions that take it
- * (perpca_fit, perpca_train, perpca_fit_federated, perpca_choose_ranks),
- * whose named arguments, DEFAULT NULL, make writes from the rows
- * (sql/options.awk); their C code reads them by argument name
+ * SQL functions take them as named arguments, read by name
  * (fit_options_from_call), so no C file lists a function's argument
  * positions.  Internally options travel as one jsonb object, the same names
  * as keys; NULL or absent means the default.
@@ -23,8 +19,6 @@
 
 /* Names of the option values, in enum order (fit_options.c). */
 extern const char *const fit_method_names[4];
-extern const char *const fit_center_names[3];
-extern const char *const fit_scale_names[2];
 extern const char *const fit_update_names[2];
 extern const char *const fit_retraction_names[2];
 extern const char *const fit_weights_names[2];
@@ -50,10 +44,7 @@ extern void fit_options_parse_call(FunctionCallInfo fcinfo, FitOptions *opts);
  * and n_local per pair; they are left 0 and not checked here). */
 extern void fit_options_parse_call_no_ranks(FunctionCallInfo fcinfo, FitOptions *opts);
 
-/* The effective options as a JSON object (text), without the ranks, verbose and start. */
-extern char *fit_options_json(const FitOptions *opts);
-
-/* The same with n_global and n_local, as jsonb: what a model stores and a refresh passes back. */
+/* The effective options as jsonb, without verbose and start (and the ranks unless with_ranks): what a model stores. */
 extern Jsonb *fit_options_jsonb(const FitOptions *opts, bool with_ranks);
 
 /* Index of value among names, or invalid_parameter_value listing the valid values. */

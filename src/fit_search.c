@@ -47,12 +47,11 @@
 /* Fewest rounds a hop may run (its budget is otherwise the slowest start's rounds). */
 #define HOP_MIN_ROUNDS 5
 
-/* ------------------------------------------------------------------------
- * The start list
- * ------------------------------------------------------------------------
- */
+/* Starts that init names, at most. */
+#define SEARCH_MAX_LIST 8
 
-int
+/* The starts that opts->init names for solver, in the order they run, into list; returns their number. */
+static int
 search_start_list(const FitOptions *opts, const FitSolverDef *solver, FitInit *list)
 {
 	int			n = 0;
@@ -172,20 +171,31 @@ settle(Optima *o, FitDiagnostics *diag, int j, const double *U, bool verbose)
  * ------------------------------------------------------------------------
  */
 
+/* A new run named name from U with the solver for at most `rounds` rounds (aid: its run's); its report. */
+static FitStartReport *
+run_from(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver, const char *name,
+		 int rounds, double *U, FitDiagnostics *diag, void *aid)
+{
+	FitStartReport *rep = &diag->starts[diag->nstarts];
+
+	diag->current = diag->nstarts++;
+	rep->name = name;
+	rep->basin = -1;
+	rep->rounds = solver->run(be, opts, U, rounds, diag, rep, aid);
+	return rep;
+}
+
 /* Run one start with the solver for at most `rounds` rounds (aid: its run's); fills its report. */
 static void
 run_start(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver, FitInit how,
 		  int rounds, double *U, FitDiagnostics *diag, void *aid)
 {
-	FitStartReport *rep = &diag->starts[diag->nstarts];
+	FitStartReport *rep;
 
-	diag->current = diag->nstarts++;
-	rep->name = fit_init_names[how];
-	rep->basin = -1;
 	fit_start_u(be, how, opts, solver->exact_starts, U);
 	if (solver->start != NULL)
 		solver->start(be, U, how);
-	rep->rounds = solver->run(be, opts, U, rounds, diag, rep, aid);
+	rep = run_from(be, opts, solver, fit_init_names[how], rounds, U, diag, aid);
 	if (opts->verbose)
 		ereport(NOTICE,
 				(errmsg("start %s: objective %.12g after %d rounds%s", rep->name, rep->objective,
@@ -333,25 +343,18 @@ static int
 search_hop(Search *s, int h, bool *kept)
 {
 	FitDiagnostics *diag = s->diag;
-	FitStartReport *rep = &diag->starts[diag->nstarts];
-	LbfgsMemory *mem;
-	double		gnorm;
+	LbfgsAid	aid = {palloc0(sizeof(LbfgsMemory)), &s->watch};
+	FitStartReport *rep = run_from(s->be, &s->screen, s->solver, psprintf("hop %d", h),
+								   Min(s->budget, rounds_left(s)), s->U, diag, &aid);
 	int			basin;
 
-	diag->current = diag->nstarts++;
-	rep->name = psprintf("hop %d", h);
-	rep->basin = -1;
-	mem = palloc0(sizeof(LbfgsMemory));
-	rep->rounds = solver_lbfgs(s->be, &s->screen, s->U, Min(s->budget, rounds_left(s)),
-							   &rep->converged, &rep->objective, &gnorm, diag, mem, &s->watch,
-							   &rep->ended);
 	diag->rounds += rep->rounds;
 	if (s->opts->verbose)
 		ereport(NOTICE,
 				(errmsg("hop %d: objective %.12g after %d rounds", h, rep->objective,
 						rep->rounds)));
 	basin = settle(&s->optima, diag, diag->current, s->U, s->opts->verbose);
-	*kept = keep_best(s, diag->current, mem);
+	*kept = keep_best(s, diag->current, aid.memory);
 	return basin;
 }
 
@@ -446,7 +449,6 @@ search_polish(Search *s)
 {
 	FitDiagnostics *diag = s->diag;
 	FitStartReport *rep = &diag->starts[s->best];
-	double		gnorm;
 
 	memcpy(s->U, s->Ubest, sizeof(double) * s->size);
 	diag->chosen = s->best;
@@ -459,11 +461,11 @@ search_polish(Search *s)
 	{
 		if (s->screen.tolerance > s->opts->tolerance && rounds_left(s) > 0)
 		{
+			LbfgsAid	aid = {s->memory, NULL};
 			int			more;
 
 			diag->current = s->best;
-			more = solver_lbfgs(s->be, s->opts, s->U, rounds_left(s), &rep->converged,
-								&rep->objective, &gnorm, diag, s->memory, NULL, &rep->ended);
+			more = s->solver->run(s->be, s->opts, s->U, rounds_left(s), diag, rep, &aid);
 			rep->rounds += more;
 			diag->rounds += more;
 		}

@@ -3,18 +3,12 @@
  *
  * fit.c asks for the best U the starts and hops can find; the search runs
  * the solver's hooks on the backend and fills the diagnostics' starts,
- * rounds and chosen start.  Which starts it tries is one function, search_start_list.
+ * rounds and chosen start.
  */
 #ifndef PERPCA_FIT_SEARCH_H
 #define PERPCA_FIT_SEARCH_H
 
 #include "fit_types.h"
-
-/* Starts that init names, at most. */
-#define SEARCH_MAX_LIST 8
-
-/* The starts that opts->init names for solver, in the order they run, into list; returns their number. */
-extern int	search_start_list(const FitOptions *opts, const FitSolverDef *solver, FitInit *list);
 
 /*
  * The two searches a solver's row can name.  Each runs the search of opts
@@ -26,9 +20,7 @@ extern int	search_start_list(const FitOptions *opts, const FitSolverDef *solver,
  *   fit_search_probe  a short probe of each start, then the chosen one from
  *                     its beginning (any solver's run hook)
  */
-extern void fit_search_lbfgs(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
-							 double *U, FitDiagnostics *diag);
-extern void fit_search_probe(FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
-							 double *U, FitDiagnostics *diag);
+extern FIT_SOLVER_SEARCH(fit_search_lbfgs);
+extern FIT_SOLVER_SEARCH(fit_search_probe);
 
 #endif							/* PERPCA_FIT_SEARCH_H */

@@ -11,14 +11,12 @@
  * fit_sql_model is the same fit for the write path (model_store.c), called
  * from C with the options as parsed: the rows and the diagnostics (starts,
  * divisors of a scaled fit, each client's share of a sketch's bound).
- * perpca_internal.fit(query, options jsonb) hands the same back to SQL.
  */
 #include "postgres.h"
 
 #include <math.h>
 
 #include "catalog/pg_type.h"
-#include "executor/executor.h"
 #include "executor/spi.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
@@ -26,11 +24,8 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
-#include "utils/json.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/typcache.h"
 
 #include "error_kinds.h"
 #include "fit.h"
@@ -49,11 +44,12 @@ PG_FUNCTION_INFO_V1(perpca_last_fit);
 PG_FUNCTION_INFO_V1(perpca_last_fit_starts);
 PG_FUNCTION_INFO_V1(perpca_last_fit_rounds);
 PG_FUNCTION_INFO_V1(perpca_last_fit_clients);
+/* Named by the SQL of 0.3.0 and 0.4.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_internal_fit);
 /* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_last_fit_scale_factors);
 
-/* The last fit of each kind in this session, in their own memory context. */
+/* The last fit of each kind (local, federated) in this session, in their own memory context; the most recent is last_kind. */
 static MemoryContext last_cxt[2];
 static FitDiagnostics *last_diag[2];
 static int	last_kind = 0;
@@ -393,13 +389,6 @@ fit_sql_remember(const FitDiagnostics *diag, bool federated)
 	last_kind = federated ? 1 : 0;
 }
 
-/* The most recent fit of either kind (or NULL). */
-static const FitDiagnostics *
-last_any(void)
-{
-	return last_diag[last_kind];
-}
-
 const FitDiagnostics *
 fit_sql_last(bool federated)
 {
@@ -441,7 +430,7 @@ perpca_last_fit(PG_FUNCTION_ARGS)
 	nulls[11] = l->chosen < 0;
 	values[11] = nulls[11] ? (Datum) 0 : CStringGetTextDatum(l->starts[l->chosen].name);
 	values[12] = fit_sql_float(l->gradient_norm, &nulls[12]);
-	values[13] = DirectFunctionCall1(jsonb_in, CStringGetDatum(fit_options_json(&l->opts)));
+	values[13] = JsonbPGetDatum(fit_options_jsonb(&l->opts, false));
 	values[14] = Int64GetDatum(l->rows_skipped);
 	nulls[15] = l->stop[0] == '\0';
 	values[15] = nulls[15] ? (Datum) 0 : CStringGetTextDatum(l->stop);
@@ -485,7 +474,7 @@ Datum
 perpca_last_fit_starts(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const FitDiagnostics *l = last_any();
+	const FitDiagnostics *l = last_diag[last_kind];
 
 	InitMaterializedSRF(fcinfo, 0);
 	for (int j = 0; l != NULL && j < l->nstarts; j++)
@@ -511,7 +500,7 @@ Datum
 perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const FitDiagnostics *l = last_any();
+	const FitDiagnostics *l = last_diag[last_kind];
 
 	InitMaterializedSRF(fcinfo, 0);
 	for (int j = 0; l != NULL && j < l->ntrace; j++)
@@ -533,129 +522,25 @@ perpca_last_fit_rounds(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* ------------------------------------------------------------------------
- * perpca_internal.fit: a fit for a model, its result handed back whole
- * ------------------------------------------------------------------------
- */
-
-/* ", "key": x" with null for NaN or infinity. */
-static void
-json_float(StringInfo buf, const char *key, double x)
-{
-	if (isfinite(x))
-		appendStringInfo(buf, ", \"%s\": %.17g", key, x);
-	else
-		appendStringInfo(buf, ", \"%s\": null", key);
-}
-
-/* The diagnostics of a fit as jsonb: perpca_last_fit's columns, by name. */
-static Datum
-diagnostics_jsonb(const FitDiagnostics *l)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"method\": \"%s\", \"rounds_run\": %d, \"converged\": %s",
-					 fit_method_names[l->opts.method], l->rounds, l->converged ? "true" : "false");
-	json_float(&buf, "objective", l->objective);
-	json_float(&buf, "kkt_residual", l->kkt_residual);
-	json_float(&buf, "theta_est", l->theta_est);
-	json_float(&buf, "step", l->step);
-	appendStringInfo(&buf, ", \"n_clients\": %d, \"d\": %d", l->n_clients, l->dim);
-	json_float(&buf, "seconds", l->seconds);
-	json_float(&buf, "gradient_norm", l->gradient_norm);
-	json_float(&buf, "sketch_bound", l->sketch_bound);
-	/* each client's share of the bound, by key: what <model>_clients.sketch_bound stores */
-	appendStringInfoString(&buf, ", \"client_bounds\": {");
-	for (int i = 0; i < l->nbounds; i++)
-	{
-		appendStringInfoString(&buf, i > 0 ? ", " : "");
-		escape_json(&buf, l->client_bounds[i].client);
-		appendStringInfo(&buf, ": %.17g", l->client_bounds[i].bound);
-	}
-	appendStringInfoChar(&buf, '}');
-	if (l->pooled_mean != NULL)
-	{
-		appendStringInfoString(&buf, ", \"pooled_mean\": [");
-		for (int j = 0; j < l->dim; j++)
-			appendStringInfo(&buf, "%s%.17g", j > 0 ? ", " : "", l->pooled_mean[j]);
-		appendStringInfoChar(&buf, ']');
-	}
-	appendStringInfo(&buf, ", \"options\": %s}", fit_options_json(&l->opts));
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
-}
-
-/* The rows of a fit's tuplestore as an array of the composite type of desc. */
-static Datum
-rows_array(Tuplestorestate *store, TupleDesc desc, Oid elemtype)
-{
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-	int			n = 0,
-				size = 64;
-	Datum	   *elems = palloc(sizeof(Datum) * size);
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-
-	tuplestore_rescan(store);
-	while (tuplestore_gettupleslot(store, true, false, slot))
-	{
-		if (n == size)
-			elems = repalloc_huge(elems, sizeof(Datum) * (size *= 2));
-		elems[n++] = heap_copy_tuple_as_datum(ExecFetchSlotHeapTuple(slot, false, NULL), desc);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
-	return PointerGetDatum(construct_array(elems, n, elemtype, typlen, typbyval, typalign));
-}
-
 /*
- * perpca_internal.fit(query text, options jsonb, OUT components
- * perpca_internal.perpca_fit_row[], OUT diagnostics jsonb, OUT
- * scale_factors float8[], OUT constant_features int[]): perpca_fit's rows,
- * its diagnostics (perpca_last_fit's columns, the effective options under
- * "options") and the divisors it divided the input by (NULLs when
- * unscaled), from one call: what perpca_train and perpca_refresh store.
+ * perpca_internal.fit(): 0.3.0 and 0.4.0's write path ran its fit back
+ * through SQL with it; the write path now calls fit_sql_model, and 0.5.0
+ * drops the SQL function.
  */
 Datum
 perpca_internal_fit(PG_FUNCTION_ARGS)
 {
-	char	   *query = fit_text_arg(fcinfo, 0, "query");
-	FitDiagnostics diag = {0};
-	TupleDesc	resdesc,
-				rowdesc;
-	Oid			elemtype;
-	ReturnSetInfo rs = {0};
-	MemoryContext fitcxt;
-	Datum		values[4];
-	bool		nulls[4] = {0};
-
-	fit_options_parse(PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1), &diag.opts);
-	if (get_call_result_type(fcinfo, NULL, &resdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "perpca_internal.fit must return a record");
-	resdesc = BlessTupleDesc(resdesc);
-	elemtype = get_element_type(TupleDescAttr(resdesc, 0)->atttypid);
-	if (!OidIsValid(elemtype))
-		elog(ERROR, "perpca_internal.fit: components must be an array");
-	rowdesc = lookup_rowtype_tupdesc_copy(elemtype, -1);
-	rs.type = T_ReturnSetInfo;
-	rs.setDesc = rowdesc;
-	rs.setResult = tuplestore_begin_heap(false, false, work_mem);
-	fitcxt = fit_timed(query, &rs, &diag);
-	values[0] = rows_array(rs.setResult, rowdesc, elemtype);
-	values[1] = diagnostics_jsonb(&diag);
-	nulls[2] = nulls[3] = diag.scale_factors == NULL;
-	if (diag.scale_factors != NULL)
-		scale_arrays(diag.scale_factors, diag.constant, diag.dim, &values[2], &values[3]);
-	tuplestore_end(rs.setResult);
-	MemoryContextDelete(fitcxt);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(resdesc, values, nulls)));
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+			 errmsg("perpca_internal.fit is no longer available"),
+			 errhint("Run ALTER EXTENSION perpca UPDATE.")));
+	PG_RETURN_NULL();
 }
 
 /*
  * perpca_internal.last_fit_scale_factors(): 0.2.0's perpca_train read the
- * divisors of its fit back from the session with it (0.3.0 takes them from
- * perpca_internal.fit); kept for the SQL of 0.2.0 until the update.
+ * divisors of its fit back from the session with it; kept for the SQL of
+ * 0.2.0 until the update.
  */
 Datum
 perpca_last_fit_scale_factors(PG_FUNCTION_ARGS)

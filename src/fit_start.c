@@ -82,44 +82,6 @@ start_stacked(FitBackend *be, bool qu, bool exact, double *U)
 	pfree(B);
 }
 
-/*
- * Top r eigenvectors of sum_i w_i S_i into U (d x r), values (r) if not
- * NULL: block subspace iteration with Rayleigh-Ritz on the backend's
- * products, to a residual of 1e-13 lambda_max when exact,
- * POOLED_TOLERANCE_APPROX otherwise.
- */
-void
-fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact)
-{
-	int			d = be->d,
-				b = Min(d, r + Max(2, Min(r, 10)));
-	double	   *X = palloc(sizeof(double) * d * b),
-			   *Y = palloc(sizeof(double) * d * b),
-			   *theta = palloc(sizeof(double) * b);
-	double		tol = (exact ? 1e-13 : POOLED_TOLERANCE_APPROX) * Max(be->lambda_max, 1e-300) * be->weight;
-	uint64		state = UINT64CONST(0x243F6A8885A308D3);
-
-	fit_fill_gaussian(&state, d, b, X, b);
-	for (int it = 0, last = exact ? POOLED_ITERATIONS : POOLED_ITERATIONS_APPROX;; it++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		fit_retract(FIT_RETRACT_QR, d, b, X, b);
-		be->apply(be, X, b, Y);
-		be->setup_rounds++;
-		/* X holds orthonormal Ritz vectors when the loop ends */
-		if (fit_rayleigh_ritz(d, b, X, Y, theta, r) <= tol || it == last - 1)
-			break;
-		memcpy(X, Y, sizeof(double) * d * b);
-	}
-	linalg_copy(d, r, X, b, U, r);
-	if (values != NULL)
-		for (int j = 0; j < r; j++)
-			values[j] = theta[j] / be->weight;
-	pfree(X);
-	pfree(Y);
-	pfree(theta);
-}
-
 /* X <- X - U (U'X): X (d x b) orthogonal to the orthonormal U (d x r). */
 static void
 deflate(int d, int r, const double *U, int b, double *X)
@@ -132,44 +94,47 @@ deflate(int d, int r, const double *U, int b, double *X)
 }
 
 /*
- * Top m eigenvectors of (I - UU')(sum_i w_i S_i)(I - UU') into Z (d x m),
- * U d x r1 orthonormal: the pooled variance that U leaves, by block
- * subspace iteration on the backend's products to a loose residual (a
- * start needs no more); values (m) if not NULL.
+ * Top r eigenvectors of (I - UU')(sum_i w_i S_i)(I - UU') (U d x r1
+ * orthonormal; NULL: of sum_i w_i S_i) into Z (d x r), values (r) if not
+ * NULL: block subspace iteration with Rayleigh-Ritz on the backend's
+ * products from a block seeded by state, to residual tol (/ lambda_max)
+ * or at most iterations products.
  */
-void
-fit_residual_top(FitBackend *be, const double *U, int m, double *Z, double *values)
+static void
+top_block(FitBackend *be, const double *U, int r, double *Z, double *values, double tol,
+		  int iterations, uint64 state)
 {
 	int			d = be->d,
-				r1 = be->r1,
-				b = Min(d - r1, m + Max(2, Min(m, 10)));
+				r1 = U != NULL ? be->r1 : 0,
+				b = Min(d - r1, r + Max(2, Min(r, 10)));
 	double	   *X = palloc(sizeof(double) * d * b),
 			   *Y = palloc(sizeof(double) * d * b),
 			   *theta = palloc(sizeof(double) * b);
-	double		tol = RESIDUAL_TOLERANCE * Max(be->lambda_max, 1e-300) * be->weight;
-	uint64		state = UINT64CONST(0x13198A2E03707344);
 
-	Assert(m <= b);
+	tol = tol * Max(be->lambda_max, 1e-300) * be->weight;
 	fit_fill_gaussian(&state, d, b, X, b);
 	for (int it = 0;; it++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		for (int pass = 0; pass < 2; pass++)
+		/* deflated twice, for rounding */
+		for (int pass = 0; pass < (U != NULL ? 2 : 1); pass++)
 		{
-			deflate(d, r1, U, b, X);
+			if (U != NULL)
+				deflate(d, r1, U, b, X);
 			fit_retract(FIT_RETRACT_QR, d, b, X, b);
 		}
 		be->apply(be, X, b, Y);
 		be->setup_rounds++;
-		deflate(d, r1, U, b, Y);
-		if (fit_rayleigh_ritz(d, b, X, Y, theta, m) <= tol || it == RESIDUAL_ITERATIONS - 1)
+		if (U != NULL)
+			deflate(d, r1, U, b, Y);
+		/* X holds orthonormal Ritz vectors when the loop ends */
+		if (fit_rayleigh_ritz(d, b, X, Y, theta, r) <= tol || it == iterations - 1)
 			break;
 		memcpy(X, Y, sizeof(double) * d * b);
 	}
-	linalg_copy(d, m, X, b, Z, m);
-	if (values != NULL)
-		for (int j = 0; j < m; j++)
-			values[j] = theta[j] / be->weight;
+	linalg_copy(d, r, X, b, Z, r);
+	for (int j = 0; values != NULL && j < r; j++)
+		values[j] = theta[j] / be->weight;
 	pfree(X);
 	pfree(Y);
 	pfree(theta);
@@ -308,7 +273,8 @@ fit_screened_hop(FitBackend *be, const double *Ubest, int m, double fbest, doubl
 
 	Assert(m >= 1 && m <= k);
 	rotate_by_variance(be, Ubest, R, var);
-	fit_residual_top(be, Ubest, k, Z, NULL);
+	top_block(be, Ubest, k, Z, NULL, RESIDUAL_TOLERANCE, RESIDUAL_ITERATIONS,
+			  UINT64CONST(0x13198A2E03707344));
 	best = best_candidate(be, R, m, Z, k, U);
 	/* score is per unit weight, fbest a sum */
 	run = !flat_cluster(var, r1, m) || best * be->weight > fbest;
@@ -340,7 +306,10 @@ fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, bool exact, dou
 			start_stacked(be, how == FIT_INIT_QU, exact, U);
 			break;
 		case FIT_INIT_POOLED:
-			fit_pooled_top(be, be->r1, U, NULL, exact);
+			/* to 1e-13 lambda_max when exact, else a start the solver refines */
+			top_block(be, NULL, be->r1, U, NULL, exact ? 1e-13 : POOLED_TOLERANCE_APPROX,
+					  exact ? POOLED_ITERATIONS : POOLED_ITERATIONS_APPROX,
+					  UINT64CONST(0x243F6A8885A308D3));
 			break;
 		case FIT_INIT_RANDOM:
 			start_random(be, opts->seed, U);

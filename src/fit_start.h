@@ -17,12 +17,6 @@ extern const char *const fit_init_names[6];
 extern void fit_start_u(FitBackend *be, FitInit how, const FitOptions *opts, bool exact,
 						double *U);
 
-/* Top r eigenvectors of sum_i w_i S_i (subspace iteration through be->apply) into U (d x r). */
-extern void fit_pooled_top(FitBackend *be, int r, double *U, double *values, bool exact);
-
-/* Top m eigenvectors of (I - UU')(sum_i w_i S_i)(I - UU') (loose) into Z (d x m), values (m) if not NULL. */
-extern void fit_residual_top(FitBackend *be, const double *U, int m, double *Z, double *values);
-
 /*
  * A hop's start: Ubest (d x r1, orthonormal) rotated to decreasing pooled
  * variance, its m weakest columns replaced by seeded random directions

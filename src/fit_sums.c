@@ -12,7 +12,8 @@
 #include "fit_sums.h"
 #include "linalg.h"
 
-const char *const fit_end_names[] = {
+/* How a run ended, in words (FitEnd). */
+static const char *const fit_end_names[] = {
 	[FIT_END_CONVERGED] = "converged",
 	[FIT_END_SCREENED] = "screened",
 	[FIT_END_KNOWN_BASIN] = "known basin",
@@ -76,7 +77,8 @@ fit_sums_free(FitSums *s)
 	pfree(s);
 }
 
-int64
+/* The number of entries of part. */
+static int64
 fit_sums_part_size(const FitSums *s, FitSumPart part)
 {
 	switch (part)

@@ -8,8 +8,6 @@
 
 #include "fit_types.h"
 
-/* How a run ended, in words (FitEnd). */
-extern const char *const fit_end_names[];
 /* How run r ended, in words: a stall within the tolerance the arithmetic allows is a convergence. */
 extern const char *fit_run_end_name(const FitStartReport *r);
 
@@ -22,7 +20,6 @@ extern void fit_sums_zero(FitSums *s, int d, int r1);
  * whole part (scale * x, each product rounded once); fit_sums_round writes
  * their correctly rounded values into the fields of s.
  */
-extern int64 fit_sums_part_size(const FitSums *s, FitSumPart part);
 extern void fit_sums_add(FitSums *s, FitSumPart part, int64 i, double x);
 extern void fit_sums_add_scaled(FitSums *s, FitSumPart part, double scale, const double *x);
 extern void fit_sums_round(FitSums *s);

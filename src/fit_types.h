@@ -42,29 +42,45 @@ typedef enum FitScale
 	FIT_SCALE_STANDARD			/* each feature divided by its pooled standard deviation (scale.h) */
 } FitScale;
 
+/*
+ * Every option of a fit: one row each, the one list that FitOptions'
+ * fields and fit_options.c's option table (its checks, defaults, JSON)
+ * are made from, and sql/options.awk the SQL functions' arguments (the
+ * last column: which functions take it).  Columns: name (the field and the
+ * SQL argument), C type, kind, default (a choice's index; NAN: set from
+ * other options), its choices, min, max, recorded in a model's options,
+ * SQL functions.  Rows are in checking order: the first invalid option is
+ * the one reported.  A new option is a row here, its consumer, its test
+ * and the README.
+ */
+#define FIT_OPTION_LIST(X) \
+	X(n_global, int, OPT_RANK, 0, NO_CHOICES, 0, PERPCA_MAX_DIM, false, 0) \
+	X(n_local, int, OPT_RANK, 0, NO_CHOICES, 0, PERPCA_MAX_DIM, false, 0) \
+	X(method, FitMethod, OPT_CHOICE, FIT_METHOD_PERPCA, CHOICES(fit_method_names), 0, 0, true, SQL_FIT | SQL_TRAIN) \
+	X(solver, int, OPT_SOLVER, 0, NO_CHOICES, 0, 0, true, SQL_ALL) /* a row of fit_solvers (fit.c) */ \
+	X(rounds, int, OPT_INT, 5000, NO_CHOICES, 0, 10000000, true, SQL_ALL) /* most rounds in all */ \
+	X(tolerance, double, OPT_FLOAT, NAN, NO_CHOICES, 0, 0, true, SQL_ALL) \
+	X(step, double, OPT_FLOAT, 0.0, NO_CHOICES, 1, 0, true, SQL_ALL) /* paper: <= 0: from the spectrum */ \
+	X(adaptive, bool, OPT_BOOL, NAN, NO_CHOICES, 0, 0, true, SQL_ALL) /* paper: adapt the step */ \
+	X(update, FitUpdate, OPT_CHOICE, FIT_UPDATE_STGD, CHOICES(fit_update_names), 0, 0, true, SQL_ALL) \
+	X(retraction, FitRetraction, OPT_CHOICE, FIT_RETRACT_POLAR, CHOICES(fit_retraction_names), 0, 0, true, SQL_ALL) \
+	X(init, FitInit, OPT_CHOICE, FIT_INIT_BEST, CHOICES(fit_init_names), 0, 0, true, SQL_ALL) \
+	X(seed, uint64, OPT_INT64, 0, NO_CHOICES, 0, 0, true, SQL_ALL) \
+	X(center, FitCenter, OPT_CHOICE, FIT_CENTER_CLIENT, CHOICES(fit_center_names), 0, 0, true, SQL_ALL) \
+	X(scale, FitScale, OPT_CHOICE, FIT_SCALE_NONE, CHOICES(fit_scale_names), 0, 0, true, SQL_ALL) /* fit_input.c applies it */ \
+	X(weights, int, OPT_CHOICE, 0, CHOICES(fit_weights_names), 0, 0, true, SQL_ALL) /* 1: 'samples' */ \
+	X(hops, int, OPT_INT, 4, NO_CHOICES, 0, 1000, true, SQL_ALL) /* lbfgs, init 'best': failed hops in a row */ \
+	X(missing, int, OPT_CHOICE, PERPCA_MISSING_ERROR, CHOICES(perpca_missing_names), 0, 0, true, SQL_ALL) /* row_reader.h */ \
+	X(verbose, bool, OPT_BOOL, 0, NO_CHOICES, 0, 0, false, SQL_ALL) \
+	X(start, char *, OPT_TEXT, 0, NO_CHOICES, 0, 0, false, SQL_FIT | SQL_TRAIN) /* warm-start query */
+
+#define FIT_OPTION_FIELD(name, type, ...) type name;
+
 /* Every option of a fit, after defaults: what a model records and refresh reads back. */
 typedef struct FitOptions
 {
-	int			n_global;
-	int			n_local;
-	FitMethod	method;
-	int			solver;			/* its row of the solver table (fit_solvers, fit.c) */
-	int			rounds;			/* most rounds (evaluations) in all */
-	double		tolerance;
-	double		step;			/* paper: <= 0 = derived from the spectrum */
+	FIT_OPTION_LIST(FIT_OPTION_FIELD)
 	bool		step_given;
-	bool		adaptive;		/* paper: adapt the step between rounds */
-	FitUpdate	update;
-	FitRetraction retraction;
-	FitInit		init;
-	uint64		seed;
-	FitCenter	center;
-	FitScale	scale;			/* applied to the input by fit_input.c: the solvers never see it */
-	bool		sample_weights;
-	bool		verbose;
-	int			hops;			/* lbfgs, init 'best': hops in a row without a better optimum before the search stops */
-	int			missing;		/* PerpcaMissing (row_reader.h): rows with gaps, 'error' or 'skip' */
-	char	   *start;			/* warm-start query (client, kind, component, pc), or NULL */
 	const double *U0;			/* d x r1, for FIT_INIT_GIVEN */
 } FitOptions;
 
@@ -247,9 +263,15 @@ typedef struct FitResult
  * (NULL: the solver needs none); run runs one start from U for at most
  * rounds rounds, fills rep's objective, convergence and end, and returns
  * the rounds run (aid: what its own search lends it, else NULL); search
- * runs the starts and hops of one fit (fit_search.c has two).
+ * runs the starts and hops of one fit (fit_search.c has two).  A hook is
+ * declared with its macro, fn its name (or (*name) for a pointer).
  */
 typedef struct FitSolverDef FitSolverDef;
+#define FIT_SOLVER_START(fn) void fn(FitBackend *be, const double *U, FitInit how)
+#define FIT_SOLVER_RUN(fn) int fn(FitBackend *be, const FitOptions *opts, double *U, int rounds, \
+								  FitDiagnostics *diag, FitStartReport *rep, void *aid)
+#define FIT_SOLVER_SEARCH(fn) void fn(FitBackend *be, const FitOptions *opts, \
+									  const FitSolverDef *solver, double *U, FitDiagnostics *diag)
 struct FitSolverDef
 {
 	const char *name;			/* its value of the option solver */
@@ -258,11 +280,9 @@ struct FitSolverDef
 	bool		qu_start;		/* init 'best' also tries Qu's start */
 	bool		best_response;	/* the final V_i are best responses to U */
 	bool		warm_given;		/* a warm refresh starts from the stored components alone (init 'given'), else they join init 'best' */
-	void		(*start) (FitBackend *be, const double *U, FitInit how);
-	int			(*run) (FitBackend *be, const FitOptions *opts, double *U, int rounds,
-						FitDiagnostics *diag, FitStartReport *rep, void *aid);
-	void		(*search) (FitBackend *be, const FitOptions *opts, const FitSolverDef *solver,
-						   double *U, FitDiagnostics *diag);
+	FIT_SOLVER_START((*start));
+	FIT_SOLVER_RUN((*run));
+	FIT_SOLVER_SEARCH((*search));
 };
 
 #endif							/* PERPCA_FIT_TYPES_H */

@@ -21,9 +21,5 @@ _PG_init(void)
 	linalg_init();
 	perpca_pgvector_init();		/* the aggregate's readers of vector and halfvec rows */
 	perpca_progress_init();
-#if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("perpca");
-#else
-	EmitWarningsOnPlaceholders("perpca");
-#endif
 }

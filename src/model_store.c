@@ -793,7 +793,7 @@ store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const
 		bound = client_bound(diag, st->c[i].key, &bound_null);
 		client_row(&row, b, &st->c[i], fr->V[i], fr->r2[i], bound, bound_null, &tv);
 		model_rows_add(&rs, &row);
-		w = diag->opts.sample_weights ? (double) st->c[i].stats->n : 1.0;
+		w = diag->opts.weights ? (double) st->c[i].stats->n : 1.0;
 		sum += w * tv;
 		weight += w;
 	}

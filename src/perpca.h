@@ -28,8 +28,9 @@
  *                       response (client_math.h)
  *   node.c              the clients on this server as weighted sums; the local
  *                       backend (node.h)
- *   solver_paper.c      the paper's Algorithm 2: rounds of client steps + server step
- *   solver_lbfgs.c      Riemannian L-BFGS over U (best-response V_i): the default
+ *   solver_*.c          one solver each, the hooks of its row in fit.c's table:
+ *                       solver_lbfgs.c Riemannian L-BFGS over U (best-response V_i),
+ *                       the default; solver_paper.c the paper's Algorithm 2
  *   fit_start.c         starting U: disPCA, Qu, pooled, random, given; hop starts
  *   fit_search.c        the search of one fit: the start list, starts and hops x
  *                       solver, the basins found, when it stops (fit_search.h)
@@ -111,7 +112,7 @@
  *   ranks_rule.c        the pair it recommends and every pair's note (ranks_rule.h)
  *
  * test/t/091_file_map.pl checks that this map names every .c file in src/, and
- * only those.
+ * only those (a name with * names a family of files).
  */
 #ifndef PERPCA_H
 #define PERPCA_H

@@ -17,10 +17,6 @@
 #if PG_VERSION_NUM < 180000 && !defined(pg_noreturn)
 #define pg_noreturn pg_attribute_noreturn()
 #endif
-/* ... and the old suffix, should a declaration still use it. */
-#if PG_VERSION_NUM >= 180000 && !defined(pg_attribute_noreturn) && defined(__GNUC__)
-#define pg_attribute_noreturn() __attribute__((noreturn))
-#endif
 
 /*
  * PostgreSQL 16 replaced the per-kind privilege checks (pg_namespace_aclcheck,

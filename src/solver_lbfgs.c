@@ -29,6 +29,9 @@
 #include "linalg.h"
 #include "solver_lbfgs.h"
 
+/* The run hook of its row in the solver table (fit.c): aid is an LbfgsAid, or NULL. */
+extern FIT_SOLVER_RUN(solver_lbfgs_run);
+
 #define MEMORY LBFGS_MEMORY
 #define ARMIJO 1e-4
 #define MIN_STEP 1e-10			/* backtracking gives up below this */
@@ -585,7 +588,13 @@ turn(Lbfgs *lb, Scratch *w, const LbfgsWatch *watch, int *iteration, int *stall,
 	return stop_after_step(lb, watch, fprev, gprev, stall, converged);
 }
 
-int
+/*
+ * L-BFGS from U (updated in place); returns rounds run, sets *converged,
+ * *objective, *gnorm and how the run ended (*end: converged, stalled, the
+ * watch, the rounds, or the objective converged on a flat spectrum).  With
+ * mem, starts from its pairs and leaves the run's pairs in it.
+ */
+static int
 solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds, bool *converged,
 			 double *objective, double *gnorm, FitDiagnostics *diag, LbfgsMemory *mem,
 			 const LbfgsWatch *watch, FitEnd *end)

@@ -39,26 +39,15 @@ typedef struct LbfgsWatch
 } LbfgsWatch;
 
 /*
- * L-BFGS from U (updated in place); returns rounds run, sets *converged,
- * *objective, *gnorm and how the run ended (*end: converged, stalled, the
- * watch, the rounds, or the objective converged on a flat spectrum).  With
- * mem, starts from its pairs (a run that ended at this U) and leaves the
- * run's pairs in it.
+ * What the L-BFGS search lends a run (its run hook's aid): memory to start
+ * from (a run that ended at this U: its pairs) and to leave the run's
+ * pairs in, a watch (each may be NULL).
  */
-extern int	solver_lbfgs(FitBackend *be, const FitOptions *opts, double *U, int rounds,
-						 bool *converged, double *objective, double *gnorm, FitDiagnostics *diag,
-						 LbfgsMemory *mem, const LbfgsWatch *watch, FitEnd *end);
-
-/* What the L-BFGS search lends a run: memory to start from and keep, a watch (each may be NULL). */
 typedef struct LbfgsAid
 {
 	LbfgsMemory *memory;
 	const LbfgsWatch *watch;
 } LbfgsAid;
-
-/* Its run hook in the solver table (fit.c): solver_lbfgs with aid (an LbfgsAid, or NULL). */
-extern int	solver_lbfgs_run(FitBackend *be, const FitOptions *opts, double *U, int rounds,
-							 FitDiagnostics *diag, FitStartReport *rep, void *aid);
 
 /* Free the pairs and the stored gradient of mem (mem itself stays). */
 extern void lbfgs_memory_free(LbfgsMemory *mem);

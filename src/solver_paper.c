@@ -15,7 +15,10 @@
 
 #include "fit_sums.h"
 #include "linalg.h"
-#include "solver_paper.h"
+
+/* The hooks of its row in the solver table (fit.c). */
+extern FIT_SOLVER_START(solver_paper_start);
+extern FIT_SOLVER_RUN(solver_paper_run);
 
 /* Default step (times 1/max_i lambda_max(S_i)) and bounds of the adaptive step. */
 #define STEP_SCALE 0.5
@@ -137,7 +140,8 @@ paper_round(FitBackend *be, const FitOptions *opts, PaperServer *sv, double *U, 
 	return Max(s->change, fit_projector_distance(d, r1, sv->Uprev, r1, U, r1));
 }
 
-int
+/* Paper rounds from U (updated in place); returns rounds run, sets *converged, *step. */
+static int
 solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, double *step,
 			 bool *converged, double *objective, FitDiagnostics *diag)
 {
@@ -176,7 +180,7 @@ solver_paper(FitBackend *be, const FitOptions *opts, double *U, int rounds, doub
 	return Min(t, rounds);
 }
 
-/* The solver table's hooks (fit.c): V_i of a start given U, and one run. */
+/* V_i of a start given U. */
 void
 solver_paper_start(FitBackend *be, const double *U, FitInit how)
 {

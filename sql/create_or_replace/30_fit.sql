@@ -57,11 +57,3 @@ CREATE OR REPLACE FUNCTION perpca_internal.fit_options(options jsonb) RETURNS js
     AS 'MODULE_PATHNAME', 'perpca_fit_options' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.fit_options(jsonb) IS
     'internal: the effective fit options (defaults filled in, ranks included) of a jsonb object of options named as perpca_fit''s arguments (NULL or absent: the default; other keys ignored), or perpca_fit''s error (22023 naming it) for an invalid one';
-
-CREATE OR REPLACE FUNCTION perpca_internal.fit(query text, options jsonb,
-                                               OUT components perpca_internal.perpca_fit_row[],
-                                               OUT diagnostics jsonb, OUT scale_factors float8[],
-                                               OUT constant_features int[])
-    AS 'MODULE_PATHNAME', 'perpca_internal_fit' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION perpca_internal.fit(text, jsonb) IS
-    'internal: perpca_fit of query with options as one jsonb object, its whole result from one call: the rows, the diagnostics (perpca_last_fit''s columns, effective options under "options") and the divisors of a scaled fit (NULLs when unscaled); what perpca_train and perpca_refresh store';

@@ -41,11 +41,6 @@ GRANT EXECUTE ON FUNCTION
     perpca_internal.stats_dist_final(@extschema@.perpca_stats)
     TO PUBLIC;
 
--- (b) The fit of a train or refresh: runs the query text it is given (the
--- writer's stage, and its warm-start table) as the current user, as
--- perpca_fit does; called by src/model_store.c as the model's owner.
-GRANT EXECUTE ON FUNCTION perpca_internal.fit(pg_catalog.text, pg_catalog.jsonb) TO PUBLIC;
-
 -- (b) The shard side of perpca_fit_federated, called over libpq by the role
 -- of each connection string: runs that role's query as that role and keeps
 -- its clients in that session only (by fit_id).

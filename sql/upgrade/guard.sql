@@ -82,7 +82,6 @@ BEGIN
                ('perpca_internal', 'client_monitor_stats'),
                ('perpca_internal', 'evaluate_stats'),
                ('perpca_internal', 'f_upper_quantile'),
-               ('perpca_internal', 'fit'),
                ('perpca_internal', 'fit_options'),
                ('perpca_internal', 'model_lock'),
                ('perpca_internal', 'model_name_parts'),

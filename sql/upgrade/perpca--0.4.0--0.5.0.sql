@@ -19,3 +19,6 @@
 -- perpca_model_monitor takes limits ('gaussian' or 'calibrated'): a new argument.
 DROP FUNCTION perpca_model_monitor(text, text, float8[], float8, text);
 DROP FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text);
+-- perpca_internal.fit: the write path calls the fit in C; its row type goes with it.
+DROP FUNCTION perpca_internal.fit(text, jsonb);
+DROP TYPE perpca_internal.perpca_fit_row;

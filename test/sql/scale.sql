@@ -85,17 +85,6 @@ SELECT arrays_close(scale_factors, (SELECT value FROM ref WHERE kind = 'scale'),
        constant_features, options ->> 'scale' AS scale_option,
        arrays_close(global_mean, (SELECT value FROM ref WHERE kind = 'mean'), 1e-13, 1e-300) AS mean_in_data_units
   FROM wine_cpca_info;
--- The model stores the very divisors the fit divided its input by, which
--- the fit hands back with its rows (not a second computation of them, nor
--- session state); an unscaled fit has none.
-SELECT f.scale_factors = i.scale_factors AS fit_divisors_stored,
-       f.constant_features = i.constant_features AS fit_constant_stored
-  FROM wine_cpca_info i,
-       perpca_internal.fit('SELECT client, stats FROM perpca_scale.wine_stats ORDER BY client COLLATE "C"',
-                           i.options || jsonb_build_object('n_global', 3, 'n_local', 0)) f;
-SELECT scale_factors IS NULL AS unscaled, constant_features IS NULL AS no_constant
-  FROM perpca_internal.fit('SELECT client, stats FROM perpca_scale.wine_stats',
-                           '{"n_global": 1, "n_local": 0, "method": "cpca"}');
 -- Scores and error in standardized units, reconstruction and residual in the data's.
 SELECT count(*) AS rows,
        bool_and(arrays_close(absolute(perpca_model_scores('wine_cpca', w.client, w.x)), r.abs_scores, 1e-9)) AS scores_ok,

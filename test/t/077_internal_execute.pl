@@ -37,7 +37,6 @@ my %allow = (
 	'perpca_internal.stats_dist_accum(perpca_stats,double precision[],text)' => $citus,
 	'perpca_internal.stats_dist_combine(perpca_stats,perpca_stats)' => $citus,
 	'perpca_internal.stats_dist_final(perpca_stats)' => $citus,
-	'perpca_internal.fit(text,jsonb)' => "runs the query text it is given as the current user, as perpca_fit does (model_store.c's fit)",
 	'perpca_internal.shard_open(text,text,integer,integer,text,bigint,text)' => $shard,
 	'perpca_internal.shard_scale(text,double precision[])' => $shard,
 	'perpca_internal.shard_init(text,double precision[],double precision[])' => $shard,
@@ -126,7 +125,6 @@ $node->safe_psql('postgres', 'TRUNCATE alice.fired');
 # ---- 2. mallory calls every function still executable by PUBLIC -------------------------
 my $stats = q{(SELECT perpca_stats(x) FROM public.obs WHERE client = 'a')};
 my $hostile = q{'am''; DROP TABLE alice.am_info; --'};
-my $opts = q{'{"n_global": 1, "n_local": 1}'::jsonb};
 my $priv = '42501';
 # [call, SQLSTATEs accepted ('' = success)]
 my @calls = (
@@ -140,9 +138,6 @@ my @calls = (
 	[ "SELECT perpca_internal.stats_dist_accum(NULL, ARRAY[1, NULL]::float8[], 'skip')", '0A000' ],
 	[ "SELECT perpca_internal.stats_dist_combine($stats, $stats)", '0A000' ],
 	# (b) the caller's query, as the caller
-	[ "SELECT * FROM perpca_internal.fit('SELECT client, stats FROM alice.secret', $opts)", $priv ],
-	[ "SELECT * FROM perpca_internal.fit('SELECT client, stats FROM alice.secret; DROP TABLE alice.am_info', $opts)",
-		"$priv|42601|0A000|22023" ],
 	[ "SELECT * FROM perpca_internal.shard_open('f', 'SELECT client, stats FROM alice.secret', 1, 1, 'equal', 0, 'skip')", $priv ],
 	[ "SELECT * FROM perpca_internal.shard_scale('nope', '{1}')", '22023|42704|55000' ],
 	[ "SELECT * FROM perpca_internal.shard_init('nope', NULL, NULL)", '22023|42704|55000' ],
