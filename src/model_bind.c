@@ -25,9 +25,11 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -37,11 +39,9 @@
 #include "varatt.h"
 #endif
 
-#include "client_key.h"
 #include "error_kinds.h"
 #include "linalg.h"
 #include "model_bind.h"
-#include "model_read.h"
 
 #if PG_VERSION_NUM >= 170000
 #define MY_LXID (MyProc->vxid.lxid)
@@ -51,57 +51,6 @@
 
 /* The client key argument of the functions that bind a model: (model, client, ...). */
 #define ARG_CLIENT 1
-
-/* What a calling expression keeps in fn_extra. */
-struct ModelBinding
-{
-	text	   *model;			/* the model name it was bound for */
-	ModelData  *data;
-	MemoryContextCallback release;
-	/* snapshot the binding was last checked under */
-	LocalTransactionId lxid;
-	TransactionId xmin;
-	TransactionId xmax;
-	CommandId	curcid;
-	/* the client key's type and output function (set on first use) */
-	Oid			key_type;
-	bool		key_is_text;
-	bool		key_byval;		/* keys compared as Datums before conversion */
-	ClientKeyOut key_out;		/* how a key is written (client_key.c) */
-	Datum		last_key;		/* the by-value key of client (when set) */
-	bool		key_type_checked;	/* against data, at the first unknown key */
-	/* the last client looked up, and scratch space */
-	const ModelClient *client;
-	double	   *y;				/* d */
-	double	   *s;				/* r1 + r2max */
-	double	   *out;			/* d */
-	void	   *too_few;		/* missing.c's count of rows with too few (missing_too_few) */
-};
-
-const ModelData *
-model_bound_data(const ModelBinding *b)
-{
-	return b->data;
-}
-
-double *
-model_bound_scratch(ModelBinding *b, double **s)
-{
-	*s = b->s;
-	return b->y;
-}
-
-double *
-model_bound_out(ModelBinding *b)
-{
-	return b->out;
-}
-
-void	  **
-model_bound_too_few(ModelBinding *b)
-{
-	return &b->too_few;
-}
 
 /* ------------------------------------------------------------------------
  * The per-expression binding
@@ -259,49 +208,31 @@ key_text(FunctionCallInfo fcinfo, ModelBinding *b, int *len)
 	return str;
 }
 
-/* True when str is the canonical text of an integer ("0", "-12", not "012" or "+1"). */
-static bool
-is_integer_text(const char *str)
-{
-	const char *p = str[0] == '-' ? str + 1 : str;
-
-	if (p[0] == '\0' || (p[0] == '0' && (p[1] != '\0' || p != str)))
-		return false;
-	for (; *p; p++)
-		if (*p < '0' || *p > '9')
-			return false;
-	return true;
-}
-
-/* True when str is the canonical text of a uuid (lower-case, 8-4-4-4-12). */
-static bool
-is_uuid_text(const char *str)
-{
-	if (strlen(str) != 36)
-		return false;
-	for (int i = 0; i < 36; i++)
-	{
-		bool		dash = (i == 8 || i == 13 || i == 18 || i == 23);
-
-		if (dash ? str[i] != '-' : !((str[i] >= '0' && str[i] <= '9') || (str[i] >= 'a' && str[i] <= 'f')))
-			return false;
-	}
-	return true;
-}
-
-/* Whether a key stored as str could be the output of a value of type (true when unknown). */
+/*
+ * Whether a key stored as str could be the output of a value of type: the
+ * canonical text of an integer ("0", "-12", not "012" or "+1"), of a uuid
+ * (lower-case, 8-4-4-4-12); true for the types not checked.
+ */
 static bool
 key_could_be(Oid type, const char *str)
 {
+	const char *p = str + (str[0] == '-');
+
 	switch (type)
 	{
 		case INT2OID:
 		case INT4OID:
 		case INT8OID:
 		case OIDOID:
-			return is_integer_text(str);
+			return p[0] != '\0' && strspn(p, "0123456789") == strlen(p) &&
+				!(p[0] == '0' && (p[1] != '\0' || p != str));
 		case UUIDOID:
-			return is_uuid_text(str);
+			if (strlen(str) != 36 || strspn(str, "0123456789abcdef-") != 36)
+				return false;
+			for (int i = 0; i < 36; i++)
+				if ((str[i] == '-') != (i == 8 || i == 13 || i == 18 || i == 23))
+					return false;
+			return true;
 		default:
 			return true;
 	}
@@ -417,6 +348,28 @@ model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
 	if (b->client == NULL)
 		unknown_client(b, mode, key, len);
 	return b->client;
+}
+
+const char *
+model_key_name(FunctionCallInfo fcinfo, bool unknown_error)
+{
+	const ModelClient *c = model_bound_client(fcinfo, model_bind(fcinfo, PG_GETARG_TEXT_PP(0)), unknown_error);
+
+	if (c != NULL)
+		return c->name;
+	if (get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT) == TEXTOID)
+		return text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
+	return NULL;
+}
+
+Datum
+model_result_record(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
+{
+	TupleDesc	desc;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "function returning a record called in a context that cannot accept it");
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
 }
 
 /* ------------------------------------------------------------------------

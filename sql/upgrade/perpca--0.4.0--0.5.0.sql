@@ -19,3 +19,5 @@
 -- perpca_model_monitor takes limits ('gaussian' or 'calibrated'): a new argument.
 DROP FUNCTION perpca_model_monitor(text, text, float8[], float8, text);
 DROP FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text);
+-- The write path computes the clients' control statistics in C (monitor.c): no SQL entry.
+DROP FUNCTION perpca_internal.client_monitor_stats(perpca_stats, float8[], float8[]);
