@@ -15,13 +15,10 @@
  *
  * Client keys: the model keeps them as text, written by client_key.c (what
  * the fit stored).  The row functions take the key in any type (argument 1)
- * and write it the same way.  A key the model does
- * not have is, with unknown => 'global' (the default), projected on the
- * global components only, with one NOTICE per statement; with
- * unknown => 'error' it is an error.
- *
- * Used by the row functions (model_functions.c), the monitor (monitor.c) and
- * the result functions (results.c).
+ * and write it the same way.  A key the model does not have is, with
+ * unknown => 'global' (the default), projected on the global components
+ * only, with one NOTICE per statement; with unknown => 'error' it is an
+ * error.
  */
 #include "postgres.h"
 
@@ -159,30 +156,27 @@ model_bind(FunctionCallInfo fcinfo, text *model)
  * ------------------------------------------------------------------------
  */
 
-/* The key argument's type: from the call, else (no expression) as declared if not polymorphic. */
-static Oid
-key_arg_type(FunctionCallInfo fcinfo)
+/*
+ * The key argument's type (from the call, else, with no expression, as
+ * declared if not polymorphic) and how it is written, looked up once per
+ * call site.
+ */
+static void
+key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
 {
 	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
 	Oid		   *argtypes;
 	int			nargs;
 
-	if (OidIsValid(type))
-		return type;
-	get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
-	return nargs > ARG_CLIENT && argtypes[ARG_CLIENT] == TEXTOID ? TEXTOID : InvalidOid;
-}
-
-/* The key argument's type and how it is written, looked up once per call site. */
-static void
-key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
-{
-	Oid			type = key_arg_type(fcinfo);
-
 	if (!OidIsValid(type))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNKNOWN_TYPE),
-				 errmsg("could not determine the type of the client key")));
+	{
+		get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
+		if (nargs <= ARG_CLIENT || argtypes[ARG_CLIENT] != TEXTOID)
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_UNKNOWN_TYPE),
+					 errmsg("could not determine the type of the client key")));
+		type = TEXTOID;
+	}
 	b->key_type = type;
 	b->key_is_text = (type == TEXTOID);
 	b->key_byval = get_typbyval(type);
@@ -263,12 +257,6 @@ key_type_check(ModelBinding *b)
 			 errhint("Pass the key in the type of the training query's client column, or as text.")));
 }
 
-typedef enum UnknownMode
-{
-	UNKNOWN_GLOBAL,				/* global components only, one NOTICE per statement */
-	UNKNOWN_ERROR				/* an error */
-} UnknownMode;
-
 /* The models an unknown-client NOTICE was raised for in the current statement. */
 #define NOTICED_MAX 16
 static struct
@@ -300,15 +288,15 @@ unknown_first_in_statement(Oid info_oid)
 	return true;
 }
 
-/* A client the model does not know: an error, or the statement's one NOTICE. */
+/* A client the model does not know: an error, or the statement's one NOTICE (global components only). */
 static void
-unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
+unknown_client(ModelBinding *b, bool unknown_error, const char *key, int len)
 {
 	int			n = b->data->nclients;
 
 	if (!b->key_type_checked)
 		key_type_check(b);
-	if (mode == UNKNOWN_ERROR)
+	if (unknown_error)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(b->model)),
@@ -329,7 +317,6 @@ unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 const ModelClient *
 model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
 {
-	UnknownMode mode = unknown_error ? UNKNOWN_ERROR : UNKNOWN_GLOBAL;
 	int			len;
 	const char *key;
 
@@ -346,7 +333,7 @@ model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
 	b->client = model_find_client(b->data, key, len);
 	b->last_key = PG_GETARG_DATUM(ARG_CLIENT);
 	if (b->client == NULL)
-		unknown_client(b, mode, key, len);
+		unknown_client(b, unknown_error, key, len);
 	return b->client;
 }
 

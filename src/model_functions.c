@@ -1,13 +1,6 @@
 /*
- * model_functions.c -- SQL functions on a stored model read by name
- *
- * The model is found, checked and read by model_read.c (never with SQL, so
- * the model's owner cannot make a caller run her code), cached per backend
- * and bound to each calling expression by model_bind.c, which also turns the
- * client key of any type into the model's client.  A key the model does not
- * have is, with unknown => 'global' (the default), projected on the global
- * components only, with one NOTICE per statement; with unknown => 'error' it
- * is an error.
+ * model_functions.c -- SQL functions on a stored model read by name: the
+ * row functions, similarity, theta (the model bound by model_bind.c)
  *
  * Decomposition of a row x of client i with centre c (the client's mean,
  * the pooled mean or zero, as the fit's center option), y = D^-1 (x - c)
@@ -54,12 +47,6 @@
 
 PG_FUNCTION_INFO_V1(perpca_model_name_parts);
 PG_FUNCTION_INFO_V1(perpca_model_name_rule);
-PG_FUNCTION_INFO_V1(perpca_model_scores);
-PG_FUNCTION_INFO_V1(perpca_model_global_part);
-PG_FUNCTION_INFO_V1(perpca_model_local_part);
-PG_FUNCTION_INFO_V1(perpca_model_reconstruct);
-PG_FUNCTION_INFO_V1(perpca_model_residual);
-PG_FUNCTION_INFO_V1(perpca_model_error);
 PG_FUNCTION_INFO_V1(perpca_model_impute);
 PG_FUNCTION_INFO_V1(perpca_similarity);
 PG_FUNCTION_INFO_V1(perpca_model_theta);
@@ -133,12 +120,8 @@ row_center(RowProjection *p, const double *x)
 {
 	const ModelData *m = p->m;
 
-	if (m->center == CENTER_NONE)
-		p->center = NULL;
-	else if (m->center == CENTER_CLIENT && p->c != NULL)
-		p->center = p->c->mean;
-	else
-		p->center = m->global_mean;
+	p->center = m->center == CENTER_NONE ? NULL :
+		m->center == CENTER_CLIENT && p->c != NULL ? p->c->mean : m->global_mean;
 	p->r2 = p->c ? p->c->r2 : 0;
 	for (int i = 0; i < m->d; i++)
 		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
@@ -342,6 +325,7 @@ model_row_array(FunctionCallInfo fcinfo, PerpcaRowOp op)
 }
 
 #define ROW_ARRAY_FUNCTION(name, op) \
+PG_FUNCTION_INFO_V1(name); \
 Datum name(PG_FUNCTION_ARGS) { return model_row_array(fcinfo, op); }
 
 ROW_ARRAY_FUNCTION(perpca_model_scores, PERPCA_ROW_SCORES)
@@ -362,15 +346,12 @@ perpca_model_impute(PG_FUNCTION_ARGS)
 {
 	int			d,
 				n;
-	RowGaps		g;
+	RowGaps		g = {true, NULL, 0, true, false};
 	const double *x;
 	const double *recon;
 	double	   *filled;
 
 	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), PERPCA_MISSING_OBSERVED, &d, &x, &g.obs);
-	g.posterior = true;
-	g.impute = true;
-	g.skip = false;
 	if (g.obs == NULL)
 	{
 		/* nothing to fill (the model and the client are still checked) */

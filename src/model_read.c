@@ -635,11 +635,15 @@ load_components(ModelData *m, const ModelRels *r)
 	}
 }
 
-/* Read one version of a model into a new memory context under TopMemoryContext. */
+/*
+ * Read one version of a model into a new memory context, under the current
+ * one until it is read whole (an error frees it with the statement's
+ * memory), then under TopMemoryContext.
+ */
 static ModelData *
 model_load(const ModelRels *r, int64 version)
 {
-	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "perpca model",
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "perpca model",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "perpca model load",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -651,21 +655,12 @@ model_load(const ModelRels *r, int64 version)
 	m->clients_oid = RelationGetRelid(r->rel[MODEL_REL_CLIENTS]);
 	m->components_oid = RelationGetRelid(r->rel[MODEL_REL_COMPONENTS]);
 	m->version = version;
-	PG_TRY();
-	{
-		load_info(m, r);
-		load_clients(m, r);
-		load_components(m, r);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	load_info(m, r);
+	load_clients(m, r);
+	load_components(m, r);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
+	MemoryContextSetParent(cxt, TopMemoryContext);
 	return m;
 }
 
@@ -797,20 +792,7 @@ model_open(text *model)
 const ModelClient *
 model_find_client(const ModelData *m, const char *name, int len)
 {
-	int			lo = 0;
-	int			hi = m->nclients - 1;
+	ModelClient key = {.name = (char *) name,.namelen = len};
 
-	while (lo <= hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		int			cmp = client_cmp(name, len, m->clients[mid].name, m->clients[mid].namelen);
-
-		if (cmp == 0)
-			return &m->clients[mid];
-		if (cmp < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	return bsearch(&key, m->clients, m->nclients, sizeof(ModelClient), client_qsort_cmp);
 }

@@ -12,7 +12,6 @@
 
 #include "postgres.h"
 
-#include "nodes/pg_list.h"
 #include "utils/relcache.h"
 
 #include "model_schema.h"

@@ -295,12 +295,8 @@ monitor_scores(const ModelData *m, const ModelClient *c, const double *x, double
 {
 	int			d = m->d;
 	int			r2 = c ? c->r2 : 0;
-	const double *centre;
+	const double *centre = c != NULL ? c->mean : m->center == CENTER_NONE ? NULL : m->global_mean;
 
-	if (c != NULL)
-		centre = c->mean;
-	else
-		centre = m->center == CENTER_NONE ? NULL : m->global_mean;
 	for (int j = 0; j < d; j++)
 	{
 		y[j] = centre ? x[j] - centre[j] : x[j];

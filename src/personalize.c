@@ -117,9 +117,7 @@ personalize_check(const PerpcaStats *s, const ModelData *m)
 {
 	perpca_stats_validate(s);
 	if (s->dim != m->d)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIMENSION),
-				 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
+		perpca_dim_mismatch(m->d, s->dim, "stats");
 }
 
 /* The n_local argument argno, checked against the model: -1 for NULL (the model's). */

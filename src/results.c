@@ -3,10 +3,7 @@
  * variance and top features (perpca_component_info), named loadings
  * (perpca_loadings), what each component explains in each client
  * (perpca_component_variance) and clients clustered by their local
- * subspaces (perpca_clusters)
- *
- * All read the model through model_read.c's checked reader (via the
- * per-call-site binding of model_bind.c), never through SQL.
+ * subspaces (perpca_clusters), read through model_bind.c
  *
  * Clustering follows the paper's application (its section on clustering
  * clients by local components): spectral clustering of the subspace
