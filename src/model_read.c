@@ -110,29 +110,21 @@ rel_name(Relation rel)
 AttrNumber
 model_column_attnum(Relation rel, const ModelColumn *col, const char *detail)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	att = get_attnum(RelationGetRelid(rel), col->name);
+	Oid			type = att > 0 ? TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid : InvalidOid;
 
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attisdropped || strcmp(NameStr(att->attname), col->name) != 0)
-			continue;
-		if (att->atttypid != col->type)
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_WRONG_TYPE),
-					 errmsg("column \"%s\" of %s has type %s, expected %s",
-							col->name, rel_name(rel), format_type_be(att->atttypid),
-							format_type_be(col->type)),
-					 errdetail_internal("%s", detail)));
-		return att->attnum;
-	}
-	if (!col->optional)
+	if (att > 0 && type != col->type)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
+				 errmsg("column \"%s\" of %s has type %s, expected %s",
+						col->name, rel_name(rel), format_type_be(type), format_type_be(col->type)),
+				 errdetail_internal("%s", detail)));
+	if (att <= 0 && !col->optional)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_MODEL_COLUMN),
 				 errmsg("column \"%s\" of %s does not exist", col->name, rel_name(rel)),
 				 errdetail_internal("%s", detail)));
-	return InvalidAttrNumber;
+	return att > 0 ? att : InvalidAttrNumber;
 }
 
 void

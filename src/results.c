@@ -597,12 +597,10 @@ clusters_rows(ReturnSetInfo *rsinfo, const ModelData *m, const double *X, int k,
 			number[label[i]] = ++next;
 	for (int i = 0; i < m->nclients; i++)
 	{
-		Datum		row[3];
+		Datum		row[3] = {CStringGetTextDatum(m->clients[i].name), Int32GetDatum(number[label[i]]),
+		Float8GetDatum(sqrt(sqdist(X + (int64) i * k, centers + (int64) label[i] * k, k)))};
 		bool		nulls[3] = {false, false, false};
 
-		row[0] = CStringGetTextDatum(m->clients[i].name);
-		row[1] = Int32GetDatum(number[label[i]]);
-		row[2] = Float8GetDatum(sqrt(sqdist(X + (int64) i * k, centers + (int64) label[i] * k, k)));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 	}
 }
