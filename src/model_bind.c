@@ -15,19 +15,18 @@
  *
  * Client keys: the model keeps them as text, written by client_key.c (what
  * the fit stored).  The row functions take the key in any type (argument 1)
- * and write it the same way.  A key the model does
- * not have is, with unknown => 'global' (the default), projected on the
- * global components only, with one NOTICE per statement; with
- * unknown => 'error' it is an error.
- *
- * Used by the row functions (model_functions.c), the monitor (monitor.c) and
- * the result functions (results.c).
+ * and write it the same way.  A key the model does not have is, with
+ * unknown => 'global' (the default), projected on the global components
+ * only, with one NOTICE per statement; with unknown => 'error' it is an
+ * error.
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -37,11 +36,9 @@
 #include "varatt.h"
 #endif
 
-#include "client_key.h"
 #include "error_kinds.h"
 #include "linalg.h"
 #include "model_bind.h"
-#include "model_read.h"
 
 #if PG_VERSION_NUM >= 170000
 #define MY_LXID (MyProc->vxid.lxid)
@@ -51,57 +48,6 @@
 
 /* The client key argument of the functions that bind a model: (model, client, ...). */
 #define ARG_CLIENT 1
-
-/* What a calling expression keeps in fn_extra. */
-struct ModelBinding
-{
-	text	   *model;			/* the model name it was bound for */
-	ModelData  *data;
-	MemoryContextCallback release;
-	/* snapshot the binding was last checked under */
-	LocalTransactionId lxid;
-	TransactionId xmin;
-	TransactionId xmax;
-	CommandId	curcid;
-	/* the client key's type and output function (set on first use) */
-	Oid			key_type;
-	bool		key_is_text;
-	bool		key_byval;		/* keys compared as Datums before conversion */
-	ClientKeyOut key_out;		/* how a key is written (client_key.c) */
-	Datum		last_key;		/* the by-value key of client (when set) */
-	bool		key_type_checked;	/* against data, at the first unknown key */
-	/* the last client looked up, and scratch space */
-	const ModelClient *client;
-	double	   *y;				/* d */
-	double	   *s;				/* r1 + r2max */
-	double	   *out;			/* d */
-	void	   *too_few;		/* missing.c's count of rows with too few (missing_too_few) */
-};
-
-const ModelData *
-model_bound_data(const ModelBinding *b)
-{
-	return b->data;
-}
-
-double *
-model_bound_scratch(ModelBinding *b, double **s)
-{
-	*s = b->s;
-	return b->y;
-}
-
-double *
-model_bound_out(ModelBinding *b)
-{
-	return b->out;
-}
-
-void	  **
-model_bound_too_few(ModelBinding *b)
-{
-	return &b->too_few;
-}
 
 /* ------------------------------------------------------------------------
  * The per-expression binding
@@ -210,30 +156,27 @@ model_bind(FunctionCallInfo fcinfo, text *model)
  * ------------------------------------------------------------------------
  */
 
-/* The key argument's type: from the call, else (no expression) as declared if not polymorphic. */
-static Oid
-key_arg_type(FunctionCallInfo fcinfo)
+/*
+ * The key argument's type (from the call, else, with no expression, as
+ * declared if not polymorphic) and how it is written, looked up once per
+ * call site.
+ */
+static void
+key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
 {
 	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT);
 	Oid		   *argtypes;
 	int			nargs;
 
-	if (OidIsValid(type))
-		return type;
-	get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
-	return nargs > ARG_CLIENT && argtypes[ARG_CLIENT] == TEXTOID ? TEXTOID : InvalidOid;
-}
-
-/* The key argument's type and how it is written, looked up once per call site. */
-static void
-key_type_setup(FunctionCallInfo fcinfo, ModelBinding *b)
-{
-	Oid			type = key_arg_type(fcinfo);
-
 	if (!OidIsValid(type))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNKNOWN_TYPE),
-				 errmsg("could not determine the type of the client key")));
+	{
+		get_func_signature(fcinfo->flinfo->fn_oid, &argtypes, &nargs);
+		if (nargs <= ARG_CLIENT || argtypes[ARG_CLIENT] != TEXTOID)
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_UNKNOWN_TYPE),
+					 errmsg("could not determine the type of the client key")));
+		type = TEXTOID;
+	}
 	b->key_type = type;
 	b->key_is_text = (type == TEXTOID);
 	b->key_byval = get_typbyval(type);
@@ -259,49 +202,31 @@ key_text(FunctionCallInfo fcinfo, ModelBinding *b, int *len)
 	return str;
 }
 
-/* True when str is the canonical text of an integer ("0", "-12", not "012" or "+1"). */
-static bool
-is_integer_text(const char *str)
-{
-	const char *p = str[0] == '-' ? str + 1 : str;
-
-	if (p[0] == '\0' || (p[0] == '0' && (p[1] != '\0' || p != str)))
-		return false;
-	for (; *p; p++)
-		if (*p < '0' || *p > '9')
-			return false;
-	return true;
-}
-
-/* True when str is the canonical text of a uuid (lower-case, 8-4-4-4-12). */
-static bool
-is_uuid_text(const char *str)
-{
-	if (strlen(str) != 36)
-		return false;
-	for (int i = 0; i < 36; i++)
-	{
-		bool		dash = (i == 8 || i == 13 || i == 18 || i == 23);
-
-		if (dash ? str[i] != '-' : !((str[i] >= '0' && str[i] <= '9') || (str[i] >= 'a' && str[i] <= 'f')))
-			return false;
-	}
-	return true;
-}
-
-/* Whether a key stored as str could be the output of a value of type (true when unknown). */
+/*
+ * Whether a key stored as str could be the output of a value of type: the
+ * canonical text of an integer ("0", "-12", not "012" or "+1"), of a uuid
+ * (lower-case, 8-4-4-4-12); true for the types not checked.
+ */
 static bool
 key_could_be(Oid type, const char *str)
 {
+	const char *p = str + (str[0] == '-');
+
 	switch (type)
 	{
 		case INT2OID:
 		case INT4OID:
 		case INT8OID:
 		case OIDOID:
-			return is_integer_text(str);
+			return p[0] != '\0' && strspn(p, "0123456789") == strlen(p) &&
+				!(p[0] == '0' && (p[1] != '\0' || p != str));
 		case UUIDOID:
-			return is_uuid_text(str);
+			if (strlen(str) != 36 || strspn(str, "0123456789abcdef-") != 36)
+				return false;
+			for (int i = 0; i < 36; i++)
+				if ((str[i] == '-') != (i == 8 || i == 13 || i == 18 || i == 23))
+					return false;
+			return true;
 		default:
 			return true;
 	}
@@ -331,12 +256,6 @@ key_type_check(ModelBinding *b)
 					   m->nclients, format_type_be(b->key_type), m->clients[0].name),
 			 errhint("Pass the key in the type of the training query's client column, or as text.")));
 }
-
-typedef enum UnknownMode
-{
-	UNKNOWN_GLOBAL,				/* global components only, one NOTICE per statement */
-	UNKNOWN_ERROR				/* an error */
-} UnknownMode;
 
 /* The models an unknown-client NOTICE was raised for in the current statement. */
 #define NOTICED_MAX 16
@@ -369,15 +288,15 @@ unknown_first_in_statement(Oid info_oid)
 	return true;
 }
 
-/* A client the model does not know: an error, or the statement's one NOTICE. */
+/* A client the model does not know: an error, or the statement's one NOTICE (global components only). */
 static void
-unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
+unknown_client(ModelBinding *b, bool unknown_error, const char *key, int len)
 {
 	int			n = b->data->nclients;
 
 	if (!b->key_type_checked)
 		key_type_check(b);
-	if (mode == UNKNOWN_ERROR)
+	if (unknown_error)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(b->model)),
@@ -398,7 +317,6 @@ unknown_client(ModelBinding *b, UnknownMode mode, const char *key, int len)
 const ModelClient *
 model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
 {
-	UnknownMode mode = unknown_error ? UNKNOWN_ERROR : UNKNOWN_GLOBAL;
 	int			len;
 	const char *key;
 
@@ -415,8 +333,30 @@ model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
 	b->client = model_find_client(b->data, key, len);
 	b->last_key = PG_GETARG_DATUM(ARG_CLIENT);
 	if (b->client == NULL)
-		unknown_client(b, mode, key, len);
+		unknown_client(b, unknown_error, key, len);
 	return b->client;
+}
+
+const char *
+model_key_name(FunctionCallInfo fcinfo, bool unknown_error)
+{
+	const ModelClient *c = model_bound_client(fcinfo, model_bind(fcinfo, PG_GETARG_TEXT_PP(0)), unknown_error);
+
+	if (c != NULL)
+		return c->name;
+	if (get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT) == TEXTOID)
+		return text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
+	return NULL;
+}
+
+Datum
+model_result_record(FunctionCallInfo fcinfo, Datum *values, bool *nulls)
+{
+	TupleDesc	desc;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "function returning a record called in a context that cannot accept it");
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
 }
 
 /* ------------------------------------------------------------------------

@@ -1,13 +1,6 @@
 /*
- * model_functions.c -- SQL functions on a stored model read by name
- *
- * The model is found, checked and read by model_read.c (never with SQL, so
- * the model's owner cannot make a caller run her code), cached per backend
- * and bound to each calling expression by model_bind.c, which also turns the
- * client key of any type into the model's client.  A key the model does not
- * have is, with unknown => 'global' (the default), projected on the global
- * components only, with one NOTICE per statement; with unknown => 'error' it
- * is an error.
+ * model_functions.c -- SQL functions on a stored model read by name: the
+ * row functions, similarity, theta (the model bound by model_bind.c)
  *
  * Decomposition of a row x of client i with centre c (the client's mean,
  * the pooled mean or zero, as the fit's center option), y = D^-1 (x - c)
@@ -54,12 +47,6 @@
 
 PG_FUNCTION_INFO_V1(perpca_model_name_parts);
 PG_FUNCTION_INFO_V1(perpca_model_name_rule);
-PG_FUNCTION_INFO_V1(perpca_model_scores);
-PG_FUNCTION_INFO_V1(perpca_model_global_part);
-PG_FUNCTION_INFO_V1(perpca_model_local_part);
-PG_FUNCTION_INFO_V1(perpca_model_reconstruct);
-PG_FUNCTION_INFO_V1(perpca_model_residual);
-PG_FUNCTION_INFO_V1(perpca_model_error);
 PG_FUNCTION_INFO_V1(perpca_model_impute);
 PG_FUNCTION_INFO_V1(perpca_similarity);
 PG_FUNCTION_INFO_V1(perpca_model_theta);
@@ -95,13 +82,6 @@ unknown_is_error(FunctionCallInfo fcinfo)
 			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("unknown must be 'global' or 'error', not \"%s\"", text_to_cstring(t))));
 	return false;				/* keep the compiler quiet */
-}
-
-/* The bound model's client for the key argument, or NULL for one it does not know. */
-static const ModelClient *
-model_client(FunctionCallInfo fcinfo, ModelBinding *b)
-{
-	return model_bound_client(fcinfo, b, unknown_is_error(fcinfo));
 }
 
 /* ------------------------------------------------------------------------
@@ -140,12 +120,8 @@ row_center(RowProjection *p, const double *x)
 {
 	const ModelData *m = p->m;
 
-	if (m->center == CENTER_NONE)
-		p->center = NULL;
-	else if (m->center == CENTER_CLIENT && p->c != NULL)
-		p->center = p->c->mean;
-	else
-		p->center = m->global_mean;
+	p->center = m->center == CENTER_NONE ? NULL :
+		m->center == CENTER_CLIENT && p->c != NULL ? p->c->mean : m->global_mean;
 	p->r2 = p->c ? p->c->r2 : 0;
 	for (int i = 0; i < m->d; i++)
 		p->y[i] = p->center ? x[i] - p->center[i] : x[i];
@@ -153,66 +129,6 @@ row_center(RowProjection *p, const double *x)
 		for (int i = 0; i < m->d; i++)
 			p->y[i] /= m->scale[i];
 	p->isnull = false;
-}
-
-/* y at the gaps (obs false) set to the reconstruction W^T s (in out), so that the residual is 0 there. */
-static void
-row_fill_gaps(RowProjection *p, const bool *obs)
-{
-	const ModelData *m = p->m;
-	int			d = m->d;
-
-	memset(p->out, 0, sizeof(double) * d);
-	linalg_matvec(true, m->r1, d, 1.0, m->U, p->s, 1.0, p->out);
-	if (p->r2 > 0)
-		linalg_matvec(true, p->r2, d, 1.0, p->c->V, p->s + m->r1, 1.0, p->out);
-	for (int i = 0; i < d; i++)
-		if (!obs[i])
-			p->y[i] = p->out[i];
-}
-
-/*
- * Bind the model, find the client, centre x (d values, 0 at the gaps) and
- * compute its scores: the projection, or under g->posterior the posterior
- * mean given the observed coordinates, with y at the gaps set to the
- * reconstruction (a zero residual there).  A row with fewer observed
- * coordinates than scores gets p->isnull, unless g->impute.
- */
-static void
-row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, RowProjection *p)
-{
-	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
-	const ModelData *m = model_bound_data(b);
-
-	p->m = m;
-	p->c = model_client(fcinfo, b);
-	if (d != m->d)
-		perpca_dim_mismatch(m->d, d, "x");
-	if (g->skip)
-	{
-		p->isnull = true;
-		missing_skip_row(fcinfo, model_bound_too_few(b));
-		return;
-	}
-	p->y = model_bound_scratch(b, &p->s);
-	p->out = model_bound_out(b);
-	row_center(p, x);
-	if (!g->posterior)
-	{
-		linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
-		if (p->r2 > 0)
-			linalg_matvec(false, p->r2, d, 1.0, p->c->V, p->y, 0.0, p->s + m->r1);
-		return;
-	}
-	if (g->obs != NULL && g->nobs < m->r1 + p->r2 && !g->impute)
-	{
-		p->isnull = true;
-		missing_too_few(fcinfo, model_bound_too_few(b), m->r1 + p->r2);
-		return;
-	}
-	missing_posterior(m, p->c, p->y, g->obs, p->s);
-	if (g->obs != NULL)
-		row_fill_gaps(p, g->obs);
 }
 
 /* out = base (or zero) + alpha (U^T s_global if global) + alpha (V^T s_local if local). */
@@ -229,6 +145,55 @@ row_combine(RowProjection *p, const double *base, double alpha, bool global, boo
 		linalg_matvec(true, p->m->r1, d, alpha, p->m->U, p->s, 1.0, p->out);
 	if (local && p->r2 > 0)
 		linalg_matvec(true, p->r2, d, alpha, p->c->V, p->s + p->m->r1, 1.0, p->out);
+}
+
+/*
+ * Bind the model, find the client, centre x (d values, 0 at the gaps) and
+ * compute its scores: the projection, or under g->posterior the posterior
+ * mean given the observed coordinates, with y at the gaps set to the
+ * reconstruction (a zero residual there).  A row with fewer observed
+ * coordinates than scores gets p->isnull, unless g->impute.
+ */
+static void
+row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, RowProjection *p)
+{
+	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
+	const ModelData *m = b->data;
+
+	p->m = m;
+	p->c = model_bound_client(fcinfo, b, unknown_is_error(fcinfo));
+	if (d != m->d)
+		perpca_dim_mismatch(m->d, d, "x");
+	if (g->skip)
+	{
+		p->isnull = true;
+		missing_skip_row(fcinfo, &b->too_few);
+		return;
+	}
+	p->y = b->y;
+	p->s = b->s;
+	p->out = b->out;
+	row_center(p, x);
+	if (!g->posterior)
+	{
+		linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
+		if (p->r2 > 0)
+			linalg_matvec(false, p->r2, d, 1.0, p->c->V, p->y, 0.0, p->s + m->r1);
+		return;
+	}
+	if (g->obs != NULL && g->nobs < m->r1 + p->r2 && !g->impute)
+	{
+		p->isnull = true;
+		missing_too_few(fcinfo, &b->too_few, m->r1 + p->r2);
+		return;
+	}
+	missing_posterior(m, p->c, p->y, g->obs, p->s);
+	if (g->obs == NULL)
+		return;
+	row_combine(p, NULL, 1.0, true, true);
+	for (int i = 0; i < d; i++)
+		if (!g->obs[i])
+			p->y[i] = p->out[i];
 }
 
 /* out = (centre if with_center) + D (U^T s_global if global + V^T s_local if local): data units. */
@@ -308,20 +273,11 @@ perpca_model_row(FunctionCallInfo fcinfo, PerpcaRowOp op, const double *x, int d
 	return model_row(fcinfo, op, x, d, &complete_row, n);
 }
 
-/*
- * The key of the call's client, for the error of a row with a gap: the
- * client's stored name, or the key itself when the call passes it as text.
- */
+/* The key of the call's client, for the error of a row with a gap. */
 static const char *
 row_client_name(FunctionCallInfo fcinfo)
 {
-	const ModelClient *c = model_client(fcinfo, model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL)));
-
-	if (c != NULL)
-		return c->name;
-	if (get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT) == TEXTOID)
-		return text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
-	return NULL;
+	return model_key_name(fcinfo, unknown_is_error(fcinfo));
 }
 
 /*
@@ -342,7 +298,14 @@ model_row_arg(FunctionCallInfo fcinfo, int *d, RowGaps *g)
 	return x;
 }
 
-/* A row function on a float8[] row: its result as float8[] (NULL at the residual's gaps). */
+/*
+ * The model's row functions on a float8[] row: the scores (global, then the
+ * client's local); the global part, centre + U^T U (x - centre), what the
+ * clients share; the local part, V_i^T V_i (x - centre), what is unique to
+ * the client; the reconstruction, their sum; the residual, x minus it (NULL
+ * at the row's gaps); the error, the squared norm of the (standardized)
+ * residual, an anomaly score.
+ */
 static Datum
 model_row_array(FunctionCallInfo fcinfo, PerpcaRowOp op)
 {
@@ -354,18 +317,15 @@ model_row_array(FunctionCallInfo fcinfo, PerpcaRowOp op)
 
 	if (out == NULL)
 		PG_RETURN_NULL();
+	if (op == PERPCA_ROW_ERROR)
+		PG_RETURN_FLOAT8(out[0]);
 	if (op == PERPCA_ROW_RESIDUAL && g.obs != NULL)
 		PG_RETURN_ARRAYTYPE_P(missing_build_masked(out, g.obs, n));
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(out, n));
 }
 
-/*
- * The model's row functions on a float8[] row: the scores (global, then the
- * client's local); the global part, centre + U^T U (x - centre), what the
- * clients share; the local part, V_i^T V_i (x - centre), what is unique to
- * the client; the reconstruction, their sum; the residual, x minus it.
- */
 #define ROW_ARRAY_FUNCTION(name, op) \
+PG_FUNCTION_INFO_V1(name); \
 Datum name(PG_FUNCTION_ARGS) { return model_row_array(fcinfo, op); }
 
 ROW_ARRAY_FUNCTION(perpca_model_scores, PERPCA_ROW_SCORES)
@@ -373,21 +333,7 @@ ROW_ARRAY_FUNCTION(perpca_model_global_part, PERPCA_ROW_GLOBAL_PART)
 ROW_ARRAY_FUNCTION(perpca_model_local_part, PERPCA_ROW_LOCAL_PART)
 ROW_ARRAY_FUNCTION(perpca_model_reconstruct, PERPCA_ROW_RECONSTRUCT)
 ROW_ARRAY_FUNCTION(perpca_model_residual, PERPCA_ROW_RESIDUAL)
-
-/* Squared norm of the (standardized) residual: the reconstruction error of x, an anomaly score. */
-Datum
-perpca_model_error(PG_FUNCTION_ARGS)
-{
-	int			d,
-				n;
-	RowGaps		g;
-	const double *x = model_row_arg(fcinfo, &d, &g);
-	const double *out = model_row(fcinfo, PERPCA_ROW_ERROR, x, d, &g, &n);
-
-	if (out == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_FLOAT8(out[0]);
-}
+ROW_ARRAY_FUNCTION(perpca_model_error, PERPCA_ROW_ERROR)
 
 /*
  * x with each missing element replaced by its conditional expectation given
@@ -400,15 +346,12 @@ perpca_model_impute(PG_FUNCTION_ARGS)
 {
 	int			d,
 				n;
-	RowGaps		g;
+	RowGaps		g = {true, NULL, 0, true, false};
 	const double *x;
 	const double *recon;
 	double	   *filled;
 
 	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), PERPCA_MISSING_OBSERVED, &d, &x, &g.obs);
-	g.posterior = true;
-	g.impute = true;
-	g.skip = false;
 	if (g.obs == NULL)
 	{
 		/* nothing to fill (the model and the client are still checked) */
@@ -526,23 +469,14 @@ perpca_similarity(PG_FUNCTION_ARGS)
 Datum
 perpca_model_theta(PG_FUNCTION_ARGS)
 {
-	double		threshold = PG_GETARG_FLOAT8(1);
-	const ModelData *m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
-	TupleDesc	desc;
-	Datum		values[2];
-	bool		nulls[2] = {m->theta_est.isnull, true};
+	const ModelData *m = model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
+	bool		small = !m->theta_est.isnull && m->theta_est.value < PG_GETARG_FLOAT8(1);
+	Datum		values[2] = {Float8GetDatum(m->theta_est.value), (Datum) 0};
+	bool		nulls[2] = {m->theta_est.isnull, !small};
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "perpca_model_theta must return a record");
-	desc = BlessTupleDesc(desc);
-	values[0] = Float8GetDatum(m->theta_est.value);
-	values[1] = (Datum) 0;
-	if (!m->theta_est.isnull && m->theta_est.value < threshold)
-	{
+	if (small)
 		values[1] = CStringGetTextDatum("theta_est is small: the local components of the clients are nearly aligned, so global and local parts are not separable; lower n_local");
-		nulls[1] = false;
-	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+	PG_RETURN_DATUM(model_result_record(fcinfo, values, nulls));
 }
 
 /* perpca_internal.model_name_parts(model text) RETURNS text[]: {[schema,] base} (model_lock.h). */

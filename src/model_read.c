@@ -29,12 +29,9 @@
 #include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -49,59 +46,46 @@
 #include "error_kinds.h"
 #include "model_lock.h"
 #include "model_read.h"
-#include "model_schema.h"
 #include "perpca.h"
 
-/* ------------------------------------------------------------------------
- * The relations and columns of a model
- * ------------------------------------------------------------------------
- */
-
-/* The relations in model_lock.h's order. */
-#define REL_INFO MODEL_REL_INFO
-#define REL_CLIENTS MODEL_REL_CLIENTS
-#define REL_COMPONENTS MODEL_REL_COMPONENTS
-#define NRELS MODEL_NRELS
-
+/* The columns read of each table (model_lock.h's order); their types are model_schema.c's. */
 enum
 {
 	I_VERSION, I_D, I_CENTER, I_GLOBAL_MEAN, I_TOTAL_VARIANCE, I_THETA, I_SCALE, I_CLIENT_TYPE, I_FEATURES, I_NCOLS
 };
-/* The columns read, by name; their types and whether an older model may lack them are
- * model_schema.c's declaration. */
-static const char *const info_columns[I_NCOLS] = {
-	"version", "d", "center", "global_mean", "total_variance", "theta_est", "scale_factors", "client_type",
-	"feature_names"
-};
-
 enum
 {
 	C_CLIENT, C_MEAN, C_TOTAL_VARIANCE, C_GLOBAL_RATIO, C_N, C_SCORE_COV, C_RESIDUAL, C_NCOLS
 };
-static const char *const clients_columns[C_NCOLS] = {
-	"client", "mean", "total_variance", "global_ratio", "n", "score_covariance", "residual_moments"
-};
-
 enum
 {
 	K_KIND, K_CLIENT, K_COMPONENT, K_PC, K_VARIANCE, K_NCOLS
 };
-static const char *const components_columns[K_NCOLS] = {"kind", "client", "component", "pc", "variance"};
+static const char *const read_columns[MODEL_NRELS][I_NCOLS] = {
+	{"version", "d", "center", "global_mean", "total_variance", "theta_est", "scale_factors", "client_type",
+	"feature_names"},
+	{"client", "mean", "total_variance", "global_ratio", "n", "score_covariance", "residual_moments"},
+	{"kind", "client", "component", "pc", "variance"},
+};
+static const int read_ncolumns[MODEL_NRELS] = {I_NCOLS, C_NCOLS, K_NCOLS};
 
-static const char *const *const rel_columns[NRELS] = {info_columns, clients_columns, components_columns};
-static const int rel_ncolumns[NRELS] = {I_NCOLS, C_NCOLS, K_NCOLS};
+/* The calibration columns (of info, and of clients with "client"), read on demand. */
+enum
+{
+	CAL_ROWS, CAL_SCORES, CAL_CLIENT
+};
+static const char *const cal_columns[] = {"calibration_rows", "calibration_scores", "client"};
 
-#define MAX_COLUMNS I_NCOLS		/* the longest of the three lists */
+#define MAX_COLUMNS I_NCOLS
 StaticAssertDecl((int) MODEL_REL_INFO == (int) MODEL_TABLE_INFO && (int) MODEL_REL_CLIENTS == (int) MODEL_TABLE_CLIENTS &&
 				 (int) MODEL_REL_COMPONENTS == (int) MODEL_TABLE_COMPONENTS, "model_lock.h and model_schema.h disagree");
-StaticAssertDecl((int) C_NCOLS <= (int) MAX_COLUMNS && (int) K_NCOLS <= (int) MAX_COLUMNS, "MAX_COLUMNS too small");
 
-/* The opened relations of a model and the attribute numbers of its columns. */
+/* The opened relations of a model and the attribute numbers of their columns. */
 typedef struct ModelRels
 {
 	const char *model;			/* the name as given, for messages */
-	Relation	rel[NRELS];
-	AttrNumber	att[NRELS][MAX_COLUMNS];
+	Relation	rel[MODEL_NRELS];
+	AttrNumber	att[MODEL_NRELS][MAX_COLUMNS];
 } ModelRels;
 
 /* Raise the error for a model whose tables do not fit together. */
@@ -115,31 +99,6 @@ model_damaged(const char *model, const char *detail)
 			 errhint("Train it again with perpca_train(..., replace => true).")));
 }
 
-/*
- * Find, lock and open the three relations of a model (model_lock.c: one lock
- * order for every function that touches a model; a model dropped meanwhile
- * is undefined_object).  On Citus, a reference table's rows are read from
- * this node's shard.
- */
-static void
-rels_open(ModelRels *r, text *model)
-{
-	ModelLock	ml;
-
-	r->model = text_to_cstring(model);
-	model_lock(&ml, r->model, MODEL_LOCK_READ, true, false);
-	for (int i = 0; i < NRELS; i++)
-		r->rel[i] = relation_open(perpca_citus_local_placement(ml.relid[i], ml.base), NoLock);
-}
-
-/* Close the relations, keeping the locks until the end of the transaction (as a SELECT does). */
-static void
-rels_close(ModelRels *r)
-{
-	for (int i = 0; i < NRELS; i++)
-		relation_close(r->rel[i], NoLock);
-}
-
 /* Quoted qualified name of a relation, for messages. */
 static char *
 rel_name(Relation rel)
@@ -148,44 +107,26 @@ rel_name(Relation rel)
 									  RelationGetRelationName(rel));
 }
 
-/*
- * The attribute number of column col of rel, checked for its type: an error
- * when it has another type, or is missing and not optional (InvalidAttrNumber
- * when it is optional and missing).  detail says which model the table is.
- */
 AttrNumber
 model_column_attnum(Relation rel, const ModelColumn *col, const char *detail)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	att = get_attnum(RelationGetRelid(rel), col->name);
+	Oid			type = att > 0 ? TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid : InvalidOid;
 
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attisdropped || strcmp(NameStr(att->attname), col->name) != 0)
-			continue;
-		if (att->atttypid != col->type)
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_WRONG_TYPE),
-					 errmsg("column \"%s\" of %s has type %s, expected %s",
-							col->name, rel_name(rel), format_type_be(att->atttypid),
-							format_type_be(col->type)),
-					 errdetail_internal("%s", detail)));
-		return att->attnum;
-	}
-	if (!col->optional)
+	if (att > 0 && type != col->type)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
+				 errmsg("column \"%s\" of %s has type %s, expected %s",
+						col->name, rel_name(rel), format_type_be(type), format_type_be(col->type)),
+				 errdetail_internal("%s", detail)));
+	if (att <= 0 && !col->optional)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_MODEL_COLUMN),
 				 errmsg("column \"%s\" of %s does not exist", col->name, rel_name(rel)),
 				 errdetail_internal("%s", detail)));
-	return InvalidAttrNumber;
+	return att > 0 ? att : InvalidAttrNumber;
 }
 
-/*
- * The caller may SELECT the columns att[0..ncols) of rel that exist, and no
- * row-level security applies to the caller.  what names what is read in the
- * errors ("model \"m\""), hint says how to lift row-level security.
- */
 void
 model_check_readable(Relation rel, const AttrNumber *att, int ncols, const char *what,
 					 const char *hint)
@@ -209,26 +150,39 @@ model_check_readable(Relation rel, const AttrNumber *att, int ncols, const char 
 				 errhint("%s", hint)));
 }
 
-/* Open a model's relations and run every check of steps 1-4. */
+/* Steps 3 and 4 for the columns cols[0..n) of table t of model: their attribute numbers into att. */
 static void
-rels_open_checked(ModelRels *r, text *model)
+columns_check(Relation rel, ModelTable t, const char *const *cols, int n, AttrNumber *att, const char *model)
 {
-	char	   *detail,
-			   *what;
+	char	   *detail = psprintf("Model \"%s\" is not as perpca_train() stores it.", model);
 
-	rels_open(r, model);
-	detail = psprintf("Model \"%s\" is not as perpca_train() stores it.", r->model);
-	what = psprintf("model \"%s\"", r->model);
-	for (int i = 0; i < NRELS; i++)
+	for (int c = 0; c < n; c++)
 	{
-		for (int c = 0; c < rel_ncolumns[i]; c++)
-		{
-			ModelColumn col = model_schema_column((ModelTable) i, rel_columns[i][c]);
+		ModelColumn col = model_schema_column(t, cols[c]);
 
-			r->att[i][c] = model_column_attnum(r->rel[i], &col, detail);
-		}
-		model_check_readable(r->rel[i], r->att[i], rel_ncolumns[i], what,
-							 "perpca reads a model whole; disable row-level security on the model's tables.");
+		att[c] = model_column_attnum(rel, &col, detail);
+	}
+	model_check_readable(rel, att, n, psprintf("model \"%s\"", model),
+						 "perpca reads a model whole; disable row-level security on the model's tables.");
+}
+
+/*
+ * Steps 1-4: find, lock and open the three relations (model_lock.c: one lock
+ * order for every function that touches a model; a model dropped meanwhile
+ * is undefined_object), each checked.  On Citus, a reference table's rows
+ * are read from this node's shard.
+ */
+static void
+rels_open(ModelRels *r, text *model)
+{
+	ModelLock	ml;
+
+	r->model = text_to_cstring(model);
+	model_lock(&ml, r->model, MODEL_LOCK_READ, true, false);
+	for (int i = 0; i < MODEL_NRELS; i++)
+	{
+		r->rel[i] = relation_open(perpca_citus_local_placement(ml.relid[i], ml.base), NoLock);
+		columns_check(r->rel[i], (ModelTable) i, read_columns[i], read_ncolumns[i], r->att[i], r->model);
 	}
 }
 
@@ -237,20 +191,24 @@ rels_open_checked(ModelRels *r, text *model)
  * ------------------------------------------------------------------------
  */
 
-/* A scan of one model table under the statement's snapshot. */
+/* A scan of one model table under the statement's snapshot; att: its columns'. */
 typedef struct ModelScan
 {
 	TableScanDesc scan;
 	TupleTableSlot *slot;
+	const AttrNumber *att;
+	const char *model;
 } ModelScan;
 
 static void
-scan_begin(ModelScan *s, Relation rel)
+scan_begin(ModelScan *s, Relation rel, const AttrNumber *att, const char *model)
 {
 	Snapshot	snap = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
 
 	s->scan = table_beginscan(rel, snap, 0, NULL);
 	s->slot = table_slot_create(rel, NULL);
+	s->att = att;
+	s->model = model;
 }
 
 static bool
@@ -267,18 +225,19 @@ scan_end(ModelScan *s)
 	table_endscan(s->scan);
 }
 
-/* A column of the current row (NULL-flagged). */
+/* Column col of the current row; an absent column is NULL. */
 static Datum
-scan_value(ModelScan *s, AttrNumber att, bool *isnull)
+scan_value(ModelScan *s, int col, bool *isnull)
 {
-	return slot_getattr(s->slot, att, isnull);
+	*isnull = true;
+	return AttributeNumberIsValid(s->att[col]) ? slot_getattr(s->slot, s->att[col], isnull) : (Datum) 0;
 }
 
 static ModelFloat
-scan_float(ModelScan *s, AttrNumber att)
+scan_float(ModelScan *s, int col)
 {
 	ModelFloat	f;
-	Datum		v = scan_value(s, att, &f.isnull);
+	Datum		v = scan_value(s, col, &f.isnull);
 
 	f.value = f.isnull ? 0.0 : DatumGetFloat8(v);
 	return f;
@@ -286,95 +245,76 @@ scan_float(ModelScan *s, AttrNumber att)
 
 /* A text column as a C string in cxt, or NULL. */
 static char *
-scan_text(ModelScan *s, AttrNumber att, MemoryContext cxt)
+scan_text(ModelScan *s, int col, MemoryContext cxt)
 {
 	bool		isnull;
-	Datum		v = scan_value(s, att, &isnull);
-	char	   *str;
-	char	   *copy;
+	Datum		v = scan_value(s, col, &isnull);
 
-	if (isnull)
-		return NULL;
-	str = TextDatumGetCString(v);
-	copy = MemoryContextStrdup(cxt, str);
-	pfree(str);
-	return copy;
+	return isnull ? NULL : MemoryContextStrdup(cxt, TextDatumGetCString(v));
 }
 
-/* A float8[] column of length d copied into cxt (NULL stays NULL); finite values only. */
+/*
+ * A float8[] column copied into cxt (NULL stays NULL), finite values only;
+ * *n its values: expect of them in one dimension when expect >= 0, else any
+ * number in up to two.
+ */
 static double *
-scan_vector(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *model, const char *what)
+scan_floats(ModelScan *s, int col, int expect, int *n, MemoryContext cxt, const char *what)
 {
 	bool		isnull;
-	Datum		v = scan_value(s, att, &isnull);
+	Datum		v = scan_value(s, col, &isnull);
 	ArrayType  *a;
-	double	   *x;
 	double	   *copy;
-	int			n;
 
+	*n = 0;
 	if (isnull)
 		return NULL;
 	a = DatumGetArrayTypeP(v);
-	x = perpca_vector_shape(a, &n, what);
-	if (n != d)
-		model_damaged(model, psprintf("A %s has %d values, the model's dimension is %d.", what, n, d));
-	for (int i = 0; i < d; i++)
-		if (!isfinite(x[i]))
-			model_damaged(model, psprintf("A %s has a NaN or infinite value.", what));
-	copy = MemoryContextAlloc(cxt, sizeof(double) * d);
-	memcpy(copy, x, sizeof(double) * d);
+	if (ARR_NDIM(a) > (expect >= 0 ? 1 : 2) || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
+		model_damaged(s->model, psprintf("A %s is not a float8 vector or matrix without NULLs.", what));
+	*n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+	if (expect >= 0 && *n != expect)
+		model_damaged(s->model, psprintf("A %s has %d values, the model's dimension is %d.", what, *n, expect));
+	copy = MemoryContextAlloc(cxt, sizeof(double) * Max(*n, 1));
+	memcpy(copy, ARR_DATA_PTR(a), sizeof(double) * *n);
+	for (int i = 0; i < *n; i++)
+		if (!isfinite(copy[i]))
+			model_damaged(s->model, psprintf("A %s has a NaN or infinite value.", what));
 	if ((Pointer) a != DatumGetPointer(v))
 		pfree(a);
 	return copy;
 }
 
-/* A float8[] column of any length and up to 2 dimensions (NULL stays NULL), finite values only, copied into cxt; *n its values. */
+/* A float8[] column of d values, or NULL. */
 static double *
-scan_floats(ModelScan *s, AttrNumber att, int *n, MemoryContext cxt, const char *model, const char *what)
+scan_vector(ModelScan *s, int col, int d, MemoryContext cxt, const char *what)
 {
-	bool		isnull;
-	Datum		v;
-	ArrayType  *a;
-	double	   *x;
-	double	   *copy;
+	int			n;
 
-	*n = 0;
-	if (!AttributeNumberIsValid(att) || (v = scan_value(s, att, &isnull), isnull))
-		return NULL;
-	a = DatumGetArrayTypeP(v);
-	if (ARR_NDIM(a) > 2 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
-		model_damaged(model, psprintf("A %s is not a float8 vector or matrix without NULLs.", what));
-	*n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
-	x = (double *) ARR_DATA_PTR(a);
-	for (int i = 0; i < *n; i++)
-		if (!isfinite(x[i]))
-			model_damaged(model, psprintf("A %s has a NaN or infinite value.", what));
-	copy = MemoryContextAlloc(cxt, sizeof(double) * Max(*n, 1));
-	memcpy(copy, x, sizeof(double) * *n);
-	return copy;
+	return scan_floats(s, col, d, &n, cxt, what);
 }
 
 /* The feature names (a text[] of d non-NULL names), or NULL when the column is absent or NULL. */
 static char **
-scan_names(ModelScan *s, AttrNumber att, int d, MemoryContext cxt, const char *model)
+scan_names(ModelScan *s, int col, int d, MemoryContext cxt)
 {
 	bool		isnull;
-	Datum		v;
+	Datum		v = scan_value(s, col, &isnull);
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
 	char	  **names;
 
-	if (!AttributeNumberIsValid(att) || (v = scan_value(s, att, &isnull), isnull))
+	if (isnull)
 		return NULL;
 	deconstruct_array(DatumGetArrayTypeP(v), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	if (n != d)
-		model_damaged(model, psprintf("feature_names has %d names, the model's dimension is %d.", n, d));
+		model_damaged(s->model, psprintf("feature_names has %d names, the model's dimension is %d.", n, d));
 	names = MemoryContextAlloc(cxt, sizeof(char *) * d);
 	for (int j = 0; j < d; j++)
 	{
 		if (nulls[j])
-			model_damaged(model, "A feature name is NULL.");
+			model_damaged(s->model, "A feature name is NULL.");
 		names[j] = MemoryContextStrdup(cxt, TextDatumGetCString(elems[j]));
 	}
 	return names;
@@ -403,23 +343,33 @@ rel_newer_than_snapshot(Relation rel)
 }
 
 /*
- * Move to the info table's first row.  An empty info table is damage,
- * unless the tables are newer than the statement's snapshot (a model
+ * Begin a scan of the info table at its first row.  An empty info table is
+ * damage, unless the tables are newer than the statement's snapshot (a model
  * dropped and trained again meanwhile): as of the snapshot the model does
  * not exist (42704), as for a reader that waited for a drop.
  */
 static void
-info_single_row(ModelScan *s, const ModelRels *r)
+info_begin(ModelScan *s, const ModelRels *r)
 {
+	scan_begin(s, r->rel[MODEL_REL_INFO], r->att[MODEL_REL_INFO], r->model);
 	if (scan_next(s))
 		return;
-	if (rel_newer_than_snapshot(r->rel[REL_INFO]))
+	if (rel_newer_than_snapshot(r->rel[MODEL_REL_INFO]))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("model \"%s\" does not exist", r->model),
 				 errdetail("Its tables were created after this statement's snapshot was taken (the model was dropped and trained again meanwhile)."),
 				 errhint("Run the statement again to read the new model.")));
 	model_damaged(r->model, "The info table must have exactly one row.");
+}
+
+/* End the scan of the info table, which must have had one row. */
+static void
+info_end(ModelScan *s)
+{
+	if (scan_next(s))
+		model_damaged(s->model, "The info table must have exactly one row.");
+	scan_end(s);
 }
 
 /* The model's version, from its single info row. */
@@ -430,14 +380,11 @@ read_version(const ModelRels *r)
 	bool		isnull;
 	int64		version;
 
-	scan_begin(&s, r->rel[REL_INFO]);
-	info_single_row(&s, r);
-	version = DatumGetInt64(scan_value(&s, r->att[REL_INFO][I_VERSION], &isnull));
+	info_begin(&s, r);
+	version = DatumGetInt64(scan_value(&s, I_VERSION, &isnull));
 	if (isnull)
 		model_damaged(r->model, "The model has no version.");
-	if (scan_next(&s))
-		model_damaged(r->model, "The info table must have exactly one row.");
-	scan_end(&s);
+	info_end(&s);
 	return version;
 }
 
@@ -446,43 +393,38 @@ read_version(const ModelRels *r)
  * ------------------------------------------------------------------------
  */
 
-/* The info row: dimension, centering, pooled mean, total variance, theta. */
+/* The info row: dimension, centering, pooled mean, total variance, theta, scale, key type, names. */
 static void
 load_info(ModelData *m, const ModelRels *r)
 {
-	const AttrNumber *att = r->att[REL_INFO];
+	static const char *const centers[3] = {[CENTER_CLIENT] = "client",[CENTER_GLOBAL] = "global",[CENTER_NONE] = "none"};
 	ModelScan	s;
 	bool		isnull;
 	char	   *center;
+	int			k;
 
-	scan_begin(&s, r->rel[REL_INFO]);
-	info_single_row(&s, r);
-	m->d = DatumGetInt32(scan_value(&s, att[I_D], &isnull));
+	info_begin(&s, r);
+	m->d = DatumGetInt32(scan_value(&s, I_D, &isnull));
 	if (isnull || m->d < 1 || m->d > PERPCA_MAX_DIM)
 		model_damaged(r->model, "The info table has no valid dimension d.");
-	center = scan_text(&s, att[I_CENTER], CurrentMemoryContext);
-	if (center && strcmp(center, "client") == 0)
-		m->center = CENTER_CLIENT;
-	else if (center && strcmp(center, "global") == 0)
-		m->center = CENTER_GLOBAL;
-	else if (center && strcmp(center, "none") == 0)
-		m->center = CENTER_NONE;
-	else
+	center = scan_text(&s, I_CENTER, CurrentMemoryContext);
+	for (k = 0; k < 3 && (center == NULL || strcmp(center, centers[k]) != 0); k++)
+		;
+	if (k == 3)
 		model_damaged(r->model, "The center option must be client, global or none.");
-	m->global_mean = scan_vector(&s, att[I_GLOBAL_MEAN], m->d, m->cxt, r->model, "global_mean");
+	m->center = (ModelCenter) k;
+	m->global_mean = scan_vector(&s, I_GLOBAL_MEAN, m->d, m->cxt, "global_mean");
 	if (m->global_mean == NULL)
 		model_damaged(r->model, "The info table has no global_mean.");
-	m->total_variance = scan_float(&s, att[I_TOTAL_VARIANCE]);
-	m->theta_est = scan_float(&s, att[I_THETA]);
-	m->client_type = AttributeNumberIsValid(att[I_CLIENT_TYPE]) ?
-		scan_text(&s, att[I_CLIENT_TYPE], m->cxt) : NULL;
-	m->scale = AttributeNumberIsValid(att[I_SCALE]) ?
-		scan_vector(&s, att[I_SCALE], m->d, m->cxt, r->model, "scale_factors") : NULL;
+	m->total_variance = scan_float(&s, I_TOTAL_VARIANCE);
+	m->theta_est = scan_float(&s, I_THETA);
+	m->client_type = scan_text(&s, I_CLIENT_TYPE, m->cxt);
+	m->scale = scan_vector(&s, I_SCALE, m->d, m->cxt, "scale_factors");
 	for (int j = 0; m->scale != NULL && j < m->d; j++)
 		if (!(m->scale[j] > 0.0))
 			model_damaged(r->model, "The scale_factors of the info table must hold positive divisors.");
-	m->feature_names = scan_names(&s, att[I_FEATURES], m->d, m->cxt, r->model);
-	scan_end(&s);
+	m->feature_names = scan_names(&s, I_FEATURES, m->d, m->cxt);
+	info_end(&s);
 }
 
 /* Byte-wise order of client names (COLLATE "C"). */
@@ -505,31 +447,38 @@ client_qsort_cmp(const void *a, const void *b)
 
 /* The client of the clients table's current row s, read into c and checked. */
 static void
-client_row(ModelScan *s, const ModelData *m, const ModelRels *r, ModelClient *c)
+client_row(ModelScan *s, const ModelData *m, ModelClient *c)
 {
-	const AttrNumber *att = r->att[REL_CLIENTS];
 	int			nmoments;
 	bool		isnull;
 
 	memset(c, 0, sizeof(ModelClient));
-	c->name = scan_text(s, att[C_CLIENT], m->cxt);
+	c->name = scan_text(s, C_CLIENT, m->cxt);
 	if (c->name == NULL)
-		model_damaged(r->model, "A client name is NULL.");
+		model_damaged(s->model, "A client name is NULL.");
 	c->namelen = strlen(c->name);
-	c->mean = scan_vector(s, att[C_MEAN], m->d, m->cxt, r->model, "client mean");
+	c->mean = scan_vector(s, C_MEAN, m->d, m->cxt, "client mean");
 	if (c->mean == NULL && m->center == CENTER_CLIENT)
-		model_damaged(r->model, psprintf("Client \"%s\" has no mean.", c->name));
-	c->total_variance = scan_float(s, att[C_TOTAL_VARIANCE]);
-	c->global_ratio = scan_float(s, att[C_GLOBAL_RATIO]);
-	c->n = DatumGetInt64(scan_value(s, att[C_N], &isnull));
+		model_damaged(s->model, psprintf("Client \"%s\" has no mean.", c->name));
+	c->total_variance = scan_float(s, C_TOTAL_VARIANCE);
+	c->global_ratio = scan_float(s, C_GLOBAL_RATIO);
+	c->n = DatumGetInt64(scan_value(s, C_N, &isnull));
 	if (isnull || c->n < 0)
-		model_damaged(r->model, psprintf("Client \"%s\" has no row count.", c->name));
-	c->score_cov = scan_floats(s, att[C_SCORE_COV], &c->score_cov_len, m->cxt, r->model,
-							   "score_covariance");
-	c->residual_moments = scan_floats(s, att[C_RESIDUAL], &nmoments, m->cxt, r->model,
-									  "residual_moments");
+		model_damaged(s->model, psprintf("Client \"%s\" has no row count.", c->name));
+	c->score_cov = scan_floats(s, C_SCORE_COV, -1, &c->score_cov_len, m->cxt, "score_covariance");
+	c->residual_moments = scan_floats(s, C_RESIDUAL, -1, &nmoments, m->cxt, "residual_moments");
 	if (c->residual_moments != NULL && nmoments != 3)
-		model_damaged(r->model, psprintf("Client \"%s\" has %d residual_moments, not 3.", c->name, nmoments));
+		model_damaged(s->model, psprintf("Client \"%s\" has %d residual_moments, not 3.", c->name, nmoments));
+}
+
+/* Room for element n of *a (capacity *cap, elements of size bytes) in the array's context. */
+static void *
+array_room(void *a, int n, int *cap, Size size)
+{
+	if (n < *cap)
+		return a;
+	*cap *= 2;
+	return repalloc(a, size * *cap);
 }
 
 /* The clients, sorted by name, with their means and variance figures. */
@@ -539,16 +488,12 @@ load_clients(ModelData *m, const ModelRels *r)
 	ModelScan	s;
 	int			cap = 16;
 
-	m->clients = MemoryContextAllocZero(m->cxt, sizeof(ModelClient) * cap);
-	scan_begin(&s, r->rel[REL_CLIENTS]);
+	m->clients = MemoryContextAlloc(m->cxt, sizeof(ModelClient) * cap);
+	scan_begin(&s, r->rel[MODEL_REL_CLIENTS], r->att[MODEL_REL_CLIENTS], r->model);
 	while (scan_next(&s))
 	{
-		if (m->nclients == cap)
-		{
-			cap *= 2;
-			m->clients = repalloc(m->clients, sizeof(ModelClient) * cap);
-		}
-		client_row(&s, m, r, &m->clients[m->nclients++]);
+		m->clients = array_room(m->clients, m->nclients, &cap, sizeof(ModelClient));
+		client_row(&s, m, &m->clients[m->nclients++]);
 	}
 	scan_end(&s);
 	qsort(m->clients, m->nclients, sizeof(ModelClient), client_qsort_cmp);
@@ -557,154 +502,140 @@ load_clients(ModelData *m, const ModelRels *r)
 			model_damaged(r->model, psprintf("Client \"%s\" has two rows.", m->clients[i].name));
 }
 
-/* One row of the components table, as read. */
+/* One row of the components table, as read: its owner is -1 (global) or the client's index. */
 typedef struct ComponentRow
 {
-	bool		global;
-	char	   *client;			/* NULL for a global component */
-	int			clientlen;
+	int			owner;
 	int			component;
 	double	   *pc;
 	ModelFloat	variance;
 } ComponentRow;
 
-/* Global first, then by client (bytewise), then by component number. */
+/* Global first, then by client, then by component number. */
 static int
 component_cmp(const void *a, const void *b)
 {
 	const ComponentRow *x = a;
 	const ComponentRow *y = b;
-	int			c;
 
-	if (x->global != y->global)
-		return x->global ? -1 : 1;
-	if (!x->global && (c = client_cmp(x->client, x->clientlen, y->client, y->clientlen)) != 0)
-		return c;
+	if (x->owner != y->owner)
+		return x->owner < y->owner ? -1 : 1;
 	return (x->component > y->component) - (x->component < y->component);
 }
 
-/* Read one component row into row (pc and names in the current context). */
+/* Read one component row of model m into row (pc in the current context). */
 static void
-component_row(ModelScan *s, const ModelRels *r, int d, ComponentRow *row)
+component_row(ModelScan *s, const ModelData *m, ComponentRow *row)
 {
-	const AttrNumber *att = r->att[REL_COMPONENTS];
-	char	   *kind = scan_text(s, att[K_KIND], CurrentMemoryContext);
+	char	   *kind = scan_text(s, K_KIND, CurrentMemoryContext);
+	char	   *client = scan_text(s, K_CLIENT, CurrentMemoryContext);
+	bool		global = kind != NULL && strcmp(kind, "global") == 0;
 	bool		isnull;
 	Datum		v;
 
-	row->client = scan_text(s, att[K_CLIENT], CurrentMemoryContext);
-	row->global = kind != NULL && strcmp(kind, "global") == 0;
-	if (kind == NULL || (row->global != (row->client == NULL)) ||
-		(!row->global && strcmp(kind, "local") != 0))
-		model_damaged(r->model, "Components must be global (client NULL) or local (client set).");
-	row->clientlen = row->client ? strlen(row->client) : 0;
-	v = scan_value(s, att[K_COMPONENT], &isnull);
+	if (kind == NULL || global != (client == NULL) || (!global && strcmp(kind, "local") != 0))
+		model_damaged(s->model, "Components must be global (client NULL) or local (client set).");
+	row->owner = -1;
+	if (!global)
+	{
+		const ModelClient *c = model_find_client(m, client, strlen(client));
+
+		if (c == NULL)
+			model_damaged(s->model, psprintf("Client \"%s\" has local components but no row in the clients table.",
+											 client));
+		row->owner = c - m->clients;
+	}
+	v = scan_value(s, K_COMPONENT, &isnull);
 	if (isnull)
-		model_damaged(r->model, "A component has no number.");
+		model_damaged(s->model, "A component has no number.");
 	row->component = DatumGetInt32(v);
-	row->pc = scan_vector(s, att[K_PC], d, CurrentMemoryContext, r->model, "component");
+	row->pc = scan_vector(s, K_PC, m->d, CurrentMemoryContext, "component");
 	if (row->pc == NULL)
-		model_damaged(r->model, "A component has no pc.");
-	row->variance = scan_float(s, att[K_VARIANCE]);
+		model_damaged(s->model, "A component has no pc.");
+	row->variance = scan_float(s, K_VARIANCE);
 }
 
-/* Copy rows [from, to) into a k x d matrix, their numbers and variances, in cxt. */
-static void
-component_block(const ComponentRow *rows, int from, int to, int d, MemoryContext cxt,
+/* Copy the k rows into a k x d matrix, their numbers and variances, in cxt; returns k. */
+static int
+component_block(const ComponentRow *rows, int k, int d, MemoryContext cxt,
 				double **A, int **number, ModelFloat **variance)
 {
-	int			k = to - from;
-
 	*A = MemoryContextAlloc(cxt, sizeof(double) * d * Max(k, 1));
 	*number = MemoryContextAlloc(cxt, sizeof(int) * Max(k, 1));
 	*variance = MemoryContextAlloc(cxt, sizeof(ModelFloat) * Max(k, 1));
 	for (int i = 0; i < k; i++)
 	{
-		memcpy(*A + (int64) i * d, rows[from + i].pc, sizeof(double) * d);
-		(*number)[i] = rows[from + i].component;
-		(*variance)[i] = rows[from + i].variance;
+		memcpy(*A + (int64) i * d, rows[i].pc, sizeof(double) * d);
+		(*number)[i] = rows[i].component;
+		(*variance)[i] = rows[i].variance;
 	}
+	return k;
 }
 
 /* The rows of the components table (*n), sorted: global first, then by client and number. */
 static ComponentRow *
-component_rows(const ModelRels *r, int d, int *n)
+component_rows(const ModelData *m, const ModelRels *r, int *n)
 {
 	ModelScan	s;
 	int			cap = 16;
 	ComponentRow *rows = palloc(sizeof(ComponentRow) * cap);
 
 	*n = 0;
-	scan_begin(&s, r->rel[REL_COMPONENTS]);
+	scan_begin(&s, r->rel[MODEL_REL_COMPONENTS], r->att[MODEL_REL_COMPONENTS], r->model);
 	while (scan_next(&s))
 	{
-		if (*n == cap)
-		{
-			cap *= 2;
-			rows = repalloc(rows, sizeof(ComponentRow) * cap);
-		}
-		component_row(&s, r, d, &rows[(*n)++]);
+		rows = array_room(rows, *n, &cap, sizeof(ComponentRow));
+		component_row(&s, m, &rows[(*n)++]);
 	}
 	scan_end(&s);
 	qsort(rows, *n, sizeof(ComponentRow), component_cmp);
 	for (int j = 1; j < *n; j++)
 		if (component_cmp(&rows[j - 1], &rows[j]) == 0)
 			model_damaged(r->model, psprintf("Component %d of %s appears twice.", rows[j].component,
-											 rows[j].global ? "the global components" : rows[j].client));
+											 rows[j].owner < 0 ? "the global components" :
+											 m->clients[rows[j].owner].name));
 	return rows;
 }
 
-/* Each client's score_covariance, when stored, is k x k for its r1 + r2 components. */
+/* The components: U, then each client's V_i; a client's score_covariance, when stored, is k x k for its k. */
 static void
-check_score_covariances(const ModelData *m, const ModelRels *r)
+load_components(ModelData *m, const ModelRels *r)
 {
+	int			n;
+	int			i = 0;
+	ComponentRow *rows = component_rows(m, r, &n);
+
+	while (i < n && rows[i].owner < 0)
+		i++;
+	m->r1 = component_block(rows, i, m->d, m->cxt, &m->U, &m->global_number, &m->global_variance);
 	for (int j = 0; j < m->nclients; j++)
 	{
-		const ModelClient *c = &m->clients[j];
-		int			k = m->r1 + c->r2;
+		ModelClient *c = &m->clients[j];
+		int			end = i;
+		int			k;
 
+		while (end < n && rows[end].owner == j)
+			end++;
+		if (end > i)
+			c->r2 = component_block(rows + i, end - i, m->d, m->cxt, &c->V, &c->number, &c->variance);
+		m->r2max = Max(m->r2max, c->r2);
+		i = end;
+		k = m->r1 + c->r2;
 		if (c->score_cov != NULL && c->score_cov_len != k * k)
 			model_damaged(r->model, psprintf("Client \"%s\" has a score_covariance of %d values, not %d x %d.",
 											 c->name, c->score_cov_len, k, k));
 	}
 }
 
-/* The components: U, then each client's V_i. */
-static void
-load_components(ModelData *m, const ModelRels *r)
-{
-	int			n;
-	int			i = 0;
-	ComponentRow *rows = component_rows(r, m->d, &n);
-
-	while (i < n && rows[i].global)
-		i++;
-	m->r1 = i;
-	component_block(rows, 0, i, m->d, m->cxt, &m->U, &m->global_number, &m->global_variance);
-	while (i < n)
-	{
-		int			end = i;
-		ModelClient *c = (ModelClient *) model_find_client(m, rows[i].client, rows[i].clientlen);
-
-		while (end < n && client_cmp(rows[end].client, rows[end].clientlen,
-									 rows[i].client, rows[i].clientlen) == 0)
-			end++;
-		if (c == NULL)
-			model_damaged(r->model, psprintf("Client \"%s\" has local components but no row in the clients table.",
-											 rows[i].client));
-		c->r2 = end - i;
-		component_block(rows, i, end, m->d, m->cxt, &c->V, &c->number, &c->variance);
-		m->r2max = Max(m->r2max, c->r2);
-		i = end;
-	}
-	check_score_covariances(m, r);
-}
-
-/* Read one version of a model into a new memory context under TopMemoryContext. */
+/*
+ * Read one version of a model into a new memory context, under the current
+ * one until it is read whole (an error frees it with the statement's
+ * memory), then under TopMemoryContext.
+ */
 static ModelData *
 model_load(const ModelRels *r, int64 version)
 {
-	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "perpca model",
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "perpca model",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "perpca model load",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -712,26 +643,73 @@ model_load(const ModelRels *r, int64 version)
 	ModelData  *m = MemoryContextAllocZero(cxt, sizeof(ModelData));
 
 	m->cxt = cxt;
-	m->info_oid = RelationGetRelid(r->rel[REL_INFO]);
-	m->clients_oid = RelationGetRelid(r->rel[REL_CLIENTS]);
-	m->components_oid = RelationGetRelid(r->rel[REL_COMPONENTS]);
+	m->info_oid = RelationGetRelid(r->rel[MODEL_REL_INFO]);
+	m->clients_oid = RelationGetRelid(r->rel[MODEL_REL_CLIENTS]);
+	m->components_oid = RelationGetRelid(r->rel[MODEL_REL_COMPONENTS]);
 	m->version = version;
-	PG_TRY();
-	{
-		load_info(m, r);
-		load_clients(m, r);
-		load_components(m, r);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	load_info(m, r);
+	load_clients(m, r);
+	load_components(m, r);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
+	MemoryContextSetParent(cxt, TopMemoryContext);
 	return m;
+}
+
+/* The calibration columns of the scan's current row: rows (NULL: not set) and the top scores. */
+static ModelCalibration
+scan_calibration(ModelScan *s, MemoryContext cxt)
+{
+	ModelCalibration cal = {0};
+	bool		isnull;
+	Datum		v = scan_value(s, CAL_ROWS, &isnull);
+
+	cal.present = !isnull;
+	cal.rows = isnull ? 0 : DatumGetInt64(v);
+	cal.scores = scan_floats(s, CAL_SCORES, -1, &cal.n, cxt, "calibration_scores");
+	return cal;
+}
+
+/* Scan relation relid (table t) of model m, its first ncols calibration columns checked. */
+static Relation
+cal_begin(ModelScan *s, Oid relid, ModelTable t, int ncols, AttrNumber *att, const char *model)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+
+	columns_check(rel, t, cal_columns, ncols, att, model);
+	scan_begin(s, rel, att, model);
+	return rel;
+}
+
+void
+model_read_calibration(ModelData *m, const char *model)
+{
+	AttrNumber	att[lengthof(cal_columns)];
+	ModelScan	s;
+	Relation	rel;
+
+	if (m->calibration_read)
+		return;
+	rel = cal_begin(&s, m->info_oid, MODEL_TABLE_INFO, CAL_CLIENT, att, model);
+	if (scan_next(&s))
+		m->calibration = scan_calibration(&s, m->cxt);
+	scan_end(&s);
+	relation_close(rel, NoLock);
+	if (m->calibration.present)
+	{
+		rel = cal_begin(&s, m->clients_oid, MODEL_TABLE_CLIENTS, lengthof(cal_columns), att, model);
+		while (scan_next(&s))
+		{
+			char	   *name = scan_text(&s, CAL_CLIENT, CurrentMemoryContext);
+			ModelClient *c = name ? (ModelClient *) model_find_client(m, name, strlen(name)) : NULL;
+
+			if (c != NULL)
+				c->calibration = scan_calibration(&s, m->cxt);
+		}
+		scan_end(&s);
+		relation_close(rel, NoLock);
+	}
+	m->calibration_read = true;
 }
 
 /* ------------------------------------------------------------------------
@@ -760,7 +738,7 @@ model_unref(ModelData *m)
 static ModelData *
 cache_get(const ModelRels *r, int64 version)
 {
-	Oid			info_oid = RelationGetRelid(r->rel[REL_INFO]);
+	Oid			info_oid = RelationGetRelid(r->rel[MODEL_REL_INFO]);
 	CacheEntry *e;
 	ModelData  *m;
 
@@ -768,8 +746,8 @@ cache_get(const ModelRels *r, int64 version)
 		if (e->data->info_oid == info_oid)
 			break;
 	if (e != NULL && e->data->version == version &&
-		e->data->clients_oid == RelationGetRelid(r->rel[REL_CLIENTS]) &&
-		e->data->components_oid == RelationGetRelid(r->rel[REL_COMPONENTS]))
+		e->data->clients_oid == RelationGetRelid(r->rel[MODEL_REL_CLIENTS]) &&
+		e->data->components_oid == RelationGetRelid(r->rel[MODEL_REL_COMPONENTS]))
 		return e->data;
 	m = model_load(r, version);
 	m->current = true;
@@ -796,30 +774,17 @@ model_open(text *model)
 	ModelRels	r;
 	ModelData  *m;
 
-	rels_open_checked(&r, model);
+	rels_open(&r, model);
 	m = cache_get(&r, read_version(&r));
-	rels_close(&r);
+	for (int i = 0; i < MODEL_NRELS; i++)
+		relation_close(r.rel[i], NoLock);	/* the locks are kept, as a SELECT keeps them */
 	return m;
 }
 
 const ModelClient *
 model_find_client(const ModelData *m, const char *name, int len)
 {
-	int			lo = 0;
-	int			hi = m->nclients - 1;
+	ModelClient key = {.name = (char *) name,.namelen = len};
 
-	while (lo <= hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		const ModelClient *c = &m->clients[mid];
-		int			cmp = client_cmp(name, len, c->name, c->namelen);
-
-		if (cmp == 0)
-			return c;
-		if (cmp < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	return bsearch(&key, m->clients, m->nclients, sizeof(ModelClient), client_qsort_cmp);
 }

@@ -12,7 +12,6 @@
 
 #include "postgres.h"
 
-#include "nodes/pg_list.h"
 #include "utils/relcache.h"
 
 #include "model_schema.h"
@@ -38,6 +37,15 @@ typedef struct ModelFloat
 	bool		isnull;
 } ModelFloat;
 
+/* Held-out rows scored by calibrate.c (calibration_rows) and the top scores stored (descending). */
+typedef struct ModelCalibration
+{
+	bool		present;		/* calibration_rows is set */
+	int64		rows;
+	int			n;
+	double	   *scores;
+} ModelCalibration;
+
 /* One client of a loaded model. */
 typedef struct ModelClient
 {
@@ -54,6 +62,7 @@ typedef struct ModelClient
 	double	   *score_cov;		/* (r1 + r2) x (r1 + r2): W S W' about its own mean (scaled), or NULL */
 	int			score_cov_len;
 	double	   *residual_moments;	/* tr R, tr R^2, tr R^3 of R = (I - W'W) S (I - W'W), or NULL */
+	ModelCalibration calibration;	/* its own (model_read_calibration) */
 } ModelClient;
 
 /* One loaded version of a model, in its own memory context. */
@@ -81,6 +90,9 @@ typedef struct ModelData
 	ModelFloat	theta_est;
 	int			nclients;
 	ModelClient *clients;		/* sorted by name (bytewise, COLLATE "C") */
+	bool		calibration_read;
+	ModelCalibration calibration;	/* pooled (model_read_calibration) */
+	void	   *monitor;		/* monitor.c's figures per client, in cxt */
 } ModelData;
 
 /*
@@ -89,6 +101,9 @@ typedef struct ModelData
  * back with model_unref().  Meant to be called once per statement.
  */
 extern ModelData *model_open(text *model);
+
+/* Read the calibration of m (model: its name, for messages) into m, once per loaded version. */
+extern void model_read_calibration(ModelData *m, const char *model);
 
 /* Drop one reference; frees data that are no longer current nor used. */
 extern void model_unref(ModelData *m);

@@ -34,11 +34,11 @@
  * rate is alpha when T^2 and Q are independent (Gaussian rows).
  *
  * C and (theta1, theta2, theta3) are computed from each client's statistics
- * when the model is written (perpca_internal.client_monitor_stats, called by
- * perpca_internal.model_fill_clients) and stored in <model>_clients.score_covariance
- * and .residual_moments: no second pass over the rows.  For sketched
- * statistics they are the sketch's (M2 taken as B'B), computed in blocks of
- * its rows, never as a d x d matrix.
+ * when the model is written (monitor_client_stats, called by model_store.c)
+ * and stored in <model>_clients.score_covariance and .residual_moments: no
+ * second pass over the rows.  For sketched statistics they are the
+ * sketch's (M2 taken as B'B), computed in blocks of its rows, never as a
+ * d x d matrix.
  *
  * Calibrated limits (limits => 'calibrated', a model trained with
  * calibration => share): a row's score is s = max(T^2 / T^2_lim, Q / Q_lim)
@@ -49,31 +49,24 @@
  * alpha is the floor((n + 1) alpha)-th largest, c (split-conformal: a
  * false-alarm rate of at most alpha for rows exchangeable with the held-out
  * ones); the limits returned are c T^2_lim and c Q_lim, so that a row is
- * out of control exactly when s > c.  The stored top scores are read from
- * <model>_info and <model>_clients once per model version, as model_read.c
- * reads a model: straight from the tables, after the same checks.
+ * out of control exactly when s > c.  The stored top scores are read by
+ * model_read.c, once per model version.
  */
 #include "postgres.h"
 
 #include <math.h>
 
-#include "access/relation.h"
-#include "access/tableam.h"
 #include "catalog/pg_type.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "error_kinds.h"
 #include "linalg.h"
 #include "missing.h"
 #include "model_bind.h"
-#include "model_schema.h"
 #include "monitor.h"
 #include "perpca.h"
 #include "quantiles.h"
@@ -159,81 +152,6 @@ monitor_moments_rows(const double *B, int rows, double n, int d, const double *W
 	moments[2] = linalg_dot((int64) rows * rows, H, H2);
 }
 
-/* W = [U; V] ((r1 + r2) x d, rows): the global components, then the local ones. */
-static double *
-stack_rows(const double *U, int r1, const double *V, int r2, int d)
-{
-	double	   *W = palloc(sizeof(double) * (r1 + r2) * d);
-
-	if (r1 > 0)
-		memcpy(W, U, sizeof(double) * r1 * d);
-	if (r2 > 0)
-		memcpy(W + (int64) r1 * d, V, sizeof(double) * r2 * d);
-	return W;
-}
-
-/* C and the residual moments of statistics of any form: a sketch through its rows B. */
-static void
-monitor_moments_any(const PerpcaStats *s, const double *W, int k, double *C, double *moments)
-{
-	int			rows;
-	const double *B;
-
-	if (s->form != PERPCA_FORM_SKETCH)
-	{
-		monitor_moments(s, W, k, C, moments);
-		return;
-	}
-	B = perpca_stats_sketch_rows(s, &rows);
-	monitor_moments_rows(B, B != NULL ? rows : 0, (double) s->n, s->dim, W, k, C, moments);
-}
-
-/*
- * perpca_internal.client_monitor_stats(s perpca_stats, u float8[], v float8[],
- *     OUT score_covariance float8[], OUT residual_moments float8[]):
- * C = W S W' ((r1 + r2) x (r1 + r2)) and {tr R, tr R^2, tr R^3} for the
- * covariance S of the statistics (already in the model's units) and W = [u; v].
- * NULLs for NULL or empty statistics.
- */
-Datum
-perpca_client_monitor_stats(PG_FUNCTION_ARGS)
-{
-	TupleDesc	desc;
-	Datum		values[2];
-	bool		nulls[2] = {true, true};
-	PerpcaStats *s;
-	double	   *U,
-			   *V,
-			   *W,
-			   *C;
-	double		moments[3] = {0, 0, 0};
-	int			d,
-				r1,
-				r2,
-				k;
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "client_monitor_stats must return a record");
-	desc = BlessTupleDesc(desc);
-	if (PG_ARGISNULL(0))
-		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-	s = PG_GETARG_PERPCA_STATS(0);
-	perpca_stats_validate(s);
-	d = s->dim;
-	U = perpca_components_arg(fcinfo, 1, d, &r1, "global components");
-	V = perpca_components_arg(fcinfo, 2, d, &r2, "local components");
-	k = r1 + r2;
-	if (s->n == 0 || k == 0)
-		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-	W = stack_rows(U, r1, V, r2, d);
-	C = palloc(sizeof(double) * k * k);
-	monitor_moments_any(s, W, k, C, moments);
-	values[0] = PointerGetDatum(perpca_matrix_build(C, k, k));
-	values[1] = PointerGetDatum(perpca_vector_build(moments, 3));
-	nulls[0] = nulls[1] = false;
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-}
-
 /* ------------------------------------------------------------------------
  * Limits
  * ------------------------------------------------------------------------
@@ -317,43 +235,20 @@ typedef struct MonitorClient
 	double		q_limit;
 } MonitorClient;
 
-/* The per-backend cache of MonitorClient, for one model version at a time. */
-static struct
-{
-	MemoryContext cxt;
-	Oid			info_oid;
-	int64		version;
-	int			nclients;
-	const ModelClient *clients; /* the model data's array: an entry is its index */
-	MonitorClient *entries;
-	struct Calibration *cal;	/* read at the first call for calibrated limits */
-} monitor_cache;
-
-/* The cache entry of client c of m (reset when the model's version changes). */
+/* Client c's entry of the per-version figures kept with m's data (in its context). */
 static MonitorClient *
 monitor_entry(const ModelData *m, const ModelClient *c)
 {
-	if (monitor_cache.cxt == NULL)
-		monitor_cache.cxt = AllocSetContextCreate(TopMemoryContext, "perpca monitor",
-												  ALLOCSET_SMALL_SIZES);
-	if (monitor_cache.info_oid != m->info_oid || monitor_cache.version != m->version ||
-		monitor_cache.clients != m->clients || monitor_cache.nclients != m->nclients)
-	{
-		MemoryContextReset(monitor_cache.cxt);
-		monitor_cache.info_oid = m->info_oid;
-		monitor_cache.version = m->version;
-		monitor_cache.clients = m->clients;
-		monitor_cache.nclients = m->nclients;
-		monitor_cache.entries = MemoryContextAllocZero(monitor_cache.cxt,
-													   sizeof(MonitorClient) * Max(m->nclients, 1));
-		monitor_cache.cal = NULL;
-	}
-	return c != NULL ? &monitor_cache.entries[c - m->clients] : NULL;
+	ModelData  *data = (ModelData *) m;	/* a cache of figures derived from it */
+
+	if (data->monitor == NULL)
+		data->monitor = MemoryContextAllocZero(data->cxt, sizeof(MonitorClient) * Max(m->nclients, 1));
+	return &((MonitorClient *) data->monitor)[c - m->clients];
 }
 
-/* Fill e for client c (k = r1 + r2 scores) at level a. */
+/* Fill e for client c of m (k = r1 + r2 scores) at level a. */
 static void
-monitor_prepare(MonitorClient *e, const ModelClient *c, int k, double alpha, double a)
+monitor_prepare(const ModelData *m, MonitorClient *e, const ModelClient *c, int k, double alpha, double a)
 {
 	double	   *C = palloc(sizeof(double) * k * k);
 	double	   *Z = palloc(sizeof(double) * k * k);
@@ -361,7 +256,7 @@ monitor_prepare(MonitorClient *e, const ModelClient *c, int k, double alpha, dou
 	double	   *work = palloc(sizeof(double) * LINALG_EIGH_SMALL_WORK(k));
 
 	if (e->B == NULL)
-		e->B = MemoryContextAlloc(monitor_cache.cxt, sizeof(double) * Max(k * k, 1));
+		e->B = MemoryContextAlloc(m->cxt, sizeof(double) * Max(k * k, 1));
 	e->kused = 0;
 	e->t2_limit = NAN;
 	e->q_limit = NAN;
@@ -400,12 +295,8 @@ monitor_scores(const ModelData *m, const ModelClient *c, const double *x, double
 {
 	int			d = m->d;
 	int			r2 = c ? c->r2 : 0;
-	const double *centre;
+	const double *centre = c != NULL ? c->mean : m->center == CENTER_NONE ? NULL : m->global_mean;
 
-	if (c != NULL)
-		centre = c->mean;
-	else
-		centre = m->center == CENTER_NONE ? NULL : m->global_mean;
 	for (int j = 0; j < d; j++)
 	{
 		y[j] = centre ? x[j] - centre[j] : x[j];
@@ -438,7 +329,7 @@ monitor_row(const ModelData *m, const ModelClient *c, const double *x, double al
 		return r;
 	e = monitor_entry(m, c);
 	if (!e->ready || e->alpha != alpha)
-		monitor_prepare(e, c, k, alpha, 1.0 - sqrt(1.0 - alpha));	/* Sidak: each of the two */
+		monitor_prepare(m, e, c, k, alpha, 1.0 - sqrt(1.0 - alpha));	/* Sidak: each of the two */
 	if (e->kused > 0)
 	{
 		r.t2 = 0.0;
@@ -494,220 +385,55 @@ monitor_conformal_keep(int64 n)
 	return (int) Min(n, (int64) floor((double) (n + 1) * MONITOR_CAL_ALPHA_MAX + 1e-9));
 }
 
-/* The calibration of one model version: pooled and per client (the model's clients' order). */
-typedef struct Calibration
-{
-	bool		present;
-	int64		pooled_rows;	/* held-out rows scored */
-	int			pooled_n;		/* their top scores, descending */
-	double	   *pooled;
-	int64	   *client_rows;
-	int		   *client_n;		/* 0: judged by the pooled scores */
-	double	  **client_scores;
-} Calibration;
-
-/* The columns calibrated limits read. */
-static const char *const cal_columns[3] = {"calibration_rows", "calibration_scores", "client"};
-
-/* Open a model table by relid, its calibration columns (n of cal_columns) found and checked readable. */
-static Relation
-cal_open(Oid relid, ModelTable t, int n, AttrNumber *att, const char *model)
-{
-	Relation	rel = relation_open(relid, AccessShareLock);
-	char	   *detail = psprintf("Model \"%s\" is not as perpca_train() stores it.", model);
-
-	for (int i = 0; i < n; i++)
-	{
-		ModelColumn col = model_schema_column(t, cal_columns[i]);
-
-		att[i] = model_column_attnum(rel, &col, detail);
-	}
-	model_check_readable(rel, att, n, psprintf("model \"%s\"", model),
-						 "perpca reads a model whole; disable row-level security on the model's tables.");
-	return rel;
-}
-
-/* The stored scores of the slot's column att: a float8 vector without NULLs, finite; *n its length. */
-static double *
-cal_scores(TupleTableSlot *slot, AttrNumber att, int *n, const char *model)
-{
-	bool		isnull;
-	Datum		v;
-	ArrayType  *a;
-	double	   *x;
-
-	*n = 0;
-	if (!AttributeNumberIsValid(att) || (v = slot_getattr(slot, att, &isnull), isnull))
-		return NULL;
-	a = DatumGetArrayTypeP(v);
-	if (ARR_NDIM(a) != 1 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != FLOAT8OID)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
-				 errmsg("model \"%s\" is inconsistent", model),
-				 errdetail("Its calibration_scores are not a float8 vector without NULLs.")));
-	*n = ArrayGetNItems(1, ARR_DIMS(a));
-	x = palloc(sizeof(double) * Max(*n, 1));
-	memcpy(x, ARR_DATA_PTR(a), sizeof(double) * *n);
-	return x;
-}
-
-/* The rows of a model table, read under the statement's snapshot: fn called for each. */
-static void
-cal_scan(Relation rel, void (*fn) (TupleTableSlot *, const AttrNumber *, const ModelData *, Calibration *, const char *),
-		 const AttrNumber *att, const ModelData *m, Calibration *cal, const char *model)
-{
-	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-		fn(slot, att, m, cal, model);
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
-	relation_close(rel, NoLock);
-}
-
-static void
-cal_info_row(TupleTableSlot *slot, const AttrNumber *att, const ModelData *m, Calibration *cal, const char *model)
-{
-	bool		isnull = true;
-
-	(void) m;
-	if (AttributeNumberIsValid(att[0]))
-		cal->pooled_rows = DatumGetInt64(slot_getattr(slot, att[0], &isnull));
-	cal->present = !isnull;
-	cal->pooled = cal_scores(slot, att[1], &cal->pooled_n, model);
-}
-
-static void
-cal_client_row(TupleTableSlot *slot, const AttrNumber *att, const ModelData *m, Calibration *cal, const char *model)
-{
-	bool		isnull;
-	Datum		v = slot_getattr(slot, att[2], &isnull);
-	char	   *name;
-	const ModelClient *c;
-	int			i;
-
-	if (isnull || !AttributeNumberIsValid(att[0]))
-		return;
-	name = TextDatumGetCString(v);
-	if ((c = model_find_client(m, name, strlen(name))) == NULL)
-		return;
-	i = c - m->clients;
-	v = slot_getattr(slot, att[0], &isnull);
-	cal->client_rows[i] = isnull ? 0 : DatumGetInt64(v);
-	cal->client_scores[i] = cal_scores(slot, att[1], &cal->client_n[i], model);
-}
-
-/* The calibration of m, read once per model version into the monitor's cache. */
-static const Calibration *
-monitor_calibration(const ModelData *m, const char *model)
-{
-	MemoryContext old;
-	AttrNumber	att[3];
-	Calibration *cal;
-
-	(void) monitor_entry(m, NULL);
-	if (monitor_cache.cal != NULL)
-		return monitor_cache.cal;
-	old = MemoryContextSwitchTo(monitor_cache.cxt);
-	cal = palloc0(sizeof(Calibration));
-	cal->client_rows = palloc0(sizeof(int64) * Max(m->nclients, 1));
-	cal->client_n = palloc0(sizeof(int) * Max(m->nclients, 1));
-	cal->client_scores = palloc0(sizeof(double *) * Max(m->nclients, 1));
-	cal_scan(cal_open(m->info_oid, MODEL_TABLE_INFO, 2, att, model), cal_info_row, att, m, cal, model);
-	if (cal->present)
-		cal_scan(cal_open(m->clients_oid, MODEL_TABLE_CLIENTS, 3, att, model), cal_client_row, att, m, cal, model);
-	MemoryContextSwitchTo(old);
-	monitor_cache.cal = cal;
-	return cal;
-}
-
-/* The calibrated threshold on a row's score for client i at alpha: its own scores' when it has them, else the pooled. */
+/* The calibrated threshold on a row's score for client c at alpha: its own scores' when it has them, else the pooled. */
 static double
-calibrated_threshold(const Calibration *cal, int i, double alpha, const char *model)
+calibrated_threshold(FunctionCallInfo fcinfo, ModelData *m, const ModelClient *c, double alpha)
 {
+	const ModelCalibration *cal = &m->calibration;
+	const char *model = text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL));
 	double		thr;
 
+	model_read_calibration(m, model);
 	if (!cal->present)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("model \"%s\" has no calibrated control limits", model),
 				 errdetail("It was trained without held-out rows."),
 				 errhint("Train it with perpca_train(..., calibration => 0.2, replace => true) to hold out a fifth of its rows for them, or pass limits => 'gaussian'.")));
-	if (cal->client_n[i] > 0)
-		return monitor_conformal_threshold(cal->client_scores[i], cal->client_n[i], cal->client_rows[i], alpha);
-	thr = monitor_conformal_threshold(cal->pooled, cal->pooled_n, cal->pooled_rows, alpha);
+	if (c->calibration.n > 0)
+		return monitor_conformal_threshold(c->calibration.scores, c->calibration.n, c->calibration.rows, alpha);
+	thr = monitor_conformal_threshold(cal->scores, cal->n, cal->rows, alpha);
 	if (isinf(thr))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("model \"%s\" has too few held-out rows for calibrated limits at alpha = %g", model, alpha),
 				 errdetail("Split-conformal limits at alpha need at least ceil(1 / alpha) - 1 held-out rows; the model has " INT64_FORMAT ".",
-						   cal->pooled_rows),
+						   cal->rows),
 				 errhint("Pass alpha >= %g, or train with a larger calibration share.",
-						 1.0 / (double) (cal->pooled_rows + 1))));
+						 1.0 / (double) (cal->rows + 1))));
 	return thr;
 }
 
-/*
- * The statistics of x for client c with the calibrated limits at alpha:
- * the reference limits scaled by the threshold on the score, so that a row
- * is out of control exactly when its score exceeds the threshold.
- */
-static MonitorRow
-monitor_row_calibrated(const ModelData *m, const ModelClient *c, const double *x, double alpha, double *y,
-					   double *t, const char *model)
-{
-	MonitorRow	r = monitor_row(m, c, x, MONITOR_REF_ALPHA, y, t);
-	double		thr;
-
-	if (c == NULL)
-		return r;
-	thr = calibrated_threshold(monitor_calibration(m, model), c - m->clients, alpha, model);
-	r.t2_limit *= thr;
-	r.q_limit *= thr;
-	return r;
-}
-
-/* The row (t2, t2_limit, q, q_limit, out_of_control) of perpca_model_monitor; NaN is NULL. */
+/* The record (t2, t2_limit, q, q_limit, out_of_control) of perpca_model_monitor; NaN is NULL. */
 static Datum
 monitor_result(FunctionCallInfo fcinfo, MonitorRow r)
 {
-	TupleDesc	desc;
-	Datum		values[5];
-	bool		nulls[5];
-	bool		t2_out,
-				q_out;
+	Datum		values[5] = {Float8GetDatum(r.t2), Float8GetDatum(r.t2_limit), Float8GetDatum(r.q),
+	Float8GetDatum(r.q_limit)};
+	bool		nulls[5] = {isnan(r.t2), isnan(r.t2_limit), isnan(r.q), isnan(r.q_limit)};
+	bool		t2_out = !nulls[0] && !nulls[1] && r.t2 > r.t2_limit;
+	bool		q_out = !nulls[2] && !nulls[3] && r.q > r.q_limit;
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "perpca_model_monitor must return a record");
-	desc = BlessTupleDesc(desc);
-	values[0] = Float8GetDatum(r.t2);
-	values[1] = Float8GetDatum(r.t2_limit);
-	values[2] = Float8GetDatum(r.q);
-	values[3] = Float8GetDatum(r.q_limit);
-	nulls[0] = isnan(r.t2);
-	nulls[1] = isnan(r.t2_limit);
-	nulls[2] = isnan(r.q);
-	nulls[3] = isnan(r.q_limit);
-	t2_out = !nulls[0] && !nulls[1] && r.t2 > r.t2_limit;
-	q_out = !nulls[2] && !nulls[3] && r.q > r.q_limit;
 	values[4] = BoolGetDatum(t2_out || q_out);
 	nulls[4] = !t2_out && !q_out && nulls[1] && nulls[3];	/* no limit to judge by */
-	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+	return model_result_record(fcinfo, values, nulls);
 }
 
-/* The key of the call's client, for the error of a row with a gap (as model_functions.c's). */
+/* The key of the call's client, for the error of a row with a gap. */
 static const char *
 monitor_client_name(FunctionCallInfo fcinfo)
 {
-	const ModelClient *c = model_bound_client(fcinfo,
-											  model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL)), false);
-
-	if (c != NULL)
-		return c->name;
-	if (get_fn_expr_argtype(fcinfo->flinfo, ARG_CLIENT) == TEXTOID)
-		return text_to_cstring(PG_GETARG_TEXT_PP(ARG_CLIENT));
-	return NULL;
+	return model_key_name(fcinfo, false);
 }
 
 /* limits => 'gaussian' (false) or 'calibrated' (true); for calibrated ones, alpha within their range. */
@@ -770,59 +496,104 @@ monitor_check_client(FunctionCallInfo fcinfo, const ModelData *m, const ModelCli
  * q_limit, OUT out_of_control): under missing => 'skip' a row with a gap is
  * NULL, counted as the other row functions count it; limits =>
  * 'calibrated' scales the limits at MONITOR_REF_ALPHA by the model's
- * split-conformal threshold at alpha.
+ * split-conformal threshold at alpha, so that a row is out of control
+ * exactly when its score exceeds the threshold.
  */
 Datum
 perpca_model_monitor(PG_FUNCTION_ARGS)
 {
 	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
-	const ModelData *m = model_bound_data(b);
 	double		alpha = PG_GETARG_FLOAT8(ARG_ALPHA);
 	PerpcaMissing mode = monitor_args(fcinfo, alpha);
 	bool		calibrated = monitor_limits_arg(fcinfo, alpha);
-	const ModelClient *c;
+	const ModelClient *c = model_bound_client(fcinfo, b, false);
 	const double *x;
 	const bool *obs;
 	int			d;
-	double	   *y,
-			   *t;
+	MonitorRow	r;
 
-	c = model_bound_client(fcinfo, b, false);
 	(void) missing_read_client_row(fcinfo, PG_GETARG_ARRAYTYPE_P(ARG_X), mode, monitor_client_name,
 								   MONITOR_MISSING_HINT, &d, &x, &obs);
-	if (d != m->d)
-		perpca_dim_mismatch(m->d, d, "x");
+	if (d != b->data->d)
+		perpca_dim_mismatch(b->data->d, d, "x");
 	if (obs != NULL)
 	{
-		missing_skip_row(fcinfo, model_bound_too_few(b));
+		missing_skip_row(fcinfo, &b->too_few);
 		PG_RETURN_NULL();
 	}
-	monitor_check_client(fcinfo, m, c);
-	y = model_bound_scratch(b, &t);
-	if (calibrated)
-		PG_RETURN_DATUM(monitor_result(fcinfo, monitor_row_calibrated(m, c, x, alpha, y, t,
-																	  text_to_cstring(PG_GETARG_TEXT_PP(ARG_MODEL)))));
-	PG_RETURN_DATUM(monitor_result(fcinfo, monitor_row(m, c, x, alpha, y, t)));
+	monitor_check_client(fcinfo, b->data, c);
+	r = monitor_row(b->data, c, x, calibrated ? MONITOR_REF_ALPHA : alpha, b->y, b->s);
+	if (calibrated && c != NULL)
+	{
+		double		thr = calibrated_threshold(fcinfo, b->data, c, alpha);
+
+		r.t2_limit *= thr;
+		r.q_limit *= thr;
+	}
+	PG_RETURN_DATUM(monitor_result(fcinfo, r));
 }
 
 /*
- * For the write path (model_store.c): perpca_internal.client_monitor_stats
- * of statistics s (in the model's units) and W = [U; V] (rows) as two
- * arrays; false (nothing set) for empty statistics or no components.
+ * For the write path (model_store.c): the scores' covariance C and the
+ * residual moments of statistics s (in the model's units) and W = [U; V]
+ * (rows) as two arrays, a sketch's through its rows; false (nothing set)
+ * for empty statistics or no components.
  */
 bool
 monitor_client_stats(const PerpcaStats *s, const double *U, int r1, const double *V, int r2,
 					 Datum *score_covariance, Datum *residual_moments)
 {
-	int			k = r1 + r2;
-	double	   *C;
+	int			k = r1 + r2,
+				d = s->dim,
+				rows;
 	double		moments[3] = {0, 0, 0};
+	double	   *C,
+			   *W;
+	const double *B;
 
 	if (s->n == 0 || k == 0)
 		return false;
 	C = palloc(sizeof(double) * k * k);
-	monitor_moments_any(s, stack_rows(U, r1, V, r2, s->dim), k, C, moments);
+	W = palloc(sizeof(double) * k * d);
+	if (r1 > 0)
+		memcpy(W, U, sizeof(double) * r1 * d);
+	if (r2 > 0)
+		memcpy(W + (int64) r1 * d, V, sizeof(double) * r2 * d);
+	if (s->form != PERPCA_FORM_SKETCH)
+		monitor_moments(s, W, k, C, moments);
+	else
+	{
+		B = perpca_stats_sketch_rows(s, &rows);
+		monitor_moments_rows(B, B != NULL ? rows : 0, (double) s->n, d, W, k, C, moments);
+	}
 	*score_covariance = PointerGetDatum(perpca_matrix_build(C, k, k));
 	*residual_moments = PointerGetDatum(perpca_vector_build(moments, 3));
 	return true;
+}
+
+/*
+ * perpca_internal.client_monitor_stats(s, u, v) of the SQL of 0.3.0 and
+ * 0.4.0 (sql/released), which runs until ALTER EXTENSION UPDATE:
+ * monitor_client_stats as a record, NULLs for NULL or empty statistics.
+ */
+Datum
+perpca_client_monitor_stats(PG_FUNCTION_ARGS)
+{
+	Datum		values[2] = {0, 0};
+	bool		nulls[2] = {true, true};
+
+	if (!PG_ARGISNULL(0))
+	{
+		PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
+		int			r1,
+					r2;
+		double	   *U,
+				   *V;
+
+		perpca_stats_validate(s);
+		U = perpca_components_arg(fcinfo, 1, s->dim, &r1, "global components");
+		V = perpca_components_arg(fcinfo, 2, s->dim, &r2, "local components");
+		nulls[0] = nulls[1] = !monitor_client_stats(s, U, r1, V, r2, &values[0], &values[1]);
+	}
+	PG_RETURN_DATUM(model_result_record(fcinfo, values, nulls));
 }

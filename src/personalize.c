@@ -2,29 +2,22 @@
  * personalize.c -- perpca_personalize() and perpca_personalize_clients():
  * local components for clients of a stored model, stored in the model
  *
- * Everything the caller's side needs is done here in C, so nothing of the
- * model's owner runs as the caller and the caller's search_path has no say:
+ * The model is locked for writing (model_lock.c; the caller must have the
+ * privileges of its owner) and read by the checked reader (model_read.c);
+ * the key (its type's output function, as the fit stored keys), the
+ * statistics and n_local (0 .. d - n_global; 0 keeps no local components)
+ * are checked against it; the rows are computed and written by
+ * model_store.c as the model's owner, restricted, with search_path =
+ * pg_catalog, pg_temp (run_as_owner.c), as REFRESH MATERIALIZED VIEW runs
+ * its query.  So nothing of the owner runs as the caller, and the caller's
+ * search_path has no say.
  *
- *   1. the model is locked for writing (model_lock.c: the one lock order;
- *      the caller must have the privileges of the model's owner);
- *   2. its dimension, key type and scale factors are read by the checked
- *      reader (model_read.c: plain tables of one owner, from the heap);
- *   3. the key (its type's output function, as the fit stored keys), the
- *      statistics and n_local (0 .. d - n_global; 0 keeps no local
- *      components for the client) are checked against them;
- *   4. the rows are computed and written as the model's owner, inside a
- *      security-restricted operation with search_path = pg_catalog, pg_temp
- *      (run_as_owner.c), as REFRESH MATERIALIZED VIEW runs its query, by
- *      the one module that writes models (model_store.c); they are returned.
- *
- * Two functions: perpca_personalize, one client's statistics (client,
- * stats), whose rows are returned; perpca_personalize_clients, a query of
- * rows of any form the row reader takes (or of statistics), read as the
- * caller under missing => 'error' | 'skip', every client of it
- * personalized, one row per client (n, skipped, local components).  Either
- * way a client with no rows stores nothing, and rows left out and groups
- * without rows or variance are said in row_report's one NOTICE; an error
- * shows none of perpca's internal SQL as CONTEXT.
+ * perpca_personalize takes one client's statistics and returns its rows;
+ * perpca_personalize_clients a query of rows of any form the row reader
+ * takes (or of statistics), read as the caller under missing => 'error' |
+ * 'skip', one row per client.  A client with no rows stores nothing; rows
+ * left out and groups without rows or variance are said in row_report's
+ * one NOTICE; an error shows none of perpca's internal SQL as CONTEXT.
  */
 #include "postgres.h"
 
@@ -124,9 +117,7 @@ personalize_check(const PerpcaStats *s, const ModelData *m)
 {
 	perpca_stats_validate(s);
 	if (s->dim != m->d)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIMENSION),
-				 errmsg("stats has dimension %d, expected %d", s->dim, m->d)));
+		perpca_dim_mismatch(m->d, s->dim, "stats");
 }
 
 /* The n_local argument argno, checked against the model: -1 for NULL (the model's). */

@@ -3,10 +3,7 @@
  * variance and top features (perpca_component_info), named loadings
  * (perpca_loadings), what each component explains in each client
  * (perpca_component_variance) and clients clustered by their local
- * subspaces (perpca_clusters)
- *
- * All read the model through model_read.c's checked reader (via the
- * per-call-site binding of model_bind.c), never through SQL.
+ * subspaces (perpca_clusters), read through model_bind.c
  *
  * Clustering follows the paper's application (its section on clustering
  * clients by local components): spectral clustering of the subspace
@@ -63,12 +60,10 @@ PG_FUNCTION_INFO_V1(perpca_clusters);
 #define COMPONENT_TOP_FEATURES 3
 
 /* The name of feature j: the stored name, or x<j+1>. */
-static text *
+static char *
 feature_name(const ModelData *m, int j)
 {
-	if (m->feature_names != NULL)
-		return cstring_to_text(m->feature_names[j]);
-	return cstring_to_text(psprintf("x%d", j + 1));
+	return m->feature_names != NULL ? m->feature_names[j] : psprintf("x%d", j + 1);
 }
 
 /* "name +0.52, name -0.41, ..." for the top features of a component w (d) by |loading|. */
@@ -79,8 +74,7 @@ top_features(const ModelData *m, const double *w, int top)
 	bool	   *used = palloc0(sizeof(bool) * m->d);
 
 	initStringInfo(&buf);
-	top = Min(top, m->d);
-	for (int t = 0; t < top; t++)
+	for (int t = 0; t < Min(top, m->d); t++)
 	{
 		int			best = -1;
 
@@ -88,17 +82,10 @@ top_features(const ModelData *m, const double *w, int top)
 			if (!used[j] && (best < 0 || fabs(w[j]) > fabs(w[best])))
 				best = j;
 		used[best] = true;
-		appendStringInfo(&buf, "%s%s %+.2f", t > 0 ? ", " : "", text_to_cstring(feature_name(m, best)),
-						 w[best]);
+		appendStringInfo(&buf, "%s%s %+.2f", t > 0 ? ", " : "", feature_name(m, best), w[best]);
 	}
-	pfree(used);
 	return buf.data;
 }
-
-/* ------------------------------------------------------------------------
- * perpca_component_info
- * ------------------------------------------------------------------------
- */
 
 /* a / b, or NULL when either is NULL or b is 0. */
 static ModelFloat
@@ -111,46 +98,82 @@ ratio(ModelFloat a, ModelFloat b)
 	return r;
 }
 
+/* sum + v, NULLs skipped as SQL's sum skips them, into sum. */
+static ModelFloat
+sum_add(ModelFloat *sum, ModelFloat v)
+{
+	if (!v.isnull)
+	{
+		sum->value += v.value;
+		sum->isnull = false;
+	}
+	return *sum;
+}
+
+/* One block of a model's components: the global ones (client NULL), or one client's local ones. */
+typedef struct Block
+{
+	const char *client;
+	const double *A;			/* k x d */
+	const int  *number;
+	const ModelFloat *variance;
+	int			k;
+	ModelFloat	total;			/* the variance the block's shares are of */
+	ModelFloat	base;			/* the share before the block's (the client's global share) */
+} Block;
+
+typedef void (*BlockRows) (ReturnSetInfo *rsinfo, const ModelData *m, const Block *b);
+
+/* The model argument bound, for a function materializing its rows. */
+static const ModelData *
+materialized_model(FunctionCallInfo fcinfo)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	return model_bind(fcinfo, PG_GETARG_TEXT_PP(0))->data;
+}
+
+/* The rows of each block of the model, the global one first, then the clients' bytewise. */
+static Datum
+block_rows(FunctionCallInfo fcinfo, BlockRows rows)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const ModelData *m = materialized_model(fcinfo);
+	Block		global = {NULL, m->U, m->global_number, m->global_variance, m->r1, m->total_variance, {0.0, false}};
+
+	rows(rsinfo, m, &global);
+	for (int i = 0; i < m->nclients; i++)
+	{
+		const ModelClient *c = &m->clients[i];
+		Block		local = {c->name, c->V, c->number, c->variance, c->r2, c->total_variance, c->global_ratio};
+
+		CHECK_FOR_INTERRUPTS();
+		rows(rsinfo, m, &local);
+	}
+	return (Datum) 0;
+}
+
 /*
- * Rows of one block of components (the global ones, or one client's local
- * ones): variance, variance / total and base + running sum / total (the
- * running sum skips NULL variances, as SQL's sum does).
+ * perpca_component_info's rows of a block: variance, its share of the
+ * block's total and the cumulative share (on top of the base), the top
+ * features.
  */
 static void
-component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
-					const int *number, const ModelFloat *variance, int k, ModelFloat total,
-					ModelFloat base)
+component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const Block *b)
 {
 	ModelFloat	sum = {0.0, true};
 
-	for (int j = 0; j < k; j++)
+	for (int j = 0; j < b->k; j++)
 	{
-		ModelFloat	share = ratio(variance[j], total);
-		ModelFloat	cumulative;
-		Datum		row[7];
-		bool		nulls[7];
+		ModelFloat	share = ratio(b->variance[j], b->total);
+		ModelFloat	cumulative = ratio(sum_add(&sum, b->variance[j]), b->total);
+		Datum		row[7] = {b->client ? CStringGetTextDatum(b->client) : (Datum) 0,
+			CStringGetTextDatum(b->client ? "local" : "global"), Int32GetDatum(b->number[j]),
+			Float8GetDatum(b->variance[j].value), Float8GetDatum(share.value),
+			Float8GetDatum(cumulative.value + b->base.value),
+		CStringGetTextDatum(top_features(m, b->A + (int64) j * m->d, COMPONENT_TOP_FEATURES))};
+		bool		nulls[7] = {b->client == NULL, false, false, b->variance[j].isnull, share.isnull,
+		cumulative.isnull || b->base.isnull, false};
 
-		if (!variance[j].isnull)
-		{
-			sum.value += variance[j].value;
-			sum.isnull = false;
-		}
-		cumulative = ratio(sum, total);
-		cumulative.isnull |= base.isnull;
-		cumulative.value += base.value;
-		row[0] = client ? CStringGetTextDatum(client) : (Datum) 0;
-		row[1] = CStringGetTextDatum(client ? "local" : "global");
-		row[2] = Int32GetDatum(number[j]);
-		row[3] = Float8GetDatum(variance[j].value);
-		row[4] = Float8GetDatum(share.value);
-		row[5] = Float8GetDatum(cumulative.value);
-		nulls[0] = client == NULL;
-		nulls[1] = nulls[2] = false;
-		nulls[3] = variance[j].isnull;
-		nulls[4] = share.isnull;
-		nulls[5] = cumulative.isnull;
-		row[6] = CStringGetTextDatum(top_features(m, A + (int64) j * m->d, COMPONENT_TOP_FEATURES));
-		nulls[6] = false;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 	}
 }
@@ -159,50 +182,27 @@ component_info_rows(ReturnSetInfo *rsinfo, const ModelData *m, const char *clien
  * Variance, explained-variance ratio and cumulative ratio of each component:
  * global components against the fit's weighted mean total variance, local
  * ones against their client's total variance, cumulated on top of the
- * client's global share.  Rows: global first, then clients bytewise.
+ * client's global share (the running sum skips NULL variances, as SQL's sum
+ * does).
  */
 Datum
 perpca_component_info(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const ModelData *m;
-	ModelFloat	zero = {0.0, false};
-
-	InitMaterializedSRF(fcinfo, 0);
-	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
-	component_info_rows(rsinfo, m, NULL, m->U, m->global_number, m->global_variance, m->r1,
-						m->total_variance, zero);
-	for (int i = 0; i < m->nclients; i++)
-	{
-		const ModelClient *c = &m->clients[i];
-
-		component_info_rows(rsinfo, m, c->name, c->V, c->number, c->variance, c->r2,
-							c->total_variance, c->global_ratio);
-	}
-	return (Datum) 0;
+	return block_rows(fcinfo, component_info_rows);
 }
 
-/* ------------------------------------------------------------------------
- * perpca_loadings
- * ------------------------------------------------------------------------
- */
-
-/* One row per feature of each component of a block (k x d rows). */
+/* perpca_loadings' rows of a block: one per feature of each component. */
 static void
-loadings_block(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, const double *A,
-			   const int *number, int k)
+loadings_rows(ReturnSetInfo *rsinfo, const ModelData *m, const Block *b)
 {
-	for (int c = 0; c < k; c++)
+	for (int c = 0; c < b->k; c++)
 		for (int j = 0; j < m->d; j++)
 		{
-			Datum		row[5];
-			bool		nulls[5] = {false, client == NULL, false, false, false};
+			Datum		row[5] = {CStringGetTextDatum(b->client ? "local" : "global"),
+				b->client ? CStringGetTextDatum(b->client) : (Datum) 0, Int32GetDatum(b->number[c]),
+			CStringGetTextDatum(feature_name(m, j)), Float8GetDatum(b->A[(int64) c * m->d + j])};
+			bool		nulls[5] = {false, b->client == NULL, false, false, false};
 
-			row[0] = CStringGetTextDatum(client ? "local" : "global");
-			row[1] = client ? CStringGetTextDatum(client) : (Datum) 0;
-			row[2] = Int32GetDatum(number[c]);
-			row[3] = PointerGetDatum(feature_name(m, j));
-			row[4] = Float8GetDatum(A[(int64) c * m->d + j]);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 		}
 }
@@ -211,37 +211,13 @@ loadings_block(ReturnSetInfo *rsinfo, const ModelData *m, const char *client, co
 Datum
 perpca_loadings(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const ModelData *m;
-
-	InitMaterializedSRF(fcinfo, 0);
-	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
-	loadings_block(rsinfo, m, NULL, m->U, m->global_number, m->r1);
-	for (int i = 0; i < m->nclients; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		loadings_block(rsinfo, m, m->clients[i].name, m->clients[i].V, m->clients[i].number,
-					   m->clients[i].r2);
-	}
-	return (Datum) 0;
+	return block_rows(fcinfo, loadings_rows);
 }
 
 /* ------------------------------------------------------------------------
  * perpca_component_variance
  * ------------------------------------------------------------------------
  */
-
-/* The error for a model stored before the per-client statistics. */
-static void
-no_client_statistics(FunctionCallInfo fcinfo, const ModelClient *c)
-{
-	ereport(ERROR,
-			(errcode(PERPCA_ERRCODE_NOT_READY),
-			 errmsg("model \"%s\" has no per-component statistics for client \"%s\"",
-					text_to_cstring(PG_GETARG_TEXT_PP(0)), c->name),
-			 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance."),
-			 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
-}
 
 /* The row of component a (global ones first) of client c: C_aa + (w'delta)^2 and its share. */
 static void
@@ -253,15 +229,12 @@ component_variance_row(ReturnSetInfo *rsinfo, const ModelData *m, const ModelCli
 	const double *w = global ? m->U + (int64) a * m->d : c->V + (int64) (a - m->r1) * m->d;
 	double		shift = linalg_dot(m->d, w, delta);
 	double		variance = c->score_cov[(int64) a * k + a] + shift * shift;
-	Datum		row[5];
-	bool		nulls[5] = {false, false, false, false, false};
+	bool		no_total = c->total_variance.isnull || !(c->total_variance.value > 0.0);
+	Datum		row[5] = {CStringGetTextDatum(c->name), CStringGetTextDatum(global ? "global" : "local"),
+		Int32GetDatum(global ? m->global_number[a] : c->number[a - m->r1]), Float8GetDatum(variance),
+	Float8GetDatum(no_total ? 0.0 : variance / c->total_variance.value)};
+	bool		nulls[5] = {false, false, false, false, no_total};
 
-	row[0] = CStringGetTextDatum(c->name);
-	row[1] = CStringGetTextDatum(global ? "global" : "local");
-	row[2] = Int32GetDatum(global ? m->global_number[a] : c->number[a - m->r1]);
-	row[3] = Float8GetDatum(variance);
-	nulls[4] = c->total_variance.isnull || !(c->total_variance.value > 0.0);
-	row[4] = Float8GetDatum(nulls[4] ? 0.0 : variance / c->total_variance.value);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 }
 
@@ -276,32 +249,32 @@ Datum
 perpca_component_variance(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	const ModelData *m;
-	double	   *delta;
+	const ModelData *m = materialized_model(fcinfo);
+	double	   *delta = palloc(sizeof(double) * m->d);
 
-	InitMaterializedSRF(fcinfo, 0);
-	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
-	delta = palloc(sizeof(double) * m->d);
 	for (int i = 0; i < m->nclients; i++)
 	{
 		const ModelClient *c = &m->clients[i];
-		int			k = m->r1 + c->r2;
-		const double *centre = m->center == CENTER_CLIENT ? NULL :
-			m->center == CENTER_GLOBAL ? m->global_mean : NULL;
 
 		CHECK_FOR_INTERRUPTS();
-		if (k == 0)
+		if (m->r1 + c->r2 == 0)
 			continue;
 		if (c->score_cov == NULL || c->mean == NULL)
-			no_client_statistics(fcinfo, c);
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_NOT_READY),
+					 errmsg("model \"%s\" has no per-component statistics for client \"%s\"",
+							text_to_cstring(PG_GETARG_TEXT_PP(0)), c->name),
+					 errdetail("Models stored before perpca 0.3.0 lack <model>_clients.score_covariance."),
+					 errhint("Refresh the model (perpca_refresh) or train it again with replace => true.")));
 		/* delta = (mean_i - centre) / scale: zero for center 'client' */
 		for (int j = 0; j < m->d; j++)
 		{
-			double		off = m->center == CENTER_CLIENT ? 0.0 : c->mean[j] - (centre ? centre[j] : 0.0);
+			double		off = m->center == CENTER_CLIENT ? 0.0 :
+				c->mean[j] - (m->center == CENTER_GLOBAL ? m->global_mean[j] : 0.0);
 
 			delta[j] = m->scale ? off / m->scale[j] : off;
 		}
-		for (int a = 0; a < k; a++)
+		for (int a = 0; a < m->r1 + c->r2; a++)
 			component_variance_row(rsinfo, m, c, a, delta);
 	}
 	return (Datum) 0;
@@ -364,56 +337,31 @@ kmeans_start(const double *X, int n, int k, double *centers, uint64 *state, doub
 	}
 }
 
-/* Each row of X (n x k) to its nearest center (label); returns the inertia and whether a label changed. */
-static double
-kmeans_assign(const double *X, int n, int k, const double *centers, int *label, bool first,
-			  bool *changed)
+/* The nearest of the k centers to row x (k values), its squared distance in *dist. */
+static int
+kmeans_nearest(const double *x, int k, const double *centers, double *dist)
 {
-	double		inertia = 0.0;
+	int			best = 0;
 
-	*changed = false;
-	for (int i = 0; i < n; i++)
-	{
-		int			best = 0;
-		double		bd = INFINITY;
-
-		for (int c = 0; c < k; c++)
-		{
-			double		dd = sqdist(X + (int64) i * k, centers + (int64) c * k, k);
-
-			if (dd < bd)
-			{
-				bd = dd;
-				best = c;
-			}
-		}
-		*changed |= first || label[i] != best;
-		label[i] = best;
-		inertia += bd;
-	}
-	return inertia;
-}
-
-/* Each center to the mean of its rows (a center without rows stays); sum (k x k), count (k): scratch. */
-static void
-kmeans_centers(const double *X, int n, int k, const int *label, double *centers, double *sum,
-			   int *count)
-{
-	memset(sum, 0, sizeof(double) * k * k);
-	memset(count, 0, sizeof(int) * k);
-	for (int i = 0; i < n; i++)
-	{
-		count[label[i]]++;
-		for (int j = 0; j < k; j++)
-			sum[(int64) label[i] * k + j] += X[(int64) i * k + j];
-	}
+	*dist = INFINITY;
 	for (int c = 0; c < k; c++)
-		if (count[c] > 0)
-			for (int j = 0; j < k; j++)
-				centers[(int64) c * k + j] = sum[(int64) c * k + j] / count[c];
+	{
+		double		dd = sqdist(x, centers + (int64) c * k, k);
+
+		if (dd < *dist)
+		{
+			*dist = dd;
+			best = c;
+		}
+	}
+	return best;
 }
 
-/* Lloyd iterations from the given centers; returns the inertia, labels set. */
+/*
+ * Lloyd iterations on the rows of X (n x k) from the given centers: each row
+ * to its nearest center (label), each center to the mean of its rows (a
+ * center without rows stays), until no label changes; returns the inertia.
+ */
 static double
 kmeans_lloyd(const double *X, int n, int k, double *centers, int *label)
 {
@@ -423,12 +371,31 @@ kmeans_lloyd(const double *X, int n, int k, double *centers, int *label)
 
 	for (int it = 0; it < KMEANS_ITER; it++)
 	{
-		bool		changed;
+		bool		changed = false;
 
-		inertia = kmeans_assign(X, n, k, centers, label, it == 0, &changed);
+		inertia = 0.0;
+		for (int i = 0; i < n; i++)
+		{
+			double		dist;
+			int			best = kmeans_nearest(X + (int64) i * k, k, centers, &dist);
+
+			changed |= it == 0 || label[i] != best;
+			label[i] = best;
+			inertia += dist;
+		}
 		if (!changed)
 			break;
-		kmeans_centers(X, n, k, label, centers, sum, count);
+		memset(sum, 0, sizeof(double) * k * k);
+		memset(count, 0, sizeof(int) * k);
+		for (int i = 0; i < n; i++)
+		{
+			count[label[i]]++;
+			for (int j = 0; j < k; j++)
+				sum[(int64) label[i] * k + j] += X[(int64) i * k + j];
+		}
+		for (int c = 0; c < k; c++)
+			for (int j = 0; count[c] > 0 && j < k; j++)
+				centers[(int64) c * k + j] = sum[(int64) c * k + j] / count[c];
 	}
 	pfree(sum);
 	pfree(count);
@@ -630,12 +597,10 @@ clusters_rows(ReturnSetInfo *rsinfo, const ModelData *m, const double *X, int k,
 			number[label[i]] = ++next;
 	for (int i = 0; i < m->nclients; i++)
 	{
-		Datum		row[3];
+		Datum		row[3] = {CStringGetTextDatum(m->clients[i].name), Int32GetDatum(number[label[i]]),
+		Float8GetDatum(sqrt(sqdist(X + (int64) i * k, centers + (int64) label[i] * k, k)))};
 		bool		nulls[3] = {false, false, false};
 
-		row[0] = CStringGetTextDatum(m->clients[i].name);
-		row[1] = Int32GetDatum(number[label[i]]);
-		row[2] = Float8GetDatum(sqrt(sqdist(X + (int64) i * k, centers + (int64) label[i] * k, k)));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 	}
 }
@@ -651,12 +616,11 @@ perpca_clusters(PG_FUNCTION_ARGS)
 			   *centers;
 	int		   *label;
 
-	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("model must not be NULL")));
-	m = model_bound_data(model_bind(fcinfo, PG_GETARG_TEXT_PP(0)));
+	m = materialized_model(fcinfo);
 	k = clusters_args(fcinfo, m, PG_ARGISNULL(1));
 	X = clusters_embedding(m, &k);
 	label = palloc(sizeof(int) * m->nclients);

@@ -5,14 +5,6 @@
 -- Each reads the model with the checked C reader (model_read.c).
 -- ==========================================================================
 
--- Written with each client's row of <model>_clients (perpca_internal.model_fill_clients).
-CREATE OR REPLACE FUNCTION perpca_internal.client_monitor_stats(s @extschema@.perpca_stats, u float8[], v float8[],
-                                                               OUT score_covariance float8[],
-                                                               OUT residual_moments float8[])
-    AS 'MODULE_PATHNAME', 'perpca_client_monitor_stats' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION perpca_internal.client_monitor_stats(@extschema@.perpca_stats, float8[], float8[]) IS
-    'internal: for a client''s statistics s (in the model''s units) and components W = [u; v], the scores'' covariance W S W'' and the residual spectrum {tr R, tr R^2, tr R^3}, R = (I - W''W) S (I - W''W), S the covariance of its rows (NULLs for NULL or empty statistics)';
-
 CREATE OR REPLACE FUNCTION perpca_internal.f_upper_quantile(alpha float8, d1 float8, d2 float8) RETURNS float8
     AS 'MODULE_PATHNAME', 'perpca_f_upper_quantile' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION perpca_internal.f_upper_quantile(float8, float8, float8) IS

@@ -27,8 +27,7 @@ REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA perpca_internal FROM PUBLIC;
 -- components) as the model's owner.
 GRANT EXECUTE ON FUNCTION
     perpca_internal.scale_stats(@extschema@.perpca_stats, pg_catalog.float8[]),
-    perpca_internal.scale_vector(pg_catalog.float8[], pg_catalog.float8[]),
-    perpca_internal.client_monitor_stats(@extschema@.perpca_stats, pg_catalog.float8[], pg_catalog.float8[])
+    perpca_internal.scale_vector(pg_catalog.float8[], pg_catalog.float8[])
     TO PUBLIC;
 
 -- (a) Support functions of perpca_stats_distributed and

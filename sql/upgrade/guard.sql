@@ -79,7 +79,6 @@ BEGIN
                ('@extschema@', 'perpca_stats_serialize'),
                ('@extschema@', 'perpca_total_variance'),
                ('@extschema@', 'perpca_train'),
-               ('perpca_internal', 'client_monitor_stats'),
                ('perpca_internal', 'evaluate_stats'),
                ('perpca_internal', 'f_upper_quantile'),
                ('perpca_internal', 'fit_options'),

@@ -22,3 +22,5 @@ DROP FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text);
 -- perpca_internal.fit: the write path calls the fit in C; its row type goes with it.
 DROP FUNCTION perpca_internal.fit(text, jsonb);
 DROP TYPE perpca_internal.perpca_fit_row;
+-- The write path computes the clients' control statistics in C (monitor.c): no SQL entry.
+DROP FUNCTION perpca_internal.client_monitor_stats(perpca_stats, float8[], float8[]);

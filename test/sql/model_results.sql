@@ -190,7 +190,7 @@ SELECT * FROM perpca_clusters('no_local', 2);
 SELECT p.proname, obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
   FROM pg_proc p
  WHERE p.proname IN ('perpca_loadings', 'perpca_component_variance', 'perpca_model_monitor', 'perpca_clusters',
-                     'client_monitor_stats', 'f_upper_quantile')
+                     'f_upper_quantile')
  ORDER BY 1, 2;
 
 SET client_min_messages = warning;

@@ -32,7 +32,6 @@ my $shard = "shard side of perpca_fit_federated: the connecting role's query, as
 my %allow = (
 	'perpca_internal.scale_stats(perpca_stats,double precision[])' => $pure,
 	'perpca_internal.scale_vector(double precision[],double precision[])' => $pure,
-	'perpca_internal.client_monitor_stats(perpca_stats,double precision[],double precision[])' => $pure,
 	'perpca_internal.stats_dist_accum(perpca_stats,double precision[])' => $citus,
 	'perpca_internal.stats_dist_accum(perpca_stats,double precision[],text)' => $citus,
 	'perpca_internal.stats_dist_combine(perpca_stats,perpca_stats)' => $citus,
@@ -132,7 +131,6 @@ my @calls = (
 	[ "SELECT perpca_internal.scale_stats($stats, NULL) IS NOT NULL", '' ],
 	[ "SELECT perpca_internal.scale_stats($stats, ARRAY[1, 0]::float8[])", '22023|2202E|22000' ],
 	[ 'SELECT perpca_internal.scale_vector(ARRAY[1, 2]::float8[], ARRAY[1]::float8[])', '22023|2202E|22000' ],
-	[ "SELECT perpca_internal.client_monitor_stats($stats, NULL, NULL) IS NOT NULL", '|22023|22004' ],
 	# aggregate support functions refuse a direct call
 	[ "SELECT perpca_internal.stats_dist_final(perpca_internal.stats_dist_accum(NULL, ARRAY[1, 2]::float8[]))", '0A000' ],
 	[ "SELECT perpca_internal.stats_dist_accum(NULL, ARRAY[1, NULL]::float8[], 'skip')", '0A000' ],
