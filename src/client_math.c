@@ -364,71 +364,20 @@ thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, 
 }
 
 /*
- * More eigenpairs of a thin S_i than its rank allows (k > m columns of its
- * factor), above PERPCA_MAX_DENSE_DIM where S_i is never formed: the m of
- * its factor's SVD, then k - m eigenvalues 0 whose vectors are a seeded
- * orthonormal basis of part of the rest (orthogonal to those and to U).
+ * Columns m.. of Z (k - m of them, stride ldz) <- a seeded orthonormal basis
+ * orthogonal to U (when given) and to Z's first m columns (twice, for
+ * rounding); their eigenvalues 0.
  */
 static void
-thin_top_eigen_completed(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+complete_block(FitClient *c, uint64 salt, const double *U, int m, int k, double *values,
+			   double *Z, int ldz)
 {
 	int			d = c->d,
-				m = Min(thin_width(c), k),
-				rest = k - m;
-	double	   *Q = palloc(sizeof(double) * d * Max(m, 1)),
-			   *X = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * rest);
-	uint64		state = c->seed ^ UINT64CONST(0x2545F4914F6CDD1D);
+				r1 = U != NULL ? c->r1 : 0;
+	double	   *Q = palloc(sizeof(double) * d * Max(r1 + m, 1)),
+			   *X = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * (k - m));
+	uint64		state = c->seed ^ salt;
 
-	if (m > 0)
-		thin_top_eigen(c, U, m, values, Z, ldz);
-	linalg_copy(d, m, Z, ldz, Q, m);
-	fit_fill_gaussian(&state, d, rest, X, rest);
-	for (int pass = 0; pass < 2; pass++)
-	{
-		if (U != NULL)
-			deflate_block(d, c->r1, U, rest, X, rest);
-		deflate_block(d, m, Q, rest, X, rest);
-		fit_retract(FIT_RETRACT_QR, d, rest, X, rest);
-	}
-	for (int j = m; j < k; j++)
-		values[j] = 0.0;
-	linalg_copy(d, rest, X, rest, Z + m, ldz);
-	pfree(Q);
-	pfree(X);
-}
-
-/*
- * The columns of V_i past the rank of the deflated S_i (k columns of Z,
- * stride ldz, their eigenvalues in values): where its k-th eigenvalue is
- * zero (a client with fewer dimensions than local components), an
- * eigensolver returns for the zero eigenvalues any vectors of its null
- * space, which contains span U: V_i is then not orthogonal to U, the
- * gradient (I - V V')S U loses a part of S U that f keeps, and the line
- * search finds no step along an ascent direction.  The local block of such
- * a client is its whole range plus a seeded completion orthogonal to U and
- * to the range (twice, as in thin_top_eigen_completed): f does not change
- * (the completion's variance is 0) and the client's gradient term is S U's
- * part along U, as f's derivative says.  A column counts as past the rank
- * when its eigenvalue is at most NULL_RESPONSE_TOL x lambda_max, rounding;
- * returns whether any did (else nothing changed).
- */
-static bool
-complete_past_rank(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
-{
-	int			d = c->d,
-				r1 = c->r1,
-				m = 0;
-	double		top = c->lambda_max > 0.0 ? c->lambda_max : values[0];
-	double	   *Q,
-			   *X;
-	uint64		state = c->seed ^ UINT64CONST(0x6A09E667F3BCC909);
-
-	while (m < k && values[m] > NULL_RESPONSE_TOL * top)
-		m++;
-	if (m == k || !(top > 0.0))
-		return false;
-	Q = palloc(sizeof(double) * d * (r1 + m));
-	X = palloc(sizeof(double) * d * (k - m));
 	linalg_copy(d, r1, U, Max(r1, 1), Q, r1 + m);
 	linalg_copy(d, m, Z, ldz, Q + r1, r1 + m);
 	fit_fill_gaussian(&state, d, k - m, X, k - m);
@@ -442,6 +391,34 @@ complete_past_rank(FitClient *c, const double *U, int k, double *values, double 
 		values[j] = 0.0;
 	pfree(Q);
 	pfree(X);
+}
+
+/*
+ * The columns of V_i past the rank of the deflated S_i (k columns of Z,
+ * stride ldz, their eigenvalues in values): where its k-th eigenvalue is
+ * zero (a client with fewer dimensions than local components), an
+ * eigensolver returns for the zero eigenvalues any vectors of its null
+ * space, which contains span U: V_i is then not orthogonal to U, the
+ * gradient (I - V V')S U loses a part of S U that f keeps, and the line
+ * search finds no step along an ascent direction.  The local block of such
+ * a client is its whole range plus a seeded completion orthogonal to U and
+ * to the range: f does not change (the completion's variance is 0) and the
+ * client's gradient term is S U's part along U, as f's derivative says.  A
+ * column counts as past the rank when its eigenvalue is at most
+ * NULL_RESPONSE_TOL x lambda_max, rounding; returns whether any did (else
+ * nothing changed).
+ */
+static bool
+complete_past_rank(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+{
+	int			m = 0;
+	double		top = c->lambda_max > 0.0 ? c->lambda_max : values[0];
+
+	while (m < k && values[m] > NULL_RESPONSE_TOL * top)
+		m++;
+	if (m == k || !(top > 0.0))
+		return false;
+	complete_block(c, UINT64CONST(0x6A09E667F3BCC909), U, m, k, values, Z, ldz);
 	return true;
 }
 
@@ -459,7 +436,12 @@ client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z
 	}
 	if (c->S == NULL && c->d > PERPCA_MAX_DENSE_DIM)
 	{
-		thin_top_eigen_completed(c, U, k, values, Z, ldz);
+		/* more pairs than the factor's m columns, where S_i is never formed: m, then a completion */
+		int			m = Min(thin_width(c), k);
+
+		if (m > 0)
+			thin_top_eigen(c, U, m, values, Z, ldz);
+		complete_block(c, UINT64CONST(0x2545F4914F6CDD1D), U, m, k, values, Z, ldz);
 		return;
 	}
 	work = eigen_work(dense_eigen_work(c->d, c->r1, k));
@@ -567,27 +549,6 @@ response_block(int n, int r)
 }
 
 /*
- * LOBPCG on op (dimension n) from a seeded block X (n x b) to the top kk
- * eigenpairs at a residual of SPECTRUM_TOL x lambda_max: X, theta (b).
- */
-static void
-spectrum_lobpcg(FitClient *c, const EigenOp *op, int b, int kk, double *X, double *theta)
-{
-	int			n = op->n;
-	double	   *AX = palloc(sizeof(double) * n * b);
-	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
-
-	fit_fill_gaussian(&state, n, b, X, b);
-	eigen_orthonormalize_block(op, X, b);
-	eigen_apply(op, X, b, AX);
-	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
-	eigen_lobpcg(op, X, AX, b, theta, kk, 0.0, 0);
-	eigen_lobpcg(op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
-				 SPECTRUM_MAX_ITER);
-	pfree(AX);
-}
-
-/*
  * A thin client's eigenvectors L (d x kk) from the Gram matrix's Z (m x kk,
  * stride b; scaled in place): L = F z / sqrt(theta), then QR (order kept)
  * for orthonormality to rounding.
@@ -639,7 +600,8 @@ client_spectrum(FitClient *c)
 	X = palloc(sizeof(double) * n * b);
 	theta = palloc(sizeof(double) * b);
 	READ_SITE("spectrum");
-	spectrum_lobpcg(c, &op, b, kk, X, theta);
+	eigen_top_pairs(&op, c->seed ^ UINT64CONST(0x5DEECE66D), X, b, theta, kk, SPECTRUM_TOL,
+					SPECTRUM_MAX_ITER);
 	READ_SITE("other");
 	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
 	found = c->S != NULL || theta[kk - 1] > 1e-10 * theta[0];
@@ -969,7 +931,7 @@ thin_orthonormal_pair(FitClient *c, const double *U, double *T, int q)
 		linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
 	}
 	pfree(UtV);
-	return linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
+	return linalg_chol_orth(d, r2, T, q, T + r2 + r1, q,
 								 client_work(c, LINALG_CHOL_WORK(r2))) == 0;
 }
 
@@ -1198,7 +1160,7 @@ dense_low_rank_response(FitClient *c, const double *U, double *SU)
 	linalg_gemm(true, false, d, r2, r, 1.0, c->Lt, d, z, r2, 0.0, c->X, b);
 	deflate_block(d, r1, U, r2, c->X, b);
 	deflate_block(d, r1, U, r2, c->X, b);
-	if (linalg_chol_orth(d, r2, c->X, b, z) != 0)
+	if (linalg_chol_orth(d, r2, c->X, b, NULL, 0, z) != 0)
 		fit_retract(FIT_RETRACT_QR, d, r2, c->X, b);
 	if (r1 > 0)
 		linalg_gemm(true, false, d, r1, r, 1.0, c->Lt, d, B, r1, 0.0, SU, r1);

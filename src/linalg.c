@@ -70,8 +70,6 @@ linalg_symmetrize_upper(int d, double *C)
 			C[(int64_t) i * d + j] = C[(int64_t) j * d + i];
 }
 
-/* ---- projection and models (project.c, model_functions.c) ---- */
-
 void
 linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
 			  const double *x, double beta, double *y)
@@ -80,9 +78,6 @@ linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
 				alpha, A, n, x, 1, beta, y, 1);
 }
 
-/* ---- PerPCA engine (fit.c, fit_start.c) ---- */
-
-/* C = alpha op(A) op(B) + beta C on strided row-major matrices. */
 void
 linalg_gemm(bool transa, bool transb, int m, int n, int k, double alpha,
 			const double *A, int lda, const double *B, int ldb,
@@ -177,14 +172,12 @@ linalg_dot(int64_t n, const double *x, const double *y)
 	return sum;
 }
 
-/* dscal over a strided column. */
 void
 linalg_scale_column(int m, double *A, int lda, int j, double alpha)
 {
 	cblas_dscal(m, alpha, A + j, lda);
 }
 
-/* idamax finds the first entry of largest magnitude in each column. */
 void
 linalg_fix_signs(int m, int n, double *A, int lda)
 {
@@ -428,7 +421,6 @@ linalg_eigh_all(int n, double *A, double *w)
 	return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', n, A, n, w);
 }
 
-/* Thin SVD without right vectors; keep the first k left singular vectors. */
 int
 linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma,
 					 double *work)
@@ -449,8 +441,6 @@ linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double 
 		memcpy(sigma, s, sizeof(double) * k);
 	return 0;
 }
-
-/* ---- PerPCA rounds, fast paths (fit.c) ---- */
 
 /*
  * The Gram G = A^T A of a row-major m x n block is a symmetric n x n matrix
@@ -478,16 +468,8 @@ chol_gram_factor(int n, int j0, double *R)
 	return (lo > 1e-3 * hi) ? 0 : 1;
 }
 
-/* Cholesky QR: A <- A R^-1 with A^T A = R^T R, the Q of A's QR with diag(R) > 0; 1 (A untouched) if ill-conditioned. */
 int
-linalg_chol_orth(int m, int n, double *A, int lda, double *work)
-{
-	return linalg_chol_orth_pair(m, n, A, lda, NULL, 0, work);
-}
-
-/* Cholesky QR of A as linalg_chol_orth, with the same A <- A R^-1 applied to B (m x n) unless B is NULL; 1 (both untouched) if ill-conditioned. */
-int
-linalg_chol_orth_pair(int m, int n, double *A, int lda, double *B, int ldb, double *work)
+linalg_chol_orth(int m, int n, double *A, int lda, double *B, int ldb, double *work)
 {
 	double	   *R = work;
 
