@@ -20,8 +20,6 @@
 #include "eigen.h"
 #include "linalg.h"
 
-/* Power iterations used to estimate lambda_max of a dense S_i. */
-#define POWER_ITERATIONS 200
 /* Dimension up to which the best response is always the exact LAPACK solve (d-space; Gram route). */
 #define BEST_RESPONSE_EXACT_DIM 96
 #define BEST_RESPONSE_EXACT_GRAM 24
@@ -70,8 +68,6 @@
 #define SPECTRUM_EXACT_DIM 96
 #define SPECTRUM_TOL 1e-6
 #define SPECTRUM_MAX_ITER 200
-/* Subspace iterations of an approximate local-PC computation (starts). */
-#define LOCAL_PCS_ITER 8
 
 /*
  * Build with -DPERPCA_TRACE_READS (make COPT=-DPERPCA_TRACE_READS) to log
@@ -117,17 +113,17 @@ orthonormalize(FitClient *c, FitRetraction how, int m, int n, double *A, int lda
 	eigen_orthonormalize(how, m, n, A, lda, client_work(c, LINALG_CHOL_WORK(n)));
 }
 
-/* A' (I - U U') applied in place: A <- A - U (U'A), U d x r1, A d x n (stride lda). */
+/* A <- (I - U U') A = A - U (U'A), U d x r1 (stride ldu), A d x n (stride lda). */
 static void
-deflate_block(int d, int r1, const double *U, int n, double *A, int lda)
+deflate_block(int d, int r1, const double *U, int ldu, int n, double *A, int lda)
 {
 	double	   *UtA;
 
 	if (r1 == 0 || n == 0)
 		return;
 	UtA = palloc(sizeof(double) * r1 * n);
-	linalg_gemm(true, false, r1, n, d, 1.0, U, r1, A, lda, 0.0, UtA, n);
-	linalg_gemm(false, false, d, n, r1, -1.0, U, r1, UtA, n, 1.0, A, lda);
+	linalg_gemm(true, false, r1, n, d, 1.0, U, ldu, A, lda, 0.0, UtA, n);
+	linalg_gemm(false, false, d, n, r1, -1.0, U, ldu, UtA, n, 1.0, A, lda);
 	pfree(UtA);
 }
 
@@ -235,27 +231,20 @@ thin_factor(const FitClient *c)
 	return F;
 }
 
-/* F'F of a thin client, computed once (with the best response, below). */
-static const double *thin_gram(FitClient *c);
-
-/* lambda_max of a thin S_i: the top eigenvalue of the m x m Gram F'F. */
-static double
-thin_lambda_max(FitClient *c)
+/* L (d x q) = F Z for Z m x q: sqrt(yscale) Y'Z plus delta times Z's last row. */
+static void
+thin_times(const FitClient *c, const double *Z, int ldz, int q, double *L, int ldl)
 {
-	int			m = thin_width(c);
-	double	   *G = palloc(sizeof(double) * m * m);
-	double	   *z = palloc(sizeof(double) * m);
-	double		top = 0.0;
+	int			n = c->nrows;
 
-	memcpy(G, thin_gram(c), sizeof(double) * m * m);
-	fit_eigh_top(m, G, 1, &top, z, 1);
-	pfree(G);
-	pfree(z);
-	return top;
+	linalg_gemm(true, false, c->d, q, n, sqrt(c->yscale), c->Y, c->d, Z, ldz, 0.0, L, ldl);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, c->d, q, 1, 1.0, c->delta, 1, Z + (int64) n * ldz, ldz, 1.0,
+					L, ldl);
 }
 
-/* lambda_max of a dense S_i (block subspace iteration, below). */
-static double dense_lambda_max(FitClient *c);
+/* F'F of a thin client, computed once (with the best response, below). */
+static const double *thin_gram(FitClient *c);
 
 /* The top eigenpairs of S_i, once (below); false where another route applies. */
 static bool client_spectrum(FitClient *c);
@@ -263,9 +252,15 @@ static bool client_spectrum(FitClient *c);
 double
 client_lambda_max(FitClient *c)
 {
-	if (c->lambda_max <= 0.0)
-		c->lambda_max = client_spectrum(c) ? c->pc_lambda[0] :
-			c->S != NULL ? dense_lambda_max(c) : thin_lambda_max(c);
+	if (c->lambda_max <= 0.0 && client_spectrum(c))
+		c->lambda_max = c->pc_lambda[0];
+	else if (c->lambda_max <= 0.0)
+	{
+		double	   *z = palloc(sizeof(double) * c->d);
+
+		client_top_eigen(c, NULL, 1, &c->lambda_max, z, 1);
+		pfree(z);
+	}
 	return c->lambda_max;
 }
 
@@ -294,22 +289,6 @@ dense_eigen_work(int d, int r1, int k)
 	return (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1 + LINALG_EIGH_WORK(d, k);
 }
 
-/* D = S_i as a full d x d matrix: a copy of S, or a thin client's S_i formed by client_add_dense. */
-static void
-client_copy_dense(FitClient *c, double *D)
-{
-	int			d = c->d;
-
-	if (c->S != NULL)
-	{
-		TRACE_READ(c, 0);
-		memcpy(D, c->S, sizeof(double) * d * d);
-		return;
-	}
-	memset(D, 0, sizeof(double) * d * d);
-	client_add_dense(c, 1.0, D);
-}
-
 /*
  * Exact eigenpairs of the d x d matrix S_i, deflated by U when given, in
  * work (dense_eigen_work doubles); S U (one product) into SU when given.
@@ -326,7 +305,8 @@ dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z,
 			   *G = B + 2 * (int64) d * r1, /* r1 x r1 */
 			   *eigwork = G + (int64) r1 * r1;	/* LINALG_EIGH_WORK(d, k) */
 
-	client_copy_dense(c, D);
+	memset(D, 0, sizeof(double) * d * d);
+	client_add_dense(c, 1.0, D);
 	if (U != NULL && r1 > 0)
 	{
 		/*
@@ -356,7 +336,7 @@ thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, 
 	double	   *F = thin_factor(c);
 
 	if (U != NULL)
-		deflate_block(c->d, c->r1, U, m, F, m);
+		deflate_block(c->d, c->r1, U, c->r1, m, F, m);
 	fit_left_singular(c->d, m, F, k, Z, ldz, values);
 	for (int j = 0; j < k; j++)
 		values[j] *= values[j];
@@ -383,7 +363,7 @@ complete_block(FitClient *c, uint64 salt, const double *U, int m, int k, double 
 	fit_fill_gaussian(&state, d, k - m, X, k - m);
 	for (int pass = 0; pass < 2; pass++)
 	{
-		deflate_block(d, r1 + m, Q, k - m, X, k - m);
+		deflate_block(d, r1 + m, Q, r1 + m, k - m, X, k - m);
 		fit_retract(FIT_RETRACT_QR, d, k - m, X, k - m);
 	}
 	linalg_copy(d, k - m, X, k - m, Z + m, ldz);
@@ -472,7 +452,7 @@ space_apply(void *arg, const double *X, int b, double *Y)
 
 	client_apply(s->c, X, b, Y);
 	if (s->U != NULL)
-		deflate_block(s->c->d, s->c->r1, s->U, b, Y, b);
+		deflate_block(s->c->d, s->c->r1, s->U, s->c->r1, b, Y, b);
 }
 
 /* X (d x b) <- (I - UU') X. */
@@ -481,7 +461,7 @@ space_deflate(void *arg, double *X, int b)
 {
 	SpaceOp    *s = (SpaceOp *) arg;
 
-	deflate_block(s->c->d, s->c->r1, s->U, b, X, b);
+	deflate_block(s->c->d, s->c->r1, s->U, s->c->r1, b, X, b);
 }
 
 /* S_i in d-space, deflated against U when U is given; s holds its state. */
@@ -505,42 +485,6 @@ gram_op(FitClient *c, int m, const double *G, const double *L, int r)
 	return op;
 }
 
-/*
- * lambda_max of a dense S_i: block subspace iteration (8 columns, so BLAS 3
- * and a convergence rate of lambda_9 / lambda_1) from a fixed start, to a
- * residual of 1e-7 lambda (the value is then exact to ~1e-14).
- */
-static double
-dense_lambda_max(FitClient *c)
-{
-	int			b = Min(c->d, 8);
-	SpaceOp		space;
-	EigenOp		op = space_op(c, NULL, &space);
-	double	   *X = palloc(sizeof(double) * c->d * b);
-	double	   *theta = palloc(sizeof(double) * b);
-	uint64		state = UINT64CONST(20240101);
-	double		lambda;
-
-	fit_fill_gaussian(&state, c->d, b, X, b);
-	READ_SITE("lambda_max");
-	eigen_subspace_iterate(&op, X, b, theta, 1, 0.0, 1);
-	for (int round = 0; round < POWER_ITERATIONS / 10; round++)
-		if (eigen_subspace_iterate(&op, X, b, theta, 1, 1e-7 * Max(theta[0], 1e-300), 10))
-			break;
-	READ_SITE("other");
-	lambda = theta[0];
-	pfree(X);
-	pfree(theta);
-	return lambda;
-}
-
-/* Block size of the subspace iteration: r plus some oversampling, within n. */
-static int
-block_size(int n, int r)
-{
-	return Min(n, r + Max(2, Min(r, 10)));
-}
-
 /* Block size of a best response's LOBPCG: r plus a few guard columns, within n. */
 static int
 response_block(int n, int r)
@@ -556,15 +500,10 @@ response_block(int n, int r)
 static void
 thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double *L)
 {
-	int			d = c->d,
-				nr = c->nrows;
-
 	for (int j = 0; j < kk; j++)
 		linalg_scale_column(thin_width(c), Z, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
-	linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, Z, b, 0.0, L, kk);
-	if (c->delta != NULL)
-		linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, Z + (int64) nr * b, b, 1.0, L, kk);
-	orthonormalize(c, FIT_RETRACT_QR, d, kk, L, kk);
+	thin_times(c, Z, b, kk, L, kk);
+	orthonormalize(c, FIT_RETRACT_QR, c->d, kk, L, kk);
 }
 
 /*
@@ -574,8 +513,8 @@ thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double
  * the L-BFGS starts come from it.  Dense S_i: block LOBPCG in d-space;
  * thin S_i: LOBPCG on the m x m Gram matrix F'F (cached for the best
  * responses), L = F z / sqrt(theta): no pass over the rows per iteration.
- * Returns false (nothing cached) where the old routes apply: small d (exact
- * LAPACK) and thin clients with fewer rows than the block.
+ * Returns false (nothing cached) where the exact solve is used instead:
+ * small d, and thin clients with fewer rows than the block.
  */
 static bool
 client_spectrum(FitClient *c)
@@ -584,7 +523,6 @@ client_spectrum(FitClient *c)
 				kk = Max(c->k, 1),
 				n = c->S != NULL ? d : thin_width(c),
 				b = response_block(n, kk);
-	MemoryContext cxt = GetMemoryChunkContext(c->W);
 	SpaceOp		space;
 	EigenOp		op;
 	double	   *X,
@@ -603,12 +541,12 @@ client_spectrum(FitClient *c)
 	eigen_top_pairs(&op, c->seed ^ UINT64CONST(0x5DEECE66D), X, b, theta, kk, SPECTRUM_TOL,
 					SPECTRUM_MAX_ITER);
 	READ_SITE("other");
-	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
+	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined */
 	found = c->S != NULL || theta[kk - 1] > 1e-10 * theta[0];
 	if (found)
 	{
-		c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
-		c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
+		c->pc_L = MemoryContextAllocHuge(GetMemoryChunkContext(c->W), sizeof(double) * d * kk);
+		c->pc_lambda = MemoryContextAlloc(GetMemoryChunkContext(c->W), sizeof(double) * kk);
 		memcpy(c->pc_lambda, theta, sizeof(double) * kk);
 		if (c->S != NULL)
 			linalg_copy(d, kk, X, b, c->pc_L, kk);
@@ -624,41 +562,18 @@ void
 client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 {
 	int			d = c->d,
-				k = c->k,
-				b = block_size(d, k);
-	SpaceOp		space;
-	EigenOp		op = space_op(c, NULL, &space);
-	double	   *X,
-			   *theta;
+				k = c->k;
 
 	CHECK_FOR_INTERRUPTS();
 	pcs->L = palloc(sizeof(double) * d * Max(k, 1));
 	pcs->lambda = palloc(sizeof(double) * Max(k, 1));
-	if (exact || d <= SPECTRUM_EXACT_DIM || k == 0)
-	{
-		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
-		return;
-	}
-	if (client_spectrum(c))
+	if (!exact && d > SPECTRUM_EXACT_DIM && k > 0 && client_spectrum(c))
 	{
 		memcpy(pcs->L, c->pc_L, sizeof(double) * d * k);
 		memcpy(pcs->lambda, c->pc_lambda, sizeof(double) * k);
-		return;
 	}
-	X = palloc(sizeof(double) * d * b);
-	theta = palloc(sizeof(double) * b);
-	{
-		uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
-
-		fit_fill_gaussian(&state, d, b, X, b);
-	}
-	READ_SITE("local_pcs");
-	eigen_subspace_iterate(&op, X, b, theta, k, 0.0, LOCAL_PCS_ITER);
-	READ_SITE("other");
-	linalg_copy(d, k, X, b, pcs->L, k);
-	memcpy(pcs->lambda, theta, sizeof(double) * k);
-	pfree(X);
-	pfree(theta);
+	else
+		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
 }
 
 /* ------------------------------------------------------------------------
@@ -670,17 +585,10 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 static void
 client_deflate(FitClient *c, FitRetraction retraction)
 {
-	int			r1 = c->r1,
-				r2 = c->r2,
-				k = c->k;
-	double	   *V = c->W + r1;
-	double	   *UtV = c->M;
-
-	if (r2 == 0)
+	if (c->r2 == 0)
 		return;
-	linalg_gemm(true, false, r1, r2, c->d, 1.0, c->W, k, V, k, 0.0, UtV, r2);
-	linalg_gemm(false, false, c->d, r2, r1, -1.0, c->W, k, UtV, r2, 1.0, V, k);
-	fit_retract(retraction, c->d, r2, V, k);
+	deflate_block(c->d, c->r1, c->W, c->k, c->r2, c->W + c->r1, c->k);
+	fit_retract(retraction, c->d, c->r2, c->W + c->r1, c->k);
 }
 
 /* client_deflate inside a round: one Cholesky QR of [U, V_i], the explicit route when ill-conditioned. */
@@ -948,7 +856,6 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 				  double *SU, const double *AZ)
 {
 	int			d = c->d,
-				n = c->nrows,
 				r1 = c->r1,
 				r2 = c->r2,
 				k = c->k,
@@ -956,10 +863,8 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	double	   *C = thin_pass_columns(c, Z, ldz, FtU, AZ, q),
 			   *T = palloc(sizeof(double) * d * q);
 
-	linalg_gemm(true, false, d, q, n, sqrt(c->yscale), c->Y, d, C, q, 0.0, T, q);
-	if (c->delta != NULL)
-		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
-	deflate_block(d, r1, U, r2, T, q);
+	thin_times(c, C, q, q, T, q);
+	deflate_block(d, r1, U, r1, r2, T, q);
 	c->sw_ready = AZ != NULL && thin_orthonormal_pair(c, U, T, q);
 	if (!c->sw_ready)
 		orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
@@ -1158,8 +1063,8 @@ dense_low_rank_response(FitClient *c, const double *U, double *SU)
 	}
 	/* V = (I - UU') F z (twice: orthogonal to U to rounding), orthonormalized; S U = F B */
 	linalg_gemm(true, false, d, r2, r, 1.0, c->Lt, d, z, r2, 0.0, c->X, b);
-	deflate_block(d, r1, U, r2, c->X, b);
-	deflate_block(d, r1, U, r2, c->X, b);
+	deflate_block(d, r1, U, r1, r2, c->X, b);
+	deflate_block(d, r1, U, r1, r2, c->X, b);
 	if (linalg_chol_orth(d, r2, c->X, b, NULL, 0, z) != 0)
 		fit_retract(FIT_RETRACT_QR, d, r2, c->X, b);
 	if (r1 > 0)
@@ -1249,7 +1154,7 @@ response_carry(FitClient *c, const EigenOp *op, const double *U, const double *S
 		linalg_gemm(true, false, r1, b, d, 1.0, U, r1, Y, b, 0.0, C, b);
 		linalg_gemm(false, false, d, b, r1, -1.0, U, r1, C, b, 1.0, Y, b);
 		linalg_gemm(false, false, d, b, r1, -1.0, ST, w, C, b, 1.0, AY, b);
-		deflate_block(d, r1, U, b, AY, b);
+		deflate_block(d, r1, U, r1, b, AY, b);
 	}
 	eigen_ritz_extend(op, c->X, AX, b, Y, AY, b, c->ritz, min_norm);
 	pfree(Y);
@@ -1284,7 +1189,7 @@ response_start(FitClient *c, const EigenOp *op, const double *U, double *T,
 
 	linalg_copy(d, b, ST + r1, w, AX, b);
 	if (r1 > 0)
-		deflate_block(d, r1, U, b, AX, b);
+		deflate_block(d, r1, U, r1, b, AX, b);
 	if (d < CARRY_DIM)
 		return;
 	if (c->Xprev == NULL)
@@ -1354,23 +1259,6 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 	return exact;
 }
 
-/* SU (d x r1) <- (I - V_i V_i') SU, V_i = W[:, r1:k]: the client's gradient term. */
-static void
-remove_local_part(FitClient *c, double *SU)
-{
-	int			d = c->d,
-				r1 = c->r1,
-				r2 = c->r2;
-	double	   *VtSU;
-
-	if (r1 == 0 || r2 == 0)
-		return;
-	VtSU = palloc(sizeof(double) * r2 * r1);
-	linalg_gemm(true, false, r2, r1, d, 1.0, c->W + r1, c->k, SU, r1, 0.0, VtSU, r1);
-	linalg_gemm(false, false, d, r1, r2, -1.0, c->W + r1, c->k, VtSU, r1, 1.0, SU, r1);
-	pfree(VtSU);
-}
-
 double
 client_best_response(FitClient *c, const double *U, double tol, double scale, double *G,
 					 bool *exact)
@@ -1400,7 +1288,8 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 	for (int j = 0; j < r2; j++)
 		f += c->ritz[j];
 	f += linalg_dot((int64) d * r1, U, SU);
-	remove_local_part(c, SU);
+	/* the gradient term (I - V_i V_i') S U */
+	deflate_block(d, r2, c->W + r1, c->k, r1, SU, r1);
 	linalg_axpy((int64) d * r1, scale, SU, G);
 	pfree(SU);
 	c->objective = 0.5 * f;

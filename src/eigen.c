@@ -347,18 +347,6 @@ svqb(int n, int mb, double *M, double *AM, double *work)
 	return q;
 }
 
-/* M (n x mb) -= X (X'M), and the same combination of AX from AM's last np columns (if AM). */
-static void
-project_out(int n, int b, const double *X, const double *AX, int mb, double *M, double *AM,
-			int np, double *Cx)
-{
-	linalg_gemm(true, false, b, mb, n, 1.0, X, b, M, mb, 0.0, Cx, mb);
-	linalg_gemm(false, false, n, mb, b, -1.0, X, b, Cx, mb, 1.0, M, mb);
-	if (AM != NULL && np > 0)
-		linalg_gemm(false, false, n, np, b, -1.0, AX, b, Cx + (mb - np), mb, 1.0,
-					AM + (mb - np), mb);
-}
-
 /*
  * One LOBPCG run: the operator, the block X (n x b) with AX = A X and its
  * Ritz values theta; the residuals R, the last step P (p columns in use) and
@@ -386,6 +374,29 @@ typedef struct Lobpcg
 	double	   *Cx;
 	double	   *work;
 } Lobpcg;
+
+/*
+ * The search block M (n x mb) deflated and made orthogonal to X, twice for
+ * rounding: M -= X (X'M), and the same combination of AX from AM's last np
+ * columns.
+ */
+static void
+project_out(Lobpcg *s, int mb, int np)
+{
+	int			n = s->n,
+				b = s->b;
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (s->op->deflate != NULL)
+			s->op->deflate(s->op->arg, s->M, mb);
+		linalg_gemm(true, false, b, mb, n, 1.0, s->X, b, s->M, mb, 0.0, s->Cx, mb);
+		linalg_gemm(false, false, n, mb, b, -1.0, s->X, b, s->Cx, mb, 1.0, s->M, mb);
+		if (np > 0)
+			linalg_gemm(false, false, n, np, b, -1.0, s->AX, b, s->Cx + (mb - np), mb, 1.0,
+						s->AM + (mb - np), mb);
+	}
+}
 
 static void
 lobpcg_begin(Lobpcg *s, const EigenOp *op, double *X, double *AX, int b, double *theta)
@@ -438,12 +449,7 @@ lobpcg_search_block(Lobpcg *s, int *mb)
 		linalg_copy(n, p, s->P, b, s->M + b, *mb);
 		linalg_copy(n, p, s->AP, b, s->AM + b, *mb);
 	}
-	for (int pass = 0; pass < 2; pass++)
-	{
-		if (s->op->deflate != NULL)
-			s->op->deflate(s->op->arg, s->M, *mb);
-		project_out(n, b, s->X, s->AX, *mb, s->M, s->AM, p, s->Cx);
-	}
+	project_out(s, *mb, p);
 	linalg_copy(n, b, s->M, *mb, s->R, b);
 	eigen_apply(s->op, s->R, b, s->AR);
 	linalg_copy(n, b, s->AR, b, s->AM, *mb);
@@ -515,9 +521,9 @@ lobpcg_keep_best(const Lobpcg *s, LobpcgBest *best, double worst)
 		return;
 	if (best->X == NULL)
 	{
-		best->X = palloc(sizeof(double) * nb);
-		best->AX = palloc(sizeof(double) * nb);
-		best->theta = palloc(sizeof(double) * s->b);
+		best->X = palloc(sizeof(double) * (2 * nb + s->b));
+		best->AX = best->X + nb;
+		best->theta = best->AX + nb;
 	}
 	best->worst = worst;
 	memcpy(best->X, s->X, sizeof(double) * nb);
@@ -544,8 +550,6 @@ lobpcg_end_best(Lobpcg *s, LobpcgBest *best, bool restore)
 		memcpy(s->theta, best->theta, sizeof(double) * s->b);
 	}
 	pfree(best->X);
-	pfree(best->AX);
-	pfree(best->theta);
 }
 
 /*
@@ -615,12 +619,7 @@ eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, const double 
 	lobpcg_begin(&s, op, X, AX, b, theta);
 	linalg_copy(n, m, Y, m, s.M, m);
 	linalg_copy(n, m, AY, m, s.AM, m);
-	for (int pass = 0; pass < 2; pass++)
-	{
-		if (op->deflate != NULL)
-			op->deflate(op->arg, s.M, m);
-		project_out(n, b, X, AX, m, s.M, s.AM, m, s.Cx);
-	}
+	project_out(&s, m, m);
 	for (int j = 0; j < m; j++)
 	{
 		double		r = 0.0;
