@@ -1,11 +1,6 @@
 /*
  * client_math.c -- what one client computes from its S_i (see client_math.h)
  *
- * Sections: the client's workspace and blocks; S_i (products, lambda_max,
- * trace, exact eigenpairs); S_i as an operator of eigen.c's solvers, and
- * what they give (lambda_max, the spectrum, local PCs); the paper's client
- * step; the best response of the L-BFGS solver; output order.
- *
  * Steps are in the paper's convention: the gradient of f_i is S_i W.
  */
 #include "postgres.h"
@@ -31,10 +26,9 @@
 #define LOW_RANK_FRACTION 0.9
 #define LOW_RANK_TOL 1e-13
 /*
- * Dimension above which a best response whose iteration did not reach its
- * tolerance keeps the iteration's Ritz vectors instead of an exact solve:
- * one dsyev of a large matrix costs more than many rounds (d = 4096: about
- * a minute), and the next round warm-starts from these vectors anyway.
+ * Dimension above which a best response whose iteration failed keeps its
+ * Ritz vectors instead of an exact solve (d = 4096: about a minute); the
+ * next round warm-starts from them anyway.
  */
 #define BEST_RESPONSE_EXACT_FALLBACK 1024
 /*
@@ -70,10 +64,8 @@
 #define SPECTRUM_MAX_ITER 200
 
 /*
- * Build with -DPERPCA_TRACE_READS (make COPT=-DPERPCA_TRACE_READS) to log
- * every full read of a dense S_i at LOG: the client, the columns of the
- * product (0: a whole-matrix copy) and the site (READ_SITE), which
- * bench/flat_reads.py counts per round.  Off by default: no cost.
+ * make COPT=-DPERPCA_TRACE_READS logs every full read of a dense S_i at LOG
+ * (client, columns, READ_SITE), which bench/flat_reads.py counts per round.
  */
 #ifdef PERPCA_TRACE_READS
 static const char *read_site = "other";
@@ -881,7 +873,7 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	pfree(T);
 }
 
-/* A first block for the subspace iteration (n x b): seeded Gaussian. */
+/* A first block for the best response (n x b): seeded Gaussian. */
 static void
 best_response_block(FitClient *c, int n)
 {
@@ -907,9 +899,8 @@ client_seed_response(FitClient *c, const FitLocalPCs *pcs)
 }
 
 /*
- * The iterative best response on the Gram operator op (m x m) from c->X:
- * subspace iteration when the block is more than half of m, else LOBPCG.
- * Returns whether the exact solve must follow (the iteration failed, and m
+ * The iterative best response on the Gram operator op (m x m) from c->X by
+ * LOBPCG.  Returns whether the exact solve must follow (the iteration failed, and m
  * is small enough for it).
  */
 static bool
@@ -921,9 +912,7 @@ gram_iterate(FitClient *c, const EigenOp *op, double tol)
 
 	eigen_orthonormalize_block(op, c->X, c->b);
 	eigen_apply(op, c->X, c->b, AX);
-	exact = (2 * c->b > m) ?
-		!eigen_subspace_iterate(op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
-		!eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+	exact = !eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
 		m <= BEST_RESPONSE_EXACT_FALLBACK;
 	pfree(AX);
 	return exact;
@@ -1107,17 +1096,14 @@ exact_response_space(FitClient *c, const double *U, double *SU)
 
 /*
  * LOBPCG of a best response in d-space on op from c->X (AX = op X); on a
- * failure, restarted from its own Ritz vectors with AX = op X recomputed and
- * no last step, up to BEST_RESPONSE_RESTARTS times, and if it still fails,
- * one Rayleigh-Ritz step on a fresh product, so that the Ritz values kept
- * are true Rayleigh quotients of the V_i kept.  LOBPCG updates AX by
- * recurrence; on a long run to a tight tolerance (the final response, 1e-13
- * lambda_max) it drifts from op X (the LSA corpus's java, d = 1536: X
- * orthonormal to 8e-13 but |op X - AX| 8.8e-7 at |op X| 9.5e-3), the
- * residuals stall far above the tolerance, the Ritz values exceed the
- * operator's top eigenvalue, and above BEST_RESPONSE_EXACT_FALLBACK nothing
- * else repairs it (below, the exact solve does, as before).  Returns whether
- * it reached tol; a run that converges first time is unchanged.
+ * failure above BEST_RESPONSE_EXACT_FALLBACK, restarted from its own Ritz
+ * vectors with AX = op X recomputed, up to BEST_RESPONSE_RESTARTS times,
+ * then one Rayleigh-Ritz step on a fresh product, so that the Ritz values
+ * kept are Rayleigh quotients of the V_i kept.  LOBPCG updates AX by
+ * recurrence, which on a long run to a tight tolerance drifts from op X
+ * (the LSA corpus's java, d = 1536: |op X - AX| 8.8e-7 at |op X| 9.5e-3)
+ * until the residuals stall; below the fallback dimension the exact solve
+ * repairs that.  Returns whether it reached tol.
  */
 static bool
 response_lobpcg(FitClient *c, const EigenOp *op, double *AX, double tol)

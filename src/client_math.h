@@ -98,7 +98,7 @@ extern double client_trace(const FitClient *c);
 extern void client_top_eigen(FitClient *c, const double *U, int k, double *values,
 							 double *Z, int ldz);
 
-/* Top k_i eigenpairs of S_i: exact, or by a few subspace iterations when !exact. */
+/* Top k_i eigenpairs of S_i: exact, or from the cached LOBPCG spectrum when !exact and d is large. */
 extern void client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs);
 
 /* ---- the paper's client step (Algorithm 2) ---- */

@@ -2,7 +2,7 @@
  * eigen.c -- eigensolvers and orthonormal blocks (see eigen.h)
  *
  * Sections: the exact solves (LAPACK); orthonormal blocks and random
- * starts; a symmetric operator and subspace iteration with Rayleigh-Ritz;
+ * starts; a symmetric operator and Rayleigh-Ritz;
  * block LOBPCG; the top eigenvalue of an explicit matrix.
  */
 #include "postgres.h"
@@ -182,7 +182,7 @@ fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
 }
 
 /* ------------------------------------------------------------------------
- * A symmetric operator; subspace iteration with Rayleigh-Ritz
+ * A symmetric operator; Rayleigh-Ritz
  * ------------------------------------------------------------------------
  */
 
@@ -270,27 +270,6 @@ fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
 	pfree(Q);
 	pfree(work);
 	return worst;
-}
-
-bool
-eigen_subspace_iterate(const EigenOp *op, double *X, int b, double *theta, int nres, double tol,
-					   int maxit)
-{
-	double	   *Y = palloc(sizeof(double) * op->n * b);
-	bool		done = false;
-
-	for (int it = 0; it < maxit && !done; it++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		eigen_orthonormalize_block(op, X, b);
-		eigen_apply(op, X, b, Y);
-		done = fit_rayleigh_ritz(op->n, b, X, Y, theta, nres) <= tol;
-		/* the next block is A X; on the way out X keeps the orthonormal Ritz vectors */
-		if (!done && it < maxit - 1)
-			memcpy(X, Y, sizeof(double) * op->n * b);
-	}
-	pfree(Y);
-	return done;
 }
 
 /* ------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 /*
  * eigen.h -- eigensolvers and orthonormal blocks, over plain double arrays
  *
- * The exact solves (LAPACK through linalg.c), subspace iteration and block
+ * The exact solves (LAPACK through linalg.c), Rayleigh-Ritz and block
  * LOBPCG for the top eigenpairs of a symmetric positive semidefinite
  * operator known by its products, orthonormalization and seeded Gaussian
  * blocks.  Pure C: no SPI, no fmgr.  Row-major; ld* are row strides.
@@ -41,14 +41,6 @@ extern void eigen_apply(const EigenOp *op, const double *X, int b, double *Y);
 
 /* Make X (n x b) orthonormal (and deflated, when the operator deflates). */
 extern void eigen_orthonormalize_block(const EigenOp *op, double *X, int b);
-
-/*
- * Subspace iteration from X (n x b) until the first nres Ritz pairs have
- * residuals <= tol, at most maxit products.  Returns whether it converged;
- * X ends as orthonormal Ritz vectors, theta (b) as their values, either way.
- */
-extern bool eigen_subspace_iterate(const EigenOp *op, double *X, int b, double *theta, int nres,
-								   double tol, int maxit);
 
 /*
  * Block LOBPCG for the top eigenpairs, warm-started from the orthonormal X

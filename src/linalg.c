@@ -269,48 +269,10 @@ linalg_qr_orth(int m, int n, double *A, int lda, double *work)
 }
 
 /*
- * linalg_eigh_top's fallback when dstemr fails: the top k eigenpairs of the
- * tridiagonal (diag, off) by bisection and inverse iteration, as dsyevr
- * does (iw: iblock, isplit, ifail, then work), in ascending order into w
- * and z (d x k, column-major).
- */
-static int
-eigh_top_bisection(int d, int k, double *diag, double *off, double *w, double *z,
-				   lapack_int *iw, double *lw)
-{
-	lapack_int *iblock = iw,
-			   *isplit = iblock + d,
-			   *ifail = isplit + d;
-	lapack_int	found = 0,
-				nsplit = 0;
-	int			info;
-
-	info = LAPACKE_dstebz_work('I', 'B', d, 0.0, 0.0, d - k + 1, d, 0.0, diag, off,
-							   &found, &nsplit, w, iblock, isplit, lw, ifail + d);
-	if (info != 0 || found != k)
-		return info != 0 ? info : -1;
-	info = LAPACKE_dstein_work(LAPACK_COL_MAJOR, d, diag, off, k, w, iblock, isplit,
-							   z, d, lw, ifail + d, ifail);
-	if (info != 0)
-		return info;
-	/* dstebz orders by split-off block: sort ascending, vectors along */
-	for (int i = 0; i < k; i++)
-		for (int j = i + 1; j < k; j++)
-			if (w[j] < w[i])
-			{
-				double		t = w[i];
-
-				w[i] = w[j];
-				w[j] = t;
-				cblas_dswap(d, z + (int64_t) i * d, 1, z + (int64_t) j * d, 1);
-			}
-	return 0;
-}
-
-/*
  * The top k eigenpairs (w ascending, z d x k column-major) of the symmetric
  * tridiagonal matrix of diagonal diag and subdiagonal off: dstemr on copies
- * (it overwrites its input), bisection and inverse iteration when it fails.
+ * (it overwrites its input), bisection and inverse iteration (dstevr) when
+ * it fails.
  * w is followed by 2d doubles of room for the copies; lw is the workspace of
  * linalg_eigh_top after z, its integer part after LINALG_EIGH_LWORK(d).
  */
@@ -332,7 +294,11 @@ tridiagonal_top(int d, int k, double *diag, double *off, double *w, double *z, d
 							   lw, LINALG_EIGH_LWORK(d), iw + 2 * k, LINALG_EIGH_LIWORK(d));
 	if (info == 0 && found == k)
 		return 0;
-	return eigh_top_bisection(d, k, diag, off, w, z, iw, lw);
+	/* dstevr on part of a spectrum is bisection and inverse iteration (dstebz, dstein) */
+	info = LAPACKE_dstevr_work(LAPACK_COL_MAJOR, 'V', 'I', d, diag, off, 0.0, 0.0, d - k + 1, d,
+							   0.0, &found, w, z, d, iw, lw, LINALG_EIGH_LWORK(d),
+							   iw + 2 * k, LINALG_EIGH_LIWORK(d));
+	return info != 0 ? info : found == k ? 0 : -1;
 }
 
 /* k ascending eigenpairs (w, the rows of z, n long) as descending values and columns of Z (stride ldz). */
