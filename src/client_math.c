@@ -795,18 +795,17 @@ thin_pass_columns(FitClient *c, const double *Z, int ldz, const double *FtU, con
 				m = thin_width(c);
 	double	   *C = palloc(sizeof(double) * m * q);
 
-	for (int i = 0; i < m; i++)
+	linalg_copy(m, r2, Z, ldz, C, q);
+	linalg_copy(m, r1, FtU, r1, C + r2, q);
+	if (AZ != NULL)
+		linalg_copy(m, r2, AZ, ldz, C + r2 + r1, q);
+	for (int j = 0; j < r2; j++)
 	{
-		for (int j = 0; j < r2; j++)
-		{
-			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
+		double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
 
-			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
-			if (AZ != NULL)
-				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
-		}
-		for (int j = 0; j < r1; j++)
-			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
+		linalg_scale_column(m, C, q, j, s);
+		if (AZ != NULL)
+			linalg_scale_column(m, C, q, r2 + r1 + j, s);
 	}
 	return C;
 }
@@ -930,6 +929,7 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	double	   *FtU = thin_factor_t_u(c, U);
 	EigenOp		op = gram_op(c, m, thin_gram(c), FtU, c->r1);
 	bool		exact = m <= BEST_RESPONSE_EXACT_GRAM;
+	double	   *AX;
 
 	if (c->X == NULL)
 		best_response_block(c, m);
@@ -942,17 +942,13 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
 		pfree(G);
 	}
-	if (c->final_response)
-	{
-		/* the final response: S W from the same pass (F'(I - UU')F X costs no pass) */
-		double	   *AX = palloc(sizeof(double) * m * c->b);
-
+	/* the final response: S W from the same pass (F'(I - UU')F X costs no pass) */
+	AX = c->final_response ? palloc(sizeof(double) * m * c->b) : NULL;
+	if (AX != NULL)
 		eigen_apply(&op, c->X, c->b, AX);
-		thin_local_and_su(c, U, c->X, c->b, FtU, SU, AX);
+	thin_local_and_su(c, U, c->X, c->b, FtU, SU, AX);
+	if (AX != NULL)
 		pfree(AX);
-	}
-	else
-		thin_local_and_su(c, U, c->X, c->b, FtU, SU, NULL);
 	pfree(FtU);
 	return exact;
 }
