@@ -699,8 +699,7 @@ client_init_local(FitClient *c, const double *U, const FitLocalPCs *pcs)
 	linalg_copy(d, c->k, pcs->L, c->k, T, c->k);
 	for (int j = 0; j < c->k; j++)
 		linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs->lambda[j], 0.0)) + floor);
-	linalg_gemm(true, false, r1, c->k, d, 1.0, U, r1, T, c->k, 0.0, c->M, c->k);
-	linalg_gemm(false, false, d, c->k, r1, -1.0, U, r1, c->M, c->k, 1.0, T, c->k);
+	deflate_block(d, r1, U, r1, c->k, T, c->k);
 	fit_left_singular(d, c->k, T, c->r2, c->W + r1, c->k, NULL);
 }
 
@@ -953,59 +952,45 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	return exact;
 }
 
-/* c->Lt = Lambda_r^(1/2) Q_r' (r x d) and c->Llambda from the eigenpairs lam, Q (d x d, columns) of S_i. */
-static void
-low_rank_factor(FitClient *c, int r, const double *lam, const double *Q)
-{
-	int			d = c->d;
-	MemoryContext cxt = GetMemoryChunkContext(c->W);
-
-	c->lrank = r;
-	c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
-	c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
-	for (int j = 0; j < r; j++)
-	{
-		double		s = sqrt(lam[j]);
-
-		c->Llambda[j] = lam[j];
-		for (int i = 0; i < d; i++)
-			c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
-	}
-}
-
 /*
  * The factor S_i = Lt'Lt of a small dense S_i of low rank, from its exact
- * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' over the r eigenvalues
- * above LOW_RANK_TOL lambda_max.  Returns whether the client has one.
+ * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' (r x d) over the r
+ * eigenvalues above LOW_RANK_TOL lambda_max.  Returns whether the client
+ * has one.
  */
 static bool
 dense_low_rank(FitClient *c)
 {
 	int			d = c->d,
 				r = 0;
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
 	double	   *A,
 			   *Q,
-			   *lam,
-			   *work;
+			   *lam;
 
 	if (c->lrank != 0)
 		return c->lrank > 0;
 	c->lrank = -1;
 	A = palloc(sizeof(double) * d * d);
 	Q = palloc(sizeof(double) * d * d);
-	lam = palloc(sizeof(double) * d);
-	work = eigen_work(LINALG_EIGH_WORK(d, d));
+	lam = MemoryContextAlloc(cxt, sizeof(double) * d);
 	memcpy(A, c->S, sizeof(double) * d * d);
-	if (linalg_eigh_top(d, A, d, lam, Q, d, work) != 0)
-		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
+	fit_eigh_top(d, A, d, lam, Q, d);
 	while (r < d && lam[r] > LOW_RANK_TOL * lam[0])
 		r++;
 	if (r >= c->r1 + c->r2 && r <= LOW_RANK_FRACTION * d)
-		low_rank_factor(c, r, lam, Q);
+	{
+		c->lrank = r;
+		c->Llambda = lam;
+		c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
+		for (int j = 0; j < r; j++)
+			for (int i = 0; i < d; i++)
+				c->Lt[(int64) j * d + i] = sqrt(lam[j]) * Q[(int64) i * d + j];
+	}
+	else
+		pfree(lam);
 	pfree(A);
 	pfree(Q);
-	pfree(lam);
-	pfree(work);
 	return c->lrank > 0;
 }
 
