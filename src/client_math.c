@@ -1,11 +1,6 @@
 /*
  * client_math.c -- what one client computes from its S_i (see client_math.h)
  *
- * Sections: the client's workspace and blocks; S_i (products, lambda_max,
- * trace, exact eigenpairs); S_i as an operator of eigen.c's solvers, and
- * what they give (lambda_max, the spectrum, local PCs); the paper's client
- * step; the best response of the L-BFGS solver; output order.
- *
  * Steps are in the paper's convention: the gradient of f_i is S_i W.
  */
 #include "postgres.h"
@@ -20,8 +15,6 @@
 #include "eigen.h"
 #include "linalg.h"
 
-/* Power iterations used to estimate lambda_max of a dense S_i. */
-#define POWER_ITERATIONS 200
 /* Dimension up to which the best response is always the exact LAPACK solve (d-space; Gram route). */
 #define BEST_RESPONSE_EXACT_DIM 96
 #define BEST_RESPONSE_EXACT_GRAM 24
@@ -33,10 +26,9 @@
 #define LOW_RANK_FRACTION 0.9
 #define LOW_RANK_TOL 1e-13
 /*
- * Dimension above which a best response whose iteration did not reach its
- * tolerance keeps the iteration's Ritz vectors instead of an exact solve:
- * one dsyev of a large matrix costs more than many rounds (d = 4096: about
- * a minute), and the next round warm-starts from these vectors anyway.
+ * Dimension above which a best response whose iteration failed keeps its
+ * Ritz vectors instead of an exact solve (d = 4096: about a minute); the
+ * next round warm-starts from them anyway.
  */
 #define BEST_RESPONSE_EXACT_FALLBACK 1024
 /*
@@ -70,14 +62,10 @@
 #define SPECTRUM_EXACT_DIM 96
 #define SPECTRUM_TOL 1e-6
 #define SPECTRUM_MAX_ITER 200
-/* Subspace iterations of an approximate local-PC computation (starts). */
-#define LOCAL_PCS_ITER 8
 
 /*
- * Build with -DPERPCA_TRACE_READS (make COPT=-DPERPCA_TRACE_READS) to log
- * every full read of a dense S_i at LOG: the client, the columns of the
- * product (0: a whole-matrix copy) and the site (READ_SITE), which
- * bench/flat_reads.py counts per round.  Off by default: no cost.
+ * make COPT=-DPERPCA_TRACE_READS logs every full read of a dense S_i at LOG
+ * (client, columns, READ_SITE), which bench/flat_reads.py counts per round.
  */
 #ifdef PERPCA_TRACE_READS
 static const char *read_site = "other";
@@ -117,17 +105,17 @@ orthonormalize(FitClient *c, FitRetraction how, int m, int n, double *A, int lda
 	eigen_orthonormalize(how, m, n, A, lda, client_work(c, LINALG_CHOL_WORK(n)));
 }
 
-/* A' (I - U U') applied in place: A <- A - U (U'A), U d x r1, A d x n (stride lda). */
+/* A <- (I - U U') A = A - U (U'A), U d x r1 (stride ldu), A d x n (stride lda). */
 static void
-deflate_block(int d, int r1, const double *U, int n, double *A, int lda)
+deflate_block(int d, int r1, const double *U, int ldu, int n, double *A, int lda)
 {
 	double	   *UtA;
 
 	if (r1 == 0 || n == 0)
 		return;
 	UtA = palloc(sizeof(double) * r1 * n);
-	linalg_gemm(true, false, r1, n, d, 1.0, U, r1, A, lda, 0.0, UtA, n);
-	linalg_gemm(false, false, d, n, r1, -1.0, U, r1, UtA, n, 1.0, A, lda);
+	linalg_gemm(true, false, r1, n, d, 1.0, U, ldu, A, lda, 0.0, UtA, n);
+	linalg_gemm(false, false, d, n, r1, -1.0, U, ldu, UtA, n, 1.0, A, lda);
 	pfree(UtA);
 }
 
@@ -235,27 +223,20 @@ thin_factor(const FitClient *c)
 	return F;
 }
 
-/* F'F of a thin client, computed once (with the best response, below). */
-static const double *thin_gram(FitClient *c);
-
-/* lambda_max of a thin S_i: the top eigenvalue of the m x m Gram F'F. */
-static double
-thin_lambda_max(FitClient *c)
+/* L (d x q) = F Z for Z m x q: sqrt(yscale) Y'Z plus delta times Z's last row. */
+static void
+thin_times(const FitClient *c, const double *Z, int ldz, int q, double *L, int ldl)
 {
-	int			m = thin_width(c);
-	double	   *G = palloc(sizeof(double) * m * m);
-	double	   *z = palloc(sizeof(double) * m);
-	double		top = 0.0;
+	int			n = c->nrows;
 
-	memcpy(G, thin_gram(c), sizeof(double) * m * m);
-	fit_eigh_top(m, G, 1, &top, z, 1);
-	pfree(G);
-	pfree(z);
-	return top;
+	linalg_gemm(true, false, c->d, q, n, sqrt(c->yscale), c->Y, c->d, Z, ldz, 0.0, L, ldl);
+	if (c->delta != NULL)
+		linalg_gemm(false, false, c->d, q, 1, 1.0, c->delta, 1, Z + (int64) n * ldz, ldz, 1.0,
+					L, ldl);
 }
 
-/* lambda_max of a dense S_i (block subspace iteration, below). */
-static double dense_lambda_max(FitClient *c);
+/* F'F of a thin client, computed once (with the best response, below). */
+static const double *thin_gram(FitClient *c);
 
 /* The top eigenpairs of S_i, once (below); false where another route applies. */
 static bool client_spectrum(FitClient *c);
@@ -263,9 +244,15 @@ static bool client_spectrum(FitClient *c);
 double
 client_lambda_max(FitClient *c)
 {
-	if (c->lambda_max <= 0.0)
-		c->lambda_max = client_spectrum(c) ? c->pc_lambda[0] :
-			c->S != NULL ? dense_lambda_max(c) : thin_lambda_max(c);
+	if (c->lambda_max <= 0.0 && client_spectrum(c))
+		c->lambda_max = c->pc_lambda[0];
+	else if (c->lambda_max <= 0.0)
+	{
+		double	   *z = palloc(sizeof(double) * c->d);
+
+		client_top_eigen(c, NULL, 1, &c->lambda_max, z, 1);
+		pfree(z);
+	}
 	return c->lambda_max;
 }
 
@@ -294,22 +281,6 @@ dense_eigen_work(int d, int r1, int k)
 	return (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1 + LINALG_EIGH_WORK(d, k);
 }
 
-/* D = S_i as a full d x d matrix: a copy of S, or a thin client's S_i formed by client_add_dense. */
-static void
-client_copy_dense(FitClient *c, double *D)
-{
-	int			d = c->d;
-
-	if (c->S != NULL)
-	{
-		TRACE_READ(c, 0);
-		memcpy(D, c->S, sizeof(double) * d * d);
-		return;
-	}
-	memset(D, 0, sizeof(double) * d * d);
-	client_add_dense(c, 1.0, D);
-}
-
 /*
  * Exact eigenpairs of the d x d matrix S_i, deflated by U when given, in
  * work (dense_eigen_work doubles); S U (one product) into SU when given.
@@ -326,7 +297,8 @@ dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z,
 			   *G = B + 2 * (int64) d * r1, /* r1 x r1 */
 			   *eigwork = G + (int64) r1 * r1;	/* LINALG_EIGH_WORK(d, k) */
 
-	client_copy_dense(c, D);
+	memset(D, 0, sizeof(double) * d * d);
+	client_add_dense(c, 1.0, D);
 	if (U != NULL && r1 > 0)
 	{
 		/*
@@ -356,7 +328,7 @@ thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, 
 	double	   *F = thin_factor(c);
 
 	if (U != NULL)
-		deflate_block(c->d, c->r1, U, m, F, m);
+		deflate_block(c->d, c->r1, U, c->r1, m, F, m);
 	fit_left_singular(c->d, m, F, k, Z, ldz, values);
 	for (int j = 0; j < k; j++)
 		values[j] *= values[j];
@@ -364,35 +336,31 @@ thin_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z, 
 }
 
 /*
- * More eigenpairs of a thin S_i than its rank allows (k > m columns of its
- * factor), above PERPCA_MAX_DENSE_DIM where S_i is never formed: the m of
- * its factor's SVD, then k - m eigenvalues 0 whose vectors are a seeded
- * orthonormal basis of part of the rest (orthogonal to those and to U).
+ * Columns m.. of Z (k - m of them, stride ldz) <- a seeded orthonormal basis
+ * orthogonal to U (when given) and to Z's first m columns (twice, for
+ * rounding); their eigenvalues 0.
  */
 static void
-thin_top_eigen_completed(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
+complete_block(FitClient *c, uint64 salt, const double *U, int m, int k, double *values,
+			   double *Z, int ldz)
 {
 	int			d = c->d,
-				m = Min(thin_width(c), k),
-				rest = k - m;
-	double	   *Q = palloc(sizeof(double) * d * Max(m, 1)),
-			   *X = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * rest);
-	uint64		state = c->seed ^ UINT64CONST(0x2545F4914F6CDD1D);
+				r1 = U != NULL ? c->r1 : 0;
+	double	   *Q = palloc(sizeof(double) * d * Max(r1 + m, 1)),
+			   *X = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * d * (k - m));
+	uint64		state = c->seed ^ salt;
 
-	if (m > 0)
-		thin_top_eigen(c, U, m, values, Z, ldz);
-	linalg_copy(d, m, Z, ldz, Q, m);
-	fit_fill_gaussian(&state, d, rest, X, rest);
+	linalg_copy(d, r1, U, Max(r1, 1), Q, r1 + m);
+	linalg_copy(d, m, Z, ldz, Q + r1, r1 + m);
+	fit_fill_gaussian(&state, d, k - m, X, k - m);
 	for (int pass = 0; pass < 2; pass++)
 	{
-		if (U != NULL)
-			deflate_block(d, c->r1, U, rest, X, rest);
-		deflate_block(d, m, Q, rest, X, rest);
-		fit_retract(FIT_RETRACT_QR, d, rest, X, rest);
+		deflate_block(d, r1 + m, Q, r1 + m, k - m, X, k - m);
+		fit_retract(FIT_RETRACT_QR, d, k - m, X, k - m);
 	}
+	linalg_copy(d, k - m, X, k - m, Z + m, ldz);
 	for (int j = m; j < k; j++)
 		values[j] = 0.0;
-	linalg_copy(d, rest, X, rest, Z + m, ldz);
 	pfree(Q);
 	pfree(X);
 }
@@ -406,42 +374,23 @@ thin_top_eigen_completed(FitClient *c, const double *U, int k, double *values, d
  * gradient (I - V V')S U loses a part of S U that f keeps, and the line
  * search finds no step along an ascent direction.  The local block of such
  * a client is its whole range plus a seeded completion orthogonal to U and
- * to the range (twice, as in thin_top_eigen_completed): f does not change
- * (the completion's variance is 0) and the client's gradient term is S U's
- * part along U, as f's derivative says.  A column counts as past the rank
- * when its eigenvalue is at most NULL_RESPONSE_TOL x lambda_max, rounding;
- * returns whether any did (else nothing changed).
+ * to the range: f does not change (the completion's variance is 0) and the
+ * client's gradient term is S U's part along U, as f's derivative says.  A
+ * column counts as past the rank when its eigenvalue is at most
+ * NULL_RESPONSE_TOL x lambda_max, rounding; returns whether any did (else
+ * nothing changed).
  */
 static bool
 complete_past_rank(FitClient *c, const double *U, int k, double *values, double *Z, int ldz)
 {
-	int			d = c->d,
-				r1 = c->r1,
-				m = 0;
+	int			m = 0;
 	double		top = c->lambda_max > 0.0 ? c->lambda_max : values[0];
-	double	   *Q,
-			   *X;
-	uint64		state = c->seed ^ UINT64CONST(0x6A09E667F3BCC909);
 
 	while (m < k && values[m] > NULL_RESPONSE_TOL * top)
 		m++;
 	if (m == k || !(top > 0.0))
 		return false;
-	Q = palloc(sizeof(double) * d * (r1 + m));
-	X = palloc(sizeof(double) * d * (k - m));
-	linalg_copy(d, r1, U, Max(r1, 1), Q, r1 + m);
-	linalg_copy(d, m, Z, ldz, Q + r1, r1 + m);
-	fit_fill_gaussian(&state, d, k - m, X, k - m);
-	for (int pass = 0; pass < 2; pass++)
-	{
-		deflate_block(d, r1 + m, Q, k - m, X, k - m);
-		fit_retract(FIT_RETRACT_QR, d, k - m, X, k - m);
-	}
-	linalg_copy(d, k - m, X, k - m, Z + m, ldz);
-	for (int j = m; j < k; j++)
-		values[j] = 0.0;
-	pfree(Q);
-	pfree(X);
+	complete_block(c, UINT64CONST(0x6A09E667F3BCC909), U, m, k, values, Z, ldz);
 	return true;
 }
 
@@ -459,7 +408,12 @@ client_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z
 	}
 	if (c->S == NULL && c->d > PERPCA_MAX_DENSE_DIM)
 	{
-		thin_top_eigen_completed(c, U, k, values, Z, ldz);
+		/* more pairs than the factor's m columns, where S_i is never formed: m, then a completion */
+		int			m = Min(thin_width(c), k);
+
+		if (m > 0)
+			thin_top_eigen(c, U, m, values, Z, ldz);
+		complete_block(c, UINT64CONST(0x2545F4914F6CDD1D), U, m, k, values, Z, ldz);
 		return;
 	}
 	work = eigen_work(dense_eigen_work(c->d, c->r1, k));
@@ -490,7 +444,7 @@ space_apply(void *arg, const double *X, int b, double *Y)
 
 	client_apply(s->c, X, b, Y);
 	if (s->U != NULL)
-		deflate_block(s->c->d, s->c->r1, s->U, b, Y, b);
+		deflate_block(s->c->d, s->c->r1, s->U, s->c->r1, b, Y, b);
 }
 
 /* X (d x b) <- (I - UU') X. */
@@ -499,7 +453,7 @@ space_deflate(void *arg, double *X, int b)
 {
 	SpaceOp    *s = (SpaceOp *) arg;
 
-	deflate_block(s->c->d, s->c->r1, s->U, b, X, b);
+	deflate_block(s->c->d, s->c->r1, s->U, s->c->r1, b, X, b);
 }
 
 /* S_i in d-space, deflated against U when U is given; s holds its state. */
@@ -523,68 +477,11 @@ gram_op(FitClient *c, int m, const double *G, const double *L, int r)
 	return op;
 }
 
-/*
- * lambda_max of a dense S_i: block subspace iteration (8 columns, so BLAS 3
- * and a convergence rate of lambda_9 / lambda_1) from a fixed start, to a
- * residual of 1e-7 lambda (the value is then exact to ~1e-14).
- */
-static double
-dense_lambda_max(FitClient *c)
-{
-	int			b = Min(c->d, 8);
-	SpaceOp		space;
-	EigenOp		op = space_op(c, NULL, &space);
-	double	   *X = palloc(sizeof(double) * c->d * b);
-	double	   *theta = palloc(sizeof(double) * b);
-	uint64		state = UINT64CONST(20240101);
-	double		lambda;
-
-	fit_fill_gaussian(&state, c->d, b, X, b);
-	READ_SITE("lambda_max");
-	eigen_subspace_iterate(&op, X, b, theta, 1, 0.0, 1);
-	for (int round = 0; round < POWER_ITERATIONS / 10; round++)
-		if (eigen_subspace_iterate(&op, X, b, theta, 1, 1e-7 * Max(theta[0], 1e-300), 10))
-			break;
-	READ_SITE("other");
-	lambda = theta[0];
-	pfree(X);
-	pfree(theta);
-	return lambda;
-}
-
-/* Block size of the subspace iteration: r plus some oversampling, within n. */
-static int
-block_size(int n, int r)
-{
-	return Min(n, r + Max(2, Min(r, 10)));
-}
-
 /* Block size of a best response's LOBPCG: r plus a few guard columns, within n. */
 static int
 response_block(int n, int r)
 {
 	return Min(n, r + Max(2, (r + 1) / 2));
-}
-
-/*
- * LOBPCG on op (dimension n) from a seeded block X (n x b) to the top kk
- * eigenpairs at a residual of SPECTRUM_TOL x lambda_max: X, theta (b).
- */
-static void
-spectrum_lobpcg(FitClient *c, const EigenOp *op, int b, int kk, double *X, double *theta)
-{
-	int			n = op->n;
-	double	   *AX = palloc(sizeof(double) * n * b);
-	uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
-
-	fit_fill_gaussian(&state, n, b, X, b);
-	eigen_orthonormalize_block(op, X, b);
-	eigen_apply(op, X, b, AX);
-	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
-	eigen_lobpcg(op, X, AX, b, theta, kk, 0.0, 0);
-	eigen_lobpcg(op, X, AX, b, theta, kk, SPECTRUM_TOL * Max(theta[0], 1e-300),
-				 SPECTRUM_MAX_ITER);
-	pfree(AX);
 }
 
 /*
@@ -595,15 +492,10 @@ spectrum_lobpcg(FitClient *c, const EigenOp *op, int b, int kk, double *X, doubl
 static void
 thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double *L)
 {
-	int			d = c->d,
-				nr = c->nrows;
-
 	for (int j = 0; j < kk; j++)
 		linalg_scale_column(thin_width(c), Z, b, j, 1.0 / sqrt(Max(theta[j], 1e-300)));
-	linalg_gemm(true, false, d, kk, nr, sqrt(c->yscale), c->Y, d, Z, b, 0.0, L, kk);
-	if (c->delta != NULL)
-		linalg_gemm(false, false, d, kk, 1, 1.0, c->delta, 1, Z + (int64) nr * b, b, 1.0, L, kk);
-	orthonormalize(c, FIT_RETRACT_QR, d, kk, L, kk);
+	thin_times(c, Z, b, kk, L, kk);
+	orthonormalize(c, FIT_RETRACT_QR, c->d, kk, L, kk);
 }
 
 /*
@@ -613,8 +505,8 @@ thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double
  * the L-BFGS starts come from it.  Dense S_i: block LOBPCG in d-space;
  * thin S_i: LOBPCG on the m x m Gram matrix F'F (cached for the best
  * responses), L = F z / sqrt(theta): no pass over the rows per iteration.
- * Returns false (nothing cached) where the old routes apply: small d (exact
- * LAPACK) and thin clients with fewer rows than the block.
+ * Returns false (nothing cached) where the exact solve is used instead:
+ * small d, and thin clients with fewer rows than the block.
  */
 static bool
 client_spectrum(FitClient *c)
@@ -623,7 +515,6 @@ client_spectrum(FitClient *c)
 				kk = Max(c->k, 1),
 				n = c->S != NULL ? d : thin_width(c),
 				b = response_block(n, kk);
-	MemoryContext cxt = GetMemoryChunkContext(c->W);
 	SpaceOp		space;
 	EigenOp		op;
 	double	   *X,
@@ -639,14 +530,15 @@ client_spectrum(FitClient *c)
 	X = palloc(sizeof(double) * n * b);
 	theta = palloc(sizeof(double) * b);
 	READ_SITE("spectrum");
-	spectrum_lobpcg(c, &op, b, kk, X, theta);
+	eigen_top_pairs(&op, c->seed ^ UINT64CONST(0x5DEECE66D), X, b, theta, kk, SPECTRUM_TOL,
+					SPECTRUM_MAX_ITER);
 	READ_SITE("other");
-	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined, the old route */
+	/* a thin client with fewer nonzero eigenvalues than kk: F z / sqrt(theta) is undefined */
 	found = c->S != NULL || theta[kk - 1] > 1e-10 * theta[0];
 	if (found)
 	{
-		c->pc_L = MemoryContextAllocHuge(cxt, sizeof(double) * d * kk);
-		c->pc_lambda = MemoryContextAlloc(cxt, sizeof(double) * kk);
+		c->pc_L = MemoryContextAllocHuge(GetMemoryChunkContext(c->W), sizeof(double) * d * kk);
+		c->pc_lambda = MemoryContextAlloc(GetMemoryChunkContext(c->W), sizeof(double) * kk);
 		memcpy(c->pc_lambda, theta, sizeof(double) * kk);
 		if (c->S != NULL)
 			linalg_copy(d, kk, X, b, c->pc_L, kk);
@@ -662,41 +554,18 @@ void
 client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 {
 	int			d = c->d,
-				k = c->k,
-				b = block_size(d, k);
-	SpaceOp		space;
-	EigenOp		op = space_op(c, NULL, &space);
-	double	   *X,
-			   *theta;
+				k = c->k;
 
 	CHECK_FOR_INTERRUPTS();
 	pcs->L = palloc(sizeof(double) * d * Max(k, 1));
 	pcs->lambda = palloc(sizeof(double) * Max(k, 1));
-	if (exact || d <= SPECTRUM_EXACT_DIM || k == 0)
-	{
-		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
-		return;
-	}
-	if (client_spectrum(c))
+	if (!exact && d > SPECTRUM_EXACT_DIM && k > 0 && client_spectrum(c))
 	{
 		memcpy(pcs->L, c->pc_L, sizeof(double) * d * k);
 		memcpy(pcs->lambda, c->pc_lambda, sizeof(double) * k);
-		return;
 	}
-	X = palloc(sizeof(double) * d * b);
-	theta = palloc(sizeof(double) * b);
-	{
-		uint64		state = c->seed ^ UINT64CONST(0x5DEECE66D);
-
-		fit_fill_gaussian(&state, d, b, X, b);
-	}
-	READ_SITE("local_pcs");
-	eigen_subspace_iterate(&op, X, b, theta, k, 0.0, LOCAL_PCS_ITER);
-	READ_SITE("other");
-	linalg_copy(d, k, X, b, pcs->L, k);
-	memcpy(pcs->lambda, theta, sizeof(double) * k);
-	pfree(X);
-	pfree(theta);
+	else
+		client_top_eigen(c, NULL, k, pcs->lambda, pcs->L, Max(k, 1));
 }
 
 /* ------------------------------------------------------------------------
@@ -708,17 +577,10 @@ client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs)
 static void
 client_deflate(FitClient *c, FitRetraction retraction)
 {
-	int			r1 = c->r1,
-				r2 = c->r2,
-				k = c->k;
-	double	   *V = c->W + r1;
-	double	   *UtV = c->M;
-
-	if (r2 == 0)
+	if (c->r2 == 0)
 		return;
-	linalg_gemm(true, false, r1, r2, c->d, 1.0, c->W, k, V, k, 0.0, UtV, r2);
-	linalg_gemm(false, false, c->d, r2, r1, -1.0, c->W, k, UtV, r2, 1.0, V, k);
-	fit_retract(retraction, c->d, r2, V, k);
+	deflate_block(c->d, c->r1, c->W, c->k, c->r2, c->W + c->r1, c->k);
+	fit_retract(retraction, c->d, c->r2, c->W + c->r1, c->k);
 }
 
 /* client_deflate inside a round: one Cholesky QR of [U, V_i], the explicit route when ill-conditioned. */
@@ -837,8 +699,7 @@ client_init_local(FitClient *c, const double *U, const FitLocalPCs *pcs)
 	linalg_copy(d, c->k, pcs->L, c->k, T, c->k);
 	for (int j = 0; j < c->k; j++)
 		linalg_scale_column(d, T, c->k, j, sqrt(Max(pcs->lambda[j], 0.0)) + floor);
-	linalg_gemm(true, false, r1, c->k, d, 1.0, U, r1, T, c->k, 0.0, c->M, c->k);
-	linalg_gemm(false, false, d, c->k, r1, -1.0, U, r1, c->M, c->k, 1.0, T, c->k);
+	deflate_block(d, r1, U, r1, c->k, T, c->k);
 	fit_left_singular(d, c->k, T, c->r2, c->W + r1, c->k, NULL);
 }
 
@@ -933,18 +794,17 @@ thin_pass_columns(FitClient *c, const double *Z, int ldz, const double *FtU, con
 				m = thin_width(c);
 	double	   *C = palloc(sizeof(double) * m * q);
 
-	for (int i = 0; i < m; i++)
+	linalg_copy(m, r2, Z, ldz, C, q);
+	linalg_copy(m, r1, FtU, r1, C + r2, q);
+	if (AZ != NULL)
+		linalg_copy(m, r2, AZ, ldz, C + r2 + r1, q);
+	for (int j = 0; j < r2; j++)
 	{
-		for (int j = 0; j < r2; j++)
-		{
-			double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
+		double		s = 1.0 / sqrt(Max(c->ritz[j], 1e-300));
 
-			C[(int64) i * q + j] = Z[(int64) i * ldz + j] * s;
-			if (AZ != NULL)
-				C[(int64) i * q + r2 + r1 + j] = AZ[(int64) i * ldz + j] * s;
-		}
-		for (int j = 0; j < r1; j++)
-			C[(int64) i * q + r2 + j] = FtU[(int64) i * r1 + j];
+		linalg_scale_column(m, C, q, j, s);
+		if (AZ != NULL)
+			linalg_scale_column(m, C, q, r2 + r1 + j, s);
 	}
 	return C;
 }
@@ -969,7 +829,7 @@ thin_orthonormal_pair(FitClient *c, const double *U, double *T, int q)
 		linalg_gemm(false, false, d, r2, r1, -1.0, T + r2, q, UtV, r2, 1.0, T + r2 + r1, q);
 	}
 	pfree(UtV);
-	return linalg_chol_orth_pair(d, r2, T, q, T + r2 + r1, q,
+	return linalg_chol_orth(d, r2, T, q, T + r2 + r1, q,
 								 client_work(c, LINALG_CHOL_WORK(r2))) == 0;
 }
 
@@ -986,7 +846,6 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 				  double *SU, const double *AZ)
 {
 	int			d = c->d,
-				n = c->nrows,
 				r1 = c->r1,
 				r2 = c->r2,
 				k = c->k,
@@ -994,10 +853,8 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	double	   *C = thin_pass_columns(c, Z, ldz, FtU, AZ, q),
 			   *T = palloc(sizeof(double) * d * q);
 
-	linalg_gemm(true, false, d, q, n, sqrt(c->yscale), c->Y, d, C, q, 0.0, T, q);
-	if (c->delta != NULL)
-		linalg_gemm(false, false, d, q, 1, 1.0, c->delta, 1, C + (int64) n * q, q, 1.0, T, q);
-	deflate_block(d, r1, U, r2, T, q);
+	thin_times(c, C, q, q, T, q);
+	deflate_block(d, r1, U, r1, r2, T, q);
 	c->sw_ready = AZ != NULL && thin_orthonormal_pair(c, U, T, q);
 	if (!c->sw_ready)
 		orthonormalize(c, FIT_RETRACT_QR, d, r2, T, q);
@@ -1014,7 +871,7 @@ thin_local_and_su(FitClient *c, const double *U, const double *Z, int ldz, const
 	pfree(T);
 }
 
-/* A first block for the subspace iteration (n x b): seeded Gaussian. */
+/* A first block for the best response (n x b): seeded Gaussian. */
 static void
 best_response_block(FitClient *c, int n)
 {
@@ -1040,9 +897,8 @@ client_seed_response(FitClient *c, const FitLocalPCs *pcs)
 }
 
 /*
- * The iterative best response on the Gram operator op (m x m) from c->X:
- * subspace iteration when the block is more than half of m, else LOBPCG.
- * Returns whether the exact solve must follow (the iteration failed, and m
+ * The iterative best response on the Gram operator op (m x m) from c->X by
+ * LOBPCG.  Returns whether the exact solve must follow (the iteration failed, and m
  * is small enough for it).
  */
 static bool
@@ -1054,9 +910,7 @@ gram_iterate(FitClient *c, const EigenOp *op, double tol)
 
 	eigen_orthonormalize_block(op, c->X, c->b);
 	eigen_apply(op, c->X, c->b, AX);
-	exact = (2 * c->b > m) ?
-		!eigen_subspace_iterate(op, c->X, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) :
-		!eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
+	exact = !eigen_lobpcg(op, c->X, AX, c->b, c->ritz, c->r2, tol, BEST_RESPONSE_MAX_ITER) &&
 		m <= BEST_RESPONSE_EXACT_FALLBACK;
 	pfree(AX);
 	return exact;
@@ -1074,6 +928,7 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	double	   *FtU = thin_factor_t_u(c, U);
 	EigenOp		op = gram_op(c, m, thin_gram(c), FtU, c->r1);
 	bool		exact = m <= BEST_RESPONSE_EXACT_GRAM;
+	double	   *AX;
 
 	if (c->X == NULL)
 		best_response_block(c, m);
@@ -1086,74 +941,56 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 		fit_eigh_top(m, G, c->b, c->ritz, c->X, c->b);
 		pfree(G);
 	}
-	if (c->final_response)
-	{
-		/* the final response: S W from the same pass (F'(I - UU')F X costs no pass) */
-		double	   *AX = palloc(sizeof(double) * m * c->b);
-
+	/* the final response: S W from the same pass (F'(I - UU')F X costs no pass) */
+	AX = c->final_response ? palloc(sizeof(double) * m * c->b) : NULL;
+	if (AX != NULL)
 		eigen_apply(&op, c->X, c->b, AX);
-		thin_local_and_su(c, U, c->X, c->b, FtU, SU, AX);
+	thin_local_and_su(c, U, c->X, c->b, FtU, SU, AX);
+	if (AX != NULL)
 		pfree(AX);
-	}
-	else
-		thin_local_and_su(c, U, c->X, c->b, FtU, SU, NULL);
 	pfree(FtU);
 	return exact;
 }
 
-/* c->Lt = Lambda_r^(1/2) Q_r' (r x d) and c->Llambda from the eigenpairs lam, Q (d x d, columns) of S_i. */
-static void
-low_rank_factor(FitClient *c, int r, const double *lam, const double *Q)
-{
-	int			d = c->d;
-	MemoryContext cxt = GetMemoryChunkContext(c->W);
-
-	c->lrank = r;
-	c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
-	c->Llambda = MemoryContextAlloc(cxt, sizeof(double) * r);
-	for (int j = 0; j < r; j++)
-	{
-		double		s = sqrt(lam[j]);
-
-		c->Llambda[j] = lam[j];
-		for (int i = 0; i < d; i++)
-			c->Lt[(int64) j * d + i] = s * Q[(int64) i * d + j];
-	}
-}
-
 /*
  * The factor S_i = Lt'Lt of a small dense S_i of low rank, from its exact
- * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' over the r eigenvalues
- * above LOW_RANK_TOL lambda_max.  Returns whether the client has one.
+ * eigenpairs once per fit: Lt = Lambda_r^(1/2) Q_r' (r x d) over the r
+ * eigenvalues above LOW_RANK_TOL lambda_max.  Returns whether the client
+ * has one.
  */
 static bool
 dense_low_rank(FitClient *c)
 {
 	int			d = c->d,
 				r = 0;
+	MemoryContext cxt = GetMemoryChunkContext(c->W);
 	double	   *A,
 			   *Q,
-			   *lam,
-			   *work;
+			   *lam;
 
 	if (c->lrank != 0)
 		return c->lrank > 0;
 	c->lrank = -1;
 	A = palloc(sizeof(double) * d * d);
 	Q = palloc(sizeof(double) * d * d);
-	lam = palloc(sizeof(double) * d);
-	work = eigen_work(LINALG_EIGH_WORK(d, d));
+	lam = MemoryContextAlloc(cxt, sizeof(double) * d);
 	memcpy(A, c->S, sizeof(double) * d * d);
-	if (linalg_eigh_top(d, A, d, lam, Q, d, work) != 0)
-		elog(ERROR, "symmetric eigensolver failed on a %d x %d matrix", d, d);
+	fit_eigh_top(d, A, d, lam, Q, d);
 	while (r < d && lam[r] > LOW_RANK_TOL * lam[0])
 		r++;
 	if (r >= c->r1 + c->r2 && r <= LOW_RANK_FRACTION * d)
-		low_rank_factor(c, r, lam, Q);
+	{
+		c->lrank = r;
+		c->Llambda = lam;
+		c->Lt = MemoryContextAlloc(cxt, sizeof(double) * r * d);
+		for (int j = 0; j < r; j++)
+			for (int i = 0; i < d; i++)
+				c->Lt[(int64) j * d + i] = sqrt(lam[j]) * Q[(int64) i * d + j];
+	}
+	else
+		pfree(lam);
 	pfree(A);
 	pfree(Q);
-	pfree(lam);
-	pfree(work);
 	return c->lrank > 0;
 }
 
@@ -1196,9 +1033,9 @@ dense_low_rank_response(FitClient *c, const double *U, double *SU)
 	}
 	/* V = (I - UU') F z (twice: orthogonal to U to rounding), orthonormalized; S U = F B */
 	linalg_gemm(true, false, d, r2, r, 1.0, c->Lt, d, z, r2, 0.0, c->X, b);
-	deflate_block(d, r1, U, r2, c->X, b);
-	deflate_block(d, r1, U, r2, c->X, b);
-	if (linalg_chol_orth(d, r2, c->X, b, z) != 0)
+	deflate_block(d, r1, U, r1, r2, c->X, b);
+	deflate_block(d, r1, U, r1, r2, c->X, b);
+	if (linalg_chol_orth(d, r2, c->X, b, NULL, 0, z) != 0)
 		fit_retract(FIT_RETRACT_QR, d, r2, c->X, b);
 	if (r1 > 0)
 		linalg_gemm(true, false, d, r1, r, 1.0, c->Lt, d, B, r1, 0.0, SU, r1);
@@ -1240,17 +1077,14 @@ exact_response_space(FitClient *c, const double *U, double *SU)
 
 /*
  * LOBPCG of a best response in d-space on op from c->X (AX = op X); on a
- * failure, restarted from its own Ritz vectors with AX = op X recomputed and
- * no last step, up to BEST_RESPONSE_RESTARTS times, and if it still fails,
- * one Rayleigh-Ritz step on a fresh product, so that the Ritz values kept
- * are true Rayleigh quotients of the V_i kept.  LOBPCG updates AX by
- * recurrence; on a long run to a tight tolerance (the final response, 1e-13
- * lambda_max) it drifts from op X (the LSA corpus's java, d = 1536: X
- * orthonormal to 8e-13 but |op X - AX| 8.8e-7 at |op X| 9.5e-3), the
- * residuals stall far above the tolerance, the Ritz values exceed the
- * operator's top eigenvalue, and above BEST_RESPONSE_EXACT_FALLBACK nothing
- * else repairs it (below, the exact solve does, as before).  Returns whether
- * it reached tol; a run that converges first time is unchanged.
+ * failure above BEST_RESPONSE_EXACT_FALLBACK, restarted from its own Ritz
+ * vectors with AX = op X recomputed, up to BEST_RESPONSE_RESTARTS times,
+ * then one Rayleigh-Ritz step on a fresh product, so that the Ritz values
+ * kept are Rayleigh quotients of the V_i kept.  LOBPCG updates AX by
+ * recurrence, which on a long run to a tight tolerance drifts from op X
+ * (the LSA corpus's java, d = 1536: |op X - AX| 8.8e-7 at |op X| 9.5e-3)
+ * until the residuals stall; below the fallback dimension the exact solve
+ * repairs that.  Returns whether it reached tol.
  */
 static bool
 response_lobpcg(FitClient *c, const EigenOp *op, double *AX, double tol)
@@ -1287,7 +1121,7 @@ response_carry(FitClient *c, const EigenOp *op, const double *U, const double *S
 		linalg_gemm(true, false, r1, b, d, 1.0, U, r1, Y, b, 0.0, C, b);
 		linalg_gemm(false, false, d, b, r1, -1.0, U, r1, C, b, 1.0, Y, b);
 		linalg_gemm(false, false, d, b, r1, -1.0, ST, w, C, b, 1.0, AY, b);
-		deflate_block(d, r1, U, b, AY, b);
+		deflate_block(d, r1, U, r1, b, AY, b);
 	}
 	eigen_ritz_extend(op, c->X, AX, b, Y, AY, b, c->ritz, min_norm);
 	pfree(Y);
@@ -1322,7 +1156,7 @@ response_start(FitClient *c, const EigenOp *op, const double *U, double *T,
 
 	linalg_copy(d, b, ST + r1, w, AX, b);
 	if (r1 > 0)
-		deflate_block(d, r1, U, b, AX, b);
+		deflate_block(d, r1, U, r1, b, AX, b);
 	if (d < CARRY_DIM)
 		return;
 	if (c->Xprev == NULL)
@@ -1392,23 +1226,6 @@ best_response_space(FitClient *c, const double *U, double tol, double *SU)
 	return exact;
 }
 
-/* SU (d x r1) <- (I - V_i V_i') SU, V_i = W[:, r1:k]: the client's gradient term. */
-static void
-remove_local_part(FitClient *c, double *SU)
-{
-	int			d = c->d,
-				r1 = c->r1,
-				r2 = c->r2;
-	double	   *VtSU;
-
-	if (r1 == 0 || r2 == 0)
-		return;
-	VtSU = palloc(sizeof(double) * r2 * r1);
-	linalg_gemm(true, false, r2, r1, d, 1.0, c->W + r1, c->k, SU, r1, 0.0, VtSU, r1);
-	linalg_gemm(false, false, d, r1, r2, -1.0, c->W + r1, c->k, VtSU, r1, 1.0, SU, r1);
-	pfree(VtSU);
-}
-
 double
 client_best_response(FitClient *c, const double *U, double tol, double scale, double *G,
 					 bool *exact)
@@ -1438,7 +1255,8 @@ client_best_response(FitClient *c, const double *U, double tol, double scale, do
 	for (int j = 0; j < r2; j++)
 		f += c->ritz[j];
 	f += linalg_dot((int64) d * r1, U, SU);
-	remove_local_part(c, SU);
+	/* the gradient term (I - V_i V_i') S U */
+	deflate_block(d, r2, c->W + r1, c->k, r1, SU, r1);
 	linalg_axpy((int64) d * r1, scale, SU, G);
 	pfree(SU);
 	c->objective = 0.5 * f;

@@ -1,26 +1,13 @@
 /*
  * client_math.h -- what one client of a fit computes, from its matrix S_i
  *
- * A client holds S_i either dense (a d x d matrix) or thin (S_i = yscale
- * Y'Y + delta delta' with Y its nrows x d centred rows, never formed).
- * Everything that reads S_i goes through client_apply(), so no caller can
- * densify a thin client by accident; the exact eigensolvers pick the cheap
- * route for each form.
- *
- * The client keeps W = [U, V_i] (d x k, k = r1 + r2_i, row-major, U in the
- * first r1 columns).  Two kinds of work are done on it:
- *   - the paper's client step (Algorithm 2): deflate, tangent gradient, an
- *     St-GD (choice 1) or polar (choice 2) step;
- *   - the best response of the L-BFGS solver: V_i = top r2_i eigenvectors of
- *     (I - UU')S_i(I - UU'), by warm-started subspace iteration with
- *     Rayleigh-Ritz (an exact LAPACK solve when that does not converge) --
- *     on the deflated S_i in d-space, or for a thin client on its m x m
- *     deflated Gram matrix F'(I - UU')F (S_i = F F', m = rows), so that a
- *     thin client never costs more than its rows.
- * The eigensolvers themselves (exact, subspace iteration, LOBPCG) are
- * eigen.c's, run here on S_i as an operator; eigen.h comes with this header
- * for the fit's layers that call them directly.  Pure C over double arrays:
- * no SPI, no fmgr.
+ * A client holds S_i dense (d x d) or thin (S_i = yscale Y'Y + delta
+ * delta', Y its nrows x d centred rows, never formed); everything that reads
+ * S_i goes through client_apply() or the exact solves, which pick the cheap
+ * route for each form.  The client keeps W = [U, V_i] (d x k, k = r1 +
+ * r2_i, U in the first r1 columns) and runs on it the paper's client step
+ * (Algorithm 2) or the L-BFGS solver's best response.  Pure C over double
+ * arrays: no SPI, no fmgr.
  */
 #ifndef PERPCA_CLIENT_MATH_H
 #define PERPCA_CLIENT_MATH_H
@@ -85,7 +72,7 @@ typedef struct FitClient
 	int64		worklen;
 } FitClient;
 
-/* One client's top k eigenpairs (local PCs): what the one-shot starts need. */
+/* One client's top k eigenpairs (local PCs), for the starts. */
 typedef struct FitLocalPCs
 {
 	double	   *L;				/* d x k eigenvectors, descending */
@@ -111,7 +98,7 @@ extern double client_trace(const FitClient *c);
 extern void client_top_eigen(FitClient *c, const double *U, int k, double *values,
 							 double *Z, int ldz);
 
-/* Top k_i eigenpairs of S_i: exact, or by a few subspace iterations when !exact. */
+/* Top k_i eigenpairs of S_i: exact, or from the cached LOBPCG spectrum when !exact and d is large. */
 extern void client_local_pcs(FitClient *c, bool exact, FitLocalPCs *pcs);
 
 /* ---- the paper's client step (Algorithm 2) ---- */
@@ -135,10 +122,9 @@ extern void client_init_random(FitClient *c);
 /* ---- the best response (L-BFGS) ---- */
 
 /*
- * V_i = top r2 eigenvectors of (I - UU')S_i(I - UU') to a residual of tol
- * (absolute), W = [U, V_i]; returns f_i = 1/2 [tr(U'S_iU) + sum of the r2
- * eigenvalues] and adds the client's Euclidean gradient (I - V_iV_i')S_iU
- * times scale into G (d x r1).  *exact is set when the exact solver was used.
+ * V_i = top r2 eigenvectors of (I - UU')S_i(I - UU') to a residual of tol,
+ * W = [U, V_i]; returns f_i = 1/2 [tr(U'S_iU) + their eigenvalues] and adds
+ * scale (I - V_iV_i')S_iU into G (d x r1); *exact: the exact solver was used.
  */
 extern double client_best_response(FitClient *c, const double *U, double tol, double scale,
 								   double *G, bool *exact);
@@ -148,10 +134,7 @@ extern void client_seed_response(FitClient *c, const FitLocalPCs *pcs);
 
 /* ---- output ---- */
 
-/*
- * Rotate the local components (W[:, lfirst:k]) to decreasing variance and
- * fix their signs; right after client_gradient on the same W (its W'S_iW).
- */
+/* Rotate W[:, lfirst:k] to decreasing variance, signs fixed; right after client_gradient on W. */
 extern void client_order_local(FitClient *c);
 
 #endif							/* PERPCA_CLIENT_MATH_H */

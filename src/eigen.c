@@ -2,7 +2,7 @@
  * eigen.c -- eigensolvers and orthonormal blocks (see eigen.h)
  *
  * Sections: the exact solves (LAPACK); orthonormal blocks and random
- * starts; a symmetric operator and subspace iteration with Rayleigh-Ritz;
+ * starts; a symmetric operator and Rayleigh-Ritz;
  * block LOBPCG; the top eigenvalue of an explicit matrix.
  */
 #include "postgres.h"
@@ -128,7 +128,7 @@ fit_retract(FitRetraction how, int m, int n, double *A, int lda)
 void
 eigen_orthonormalize(FitRetraction how, int m, int n, double *A, int lda, double *work)
 {
-	if (linalg_chol_orth(m, n, A, lda, work) != 0)
+	if (linalg_chol_orth(m, n, A, lda, NULL, 0, work) != 0)
 		fit_retract(how, m, n, A, lda);
 }
 
@@ -182,7 +182,7 @@ fit_fill_gaussian(uint64 *state, int m, int n, double *A, int ld)
 }
 
 /* ------------------------------------------------------------------------
- * A symmetric operator; subspace iteration with Rayleigh-Ritz
+ * A symmetric operator; Rayleigh-Ritz
  * ------------------------------------------------------------------------
  */
 
@@ -221,82 +221,55 @@ eigen_orthonormalize_block(const EigenOp *op, double *X, int b)
 	pfree(work);
 }
 
-/*
- * The small Rayleigh-Ritz problem of a block X (n x b) and Y = A X: H = X^T Y
- * (b x b, symmetrized), its eigenvalues into theta (ascending) and its
- * eigenvectors into Q (b x b); work holds LINALG_EIGH_SMALL_WORK(b) doubles.
- */
-static void
-ritz_small(int n, int b, const double *X, const double *Y, double *H, double *theta, double *Q,
-		   double *work)
+/* R = Y - X diag(theta) (n x b); returns the largest norm of its first nres columns. */
+static double
+residuals(int n, int b, const double *X, const double *Y, const double *theta, int nres, double *R)
 {
+	double		worst = 0.0;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < b; j++)
+			R[(int64) i * b + j] = Y[(int64) i * b + j] - theta[j] * X[(int64) i * b + j];
+	for (int j = 0; j < nres; j++)
+	{
+		double		r = 0.0;
+
+		for (int i = 0; i < n; i++)
+			r += R[(int64) i * b + j] * R[(int64) i * b + j];
+		worst = Max(worst, sqrt(r));
+	}
+	return worst;
+}
+
+/*
+ * H = X'Y (symmetrized) and its eigenpairs (theta, Q) by dsyev; then X Q,
+ * Y Q and their residuals.
+ */
+double
+fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
+{
+	double	   *T = palloc(sizeof(double) * n * b),
+			   *H = palloc(sizeof(double) * b * b),
+			   *Q = palloc(sizeof(double) * b * b),
+			   *work = eigen_work(LINALG_EIGH_SMALL_WORK(b)),
+				worst;
+
 	linalg_gemm(true, false, b, b, n, 1.0, X, b, Y, b, 0.0, H, b);
 	for (int i = 0; i < b; i++)
 		for (int j = 0; j < i; j++)
 			H[i * b + j] = H[j * b + i] = 0.5 * (H[i * b + j] + H[j * b + i]);
 	if (linalg_eigh_small(b, H, theta, Q, b, work) != 0)
 		elog(ERROR, "symmetric eigensolver failed on a %d x %d Rayleigh-Ritz problem", b, b);
-}
-
-double
-fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres)
-{
-	double	   *T = palloc(sizeof(double) * n * b);
-	double	   *H = palloc(sizeof(double) * b * b);
-	double	   *Q = palloc(sizeof(double) * b * b);
-	double	   *work = eigen_work(LINALG_EIGH_SMALL_WORK(b));
-	double		worst = 0.0;
-
-	ritz_small(n, b, X, Y, H, theta, Q, work);
-	pfree(work);
 	memcpy(T, X, sizeof(double) * n * b);
 	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, X, b);
 	memcpy(T, Y, sizeof(double) * n * b);
 	linalg_gemm(false, false, n, b, b, 1.0, T, b, Q, b, 0.0, Y, b);
-	for (int j = 0; j < nres; j++)
-	{
-		double		r = 0.0;
-
-		for (int i = 0; i < n; i++)
-		{
-			double		e = Y[(int64) i * b + j] - theta[j] * X[(int64) i * b + j];
-
-			r += e * e;
-		}
-		worst = Max(worst, sqrt(r));
-	}
+	worst = residuals(n, b, X, Y, theta, nres, T);
 	pfree(T);
 	pfree(H);
 	pfree(Q);
+	pfree(work);
 	return worst;
-}
-
-/* One Rayleigh-Ritz step of the operator on the orthonormal block X (n x b); Y = A X. */
-static double
-rayleigh_ritz(const EigenOp *op, double *X, int b, double *Y, double *theta, int nres)
-{
-	eigen_apply(op, X, b, Y);
-	return fit_rayleigh_ritz(op->n, b, X, Y, theta, nres);
-}
-
-bool
-eigen_subspace_iterate(const EigenOp *op, double *X, int b, double *theta, int nres, double tol,
-					   int maxit)
-{
-	double	   *Y = palloc(sizeof(double) * op->n * b);
-	bool		done = false;
-
-	for (int it = 0; it < maxit && !done; it++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		eigen_orthonormalize_block(op, X, b);
-		done = rayleigh_ritz(op, X, b, Y, theta, nres) <= tol;
-		/* the next block is A X; on the way out X keeps the orthonormal Ritz vectors */
-		if (!done && it < maxit - 1)
-			memcpy(X, Y, sizeof(double) * op->n * b);
-	}
-	pfree(Y);
-	return done;
 }
 
 /* ------------------------------------------------------------------------
@@ -353,18 +326,6 @@ svqb(int n, int mb, double *M, double *AM, double *work)
 	return q;
 }
 
-/* M (n x mb) -= X (X'M), and the same combination of AX from AM's last np columns (if AM). */
-static void
-project_out(int n, int b, const double *X, const double *AX, int mb, double *M, double *AM,
-			int np, double *Cx)
-{
-	linalg_gemm(true, false, b, mb, n, 1.0, X, b, M, mb, 0.0, Cx, mb);
-	linalg_gemm(false, false, n, mb, b, -1.0, X, b, Cx, mb, 1.0, M, mb);
-	if (AM != NULL && np > 0)
-		linalg_gemm(false, false, n, np, b, -1.0, AX, b, Cx + (mb - np), mb, 1.0,
-					AM + (mb - np), mb);
-}
-
 /*
  * One LOBPCG run: the operator, the block X (n x b) with AX = A X and its
  * Ritz values theta; the residuals R, the last step P (p columns in use) and
@@ -393,84 +354,55 @@ typedef struct Lobpcg
 	double	   *work;
 } Lobpcg;
 
+/*
+ * The search block M (n x mb) deflated and made orthogonal to X, twice for
+ * rounding: M -= X (X'M), and the same combination of AX from AM's last np
+ * columns.
+ */
+static void
+project_out(Lobpcg *s, int mb, int np)
+{
+	int			n = s->n,
+				b = s->b;
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (s->op->deflate != NULL)
+			s->op->deflate(s->op->arg, s->M, mb);
+		linalg_gemm(true, false, b, mb, n, 1.0, s->X, b, s->M, mb, 0.0, s->Cx, mb);
+		linalg_gemm(false, false, n, mb, b, -1.0, s->X, b, s->Cx, mb, 1.0, s->M, mb);
+		if (np > 0)
+			linalg_gemm(false, false, n, np, b, -1.0, s->AX, b, s->Cx + (mb - np), mb, 1.0,
+						s->AM + (mb - np), mb);
+	}
+}
+
 static void
 lobpcg_begin(Lobpcg *s, const EigenOp *op, double *X, double *AX, int b, double *theta)
 {
-	int			n = op->n,
+	int64		nb = (int64) op->n * b,
 				m3 = 3 * b;
 
 	s->op = op;
-	s->n = n;
+	s->n = op->n;
 	s->b = b;
 	s->p = 0;
 	s->X = X;
 	s->AX = AX;
 	s->theta = theta;
-	s->R = palloc(sizeof(double) * n * b);
-	s->AR = palloc(sizeof(double) * n * b);
-	s->P = palloc(sizeof(double) * n * b);
-	s->AP = palloc(sizeof(double) * n * b);
-	s->M = palloc(sizeof(double) * n * 2 * b);
-	s->AM = palloc(sizeof(double) * n * 2 * b);
-	s->H = palloc(sizeof(double) * m3 * m3);
-	s->Q = palloc(sizeof(double) * m3 * m3);
-	s->ev = palloc(sizeof(double) * m3);
-	s->Cx = palloc(sizeof(double) * b * 2 * b);
-	s->work = palloc(sizeof(double) * (3 * 4 * b * b + 2 * 2 * b + LINALG_EIGH_SMALL_WORK(m3)));
-}
-
-static void
-lobpcg_end(Lobpcg *s)
-{
-	pfree(s->R);
-	pfree(s->AR);
-	pfree(s->P);
-	pfree(s->AP);
-	pfree(s->M);
-	pfree(s->AM);
-	pfree(s->H);
-	pfree(s->Q);
-	pfree(s->ev);
-	pfree(s->Cx);
-	pfree(s->work);
-}
-
-/* Rayleigh-Ritz on X alone: theta, X and AX rotated. */
-static void
-lobpcg_ritz_x(Lobpcg *s)
-{
-	int			n = s->n,
-				b = s->b;
-	double	   *T = palloc(sizeof(double) * n * b);
-
-	ritz_small(n, b, s->X, s->AX, s->H, s->theta, s->Q, s->work);
-	linalg_copy(n, b, s->X, b, T, b);
-	linalg_gemm(false, false, n, b, b, 1.0, T, b, s->Q, b, 0.0, s->X, b);
-	linalg_copy(n, b, s->AX, b, T, b);
-	linalg_gemm(false, false, n, b, b, 1.0, T, b, s->Q, b, 0.0, s->AX, b);
-	pfree(T);
-}
-
-/* The residuals R = AX - X theta; returns the largest norm of the first nres. */
-static double
-lobpcg_residuals(Lobpcg *s, int nres)
-{
-	int			n = s->n,
-				b = s->b;
-	double		worst = 0.0;
-
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < b; j++)
-			s->R[(int64) i * b + j] = s->AX[(int64) i * b + j] - s->theta[j] * s->X[(int64) i * b + j];
-	for (int j = 0; j < nres; j++)
-	{
-		double		r = 0.0;
-
-		for (int i = 0; i < n; i++)
-			r += s->R[(int64) i * b + j] * s->R[(int64) i * b + j];
-		worst = Max(worst, sqrt(r));
-	}
-	return worst;
+	s->R = MemoryContextAllocHuge(CurrentMemoryContext,
+								  sizeof(double) * (8 * nb + 2 * m3 * m3 + m3 + 2 * b * b +
+													12 * b * b + 4 * b + LINALG_EIGH_SMALL_WORK(m3)));
+	s->AR = s->R + nb;
+	s->P = s->AR + nb;
+	s->AP = s->P + nb;
+	s->M = s->AP + nb;
+	s->AM = s->M + 2 * nb;
+	s->H = s->AM + 2 * nb;
+	s->Q = s->H + m3 * m3;
+	s->ev = s->Q + m3 * m3;
+	s->Cx = s->ev + m3;
+	s->work = s->Cx + 2 * b * b;
 }
 
 /*
@@ -496,17 +428,12 @@ lobpcg_search_block(Lobpcg *s, int *mb)
 		linalg_copy(n, p, s->P, b, s->M + b, *mb);
 		linalg_copy(n, p, s->AP, b, s->AM + b, *mb);
 	}
-	for (int pass = 0; pass < 2; pass++)
-	{
-		if (s->op->deflate != NULL)
-			s->op->deflate(s->op->arg, s->M, *mb);
-		project_out(n, b, s->X, s->AX, *mb, s->M, s->AM, p, s->Cx);
-	}
+	project_out(s, *mb, p);
 	linalg_copy(n, b, s->M, *mb, s->R, b);
 	eigen_apply(s->op, s->R, b, s->AR);
 	linalg_copy(n, b, s->AR, b, s->AM, *mb);
-	if (linalg_chol_orth_pair(n, *mb, s->M, *mb, s->AM, *mb, s->work) == 0 &&
-		linalg_chol_orth_pair(n, *mb, s->M, *mb, s->AM, *mb, s->work) == 0)
+	if (linalg_chol_orth(n, *mb, s->M, *mb, s->AM, *mb, s->work) == 0 &&
+		linalg_chol_orth(n, *mb, s->M, *mb, s->AM, *mb, s->work) == 0)
 		return *mb;
 	return svqb(n, *mb, s->M, s->AM, s->work);
 }
@@ -573,9 +500,9 @@ lobpcg_keep_best(const Lobpcg *s, LobpcgBest *best, double worst)
 		return;
 	if (best->X == NULL)
 	{
-		best->X = palloc(sizeof(double) * nb);
-		best->AX = palloc(sizeof(double) * nb);
-		best->theta = palloc(sizeof(double) * s->b);
+		best->X = palloc(sizeof(double) * (2 * nb + s->b));
+		best->AX = best->X + nb;
+		best->theta = best->AX + nb;
 	}
 	best->worst = worst;
 	memcpy(best->X, s->X, sizeof(double) * nb);
@@ -602,8 +529,6 @@ lobpcg_end_best(Lobpcg *s, LobpcgBest *best, bool restore)
 		memcpy(s->theta, best->theta, sizeof(double) * s->b);
 	}
 	pfree(best->X);
-	pfree(best->AX);
-	pfree(best->theta);
 }
 
 /*
@@ -621,10 +546,10 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 	LobpcgBest	best = {INFINITY, NULL, NULL, NULL};
 
 	lobpcg_begin(&s, op, X, AX, b, theta);
-	lobpcg_ritz_x(&s);
+	fit_rayleigh_ritz(s.n, b, X, AX, theta, 0);
 	for (int it = 0;; it++)
 	{
-		double		worst = lobpcg_residuals(&s, nres);
+		double		worst = residuals(s.n, b, X, AX, theta, nres, s.R);
 		int			mb,
 					q;
 
@@ -648,7 +573,7 @@ eigen_lobpcg(const EigenOp *op, double *X, double *AX, int b, double *theta, int
 		lobpcg_ritz_step(&s, mb, q);
 	}
 	lobpcg_end_best(&s, &best, !done);
-	lobpcg_end(&s);
+	pfree(s.R);
 	return done;
 }
 
@@ -673,12 +598,7 @@ eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, const double 
 	lobpcg_begin(&s, op, X, AX, b, theta);
 	linalg_copy(n, m, Y, m, s.M, m);
 	linalg_copy(n, m, AY, m, s.AM, m);
-	for (int pass = 0; pass < 2; pass++)
-	{
-		if (op->deflate != NULL)
-			op->deflate(op->arg, s.M, m);
-		project_out(n, b, X, AX, m, s.M, s.AM, m, s.Cx);
-	}
+	project_out(&s, m, m);
 	for (int j = 0; j < m; j++)
 	{
 		double		r = 0.0;
@@ -697,7 +617,7 @@ eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, const double 
 		q = svqb(n, m, s.M, s.AM, s.work);
 	if (q > 0)
 		lobpcg_ritz_step(&s, m, q);
-	lobpcg_end(&s);
+	pfree(s.R);
 	return q;
 }
 
@@ -706,25 +626,33 @@ eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, const double 
  * ------------------------------------------------------------------------
  */
 
+void
+eigen_top_pairs(const EigenOp *op, uint64 seed, double *X, int b, double *theta, int nres,
+				double rtol, int maxit)
+{
+	double	   *AX = palloc(sizeof(double) * op->n * b);
+
+	fit_fill_gaussian(&seed, op->n, b, X, b);
+	eigen_orthonormalize_block(op, X, b);
+	eigen_apply(op, X, b, AX);
+	/* the first Rayleigh-Ritz step gives the scale of the tolerance */
+	eigen_lobpcg(op, X, AX, b, theta, nres, 0.0, 0);
+	eigen_lobpcg(op, X, AX, b, theta, nres, rtol * Max(theta[0], 1e-300), maxit);
+	pfree(AX);
+}
+
 double
 fit_top_eigenvalue_op(const EigenOp *op, double rtol)
 {
-	int			n = op->n,
-				b = Min(n, TOP_EIGENVALUE_BLOCK);
-	double	   *X = palloc(sizeof(double) * n * b),
-			   *AX = palloc(sizeof(double) * n * b),
+	int			b = Min(op->n, TOP_EIGENVALUE_BLOCK);
+	double	   *X = palloc(sizeof(double) * op->n * b),
 			   *theta = palloc(sizeof(double) * b),
 				top;
-	uint64		state = UINT64CONST(0x9E3779B97F4A7C15);
 
-	fit_fill_gaussian(&state, n, b, X, b);
-	eigen_orthonormalize_block(op, X, b);
-	eigen_apply(op, X, b, AX);
-	eigen_lobpcg(op, X, AX, b, theta, 1, 0.0, 0);
-	eigen_lobpcg(op, X, AX, b, theta, 1, rtol * Max(theta[0], 1e-300), TOP_EIGENVALUE_MAX_ITER);
+	eigen_top_pairs(op, UINT64CONST(0x9E3779B97F4A7C15), X, b, theta, 1, rtol,
+					TOP_EIGENVALUE_MAX_ITER);
 	top = theta[0];
 	pfree(X);
-	pfree(AX);
 	pfree(theta);
 	return top;
 }

@@ -1,13 +1,10 @@
 /*
  * eigen.h -- eigensolvers and orthonormal blocks, over plain double arrays
  *
- * The small exact solves (LAPACK's symmetric eigensolver and SVD, through
- * linalg.c), block subspace iteration with Rayleigh-Ritz and block LOBPCG
- * for the top eigenpairs of a symmetric positive semidefinite operator known
- * only by its products, orthonormalization, and seeded Gaussian start
- * blocks.  client_math.c runs them on one client's S_i; the fit's other
- * layers call the exact solves and the helpers directly.  Pure C: no SPI,
- * no fmgr.  All matrices are row-major; ld* are row strides.
+ * The exact solves (LAPACK through linalg.c), Rayleigh-Ritz and block
+ * LOBPCG for the top eigenpairs of a symmetric positive semidefinite
+ * operator known by its products, orthonormalization and seeded Gaussian
+ * blocks.  Pure C: no SPI, no fmgr.  Row-major; ld* are row strides.
  */
 #ifndef PERPCA_EIGEN_H
 #define PERPCA_EIGEN_H
@@ -21,11 +18,10 @@ typedef enum FitRetraction
 } FitRetraction;
 
 /*
- * A symmetric positive semidefinite operator A of dimension n for the
- * iterative solvers: either given by its products (apply), or explicitly as
- * A = G - L L' (apply NULL; G n x n, L n x r or NULL).  With deflate, the
- * solution must stay orthogonal to a subspace that deflate removes from a
- * block (the solvers apply it twice where rounding matters).
+ * A symmetric positive semidefinite operator A of dimension n: given by its
+ * products (apply), or as A = G - L L' (apply NULL; G n x n, L n x r or
+ * NULL).  deflate removes from a block the subspace the solution must stay
+ * orthogonal to (applied twice where rounding matters).
  */
 typedef struct EigenOp
 {
@@ -40,21 +36,11 @@ typedef struct EigenOp
 	int64	   *iterations;		/* LOBPCG iterations counted here (or NULL) */
 } EigenOp;
 
-/* ---- the iterative solvers ---- */
-
 /* Y (n x b) = A X. */
 extern void eigen_apply(const EigenOp *op, const double *X, int b, double *Y);
 
 /* Make X (n x b) orthonormal (and deflated, when the operator deflates). */
 extern void eigen_orthonormalize_block(const EigenOp *op, double *X, int b);
-
-/*
- * Subspace iteration from X (n x b) until the first nres Ritz pairs have
- * residuals <= tol, at most maxit products.  Returns whether it converged;
- * X ends as orthonormal Ritz vectors, theta (b) as their values, either way.
- */
-extern bool eigen_subspace_iterate(const EigenOp *op, double *X, int b, double *theta, int nres,
-								   double tol, int maxit);
 
 /*
  * Block LOBPCG for the top eigenpairs, warm-started from the orthonormal X
@@ -81,13 +67,18 @@ extern int	eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, co
  */
 extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres);
 
+/*
+ * The top nres eigenpairs by LOBPCG from a Gaussian block X (n x b, seeded)
+ * to a residual of rtol x lambda_max, at most maxit iterations: X, theta (b).
+ */
+extern void eigen_top_pairs(const EigenOp *op, uint64 seed, double *X, int b, double *theta,
+							int nres, double rtol, int maxit);
+
 /* lambda_max of the symmetric positive semidefinite n x n A by block LOBPCG, to a residual of rtol lambda_max. */
 extern double fit_top_eigenvalue(int n, const double *A, double rtol);
 
 /* The same for an operator known by its products. */
 extern double fit_top_eigenvalue_op(const EigenOp *op, double rtol);
-
-/* ---- the exact solves ---- */
 
 /* Top k eigenpairs of the symmetric d x d A (destroyed), vectors as columns of Z (stride ldz). */
 extern void fit_eigh_top(int d, double *A, int k, double *values, double *Z, int ldz);
@@ -98,15 +89,10 @@ extern void fit_left_singular(int m, int n, double *A, int k, double *Z, int ldz
 /* LAPACK workspace of at least n doubles in the current memory context (freed by the caller). */
 extern double *eigen_work(int64 n);
 
-/* ---- orthonormal blocks ---- */
-
 /* Orthonormalize the m x n block A (stride lda): polar (SVD when ill-conditioned) or QR. */
 extern void fit_retract(FitRetraction how, int m, int n, double *A, int lda);
 
-/*
- * Orthonormalize A (spans only): Cholesky QR in work (LINALG_CHOL_WORK(n)
- * doubles), else fit_retract(how).
- */
+/* Orthonormalize A (spans only): Cholesky QR in work (LINALG_CHOL_WORK(n)), else fit_retract(how). */
 extern void eigen_orthonormalize(FitRetraction how, int m, int n, double *A, int lda, double *work);
 
 /* ||P_A - P_B||_F for orthonormal m x r blocks. */

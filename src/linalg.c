@@ -70,8 +70,6 @@ linalg_symmetrize_upper(int d, double *C)
 			C[(int64_t) i * d + j] = C[(int64_t) j * d + i];
 }
 
-/* ---- projection and models (project.c, model_functions.c) ---- */
-
 void
 linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
 			  const double *x, double beta, double *y)
@@ -80,9 +78,6 @@ linalg_matvec(bool trans, int m, int n, double alpha, const double *A,
 				alpha, A, n, x, 1, beta, y, 1);
 }
 
-/* ---- PerPCA engine (fit.c, fit_start.c) ---- */
-
-/* C = alpha op(A) op(B) + beta C on strided row-major matrices. */
 void
 linalg_gemm(bool transa, bool transb, int m, int n, int k, double alpha,
 			const double *A, int lda, const double *B, int ldb,
@@ -177,14 +172,12 @@ linalg_dot(int64_t n, const double *x, const double *y)
 	return sum;
 }
 
-/* dscal over a strided column. */
 void
 linalg_scale_column(int m, double *A, int lda, int j, double alpha)
 {
 	cblas_dscal(m, alpha, A + j, lda);
 }
 
-/* idamax finds the first entry of largest magnitude in each column. */
 void
 linalg_fix_signs(int m, int n, double *A, int lda)
 {
@@ -276,48 +269,10 @@ linalg_qr_orth(int m, int n, double *A, int lda, double *work)
 }
 
 /*
- * linalg_eigh_top's fallback when dstemr fails: the top k eigenpairs of the
- * tridiagonal (diag, off) by bisection and inverse iteration, as dsyevr
- * does (iw: iblock, isplit, ifail, then work), in ascending order into w
- * and z (d x k, column-major).
- */
-static int
-eigh_top_bisection(int d, int k, double *diag, double *off, double *w, double *z,
-				   lapack_int *iw, double *lw)
-{
-	lapack_int *iblock = iw,
-			   *isplit = iblock + d,
-			   *ifail = isplit + d;
-	lapack_int	found = 0,
-				nsplit = 0;
-	int			info;
-
-	info = LAPACKE_dstebz_work('I', 'B', d, 0.0, 0.0, d - k + 1, d, 0.0, diag, off,
-							   &found, &nsplit, w, iblock, isplit, lw, ifail + d);
-	if (info != 0 || found != k)
-		return info != 0 ? info : -1;
-	info = LAPACKE_dstein_work(LAPACK_COL_MAJOR, d, diag, off, k, w, iblock, isplit,
-							   z, d, lw, ifail + d, ifail);
-	if (info != 0)
-		return info;
-	/* dstebz orders by split-off block: sort ascending, vectors along */
-	for (int i = 0; i < k; i++)
-		for (int j = i + 1; j < k; j++)
-			if (w[j] < w[i])
-			{
-				double		t = w[i];
-
-				w[i] = w[j];
-				w[j] = t;
-				cblas_dswap(d, z + (int64_t) i * d, 1, z + (int64_t) j * d, 1);
-			}
-	return 0;
-}
-
-/*
  * The top k eigenpairs (w ascending, z d x k column-major) of the symmetric
  * tridiagonal matrix of diagonal diag and subdiagonal off: dstemr on copies
- * (it overwrites its input), bisection and inverse iteration when it fails.
+ * (it overwrites its input), bisection and inverse iteration (dstevr) when
+ * it fails.
  * w is followed by 2d doubles of room for the copies; lw is the workspace of
  * linalg_eigh_top after z, its integer part after LINALG_EIGH_LWORK(d).
  */
@@ -339,7 +294,11 @@ tridiagonal_top(int d, int k, double *diag, double *off, double *w, double *z, d
 							   lw, LINALG_EIGH_LWORK(d), iw + 2 * k, LINALG_EIGH_LIWORK(d));
 	if (info == 0 && found == k)
 		return 0;
-	return eigh_top_bisection(d, k, diag, off, w, z, iw, lw);
+	/* dstevr on part of a spectrum is bisection and inverse iteration (dstebz, dstein) */
+	info = LAPACKE_dstevr_work(LAPACK_COL_MAJOR, 'V', 'I', d, diag, off, 0.0, 0.0, d - k + 1, d,
+							   0.0, &found, w, z, d, iw, lw, LINALG_EIGH_LWORK(d),
+							   iw + 2 * k, LINALG_EIGH_LIWORK(d));
+	return info != 0 ? info : found == k ? 0 : -1;
 }
 
 /* k ascending eigenpairs (w, the rows of z, n long) as descending values and columns of Z (stride ldz). */
@@ -428,7 +387,6 @@ linalg_eigh_all(int n, double *A, double *w)
 	return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', n, A, n, w);
 }
 
-/* Thin SVD without right vectors; keep the first k left singular vectors. */
 int
 linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double *sigma,
 					 double *work)
@@ -449,8 +407,6 @@ linalg_left_singular(int m, int n, double *A, int k, double *Z, int ldz, double 
 		memcpy(sigma, s, sizeof(double) * k);
 	return 0;
 }
-
-/* ---- PerPCA rounds, fast paths (fit.c) ---- */
 
 /*
  * The Gram G = A^T A of a row-major m x n block is a symmetric n x n matrix
@@ -478,16 +434,8 @@ chol_gram_factor(int n, int j0, double *R)
 	return (lo > 1e-3 * hi) ? 0 : 1;
 }
 
-/* Cholesky QR: A <- A R^-1 with A^T A = R^T R, the Q of A's QR with diag(R) > 0; 1 (A untouched) if ill-conditioned. */
 int
-linalg_chol_orth(int m, int n, double *A, int lda, double *work)
-{
-	return linalg_chol_orth_pair(m, n, A, lda, NULL, 0, work);
-}
-
-/* Cholesky QR of A as linalg_chol_orth, with the same A <- A R^-1 applied to B (m x n) unless B is NULL; 1 (both untouched) if ill-conditioned. */
-int
-linalg_chol_orth_pair(int m, int n, double *A, int lda, double *B, int ldb, double *work)
+linalg_chol_orth(int m, int n, double *A, int lda, double *B, int ldb, double *work)
 {
 	double	   *R = work;
 

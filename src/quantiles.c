@@ -85,8 +85,9 @@ log_beta(double a, double b)
 	return lgamma(a) + lgamma(b) - lgamma(a + b);
 }
 
-double
-quantile_incbeta(double x, double a, double b)
+/* Regularized incomplete beta function I_x(a, b), a, b > 0. */
+static double
+incbeta(double x, double a, double b)
 {
 	double		front;
 
@@ -111,7 +112,7 @@ incbeta_inverse(double p, double a, double b)
 
 	for (int it = 0; it < MAX_ITER; it++)
 	{
-		double		f = quantile_incbeta(x, a, b) - p;
+		double		f = incbeta(x, a, b) - p;
 		double		dens,
 					next;
 

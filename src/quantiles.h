@@ -4,9 +4,6 @@
 #ifndef PERPCA_QUANTILES_H
 #define PERPCA_QUANTILES_H
 
-/* Regularized incomplete beta function I_x(a, b), a, b > 0. */
-extern double quantile_incbeta(double x, double a, double b);
-
 /* The q with P(X > q) = alpha for X ~ F(d1, d2); NaN for invalid arguments. */
 extern double quantile_f_upper(double alpha, double d1, double d2);
 

@@ -18,16 +18,11 @@
  *     held-out error; the same order as the held-out explained ratio, as
  *     both are measured about the same centres).
  *   min_theta only annotates: a pair whose theta_est is below it (its
- *     clients' local subspaces are alike, as when a global direction is
- *     copied into every client) is still recommended when it explains
- *     held-out rows best, and its note says that its global/local split is
- *     uncertain.  0.3.0 left such pairs out: it recommended 3 + 0 where
- *     2 + 1 (theta_est 0.042) explained a later year 0.994 against 0.957
- *     on a real panel.  A variant that preferred a pair with theta_est >=
- *     min_theta within `within` of the best of its size was tried on real
- *     tables (bench/ranks_bench.py): it passed over aligned pairs that
- *     explained a later period better (US states' cigarette panel and
- *     Produc), so it was dropped.
+ *     clients' local subspaces are alike) is still recommended when it
+ *     explains held-out rows best, and its note says that its global/local
+ *     split is uncertain.  Preferring pairs above min_theta picked pairs
+ *     that explained a later period worse on real panels
+ *     (bench/ranks_bench.py).
  *   no structure: when no pair explains 1.5 times its share (k / d) of the
  *     held-out variance (rows without low-rank structure: any k-dimensional
  *     subspace explains about k / d), the error rule recommends nothing.
