@@ -317,27 +317,35 @@ fed_basis(FitBackend *be, bool qu, bool exact, int *q)
 	return stacked;
 }
 
+/* Send function(params) to the active shards and add their exact expansions of rows x cols into out. */
+static void
+fed_sum_expansions(FedFit *f, const char *function, int nparams, const char *const *params,
+				   int rows, int cols, const char *what, double *out)
+{
+	ExactSum   *acc = exact_sum_create((int64) rows * cols);
+
+	fed_send_active(f, function, nparams, params);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+		{
+			ShardRows  *r = fed_get_row(f, s, 1);
+			int			layers;
+			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), rows, cols,
+													&layers, what);
+
+			exact_sum_add_expansion(acc, 0, acc->n, terms, layers);
+		}
+	exact_sum_values(acc, 0, acc->n, out);
+	exact_sum_free(acc);
+}
+
 static void
 fed_apply(FitBackend *be, const double *X, int q, double *out)
 {
 	FedFit	   *f = be->state;
 	const char *params[2] = {f->id, fed_matrix_text(X, f->d, q)};
 
-	ExactSum   *acc = exact_sum_create((int64) f->d * q);
-
-	fed_send_active(f, "shard_apply", 2, params);
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-		{
-			ShardRows  *r = fed_get_row(f, s, 1);
-			int			layers;
-			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), f->d, q,
-													&layers, "product");
-
-			exact_sum_add_expansion(acc, 0, acc->n, terms, layers);
-		}
-	exact_sum_values(acc, 0, acc->n, out);
-	exact_sum_free(acc);
+	fed_sum_expansions(f, "shard_apply", 2, params, f->d, q, "product", out);
 }
 
 static void
@@ -529,7 +537,6 @@ fed_scale(FedFit *f, double *mean_sum, double rows, bool **constant_out)
 	int			d = f->d;
 	double	   *mean = palloc(sizeof(double) * d);
 	double	   *sums = palloc0(sizeof(double) * d);
-	ExactSum   *acc = exact_sum_create(d);
 	double	   *scale = palloc(sizeof(double) * d);
 	bool	   *constant = palloc(sizeof(bool) * d);
 	const char *params[2];
@@ -538,19 +545,8 @@ fed_scale(FedFit *f, double *mean_sum, double rows, bool **constant_out)
 		mean[j] = mean_sum[j] / rows;
 	params[0] = f->id;
 	params[1] = fed_matrix_text(mean, 1, d);
-	fed_send_active(f, "shard_scale", 2, params);
 	/* added exactly: the same whatever order the shards are listed in */
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-		{
-			ShardRows  *r = fed_get_row(f, s, 1);
-			int			layers;
-			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), 1, d,
-													&layers, "scale sums");
-
-			exact_sum_add_expansion(acc, 0, d, terms, layers);
-		}
-	exact_sum_values(acc, 0, d, sums);
+	fed_sum_expansions(f, "shard_scale", 2, params, 1, d, "scale sums", sums);
 	if (scale_finish(sums, mean, rows, d, scale, constant) > 0)
 		scale_report_constant(constant, d);
 	for (int j = 0; j < d; j++)

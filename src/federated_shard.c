@@ -55,6 +55,7 @@ typedef struct ShardFit
 	FitOptions	opts;			/* n_global, n_local, weights, seed */
 	ClientInput *in;			/* the clients, in query order */
 	FitNode    *node;			/* NULL until shard_init */
+	FitBackend *be;				/* the node's */
 	bool		finished;
 } ShardFit;
 
@@ -350,6 +351,7 @@ static void
 shard_build(ShardFit *sf, void *arg)
 {
 	sf->node = clients_node(sf->in, sf->n, sf->opts.n_global, (const double *) arg, &sf->opts);
+	sf->be = node_backend(sf->node);
 }
 
 /*
@@ -411,8 +413,8 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 		clients_scale_by(sf->in, sf->n, scale);
 	}
 	shard_in_fit(sf, shard_build, center);
-	values[0] = Float8GetDatum(node_weight(sf->node));
-	values[1] = Float8GetDatum(node_lambda_max(sf->node));
+	values[0] = Float8GetDatum(sf->be->weight);
+	values[1] = Float8GetDatum(sf->be->lambda_max);
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
 }
 
@@ -434,7 +436,7 @@ perpca_shard_basis(PG_FUNCTION_ARGS)
 	ShardFit   *sf = shard_fit_get(fcinfo, true);
 	int			q;
 	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
-	double	   *B = node_basis(sf->node, PG_GETARG_BOOL(1), PG_GETARG_BOOL(2), &q);
+	double	   *B = sf->be->basis(sf->be, PG_GETARG_BOOL(1), PG_GETARG_BOOL(2), &q);
 	Datum	   *keys = palloc(sizeof(Datum) * Max(sf->n, 1));
 	Datum	   *columns = palloc(sizeof(Datum) * Max(sf->n, 1));
 	Datum		values[3];
@@ -477,7 +479,7 @@ perpca_shard_start_local(PG_FUNCTION_ARGS)
 	FitInit		how = fit_choice(fit_text_arg(fcinfo, 2, "init"), "init", fit_init_names, 6);
 	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
 
-	node_start_local(sf->node, U, how);
+	sf->be->start_local(sf->be, U, how);
 	MemoryContextSwitchTo(old);
 	PG_RETURN_BOOL(true);
 }
@@ -499,33 +501,40 @@ perpca_shard_round(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("step must be a finite number > 0")));
-	node_round(sf->node, U, step, update, retraction, want_kkt, s);
+	sf->be->round(sf->be, U, step, update, retraction, want_kkt, s);
 	return shard_sums_row(fcinfo, sf, s, true, want_kkt, false);
 }
 
-/* shard_evaluate(fit_id, u, tol) RETURNS sums: best responses and gradient terms. */
+/*
+ * shard_evaluate(fit_id, u, tol) RETURNS sums: best responses and gradient
+ * terms; shard_finish(fit_id, u, best_response) RETURNS sums: feasible,
+ * ordered local components.
+ */
+static Datum
+shard_sums_call(FunctionCallInfo fcinfo, bool finish)
+{
+	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	double	   *U = shard_u_arg(fcinfo, sf, 1);
+	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
+
+	if (finish)
+		sf->be->finish(sf->be, U, PG_GETARG_BOOL(2), s);
+	else
+		sf->be->evaluate(sf->be, U, PG_GETARG_FLOAT8(2), s);
+	sf->finished = finish;
+	return shard_sums_row(fcinfo, sf, s, !finish, finish, finish);
+}
+
 Datum
 perpca_shard_evaluate(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
-	double	   *U = shard_u_arg(fcinfo, sf, 1);
-	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
-
-	node_evaluate(sf->node, U, PG_GETARG_FLOAT8(2), s);
-	return shard_sums_row(fcinfo, sf, s, true, false, false);
+	return shard_sums_call(fcinfo, false);
 }
 
-/* shard_finish(fit_id, u, best_response) RETURNS sums: feasible, ordered local components. */
 Datum
 perpca_shard_finish(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
-	double	   *U = shard_u_arg(fcinfo, sf, 1);
-	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
-
-	node_finish(sf->node, U, PG_GETARG_BOOL(2), s);
-	sf->finished = true;
-	return shard_sums_row(fcinfo, sf, s, false, true, true);
+	return shard_sums_call(fcinfo, true);
 }
 
 /* shard_result(fit_id) RETURNS TABLE (client, kind, component, pc, variance, weight). */
