@@ -644,7 +644,7 @@ fed_result_rows(FedFit *f, int s, ReturnSetInfo *rsinfo, double *A)
 		pc = fed_vector_parse(&f->sc[s], SHARD_VALUE(r, i, 3), d);
 		clients_put_component(rsinfo, SHARD_VALUE(r, i, 0), "local",
 							  pg_strtoint32(SHARD_VALUE(r, i, 2)), pc, d, 1, 0,
-							  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"));
+							  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"), 0.0);
 		linalg_gemm(false, true, d, d, 1, fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 5), "weight"),
 					pc, 1, pc, 1, 1.0, A, d);
 	}

@@ -550,26 +550,7 @@ perpca_shard_result(PG_FUNCTION_ARGS)
 				 errmsg("federated fit \"%s\" is not finished", sf->id),
 				 errhint("Call shard_finish first.")));
 	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < sf->n; i++)
-	{
-		const FitClient *c = &sf->node->clients[i];
-
-		for (int j = c->lfirst; j < c->k; j++)
-		{
-			Datum		values[6];
-			bool		nulls[6] = {0};
-			double	   *pc = palloc(sizeof(double) * sf->d);
-
-			linalg_copy(sf->d, 1, c->W + j, c->k, pc, 1);
-			values[0] = CStringGetTextDatum(sf->in[i].name);
-			values[1] = CStringGetTextDatum("local");
-			values[2] = Int32GetDatum(j - c->lfirst + 1);
-			values[3] = PointerGetDatum(perpca_vector_build(pc, sf->d));
-			values[4] = Float8GetDatum(c->variance[j]);
-			values[5] = Float8GetDatum(c->weight);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-	}
+	clients_put_local(rsinfo, sf->node, sf->in);
 	return (Datum) 0;
 }
 
