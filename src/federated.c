@@ -24,6 +24,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -59,10 +60,9 @@ typedef struct FedFit
 	char		id[64];
 	int			d;
 	int			nclients;
+	ExactSum   *mean_sum;		/* sum_i n_i mean_i over the shards, from shard_open */
 	FitBackend	be;
 } FedFit;
-
-static char **fed_keys_parse(const ShardConn *sc, const char *value, int *n);
 
 /* Bytes sent and received over all connections so far. */
 static int64
@@ -230,20 +230,36 @@ fed_block_cmp(const void *a, const void *b)
 	return strcmp(((const FedBlock *) a)->key, ((const FedBlock *) b)->key);
 }
 
-/* The int4[] text of a shard's block widths, as *n Datums. */
+/* A shard's 1-D array value (text) of element type elem, as *n Datums; what names it. */
 static Datum *
-fed_widths_parse(ShardConn *sc, const char *text, int *n)
+fed_array_parse(const ShardConn *sc, const char *text, Oid elem, int *n, const char *what)
 {
-	Datum	   *widths;
+	int16		len;
+	bool		byval;
+	char		align;
+	Datum	   *elems;
 	bool	   *nulls;
 
 	if (text == NULL)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
-				 errmsg("shard %d returned no block widths", sc->index)));
-	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, INT4OID, -1)),
-					  INT4OID, 4, true, TYPALIGN_INT, &widths, &nulls, n);
-	return widths;
+				 errmsg("shard %d returned no %s", sc->index, what)));
+	get_typlenbyvalalign(elem, &len, &byval, &align);
+	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, elem, -1)),
+					  elem, len, byval, align, &elems, &nulls, n);
+	return elems;
+}
+
+/* The keys of a shard's clients (text[] value). */
+static char **
+fed_keys_parse(const ShardConn *sc, const char *value, int *n)
+{
+	Datum	   *elems = fed_array_parse(sc, value, TEXTOID, n, "client keys");
+	char	  **keys = palloc(sizeof(char *) * Max(*n, 1));
+
+	for (int i = 0; i < *n; i++)
+		keys[i] = TextDatumGetCString(elems[i]);
+	return keys;
 }
 
 /* Shard s's blocks (basis, keys, columns) appended to blocks at *nblocks; returns its columns. */
@@ -258,7 +274,8 @@ fed_basis_blocks(FedFit *f, int s, FedBlock *blocks, int *nblocks)
 				col = 0;
 	double	   *B = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &q, "start basis");
 	char	  **keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), &nkeys);
-	Datum	   *widths = fed_widths_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), &ncols);
+	Datum	   *widths = fed_array_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), INT4OID, &ncols,
+											 "block widths");
 
 	if (*nblocks + nkeys > f->nclients)
 		ereport(ERROR,
@@ -416,40 +433,20 @@ fed_check_keys(FedFit *f, char ***keys, int *nkeys)
 								 errhint("Partition the data by the client key, or fit with perpca_fit on merged statistics.")));
 }
 
-/* The keys of a shard's clients (text[] value). */
-static char **
-fed_keys_parse(const ShardConn *sc, const char *value, int *n)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	char	  **keys;
-
-	if (value == NULL)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
-				 errmsg("shard %d returned no client keys", sc->index)));
-	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) value,
-																  TEXTOID, -1)),
-					  TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
-	keys = palloc(sizeof(char *) * Max(*n, 1));
-	for (int i = 0; i < *n; i++)
-		keys[i] = TextDatumGetCString(elems[i]);
-	return keys;
-}
-
 /*
  * Shard s's answer to shard_open: its clients, dimension, rows, skipped
  * rows, the sum of its clients' means (an exact expansion) and its keys.
  * A shard without clients is left out of the rounds.
  */
 static void
-fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
-			   char ***keys, int *nkeys, double **means, int *layers)
+fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag, char ***keys, int *nkeys)
 {
 	ShardRows  *r = fed_get_row(f, s, 7);
 	int			n = pg_strtoint32(SHARD_VALUE(r, 0, 0)),
 				d = pg_strtoint32(SHARD_VALUE(r, 0, 1));
 	int64		skipped = pg_strtoint64(SHARD_VALUE(r, 0, 6));
+	int			layers;
+	double	   *means;
 
 	diag->rows_skipped += skipped;
 	f->active[s] = n > 0;
@@ -464,7 +461,11 @@ fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
 	f->nclients += n;
 	*rows += (double) pg_strtoint64(SHARD_VALUE(r, 0, 2));
 	diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
-	*means = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, layers, "mean sum");
+	means = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, &layers, "mean sum");
+	if (f->mean_sum == NULL)
+		f->mean_sum = exact_sum_create(d);
+	/* added exactly: the same whatever order the shards are listed in */
+	exact_sum_add_expansion(f->mean_sum, 0, d, means, layers);
 	*keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), nkeys);
 }
 
@@ -487,34 +488,18 @@ fed_send_open(FedFit *f)
 	fed_send_active(f, "shard_open", 7, params);
 }
 
-/* The sum of n_i mean_i over the active shards' exact expansions (their order does not matter). */
-static double *
-fed_mean_sum(FedFit *f, double **means, const int *layers)
-{
-	ExactSum   *acc = exact_sum_create(f->d);
-	double	   *mean_sum;
-
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-			exact_sum_add_expansion(acc, 0, f->d, means[s], layers[s]);
-	mean_sum = palloc0(sizeof(double) * f->d);
-	exact_sum_values(acc, 0, f->d, mean_sum);
-	return mean_sum;
-}
-
 /* Phase 1: open on every shard; the sum of n_i mean_i and the row count. */
 static double *
 fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 {
 	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
 	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
-	double	  **means = palloc0(sizeof(double *) * f->nshards);
-	int		   *layers = palloc0(sizeof(int) * f->nshards);
+	double	   *mean_sum;
 
 	fed_send_open(f);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
-		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s], &means[s], &layers[s]);
+		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s]);
 	if (f->nclients == 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
@@ -523,7 +508,9 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	/* (each shard names its groups without rows in its own NOTICE) */
 	row_report("perpca_fit_federated", &(RowReport) {.skipped = diag->rows_skipped, .groups = -1});
 	fed_check_keys(f, keys, nkeys);
-	return fed_mean_sum(f, means, layers);
+	mean_sum = palloc0(sizeof(double) * f->d);
+	exact_sum_values(f->mean_sum, 0, f->d, mean_sum);
+	return mean_sum;
 }
 
 /*

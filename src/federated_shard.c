@@ -87,9 +87,17 @@ shard_fit_find(const char *id)
 	return NULL;
 }
 
-/* The open fit named by argument 0; with ready, it must have been initialized. */
+/* What a shard function needs of its fit: open, set up (not initialized, with clients), or ready. */
+typedef enum ShardStage
+{
+	SHARD_OPEN,
+	SHARD_SETUP,
+	SHARD_READY
+} ShardStage;
+
+/* The open fit named by argument 0, at the given stage. */
 static ShardFit *
-shard_fit_get(FunctionCallInfo fcinfo, bool ready)
+shard_fit_get(FunctionCallInfo fcinfo, ShardStage stage)
 {
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
 	ShardFit   *sf = shard_fit_find(id);
@@ -99,12 +107,16 @@ shard_fit_get(FunctionCallInfo fcinfo, bool ready)
 				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("federated fit \"%s\" is not open in this session", id),
 				 errhint("shard_open must run first, in the same session.")));
-	if (ready && sf->node == NULL)
+	if (stage == SHARD_SETUP && (sf->node != NULL || sf->n == 0))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NOT_READY),
+				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
+	if (stage == SHARD_READY && sf->node == NULL)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" has not been initialized", sf->id),
 				 errhint("Call shard_init first.")));
-	if (ready && sf->finished)
+	if (stage == SHARD_READY && sf->finished)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" is already finished", sf->id)));
@@ -362,16 +374,12 @@ shard_build(ShardFit *sf, void *arg)
 Datum
 perpca_shard_scale(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_SETUP);
 	int			d = sf->d;
 	double	   *mean;
 	double	   *sums = palloc0(sizeof(double) * Max(d, 1));
 	PerpcaStats **stats = clients_stats(sf->in, sf->n);
 
-	if (sf->node != NULL || sf->n == 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_READY),
-				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
 	mean = shard_matrix_arg(fcinfo, 1, 1, &d, "mean");
 	scale_pooled_sums(stats, sf->n, sf->d, mean, sums);
 	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(sums, 1, sf->d));
@@ -385,15 +393,11 @@ perpca_shard_scale(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_init(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_SETUP);
 	double	   *center = NULL;
 	Datum		values[2];
 	bool		nulls[2] = {0};
 
-	if (sf->node != NULL || sf->n == 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_READY),
-				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
 	if (!PG_ARGISNULL(1))
 	{
 		int			one = sf->d;
@@ -433,7 +437,7 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_basis(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	int			q;
 	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
 	double	   *B = sf->be->basis(sf->be, PG_GETARG_BOOL(1), PG_GETARG_BOOL(2), &q);
@@ -460,7 +464,7 @@ perpca_shard_basis(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_apply(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	int			q = -1;
 	double	   *X = shard_matrix_arg(fcinfo, 1, sf->d, &q, "X");
 	ExactSum   *acc = node_apply_exact(sf->node, X, q);
@@ -474,7 +478,7 @@ perpca_shard_apply(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_start_local(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	double	   *U = shard_u_arg(fcinfo, sf, 1);
 	FitInit		how = fit_choice(fit_text_arg(fcinfo, 2, "init"), "init", fit_init_names, 6);
 	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
@@ -488,7 +492,7 @@ perpca_shard_start_local(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_round(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	double	   *U = shard_u_arg(fcinfo, sf, 1);
 	double		step = PG_GETARG_FLOAT8(2);
 	FitUpdate	update = fit_choice(fit_text_arg(fcinfo, 3, "update"), "update", fit_update_names, 2);
@@ -513,7 +517,7 @@ perpca_shard_round(PG_FUNCTION_ARGS)
 static Datum
 shard_sums_call(FunctionCallInfo fcinfo, bool finish)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	double	   *U = shard_u_arg(fcinfo, sf, 1);
 	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
 
@@ -542,7 +546,7 @@ Datum
 perpca_shard_result(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_OPEN);
 
 	if (!sf->finished)
 		ereport(ERROR,

@@ -19,3 +19,8 @@
 -- perpca_model_monitor takes limits ('gaussian' or 'calibrated'): a new argument.
 DROP FUNCTION perpca_model_monitor(text, text, float8[], float8, text);
 DROP FUNCTION perpca_model_monitor(text, anyelement, float8[], float8, text);
+-- Internal functions no path reaches any more (C calls their code directly;
+-- the library keeps their symbols for the scripts of 0.2.0 and older).
+DROP FUNCTION perpca_internal.evaluate_stats(text, perpca_stats, float8[], float8[], float8[]);
+DROP FUNCTION perpca_internal.query_columns(text);
+DROP FUNCTION perpca_internal.stats_query(text, text);
