@@ -21,9 +21,8 @@
 #include "perpca.h"
 #include "scale.h"
 
-/* The clients sorted by name, for duplicate checks and look-ups. */
-static int
-client_name_cmp(const void *a, const void *b)
+int
+clients_name_cmp(const void *a, const void *b)
 {
 	return strcmp((*(const ClientInput *const *) a)->name, (*(const ClientInput *const *) b)->name);
 }
@@ -37,7 +36,7 @@ duplicate_key(const ClientInput *in, int n)
 
 	for (int i = 0; i < n; i++)
 		sorted[i] = &in[i];
-	qsort(sorted, n, sizeof(ClientInput *), client_name_cmp);
+	qsort(sorted, n, sizeof(ClientInput *), clients_name_cmp);
 	for (int i = 1; i < n && dup == NULL; i++)
 		if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
 			dup = sorted[i]->name;

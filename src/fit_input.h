@@ -15,6 +15,9 @@
 #include "row_reader.h"
 #include "stats.h"
 
+/* qsort and bsearch order of pointers to clients: by key. */
+extern int	clients_name_cmp(const void *a, const void *b);
+
 /*
  * Rows in every client, one common dimension within the limit, unique keys,
  * room for n_global + r2_i components; no clients is an error when
