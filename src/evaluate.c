@@ -19,10 +19,9 @@
  * (perpca_model_error) to rounding; the explained parts are tr(U M U^T) and
  * tr(V_i M V_i^T).
  *
- * perpca_internal.query_columns(query) tells whether the query returns rows
- * (float8[]) or statistics (perpca_stats), without running it, and
- * perpca_internal.stats_query(query, what) wraps it (perpca_choose_ranks
- * uses both).
+ * perpca_internal.evaluate_stats, query_columns and stats_query have no SQL
+ * function since 0.5.0; the SQL of 0.2.0 and older (sql/released) calls them
+ * until ALTER EXTENSION UPDATE.
  */
 #include "postgres.h"
 
@@ -52,6 +51,7 @@
 #include "scale.h"
 #include "stats.h"
 
+/* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_evaluate_stats);
 PG_FUNCTION_INFO_V1(perpca_query_columns);
 PG_FUNCTION_INFO_V1(perpca_stats_query);

@@ -24,6 +24,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -59,10 +60,9 @@ typedef struct FedFit
 	char		id[64];
 	int			d;
 	int			nclients;
+	ExactSum   *mean_sum;		/* sum_i n_i mean_i over the shards, from shard_open */
 	FitBackend	be;
 } FedFit;
-
-static char **fed_keys_parse(const ShardConn *sc, const char *value, int *n);
 
 /* Bytes sent and received over all connections so far. */
 static int64
@@ -230,20 +230,36 @@ fed_block_cmp(const void *a, const void *b)
 	return strcmp(((const FedBlock *) a)->key, ((const FedBlock *) b)->key);
 }
 
-/* The int4[] text of a shard's block widths, as *n Datums. */
+/* A shard's 1-D array value (text) of element type elem, as *n Datums; what names it. */
 static Datum *
-fed_widths_parse(ShardConn *sc, const char *text, int *n)
+fed_array_parse(const ShardConn *sc, const char *text, Oid elem, int *n, const char *what)
 {
-	Datum	   *widths;
+	int16		len;
+	bool		byval;
+	char		align;
+	Datum	   *elems;
 	bool	   *nulls;
 
 	if (text == NULL)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
-				 errmsg("shard %d returned no block widths", sc->index)));
-	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, INT4OID, -1)),
-					  INT4OID, 4, true, TYPALIGN_INT, &widths, &nulls, n);
-	return widths;
+				 errmsg("shard %d returned no %s", sc->index, what)));
+	get_typlenbyvalalign(elem, &len, &byval, &align);
+	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) text, elem, -1)),
+					  elem, len, byval, align, &elems, &nulls, n);
+	return elems;
+}
+
+/* The keys of a shard's clients (text[] value). */
+static char **
+fed_keys_parse(const ShardConn *sc, const char *value, int *n)
+{
+	Datum	   *elems = fed_array_parse(sc, value, TEXTOID, n, "client keys");
+	char	  **keys = palloc(sizeof(char *) * Max(*n, 1));
+
+	for (int i = 0; i < *n; i++)
+		keys[i] = TextDatumGetCString(elems[i]);
+	return keys;
 }
 
 /* Shard s's blocks (basis, keys, columns) appended to blocks at *nblocks; returns its columns. */
@@ -258,7 +274,8 @@ fed_basis_blocks(FedFit *f, int s, FedBlock *blocks, int *nblocks)
 				col = 0;
 	double	   *B = fed_matrix_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), &m, &q, "start basis");
 	char	  **keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 1), &nkeys);
-	Datum	   *widths = fed_widths_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), &ncols);
+	Datum	   *widths = fed_array_parse(&f->sc[s], SHARD_VALUE(r, 0, 2), INT4OID, &ncols,
+											 "block widths");
 
 	if (*nblocks + nkeys > f->nclients)
 		ereport(ERROR,
@@ -317,27 +334,35 @@ fed_basis(FitBackend *be, bool qu, bool exact, int *q)
 	return stacked;
 }
 
+/* Send function(params) to the active shards and add their exact expansions of rows x cols into out. */
+static void
+fed_sum_expansions(FedFit *f, const char *function, int nparams, const char *const *params,
+				   int rows, int cols, const char *what, double *out)
+{
+	ExactSum   *acc = exact_sum_create((int64) rows * cols);
+
+	fed_send_active(f, function, nparams, params);
+	for (int s = 0; s < f->nshards; s++)
+		if (f->active[s])
+		{
+			ShardRows  *r = fed_get_row(f, s, 1);
+			int			layers;
+			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), rows, cols,
+													&layers, what);
+
+			exact_sum_add_expansion(acc, 0, acc->n, terms, layers);
+		}
+	exact_sum_values(acc, 0, acc->n, out);
+	exact_sum_free(acc);
+}
+
 static void
 fed_apply(FitBackend *be, const double *X, int q, double *out)
 {
 	FedFit	   *f = be->state;
 	const char *params[2] = {f->id, fed_matrix_text(X, f->d, q)};
 
-	ExactSum   *acc = exact_sum_create((int64) f->d * q);
-
-	fed_send_active(f, "shard_apply", 2, params);
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-		{
-			ShardRows  *r = fed_get_row(f, s, 1);
-			int			layers;
-			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), f->d, q,
-													&layers, "product");
-
-			exact_sum_add_expansion(acc, 0, acc->n, terms, layers);
-		}
-	exact_sum_values(acc, 0, acc->n, out);
-	exact_sum_free(acc);
+	fed_sum_expansions(f, "shard_apply", 2, params, f->d, q, "product", out);
 }
 
 static void
@@ -408,40 +433,20 @@ fed_check_keys(FedFit *f, char ***keys, int *nkeys)
 								 errhint("Partition the data by the client key, or fit with perpca_fit on merged statistics.")));
 }
 
-/* The keys of a shard's clients (text[] value). */
-static char **
-fed_keys_parse(const ShardConn *sc, const char *value, int *n)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	char	  **keys;
-
-	if (value == NULL)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_SHARD_PROTOCOL),
-				 errmsg("shard %d returned no client keys", sc->index)));
-	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, (char *) value,
-																  TEXTOID, -1)),
-					  TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
-	keys = palloc(sizeof(char *) * Max(*n, 1));
-	for (int i = 0; i < *n; i++)
-		keys[i] = TextDatumGetCString(elems[i]);
-	return keys;
-}
-
 /*
  * Shard s's answer to shard_open: its clients, dimension, rows, skipped
  * rows, the sum of its clients' means (an exact expansion) and its keys.
  * A shard without clients is left out of the rounds.
  */
 static void
-fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
-			   char ***keys, int *nkeys, double **means, int *layers)
+fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag, char ***keys, int *nkeys)
 {
 	ShardRows  *r = fed_get_row(f, s, 7);
 	int			n = pg_strtoint32(SHARD_VALUE(r, 0, 0)),
 				d = pg_strtoint32(SHARD_VALUE(r, 0, 1));
 	int64		skipped = pg_strtoint64(SHARD_VALUE(r, 0, 6));
+	int			layers;
+	double	   *means;
 
 	diag->rows_skipped += skipped;
 	f->active[s] = n > 0;
@@ -456,7 +461,11 @@ fed_open_reply(FedFit *f, int s, double *rows, FitDiagnostics *diag,
 	f->nclients += n;
 	*rows += (double) pg_strtoint64(SHARD_VALUE(r, 0, 2));
 	diag->stats_binary_bytes += pg_strtoint64(SHARD_VALUE(r, 0, 4));
-	*means = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, layers, "mean sum");
+	means = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 3), 1, d, &layers, "mean sum");
+	if (f->mean_sum == NULL)
+		f->mean_sum = exact_sum_create(d);
+	/* added exactly: the same whatever order the shards are listed in */
+	exact_sum_add_expansion(f->mean_sum, 0, d, means, layers);
 	*keys = fed_keys_parse(&f->sc[s], SHARD_VALUE(r, 0, 5), nkeys);
 }
 
@@ -479,34 +488,18 @@ fed_send_open(FedFit *f)
 	fed_send_active(f, "shard_open", 7, params);
 }
 
-/* The sum of n_i mean_i over the active shards' exact expansions (their order does not matter). */
-static double *
-fed_mean_sum(FedFit *f, double **means, const int *layers)
-{
-	ExactSum   *acc = exact_sum_create(f->d);
-	double	   *mean_sum;
-
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-			exact_sum_add_expansion(acc, 0, f->d, means[s], layers[s]);
-	mean_sum = palloc0(sizeof(double) * f->d);
-	exact_sum_values(acc, 0, f->d, mean_sum);
-	return mean_sum;
-}
-
 /* Phase 1: open on every shard; the sum of n_i mean_i and the row count. */
 static double *
 fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 {
 	char	 ***keys = palloc0(sizeof(char **) * f->nshards);
 	int		   *nkeys = palloc0(sizeof(int) * f->nshards);
-	double	  **means = palloc0(sizeof(double *) * f->nshards);
-	int		   *layers = palloc0(sizeof(int) * f->nshards);
+	double	   *mean_sum;
 
 	fed_send_open(f);
 	*rows = 0;
 	for (int s = 0; s < f->nshards; s++)
-		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s], &means[s], &layers[s]);
+		fed_open_reply(f, s, rows, diag, &keys[s], &nkeys[s]);
 	if (f->nclients == 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
@@ -515,7 +508,9 @@ fed_open(FedFit *f, double *rows, FitDiagnostics *diag)
 	/* (each shard names its groups without rows in its own NOTICE) */
 	row_report("perpca_fit_federated", &(RowReport) {.skipped = diag->rows_skipped, .groups = -1});
 	fed_check_keys(f, keys, nkeys);
-	return fed_mean_sum(f, means, layers);
+	mean_sum = palloc0(sizeof(double) * f->d);
+	exact_sum_values(f->mean_sum, 0, f->d, mean_sum);
+	return mean_sum;
 }
 
 /*
@@ -529,7 +524,6 @@ fed_scale(FedFit *f, double *mean_sum, double rows, bool **constant_out)
 	int			d = f->d;
 	double	   *mean = palloc(sizeof(double) * d);
 	double	   *sums = palloc0(sizeof(double) * d);
-	ExactSum   *acc = exact_sum_create(d);
 	double	   *scale = palloc(sizeof(double) * d);
 	bool	   *constant = palloc(sizeof(bool) * d);
 	const char *params[2];
@@ -538,19 +532,8 @@ fed_scale(FedFit *f, double *mean_sum, double rows, bool **constant_out)
 		mean[j] = mean_sum[j] / rows;
 	params[0] = f->id;
 	params[1] = fed_matrix_text(mean, 1, d);
-	fed_send_active(f, "shard_scale", 2, params);
 	/* added exactly: the same whatever order the shards are listed in */
-	for (int s = 0; s < f->nshards; s++)
-		if (f->active[s])
-		{
-			ShardRows  *r = fed_get_row(f, s, 1);
-			int			layers;
-			double	   *terms = fed_expansion_parse(&f->sc[s], SHARD_VALUE(r, 0, 0), 1, d,
-													&layers, "scale sums");
-
-			exact_sum_add_expansion(acc, 0, d, terms, layers);
-		}
-	exact_sum_values(acc, 0, d, sums);
+	fed_sum_expansions(f, "shard_scale", 2, params, 1, d, "scale sums", sums);
 	if (scale_finish(sums, mean, rows, d, scale, constant) > 0)
 		scale_report_constant(constant, d);
 	for (int j = 0; j < d; j++)
@@ -648,7 +631,7 @@ fed_result_rows(FedFit *f, int s, ReturnSetInfo *rsinfo, double *A)
 		pc = fed_vector_parse(&f->sc[s], SHARD_VALUE(r, i, 3), d);
 		clients_put_component(rsinfo, SHARD_VALUE(r, i, 0), "local",
 							  pg_strtoint32(SHARD_VALUE(r, i, 2)), pc, d, 1, 0,
-							  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"));
+							  fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 4), "variance"), 0.0);
 		linalg_gemm(false, true, d, d, 1, fed_float_parse(&f->sc[s], SHARD_VALUE(r, i, 5), "weight"),
 					pc, 1, pc, 1, 1.0, A, d);
 	}

@@ -55,6 +55,7 @@ typedef struct ShardFit
 	FitOptions	opts;			/* n_global, n_local, weights, seed */
 	ClientInput *in;			/* the clients, in query order */
 	FitNode    *node;			/* NULL until shard_init */
+	FitBackend *be;				/* the node's */
 	bool		finished;
 } ShardFit;
 
@@ -86,9 +87,17 @@ shard_fit_find(const char *id)
 	return NULL;
 }
 
-/* The open fit named by argument 0; with ready, it must have been initialized. */
+/* What a shard function needs of its fit: open, set up (not initialized, with clients), or ready. */
+typedef enum ShardStage
+{
+	SHARD_OPEN,
+	SHARD_SETUP,
+	SHARD_READY
+} ShardStage;
+
+/* The open fit named by argument 0, at the given stage. */
 static ShardFit *
-shard_fit_get(FunctionCallInfo fcinfo, bool ready)
+shard_fit_get(FunctionCallInfo fcinfo, ShardStage stage)
 {
 	char	   *id = fit_text_arg(fcinfo, 0, "fit_id");
 	ShardFit   *sf = shard_fit_find(id);
@@ -98,12 +107,16 @@ shard_fit_get(FunctionCallInfo fcinfo, bool ready)
 				(errcode(PERPCA_ERRCODE_UNDEFINED),
 				 errmsg("federated fit \"%s\" is not open in this session", id),
 				 errhint("shard_open must run first, in the same session.")));
-	if (ready && sf->node == NULL)
+	if (stage == SHARD_SETUP && (sf->node != NULL || sf->n == 0))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NOT_READY),
+				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
+	if (stage == SHARD_READY && sf->node == NULL)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" has not been initialized", sf->id),
 				 errhint("Call shard_init first.")));
-	if (ready && sf->finished)
+	if (stage == SHARD_READY && sf->finished)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NOT_READY),
 				 errmsg("federated fit \"%s\" is already finished", sf->id)));
@@ -350,6 +363,7 @@ static void
 shard_build(ShardFit *sf, void *arg)
 {
 	sf->node = clients_node(sf->in, sf->n, sf->opts.n_global, (const double *) arg, &sf->opts);
+	sf->be = node_backend(sf->node);
 }
 
 /*
@@ -360,16 +374,12 @@ shard_build(ShardFit *sf, void *arg)
 Datum
 perpca_shard_scale(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_SETUP);
 	int			d = sf->d;
 	double	   *mean;
 	double	   *sums = palloc0(sizeof(double) * Max(d, 1));
 	PerpcaStats **stats = clients_stats(sf->in, sf->n);
 
-	if (sf->node != NULL || sf->n == 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_READY),
-				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
 	mean = shard_matrix_arg(fcinfo, 1, 1, &d, "mean");
 	scale_pooled_sums(stats, sf->n, sf->d, mean, sums);
 	PG_RETURN_ARRAYTYPE_P(perpca_matrix_build(sums, 1, sf->d));
@@ -383,15 +393,11 @@ perpca_shard_scale(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_init(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_SETUP);
 	double	   *center = NULL;
 	Datum		values[2];
 	bool		nulls[2] = {0};
 
-	if (sf->node != NULL || sf->n == 0)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_READY),
-				 errmsg("federated fit \"%s\" is already initialized or has no clients here", sf->id)));
 	if (!PG_ARGISNULL(1))
 	{
 		int			one = sf->d;
@@ -411,8 +417,8 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 		clients_scale_by(sf->in, sf->n, scale);
 	}
 	shard_in_fit(sf, shard_build, center);
-	values[0] = Float8GetDatum(node_weight(sf->node));
-	values[1] = Float8GetDatum(node_lambda_max(sf->node));
+	values[0] = Float8GetDatum(sf->be->weight);
+	values[1] = Float8GetDatum(sf->be->lambda_max);
 	PG_RETURN_DATUM(shard_row(fcinfo, values, nulls));
 }
 
@@ -431,10 +437,10 @@ perpca_shard_init(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_basis(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	int			q;
 	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
-	double	   *B = node_basis(sf->node, PG_GETARG_BOOL(1), PG_GETARG_BOOL(2), &q);
+	double	   *B = sf->be->basis(sf->be, PG_GETARG_BOOL(1), PG_GETARG_BOOL(2), &q);
 	Datum	   *keys = palloc(sizeof(Datum) * Max(sf->n, 1));
 	Datum	   *columns = palloc(sizeof(Datum) * Max(sf->n, 1));
 	Datum		values[3];
@@ -458,7 +464,7 @@ perpca_shard_basis(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_apply(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	int			q = -1;
 	double	   *X = shard_matrix_arg(fcinfo, 1, sf->d, &q, "X");
 	ExactSum   *acc = node_apply_exact(sf->node, X, q);
@@ -472,12 +478,12 @@ perpca_shard_apply(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_start_local(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	double	   *U = shard_u_arg(fcinfo, sf, 1);
 	FitInit		how = fit_choice(fit_text_arg(fcinfo, 2, "init"), "init", fit_init_names, 6);
 	MemoryContext old = MemoryContextSwitchTo(sf->cxt);
 
-	node_start_local(sf->node, U, how);
+	sf->be->start_local(sf->be, U, how);
 	MemoryContextSwitchTo(old);
 	PG_RETURN_BOOL(true);
 }
@@ -486,7 +492,7 @@ perpca_shard_start_local(PG_FUNCTION_ARGS)
 Datum
 perpca_shard_round(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
 	double	   *U = shard_u_arg(fcinfo, sf, 1);
 	double		step = PG_GETARG_FLOAT8(2);
 	FitUpdate	update = fit_choice(fit_text_arg(fcinfo, 3, "update"), "update", fit_update_names, 2);
@@ -499,33 +505,40 @@ perpca_shard_round(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("step must be a finite number > 0")));
-	node_round(sf->node, U, step, update, retraction, want_kkt, s);
+	sf->be->round(sf->be, U, step, update, retraction, want_kkt, s);
 	return shard_sums_row(fcinfo, sf, s, true, want_kkt, false);
 }
 
-/* shard_evaluate(fit_id, u, tol) RETURNS sums: best responses and gradient terms. */
+/*
+ * shard_evaluate(fit_id, u, tol) RETURNS sums: best responses and gradient
+ * terms; shard_finish(fit_id, u, best_response) RETURNS sums: feasible,
+ * ordered local components.
+ */
+static Datum
+shard_sums_call(FunctionCallInfo fcinfo, bool finish)
+{
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_READY);
+	double	   *U = shard_u_arg(fcinfo, sf, 1);
+	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
+
+	if (finish)
+		sf->be->finish(sf->be, U, PG_GETARG_BOOL(2), s);
+	else
+		sf->be->evaluate(sf->be, U, PG_GETARG_FLOAT8(2), s);
+	sf->finished = finish;
+	return shard_sums_row(fcinfo, sf, s, !finish, finish, finish);
+}
+
 Datum
 perpca_shard_evaluate(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
-	double	   *U = shard_u_arg(fcinfo, sf, 1);
-	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
-
-	node_evaluate(sf->node, U, PG_GETARG_FLOAT8(2), s);
-	return shard_sums_row(fcinfo, sf, s, true, false, false);
+	return shard_sums_call(fcinfo, false);
 }
 
-/* shard_finish(fit_id, u, best_response) RETURNS sums: feasible, ordered local components. */
 Datum
 perpca_shard_finish(PG_FUNCTION_ARGS)
 {
-	ShardFit   *sf = shard_fit_get(fcinfo, true);
-	double	   *U = shard_u_arg(fcinfo, sf, 1);
-	FitSums    *s = fit_sums_create(sf->d, sf->opts.n_global);
-
-	node_finish(sf->node, U, PG_GETARG_BOOL(2), s);
-	sf->finished = true;
-	return shard_sums_row(fcinfo, sf, s, false, true, true);
+	return shard_sums_call(fcinfo, true);
 }
 
 /* shard_result(fit_id) RETURNS TABLE (client, kind, component, pc, variance, weight). */
@@ -533,7 +546,7 @@ Datum
 perpca_shard_result(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ShardFit   *sf = shard_fit_get(fcinfo, false);
+	ShardFit   *sf = shard_fit_get(fcinfo, SHARD_OPEN);
 
 	if (!sf->finished)
 		ereport(ERROR,
@@ -541,26 +554,7 @@ perpca_shard_result(PG_FUNCTION_ARGS)
 				 errmsg("federated fit \"%s\" is not finished", sf->id),
 				 errhint("Call shard_finish first.")));
 	InitMaterializedSRF(fcinfo, 0);
-	for (int i = 0; i < sf->n; i++)
-	{
-		const FitClient *c = &sf->node->clients[i];
-
-		for (int j = c->lfirst; j < c->k; j++)
-		{
-			Datum		values[6];
-			bool		nulls[6] = {0};
-			double	   *pc = palloc(sizeof(double) * sf->d);
-
-			linalg_copy(sf->d, 1, c->W + j, c->k, pc, 1);
-			values[0] = CStringGetTextDatum(sf->in[i].name);
-			values[1] = CStringGetTextDatum("local");
-			values[2] = Int32GetDatum(j - c->lfirst + 1);
-			values[3] = PointerGetDatum(perpca_vector_build(pc, sf->d));
-			values[4] = Float8GetDatum(c->variance[j]);
-			values[5] = Float8GetDatum(c->weight);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-	}
+	clients_put_local(rsinfo, sf->node, sf->in);
 	return (Datum) 0;
 }
 

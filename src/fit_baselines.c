@@ -26,7 +26,7 @@ baseline_dispca(FitNode *node, FitBackend *be, FitResult *res, FitDiagnostics *d
 	int			d = node->d,
 				r1 = node->r1,
 				q;
-	double	   *B = node_basis(node, false, true, &q);
+	double	   *B = be->basis(be, false, true, &q);
 	FitSums    *s = fit_sums_create(d, r1);
 
 	res->U = palloc0(sizeof(double) * d * Max(r1, 1));
@@ -41,7 +41,7 @@ baseline_dispca(FitNode *node, FitBackend *be, FitResult *res, FitDiagnostics *d
 		client_top_eigen(c, res->U, c->r2, values, c->W + r1, c->k);
 		pfree(values);
 	}
-	node_finish(node, res->U, false, s);
+	be->finish(be, res->U, false, s);
 	fit_order_global(be, s->gram, res);
 	diag->objective = s->objective / s->weight * node->n;
 	diag->kkt_residual = linalg_dot((int64) d * r1, s->G, s->G) / (s->weight * s->weight) +

@@ -21,9 +21,8 @@
 #include "perpca.h"
 #include "scale.h"
 
-/* The clients sorted by name, for duplicate checks and look-ups. */
-static int
-client_name_cmp(const void *a, const void *b)
+int
+clients_name_cmp(const void *a, const void *b)
 {
 	return strcmp((*(const ClientInput *const *) a)->name, (*(const ClientInput *const *) b)->name);
 }
@@ -37,7 +36,7 @@ duplicate_key(const ClientInput *in, int n)
 
 	for (int i = 0; i < n; i++)
 		sorted[i] = &in[i];
-	qsort(sorted, n, sizeof(ClientInput *), client_name_cmp);
+	qsort(sorted, n, sizeof(ClientInput *), clients_name_cmp);
 	for (int i = 1; i < n && dup == NULL; i++)
 		if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
 			dup = sorted[i]->name;
@@ -472,10 +471,11 @@ clients_sketch_bound(const ClientInput *in, const FitNode *node, int rU, MemoryC
 
 void
 clients_put_component(ReturnSetInfo *rsinfo, const char *client, const char *kind,
-					  int component, const double *A, int d, int lda, int j, double variance)
+					  int component, const double *A, int d, int lda, int j, double variance,
+					  double weight)
 {
-	Datum		values[5];
-	bool		nulls[5] = {client == NULL, false, false, false, false};
+	Datum		values[6];
+	bool		nulls[6] = {client == NULL, false, false, false, false, false};
 	double	   *buf = palloc(sizeof(double) * Max(d, 1));
 
 	linalg_copy(d, 1, A + j, lda, buf, 1);
@@ -484,6 +484,7 @@ clients_put_component(ReturnSetInfo *rsinfo, const char *client, const char *kin
 	values[2] = Int32GetDatum(component);
 	values[3] = PointerGetDatum(perpca_vector_build(buf, d));
 	values[4] = Float8GetDatum(variance);
+	values[5] = Float8GetDatum(weight);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	pfree(buf);
 }
@@ -493,7 +494,7 @@ clients_put_global(ReturnSetInfo *rsinfo, const FitResult *res, int d)
 {
 	for (int j = 0; j < res->rU; j++)
 		clients_put_component(rsinfo, NULL, "global", j + 1, res->U, d, res->rU, j,
-							  res->uvariance[j]);
+							  res->uvariance[j], 0.0);
 }
 
 void
@@ -505,6 +506,6 @@ clients_put_local(ReturnSetInfo *rsinfo, const FitNode *node, const ClientInput 
 
 		for (int j = c->lfirst; j < c->k; j++)
 			clients_put_component(rsinfo, in[i].name, "local", j - c->lfirst + 1, c->W, node->d,
-								  c->k, j, c->variance[j]);
+								  c->k, j, c->variance[j], c->weight);
 	}
 }

@@ -15,6 +15,9 @@
 #include "row_reader.h"
 #include "stats.h"
 
+/* qsort and bsearch order of pointers to clients: by key. */
+extern int	clients_name_cmp(const void *a, const void *b);
+
 /*
  * Rows in every client, one common dimension within the limit, unique keys,
  * room for n_global + r2_i components; no clients is an error when
@@ -79,15 +82,18 @@ extern void clients_one(const PerpcaStats *stats, const double *center, int r1, 
 extern FitNode *clients_node(const ClientInput *in, int n, int n_global, const double *center,
 							 const FitOptions *opts);
 
-/* Append (client, kind, component, pc, variance): pc is column j of A (d rows, stride lda). */
+/*
+ * Append (client, kind, component, pc, variance[, weight]): pc is column j of
+ * A (d rows, stride lda); weight when the result has that column (a shard's).
+ */
 extern void clients_put_component(ReturnSetInfo *rsinfo, const char *client, const char *kind,
 								  int component, const double *A, int d, int lda, int j,
-								  double variance);
+								  double variance, double weight);
 
 /* The global rows of a result. */
 extern void clients_put_global(ReturnSetInfo *rsinfo, const FitResult *res, int d);
 
-/* Every client's local rows (query order), components numbered from 1. */
+/* Every client's local rows (query order), components numbered from 1 (with its weight: a shard's). */
 extern void clients_put_local(ReturnSetInfo *rsinfo, const FitNode *node, const ClientInput *in);
 
 #endif							/* PERPCA_FIT_INPUT_H */

@@ -59,13 +59,11 @@
 PerpcaMissing
 missing_arg(FunctionCallInfo fcinfo, int argno)
 {
-	if (PG_NARGS() <= argno)
-		return PERPCA_MISSING_ERROR;
-	if (PG_ARGISNULL(argno))
+	if (PG_NARGS() > argno && PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("missing must be 'error', 'skip' or 'observed', not NULL")));
-	return row_missing_parse(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
+	return row_missing_arg(fcinfo, argno, PERPCA_MISSING_ERROR);
 }
 
 int

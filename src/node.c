@@ -1,9 +1,8 @@
 /*
  * node.c -- the clients on this server, as weighted sums (see node.h)
  *
- * Every function loops over the node's clients, calls client_math.c, and adds
- * w_i times the client's answer into a FitSums; the local backend at the
- * end of the file is these functions behind FitBackend.
+ * Every operation of the node's FitBackend loops over its clients, calls
+ * client_math.c, and adds w_i times the client's answer into a FitSums.
  */
 #include "postgres.h"
 
@@ -37,29 +36,6 @@ node_create(int d, int r1, int n, FitClient *clients)
 	for (int i = 0; i < n; i++)
 		client_setup(&clients[i], d, r1);
 	return node;
-}
-
-double
-node_weight(const FitNode *node)
-{
-	double		w = 0.0;
-
-	for (int i = 0; i < node->n; i++)
-		w += node->clients[i].weight;
-	return w;
-}
-
-double
-node_lambda_max(FitNode *node)
-{
-	double		lmax = 0.0;
-
-	for (int i = 0; i < node->n; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		lmax = Max(lmax, client_lambda_max(&node->clients[i]));
-	}
-	return lmax;
 }
 
 /* Each client's top k_i eigenpairs, computed once (exactly when asked to). */
@@ -113,9 +89,11 @@ stacked_pcs(FitNode *node, const FitLocalPCs *pcs, bool qu, int *ncols)
  * on one node and, stacked again in the clients' key order, on a federated
  * coordinator, so both starts get the same bits whatever the shards hold.
  */
-double *
-node_basis(FitNode *node, bool qu, bool exact, int *q)
+static double *
+node_basis(FitBackend *be, bool qu, bool exact, int *q)
 {
+	FitNode    *node = be->state;
+
 	return stacked_pcs(node, node_pcs(node, exact), qu, q);
 }
 
@@ -140,17 +118,19 @@ node_apply_exact(FitNode *node, const double *X, int q)
 
 /* out (d x q) = sum_i w_i S_i X, summed exactly and rounded once (exact_sum.h). */
 static void
-node_apply(FitNode *node, const double *X, int q, double *out)
+node_apply(FitBackend *be, const double *X, int q, double *out)
 {
-	ExactSum   *acc = node_apply_exact(node, X, q);
+	ExactSum   *acc = node_apply_exact(be->state, X, q);
 
 	exact_sum_values(acc, 0, acc->n, out);
 	exact_sum_free(acc);
 }
 
-void
-node_start_local(FitNode *node, const double *U, FitInit how)
+/* The V_i start of the paper solver, given U. */
+static void
+node_start_local(FitBackend *be, const double *U, FitInit how)
 {
+	FitNode    *node = be->state;
 	FitLocalPCs *pcs = (how == FIT_INIT_RANDOM) ? NULL : node_pcs(node, true);
 
 	for (int i = 0; i < node->n; i++)
@@ -207,10 +187,12 @@ add_objective(const FitClient *c, double f, FitSums *out)
 	fit_sums_add(out, FIT_SUM_SCALARS, FIT_SUM_OBJECTIVE, c->weight * f);
 }
 
-void
-node_round(FitNode *node, const double *U, double step, FitUpdate update,
+/* One paper round's client steps. */
+static void
+node_round(FitBackend *be, const double *U, double step, FitUpdate update,
 		   FitRetraction retraction, bool want_kkt, FitSums *out)
 {
+	FitNode    *node = be->state;
 	int			d = node->d,
 				r1 = node->r1;
 
@@ -234,9 +216,11 @@ node_round(FitNode *node, const double *U, double step, FitUpdate update,
 	fit_sums_round(out);
 }
 
-void
-node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
+/* One L-BFGS evaluation: the best responses. */
+static void
+node_evaluate(FitBackend *be, const double *U, double tol, FitSums *out)
 {
+	FitNode    *node = be->state;
 	FitLocalPCs *pcs = node_pcs(node, false);
 	int64		size = (int64) node->d * node->r1;
 	double	   *T = palloc(sizeof(double) * Max(size, 1));
@@ -264,9 +248,11 @@ node_evaluate(FitNode *node, const double *U, double tol, FitSums *out)
 	fit_sums_round(out);
 }
 
-void
-node_finish(FitNode *node, const double *U, bool best_response, FitSums *out)
+/* Final: V_i feasible (or best response) against U, and ordered. */
+static void
+node_finish(FitBackend *be, const double *U, bool best_response, FitSums *out)
 {
+	FitNode    *node = be->state;
 	int			d = node->d,
 				r1 = node->r1;
 
@@ -373,64 +359,19 @@ node_theta(const FitNode *node, double W)
 	return theta;
 }
 
-/* ------------------------------------------------------------------------
- * The local backend: node functions called directly
- * ------------------------------------------------------------------------
- */
-
-static double *
-local_basis(FitBackend *be, bool qu, bool exact, int *q)
-{
-	return node_basis((FitNode *) be->state, qu, exact, q);
-}
-
-static void
-local_apply(FitBackend *be, const double *X, int q, double *out)
-{
-	node_apply((FitNode *) be->state, X, q, out);
-}
-
-static void
-local_start_local(FitBackend *be, const double *U, FitInit how)
-{
-	node_start_local((FitNode *) be->state, U, how);
-}
-
-static void
-local_round(FitBackend *be, const double *U, double step, FitUpdate update,
-			FitRetraction retraction, bool want_kkt, FitSums *out)
-{
-	node_round((FitNode *) be->state, U, step, update, retraction, want_kkt, out);
-}
-
-static void
-local_evaluate(FitBackend *be, const double *U, double tol, FitSums *out)
-{
-	node_evaluate((FitNode *) be->state, U, tol, out);
-}
-
-static void
-local_finish(FitBackend *be, const double *U, bool best_response, FitSums *out)
-{
-	node_finish((FitNode *) be->state, U, best_response, out);
-}
-
 FitBackend *
 node_backend(FitNode *node)
 {
 	FitBackend *be = palloc0(sizeof(FitBackend));
 
-	be->state = node;
-	be->d = node->d;
-	be->r1 = node->r1;
-	be->nclients = node->n;
-	be->weight = node_weight(node);
-	be->lambda_max = node_lambda_max(node);
-	be->basis = local_basis;
-	be->apply = local_apply;
-	be->start_local = local_start_local;
-	be->round = local_round;
-	be->evaluate = local_evaluate;
-	be->finish = local_finish;
+	*be = (FitBackend) {.state = node, .d = node->d, .r1 = node->r1, .nclients = node->n,
+		.basis = node_basis, .apply = node_apply, .start_local = node_start_local,
+	.round = node_round, .evaluate = node_evaluate, .finish = node_finish};
+	for (int i = 0; i < node->n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		be->weight += node->clients[i].weight;
+		be->lambda_max = Max(be->lambda_max, client_lambda_max(&node->clients[i]));
+	}
 	return be;
 }

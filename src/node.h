@@ -4,7 +4,7 @@
  * A node owns its clients (client_math.c) and answers the fit's questions about
  * all of them at once: the sums of FitSums.  perpca_fit runs its fit on one
  * node through node_backend(); each shard of perpca_fit_federated runs the
- * same node functions behind the perpca_internal.shard_* SQL functions.
+ * same backend behind the perpca_internal.shard_* SQL functions.
  */
 #ifndef PERPCA_NODE_H
 #define PERPCA_NODE_H
@@ -25,35 +25,17 @@ typedef struct FitNode
 /* A node over clients whose S_i, r2, weight and seed are set. */
 extern FitNode *node_create(int d, int r1, int n, FitClient *clients);
 
-extern double node_weight(const FitNode *node);
-extern double node_lambda_max(FitNode *node);
-
 /*
- * The stacked local PCs, d x q, each client's k_i columns in the byte
- * order of their keys (node->order): B B' = sum_i L_i D_i L_i'.
+ * The FitBackend that runs everything on this node; its basis is the
+ * stacked local PCs, d x q, each client's k_i columns in the byte order of
+ * their keys (node->order): B B' = sum_i L_i D_i L_i'.
  */
-extern double *node_basis(FitNode *node, bool qu, bool exact, int *q);
+extern FitBackend *node_backend(FitNode *node);
 
 /* The exact sum sum_i w_i S_i X (d x q entries), for a shard to ship. */
 extern struct ExactSum *node_apply_exact(FitNode *node, const double *X, int q);
 
-/* V_i start for the paper solver, given U. */
-extern void node_start_local(FitNode *node, const double *U, FitInit how);
-
-/* One paper round's client steps; sums into out. */
-extern void node_round(FitNode *node, const double *U, double step, FitUpdate update,
-					   FitRetraction retraction, bool want_kkt, FitSums *out);
-
-/* One L-BFGS evaluation: best responses; sums into out. */
-extern void node_evaluate(FitNode *node, const double *U, double tol, FitSums *out);
-
-/* Final: V_i feasible (or best response) against U and ordered; sums into out. */
-extern void node_finish(FitNode *node, const double *U, bool best_response, FitSums *out);
-
 /* theta_est of the node's local components, with total weight W (NaN without any). */
 extern double node_theta(const FitNode *node, double W);
-
-/* A FitBackend that runs everything on this node. */
-extern FitBackend *node_backend(FitNode *node);
 
 #endif							/* PERPCA_NODE_H */

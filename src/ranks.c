@@ -232,13 +232,6 @@ pair_cmp(const void *a, const void *b)
  * ------------------------------------------------------------------------
  */
 
-/* Order pointers to clients by key (training clients are sorted so, then searched). */
-static int
-input_name_cmp(const void *a, const void *b)
-{
-	return strcmp((*(const ClientInput *const *) a)->name, (*(const ClientInput *const *) b)->name);
-}
-
 /* The training clients and what each evaluation needs of them. */
 typedef struct RankData
 {
@@ -556,12 +549,12 @@ pair_held_with_train(RankData *data)
 
 	for (int i = 0; i < data->ntrain; i++)
 		sorted[i] = &data->train[i];
-	qsort(sorted, data->ntrain, sizeof(ClientInput *), input_name_cmp);
+	qsort(sorted, data->ntrain, sizeof(ClientInput *), clients_name_cmp);
 	held_train = palloc(sizeof(int) * Max(data->nheld, 1));
 	for (int h = 0; h < data->nheld; h++)
 	{
 		const ClientInput *key = &data->held[h];
-		const ClientInput **s = bsearch(&key, sorted, data->ntrain, sizeof(ClientInput *), input_name_cmp);
+		const ClientInput **s = bsearch(&key, sorted, data->ntrain, sizeof(ClientInput *), clients_name_cmp);
 
 		held_train[h] = s == NULL ? -1 : (int) (*s - data->train);
 	}

@@ -1,17 +1,8 @@
 /*
  * row_reader.h -- the one reader of the rows a user's query returns, and the
  * one option that governs their gaps, missing => 'error' | 'skip' |
- * 'observed' (row_reader.c)
- *
- * Every function that reads a query of rows or statistics opens it here
- * once, as a row source: the query is checked to be one SELECT, planned
- * (not run), its missing mode taken, and its form told --
- * statistics (client, perpca_stats[, n_local]), a numeric array (client, x
- * smallint[] .. numeric[]), pgvector's vector or halfvec (client, v) where
- * perpca_vector is installed, or feature columns (client, c1, c2, ...) of
- * numeric types -- and wraps rows into one perpca_stats per client under
- * the missing mode.  Skipped rows and groups that contribute nothing are
- * reported the same way everywhere (one NOTICE per statement).
+ * 'observed' (row_reader.c states the contract: the forms, the modes, the
+ * one NOTICE per statement)
  */
 #ifndef PERPCA_ROW_READER_H
 #define PERPCA_ROW_READER_H

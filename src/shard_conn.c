@@ -25,7 +25,6 @@
 #include "perpca.h"
 #include "shard_conn.h"
 
-/* One shard's connection and what crossed it. */
 /* Non-superusers must give a password in the connection string (as dblink requires). */
 static void
 fed_check_conninfo(const char *conninfo, int index)
@@ -108,7 +107,6 @@ fed_connect(ShardConn *sc, const char *conninfo)
 				 errdetail("Non-superusers cannot connect if the server does not request a password.")));
 }
 
-/* Send one command with text parameters to a shard (its result is read by fed_get). */
 void
 fed_send(ShardConn *sc, const char *sql, int nparams, const char *const *params)
 {
@@ -166,40 +164,33 @@ fed_copy_rows(ShardConn *sc, PGresult *res)
 	return r;
 }
 
-/* Wait for the result of the command sent to sc; the shard's error is rethrown. */
 ShardRows *
 fed_get(ShardConn *sc)
 {
 	PGresult   *res,
 			   *first = NULL;
 
-	while (PQisBusy(sc->conn))
+	/* one command: keep the first result, drain the rest */
+	do
 	{
-		fed_wait_socket(sc->conn, WL_SOCKET_READABLE);
-		if (!PQconsumeInput(sc->conn))
-			fed_connection_error(sc, "read a result from");
-	}
-	/* one command: keep the first result, drain the rest (PQgetResult does not block now) */
-	while ((res = PQgetResult(sc->conn)) != NULL)
-	{
-		if (first == NULL)
-			first = res;
-		else
-			PQclear(res);
 		while (PQisBusy(sc->conn))
 		{
 			fed_wait_socket(sc->conn, WL_SOCKET_READABLE);
 			if (!PQconsumeInput(sc->conn))
 				fed_connection_error(sc, "read a result from");
 		}
-	}
+		res = PQgetResult(sc->conn);
+		if (first == NULL)
+			first = res;
+		else if (res != NULL)
+			PQclear(res);
+	} while (res != NULL);
 	sc->busy = false;
 	if (first == NULL || PQresultStatus(first) != PGRES_TUPLES_OK)
 		fed_remote_error(sc, first);
 	return fed_copy_rows(sc, first);
 }
 
-/* Cancel a busy shard's command and close every connection (never raises). */
 void
 fed_disconnect_all(ShardConn *sc, int n)
 {
@@ -223,7 +214,6 @@ fed_disconnect_all(ShardConn *sc, int n)
 	}
 }
 
-/* Connect to every shard, check that perpca is installed there, and ask for exact floats. */
 void
 fed_connect_all(ShardConn *sc, int n, char **conninfo)
 {
@@ -245,7 +235,6 @@ fed_connect_all(ShardConn *sc, int n, char **conninfo)
 					(errcode(PERPCA_ERRCODE_UNDEFINED),
 					 errmsg("extension \"perpca\" is not installed on shard %d", sc[s].index),
 					 errhint("Run CREATE EXTENSION perpca in the shard's database.")));
-		sc[s].schema = SHARD_VALUE(r, 0, 0);
 	}
 }
 
@@ -254,7 +243,6 @@ fed_connect_all(ShardConn *sc, int n, char **conninfo)
  * ------------------------------------------------------------------------
  */
 
-/* The m x n matrix A as a 2-D float8[] literal with exact (17-digit) values. */
 char *
 fed_matrix_text(const double *A, int m, int n)
 {
@@ -273,10 +261,6 @@ fed_matrix_text(const double *A, int m, int n)
 	return buf.data;
 }
 
-/*
- * A shard's float8[] value (text) as a checked matrix; *m and *n hold the
- * expected rows and columns (-1: any) and get the actual ones.
- */
 double *
 fed_matrix_parse(const ShardConn *sc, const char *text, int *m, int *n, const char *what)
 {
@@ -301,7 +285,6 @@ fed_matrix_parse(const ShardConn *sc, const char *text, int *m, int *n, const ch
 	return x;
 }
 
-/* A shard's float8 value (text), checked to be finite. */
 double
 fed_float_parse(const ShardConn *sc, const char *text, const char *what)
 {

@@ -14,7 +14,6 @@ typedef struct ShardConn
 {
 	PGconn	   *conn;			/* malloc'd by libpq: closed in fed_disconnect_all */
 	int			index;			/* 1-based, for messages */
-	char	   *schema;			/* quoted schema of perpca on the shard */
 	bool		busy;			/* a command was sent and its result not read */
 	int64		sent;			/* bytes of commands and parameters sent */
 	int64		received;		/* bytes of result values received */

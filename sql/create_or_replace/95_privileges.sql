@@ -60,7 +60,6 @@ GRANT EXECUTE ON FUNCTION
     TO PUBLIC;
 
 -- Not granted (superusers and roles granted EXECUTE only): functions no
--- path of a plain caller reaches through SQL -- model_name_parts,
--- fit_options, evaluate_stats, query_columns, stats_query (C calls their
--- code directly), model_lock (perpca's paths lock in C) and
+-- path of a plain caller reaches through SQL -- model_name_parts and
+-- fit_options (C calls their code directly), model_lock (perpca's paths lock in C) and
 -- f_upper_quantile (for the tests).

@@ -79,12 +79,10 @@ BEGIN
                ('@extschema@', 'perpca_stats_serialize'),
                ('@extschema@', 'perpca_total_variance'),
                ('@extschema@', 'perpca_train'),
-               ('perpca_internal', 'evaluate_stats'),
                ('perpca_internal', 'f_upper_quantile'),
                ('perpca_internal', 'fit_options'),
                ('perpca_internal', 'model_lock'),
                ('perpca_internal', 'model_name_parts'),
-               ('perpca_internal', 'query_columns'),
                ('perpca_internal', 'scale_stats'),
                ('perpca_internal', 'scale_vector'),
                ('perpca_internal', 'shard_apply'),
@@ -100,8 +98,7 @@ BEGIN
                ('perpca_internal', 'shard_start_local'),
                ('perpca_internal', 'stats_dist_accum'),
                ('perpca_internal', 'stats_dist_combine'),
-               ('perpca_internal', 'stats_dist_final'),
-               ('perpca_internal', 'stats_query')
+               ('perpca_internal', 'stats_dist_final')
                ) AS ours(nsp, name)
             ON p.pronamespace OPERATOR(pg_catalog.=) ours.nsp::pg_catalog.regnamespace::pg_catalog.oid
            AND p.proname OPERATOR(pg_catalog.=) ours.name::pg_catalog.name

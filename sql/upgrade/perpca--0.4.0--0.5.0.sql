@@ -24,3 +24,8 @@ DROP FUNCTION perpca_internal.fit(text, jsonb);
 DROP TYPE perpca_internal.perpca_fit_row;
 -- The write path computes the clients' control statistics in C (monitor.c): no SQL entry.
 DROP FUNCTION perpca_internal.client_monitor_stats(perpca_stats, float8[], float8[]);
+-- Internal functions no path reaches any more (C calls their code directly;
+-- the library keeps their symbols for the scripts of 0.2.0 and older).
+DROP FUNCTION perpca_internal.evaluate_stats(text, perpca_stats, float8[], float8[], float8[]);
+DROP FUNCTION perpca_internal.query_columns(text);
+DROP FUNCTION perpca_internal.stats_query(text, text);

@@ -108,8 +108,7 @@ SELECT * FROM perpca_evaluate('ev_client', NULL);
 -- Every new object is commented.
 SELECT p.pronamespace::regnamespace::text AS schema, p.proname, obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
   FROM pg_proc p
- WHERE p.proname IN ('perpca_evaluate', 'perpca_evaluate_summary', 'perpca_choose_ranks',
-                     'evaluate_stats', 'query_columns', 'stats_query')
+ WHERE p.proname IN ('perpca_evaluate', 'perpca_evaluate_summary', 'perpca_choose_ranks')
  ORDER BY 1, 2;
 
 SET client_min_messages = warning;
