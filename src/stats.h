@@ -188,40 +188,19 @@ extern int64 perpca_stats_skipped(const PerpcaStats *s);
 /* Rows, but no variance: one row, or rows all equal (its co-moment is zero). */
 extern bool perpca_stats_flat(const PerpcaStats *s);
 
-/*
- * stats_agg.c's transition, for rows of other types too (perpca_vector's
- * vector and halfvec): the state for a row of dimension d (argument 0 of the
- * call, or a new one), a buffer of d doubles in it to convert the row into,
- * and the addition of that row -- what perpca_stats(float8[]) does with a row
- * it has read, so both give the same bits for the same numbers.  The row's
- * values are checked there: a NaN or infinite value is an error naming its
- * position (PERPCA_NULLS_ERROR) or leaves the row out, counted (SKIP).
- * perpca_stats_accum_skip counts a row left out before (NULL elements).
- */
+/* What a row with a NULL, NaN or infinite element does in an aggregate. */
 typedef enum PerpcaNulls
 {
 	PERPCA_NULLS_ERROR,			/* a NULL, NaN or infinite element is an error */
 	PERPCA_NULLS_SKIP			/* such a row is left out and counted */
 } PerpcaNulls;
 
-typedef struct StatsState StatsState;
-
 /* The nulls argument ('error' or 'skip') argno of an aggregate's transition (NULL is an error). */
 extern PerpcaNulls perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno);
 /* The aggregate context of support function fname (an error outside an aggregate). */
 extern MemoryContext perpca_agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind);
-extern StatsState *perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls);
-extern double *perpca_stats_accum_scratch(StatsState *st);
-extern void perpca_stats_accum_add(StatsState *st, const double *x);
-extern void perpca_stats_accum_skip(StatsState *st);
 
-/*
- * The row types of perpca_stats: float8[] (read here) and pgvector's vector
- * and halfvec (read by pgvector_io.c).  perpca_stats_accum_rows is the
- * transition for rows of any of them: a row read at once enters through
- * perpca_stats_accum_add, a row of a thin group that arrives as an on-disk
- * TOAST pointer waits there, as the pointer, until its values are needed.
- */
+/* The row types of the aggregates: float8[], and pgvector's vector and halfvec (pgvector_io.c). */
 typedef enum PerpcaRowType
 {
 	PERPCA_ROWTYPE_FLOAT8,		/* float8[] */
@@ -229,23 +208,12 @@ typedef enum PerpcaRowType
 	PERPCA_ROWTYPE_HALFVEC		/* pgvector's halfvec: binary16 values */
 } PerpcaRowType;
 
-extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type,
-									 PerpcaNulls nulls);
-
-/*
- * perpca_stats(x) and perpca_stats(x, nulls) of one row type, as one-line
- * SQL entry points: nulls is PERPCA_NULLS_ERROR, or the argument's
- * (perpca_nulls_fcinfo_arg(fcinfo, 2)).
- */
-#define PERPCA_STATS_ACCUM_FUNCTION(name, type, nulls) \
-Datum name(PG_FUNCTION_ARGS) { return perpca_stats_accum_rows(fcinfo, type, nulls); }
-
 /*
  * The reader of rows of one type other than float8[]: a value (detoasted,
  * its layout checked; what names it in errors) and its dimension; its
  * values as d doubles, and whether all of them are finite (checked in the
- * same pass, so the caller need not read them again); the size of such a
- * value of dimension d, header included.  The module of that type fills
+ * same pass, so the caller need not read them again); the size of its
+ * header and of one value.  The module of that type fills
  * the aggregate's table of readers when the library loads (pgvector_io.c:
  * vector and halfvec), so the aggregate calls it only through the table.
  */
@@ -253,13 +221,11 @@ typedef struct PerpcaRowReader
 {
 	const void *(*row) (Datum row, int *d, const char *what);
 	bool		(*values) (const void *row, double *out);
-	Size		(*size) (int d);
+	Size		header;			/* bytes before the values */
+	Size		elemsize;		/* bytes of one value */
 } PerpcaRowReader;
 
 extern void perpca_stats_row_reader(PerpcaRowType type, const PerpcaRowReader *reader);
-
-/* The reader of rows of that type (an error if its module has not filled it). */
-extern const PerpcaRowReader *perpca_stats_row_reader_get(PerpcaRowType type);
 
 /* pgvector_io.c: put the readers of vector and halfvec in the table (_PG_init). */
 extern void perpca_pgvector_init(void);

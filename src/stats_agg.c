@@ -92,8 +92,8 @@ typedef struct PendingBlock
 		for (const char *entry = blk->data; entry < blk->data + blk->used; \
 			 entry += PENDING_SIZE(entry))
 
-/* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
-struct StatsState
+/* Aggregate transition state, kept in the aggregate memory context. */
+typedef struct StatsState
 {
 	MemoryContext cxt;			/* where the state and its buffers live */
 	int			d;
@@ -117,10 +117,11 @@ struct StatsState
 	double	   *fetched;		/* d: a pending row of another type converted
 								 * (fetch_pending; not scratch, which may hold
 								 * the row being added meanwhile); not state */
-	SketchState *sketch;		/* perpca_merge once it has met a sketch: the
-								 * sketch of everything (sketch.c); the exact
-								 * state above is then unused */
-};
+	SketchState *sketch;		/* perpca_sketch, or perpca_merge once it has
+								 * met a sketch: the sketch of everything
+								 * (sketch.c); the exact state above is then
+								 * unused */
+} StatsState;
 
 /*
  * The readers of rows of other types than float8[], by PerpcaRowType: filled
@@ -144,17 +145,10 @@ row_reader(PerpcaRowType type)
 	return row_readers[type];
 }
 
-const PerpcaRowReader *
-perpca_stats_row_reader_get(PerpcaRowType type)
-{
-	return row_reader(type);
-}
-
 /* The hint of the error for a row with a missing value (stats.h). */
 #define SKIP_HINT PERPCA_SKIP_HINT
+#define SKETCH_SKIP_HINT "Use perpca_sketch(x, ell, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
 
-PG_FUNCTION_INFO_V1(perpca_stats_accum);
-PG_FUNCTION_INFO_V1(perpca_stats_accum_nulls);
 PG_FUNCTION_INFO_V1(perpca_stats_merge_accum);
 PG_FUNCTION_INFO_V1(perpca_stats_combine);
 PG_FUNCTION_INFO_V1(perpca_stats_serialize);
@@ -227,36 +221,37 @@ shift_row(int d, const double *restrict x, const double *restrict shift,
 }
 
 /*
- * Are the values of a row all finite?  If not, the row is an error naming
- * its first bad element, or (skip) false.
+ * Are the values of a row of the state all finite?  If not, the row is an
+ * error naming its first bad element (with the hint of its aggregate), or
+ * (skip) false.
  */
 static inline bool
-row_finite(PerpcaNulls nulls, const double *x, int d)
+row_finite(const StatsState *st, const double *x)
 {
-	int			j = perpca_first_nonfinite(x, d);
+	int			j = perpca_first_nonfinite(x, st->d);
 
 	if (j < 0)
 		return true;
-	if (nulls == PERPCA_NULLS_ERROR)
-		perpca_row_element_error("input row", j, d, false, x[j], SKIP_HINT);
+	if (st->nulls == PERPCA_NULLS_ERROR)
+		perpca_row_element_error("input row", j, st->d, false, x[j],
+								 st->sketch ? SKETCH_SKIP_HINT : SKIP_HINT);
 	return false;
 }
 
 /*
- * The values of a row argument of dimension *d, after its shape checks; NULL
- * when it has a NULL element and is skipped (else an error naming the
- * element).  Their finiteness is checked by the caller.
+ * The values x of a float8[] row of dimension d, or NULL when it has a NULL
+ * element and is skipped (else an error naming the element, with hint).
+ * Their finiteness is checked by the caller.
  */
 static const double *
-row_values(ArrayType *a, int *d, PerpcaNulls nulls)
+row_without_nulls(ArrayType *a, const double *x, int d, PerpcaNulls nulls, const char *hint)
 {
-	const double *x = perpca_vector_shape_nulls(a, d, "input row");
 	int			j;
 
 	if (ARR_HASNULL(a) && (j = perpca_first_null(a)) >= 0)
 	{
 		if (nulls == PERPCA_NULLS_ERROR)
-			perpca_row_element_error("input row", j, *d, true, 0.0, SKIP_HINT);
+			perpca_row_element_error("input row", j, d, true, 0.0, hint);
 		return NULL;
 	}
 	return x;
@@ -312,7 +307,7 @@ row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 		return false;
 	size = type == PERPCA_ROWTYPE_FLOAT8
 		? ARR_OVERHEAD_NONULLS(1) + sizeof(double) * st->d
-		: row_reader(type)->size(st->d);
+		: row_reader(type)->header + row_reader(type)->elemsize * (Size) st->d;
 	if (VARATT_IS_EXTERNAL_ONDISK(v))
 	{
 		varatt_external ptr;
@@ -418,7 +413,8 @@ fetch_pending(const StatsState *st, const char *entry, void **copy)
 		ArrayType  *arr = DatumGetArrayTypeP(PointerGetDatum(entry));
 
 		*copy = arr;
-		x = row_values(arr, &d, st->nulls);
+		x = perpca_vector_shape_nulls(arr, &d, "input row");
+		x = row_without_nulls(arr, x, d, st->nulls, SKIP_HINT);
 	}
 	else
 	{
@@ -429,7 +425,7 @@ fetch_pending(const StatsState *st, const char *entry, void **copy)
 	}
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
-	return x != NULL && (finite || row_finite(st->nulls, x, d)) ? x : NULL;
+	return x != NULL && (finite || row_finite(st, x)) ? x : NULL;
 }
 
 /*
@@ -1034,12 +1030,15 @@ state_serialize(const StatsState *st)
 	return (bytea *) ss;
 }
 
-/* A state that is the sketch sk (perpca_merge's, once it has met a sketch). */
+/* A state that is the sketch sk: perpca_sketch's, or perpca_merge's once it has met a sketch. */
 static StatsState *
-state_of_sketch(MemoryContext cxt, SketchState *sk)
+state_of_sketch(MemoryContext cxt, SketchState *sk, PerpcaNulls nulls)
 {
-	StatsState *st = state_create(cxt, sk->d, PERPCA_NULLS_ERROR);
+	StatsState *st = MemoryContextAllocZero(cxt, sizeof(StatsState));
 
+	st->cxt = cxt;
+	st->d = sk->d;
+	st->nulls = nulls;
 	st->sketch = sk;
 	return st;
 }
@@ -1065,7 +1064,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	int64		d;
 
 	if (sketch_is_serialized((const bytea *) ss))
-		return state_of_sketch(cxt, sketch_deserialize(cxt, (const bytea *) ss));
+		return state_of_sketch(cxt, sketch_deserialize(cxt, (const bytea *) ss), PERPCA_NULLS_ERROR);
 	if (!serial_header_valid(ss))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
@@ -1128,10 +1127,9 @@ report_progress(MemoryContext aggcxt)
  * The transition state (argument 0) for a row of dimension d: created in the
  * aggregate context on the first row, its dimension checked after that.
  */
-StatsState *
-perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
+static StatsState *
+accum_state(FunctionCallInfo fcinfo, MemoryContext aggcxt, int d, PerpcaNulls nulls)
 {
-	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_accum", NULL);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 
 	if (st == NULL)
@@ -1145,36 +1143,58 @@ perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
 	return st;
 }
 
-/* d doubles owned by the state, to convert a row of another type into. */
-double *
-perpca_stats_accum_scratch(StatsState *st)
+/*
+ * perpca_sketch's state for a row of dimension d: a sketch of ell (argument
+ * 2) rows, created on the first row; the same d, ell and nulls after that.
+ */
+static StatsState *
+sketch_state(FunctionCallInfo fcinfo, MemoryContext aggcxt, int d, PerpcaNulls nulls)
 {
-	if (st->scratch == NULL)
-		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * st->d);
-	return st->scratch;
+	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	int			ell;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("ell must not be NULL")));
+	ell = PG_GETARG_INT32(2);
+	sketch_check_ell(ell, d);
+	if (st == NULL)
+		return state_of_sketch(aggcxt, sketch_create(aggcxt, d, ell), nulls);
+	if (d != st->d)
+		perpca_dim_mismatch(st->d, d, "input row");
+	if (ell != st->sketch->ell)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("ell must be the same for every row of a group (%d, then %d)",
+						st->sketch->ell, ell)));
+	if (nulls != st->nulls)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("missing must be the same for every row of a group")));
+	return st;
 }
 
 /*
- * Add the row x (d doubles) to the state; a row with a NaN or infinite value
- * is an error or, under 'skip', left out and counted.
+ * Add the row x (d doubles) to the state, or NULL: a row with a NULL
+ * element, left out and counted (so is, under 'skip', a row with a NaN or
+ * infinite value; else that is an error).
  */
-void
-perpca_stats_accum_add(StatsState *st, const double *x)
+static void
+accum_add(StatsState *st, const double *x)
 {
-	if (row_finite(st->nulls, x, st->d))
-		state_add_row(st, x);
+	if (x == NULL || !row_finite(st, x))
+	{
+		if (st->sketch != NULL)
+			st->sketch->skipped++;
+		else
+			st->skipped++;
+	}
+	else if (st->sketch != NULL)
+		sketch_add_row(st->sketch, x);
 	else
-		st->skipped++;
-	if (perpca_progress_rows > 0)
-		report_progress(st->cxt);
-}
-
-/* Count a row left out before it reached perpca_stats_accum_add. */
-void
-perpca_stats_accum_skip(StatsState *st)
-{
-	st->skipped++;
-	if (perpca_progress_rows > 0)
+		state_add_row(st, x);
+	if (perpca_progress_rows > 0 && st->sketch == NULL)
 		report_progress(st->cxt);
 }
 
@@ -1197,74 +1217,86 @@ defer_row(StatsState *st, int kind, PerpcaRowType type, Datum row, MemoryContext
 }
 
 /*
- * The row (argument 1) as doubles, NULL when it has a missing value, with
- * *st created or checked for its dimension.
+ * The row (argument 1) as doubles, NULL when it has a NULL element and is
+ * skipped, with *st created or checked for its dimension: a sketch's before
+ * the row's NULL elements are looked at, an exact state's after.
  */
 static const double *
-row_doubles(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, StatsState **st)
+row_doubles(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type,
+			PerpcaNulls nulls, bool sketch, StatsState **st)
 {
 	int			d;
 	const double *x;
+	const void *row;
 
 	if (type == PERPCA_ROWTYPE_FLOAT8)
 	{
-		x = row_values(PG_GETARG_ARRAYTYPE_P(1), &d, nulls);
-		*st = perpca_stats_accum_state(fcinfo, d, nulls);
-	}
-	else
-	{
-		const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
-		double	   *scratch;
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
 
-		*st = perpca_stats_accum_state(fcinfo, d, nulls);
-		scratch = perpca_stats_accum_scratch(*st);
-		(void) row_reader(type)->values(row, scratch);	/* checked when added */
-		x = scratch;
+		x = perpca_vector_shape_nulls(a, &d, "input row");
+		if (sketch)
+			*st = sketch_state(fcinfo, aggcxt, d, nulls);
+		x = row_without_nulls(a, x, d, nulls, sketch ? SKETCH_SKIP_HINT : SKIP_HINT);
+		if (!sketch)
+			*st = accum_state(fcinfo, aggcxt, d, nulls);
+		return x;
 	}
-	return x;
-}
-
-/* A NULL row or value: the state as it is (NULL before the first row). */
-static Datum
-state_kept(FunctionCallInfo fcinfo, StatsState *st)
-{
-	if (st == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_POINTER(st);
+	row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
+	*st = sketch ? sketch_state(fcinfo, aggcxt, d, nulls) : accum_state(fcinfo, aggcxt, d, nulls);
+	if ((*st)->scratch == NULL)
+		(*st)->scratch = MemoryContextAlloc((*st)->cxt, sizeof(double) * d);
+	(void) row_reader(type)->values(row, (*st)->scratch);	/* checked when added */
+	return (*st)->scratch;
 }
 
 /*
- * The transition of perpca_stats(x) and perpca_stats(x, nulls) for rows of
- * the given type: NULL rows are ignored, rows with a missing value are an
- * error or skipped.  A row in TOAST waits there while its group is thin
- * (not in a window, whose final function runs after every row) and is
- * checked when fetched.
+ * The transition of perpca_stats(x [, nulls]) (sketch: perpca_sketch(x, ell
+ * [, nulls])) for rows of the given type: NULL rows are ignored, rows with a
+ * missing value are an error or skipped.  A row in TOAST waits there while
+ * its exact group is thin (not in a window, whose final function runs after
+ * every row) and is checked when fetched.
  */
-Datum
-perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
+static Datum
+accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, bool sketch)
 {
 	int			kind;
-	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_accum", &kind);
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, sketch ? "perpca_sketch_accum" : "perpca_stats_accum",
+											  &kind);
 	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
 	const double *x;
 
 	if (PG_ARGISNULL(1))
-		return state_kept(fcinfo, st);
-	if (st != NULL)
-		state_set_nulls(st, nulls);
-	if (defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
+	{
+		if (st == NULL)
+			PG_RETURN_NULL();
 		PG_RETURN_POINTER(st);
-	x = row_doubles(fcinfo, type, nulls, &st);
-	if (x != NULL)
-		perpca_stats_accum_add(st, x);
-	else
-		perpca_stats_accum_skip(st);
+	}
+	if (st != NULL && !sketch)
+		state_set_nulls(st, nulls);
+	if (!sketch && defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
+		PG_RETURN_POINTER(st);
+	x = row_doubles(fcinfo, aggcxt, type, nulls, sketch, &st);
+	accum_add(st, x);
 	PG_RETURN_POINTER(st);
 }
 
-/* perpca_stats(float8[] [, nulls]) transitions: a row with a missing value is an error, or skipped. */
-PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR)
-PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2))
+/* perpca_stats(x [, nulls]) and perpca_sketch(x, ell [, nulls]) transitions of float8[], vector and halfvec rows. */
+#define ACCUM_FUNCTION(name, type, nulls, sketch) \
+PG_FUNCTION_INFO_V1(name); \
+Datum name(PG_FUNCTION_ARGS) { return accum_rows(fcinfo, type, nulls, sketch); }
+
+ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_vector_stats_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_vector_stats_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_halfvec_stats_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_sketch_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_sketch_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
+ACCUM_FUNCTION(perpca_vector_sketch_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_vector_sketch_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
+ACCUM_FUNCTION(perpca_halfvec_sketch_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_halfvec_sketch_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
 
 /* perpca_merge(perpca_stats) transition. */
 Datum
@@ -1275,7 +1307,11 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	PerpcaStats *s;
 
 	if (PG_ARGISNULL(1))
-		return state_kept(fcinfo, st);
+	{
+		if (st == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(st);
+	}
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_validate(s);
 	if (st == NULL)
@@ -1292,6 +1328,7 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(st);
 }
 
+/* The combine function of perpca_stats, perpca_merge and perpca_sketch. */
 Datum
 perpca_stats_combine(PG_FUNCTION_ARGS)
 {
@@ -1305,8 +1342,10 @@ perpca_stats_combine(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(a);
 	}
-	if (a == NULL)
-		a = state_create(aggcxt, b->d, b->nulls);	/* a copy of b in our context */
+	if (a == NULL)				/* a copy of b in our context */
+		a = b->sketch != NULL
+			? state_of_sketch(aggcxt, sketch_create(aggcxt, b->d, b->sketch->ell), b->nulls)
+			: state_create(aggcxt, b->d, b->nulls);
 	if (a->d != b->d)
 		perpca_dim_mismatch(a->d, b->d, "input row");
 	state_merge_state(a, b);
@@ -1338,11 +1377,22 @@ perpca_stats_deserialize(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_final(PG_FUNCTION_ARGS)
 {
+	StatsState *st;
+
 	perpca_agg_context(fcinfo, "perpca_stats_final", NULL);
 	perpca_restore_activity();
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	if (((StatsState *) PG_GETARG_POINTER(0))->sketch != NULL)
-		PG_RETURN_POINTER(sketch_to_stats(((StatsState *) PG_GETARG_POINTER(0))->sketch));
-	PG_RETURN_POINTER(state_to_stats((StatsState *) PG_GETARG_POINTER(0)));
+	st = (StatsState *) PG_GETARG_POINTER(0);
+	PG_RETURN_POINTER(st->sketch != NULL ? sketch_to_stats(st->sketch) : state_to_stats(st));
 }
+
+/* perpca_sketch's support functions but the transition are perpca_stats' (one state serves both). */
+#define SAME_FUNCTION(name, fn) \
+PG_FUNCTION_INFO_V1(name); \
+Datum name(PG_FUNCTION_ARGS) { return fn(fcinfo); }
+
+SAME_FUNCTION(perpca_sketch_combine, perpca_stats_combine)
+SAME_FUNCTION(perpca_sketch_serialize, perpca_stats_serialize)
+SAME_FUNCTION(perpca_sketch_deserialize, perpca_stats_deserialize)
+SAME_FUNCTION(perpca_sketch_final, perpca_stats_final)
