@@ -182,6 +182,12 @@ extern PerpcaStats *perpca_stats_alloc_skipped(int form, int d, int64 n, int64 s
  */
 extern PerpcaStats *perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped);
 
+/* *count += more, or the error for the count (what: "perpca_stats row count") out of range. */
+extern void perpca_add_count(int64 *count, int64 more, const char *what);
+
+/* The stored mean (mean, mean_lo) = shift + mu, as a double-double (TwoSum). */
+extern void perpca_stats_set_mean(PerpcaStats *s, const double *shift, const double *mu);
+
 /* Rows left out of the statistics (0 for a version 1 value). */
 extern int64 perpca_stats_skipped(const PerpcaStats *s);
 
@@ -199,6 +205,10 @@ typedef enum PerpcaNulls
 extern PerpcaNulls perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno);
 /* The aggregate context of support function fname (an error outside an aggregate). */
 extern MemoryContext perpca_agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind);
+
+/* The state of the aggregates (stats_agg.c), and its value (as their final function gives it). */
+typedef struct StatsState StatsState;
+extern PerpcaStats *perpca_stats_state_final(StatsState *st);
 
 /* The row types of the aggregates: float8[], and pgvector's vector and halfvec (pgvector_io.c). */
 typedef enum PerpcaRowType

@@ -1,44 +1,31 @@
 /*
- * stats_agg.c -- the aggregates perpca_stats(float8[]) and perpca_merge()
- * (and the transition of perpca_vector's perpca_stats(vector / halfvec),
- * whose rows it reads through the table of row readers that pgvector_io.c
- * fills when the library loads: this file never calls pgvector_io.c)
+ * stats_agg.c -- the aggregates perpca_stats(x [, nulls]), perpca_merge(s)
+ * and perpca_sketch(x, ell [, nulls]) over float8[] rows, and over vector and
+ * halfvec rows through the table of row readers that pgvector_io.c fills
+ * when the library loads (this file never calls pgvector_io.c)
  *
  * Rows are buffered into a block; a full block is centred at its own mean,
  * added to M2 with one BLAS rank-k update (dsyrk) and merged into the state
  * with the pairwise formula of Chan et al.:
  *   M2 = M2a + M2b + na nb / (na + nb) * delta delta^T,  delta = mean_b - mean_a.
  * Nothing ever forms sum x x^T - n mean mean^T.  Rows enter relative to a
- * reference point (the first row) and the mean is carried as reference +
- * offset, so data far from the origin lose no precision.
+ * reference point (the first row), so data far from the origin lose no
+ * precision.  While a group has at most d/2 rows the state keeps just its
+ * rows and the result is a thin value; past that it turns dense for good.
  *
- * While a group has at most d/2 rows the state keeps just its rows (no d x d
- * matrix at all) and the result is a thin value; past that it switches to
- * the dense form once and for all.
+ * A thin group's row that reaches the transition as an on-disk TOAST
+ * pointer (float8[] of d >= ~255, vector of d >= ~510) waits in the state as
+ * that pointer and is fetched only when needed (final, serialize, densify,
+ * combine), in arrival order through the same arithmetic: the bits are the
+ * same, and a hash aggregate of thousands of thin groups does not hold every
+ * group's rows (holding them made it 2-3x slower than a sorted one:
+ * bench/femnist_stats.sh).  The pointers stay valid for the query.
  *
- * Thousands of thin groups at once (a HashAggregate): a row too large to be
- * stored inline (float8[] of d >= ~255, vector of d >= ~510) reaches the
- * transition function as an 18-byte TOAST pointer.  While its group is thin the state keeps that pointer, not
- * the row's values, and fetches the values only when it needs them (final,
- * serialize, densify, combine) -- as a Sort node keeps TOAST pointers and its
- * consumer detoasts them.  The pointers stay valid for the query (its
- * snapshot), and the values enter in arrival order through the same
- * arithmetic, so the result is bit-identical.  Holding every group's rows
- * instead made a hash aggregate with a large work_mem 2-3x slower than a
- * sorted one: gigabytes of freshly touched memory (page faults) and cold
- * rows re-read by the final function (see bench/femnist_stats.sh).
- *
- * perpca_stats(x, 'skip') leaves out rows with a NULL, NaN or infinite
- * element and counts them (the state's `skipped`, carried through merges,
- * combines, serialization and into the value); the one-argument form makes
- * such a row an error that names the element.  A row waiting in TOAST is
- * checked when it is fetched.
- *
- * The serialized state (parallel query) is the state itself, not the final
- * value, so partial aggregation loses nothing: a group aggregated by one
- * process gives the same bits as the serial plan.  Pending rows travel as
- * their TOAST pointers, so a parallel plan's Finalize aggregate holds no
- * more than the serial plan does.
+ * The serialized state (parallel query) is the state itself, pending rows
+ * as their pointers, so partial aggregation loses nothing and a Finalize
+ * aggregate holds no more than the serial plan.  A sketch's state is a
+ * SketchState (sketch.c) behind the same state, so perpca_sketch and a
+ * perpca_merge that meets a sketch share every support function.
  */
 #include "postgres.h"
 
@@ -92,8 +79,8 @@ typedef struct PendingBlock
 		for (const char *entry = blk->data; entry < blk->data + blk->used; \
 			 entry += PENDING_SIZE(entry))
 
-/* Aggregate transition state, kept in the aggregate memory context. */
-typedef struct StatsState
+/* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
+struct StatsState
 {
 	MemoryContext cxt;			/* where the state and its buffers live */
 	int			d;
@@ -121,7 +108,7 @@ typedef struct StatsState
 								 * met a sketch: the sketch of everything
 								 * (sketch.c); the exact state above is then
 								 * unused */
-} StatsState;
+};
 
 /*
  * The readers of rows of other types than float8[], by PerpcaRowType: filled
@@ -507,16 +494,12 @@ static void
 state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const double *mu_b)
 {
 	int64		na = st->n;
-	int64		total;
 	double		w;
 	double	   *delta;
 
-	if (pg_add_s64_overflow(na, nb, &total))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_stats row count out of range"),
-				 errdetail("Merging %lld and %lld rows exceeds the largest count.",
-						   (long long) na, (long long) nb)));
+	int64		total = na;
+
+	perpca_add_count(&total, nb, "perpca_stats row count");
 	w = (double) nb / (double) total;
 	if (na == 0)
 	{
@@ -649,10 +632,7 @@ static PerpcaStats *state_to_stats(StatsState *st);
 static void
 state_merge_stats(StatsState *st, const PerpcaStats *s)
 {
-	if (pg_add_s64_overflow(st->skipped, perpca_stats_skipped(s), &st->skipped))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_stats skipped row count out of range")));
+	perpca_add_count(&st->skipped, perpca_stats_skipped(s), "perpca_stats skipped row count");
 	if (s->n == 0)
 		return;
 	state_materialize(st);
@@ -753,10 +733,7 @@ state_merge_state(StatsState *a, StatsState *b)
 			sketch_merge_stats(a->sketch, state_to_stats(b));
 		return;
 	}
-	if (pg_add_s64_overflow(a->skipped, b->skipped, &a->skipped))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_stats skipped row count out of range")));
+	perpca_add_count(&a->skipped, b->skipped, "perpca_stats skipped row count");
 	if (state_empty(b))
 		return;
 	if (state_empty(a) && a->m2 == NULL)
@@ -786,25 +763,6 @@ state_merge_state(StatsState *a, StatsState *b)
  * The result
  * ------------------------------------------------------------------------
  */
-
-/* hi + lo = a + b exactly, hi = fl(a + b) (Knuth's TwoSum). */
-static void
-two_sum(double a, double b, double *hi, double *lo)
-{
-	double		s = a + b;
-	double		bb = s - a;
-
-	*hi = s;
-	*lo = (a - (s - bb)) + (b - bb);
-}
-
-/* The stored mean (mean, mean_lo) = shift + mu. */
-static void
-store_mean(PerpcaStats *s, const double *shift, const double *mu)
-{
-	for (int j = 0; j < s->dim; j++)
-		two_sum(shift[j], mu[j], &PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j]);
-}
 
 /* rows[i] -= mu for k rows; whether all results are finite (one pass). */
 static bool
@@ -874,7 +832,7 @@ thin_stats(const StatsState *st)
 			return s;
 	}
 	column_mean(d, mu, k, mu);
-	store_mean(s, st->shift, mu);
+	perpca_stats_set_mean(s, st->shift, mu);
 	if (!center_rows(d, k, rows, mu))
 		for (int64 i = 0; i < k; i++)
 		{
@@ -898,7 +856,7 @@ dense_stats(StatsState *st)
 
 	state_flush(st);
 	s = perpca_stats_alloc_unset(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
-	store_mean(s, st->shift, st->mu);
+	perpca_stats_set_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
 	/*
 	 * |M2_ij| <= sqrt(M2_ii M2_jj) bounds a row by a finite diagonal, but
@@ -1374,17 +1332,23 @@ perpca_stats_deserialize(PG_FUNCTION_ARGS)
 										(SerialState *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0))));
 }
 
+PerpcaStats *
+perpca_stats_state_final(StatsState *st)
+{
+	perpca_restore_activity();
+	return st->sketch != NULL ? sketch_to_stats(st->sketch) : state_to_stats(st);
+}
+
 Datum
 perpca_stats_final(PG_FUNCTION_ARGS)
 {
-	StatsState *st;
-
 	perpca_agg_context(fcinfo, "perpca_stats_final", NULL);
-	perpca_restore_activity();
 	if (PG_ARGISNULL(0))
+	{
+		perpca_restore_activity();
 		PG_RETURN_NULL();
-	st = (StatsState *) PG_GETARG_POINTER(0);
-	PG_RETURN_POINTER(st->sketch != NULL ? sketch_to_stats(st->sketch) : state_to_stats(st));
+	}
+	PG_RETURN_POINTER(perpca_stats_state_final((StatsState *) PG_GETARG_POINTER(0)));
 }
 
 /* perpca_sketch's support functions but the transition are perpca_stats' (one state serves both). */
