@@ -10,16 +10,11 @@
  * (size, dim, unused) before a value is trusted.  No run-time name lookup is
  * needed: the SQL signatures fix the types when the script runs.
  *
- * In: perpca_stats(vector) and perpca_stats(halfvec), with or without nulls,
- * are stats_agg.c's transition for rows of these types, whose readers this
- * file puts in the aggregate's table when the library loads (stats.h;
- * stats_agg.c never calls this file by name): a row is
- * converted into a buffer of doubles kept in the state and added as a
- * float8[] row is, or, in a thin group, waits in TOAST as its pointer as a
- * float8[] row does, and is converted when fetched.  So they give the bits
- * perpca_stats(float8[]) gives for v::real[]::float8[] (float4 and binary16
- * values are doubles exactly); combine, serialize and final are
- * perpca_stats(float8[])'s.
+ * In: the readers of vector and halfvec rows, which this file puts in the
+ * aggregates' table when the library loads (stats.h; stats_agg.c never
+ * calls this file by name).  A row is converted into doubles (float4 and
+ * binary16 values are doubles exactly), so perpca_stats(v) gives the bits
+ * of perpca_stats(v::real[]::float8[]).
  *
  * Out: the model row functions (perpca_model_scores, ...) on a vector row
  * run model_functions.c's perpca_model_row() and return a vector: each double result

@@ -345,10 +345,10 @@ dense_rows(const PerpcaStats *s, int ell, double *rows, double *dt)
 {
 	int			d = s->dim;
 	int			k = Min(ell + 1, d);
-	double	   *A = palloc(sizeof(double) * d * d);
-	double	   *values = palloc(sizeof(double) * k);
-	double	   *Z = palloc(sizeof(double) * d * k);
-	double	   *work = palloc(sizeof(double) * LINALG_EIGH_WORK(d, k));
+	double	   *A = palloc(sizeof(double) * ((Size) d * d + k + (Size) d * k + LINALG_EIGH_WORK(d, k)));
+	double	   *values = A + (Size) d * d;
+	double	   *Z = values + k;
+	double	   *work = Z + (Size) d * k;
 	const double *m2 = PERPCA_STATS_BODY(s);
 	int			r = 0;
 
@@ -370,9 +370,6 @@ dense_rows(const PerpcaStats *s, int ell, double *rows, double *dt)
 			rows[(int64) r * d + j] = sqrt(values[i] - cut) * Z[(int64) j * k + i];
 	}
 	pfree(A);
-	pfree(values);
-	pfree(Z);
-	pfree(work);
 	return r;
 }
 
@@ -449,7 +446,7 @@ sketch_to_stats(const SketchState *sk)
 	}
 	if (sk->n <= 1)
 		tmp.nrows = 0;			/* a thin value's one centred row is zero */
-	s = perpca_stats_alloc_sketch(sk->d, sk->ell, tmp.nrows, sk->n, sk->skipped);
+	s = perpca_stats_alloc(PERPCA_FORM_SKETCH, sk->d, sk->n, sk->skipped, sk->ell, tmp.nrows, true);
 	if (sk->n > 0)
 		perpca_stats_set_mean(s, sk->shift, sk->mu);
 	PERPCA_STATS_BODY(s)[0] = sk->n > 1 ? tmp.delta : 0.0;

@@ -38,12 +38,8 @@ PG_FUNCTION_INFO_V1(perpca_stats_in);
 PG_FUNCTION_INFO_V1(perpca_stats_out);
 PG_FUNCTION_INFO_V1(perpca_stats_recv);
 PG_FUNCTION_INFO_V1(perpca_stats_send);
-PG_FUNCTION_INFO_V1(perpca_count);
-PG_FUNCTION_INFO_V1(perpca_skipped);
-PG_FUNCTION_INFO_V1(perpca_dim);
 PG_FUNCTION_INFO_V1(perpca_mean);
 PG_FUNCTION_INFO_V1(perpca_covariance);
-PG_FUNCTION_INFO_V1(perpca_stats_form);
 
 /* ------------------------------------------------------------------------
  * The stored value
@@ -71,6 +67,13 @@ out_version(const PerpcaStats *s)
 	return perpca_stats_skipped(s) > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
 }
 
+/* 'dense', 'thin' or 'sketch': how a value of this form stores its co-moments. */
+static const char *
+form_name(int form)
+{
+	return form == PERPCA_FORM_SKETCH ? "sketch" : form == PERPCA_FORM_THIN ? "thin" : "dense";
+}
+
 /* Does the value carry a skipped count after its doubles (versions 2 and 3)? */
 static inline bool
 has_skipped(const PerpcaStats *s)
@@ -87,13 +90,8 @@ perpca_check_sketch_dim(int d)
 				 errmsg("dimension %d exceeds the limit of %d for a sketch", d, PERPCA_SKETCH_MAX_DIM)));
 }
 
-/*
- * A value of form, dimension d and n rows (for a sketch: ell and `rows` rows
- * of B) with a count of skipped rows, its body (what follows the mean)
- * zeroed only when zero_body; the version is the one it is written as.
- */
-static PerpcaStats *
-stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, bool zero_body)
+PerpcaStats *
+perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, bool zero_body)
 {
 	bool		sketch = form == PERPCA_FORM_SKETCH;
 	int64		nrows = sketch ? rows : n;
@@ -128,24 +126,6 @@ stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, bool zer
 	if (has_skipped(s))
 		memcpy(skipped_ptr(s), &skipped, sizeof(int64));
 	return s;
-}
-
-PerpcaStats *
-perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n, int64 skipped)
-{
-	return stats_alloc(PERPCA_FORM_SKETCH, d, n, skipped, ell, rows, true);
-}
-
-PerpcaStats *
-perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
-{
-	return stats_alloc(form, d, n, skipped, 0, 0, true);
-}
-
-PerpcaStats *
-perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped)
-{
-	return stats_alloc(form, d, n, skipped, 0, 0, false);
 }
 
 void
@@ -273,8 +253,7 @@ perpca_stats_check_version(const PerpcaStats *s)
 							  s->dim, (long long) s->n, s->ell, s->rows));
 	if (size != (int64) VARSIZE_ANY(s))
 		corrupted(s, psprintf("its header (%s, dimension %d, %lld rows%s) gives %lld bytes.",
-							  s->form == PERPCA_FORM_SKETCH ? "sketch" : s->form == PERPCA_FORM_THIN ? "thin" : "dense",
-							  s->dim, (long long) s->n,
+							  form_name(s->form), s->dim, (long long) s->n,
 							  s->form == PERPCA_FORM_SKETCH ? psprintf(", %d rows of B", s->rows) : "",
 							  (long long) size));
 	/* its size checked, the count after its doubles can be read */
@@ -679,10 +658,12 @@ header_value(const TextHeader *h, int form)
 {
 	PerpcaStats *s;
 
-	if (h->version != PERPCA_STATS_VERSION_SKETCH)
-		return perpca_stats_alloc_skipped(form, (int) h->f[F_D], h->f[F_N], h->f[F_SKIPPED]);
-	s = perpca_stats_alloc_sketch((int) h->f[F_D], (int) h->f[F_ELL], (int) h->f[F_ROWS], h->f[F_N],
-								  h->f[F_SKIPPED]);
+	if (h->version == PERPCA_STATS_VERSION_SKETCH)
+		form = PERPCA_FORM_SKETCH;
+	s = perpca_stats_alloc(form, (int) h->f[F_D], h->f[F_N], h->f[F_SKIPPED], (int) h->f[F_ELL],
+						   (int) h->f[F_ROWS], true);
+	if (form != PERPCA_FORM_SKETCH)
+		return s;
 	PERPCA_STATS_BODY(s)[0] = h->delta;
 	PERPCA_STATS_BODY(s)[1] = h->trace;
 	return s;
@@ -693,6 +674,16 @@ static const char *
 body_keyword(int form)
 {
 	return form == PERPCA_FORM_SKETCH ? "sketch=" : form == PERPCA_FORM_THIN ? "rows=" : "m2=";
+}
+
+/* The body's list in the text form (a sketch's B, without delta and trace) and its length. */
+static double *
+text_body(PerpcaStats *s, int64 *count)
+{
+	int			skip = s->form == PERPCA_FORM_SKETCH ? 2 : 0;
+
+	*count = perpca_stats_value_count(s) - 2 * s->dim - skip;
+	return PERPCA_STATS_BODY(s) + skip;
 }
 
 /*
@@ -710,6 +701,8 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 	TextHeader	h;
 	int64		d;
 	double	   *mean;
+	double	   *body;
+	int64		count;
 	int			j;
 	PerpcaStats *s;
 
@@ -726,10 +719,8 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 								   j + 1, mean[d + j], j + 1, mean[j]));
 	memcpy(s->data, mean, sizeof(double) * 2 * d);
 	expect_token(&p, body_keyword(s->form), str);
-	if (s->form == PERPCA_FORM_SKETCH)
-		parse_list(&p, PERPCA_STATS_BODY(s) + 2, (int64) s->rows * d, str);
-	else
-		parse_list(&p, PERPCA_STATS_BODY(s), perpca_stats_value_count(s) - 2 * d, str);
+	body = text_body(s, &count);
+	parse_list(&p, body, count, str);
 	skip_blanks(&p);
 	if (*p != '\0')
 		syntax_error(str, "Unexpected text after the value.");
@@ -758,9 +749,10 @@ Datum
 perpca_stats_out(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-	bool		sketch = s->form == PERPCA_FORM_SKETCH;
 	StringInfoData buf;
 	TextHeader	h;
+	double	   *body;
+	int64		count;
 
 	perpca_stats_validate(s);
 	header_of(s, &h);
@@ -781,8 +773,8 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 	appendStringInfoString(&buf, " mean_lo=");
 	append_list(&buf, PERPCA_STATS_MEAN_LO(s), s->dim);
 	appendStringInfo(&buf, " %s", body_keyword(s->form));
-	append_list(&buf, PERPCA_STATS_BODY(s) + (sketch ? 2 : 0),
-				perpca_stats_value_count(s) - 2 * s->dim - (sketch ? 2 : 0));
+	body = text_body(s, &count);
+	append_list(&buf, body, count);
 	PG_RETURN_CSTRING(buf.data);
 }
 
@@ -800,18 +792,15 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	int32		d = pq_getmsgint(msg, 4);
 	int64		n = pq_getmsgint64(msg);
 	int64		skipped;
-	int32		ell = 0,
-				rows = 0;
+	int32		ell,
+				rows;
 	int64		left;
 	PerpcaStats *s;
 
 	check_format(version, form);
 	skipped = version != PERPCA_STATS_VERSION ? pq_getmsgint64(msg) : 0;
-	if (form == PERPCA_FORM_SKETCH)
-	{
-		ell = pq_getmsgint(msg, 4);
-		rows = pq_getmsgint(msg, 4);
-	}
+	ell = form == PERPCA_FORM_SKETCH ? pq_getmsgint(msg, 4) : 0;
+	rows = form == PERPCA_FORM_SKETCH ? pq_getmsgint(msg, 4) : 0;
 	if (d < 1)
 		invalid_stats("The dimension must be positive.");
 	if (form == PERPCA_FORM_SKETCH)
@@ -828,8 +817,7 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 		perpca_stats_nvalues(form, d, form == PERPCA_FORM_SKETCH ? rows : n) * (int64) sizeof(double) !=
 		msg->len - msg->cursor)
 		invalid_stats("The message length does not match the dimension and row count.");
-	s = form == PERPCA_FORM_SKETCH ? perpca_stats_alloc_sketch(d, ell, rows, n, skipped)
-		: perpca_stats_alloc_skipped(form, d, n, skipped);
+	s = perpca_stats_alloc(form, d, n, skipped, ell, rows, true);
 	for (int64 i = 0; i < left; i++)
 		s->data[i] = pq_getmsgfloat8(msg);
 	perpca_stats_validate(s);
@@ -912,40 +900,15 @@ perpca_stats_moment(const PerpcaStats *s, const double *center, double *out)
 	linalg_symmetrize_upper(s->dim, out);
 }
 
-Datum
-perpca_count(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
+/* The accessors of a value: perpca_count, perpca_skipped (0 for a version 1 value), perpca_dim, perpca_stats_form. */
+#define STATS_ACCESSOR(name, result) \
+PG_FUNCTION_INFO_V1(name); \
+Datum name(PG_FUNCTION_ARGS) { PerpcaStats *s = PG_GETARG_PERPCA_STATS(0); return result; }
 
-	PG_RETURN_INT64(s->n);
-}
-
-/* Rows left out of the statistics (perpca_stats(x, 'skip')); 0 for values stored before the count existed. */
-Datum
-perpca_skipped(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-
-	PG_RETURN_INT64(perpca_stats_skipped(s));
-}
-
-Datum
-perpca_dim(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-
-	PG_RETURN_INT32(s->dim);
-}
-
-/* 'dense', 'thin' or 'sketch': how the value stores its co-moments. */
-Datum
-perpca_stats_form(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-
-	PG_RETURN_TEXT_P(cstring_to_text(s->form == PERPCA_FORM_SKETCH ? "sketch" :
-									 s->form == PERPCA_FORM_THIN ? "thin" : "dense"));
-}
+STATS_ACCESSOR(perpca_count, Int64GetDatum(s->n))
+STATS_ACCESSOR(perpca_skipped, Int64GetDatum(perpca_stats_skipped(s)))
+STATS_ACCESSOR(perpca_dim, Int32GetDatum(s->dim))
+STATS_ACCESSOR(perpca_stats_form, PointerGetDatum(cstring_to_text(form_name(s->form))))
 
 double
 perpca_stats_trace(const PerpcaStats *s)
@@ -1041,12 +1004,18 @@ perpca_row_element_error(const char *what, int j, int d, bool isnull, double val
 			 errhint("%s", hint)));
 }
 
-/* The nulls argument ('error' or 'skip') of perpca_stats(x, nulls). */
-static PerpcaNulls
-perpca_nulls_arg(text *t)
+PerpcaNulls
+perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno)
 {
-	int			len = VARSIZE_ANY_EXHDR(t);
+	text	   *t;
+	int			len;
 
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
 	if (len == 4 && memcmp(VARDATA_ANY(t), "skip", 4) == 0)
 		return PERPCA_NULLS_SKIP;
 	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
@@ -1061,16 +1030,6 @@ perpca_nulls_arg(text *t)
 			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("missing must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
-}
-
-PerpcaNulls
-perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
-				 errmsg("missing must be 'error' or 'skip', not NULL")));
-	return perpca_nulls_arg(PG_GETARG_TEXT_PP(argno));
 }
 
 /*

@@ -14,24 +14,18 @@
  * Merging groups whose means are far from the origin (1e6 with unit spread)
  * then loses nothing to the rounding of the means.
  *
- * Rows left out (perpca_stats(x, 'skip'): a NULL, NaN or infinite element)
- * are counted.  Format version 2 is version 1 followed by that count, an
- * int64 after the doubles; a value with nothing skipped is written as
- * version 1, byte for byte what perpca 0.1.0 and 0.2.0 wrote, and a version
- * 1 value (stored by them) means "nothing skipped".  Readers of the doubles
- * need not know the difference.
+ * Rows left out (perpca_stats(x, 'skip')) are counted: version 2 is version
+ * 1 followed by that count, an int64 after the doubles.  A value with
+ * nothing skipped is written as version 1, so values of every release read
+ * the same, and a version 1 value means "nothing skipped".
  *
- * A third form, the sketch (perpca_sketch(x, ell), sketch.c), is version 3:
- *   sketch: n, the mean and mean_lo exactly as above; then delta, trace and
- *           B, `rows` rows of d values (row-major), a Frequent-Directions
- *           sketch of the centred rows: 0 <= M2 - B^T B <= delta I, with
- *           trace = trace(M2) kept exactly (not B's); then, as in version 2,
- *           the int64 skipped count (always present).  ell (at most
- *           PERPCA_SKETCH_MAX_ELL) and rows (<= ell) live in the header: ell
- *           in the int16 that exact forms keep zero, rows in what is
- *           padding (zero) in an exact value.
- * Its dimension may reach PERPCA_SKETCH_MAX_DIM (pgvector's 16,000); exact
- * values keep PERPCA_MAX_DIM.
+ * Version 3 is the sketch (perpca_sketch(x, ell), sketch.c): n, the mean and
+ * mean_lo as above; then delta, trace and B, `rows` rows of d values, a
+ * Frequent-Directions sketch of the centred rows: 0 <= M2 - B^T B <= delta I,
+ * trace(M2) kept exactly; then the int64 skipped count.  ell and rows live
+ * in the header where exact values have zeros.  A sketch's dimension may
+ * reach PERPCA_SKETCH_MAX_DIM (pgvector's 16,000), an exact value's
+ * PERPCA_MAX_DENSE_DIM.
  */
 #ifndef PERPCA_STATS_H
 #define PERPCA_STATS_H
@@ -165,22 +159,16 @@ perpca_stats_sketch_ell(const PerpcaStats *s)
 extern double perpca_stats_trace(const PerpcaStats *s);
 
 /*
- * A zeroed sketch value of dimension d, ell, `rows` rows of B and n rows in
- * its group (version 3; errors if it would exceed the allocation limit).
+ * A value of form, dimension d and n rows (a sketch: ell, and `rows` rows of
+ * B), skipped rows counted, in the version it is written as; its header and
+ * mean zeroed, its body too when zero_body.  Errors if it would exceed the
+ * allocation limit.
  */
-extern PerpcaStats *perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n, int64 skipped);
+extern PerpcaStats *perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows,
+									   bool zero_body);
 
 /* Raise program_limit_exceeded when a sketch's d is above PERPCA_SKETCH_MAX_DIM. */
 extern void perpca_check_sketch_dim(int d);
-
-/* A zeroed value, with a count of skipped rows (version 2 when it is not zero; errors if it would exceed the allocation limit). */
-extern PerpcaStats *perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped);
-
-/*
- * The same with its body (rows or packed M2) not zeroed: the caller writes
- * all of it (the header and the mean are zeroed).
- */
-extern PerpcaStats *perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped);
 
 /* *count += more, or the error for the count (what: "perpca_stats row count") out of range. */
 extern void perpca_add_count(int64 *count, int64 more, const char *what);
@@ -219,13 +207,11 @@ typedef enum PerpcaRowType
 } PerpcaRowType;
 
 /*
- * The reader of rows of one type other than float8[]: a value (detoasted,
- * its layout checked; what names it in errors) and its dimension; its
- * values as d doubles, and whether all of them are finite (checked in the
- * same pass, so the caller need not read them again); the size of its
- * header and of one value.  The module of that type fills
- * the aggregate's table of readers when the library loads (pgvector_io.c:
- * vector and halfvec), so the aggregate calls it only through the table.
+ * The reader of rows of a type other than float8[]: a value (detoasted, its
+ * layout checked; what names it in errors) and its dimension; its values as
+ * d doubles, and whether all are finite (in the same pass).  pgvector_io.c
+ * fills the aggregates' table when the library loads, so they call it only
+ * through the table.
  */
 typedef struct PerpcaRowReader
 {
@@ -262,9 +248,7 @@ extern int	perpca_first_nonfinite(const double *x, int d);
 
 /*
  * Check a value read from outside, all of it: its header (format version,
- * form, size), then
- * its counts and numbers (finite, consistent: 22000).  Text and binary
- * input, and every function that computes with a value, call it.
+ * form, size), then its counts and numbers (finite, consistent: 22000).
  */
 extern void perpca_stats_validate(const PerpcaStats *s);
 

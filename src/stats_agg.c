@@ -70,6 +70,7 @@ typedef struct PendingBlock
 	struct PendingBlock *next;
 	Size		used;			/* bytes of data in use */
 	Size		cap;			/* bytes data can hold */
+	int			count;			/* entries in data */
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed entries */
 } PendingBlock;
 
@@ -333,6 +334,7 @@ state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
 		blk = MemoryContextAllocHuge(st->cxt, offsetof(PendingBlock, data) + cap);
 		blk->next = NULL;
 		blk->used = 0;
+		blk->count = 0;
 		blk->cap = cap;
 		if (tail == NULL)
 			st->pend = blk;
@@ -342,6 +344,7 @@ state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
 	}
 	memcpy(tail->data + tail->used, rows, len);
 	tail->used += need;
+	tail->count += count;
 	st->pendlen += need;
 	st->npend += count;
 }
@@ -351,13 +354,7 @@ static void
 state_defer_all(StatsState *a, const StatsState *b)
 {
 	for (const PendingBlock *blk = b->pend; blk != NULL; blk = blk->next)
-	{
-		int			count = 0;
-
-		for (const char *entry = blk->data; entry < blk->data + blk->used; entry += PENDING_SIZE(entry))
-			count++;
-		state_defer_bytes(a, blk->data, blk->used, count);
-	}
+		state_defer_bytes(a, blk->data, blk->used, blk->count);
 }
 
 /* Free the arena: no rows pending. */
@@ -811,7 +808,7 @@ thin_stats(const StatsState *st)
 	int			d = st->d;
 	int			n = state_unmerged(st);
 	int64		skipped = st->skipped;
-	PerpcaStats *s = perpca_stats_alloc_unset(PERPCA_FORM_THIN, d, n, skipped);
+	PerpcaStats *s = perpca_stats_alloc(PERPCA_FORM_THIN, d, n, skipped, 0, 0, false);
 	double	   *rows = PERPCA_STATS_BODY(s);
 	double	   *mu;
 	int			k;
@@ -822,7 +819,7 @@ thin_stats(const StatsState *st)
 	k = unmerged_rows(st, rows, mu, &skipped);
 	if (k < n)
 	{
-		PerpcaStats *fewer = perpca_stats_alloc_unset(PERPCA_FORM_THIN, d, k, skipped);
+		PerpcaStats *fewer = perpca_stats_alloc(PERPCA_FORM_THIN, d, k, skipped, 0, 0, false);
 
 		memcpy(PERPCA_STATS_BODY(fewer), rows, sizeof(double) * k * d);
 		pfree(s);
@@ -855,7 +852,7 @@ dense_stats(StatsState *st)
 	double	   *m2;
 
 	state_flush(st);
-	s = perpca_stats_alloc_unset(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
+	s = perpca_stats_alloc(PERPCA_FORM_DENSE, st->d, st->n, st->skipped, 0, 0, false);
 	perpca_stats_set_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
 	/*
@@ -1238,24 +1235,6 @@ accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, bool 
 	PG_RETURN_POINTER(st);
 }
 
-/* perpca_stats(x [, nulls]) and perpca_sketch(x, ell [, nulls]) transitions of float8[], vector and halfvec rows. */
-#define ACCUM_FUNCTION(name, type, nulls, sketch) \
-PG_FUNCTION_INFO_V1(name); \
-Datum name(PG_FUNCTION_ARGS) { return accum_rows(fcinfo, type, nulls, sketch); }
-
-ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, false)
-ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
-ACCUM_FUNCTION(perpca_vector_stats_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, false)
-ACCUM_FUNCTION(perpca_vector_stats_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
-ACCUM_FUNCTION(perpca_halfvec_stats_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, false)
-ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
-ACCUM_FUNCTION(perpca_sketch_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, true)
-ACCUM_FUNCTION(perpca_sketch_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
-ACCUM_FUNCTION(perpca_vector_sketch_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, true)
-ACCUM_FUNCTION(perpca_vector_sketch_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
-ACCUM_FUNCTION(perpca_halfvec_sketch_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, true)
-ACCUM_FUNCTION(perpca_halfvec_sketch_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
-
 /* perpca_merge(perpca_stats) transition. */
 Datum
 perpca_stats_merge_accum(PG_FUNCTION_ARGS)
@@ -1360,3 +1339,21 @@ SAME_FUNCTION(perpca_sketch_combine, perpca_stats_combine)
 SAME_FUNCTION(perpca_sketch_serialize, perpca_stats_serialize)
 SAME_FUNCTION(perpca_sketch_deserialize, perpca_stats_deserialize)
 SAME_FUNCTION(perpca_sketch_final, perpca_stats_final)
+
+/* perpca_stats(x [, nulls]) and perpca_sketch(x, ell [, nulls]) transitions of float8[], vector and halfvec rows. */
+#define ACCUM_FUNCTION(name, type, nulls, sketch) \
+PG_FUNCTION_INFO_V1(name); \
+Datum name(PG_FUNCTION_ARGS) { return accum_rows(fcinfo, type, nulls, sketch); }
+
+ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_vector_stats_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_vector_stats_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_halfvec_stats_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_sketch_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_sketch_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
+ACCUM_FUNCTION(perpca_vector_sketch_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_vector_sketch_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
+ACCUM_FUNCTION(perpca_halfvec_sketch_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_halfvec_sketch_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 3), true)

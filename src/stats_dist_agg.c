@@ -3,27 +3,18 @@
  * perpca_merge_distributed(perpca_stats): the statistics aggregates with a
  * perpca_stats transition state, which Citus splits across its workers
  *
- * perpca_stats(float8[]) keeps its state as `internal` (stats_agg.c).  Citus
- * runs an aggregate on the workers and combines the partial states on the
- * coordinator (worker_partial_agg / coord_combine_agg) only when the state
- * type is a real type, because it moves the states as text through the type's
- * output and input functions; with an `internal` state it ships every raw row
- * to the coordinator instead.
- *
- * These aggregates declare the state type perpca_stats, but the state they
- * pass around is an expanded object (utils/expandeddatum.h) that holds the
- * very state of perpca_stats(float8[]): the transition calls stats_agg.c's
- * own support functions on it, so the work per row, the speed and the bits of
- * the result are those of perpca_stats(float8[]) for the same rows in the same
- * order.  Whenever PostgreSQL or Citus needs the state as a value (the output
- * function on a Citus worker, a tuple leaving a parallel worker), the object
- * flattens into the perpca_stats value of the rows so far -- what
- * perpca_stats(float8[]) would return for them.  The combine function merges
- * such a value as perpca_merge does.
- *
- * The expanded object lives in a memory context whose parent is the
- * aggregate context, so that the executor (and Citus, which copies nodeAgg's
- * rule) keeps it as the state without copying it.
+ * Citus combines partial states on the coordinator only when the state type
+ * is a real type (it moves them as text through the type's I/O functions);
+ * with perpca_stats(float8[])'s `internal` state it ships every raw row.
+ * These aggregates declare the state type perpca_stats, but pass around an
+ * expanded object (utils/expandeddatum.h) holding perpca_stats(float8[])'s
+ * very state, advanced by stats_agg.c's own transitions: the work per row
+ * and the bits of the result are the same.  Whenever the state is needed as
+ * a value (a Citus worker's output, a tuple leaving a parallel worker), it
+ * flattens into the perpca_stats value of the rows so far; the combine
+ * function merges such a value as perpca_merge does.  The object lives in
+ * a context under the aggregate context, so that the executor (and Citus)
+ * keeps it as the state without copying it.
  */
 #include "postgres.h"
 
