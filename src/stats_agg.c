@@ -111,6 +111,13 @@ struct StatsState
 								 * unused */
 };
 
+/* Argument n of a support function as a state (NULL when it is NULL). */
+#define STATE_ARG(n) (PG_ARGISNULL(n) ? NULL : (StatsState *) PG_GETARG_POINTER(n))
+
+/* Return the state st, or NULL (before the first row). */
+#define RETURN_STATE(st) \
+	do { if ((st) == NULL) PG_RETURN_NULL(); PG_RETURN_POINTER(st); } while (0)
+
 /*
  * The readers of rows of other types than float8[], by PerpcaRowType: filled
  * by their module when the library loads (stats.h), so this file calls
@@ -1085,7 +1092,7 @@ report_progress(MemoryContext aggcxt)
 static StatsState *
 accum_state(FunctionCallInfo fcinfo, MemoryContext aggcxt, int d, PerpcaNulls nulls)
 {
-	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	StatsState *st = STATE_ARG(0);
 
 	if (st == NULL)
 	{
@@ -1105,7 +1112,7 @@ accum_state(FunctionCallInfo fcinfo, MemoryContext aggcxt, int d, PerpcaNulls nu
 static StatsState *
 sketch_state(FunctionCallInfo fcinfo, MemoryContext aggcxt, int d, PerpcaNulls nulls)
 {
-	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	StatsState *st = STATE_ARG(0);
 	int			ell;
 
 	if (PG_ARGISNULL(2))
@@ -1217,15 +1224,11 @@ accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, bool 
 	int			kind;
 	MemoryContext aggcxt = perpca_agg_context(fcinfo, sketch ? "perpca_sketch_accum" : "perpca_stats_accum",
 											  &kind);
-	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	StatsState *st = STATE_ARG(0);
 	const double *x;
 
 	if (PG_ARGISNULL(1))
-	{
-		if (st == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(st);
-	}
+		RETURN_STATE(st);
 	if (st != NULL && !sketch)
 		state_set_nulls(st, nulls);
 	if (!sketch && defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
@@ -1240,15 +1243,11 @@ Datum
 perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_merge_accum", NULL);
-	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	StatsState *st = STATE_ARG(0);
 	PerpcaStats *s;
 
 	if (PG_ARGISNULL(1))
-	{
-		if (st == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(st);
-	}
+		RETURN_STATE(st);
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_validate(s);
 	if (st == NULL)
@@ -1270,15 +1269,11 @@ Datum
 perpca_stats_combine(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_combine", NULL);
-	StatsState *a = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
-	StatsState *b = PG_ARGISNULL(1) ? NULL : (StatsState *) PG_GETARG_POINTER(1);
+	StatsState *a = STATE_ARG(0);
+	StatsState *b = STATE_ARG(1);
 
 	if (b == NULL)
-	{
-		if (a == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(a);
-	}
+		RETURN_STATE(a);
 	if (a == NULL)				/* a copy of b in our context */
 		a = b->sketch != NULL
 			? state_of_sketch(aggcxt, sketch_create(aggcxt, b->d, b->sketch->ell), b->nulls)
