@@ -16,22 +16,18 @@
 #include "error_kinds.h"
 #include "perpca.h"
 
-/* Reject arrays whose element type is not float8 (can only happen via casts in C). */
+/*
+ * Reject arrays whose element type is not float8 (can only happen via casts
+ * in C) and, unless nulls, arrays with NULL elements.
+ */
 static void
-check_float8_type(ArrayType *a, const char *what)
+check_float8_array(ArrayType *a, bool nulls, const char *what)
 {
 	if (ARR_ELEMTYPE(a) != FLOAT8OID)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_WRONG_TYPE),
 				 errmsg("%s must be a float8[] array", what)));
-}
-
-/* ... and arrays with NULL elements. */
-static void
-check_float8_array(ArrayType *a, const char *what)
-{
-	check_float8_type(a, what);
-	if (array_contains_nulls(a))
+	if (!nulls && array_contains_nulls(a))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("%s must not contain NULL elements", what)));
@@ -91,7 +87,7 @@ perpca_vector_arg(ArrayType *a, int *dim, const char *what)
 double *
 perpca_vector_shape(ArrayType *a, int *dim, const char *what)
 {
-	check_float8_array(a, what);
+	check_float8_array(a, false, what);
 	return perpca_vector_shape_nulls(a, dim, what);
 }
 
@@ -100,7 +96,7 @@ perpca_vector_shape_nulls(ArrayType *a, int *dim, const char *what)
 {
 	int			n;
 
-	check_float8_type(a, what);
+	check_float8_array(a, true, what);
 	if (ARR_NDIM(a) == 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
@@ -133,7 +129,7 @@ perpca_first_null(ArrayType *a)
 double *
 perpca_matrix_arg(ArrayType *a, int *rows, int *cols, const char *what)
 {
-	check_float8_array(a, what);
+	check_float8_array(a, false, what);
 	if (ARR_NDIM(a) != 2)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_ARRAY_SHAPE),
@@ -178,20 +174,12 @@ ArrayType *
 perpca_matrix_build(const double *x, int rows, int cols)
 {
 	int			ndim = rows < 0 ? 1 : 2;
-	int			dims[2];
+	int			dims[2] = {rows < 0 ? cols : rows, cols};
 	int			lbs[2] = {1, 1};
 	int64		count = (int64) (rows < 0 ? 1 : rows) * cols;
 	Size		nbytes = ARR_OVERHEAD_NONULLS(ndim) + count * sizeof(double);
-	ArrayType  *a;
+	ArrayType  *a = (ArrayType *) palloc0(nbytes);
 
-	if (ndim == 1)
-		dims[0] = cols;
-	else
-	{
-		dims[0] = rows;
-		dims[1] = cols;
-	}
-	a = (ArrayType *) palloc0(nbytes);
 	SET_VARSIZE(a, nbytes);
 	a->ndim = ndim;
 	a->dataoffset = 0;

@@ -6,14 +6,12 @@
  *   progress.c          progress of long work: perpca.progress_rows, phases in pg_stat_activity
  *   arrays.c            validating and building float8[] values (vectors, matrices)
  *   stats.c             the perpca_stats type: I/O, send/receive, moments (stats.h)
- *   stats_agg.c         the perpca_stats aggregates: transition, combine, serialize
+ *   stats_agg.c         the perpca_stats and perpca_sketch aggregates (float8[]; vector
+ *                       and halfvec through a table of row readers): transition,
+ *                       combine, serialize, final
  *   sketch.c            Frequent Directions over a group's centred rows: add, shrink
  *                       (dsyevd of the buffer's Gram), merge sketches and stored values,
- *                       the sketch value, serialized state (sketch.h); called by
- *                       stats_agg.c (perpca_merge meeting a sketch) and sketch_agg.c
- *   sketch_agg.c        the perpca_sketch aggregates (float8[]; vector and halfvec
- *                       through stats_agg.c's table of row readers): transition,
- *                       combine, serialize, final
+ *                       the sketch value, serialized state (sketch.h)
  *   stats_dist_agg.c    perpca_stats_distributed / perpca_merge_distributed: stats_agg.c's
  *                       state behind a perpca_stats-typed (expanded) state, which Citus
  *                       splits across its workers

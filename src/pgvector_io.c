@@ -10,16 +10,11 @@
  * (size, dim, unused) before a value is trusted.  No run-time name lookup is
  * needed: the SQL signatures fix the types when the script runs.
  *
- * In: perpca_stats(vector) and perpca_stats(halfvec), with or without nulls,
- * are stats_agg.c's transition for rows of these types, whose readers this
- * file puts in the aggregate's table when the library loads (stats.h;
- * stats_agg.c never calls this file by name): a row is
- * converted into a buffer of doubles kept in the state and added as a
- * float8[] row is, or, in a thin group, waits in TOAST as its pointer as a
- * float8[] row does, and is converted when fetched.  So they give the bits
- * perpca_stats(float8[]) gives for v::real[]::float8[] (float4 and binary16
- * values are doubles exactly); combine, serialize and final are
- * perpca_stats(float8[])'s.
+ * In: the readers of vector and halfvec rows, which this file puts in the
+ * aggregates' table when the library loads (stats.h; stats_agg.c never
+ * calls this file by name).  A row is converted into doubles (float4 and
+ * binary16 values are doubles exactly), so perpca_stats(v) gives the bits
+ * of perpca_stats(v::real[]::float8[]).
  *
  * Out: the model row functions (perpca_model_scores, ...) on a vector row
  * run model_functions.c's perpca_model_row() and return a vector: each double result
@@ -36,7 +31,7 @@
 #include "perpca.h"
 #include "stats.h"
 
-/* pgvector's vector: float4 values. */
+/* pgvector's vector (float4 values) and halfvec (IEEE 754 binary16 values in x's place). */
 typedef struct PgVector
 {
 	int32		vl_len_;		/* varlena header (do not touch directly) */
@@ -45,19 +40,8 @@ typedef struct PgVector
 	float		x[FLEXIBLE_ARRAY_MEMBER];
 } PgVector;
 
-/* pgvector's halfvec: IEEE 754 binary16 values. */
-typedef struct PgHalfVector
-{
-	int32		vl_len_;		/* varlena header (do not touch directly) */
-	int16		dim;
-	int16		unused;			/* zero */
-	uint16		x[FLEXIBLE_ARRAY_MEMBER];
-} PgHalfVector;
+#define PGVECTOR_HEADER offsetof(PgVector, x)
 
-PG_FUNCTION_INFO_V1(perpca_vector_stats_accum);
-PG_FUNCTION_INFO_V1(perpca_halfvec_stats_accum);
-PG_FUNCTION_INFO_V1(perpca_vector_stats_accum_nulls);
-PG_FUNCTION_INFO_V1(perpca_halfvec_stats_accum_nulls);
 PG_FUNCTION_INFO_V1(perpca_model_scores_vector);
 PG_FUNCTION_INFO_V1(perpca_model_global_part_vector);
 PG_FUNCTION_INFO_V1(perpca_model_local_part_vector);
@@ -69,49 +53,31 @@ PG_FUNCTION_INFO_V1(perpca_model_error_vector);
 #define ARG_X 2
 
 /*
- * Check a detoasted value against its size: a header (varlena header, int16
- * dim, int16 unused, as both types have it) of `header` bytes, then dim >= 1
- * values of elemsize bytes each; unused zero; dim within perpca's limit.
+ * A vector (elemsize 4) or halfvec (2) argument, detoasted and checked
+ * against its size: a header (varlena header, int16 dim, int16 unused),
+ * then dim >= 1 values of elemsize bytes each; unused zero; dim within
+ * perpca's limit.  Its dimension in *d.
  */
-static void
-check_layout(const PgVector *p, Size header, Size elemsize, const char *type,
-			 const char *what)
+static const PgVector *
+pgvector_arg(Datum arg, Size elemsize, int *d, const char *what)
 {
-	if (VARSIZE(p) < header)
+	const PgVector *p = (const PgVector *) PG_DETOAST_DATUM(arg);
+	const char *type = elemsize == sizeof(float) ? "vector" : "halfvec";
+
+	if (VARSIZE(p) < PGVECTOR_HEADER)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_VECTOR_CORRUPTED),
 				 errmsg("%s is not a valid %s value", what, type),
 				 errdetail("It has %u bytes, fewer than a header.", (unsigned) VARSIZE(p))));
-	if (p->dim < 1 || p->unused != 0 || VARSIZE(p) != header + elemsize * (Size) p->dim)
+	if (p->dim < 1 || p->unused != 0 || VARSIZE(p) != PGVECTOR_HEADER + elemsize * (Size) p->dim)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_VECTOR_CORRUPTED),
 				 errmsg("%s is not a valid %s value", what, type),
 				 errdetail("Its header says %d dimensions (unused field %d) in %u bytes.",
 						   p->dim, p->unused, (unsigned) VARSIZE(p))));
 	perpca_check_dim_limit(p->dim);
-}
-
-/* A vector argument, detoasted and checked. */
-static const PgVector *
-vector_arg(Datum arg, const char *what)
-{
-	const PgVector *v = (const PgVector *) PG_DETOAST_DATUM(arg);
-
-	check_layout(v, offsetof(PgVector, x), sizeof(float), "vector", what);
-	return v;
-}
-
-/* A halfvec argument, detoasted and checked (its header is a vector's). */
-static const PgHalfVector *
-halfvec_arg(Datum arg, const char *what)
-{
-	const PgHalfVector *v = (const PgHalfVector *) PG_DETOAST_DATUM(arg);
-
-	StaticAssertStmt(offsetof(PgHalfVector, dim) == offsetof(PgVector, dim) &&
-					 offsetof(PgHalfVector, unused) == offsetof(PgVector, unused),
-					 "vector and halfvec headers differ");
-	check_layout((const PgVector *) v, offsetof(PgHalfVector, x), sizeof(uint16), "halfvec", what);
-	return v;
+	*d = p->dim;
+	return p;
 }
 
 /*
@@ -172,18 +138,14 @@ half_to_doubles(int n, const uint16 *src, double *dst)
 }
 
 /* ------------------------------------------------------------------------
- * In: perpca_stats(vector), perpca_stats(halfvec), with or without nulls:
- * the readers stats_agg.c calls through its table (stats.h)
+ * In: the readers of rows stats_agg.c calls through its table (stats.h)
  * ------------------------------------------------------------------------
  */
 
 static const void *
 vector_row(Datum row, int *d, const char *what)
 {
-	const PgVector *v = vector_arg(row, what);
-
-	*d = v->dim;
-	return v;
+	return pgvector_arg(row, sizeof(float), d, what);
 }
 
 static bool
@@ -192,35 +154,20 @@ vector_values(const void *row, double *out)
 	return float_to_double(((const PgVector *) row)->dim, ((const PgVector *) row)->x, out);
 }
 
-static Size
-vector_size(int d)
-{
-	return offsetof(PgVector, x) + sizeof(float) * (Size) d;
-}
-
 static const void *
 halfvec_row(Datum row, int *d, const char *what)
 {
-	const PgHalfVector *v = halfvec_arg(row, what);
-
-	*d = v->dim;
-	return v;
+	return pgvector_arg(row, sizeof(uint16), d, what);
 }
 
 static bool
 halfvec_values(const void *row, double *out)
 {
-	return half_to_doubles(((const PgHalfVector *) row)->dim, ((const PgHalfVector *) row)->x, out);
+	return half_to_doubles(((const PgVector *) row)->dim, (const uint16 *) ((const PgVector *) row)->x, out);
 }
 
-static Size
-halfvec_size(int d)
-{
-	return offsetof(PgHalfVector, x) + sizeof(uint16) * (Size) d;
-}
-
-static const PerpcaRowReader vector_reader = {vector_row, vector_values, vector_size};
-static const PerpcaRowReader halfvec_reader = {halfvec_row, halfvec_values, halfvec_size};
+static const PerpcaRowReader vector_reader = {vector_row, vector_values, PGVECTOR_HEADER, sizeof(float)};
+static const PerpcaRowReader halfvec_reader = {halfvec_row, halfvec_values, PGVECTOR_HEADER, sizeof(uint16)};
 
 void
 perpca_pgvector_init(void)
@@ -228,16 +175,6 @@ perpca_pgvector_init(void)
 	perpca_stats_row_reader(PERPCA_ROWTYPE_VECTOR, &vector_reader);
 	perpca_stats_row_reader(PERPCA_ROWTYPE_HALFVEC, &halfvec_reader);
 }
-
-/*
- * perpca_stats(vector / halfvec [, nulls]) transitions: a row with a NaN or
- * infinite value (which pgvector itself never makes) is an error or, under
- * 'skip', left out and counted.
- */
-PERPCA_STATS_ACCUM_FUNCTION(perpca_vector_stats_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR)
-PERPCA_STATS_ACCUM_FUNCTION(perpca_halfvec_stats_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR)
-PERPCA_STATS_ACCUM_FUNCTION(perpca_vector_stats_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2))
-PERPCA_STATS_ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2))
 
 /* ------------------------------------------------------------------------
  * Out: the model row functions on a vector row
@@ -248,7 +185,7 @@ PERPCA_STATS_ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HAL
 static PgVector *
 vector_build(const double *x, int n, const char *what)
 {
-	Size		size = offsetof(PgVector, x) + sizeof(float) * (Size) n;
+	Size		size = PGVECTOR_HEADER + sizeof(float) * (Size) n;
 	PgVector   *v;
 
 	if (n < 1)
@@ -276,14 +213,13 @@ vector_build(const double *x, int n, const char *what)
 static const double *
 model_row_x(FunctionCallInfo fcinfo, int *d)
 {
-	const PgVector *v = vector_arg(PG_GETARG_DATUM(ARG_X), "x");
+	const PgVector *v = pgvector_arg(PG_GETARG_DATUM(ARG_X), sizeof(float), d, "x");
 	double	   *x = palloc(sizeof(double) * v->dim);
 	int			j;
 
 	if (!float_to_double(v->dim, v->x, x) && (j = perpca_first_nonfinite(x, v->dim)) >= 0)
 		perpca_row_element_error("x", j, v->dim, false, x[j],
 								 "A vector made by pgvector holds no NaN or infinite values.");
-	*d = v->dim;
 	return x;
 }
 

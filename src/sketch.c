@@ -258,19 +258,6 @@ sketch_add_row(SketchState *sk, const double *restrict x)
 	sk->n++;
 }
 
-/* n = na + nb, or the error for a count out of range. */
-static int64
-add_counts(int64 na, int64 nb)
-{
-	int64		total;
-
-	if (pg_add_s64_overflow(na, nb, &total))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_sketch row count out of range")));
-	return total;
-}
-
 /*
  * Fold the mean of nb rows, shift_b + mu_b, into the sketch's and insert the
  * rank-one term of the means' difference: sqrt(na nb / n) (mean_b - mean_a).
@@ -281,11 +268,13 @@ merge_means(SketchState *sk, int64 nb, const double *shift_b, const double *mu_b
 			double trace_b)
 {
 	int64		na = sk->n;
-	int64		total = add_counts(na, nb);
-	double		w = (double) nb / (double) total;
+	int64		total = na;
+	double		w;
 	double	   *diff;
 	double		ss = 0.0;
 
+	perpca_add_count(&total, nb, "perpca_sketch row count");
+	w = (double) nb / (double) total;
 	if (na == 0)
 	{
 		memcpy(sk->shift, shift_b, sizeof(double) * sk->d);
@@ -316,15 +305,6 @@ insert_rows(SketchState *sk, const double *rows, int64 count)
 		insert_row(sk, 1.0, rows + i * sk->d);
 }
 
-static void
-add_skipped(SketchState *sk, int64 skipped)
-{
-	if (pg_add_s64_overflow(sk->skipped, skipped, &sk->skipped))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_sketch skipped row count out of range")));
-}
-
 /* Take the smaller ell (the result's guarantee is the weaker sketch's). */
 static void
 lower_ell(SketchState *sk, int ell)
@@ -345,7 +325,7 @@ sketch_merge(SketchState *a, const SketchState *b)
 {
 	if (a->d != b->d)
 		perpca_dim_mismatch(a->d, b->d, "perpca_sketch state");
-	add_skipped(a, b->skipped);
+	perpca_add_count(&a->skipped, b->skipped, "perpca_sketch skipped row count");
 	lower_ell(a, b->ell);
 	if (b->n == 0)
 		return;
@@ -365,10 +345,10 @@ dense_rows(const PerpcaStats *s, int ell, double *rows, double *dt)
 {
 	int			d = s->dim;
 	int			k = Min(ell + 1, d);
-	double	   *A = palloc(sizeof(double) * d * d);
-	double	   *values = palloc(sizeof(double) * k);
-	double	   *Z = palloc(sizeof(double) * d * k);
-	double	   *work = palloc(sizeof(double) * LINALG_EIGH_WORK(d, k));
+	double	   *A = palloc(sizeof(double) * ((Size) d * d + k + (Size) d * k + LINALG_EIGH_WORK(d, k)));
+	double	   *values = A + (Size) d * d;
+	double	   *Z = values + k;
+	double	   *work = Z + (Size) d * k;
 	const double *m2 = PERPCA_STATS_BODY(s);
 	int			r = 0;
 
@@ -390,9 +370,6 @@ dense_rows(const PerpcaStats *s, int ell, double *rows, double *dt)
 			rows[(int64) r * d + j] = sqrt(values[i] - cut) * Z[(int64) j * k + i];
 	}
 	pfree(A);
-	pfree(values);
-	pfree(Z);
-	pfree(work);
 	return r;
 }
 
@@ -409,7 +386,7 @@ sketch_merge_stats(SketchState *sk, const PerpcaStats *s)
 				(errcode(PERPCA_ERRCODE_BAD_VALUE),
 				 errmsg("invalid perpca_stats value"),
 				 errdetail("The mean and co-moment values must be finite.")));
-	add_skipped(sk, perpca_stats_skipped(s));
+	perpca_add_count(&sk->skipped, perpca_stats_skipped(s), "perpca_sketch skipped row count");
 	if (s->form == PERPCA_FORM_SKETCH)
 		lower_ell(sk, s->ell);
 	if (s->n == 0)
@@ -432,17 +409,6 @@ sketch_merge_stats(SketchState *sk, const PerpcaStats *s)
 		sk->delta += dt;
 		pfree(top);
 	}
-}
-
-/* hi + lo = a + b exactly, hi = fl(a + b) (Knuth's TwoSum). */
-static void
-two_sum(double a, double b, double *hi, double *lo)
-{
-	double		s = a + b;
-	double		bb = s - a;
-
-	*hi = s;
-	*lo = (a - (s - bb)) + (b - bb);
 }
 
 /* The error for finite rows whose sums overflow. */
@@ -480,9 +446,9 @@ sketch_to_stats(const SketchState *sk)
 	}
 	if (sk->n <= 1)
 		tmp.nrows = 0;			/* a thin value's one centred row is zero */
-	s = perpca_stats_alloc_sketch(sk->d, sk->ell, tmp.nrows, sk->n, sk->skipped);
-	for (int j = 0; j < sk->d && sk->n > 0; j++)
-		two_sum(sk->shift[j], sk->mu[j], &PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j]);
+	s = perpca_stats_alloc(PERPCA_FORM_SKETCH, sk->d, sk->n, sk->skipped, sk->ell, tmp.nrows, true);
+	if (sk->n > 0)
+		perpca_stats_set_mean(s, sk->shift, sk->mu);
 	PERPCA_STATS_BODY(s)[0] = sk->n > 1 ? tmp.delta : 0.0;
 	PERPCA_STATS_BODY(s)[1] = sk->n > 1 ? sk->trace : 0.0;
 	if (tmp.nrows > 0)

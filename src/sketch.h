@@ -1,7 +1,7 @@
 /*
  * sketch.h -- Frequent Directions over the centred rows of a group: the
- * state behind perpca_sketch(x, ell) (sketch_agg.c) and behind perpca_merge
- * when it meets a sketch (stats_agg.c)
+ * state behind perpca_sketch(x, ell) and behind perpca_merge when it meets
+ * a sketch (stats_agg.c)
  *
  * The rows sketched are the centred rows in Welford form: adding row x to a
  * group of n rows with mean mu inserts sqrt(n/(n+1)) (x - mu), and merging

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <math.h>
 
+#include "common/int.h"
 #include "common/shortest_dec.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -37,12 +38,8 @@ PG_FUNCTION_INFO_V1(perpca_stats_in);
 PG_FUNCTION_INFO_V1(perpca_stats_out);
 PG_FUNCTION_INFO_V1(perpca_stats_recv);
 PG_FUNCTION_INFO_V1(perpca_stats_send);
-PG_FUNCTION_INFO_V1(perpca_count);
-PG_FUNCTION_INFO_V1(perpca_skipped);
-PG_FUNCTION_INFO_V1(perpca_dim);
 PG_FUNCTION_INFO_V1(perpca_mean);
 PG_FUNCTION_INFO_V1(perpca_covariance);
-PG_FUNCTION_INFO_V1(perpca_stats_form);
 
 /* ------------------------------------------------------------------------
  * The stored value
@@ -59,6 +56,22 @@ static inline char *
 skipped_ptr(const PerpcaStats *s)
 {
 	return (char *) s->data + sizeof(double) * perpca_stats_value_count(s);
+}
+
+/* The version a value is written as: 1 unless it has skipped rows (2) or is a sketch (3). */
+static int
+out_version(const PerpcaStats *s)
+{
+	if (s->form == PERPCA_FORM_SKETCH)
+		return PERPCA_STATS_VERSION_SKETCH;
+	return perpca_stats_skipped(s) > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
+}
+
+/* 'dense', 'thin' or 'sketch': how a value of this form stores its co-moments. */
+static const char *
+form_name(int form)
+{
+	return form == PERPCA_FORM_SKETCH ? "sketch" : form == PERPCA_FORM_THIN ? "thin" : "dense";
 }
 
 /* Does the value carry a skipped count after its doubles (versions 2 and 3)? */
@@ -78,83 +91,68 @@ perpca_check_sketch_dim(int d)
 }
 
 PerpcaStats *
-perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n, int64 skipped)
+perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, bool zero_body)
 {
+	bool		sketch = form == PERPCA_FORM_SKETCH;
+	int64		nrows = sketch ? rows : n;
 	Size		size;
 	PerpcaStats *s;
 
 	Assert(skipped >= 0 && rows >= 0 && rows <= ell && ell <= PERPCA_SKETCH_MAX_ELL);
-	perpca_check_sketch_dim(d);
-	if ((int64) rows * d > (int64) (MaxAllocSize / sizeof(double)))
+	if (sketch)
+		perpca_check_sketch_dim(d);
+	if ((sketch || form == PERPCA_FORM_THIN) && nrows > (int64) (MaxAllocSize / sizeof(double)) / d)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("perpca_stats sketch with %d rows of dimension %d is too large", rows, d)));
-	size = offsetof(PerpcaStats, data) +
-		sizeof(double) * perpca_stats_nvalues(PERPCA_FORM_SKETCH, d, rows) + sizeof(int64);
-	if (size > MaxAllocSize)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("perpca_stats sketch with %d rows of dimension %d is too large", rows, d)));
-	s = (PerpcaStats *) palloc0(size);
-	SET_VARSIZE(s, size);
-	s->version = PERPCA_STATS_VERSION_SKETCH;
-	s->form = PERPCA_FORM_SKETCH;
-	s->ell = (int16) ell;
-	s->dim = d;
-	s->rows = rows;
-	s->n = n;
-	memcpy(skipped_ptr(s), &skipped, sizeof(int64));
-	return s;
-}
-
-/* A value; its body (rows or packed M2) zeroed only when zero_body. */
-static PerpcaStats *
-stats_alloc(int form, int d, int64 n, int64 skipped, bool zero_body)
-{
-	int64		values;
-	Size		size;
-	PerpcaStats *s;
-
-	Assert(skipped >= 0 && form != PERPCA_FORM_SKETCH);
-	if (form == PERPCA_FORM_THIN && n > (int64) (MaxAllocSize / sizeof(double)) / d)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("perpca_stats value with %lld rows of dimension %d is too large",
-						(long long) n, d)));
-	values = perpca_stats_nvalues(form, d, n);
-	size = offsetof(PerpcaStats, data) + sizeof(double) * values +
-		(skipped > 0 ? sizeof(int64) : 0);
+				 errmsg("perpca_stats %s with %lld rows of dimension %d is too large",
+						sketch ? "sketch" : "value", (long long) nrows, d)));
+	size = offsetof(PerpcaStats, data) + sizeof(double) * perpca_stats_nvalues(form, d, nrows) +
+		(sketch || skipped > 0 ? sizeof(int64) : 0);
 	if (size > MaxAllocSize)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value of dimension %d is too large", d)));
-	if (zero_body)
-		s = (PerpcaStats *) palloc0(size);
-	else
-	{
-		s = (PerpcaStats *) palloc(size);
+	s = zero_body ? palloc0(size) : palloc(size);
+	if (!zero_body)
 		memset(s, 0, offsetof(PerpcaStats, data) + sizeof(double) * 2 * d);
-	}
 	SET_VARSIZE(s, size);
-	s->version = skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
+	s->version = sketch ? PERPCA_STATS_VERSION_SKETCH :
+		skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
 	s->form = form;
+	s->ell = (int16) ell;
 	s->dim = d;
+	s->rows = rows;
 	s->n = n;
-	if (skipped > 0)
+	if (has_skipped(s))
 		memcpy(skipped_ptr(s), &skipped, sizeof(int64));
 	return s;
 }
 
-PerpcaStats *
-perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped)
+void
+perpca_add_count(int64 *count, int64 more, const char *what)
 {
-	return stats_alloc(form, d, n, skipped, true);
+	int64		sum;
+
+	if (pg_add_s64_overflow(*count, more, &sum))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
+				 errmsg("%s out of range", what),
+				 errdetail("Merging %lld and %lld rows exceeds the largest count.",
+						   (long long) *count, (long long) more)));
+	*count = sum;
 }
 
-PerpcaStats *
-perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped)
+void
+perpca_stats_set_mean(PerpcaStats *s, const double *shift, const double *mu)
 {
-	return stats_alloc(form, d, n, skipped, false);
+	for (int j = 0; j < s->dim; j++)
+	{
+		double		hi = shift[j] + mu[j];
+		double		bb = hi - shift[j];
+
+		PERPCA_STATS_MEAN(s)[j] = hi;
+		PERPCA_STATS_MEAN_LO(s)[j] = (shift[j] - (hi - bb)) + (mu[j] - bb);
+	}
 }
 
 int64
@@ -223,6 +221,19 @@ header_size(const PerpcaStats *s)
 		(has_skipped(s) ? sizeof(int64) : 0);
 }
 
+/* Reject format versions and forms this build does not know (0A000). */
+static void
+check_format(int version, int form)
+{
+	if (!((version == PERPCA_STATS_VERSION || version == PERPCA_STATS_VERSION_SKIPPED) &&
+		  (form == PERPCA_FORM_DENSE || form == PERPCA_FORM_THIN)) &&
+		!(version == PERPCA_STATS_VERSION_SKETCH && form == PERPCA_FORM_SKETCH))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
+				 errmsg("unsupported perpca_stats format version %d form %d", version, form),
+				 errhint("The value was written by a newer version of perpca.")));
+}
+
 /*
  * Reject format versions and forms this build does not know (0A000), and a
  * value whose size is not the one its header (form, dimension, rows, ell)
@@ -235,22 +246,14 @@ perpca_stats_check_version(const PerpcaStats *s)
 
 	if (VARSIZE_ANY(s) < offsetof(PerpcaStats, data))
 		corrupted(s, "a value has a header of 24 bytes.");
-	if (!((s->version == PERPCA_STATS_VERSION || s->version == PERPCA_STATS_VERSION_SKIPPED) &&
-		  (s->form == PERPCA_FORM_DENSE || s->form == PERPCA_FORM_THIN)) &&
-		!(s->version == PERPCA_STATS_VERSION_SKETCH && s->form == PERPCA_FORM_SKETCH))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
-				 errmsg("unsupported perpca_stats format version %d form %d",
-						s->version, s->form),
-				 errhint("The value was written by a newer version of perpca.")));
+	check_format(s->version, s->form);
 	size = header_size(s);
 	if (size < 0)
 		corrupted(s, psprintf("its header (dimension %d, %lld rows, ell %d, %d rows of a sketch) is out of range.",
 							  s->dim, (long long) s->n, s->ell, s->rows));
 	if (size != (int64) VARSIZE_ANY(s))
 		corrupted(s, psprintf("its header (%s, dimension %d, %lld rows%s) gives %lld bytes.",
-							  s->form == PERPCA_FORM_SKETCH ? "sketch" : s->form == PERPCA_FORM_THIN ? "thin" : "dense",
-							  s->dim, (long long) s->n,
+							  form_name(s->form), s->dim, (long long) s->n,
 							  s->form == PERPCA_FORM_SKETCH ? psprintf(", %d rows of B", s->rows) : "",
 							  (long long) size));
 	/* its size checked, the count after its doubles can be read */
@@ -369,12 +372,10 @@ mean_lo_outlier(const double *mean, const double *lo, int d)
 }
 
 /*
- * A sketch's own rules: 1 <= ell <= PERPCA_SKETCH_MAX_ELL; B has at most ell
- * rows and at most n, none for a group of at most one row (its co-moment is
- * zero);
- * delta >= 0; the exact trace(M2) is at least ||B||_F^2 + s delta, s =
- * perpca_sketch_shrunk_rows(ell) (what Frequent Directions shrinks away is
- * at least s delta), up to rounding.
+ * A sketch's own rules beyond its header's: B has at most n rows, none for
+ * a group of at most one row (its co-moment is zero); delta >= 0; the exact
+ * trace(M2) is at least ||B||_F^2 + s delta, s = perpca_sketch_shrunk_rows(ell)
+ * (what Frequent Directions shrinks away is at least s delta), up to rounding.
  */
 static void
 check_sketch(const PerpcaStats *s)
@@ -384,10 +385,6 @@ check_sketch(const PerpcaStats *s)
 	double		trace = body[1];
 	double		frob;
 
-	if (s->ell < 1 || s->ell > PERPCA_SKETCH_MAX_ELL)
-		invalid_stats(psprintf("A sketch's ell must be between 1 and %d.", PERPCA_SKETCH_MAX_ELL));
-	if (s->rows < 0 || s->rows > s->ell)
-		invalid_stats("A sketch has at most ell rows.");
 	if (s->rows > s->n || (s->n <= 1 && s->rows > 0))
 		invalid_stats("A sketch of n rows has at most n rows of B, and none for a single row.");
 	if (delta < 0.0 || trace < 0.0)
@@ -404,17 +401,9 @@ perpca_stats_validate(const PerpcaStats *s)
 {
 	int64		total;
 
-	perpca_stats_check_version(s);
-	if (s->dim < 1)
-		invalid_stats("The dimension must be positive.");
-	if (s->form == PERPCA_FORM_SKETCH)
-		perpca_check_sketch_dim(s->dim);
-	else
+	perpca_stats_check_version(s);	/* the header's counts are in range */
+	if (s->form != PERPCA_FORM_SKETCH)
 		perpca_check_dense_dim_limit(s->dim, NULL);
-	if (s->n < 0)
-		invalid_stats("The row count must not be negative.");
-	if (perpca_stats_skipped(s) < 0)
-		invalid_stats("The count of skipped rows must not be negative.");
 	total = perpca_stats_value_count(s);
 	for (int64 i = 0; i < total; i++)
 	{
@@ -527,40 +516,12 @@ parse_int(const char **p, const char *str)
 	return (int64) v;
 }
 
-/* Parse "{v1,v2,...}" with exactly count finite values into out. */
-static void
-parse_list(const char **p, double *out, int64 count, const char *str)
-{
-	expect_token(p, "{", str);
-	for (int64 i = 0; i < count; i++)
-	{
-		char	   *end;
-
-		if (next_token_is(p, "}"))
-			syntax_error(str, psprintf("A list has %lld values where %lld are expected.",
-									   (long long) i, (long long) count));
-		if (i > 0)
-			expect_token(p, ",", str);
-		errno = 0;
-		out[i] = strtod(*p, &end);
-		if (end == *p)
-			syntax_error(str, psprintf("Expected %lld numbers in a list.", (long long) count));
-		/* ERANGE on a subnormal result is fine; on overflow or underflow to 0 it is not */
-		if (!isfinite(out[i]) || (errno == ERANGE && out[i] == 0.0))
-			syntax_error(str, "Values must be finite numbers within the range of float8.");
-		if (!canonical_number(*p, end, true))
-			syntax_error(str, psprintf("\"%.*s\" is not a number as perpca_stats writes one (such as -1.25e-07).",
-									   (int) Min(end - *p, 40), *p));
-		*p = end;
-	}
-	if (next_token_is(p, ","))
-		syntax_error(str, psprintf("A list has more than the %lld values expected.", (long long) count));
-	expect_token(p, "}", str);
-}
-
-/* Parse one finite number at *p, written as perpca_stats_out writes it. */
+/*
+ * Parse one finite number at *p, written as perpca_stats_out writes it; in a
+ * list of count numbers (count >= 0), the error for none says so.
+ */
 static double
-parse_real(const char **p, const char *str)
+parse_real(const char **p, const char *str, int64 count)
 {
 	char	   *end;
 	double		v;
@@ -568,7 +529,9 @@ parse_real(const char **p, const char *str)
 	errno = 0;
 	v = strtod(*p, &end);
 	if (end == *p)
-		syntax_error(str, "Expected a number.");
+		syntax_error(str, count < 0 ? "Expected a number." :
+					 psprintf("Expected %lld numbers in a list.", (long long) count));
+	/* ERANGE on a subnormal result is fine; on overflow or underflow to 0 it is not */
 	if (!isfinite(v) || (errno == ERANGE && v == 0.0))
 		syntax_error(str, "Values must be finite numbers within the range of float8.");
 	if (!canonical_number(*p, end, true))
@@ -578,35 +541,88 @@ parse_real(const char **p, const char *str)
 	return v;
 }
 
-/* What the text form's header says. */
+/* Parse "{v1,v2,...}" with exactly count finite values into out. */
+static void
+parse_list(const char **p, double *out, int64 count, const char *str)
+{
+	expect_token(p, "{", str);
+	for (int64 i = 0; i < count; i++)
+	{
+		if (next_token_is(p, "}"))
+			syntax_error(str, psprintf("A list has %lld values where %lld are expected.",
+									   (long long) i, (long long) count));
+		if (i > 0)
+			expect_token(p, ",", str);
+		out[i] = parse_real(p, str, count);
+	}
+	if (next_token_is(p, ","))
+		syntax_error(str, psprintf("A list has more than the %lld values expected.", (long long) count));
+	expect_token(p, "}", str);
+}
+
+/*
+ * The fields of the text form's header after "v<version>", in order, each
+ * in the versions from `version` on; TextHeader holds their values.
+ */
+enum
+{
+	F_N, F_D, F_SKIPPED, F_ELL, F_ROWS, F_DELTA, F_TRACE, NFIELDS
+};
+static const struct
+{
+	const char *key;
+	int			version;
+}			text_fields[NFIELDS] = {
+	{" n=", 1}, {" d=", 1}, {" skipped=", 2}, {" ell=", 3}, {" rows=", 3}, {" delta=", 3}, {" trace=", 3}
+};
+
 typedef struct TextHeader
 {
 	int64		version;
-	int64		n;
-	int64		d;
-	int64		skipped;		/* 0 for version 1 */
-	int64		ell;			/* sketch (version 3) only */
-	int64		rows;
+	int64		f[NFIELDS];		/* integers; 0 where the version has none */
 	double		delta;
 	double		trace;
 } TextHeader;
 
-/* The sketch's part of the header: " ell=<l> rows=<r> delta=<x> trace=<t>". */
+/* The header of value s. */
 static void
-parse_sketch_header(const char **p, const char *str, TextHeader *h)
+header_of(const PerpcaStats *s, TextHeader *h)
 {
-	expect_token(p, "ell=", str);
-	h->ell = parse_int(p, str);
-	if (h->ell < 1 || h->ell > PERPCA_SKETCH_MAX_ELL)
+	h->version = out_version(s);
+	h->f[F_N] = s->n;
+	h->f[F_D] = s->dim;
+	h->f[F_SKIPPED] = perpca_stats_skipped(s);
+	h->f[F_ELL] = perpca_stats_sketch_ell(s);
+	h->f[F_ROWS] = s->form == PERPCA_FORM_SKETCH ? s->rows : 0;
+	h->delta = perpca_stats_sketch_delta(s);
+	h->trace = s->form == PERPCA_FORM_SKETCH ? PERPCA_STATS_BODY(s)[1] : 0.0;
+}
+
+/* Check the fields of a header read from text (those of a sketch when version 3). */
+static void
+check_header(const TextHeader *h, const char *str)
+{
+	bool		sketch = h->version == PERPCA_STATS_VERSION_SKETCH;
+
+	if (h->f[F_SKIPPED] < 0)
+		syntax_error(str, "The count of skipped rows must not be negative.");
+	if (sketch && (h->f[F_ELL] < 1 || h->f[F_ELL] > PERPCA_SKETCH_MAX_ELL))
 		syntax_error(str, psprintf("ell must be between 1 and %d.", PERPCA_SKETCH_MAX_ELL));
-	expect_token(p, "rows=", str);
-	h->rows = parse_int(p, str);
-	if (h->rows < 0 || h->rows > h->ell)
+	if (sketch && (h->f[F_ROWS] < 0 || h->f[F_ROWS] > h->f[F_ELL]))
 		syntax_error(str, "A sketch has between 0 and ell rows.");
-	expect_token(p, "delta=", str);
-	h->delta = parse_real(p, str);
-	expect_token(p, "trace=", str);
-	h->trace = parse_real(p, str);
+	if (h->f[F_N] < 0)
+		syntax_error(str, "The row count n must not be negative.");
+	if (h->f[F_D] < 1)
+		syntax_error(str, "The dimension d must be positive.");
+	if (h->f[F_D] > INT_MAX)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
+				 errmsg("dimension %lld exceeds the limit of %d", (long long) h->f[F_D],
+						sketch ? PERPCA_SKETCH_MAX_DIM : PERPCA_MAX_DENSE_DIM)));
+	if (sketch)
+		perpca_check_sketch_dim((int) h->f[F_D]);
+	else
+		perpca_check_dense_dim_limit((int) h->f[F_D], NULL);
 }
 
 /*
@@ -616,43 +632,24 @@ parse_sketch_header(const char **p, const char *str, TextHeader *h)
 static void
 parse_header(const char **p, const char *str, TextHeader *h)
 {
-	int64		version;
-
 	memset(h, 0, sizeof(*h));
 	expect_token(p, "v", str);
-	version = h->version = parse_int(p, str);
-	if (version != PERPCA_STATS_VERSION && version != PERPCA_STATS_VERSION_SKIPPED &&
-		version != PERPCA_STATS_VERSION_SKETCH)
+	h->version = parse_int(p, str);
+	if (h->version != PERPCA_STATS_VERSION && h->version != PERPCA_STATS_VERSION_SKIPPED &&
+		h->version != PERPCA_STATS_VERSION_SKETCH)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version in \"%.20s\"", str),
 				 errhint("The value was written by a newer version of perpca.")));
-	expect_token(p, "n=", str);
-	h->n = parse_int(p, str);
-	expect_token(p, "d=", str);
-	h->d = parse_int(p, str);
-	if (version != PERPCA_STATS_VERSION)
+	for (int f = 0; f < NFIELDS && text_fields[f].version <= h->version; f++)
 	{
-		expect_token(p, "skipped=", str);
-		h->skipped = parse_int(p, str);
-		if (h->skipped < 0)
-			syntax_error(str, "The count of skipped rows must not be negative.");
+		expect_token(p, text_fields[f].key + 1, str);
+		if (f == F_DELTA || f == F_TRACE)
+			*(f == F_DELTA ? &h->delta : &h->trace) = parse_real(p, str, -1);
+		else
+			h->f[f] = parse_int(p, str);
 	}
-	if (version == PERPCA_STATS_VERSION_SKETCH)
-		parse_sketch_header(p, str, h);
-	if (h->n < 0)
-		syntax_error(str, "The row count n must not be negative.");
-	if (h->d < 1)
-		syntax_error(str, "The dimension d must be positive.");
-	if (h->d > INT_MAX)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("dimension %lld exceeds the limit of %d", (long long) h->d,
-						version == PERPCA_STATS_VERSION_SKETCH ? PERPCA_SKETCH_MAX_DIM : PERPCA_MAX_DENSE_DIM)));
-	if (version == PERPCA_STATS_VERSION_SKETCH)
-		perpca_check_sketch_dim((int) h->d);
-	else
-		perpca_check_dense_dim_limit((int) h->d, NULL);
+	check_header(h, str);
 }
 
 /* The value the header describes, zeroed (its delta and trace set). */
@@ -661,9 +658,12 @@ header_value(const TextHeader *h, int form)
 {
 	PerpcaStats *s;
 
-	if (h->version != PERPCA_STATS_VERSION_SKETCH)
-		return perpca_stats_alloc_skipped(form, (int) h->d, h->n, h->skipped);
-	s = perpca_stats_alloc_sketch((int) h->d, (int) h->ell, (int) h->rows, h->n, h->skipped);
+	if (h->version == PERPCA_STATS_VERSION_SKETCH)
+		form = PERPCA_FORM_SKETCH;
+	s = perpca_stats_alloc(form, (int) h->f[F_D], h->f[F_N], h->f[F_SKIPPED], (int) h->f[F_ELL],
+						   (int) h->f[F_ROWS], true);
+	if (form != PERPCA_FORM_SKETCH)
+		return s;
 	PERPCA_STATS_BODY(s)[0] = h->delta;
 	PERPCA_STATS_BODY(s)[1] = h->trace;
 	return s;
@@ -674,6 +674,16 @@ static const char *
 body_keyword(int form)
 {
 	return form == PERPCA_FORM_SKETCH ? "sketch=" : form == PERPCA_FORM_THIN ? "rows=" : "m2=";
+}
+
+/* The body's list in the text form (a sketch's B, without delta and trace) and its length. */
+static double *
+text_body(PerpcaStats *s, int64 *count)
+{
+	int			skip = s->form == PERPCA_FORM_SKETCH ? 2 : 0;
+
+	*count = perpca_stats_value_count(s) - 2 * s->dim - skip;
+	return PERPCA_STATS_BODY(s) + skip;
 }
 
 /*
@@ -691,11 +701,13 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 	TextHeader	h;
 	int64		d;
 	double	   *mean;
+	double	   *body;
+	int64		count;
 	int			j;
 	PerpcaStats *s;
 
 	parse_header(&p, str, &h);
-	d = h.d;
+	d = h.f[F_D];
 	mean = palloc(sizeof(double) * 2 * d);
 	expect_token(&p, "mean=", str);
 	parse_list(&p, mean, d, str);
@@ -707,10 +719,8 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 								   j + 1, mean[d + j], j + 1, mean[j]));
 	memcpy(s->data, mean, sizeof(double) * 2 * d);
 	expect_token(&p, body_keyword(s->form), str);
-	if (s->form == PERPCA_FORM_SKETCH)
-		parse_list(&p, PERPCA_STATS_BODY(s) + 2, (int64) s->rows * d, str);
-	else
-		parse_list(&p, PERPCA_STATS_BODY(s), perpca_stats_value_count(s) - 2 * d, str);
+	body = text_body(s, &count);
+	parse_list(&p, body, count, str);
 	skip_blanks(&p);
 	if (*p != '\0')
 		syntax_error(str, "Unexpected text after the value.");
@@ -740,65 +750,32 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 	StringInfoData buf;
-
-	bool		sketch = s->form == PERPCA_FORM_SKETCH;
-	char		num[DOUBLE_SHORTEST_DECIMAL_LEN];
+	TextHeader	h;
+	double	   *body;
+	int64		count;
 
 	perpca_stats_validate(s);
+	header_of(s, &h);
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "v%d n=%lld d=%d",
-					 sketch ? PERPCA_STATS_VERSION_SKETCH :
-					 perpca_stats_skipped(s) > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION,
-					 (long long) s->n, s->dim);
-	if (sketch || perpca_stats_skipped(s) > 0)
-		appendStringInfo(&buf, " skipped=%lld", (long long) perpca_stats_skipped(s));
-	if (sketch)
+	appendStringInfo(&buf, "v%lld", (long long) h.version);
+	for (int f = 0; f < NFIELDS && text_fields[f].version <= h.version; f++)
 	{
-		appendStringInfo(&buf, " ell=%d rows=%d delta=", s->ell, s->rows);
-		double_to_shortest_decimal_buf(PERPCA_STATS_BODY(s)[0], num);
-		appendStringInfo(&buf, "%s trace=", num);
-		double_to_shortest_decimal_buf(PERPCA_STATS_BODY(s)[1], num);
-		appendStringInfoString(&buf, num);
+		char		num[DOUBLE_SHORTEST_DECIMAL_LEN];
+
+		if (f == F_DELTA || f == F_TRACE)
+			double_to_shortest_decimal_buf(f == F_DELTA ? h.delta : h.trace, num);
+		else
+			snprintf(num, sizeof(num), "%lld", (long long) h.f[f]);
+		appendStringInfo(&buf, "%s%s", text_fields[f].key, num);
 	}
 	appendStringInfoString(&buf, " mean=");
 	append_list(&buf, PERPCA_STATS_MEAN(s), s->dim);
 	appendStringInfoString(&buf, " mean_lo=");
 	append_list(&buf, PERPCA_STATS_MEAN_LO(s), s->dim);
 	appendStringInfo(&buf, " %s", body_keyword(s->form));
-	append_list(&buf, PERPCA_STATS_BODY(s) + (sketch ? 2 : 0),
-				perpca_stats_value_count(s) - 2 * s->dim - (sketch ? 2 : 0));
+	body = text_body(s, &count);
+	append_list(&buf, body, count);
 	PG_RETURN_CSTRING(buf.data);
-}
-
-/*
- * A sketch's binary form after the exact forms' header (version 3, form 2,
- * d, n, skipped): int32 ell, int32 rows, then the doubles.
- */
-static PerpcaStats *
-recv_sketch(StringInfo msg, int32 d, int64 n, int64 skipped)
-{
-	int32		ell = pq_getmsgint(msg, 4);
-	int32		rows = pq_getmsgint(msg, 4);
-	int64		left;
-
-	if (d < 1)
-		invalid_stats("The dimension must be positive.");
-	perpca_check_sketch_dim(d);
-	if (ell < 1 || ell > PERPCA_SKETCH_MAX_ELL || rows < 0 || rows > ell)
-		invalid_stats(psprintf("A sketch's ell must be between 1 and %d, its rows between 0 and ell.",
-							   PERPCA_SKETCH_MAX_ELL));
-	if (skipped < 0 || n < 0)
-		invalid_stats("The row counts must not be negative.");
-	left = (msg->len - msg->cursor) / (int64) sizeof(double);
-	if (perpca_stats_nvalues(PERPCA_FORM_SKETCH, d, rows) * (int64) sizeof(double) != msg->len - msg->cursor)
-		invalid_stats("The message length does not match the dimension and row count.");
-	{
-		PerpcaStats *s = perpca_stats_alloc_sketch(d, ell, rows, n, skipped);
-
-		for (int64 i = 0; i < left; i++)
-			s->data[i] = pq_getmsgfloat8(msg);
-		return s;
-	}
 }
 
 /*
@@ -814,34 +791,33 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 	int			form = pq_getmsgbyte(msg);
 	int32		d = pq_getmsgint(msg, 4);
 	int64		n = pq_getmsgint64(msg);
-	int64		skipped = 0;
+	int64		skipped;
+	int32		ell,
+				rows;
 	int64		left;
 	PerpcaStats *s;
 
-	if (!((version == PERPCA_STATS_VERSION || version == PERPCA_STATS_VERSION_SKIPPED) &&
-		  (form == PERPCA_FORM_DENSE || form == PERPCA_FORM_THIN)) &&
-		!(version == PERPCA_STATS_VERSION_SKETCH && form == PERPCA_FORM_SKETCH))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
-				 errmsg("unsupported perpca_stats format version %d form %d", version, form)));
-	if (version != PERPCA_STATS_VERSION)
-		skipped = pq_getmsgint64(msg);
-	if (version == PERPCA_STATS_VERSION_SKETCH)
-	{
-		s = recv_sketch(msg, d, n, skipped);
-		perpca_stats_validate(s);
-		PG_RETURN_POINTER(s);
-	}
+	check_format(version, form);
+	skipped = version != PERPCA_STATS_VERSION ? pq_getmsgint64(msg) : 0;
+	ell = form == PERPCA_FORM_SKETCH ? pq_getmsgint(msg, 4) : 0;
+	rows = form == PERPCA_FORM_SKETCH ? pq_getmsgint(msg, 4) : 0;
 	if (d < 1)
 		invalid_stats("The dimension must be positive.");
-	perpca_check_dense_dim_limit(d, NULL);
-	if (skipped < 0)
-		invalid_stats("The count of skipped rows must not be negative.");
+	if (form == PERPCA_FORM_SKETCH)
+		perpca_check_sketch_dim(d);
+	else
+		perpca_check_dense_dim_limit(d, NULL);
+	if (form == PERPCA_FORM_SKETCH && (ell < 1 || ell > PERPCA_SKETCH_MAX_ELL || rows < 0 || rows > ell))
+		invalid_stats(psprintf("A sketch's ell must be between 1 and %d, its rows between 0 and ell.",
+							   PERPCA_SKETCH_MAX_ELL));
+	if (skipped < 0 || n < 0)
+		invalid_stats("The row counts must not be negative.");
 	left = (msg->len - msg->cursor) / (int64) sizeof(double);
-	if (n < 0 || (form == PERPCA_FORM_THIN && n > left / d) ||
-		perpca_stats_nvalues(form, d, n) * (int64) sizeof(double) != msg->len - msg->cursor)
+	if ((form == PERPCA_FORM_THIN && n > left / d) ||
+		perpca_stats_nvalues(form, d, form == PERPCA_FORM_SKETCH ? rows : n) * (int64) sizeof(double) !=
+		msg->len - msg->cursor)
 		invalid_stats("The message length does not match the dimension and row count.");
-	s = perpca_stats_alloc_skipped(form, d, n, skipped);
+	s = perpca_stats_alloc(form, d, n, skipped, ell, rows, true);
 	for (int64 i = 0; i < left; i++)
 		s->data[i] = pq_getmsgfloat8(msg);
 	perpca_stats_validate(s);
@@ -853,23 +829,18 @@ perpca_stats_send(PG_FUNCTION_ARGS)
 {
 	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
 	int64		total;
-	int64		skipped;
-	bool		sketch;
 	StringInfoData buf;
 
 	perpca_stats_validate(s);
 	total = perpca_stats_value_count(s);
-	skipped = perpca_stats_skipped(s);
-	sketch = s->form == PERPCA_FORM_SKETCH;
 	pq_begintypsend(&buf);
-	pq_sendbyte(&buf, sketch ? PERPCA_STATS_VERSION_SKETCH :
-				skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION);
+	pq_sendbyte(&buf, out_version(s));
 	pq_sendbyte(&buf, s->form);
 	pq_sendint32(&buf, s->dim);
 	pq_sendint64(&buf, s->n);
-	if (sketch || skipped > 0)
-		pq_sendint64(&buf, skipped);
-	if (sketch)
+	if (out_version(s) != PERPCA_STATS_VERSION)
+		pq_sendint64(&buf, perpca_stats_skipped(s));
+	if (s->form == PERPCA_FORM_SKETCH)
 	{
 		pq_sendint32(&buf, s->ell);
 		pq_sendint32(&buf, s->rows);
@@ -929,40 +900,15 @@ perpca_stats_moment(const PerpcaStats *s, const double *center, double *out)
 	linalg_symmetrize_upper(s->dim, out);
 }
 
-Datum
-perpca_count(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
+/* The accessors of a value: perpca_count, perpca_skipped (0 for a version 1 value), perpca_dim, perpca_stats_form. */
+#define STATS_ACCESSOR(name, result) \
+PG_FUNCTION_INFO_V1(name); \
+Datum name(PG_FUNCTION_ARGS) { PerpcaStats *s = PG_GETARG_PERPCA_STATS(0); return result; }
 
-	PG_RETURN_INT64(s->n);
-}
-
-/* Rows left out of the statistics (perpca_stats(x, 'skip')); 0 for values stored before the count existed. */
-Datum
-perpca_skipped(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-
-	PG_RETURN_INT64(perpca_stats_skipped(s));
-}
-
-Datum
-perpca_dim(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-
-	PG_RETURN_INT32(s->dim);
-}
-
-/* 'dense', 'thin' or 'sketch': how the value stores its co-moments. */
-Datum
-perpca_stats_form(PG_FUNCTION_ARGS)
-{
-	PerpcaStats *s = PG_GETARG_PERPCA_STATS(0);
-
-	PG_RETURN_TEXT_P(cstring_to_text(s->form == PERPCA_FORM_SKETCH ? "sketch" :
-									 s->form == PERPCA_FORM_THIN ? "thin" : "dense"));
-}
+STATS_ACCESSOR(perpca_count, Int64GetDatum(s->n))
+STATS_ACCESSOR(perpca_skipped, Int64GetDatum(perpca_stats_skipped(s)))
+STATS_ACCESSOR(perpca_dim, Int32GetDatum(s->dim))
+STATS_ACCESSOR(perpca_stats_form, PointerGetDatum(cstring_to_text(form_name(s->form))))
 
 double
 perpca_stats_trace(const PerpcaStats *s)
@@ -1058,12 +1004,18 @@ perpca_row_element_error(const char *what, int j, int d, bool isnull, double val
 			 errhint("%s", hint)));
 }
 
-/* The nulls argument ('error' or 'skip') of perpca_stats(x, nulls). */
-static PerpcaNulls
-perpca_nulls_arg(text *t)
+PerpcaNulls
+perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno)
 {
-	int			len = VARSIZE_ANY_EXHDR(t);
+	text	   *t;
+	int			len;
 
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("missing must be 'error' or 'skip', not NULL")));
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
 	if (len == 4 && memcmp(VARDATA_ANY(t), "skip", 4) == 0)
 		return PERPCA_NULLS_SKIP;
 	if (len == 5 && memcmp(VARDATA_ANY(t), "error", 5) == 0)
@@ -1078,16 +1030,6 @@ perpca_nulls_arg(text *t)
 			(errcode(PERPCA_ERRCODE_ARGUMENT),
 			 errmsg("missing must be 'error' or 'skip', not \"%s\"", text_to_cstring(t))));
 	return PERPCA_NULLS_ERROR;	/* keep the compiler quiet */
-}
-
-PerpcaNulls
-perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NULL),
-				 errmsg("missing must be 'error' or 'skip', not NULL")));
-	return perpca_nulls_arg(PG_GETARG_TEXT_PP(argno));
 }
 
 /*

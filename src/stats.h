@@ -14,24 +14,18 @@
  * Merging groups whose means are far from the origin (1e6 with unit spread)
  * then loses nothing to the rounding of the means.
  *
- * Rows left out (perpca_stats(x, 'skip'): a NULL, NaN or infinite element)
- * are counted.  Format version 2 is version 1 followed by that count, an
- * int64 after the doubles; a value with nothing skipped is written as
- * version 1, byte for byte what perpca 0.1.0 and 0.2.0 wrote, and a version
- * 1 value (stored by them) means "nothing skipped".  Readers of the doubles
- * need not know the difference.
+ * Rows left out (perpca_stats(x, 'skip')) are counted: version 2 is version
+ * 1 followed by that count, an int64 after the doubles.  A value with
+ * nothing skipped is written as version 1, so values of every release read
+ * the same, and a version 1 value means "nothing skipped".
  *
- * A third form, the sketch (perpca_sketch(x, ell), sketch.c), is version 3:
- *   sketch: n, the mean and mean_lo exactly as above; then delta, trace and
- *           B, `rows` rows of d values (row-major), a Frequent-Directions
- *           sketch of the centred rows: 0 <= M2 - B^T B <= delta I, with
- *           trace = trace(M2) kept exactly (not B's); then, as in version 2,
- *           the int64 skipped count (always present).  ell (at most
- *           PERPCA_SKETCH_MAX_ELL) and rows (<= ell) live in the header: ell
- *           in the int16 that exact forms keep zero, rows in what is
- *           padding (zero) in an exact value.
- * Its dimension may reach PERPCA_SKETCH_MAX_DIM (pgvector's 16,000); exact
- * values keep PERPCA_MAX_DIM.
+ * Version 3 is the sketch (perpca_sketch(x, ell), sketch.c): n, the mean and
+ * mean_lo as above; then delta, trace and B, `rows` rows of d values, a
+ * Frequent-Directions sketch of the centred rows: 0 <= M2 - B^T B <= delta I,
+ * trace(M2) kept exactly; then the int64 skipped count.  ell and rows live
+ * in the header where exact values have zeros.  A sketch's dimension may
+ * reach PERPCA_SKETCH_MAX_DIM (pgvector's 16,000), an exact value's
+ * PERPCA_MAX_DENSE_DIM.
  */
 #ifndef PERPCA_STATS_H
 #define PERPCA_STATS_H
@@ -165,22 +159,22 @@ perpca_stats_sketch_ell(const PerpcaStats *s)
 extern double perpca_stats_trace(const PerpcaStats *s);
 
 /*
- * A zeroed sketch value of dimension d, ell, `rows` rows of B and n rows in
- * its group (version 3; errors if it would exceed the allocation limit).
+ * A value of form, dimension d and n rows (a sketch: ell, and `rows` rows of
+ * B), skipped rows counted, in the version it is written as; its header and
+ * mean zeroed, its body too when zero_body.  Errors if it would exceed the
+ * allocation limit.
  */
-extern PerpcaStats *perpca_stats_alloc_sketch(int d, int ell, int rows, int64 n, int64 skipped);
+extern PerpcaStats *perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows,
+									   bool zero_body);
 
 /* Raise program_limit_exceeded when a sketch's d is above PERPCA_SKETCH_MAX_DIM. */
 extern void perpca_check_sketch_dim(int d);
 
-/* A zeroed value, with a count of skipped rows (version 2 when it is not zero; errors if it would exceed the allocation limit). */
-extern PerpcaStats *perpca_stats_alloc_skipped(int form, int d, int64 n, int64 skipped);
+/* *count += more, or the error for the count (what: "perpca_stats row count") out of range. */
+extern void perpca_add_count(int64 *count, int64 more, const char *what);
 
-/*
- * The same with its body (rows or packed M2) not zeroed: the caller writes
- * all of it (the header and the mean are zeroed).
- */
-extern PerpcaStats *perpca_stats_alloc_unset(int form, int d, int64 n, int64 skipped);
+/* The stored mean (mean, mean_lo) = shift + mu, as a double-double (TwoSum). */
+extern void perpca_stats_set_mean(PerpcaStats *s, const double *shift, const double *mu);
 
 /* Rows left out of the statistics (0 for a version 1 value). */
 extern int64 perpca_stats_skipped(const PerpcaStats *s);
@@ -188,40 +182,23 @@ extern int64 perpca_stats_skipped(const PerpcaStats *s);
 /* Rows, but no variance: one row, or rows all equal (its co-moment is zero). */
 extern bool perpca_stats_flat(const PerpcaStats *s);
 
-/*
- * stats_agg.c's transition, for rows of other types too (perpca_vector's
- * vector and halfvec): the state for a row of dimension d (argument 0 of the
- * call, or a new one), a buffer of d doubles in it to convert the row into,
- * and the addition of that row -- what perpca_stats(float8[]) does with a row
- * it has read, so both give the same bits for the same numbers.  The row's
- * values are checked there: a NaN or infinite value is an error naming its
- * position (PERPCA_NULLS_ERROR) or leaves the row out, counted (SKIP).
- * perpca_stats_accum_skip counts a row left out before (NULL elements).
- */
+/* What a row with a NULL, NaN or infinite element does in an aggregate. */
 typedef enum PerpcaNulls
 {
 	PERPCA_NULLS_ERROR,			/* a NULL, NaN or infinite element is an error */
 	PERPCA_NULLS_SKIP			/* such a row is left out and counted */
 } PerpcaNulls;
 
-typedef struct StatsState StatsState;
-
 /* The nulls argument ('error' or 'skip') argno of an aggregate's transition (NULL is an error). */
 extern PerpcaNulls perpca_nulls_fcinfo_arg(FunctionCallInfo fcinfo, int argno);
 /* The aggregate context of support function fname (an error outside an aggregate). */
 extern MemoryContext perpca_agg_context(FunctionCallInfo fcinfo, const char *fname, int *kind);
-extern StatsState *perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls);
-extern double *perpca_stats_accum_scratch(StatsState *st);
-extern void perpca_stats_accum_add(StatsState *st, const double *x);
-extern void perpca_stats_accum_skip(StatsState *st);
 
-/*
- * The row types of perpca_stats: float8[] (read here) and pgvector's vector
- * and halfvec (read by pgvector_io.c).  perpca_stats_accum_rows is the
- * transition for rows of any of them: a row read at once enters through
- * perpca_stats_accum_add, a row of a thin group that arrives as an on-disk
- * TOAST pointer waits there, as the pointer, until its values are needed.
- */
+/* The state of the aggregates (stats_agg.c), and its value (as their final function gives it). */
+typedef struct StatsState StatsState;
+extern PerpcaStats *perpca_stats_state_final(StatsState *st);
+
+/* The row types of the aggregates: float8[], and pgvector's vector and halfvec (pgvector_io.c). */
 typedef enum PerpcaRowType
 {
 	PERPCA_ROWTYPE_FLOAT8,		/* float8[] */
@@ -229,37 +206,22 @@ typedef enum PerpcaRowType
 	PERPCA_ROWTYPE_HALFVEC		/* pgvector's halfvec: binary16 values */
 } PerpcaRowType;
 
-extern Datum perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type,
-									 PerpcaNulls nulls);
-
 /*
- * perpca_stats(x) and perpca_stats(x, nulls) of one row type, as one-line
- * SQL entry points: nulls is PERPCA_NULLS_ERROR, or the argument's
- * (perpca_nulls_fcinfo_arg(fcinfo, 2)).
- */
-#define PERPCA_STATS_ACCUM_FUNCTION(name, type, nulls) \
-Datum name(PG_FUNCTION_ARGS) { return perpca_stats_accum_rows(fcinfo, type, nulls); }
-
-/*
- * The reader of rows of one type other than float8[]: a value (detoasted,
- * its layout checked; what names it in errors) and its dimension; its
- * values as d doubles, and whether all of them are finite (checked in the
- * same pass, so the caller need not read them again); the size of such a
- * value of dimension d, header included.  The module of that type fills
- * the aggregate's table of readers when the library loads (pgvector_io.c:
- * vector and halfvec), so the aggregate calls it only through the table.
+ * The reader of rows of a type other than float8[]: a value (detoasted, its
+ * layout checked; what names it in errors) and its dimension; its values as
+ * d doubles, and whether all are finite (in the same pass).  pgvector_io.c
+ * fills the aggregates' table when the library loads, so they call it only
+ * through the table.
  */
 typedef struct PerpcaRowReader
 {
 	const void *(*row) (Datum row, int *d, const char *what);
 	bool		(*values) (const void *row, double *out);
-	Size		(*size) (int d);
+	Size		header;			/* bytes before the values */
+	Size		elemsize;		/* bytes of one value */
 } PerpcaRowReader;
 
 extern void perpca_stats_row_reader(PerpcaRowType type, const PerpcaRowReader *reader);
-
-/* The reader of rows of that type (an error if its module has not filled it). */
-extern const PerpcaRowReader *perpca_stats_row_reader_get(PerpcaRowType type);
 
 /* pgvector_io.c: put the readers of vector and halfvec in the table (_PG_init). */
 extern void perpca_pgvector_init(void);
@@ -286,9 +248,7 @@ extern int	perpca_first_nonfinite(const double *x, int d);
 
 /*
  * Check a value read from outside, all of it: its header (format version,
- * form, size), then
- * its counts and numbers (finite, consistent: 22000).  Text and binary
- * input, and every function that computes with a value, call it.
+ * form, size), then its counts and numbers (finite, consistent: 22000).
  */
 extern void perpca_stats_validate(const PerpcaStats *s);
 

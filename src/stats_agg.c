@@ -1,44 +1,31 @@
 /*
- * stats_agg.c -- the aggregates perpca_stats(float8[]) and perpca_merge()
- * (and the transition of perpca_vector's perpca_stats(vector / halfvec),
- * whose rows it reads through the table of row readers that pgvector_io.c
- * fills when the library loads: this file never calls pgvector_io.c)
+ * stats_agg.c -- the aggregates perpca_stats(x [, nulls]), perpca_merge(s)
+ * and perpca_sketch(x, ell [, nulls]) over float8[] rows, and over vector and
+ * halfvec rows through the table of row readers that pgvector_io.c fills
+ * when the library loads (this file never calls pgvector_io.c)
  *
  * Rows are buffered into a block; a full block is centred at its own mean,
  * added to M2 with one BLAS rank-k update (dsyrk) and merged into the state
  * with the pairwise formula of Chan et al.:
  *   M2 = M2a + M2b + na nb / (na + nb) * delta delta^T,  delta = mean_b - mean_a.
  * Nothing ever forms sum x x^T - n mean mean^T.  Rows enter relative to a
- * reference point (the first row) and the mean is carried as reference +
- * offset, so data far from the origin lose no precision.
+ * reference point (the first row), so data far from the origin lose no
+ * precision.  While a group has at most d/2 rows the state keeps just its
+ * rows and the result is a thin value; past that it turns dense for good.
  *
- * While a group has at most d/2 rows the state keeps just its rows (no d x d
- * matrix at all) and the result is a thin value; past that it switches to
- * the dense form once and for all.
+ * A thin group's row that reaches the transition as an on-disk TOAST
+ * pointer (float8[] of d >= ~255, vector of d >= ~510) waits in the state as
+ * that pointer and is fetched only when needed (final, serialize, densify,
+ * combine), in arrival order through the same arithmetic: the bits are the
+ * same, and a hash aggregate of thousands of thin groups does not hold every
+ * group's rows (holding them made it 2-3x slower than a sorted one:
+ * bench/femnist_stats.sh).  The pointers stay valid for the query.
  *
- * Thousands of thin groups at once (a HashAggregate): a row too large to be
- * stored inline (float8[] of d >= ~255, vector of d >= ~510) reaches the
- * transition function as an 18-byte TOAST pointer.  While its group is thin the state keeps that pointer, not
- * the row's values, and fetches the values only when it needs them (final,
- * serialize, densify, combine) -- as a Sort node keeps TOAST pointers and its
- * consumer detoasts them.  The pointers stay valid for the query (its
- * snapshot), and the values enter in arrival order through the same
- * arithmetic, so the result is bit-identical.  Holding every group's rows
- * instead made a hash aggregate with a large work_mem 2-3x slower than a
- * sorted one: gigabytes of freshly touched memory (page faults) and cold
- * rows re-read by the final function (see bench/femnist_stats.sh).
- *
- * perpca_stats(x, 'skip') leaves out rows with a NULL, NaN or infinite
- * element and counts them (the state's `skipped`, carried through merges,
- * combines, serialization and into the value); the one-argument form makes
- * such a row an error that names the element.  A row waiting in TOAST is
- * checked when it is fetched.
- *
- * The serialized state (parallel query) is the state itself, not the final
- * value, so partial aggregation loses nothing: a group aggregated by one
- * process gives the same bits as the serial plan.  Pending rows travel as
- * their TOAST pointers, so a parallel plan's Finalize aggregate holds no
- * more than the serial plan does.
+ * The serialized state (parallel query) is the state itself, pending rows
+ * as their pointers, so partial aggregation loses nothing and a Finalize
+ * aggregate holds no more than the serial plan.  A sketch's state is a
+ * SketchState (sketch.c) behind the same state, so perpca_sketch and a
+ * perpca_merge that meets a sketch share every support function.
  */
 #include "postgres.h"
 
@@ -83,6 +70,7 @@ typedef struct PendingBlock
 	struct PendingBlock *next;
 	Size		used;			/* bytes of data in use */
 	Size		cap;			/* bytes data can hold */
+	int			count;			/* entries in data */
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed entries */
 } PendingBlock;
 
@@ -117,10 +105,18 @@ struct StatsState
 	double	   *fetched;		/* d: a pending row of another type converted
 								 * (fetch_pending; not scratch, which may hold
 								 * the row being added meanwhile); not state */
-	SketchState *sketch;		/* perpca_merge once it has met a sketch: the
-								 * sketch of everything (sketch.c); the exact
-								 * state above is then unused */
+	SketchState *sketch;		/* perpca_sketch, or perpca_merge once it has
+								 * met a sketch: the sketch of everything
+								 * (sketch.c); the exact state above is then
+								 * unused */
 };
+
+/* Argument n of a support function as a state (NULL when it is NULL). */
+#define STATE_ARG(n) (PG_ARGISNULL(n) ? NULL : (StatsState *) PG_GETARG_POINTER(n))
+
+/* Return the state st, or NULL (before the first row). */
+#define RETURN_STATE(st) \
+	do { if ((st) == NULL) PG_RETURN_NULL(); PG_RETURN_POINTER(st); } while (0)
 
 /*
  * The readers of rows of other types than float8[], by PerpcaRowType: filled
@@ -144,17 +140,10 @@ row_reader(PerpcaRowType type)
 	return row_readers[type];
 }
 
-const PerpcaRowReader *
-perpca_stats_row_reader_get(PerpcaRowType type)
-{
-	return row_reader(type);
-}
-
 /* The hint of the error for a row with a missing value (stats.h). */
 #define SKIP_HINT PERPCA_SKIP_HINT
+#define SKETCH_SKIP_HINT "Use perpca_sketch(x, ell, 'skip') to leave out rows with a NULL, NaN or infinite element and count them (perpca_skipped)."
 
-PG_FUNCTION_INFO_V1(perpca_stats_accum);
-PG_FUNCTION_INFO_V1(perpca_stats_accum_nulls);
 PG_FUNCTION_INFO_V1(perpca_stats_merge_accum);
 PG_FUNCTION_INFO_V1(perpca_stats_combine);
 PG_FUNCTION_INFO_V1(perpca_stats_serialize);
@@ -227,36 +216,37 @@ shift_row(int d, const double *restrict x, const double *restrict shift,
 }
 
 /*
- * Are the values of a row all finite?  If not, the row is an error naming
- * its first bad element, or (skip) false.
+ * Are the values of a row of the state all finite?  If not, the row is an
+ * error naming its first bad element (with the hint of its aggregate), or
+ * (skip) false.
  */
 static inline bool
-row_finite(PerpcaNulls nulls, const double *x, int d)
+row_finite(const StatsState *st, const double *x)
 {
-	int			j = perpca_first_nonfinite(x, d);
+	int			j = perpca_first_nonfinite(x, st->d);
 
 	if (j < 0)
 		return true;
-	if (nulls == PERPCA_NULLS_ERROR)
-		perpca_row_element_error("input row", j, d, false, x[j], SKIP_HINT);
+	if (st->nulls == PERPCA_NULLS_ERROR)
+		perpca_row_element_error("input row", j, st->d, false, x[j],
+								 st->sketch ? SKETCH_SKIP_HINT : SKIP_HINT);
 	return false;
 }
 
 /*
- * The values of a row argument of dimension *d, after its shape checks; NULL
- * when it has a NULL element and is skipped (else an error naming the
- * element).  Their finiteness is checked by the caller.
+ * The values x of a float8[] row of dimension d, or NULL when it has a NULL
+ * element and is skipped (else an error naming the element, with hint).
+ * Their finiteness is checked by the caller.
  */
 static const double *
-row_values(ArrayType *a, int *d, PerpcaNulls nulls)
+row_without_nulls(ArrayType *a, const double *x, int d, PerpcaNulls nulls, const char *hint)
 {
-	const double *x = perpca_vector_shape_nulls(a, d, "input row");
 	int			j;
 
 	if (ARR_HASNULL(a) && (j = perpca_first_null(a)) >= 0)
 	{
 		if (nulls == PERPCA_NULLS_ERROR)
-			perpca_row_element_error("input row", j, *d, true, 0.0, SKIP_HINT);
+			perpca_row_element_error("input row", j, d, true, 0.0, hint);
 		return NULL;
 	}
 	return x;
@@ -312,7 +302,7 @@ row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 		return false;
 	size = type == PERPCA_ROWTYPE_FLOAT8
 		? ARR_OVERHEAD_NONULLS(1) + sizeof(double) * st->d
-		: row_reader(type)->size(st->d);
+		: row_reader(type)->header + row_reader(type)->elemsize * (Size) st->d;
 	if (VARATT_IS_EXTERNAL_ONDISK(v))
 	{
 		varatt_external ptr;
@@ -351,6 +341,7 @@ state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
 		blk = MemoryContextAllocHuge(st->cxt, offsetof(PendingBlock, data) + cap);
 		blk->next = NULL;
 		blk->used = 0;
+		blk->count = 0;
 		blk->cap = cap;
 		if (tail == NULL)
 			st->pend = blk;
@@ -360,6 +351,7 @@ state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
 	}
 	memcpy(tail->data + tail->used, rows, len);
 	tail->used += need;
+	tail->count += count;
 	st->pendlen += need;
 	st->npend += count;
 }
@@ -369,13 +361,7 @@ static void
 state_defer_all(StatsState *a, const StatsState *b)
 {
 	for (const PendingBlock *blk = b->pend; blk != NULL; blk = blk->next)
-	{
-		int			count = 0;
-
-		for (const char *entry = blk->data; entry < blk->data + blk->used; entry += PENDING_SIZE(entry))
-			count++;
-		state_defer_bytes(a, blk->data, blk->used, count);
-	}
+		state_defer_bytes(a, blk->data, blk->used, blk->count);
 }
 
 /* Free the arena: no rows pending. */
@@ -418,7 +404,8 @@ fetch_pending(const StatsState *st, const char *entry, void **copy)
 		ArrayType  *arr = DatumGetArrayTypeP(PointerGetDatum(entry));
 
 		*copy = arr;
-		x = row_values(arr, &d, st->nulls);
+		x = perpca_vector_shape_nulls(arr, &d, "input row");
+		x = row_without_nulls(arr, x, d, st->nulls, SKIP_HINT);
 	}
 	else
 	{
@@ -429,7 +416,7 @@ fetch_pending(const StatsState *st, const char *entry, void **copy)
 	}
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
-	return x != NULL && (finite || row_finite(st->nulls, x, d)) ? x : NULL;
+	return x != NULL && (finite || row_finite(st, x)) ? x : NULL;
 }
 
 /*
@@ -511,16 +498,12 @@ static void
 state_merge_moments(StatsState *st, int64 nb, const double *shift_b, const double *mu_b)
 {
 	int64		na = st->n;
-	int64		total;
 	double		w;
 	double	   *delta;
 
-	if (pg_add_s64_overflow(na, nb, &total))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_stats row count out of range"),
-				 errdetail("Merging %lld and %lld rows exceeds the largest count.",
-						   (long long) na, (long long) nb)));
+	int64		total = na;
+
+	perpca_add_count(&total, nb, "perpca_stats row count");
 	w = (double) nb / (double) total;
 	if (na == 0)
 	{
@@ -653,10 +636,7 @@ static PerpcaStats *state_to_stats(StatsState *st);
 static void
 state_merge_stats(StatsState *st, const PerpcaStats *s)
 {
-	if (pg_add_s64_overflow(st->skipped, perpca_stats_skipped(s), &st->skipped))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_stats skipped row count out of range")));
+	perpca_add_count(&st->skipped, perpca_stats_skipped(s), "perpca_stats skipped row count");
 	if (s->n == 0)
 		return;
 	state_materialize(st);
@@ -757,10 +737,7 @@ state_merge_state(StatsState *a, StatsState *b)
 			sketch_merge_stats(a->sketch, state_to_stats(b));
 		return;
 	}
-	if (pg_add_s64_overflow(a->skipped, b->skipped, &a->skipped))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_OUT_OF_RANGE),
-				 errmsg("perpca_stats skipped row count out of range")));
+	perpca_add_count(&a->skipped, b->skipped, "perpca_stats skipped row count");
 	if (state_empty(b))
 		return;
 	if (state_empty(a) && a->m2 == NULL)
@@ -790,25 +767,6 @@ state_merge_state(StatsState *a, StatsState *b)
  * The result
  * ------------------------------------------------------------------------
  */
-
-/* hi + lo = a + b exactly, hi = fl(a + b) (Knuth's TwoSum). */
-static void
-two_sum(double a, double b, double *hi, double *lo)
-{
-	double		s = a + b;
-	double		bb = s - a;
-
-	*hi = s;
-	*lo = (a - (s - bb)) + (b - bb);
-}
-
-/* The stored mean (mean, mean_lo) = shift + mu. */
-static void
-store_mean(PerpcaStats *s, const double *shift, const double *mu)
-{
-	for (int j = 0; j < s->dim; j++)
-		two_sum(shift[j], mu[j], &PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j]);
-}
 
 /* rows[i] -= mu for k rows; whether all results are finite (one pass). */
 static bool
@@ -857,7 +815,7 @@ thin_stats(const StatsState *st)
 	int			d = st->d;
 	int			n = state_unmerged(st);
 	int64		skipped = st->skipped;
-	PerpcaStats *s = perpca_stats_alloc_unset(PERPCA_FORM_THIN, d, n, skipped);
+	PerpcaStats *s = perpca_stats_alloc(PERPCA_FORM_THIN, d, n, skipped, 0, 0, false);
 	double	   *rows = PERPCA_STATS_BODY(s);
 	double	   *mu;
 	int			k;
@@ -868,7 +826,7 @@ thin_stats(const StatsState *st)
 	k = unmerged_rows(st, rows, mu, &skipped);
 	if (k < n)
 	{
-		PerpcaStats *fewer = perpca_stats_alloc_unset(PERPCA_FORM_THIN, d, k, skipped);
+		PerpcaStats *fewer = perpca_stats_alloc(PERPCA_FORM_THIN, d, k, skipped, 0, 0, false);
 
 		memcpy(PERPCA_STATS_BODY(fewer), rows, sizeof(double) * k * d);
 		pfree(s);
@@ -878,7 +836,7 @@ thin_stats(const StatsState *st)
 			return s;
 	}
 	column_mean(d, mu, k, mu);
-	store_mean(s, st->shift, mu);
+	perpca_stats_set_mean(s, st->shift, mu);
 	if (!center_rows(d, k, rows, mu))
 		for (int64 i = 0; i < k; i++)
 		{
@@ -901,8 +859,8 @@ dense_stats(StatsState *st)
 	double	   *m2;
 
 	state_flush(st);
-	s = perpca_stats_alloc_unset(PERPCA_FORM_DENSE, st->d, st->n, st->skipped);
-	store_mean(s, st->shift, st->mu);
+	s = perpca_stats_alloc(PERPCA_FORM_DENSE, st->d, st->n, st->skipped, 0, 0, false);
+	perpca_stats_set_mean(s, st->shift, st->mu);
 	m2 = PERPCA_STATS_BODY(s);
 	/*
 	 * |M2_ij| <= sqrt(M2_ii M2_jj) bounds a row by a finite diagonal, but
@@ -1034,12 +992,15 @@ state_serialize(const StatsState *st)
 	return (bytea *) ss;
 }
 
-/* A state that is the sketch sk (perpca_merge's, once it has met a sketch). */
+/* A state that is the sketch sk: perpca_sketch's, or perpca_merge's once it has met a sketch. */
 static StatsState *
-state_of_sketch(MemoryContext cxt, SketchState *sk)
+state_of_sketch(MemoryContext cxt, SketchState *sk, PerpcaNulls nulls)
 {
-	StatsState *st = state_create(cxt, sk->d, PERPCA_NULLS_ERROR);
+	StatsState *st = MemoryContextAllocZero(cxt, sizeof(StatsState));
 
+	st->cxt = cxt;
+	st->d = sk->d;
+	st->nulls = nulls;
 	st->sketch = sk;
 	return st;
 }
@@ -1065,7 +1026,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	int64		d;
 
 	if (sketch_is_serialized((const bytea *) ss))
-		return state_of_sketch(cxt, sketch_deserialize(cxt, (const bytea *) ss));
+		return state_of_sketch(cxt, sketch_deserialize(cxt, (const bytea *) ss), PERPCA_NULLS_ERROR);
 	if (!serial_header_valid(ss))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
@@ -1128,11 +1089,10 @@ report_progress(MemoryContext aggcxt)
  * The transition state (argument 0) for a row of dimension d: created in the
  * aggregate context on the first row, its dimension checked after that.
  */
-StatsState *
-perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
+static StatsState *
+accum_state(FunctionCallInfo fcinfo, MemoryContext aggcxt, int d, PerpcaNulls nulls)
 {
-	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_accum", NULL);
-	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	StatsState *st = STATE_ARG(0);
 
 	if (st == NULL)
 	{
@@ -1145,36 +1105,58 @@ perpca_stats_accum_state(FunctionCallInfo fcinfo, int d, PerpcaNulls nulls)
 	return st;
 }
 
-/* d doubles owned by the state, to convert a row of another type into. */
-double *
-perpca_stats_accum_scratch(StatsState *st)
+/*
+ * perpca_sketch's state for a row of dimension d: a sketch of ell (argument
+ * 2) rows, created on the first row; the same d, ell and nulls after that.
+ */
+static StatsState *
+sketch_state(FunctionCallInfo fcinfo, MemoryContext aggcxt, int d, PerpcaNulls nulls)
 {
-	if (st->scratch == NULL)
-		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * st->d);
-	return st->scratch;
+	StatsState *st = STATE_ARG(0);
+	int			ell;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NULL),
+				 errmsg("ell must not be NULL")));
+	ell = PG_GETARG_INT32(2);
+	sketch_check_ell(ell, d);
+	if (st == NULL)
+		return state_of_sketch(aggcxt, sketch_create(aggcxt, d, ell), nulls);
+	if (d != st->d)
+		perpca_dim_mismatch(st->d, d, "input row");
+	if (ell != st->sketch->ell)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("ell must be the same for every row of a group (%d, then %d)",
+						st->sketch->ell, ell)));
+	if (nulls != st->nulls)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_ARGUMENT),
+				 errmsg("missing must be the same for every row of a group")));
+	return st;
 }
 
 /*
- * Add the row x (d doubles) to the state; a row with a NaN or infinite value
- * is an error or, under 'skip', left out and counted.
+ * Add the row x (d doubles) to the state, or NULL: a row with a NULL
+ * element, left out and counted (so is, under 'skip', a row with a NaN or
+ * infinite value; else that is an error).
  */
-void
-perpca_stats_accum_add(StatsState *st, const double *x)
+static void
+accum_add(StatsState *st, const double *x)
 {
-	if (row_finite(st->nulls, x, st->d))
-		state_add_row(st, x);
+	if (x == NULL || !row_finite(st, x))
+	{
+		if (st->sketch != NULL)
+			st->sketch->skipped++;
+		else
+			st->skipped++;
+	}
+	else if (st->sketch != NULL)
+		sketch_add_row(st->sketch, x);
 	else
-		st->skipped++;
-	if (perpca_progress_rows > 0)
-		report_progress(st->cxt);
-}
-
-/* Count a row left out before it reached perpca_stats_accum_add. */
-void
-perpca_stats_accum_skip(StatsState *st)
-{
-	st->skipped++;
-	if (perpca_progress_rows > 0)
+		state_add_row(st, x);
+	if (perpca_progress_rows > 0 && st->sketch == NULL)
 		report_progress(st->cxt);
 }
 
@@ -1197,85 +1179,75 @@ defer_row(StatsState *st, int kind, PerpcaRowType type, Datum row, MemoryContext
 }
 
 /*
- * The row (argument 1) as doubles, NULL when it has a missing value, with
- * *st created or checked for its dimension.
+ * The row (argument 1) as doubles, NULL when it has a NULL element and is
+ * skipped, with *st created or checked for its dimension: a sketch's before
+ * the row's NULL elements are looked at, an exact state's after.
  */
 static const double *
-row_doubles(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, StatsState **st)
+row_doubles(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type,
+			PerpcaNulls nulls, bool sketch, StatsState **st)
 {
 	int			d;
 	const double *x;
+	const void *row;
 
 	if (type == PERPCA_ROWTYPE_FLOAT8)
 	{
-		x = row_values(PG_GETARG_ARRAYTYPE_P(1), &d, nulls);
-		*st = perpca_stats_accum_state(fcinfo, d, nulls);
-	}
-	else
-	{
-		const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
-		double	   *scratch;
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
 
-		*st = perpca_stats_accum_state(fcinfo, d, nulls);
-		scratch = perpca_stats_accum_scratch(*st);
-		(void) row_reader(type)->values(row, scratch);	/* checked when added */
-		x = scratch;
+		x = perpca_vector_shape_nulls(a, &d, "input row");
+		if (sketch)
+			*st = sketch_state(fcinfo, aggcxt, d, nulls);
+		x = row_without_nulls(a, x, d, nulls, sketch ? SKETCH_SKIP_HINT : SKIP_HINT);
+		if (!sketch)
+			*st = accum_state(fcinfo, aggcxt, d, nulls);
+		return x;
 	}
-	return x;
-}
-
-/* A NULL row or value: the state as it is (NULL before the first row). */
-static Datum
-state_kept(FunctionCallInfo fcinfo, StatsState *st)
-{
-	if (st == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_POINTER(st);
+	row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
+	*st = sketch ? sketch_state(fcinfo, aggcxt, d, nulls) : accum_state(fcinfo, aggcxt, d, nulls);
+	if ((*st)->scratch == NULL)
+		(*st)->scratch = MemoryContextAlloc((*st)->cxt, sizeof(double) * d);
+	(void) row_reader(type)->values(row, (*st)->scratch);	/* checked when added */
+	return (*st)->scratch;
 }
 
 /*
- * The transition of perpca_stats(x) and perpca_stats(x, nulls) for rows of
- * the given type: NULL rows are ignored, rows with a missing value are an
- * error or skipped.  A row in TOAST waits there while its group is thin
- * (not in a window, whose final function runs after every row) and is
- * checked when fetched.
+ * The transition of perpca_stats(x [, nulls]) (sketch: perpca_sketch(x, ell
+ * [, nulls])) for rows of the given type: NULL rows are ignored, rows with a
+ * missing value are an error or skipped.  A row in TOAST waits there while
+ * its exact group is thin (not in a window, whose final function runs after
+ * every row) and is checked when fetched.
  */
-Datum
-perpca_stats_accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls)
+static Datum
+accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, bool sketch)
 {
 	int			kind;
-	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_accum", &kind);
-	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	MemoryContext aggcxt = perpca_agg_context(fcinfo, sketch ? "perpca_sketch_accum" : "perpca_stats_accum",
+											  &kind);
+	StatsState *st = STATE_ARG(0);
 	const double *x;
 
 	if (PG_ARGISNULL(1))
-		return state_kept(fcinfo, st);
-	if (st != NULL)
+		RETURN_STATE(st);
+	if (st != NULL && !sketch)
 		state_set_nulls(st, nulls);
-	if (defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
+	if (!sketch && defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
 		PG_RETURN_POINTER(st);
-	x = row_doubles(fcinfo, type, nulls, &st);
-	if (x != NULL)
-		perpca_stats_accum_add(st, x);
-	else
-		perpca_stats_accum_skip(st);
+	x = row_doubles(fcinfo, aggcxt, type, nulls, sketch, &st);
+	accum_add(st, x);
 	PG_RETURN_POINTER(st);
 }
-
-/* perpca_stats(float8[] [, nulls]) transitions: a row with a missing value is an error, or skipped. */
-PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR)
-PERPCA_STATS_ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2))
 
 /* perpca_merge(perpca_stats) transition. */
 Datum
 perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_merge_accum", NULL);
-	StatsState *st = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
+	StatsState *st = STATE_ARG(0);
 	PerpcaStats *s;
 
 	if (PG_ARGISNULL(1))
-		return state_kept(fcinfo, st);
+		RETURN_STATE(st);
 	s = PG_GETARG_PERPCA_STATS(1);
 	perpca_stats_validate(s);
 	if (st == NULL)
@@ -1292,21 +1264,20 @@ perpca_stats_merge_accum(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(st);
 }
 
+/* The combine function of perpca_stats, perpca_merge and perpca_sketch. */
 Datum
 perpca_stats_combine(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcxt = perpca_agg_context(fcinfo, "perpca_stats_combine", NULL);
-	StatsState *a = PG_ARGISNULL(0) ? NULL : (StatsState *) PG_GETARG_POINTER(0);
-	StatsState *b = PG_ARGISNULL(1) ? NULL : (StatsState *) PG_GETARG_POINTER(1);
+	StatsState *a = STATE_ARG(0);
+	StatsState *b = STATE_ARG(1);
 
 	if (b == NULL)
-	{
-		if (a == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(a);
-	}
-	if (a == NULL)
-		a = state_create(aggcxt, b->d, b->nulls);	/* a copy of b in our context */
+		RETURN_STATE(a);
+	if (a == NULL)				/* a copy of b in our context */
+		a = b->sketch != NULL
+			? state_of_sketch(aggcxt, sketch_create(aggcxt, b->d, b->sketch->ell), b->nulls)
+			: state_create(aggcxt, b->d, b->nulls);
 	if (a->d != b->d)
 		perpca_dim_mismatch(a->d, b->d, "input row");
 	state_merge_state(a, b);
@@ -1335,14 +1306,49 @@ perpca_stats_deserialize(PG_FUNCTION_ARGS)
 										(SerialState *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0))));
 }
 
+PerpcaStats *
+perpca_stats_state_final(StatsState *st)
+{
+	perpca_restore_activity();
+	return st->sketch != NULL ? sketch_to_stats(st->sketch) : state_to_stats(st);
+}
+
 Datum
 perpca_stats_final(PG_FUNCTION_ARGS)
 {
 	perpca_agg_context(fcinfo, "perpca_stats_final", NULL);
-	perpca_restore_activity();
 	if (PG_ARGISNULL(0))
+	{
+		perpca_restore_activity();
 		PG_RETURN_NULL();
-	if (((StatsState *) PG_GETARG_POINTER(0))->sketch != NULL)
-		PG_RETURN_POINTER(sketch_to_stats(((StatsState *) PG_GETARG_POINTER(0))->sketch));
-	PG_RETURN_POINTER(state_to_stats((StatsState *) PG_GETARG_POINTER(0)));
+	}
+	PG_RETURN_POINTER(perpca_stats_state_final((StatsState *) PG_GETARG_POINTER(0)));
 }
+
+/* perpca_sketch's support functions but the transition are perpca_stats' (one state serves both). */
+#define SAME_FUNCTION(name, fn) \
+PG_FUNCTION_INFO_V1(name); \
+Datum name(PG_FUNCTION_ARGS) { return fn(fcinfo); }
+
+SAME_FUNCTION(perpca_sketch_combine, perpca_stats_combine)
+SAME_FUNCTION(perpca_sketch_serialize, perpca_stats_serialize)
+SAME_FUNCTION(perpca_sketch_deserialize, perpca_stats_deserialize)
+SAME_FUNCTION(perpca_sketch_final, perpca_stats_final)
+
+/* perpca_stats(x [, nulls]) and perpca_sketch(x, ell [, nulls]) transitions of float8[], vector and halfvec rows. */
+#define ACCUM_FUNCTION(name, type, nulls, sketch) \
+PG_FUNCTION_INFO_V1(name); \
+Datum name(PG_FUNCTION_ARGS) { return accum_rows(fcinfo, type, nulls, sketch); }
+
+ACCUM_FUNCTION(perpca_stats_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_stats_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_vector_stats_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_vector_stats_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_halfvec_stats_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, false)
+ACCUM_FUNCTION(perpca_halfvec_stats_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 2), false)
+ACCUM_FUNCTION(perpca_sketch_accum, PERPCA_ROWTYPE_FLOAT8, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_sketch_accum_nulls, PERPCA_ROWTYPE_FLOAT8, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
+ACCUM_FUNCTION(perpca_vector_sketch_accum, PERPCA_ROWTYPE_VECTOR, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_vector_sketch_accum_nulls, PERPCA_ROWTYPE_VECTOR, perpca_nulls_fcinfo_arg(fcinfo, 3), true)
+ACCUM_FUNCTION(perpca_halfvec_sketch_accum, PERPCA_ROWTYPE_HALFVEC, PERPCA_NULLS_ERROR, true)
+ACCUM_FUNCTION(perpca_halfvec_sketch_accum_nulls, PERPCA_ROWTYPE_HALFVEC, perpca_nulls_fcinfo_arg(fcinfo, 3), true)

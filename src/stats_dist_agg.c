@@ -3,27 +3,18 @@
  * perpca_merge_distributed(perpca_stats): the statistics aggregates with a
  * perpca_stats transition state, which Citus splits across its workers
  *
- * perpca_stats(float8[]) keeps its state as `internal` (stats_agg.c).  Citus
- * runs an aggregate on the workers and combines the partial states on the
- * coordinator (worker_partial_agg / coord_combine_agg) only when the state
- * type is a real type, because it moves the states as text through the type's
- * output and input functions; with an `internal` state it ships every raw row
- * to the coordinator instead.
- *
- * These aggregates declare the state type perpca_stats, but the state they
- * pass around is an expanded object (utils/expandeddatum.h) that holds the
- * very state of perpca_stats(float8[]): the transition calls stats_agg.c's
- * own support functions on it, so the work per row, the speed and the bits of
- * the result are those of perpca_stats(float8[]) for the same rows in the same
- * order.  Whenever PostgreSQL or Citus needs the state as a value (the output
- * function on a Citus worker, a tuple leaving a parallel worker), the object
- * flattens into the perpca_stats value of the rows so far -- what
- * perpca_stats(float8[]) would return for them.  The combine function merges
- * such a value as perpca_merge does.
- *
- * The expanded object lives in a memory context whose parent is the
- * aggregate context, so that the executor (and Citus, which copies nodeAgg's
- * rule) keeps it as the state without copying it.
+ * Citus combines partial states on the coordinator only when the state type
+ * is a real type (it moves them as text through the type's I/O functions);
+ * with perpca_stats(float8[])'s `internal` state it ships every raw row.
+ * These aggregates declare the state type perpca_stats, but pass around an
+ * expanded object (utils/expandeddatum.h) holding perpca_stats(float8[])'s
+ * very state, advanced by stats_agg.c's own transitions: the work per row
+ * and the bits of the result are the same.  Whenever the state is needed as
+ * a value (a Citus worker's output, a tuple leaving a parallel worker), it
+ * flattens into the perpca_stats value of the rows so far; the combine
+ * function merges such a value as perpca_merge does.  The object lives in
+ * a context under the aggregate context, so that the executor (and Citus)
+ * keeps it as the state without copying it.
  */
 #include "postgres.h"
 
@@ -39,7 +30,6 @@
 extern Datum perpca_stats_accum(PG_FUNCTION_ARGS);
 extern Datum perpca_stats_accum_nulls(PG_FUNCTION_ARGS);
 extern Datum perpca_stats_merge_accum(PG_FUNCTION_ARGS);
-extern Datum perpca_stats_final(PG_FUNCTION_ARGS);
 
 PG_FUNCTION_INFO_V1(perpca_stats_dist_accum);
 PG_FUNCTION_INFO_V1(perpca_stats_dist_accum_nulls);
@@ -50,8 +40,7 @@ PG_FUNCTION_INFO_V1(perpca_stats_dist_final);
 typedef struct DistStats
 {
 	ExpandedObjectHeader hdr;
-	fmNodePtr	aggnode;		/* the aggregate's fcinfo->context (AggState, ...) */
-	Datum		inner;			/* stats_agg.c's state (internal); never NULL */
+	StatsState *inner;			/* stats_agg.c's state; never NULL */
 	PerpcaStats *flat;			/* the value of the rows so far, once asked for */
 } DistStats;
 
@@ -62,50 +51,6 @@ static const ExpandedObjectMethods dist_methods = {
 	dist_get_flat_size,
 	dist_flatten_into
 };
-
-/*
- * Call one of stats_agg.c's support functions with up to three arguments
- * (the third, when nargs is 3, is c, not NULL) under the aggregate call
- * context `context`; its result, and whether it is NULL.
- */
-static Datum
-inner_call3(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
-			Datum b, bool bnull, Datum c, bool *isnull)
-{
-	LOCAL_FCINFO(f, 3);
-	FmgrInfo	flinfo;
-	Datum		result;
-
-	MemSet(&flinfo, 0, sizeof(flinfo));
-	flinfo.fn_addr = fn;
-	flinfo.fn_oid = InvalidOid;
-	flinfo.fn_nargs = nargs;
-	flinfo.fn_mcxt = CurrentMemoryContext;
-	InitFunctionCallInfoData(*f, &flinfo, nargs, InvalidOid, context, NULL);
-	f->args[0].value = a;
-	f->args[0].isnull = anull;
-	if (nargs > 1)
-	{
-		f->args[1].value = b;
-		f->args[1].isnull = bnull;
-	}
-	if (nargs > 2)
-	{
-		f->args[2].value = c;
-		f->args[2].isnull = false;
-	}
-	result = fn(f);
-	*isnull = f->isnull;
-	return result;
-}
-
-/* inner_call3 with up to two arguments (a NULL second one when nargs is 1). */
-static Datum
-inner_call(PGFunction fn, fmNodePtr context, int nargs, Datum a, bool anull,
-		   Datum b, bool bnull, bool *isnull)
-{
-	return inner_call3(fn, context, nargs, a, anull, b, bnull, (Datum) 0, isnull);
-}
 
 /* Is this datum (not NULL) our read-write state? */
 static bool
@@ -137,13 +82,12 @@ states_context(MemoryContext aggcxt)
 
 /* A new state holding stats_agg.c's state `inner`, in the states' context under aggcxt. */
 static DistStats *
-dist_create(MemoryContext aggcxt, fmNodePtr aggnode, Datum inner)
+dist_create(MemoryContext aggcxt, StatsState *inner)
 {
 	MemoryContext cxt = states_context(aggcxt);
 	DistStats  *ds = MemoryContextAllocZero(cxt, sizeof(DistStats));
 
 	EOH_init_header(&ds->hdr, &dist_methods, cxt);
-	ds->aggnode = aggnode;
 	ds->inner = inner;
 	return ds;
 }
@@ -160,26 +104,34 @@ dist_changed(DistStats *ds)
 }
 
 /*
- * One step of stats_agg.c's transition fn (perpca_stats_accum: a row;
- * perpca_stats_accum_nulls: a row and, nargs being 3, the nulls argument
- * `extra`; perpca_stats_merge_accum: a perpca_stats value, flat or
- * expanded) on state ds, or on a new state when ds is NULL.  Returns the
- * state.
+ * One step of stats_agg.c's transition fn (perpca_stats_accum,
+ * perpca_stats_accum_nulls or perpca_stats_merge_accum), called with this
+ * call's own context and arguments but ds's state in argument 0 (NULL when
+ * ds is NULL: a new state) and, when value is not NULL, *value in argument
+ * 1.  Returns the state.
  */
 static DistStats *
 dist_step(FunctionCallInfo fcinfo, MemoryContext aggcxt, DistStats *ds, PGFunction fn,
-			int nargs, Datum value, Datum extra)
+		  const Datum *value)
 {
-	bool		isnull;
-	Datum		inner;
+	LOCAL_FCINFO(f, 3);
+	StatsState *inner;
 
+	Assert(fcinfo->nargs <= 3);
+	memcpy(f, fcinfo, SizeForFunctionCallInfo(fcinfo->nargs));
+	f->args[0].value = PointerGetDatum(ds ? ds->inner : NULL);
+	f->args[0].isnull = ds == NULL;
+	if (value != NULL)
+	{
+		f->args[1].value = *value;
+		f->args[1].isnull = false;
+	}
 	if (ds != NULL)
 		dist_changed(ds);
-	inner = inner_call3(fn, fcinfo->context, nargs,
-						ds ? ds->inner : (Datum) 0, ds == NULL, value, false, extra, &isnull);
-	Assert(!isnull);
+	inner = (StatsState *) DatumGetPointer(fn(f));
+	Assert(!f->isnull);
 	if (ds == NULL)
-		ds = dist_create(aggcxt, fcinfo->context, inner);
+		ds = dist_create(aggcxt, inner);
 	ds->inner = inner;
 	return ds;
 }
@@ -196,52 +148,43 @@ dist_state_arg(FunctionCallInfo fcinfo, MemoryContext aggcxt)
 		return NULL;
 	if (is_our_state(PG_GETARG_DATUM(0)))
 		return (DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0));
-	return dist_step(fcinfo, aggcxt, NULL, perpca_stats_merge_accum, 2, PG_GETARG_DATUM(0), (Datum) 0);
-}
-
-static Datum
-dist_result(DistStats *ds)
-{
-	if (ds == NULL)
-		return (Datum) 0;
-	return EOHPGetRWDatum(&ds->hdr);
+	return dist_step(fcinfo, aggcxt, NULL, perpca_stats_merge_accum, &PG_GETARG_DATUM(0));
 }
 
 /*
  * A transition: fn, perpca_stats' or perpca_merge's own, on argument 1 (and
- * the missing mode in argument 2 when nargs is 3); a NULL row or value
- * leaves the state as it is (NULL before the first row).
+ * the missing mode in argument 2, if any); a NULL row or value leaves the
+ * state as it is (NULL before the first row).
  */
 static Datum
-dist_transition(FunctionCallInfo fcinfo, const char *fname, PGFunction fn, int nargs)
+dist_transition(FunctionCallInfo fcinfo, const char *fname, PGFunction fn)
 {
 	MemoryContext aggcxt = perpca_agg_context(fcinfo, fname, NULL);
 	DistStats  *ds = dist_state_arg(fcinfo, aggcxt);
 
-	if (nargs == 3 && PG_ARGISNULL(2))
+	if (PG_NARGS() == 3 && PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("missing must be 'error' or 'skip', not NULL")));
 	if (PG_ARGISNULL(1) && ds == NULL)
 		PG_RETURN_NULL();
 	if (!PG_ARGISNULL(1))
-		ds = dist_step(fcinfo, aggcxt, ds, fn, nargs, PG_GETARG_DATUM(1),
-						 nargs == 3 ? PG_GETARG_DATUM(2) : (Datum) 0);
-	PG_RETURN_DATUM(dist_result(ds));
+		ds = dist_step(fcinfo, aggcxt, ds, fn, NULL);
+	PG_RETURN_DATUM(EOHPGetRWDatum(&ds->hdr));
 }
 
 /* perpca_stats_distributed(float8[]) transition: perpca_stats(float8[])'s. */
 Datum
 perpca_stats_dist_accum(PG_FUNCTION_ARGS)
 {
-	return dist_transition(fcinfo, "perpca_stats_dist_accum", perpca_stats_accum, 2);
+	return dist_transition(fcinfo, "perpca_stats_dist_accum", perpca_stats_accum);
 }
 
 /* perpca_stats_distributed(float8[], text) transition: perpca_stats(float8[], text)'s. */
 Datum
 perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 {
-	return dist_transition(fcinfo, "perpca_stats_dist_accum_nulls", perpca_stats_accum_nulls, 3);
+	return dist_transition(fcinfo, "perpca_stats_dist_accum_nulls", perpca_stats_accum_nulls);
 }
 
 /*
@@ -252,17 +195,13 @@ perpca_stats_dist_accum_nulls(PG_FUNCTION_ARGS)
 Datum
 perpca_stats_dist_combine(PG_FUNCTION_ARGS)
 {
-	return dist_transition(fcinfo, "perpca_stats_dist_combine", perpca_stats_merge_accum, 2);
+	return dist_transition(fcinfo, "perpca_stats_dist_combine", perpca_stats_merge_accum);
 }
 
 /* Final function: the flat perpca_stats value, as perpca_stats_final builds it. */
 Datum
 perpca_stats_dist_final(PG_FUNCTION_ARGS)
 {
-	DistStats  *ds;
-	bool		isnull;
-	Datum		result;
-
 	perpca_agg_context(fcinfo, "perpca_stats_dist_final", NULL);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -274,12 +213,7 @@ perpca_stats_dist_final(PG_FUNCTION_ARGS)
 		perpca_stats_validate(s);
 		PG_RETURN_POINTER(s);
 	}
-	ds = (DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0));
-	result = inner_call(perpca_stats_final, fcinfo->context, 1, ds->inner, false,
-						(Datum) 0, true, &isnull);
-	if (isnull)
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(result);
+	PG_RETURN_POINTER(perpca_stats_state_final(((DistStats *) DatumGetEOHP(PG_GETARG_DATUM(0)))->inner));
 }
 
 /* ------------------------------------------------------------------------
@@ -287,11 +221,7 @@ perpca_stats_dist_final(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
-/*
- * Build (once per change) the value of the rows so far with
- * perpca_stats_final, under the call context of the aggregate that owns the
- * state (the executor flattens while that aggregate's query runs).
- */
+/* Build (once per change) the value of the rows so far, as perpca_stats_final does. */
 static Size
 dist_get_flat_size(ExpandedObjectHeader *eohptr)
 {
@@ -300,13 +230,8 @@ dist_get_flat_size(ExpandedObjectHeader *eohptr)
 	if (ds->flat == NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(ds->hdr.eoh_context);
-		bool		isnull;
-		Datum		v = inner_call(perpca_stats_final, ds->aggnode, 1, ds->inner, false,
-								   (Datum) 0, true, &isnull);
 
-		if (isnull)
-			elog(ERROR, "perpca_stats_distributed state without a value");
-		ds->flat = (PerpcaStats *) DatumGetPointer(v);
+		ds->flat = perpca_stats_state_final(ds->inner);
 		MemoryContextSwitchTo(old);
 	}
 	return VARSIZE(ds->flat);
