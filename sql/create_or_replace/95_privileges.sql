@@ -22,9 +22,8 @@
 
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA perpca_internal FROM PUBLIC;
 
--- (a) Pure computation on the arguments, called by the SQL of the write
--- path (src/model_store.c: the clients' figures, a personalized client's
--- components) as the model's owner.
+-- (a) Pure computation on the arguments, called by the SQL functions of
+-- releases before 0.4.0 until ALTER EXTENSION UPDATE.
 GRANT EXECUTE ON FUNCTION
     perpca_internal.scale_stats(@extschema@.perpca_stats, pg_catalog.float8[]),
     perpca_internal.scale_vector(pg_catalog.float8[], pg_catalog.float8[])
