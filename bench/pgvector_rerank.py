@@ -60,10 +60,6 @@ K = 10
 FIT_OPTIONS = os.environ.get("FIT_OPTIONS", ", init => 'dispca', hops => 0, tolerance => 1e-6")
 
 
-def vec(text):
-    return np.array(text.strip("[]").split(","), dtype=np.float64)
-
-
 def load(cur, corpus):
     cur.execute("SELECT id, tenant, half FROM lsa_docs ORDER BY id")
     rows = cur.fetchall()
@@ -107,11 +103,13 @@ def train(cur, model, g, l, method="perpca"):
     return cur.fetchone()[0], time.time() - t0
 
 
-def scores(cur, model, ids):
-    cur.execute("SELECT id, perpca_model_scores(%s, tenant, v)::text FROM lsa_docs ORDER BY id", (model,))
+def scores(conn, model, ids):
+    """Every document's scores as stored (float4), read in pgvector's binary form (int16 dim, int16 unused, values)."""
+    cur = conn.cursor(binary=True)
+    cur.execute("SELECT id, perpca_model_scores(%s, tenant, v) FROM lsa_docs ORDER BY id", (model,))
     rows = cur.fetchall()
     assert [r[0] for r in rows] == list(ids)
-    return np.array([vec(r[1]) for r in rows])
+    return np.array([np.frombuffer(r[1], dtype=">f4", offset=4) for r in rows], dtype=np.float64)
 
 
 def halves(rec, half):
@@ -122,19 +120,19 @@ def f(h):
     return f"{h['tune']:.3f} / {h['held']:.3f}"
 
 
-def choose_split(cur, ids, truth, half):
+def choose_split(conn, cur, ids, truth, half):
     """Fits each split and pooled PCA; returns the kept model, its split and every brute-force figure."""
     table, cands = {}, {}
     for l in SPLITS:
         m = f"lsa_rr_{R}_{l}"
         rounds, sec = train(cur, m, R - l, l)
-        cov = brute_coverage(scores(cur, m, ids), truth)
+        cov = brute_coverage(scores(conn, m, ids), truth)
         cands[l] = m
         table[f"perpca {R - l} + {l}"] = {c: halves(cov[c], half) for c in CANDIDATES}
         print(f"  perpca {R - l} + {l}: {rounds} rounds, {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
               + ", ".join(f"{c}: {f(table[f'perpca {R - l} + {l}'][c])}" for c in CANDIDATES), flush=True)
     rounds, sec = train(cur, "lsa_rr_cpca", R, 0, "cpca")
-    cov = brute_coverage(scores(cur, "lsa_rr_cpca", ids), truth)
+    cov = brute_coverage(scores(conn, "lsa_rr_cpca", ids), truth)
     table[f"pooled PCA {R}"] = {c: halves(cov[c], half) for c in CANDIDATES}
     print(f"  pooled PCA {R}: {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
           + ", ".join(f"{c}: {f(table[f'pooled PCA {R}'][c])}" for c in CANDIDATES), flush=True)
@@ -239,7 +237,7 @@ def main():
         print(f"{len(ids)} documents, d = {X.shape[1]}, {len(tenants_list)} tenants "
               f"({sum(h == 'tune' for h in half.values())} tuning, {sum(h == 'held' for h in half.values())} held out); "
               f"up to {QUERIES} queries per tenant, {nq} in all; r = {R}", flush=True)
-        model, split, brute = choose_split(cur, ids, truth, half)
+        model, split, brute = choose_split(conn, cur, ids, truth, half)
         print(f"kept (tuning half, mean over c): {split}", flush=True)
         t0 = time.time()
         secs, sizes = build(cur, model, X.shape[1], tenants_list)
