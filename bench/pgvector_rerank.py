@@ -53,7 +53,7 @@ from psycopg import sql
 
 R = int(os.environ.get("R", "256"))
 SPLITS = [int(x) for x in os.environ.get("SPLITS", "64 128 192").split()]
-CANDIDATES = [int(x) for x in os.environ.get("CANDIDATES", "10 20 40 80 160 320").split()]
+CANDIDATES = [int(x) for x in os.environ.get("CANDIDATES", "20 40 80 160 320 640").split()]
 QUERIES = int(os.environ.get("QUERIES", "50"))
 GOAL = 0.95
 K = 10
