@@ -10,7 +10,8 @@ stats).  Connects with the libpq variables (python3-psycopg).
 Width R (default 256) of d = 1536.  Steps:
   1. Personalized PCA on lsa_stats, r = g + l for each l of SPLITS (default
      64 128 192; one start from 'dispca', no hops, tolerance 1e-6, as in
-     pgvector_recall.py), and pooled PCA (method => 'cpca', a global reduction).
+     pgvector_recall.py), and pooled PCA (method => 'cpca', a global reduction;
+     POOLED=0 leaves it out).
      Brute force in numpy: the share of each query's exact 10 neighbours among
      its c nearest by the scores (L2), for each candidate count c of CANDIDATES.
      An exact re-rank of c candidates returns exactly those, so this is the
@@ -55,6 +56,7 @@ R = int(os.environ.get("R", "256"))
 SPLITS = [int(x) for x in os.environ.get("SPLITS", "64 128 192").split()]
 CANDIDATES = [int(x) for x in os.environ.get("CANDIDATES", "20 40 80 160 320 640").split()]
 QUERIES = int(os.environ.get("QUERIES", "50"))
+POOLED = os.environ.get("POOLED", "1") == "1"
 GOAL = 0.95
 K = 10
 FIT_OPTIONS = os.environ.get("FIT_OPTIONS", ", init => 'dispca', hops => 0, tolerance => 1e-6")
@@ -131,12 +133,13 @@ def choose_split(conn, cur, ids, truth, half):
         table[f"perpca {R - l} + {l}"] = {c: halves(cov[c], half) for c in CANDIDATES}
         print(f"  perpca {R - l} + {l}: {rounds} rounds, {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
               + ", ".join(f"{c}: {f(table[f'perpca {R - l} + {l}'][c])}" for c in CANDIDATES), flush=True)
-    rounds, sec = train(cur, "lsa_rr_cpca", R, 0, "cpca")
-    cov = brute_coverage(scores(conn, "lsa_rr_cpca", ids), truth)
-    table[f"pooled PCA {R}"] = {c: halves(cov[c], half) for c in CANDIDATES}
-    print(f"  pooled PCA {R}: {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
-          + ", ".join(f"{c}: {f(table[f'pooled PCA {R}'][c])}" for c in CANDIDATES), flush=True)
-    cur.execute("SELECT perpca_drop('lsa_rr_cpca')")
+    if POOLED:
+        rounds, sec = train(cur, "lsa_rr_cpca", R, 0, "cpca")
+        cov = brute_coverage(scores(conn, "lsa_rr_cpca", ids), truth)
+        table[f"pooled PCA {R}"] = {c: halves(cov[c], half) for c in CANDIDATES}
+        print(f"  pooled PCA {R}: {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
+              + ", ".join(f"{c}: {f(table[f'pooled PCA {R}'][c])}" for c in CANDIDATES), flush=True)
+        cur.execute("SELECT perpca_drop('lsa_rr_cpca')")
     best = max(SPLITS, key=lambda l: (np.mean([table[f"perpca {R - l} + {l}"][c]["tune"] for c in CANDIDATES]), -l))
     for l in SPLITS:
         if l != best:
