@@ -17,7 +17,11 @@
 #     a schema other than perpca's; empty scores as a vector;
 #   - per-row global scores stored in a vector(k) column with an HNSW index:
 #     the index search over the scores returns the neighbours that an exact
-#     search over the full vectors returns (recall@10 measured).
+#     search over the full vectors returns (recall@10 measured);
+#   - docs/pgvector.md's reduce, index, re-rank recipe on a committed fixture
+#     (test/data/rerank_*.csv): candidates from an HNSW index over per-tenant
+#     scores, re-ranked by the full vectors in one statement, return exactly the
+#     exact 10 nearest when the candidates hold them.
 # pgvector comes from the PostgreSQL installation (a Debian package) or from
 # scripts/prepare.sh (scripts/test.sh builds it when the source is there);
 # without it the test skips.
@@ -388,6 +392,102 @@ SELECT round(avg(hits) / 10, 3) FROM (
 });
 diag("recall\@10 of exact search over the first 2 scores: $recall2");
 cmp_ok($recall2, '<', 0.7, 'two scores of six: the recall falls (the measure is not blind)');
+
+# ---- Reduce, index, re-rank (docs/pgvector.md's recipe) --------------------------------
+# test/data/rerank_*.csv (test/fixtures/gen_rerank.py): 3 tenants of 200 unit
+# vectors in d = 32 (2 shared directions, 4 of each tenant's own, noise), 60
+# query vectors not in the table, and each query's exact 10 nearest documents of
+# its tenant by cosine distance (numpy, float64), their distances at least 1e-4
+# apart.  The recipe: a table partitioned by tenant, 2 + 4 Personalized PCA
+# scores in a vector(6) column with an HNSW index, and one statement that takes
+# the tenant and the full query vector, reduces the query in the statement,
+# takes c candidates from the index and re-ranks them by the full vectors.
+my $rr = test_path('test/data');
+sql(qq{
+CREATE TABLE rr_docs (id int, tenant text, embedding vector(32)) PARTITION BY LIST (tenant);
+CREATE TABLE rr_docs_t1 PARTITION OF rr_docs FOR VALUES IN ('t1');
+CREATE TABLE rr_docs_t2 PARTITION OF rr_docs FOR VALUES IN ('t2');
+CREATE TABLE rr_docs_t3 PARTITION OF rr_docs FOR VALUES IN ('t3');
+CREATE TABLE rr_queries (qid int, tenant text, v vector(32));
+CREATE TABLE rr_expected (qid int, rank int, id int);
+\\copy rr_docs FROM '$rr/rerank_docs.csv' CSV HEADER
+\\copy rr_queries FROM '$rr/rerank_queries.csv' CSV HEADER
+\\copy rr_expected FROM '$rr/rerank_expected.csv' CSV HEADER
+});
+sql(q{
+SELECT count(*) FROM perpca_train('rr_pp', 'SELECT tenant, perpca_stats(embedding) FROM public.rr_docs GROUP BY tenant',
+                                  n_global => 2, n_local => 4);
+ALTER TABLE rr_docs ADD COLUMN reduced vector(6);
+UPDATE rr_docs SET reduced = perpca_model_scores('rr_pp', tenant, embedding);
+CREATE INDEX ON rr_docs USING hnsw (reduced vector_l2_ops);
+ANALYZE rr_docs;
+});
+is(sql('SELECT count(*) FROM rr_docs WHERE reduced IS NOT NULL'), '600', 'every document has its reduced scores');
+
+# The recipe's statement, prepared; c candidates; each query's ids, one line per query.
+sub rerank
+{
+	my ($c, $ef) = @_;
+	my $script = "SET enable_seqscan = off;\nSET hnsw.ef_search = $ef;\n" . qq{PREPARE search(text, vector) AS
+WITH cand AS MATERIALIZED (
+    SELECT id, embedding FROM rr_docs
+     WHERE tenant = \$1
+     ORDER BY reduced <-> perpca_model_scores('rr_pp', \$1, \$2)
+     LIMIT $c)
+SELECT id FROM cand ORDER BY embedding <=> \$2 LIMIT 10;
+};
+	$script .= "SELECT tenant, v FROM rr_queries WHERE qid = $_ \\gset\n"
+	  . "\\echo q$_\nEXECUTE search(:'tenant', :'v');\n"
+	  for 1 .. 60;
+	my %got;
+	my $q;
+	for (split /\n/, sql($script))
+	{
+		if (/^q(\d+)$/) { $q = $1; $got{$q} = []; }
+		elsif (/^\d+$/) { push @{ $got{$q} }, $_; }
+	}
+	return \%got;
+}
+my %want;
+for (split /\n/, sql('SELECT qid, string_agg(id::text, \',\' ORDER BY rank) FROM rr_expected GROUP BY qid'))
+{
+	my ($q, $ids) = split /\|/;
+	$want{$q} = $ids;
+}
+is(scalar(keys %want), 60, '60 queries with their exact 10 nearest');
+like(sql(q{SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) WITH cand AS MATERIALIZED (SELECT id, embedding FROM rr_docs WHERE tenant = 't2'
+    ORDER BY reduced <-> perpca_model_scores('rr_pp', 't2', (SELECT v FROM rr_queries WHERE qid = 25)) LIMIT 40)
+SELECT id FROM cand ORDER BY embedding <=> (SELECT v FROM rr_queries WHERE qid = 25) LIMIT 10}),
+	qr/Index Scan using rr_docs_t2_reduced_idx on rr_docs_t2.*Order By: \(reduced <->/s,
+	'the candidates come from the HNSW index over the reduced scores of the tenant\'s partition');
+# pgvector's exact search over the full vectors agrees with the fixture.
+is( sql(  q{SELECT count(*) FROM rr_queries q WHERE ARRAY(SELECT d.id FROM rr_docs d WHERE d.tenant = q.tenant
+                                  ORDER BY d.embedding <=> q.v LIMIT 10)
+                          = ARRAY(SELECT e.id FROM rr_expected e WHERE e.qid = q.qid ORDER BY e.rank)}),
+	'60', 'exact search over the full vectors: the fixture\'s 10 nearest, in order');
+# 40 candidates cover the exact 10 of every query (checked first), so the re-rank
+# must return exactly them, in order.
+is( sql(  q{SET enable_seqscan = off; SET hnsw.ef_search = 40;
+SELECT count(*) FROM rr_queries q
+ WHERE ARRAY(SELECT e.id FROM rr_expected e WHERE e.qid = q.qid)
+    <@ ARRAY(SELECT d.id FROM rr_docs d WHERE d.tenant = q.tenant
+              ORDER BY d.reduced <-> perpca_model_scores('rr_pp', q.tenant, q.v) LIMIT 40)}),
+	'60', '40 candidates from the index hold each query\'s exact 10 nearest');
+my $got = rerank(40, 40);
+my @wrong = grep { join(',', @{ $got->{$_} // [] }) ne $want{$_} } sort { $a <=> $b } keys %want;
+is_deeply(\@wrong, [], 'reduce, index, re-rank in one statement: exactly the exact 10 nearest, in order, for all 60 queries')
+  or diag(join("\n", map { "q$_: got " . join(',', @{ $got->{$_} // [] }) . ", want $want{$_}" } @wrong));
+# The check can fail: 10 candidates (the reduced scores alone) miss some.
+$got = rerank(10, 40);
+my $hits = 0;
+for my $q (keys %want)
+{
+	my %w = map { $_ => 1 } split /,/, $want{$q};
+	$hits += grep { $w{$_} } @{ $got->{$q} };
+}
+diag("recall\@10 of the reduced scores alone (10 candidates): " . ($hits / 600));
+cmp_ok($hits, '<', 570, '10 candidates: fewer of the exact neighbours (the check is not blind)');
 
 # ---- Dump and restore ------------------------------------------------------------------
 # The database (perpca, vector, perpca_vector, the models, the vector columns and the
