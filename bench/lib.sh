@@ -4,6 +4,7 @@
 # time and page faults of one aggregate query (vector_bench.sh,
 # sketch_agg_bench.sh).
 # The caller sets TMP (a scratch folder) and PY (python3 with numpy).
+LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # "cpu_s wall_s" of the backend that runs the SQL in file $1 with the psql
 # command $2...: CPU (user + system, from /proc; the machine may be shared,
@@ -49,8 +50,8 @@ with open(sys.argv[1], "w") as out:
         out.write('%d,"{%s}"\n' % (y, ",".join("%g" % v for v in x)))
 PY
 		echo "10 5" ;;
-	text) "$PY" bench/text_corpus.py 800 "$TMP/$1.csv" 40 python 2>/dev/null; echo "5 5" ;;
-	include | perl | man) "$PY" bench/text_corpus.py 400 "$TMP/$1.csv" 30 "$1" 2>/dev/null; echo "5 5" ;;
+	text) "$PY" "$LIB_DIR/text_corpus.py" 800 "$TMP/$1.csv" 40 python 2>/dev/null; echo "5 5" ;;
+	include | perl | man) "$PY" "$LIB_DIR/text_corpus.py" 400 "$TMP/$1.csv" 30 "$1" 2>/dev/null; echo "5 5" ;;
 	*) echo "unknown case: $1" >&2; return 1 ;;
 	esac
 }
