@@ -53,15 +53,11 @@ typedef struct Stage
 	bool		names_null;
 } Stage;
 
-/* What store_fit stored, for the history: the fit's figures (no pointers), version, rows, starts, digest. */
+/* A fit stored: its figures (no pointers), and its history row without kind, at, seconds, role. */
 typedef struct StoreFit
 {
 	FitDiagnostics diag;
-	int64		version;
-	int64		rows;
-	Datum		starts;			/* jsonb */
-	bool		starts_null;
-	char	   *digest;
+	ModelRow	history;
 } StoreFit;
 
 /* The model schema.base, with perpca's schema looked up. */
@@ -70,18 +66,18 @@ extern void store_model_init(StoreModel *sm, const char *schema, const char *bas
 /* "schema"."base_suffix", quoted. */
 extern char *store_rel(const StoreModel *sm, const char *suffix);
 
-/* Run sql through SPI with parameters $1..$n (of types); its rows in SPI_tuptable. */
-extern void store_sql(const char *sql, int n, const Oid *types, const Datum *values);
+/* Run sql through SPI with parameters $1..$n (of types; nulls as SPI's, NULL: none); its rows in SPI_tuptable. */
+extern void store_sql(const char *sql, int n, const Oid *types, const Datum *values, const char *nulls);
 
-/* CREATE VIEW view AS select, bound under search_path path, with its COMMENT (under SPI). */
-extern void store_view_create(const char *view, const char *select, const char *path, const char *comment);
+/* Drop the current user's view <base>_suffix; another relation of that name: 42P07 when strict. */
+extern void store_view_drop(const StoreModel *sm, const char *suffix, bool strict);
 
-/* The number of column name of desc, or 0. */
-extern int	store_column(TupleDesc desc, const char *name);
+/* CREATE VIEW <base>_suffix AS select, bound under search_path path, with its comment. */
+extern void store_view_create(const StoreModel *sm, const char *suffix, const char *select, const char *path,
+							  const char *comment);
 
-/* Column name of row tup of desc (found by name: a model stored before may lack it; absent reads as NULL). */
-extern Datum store_value(HeapTuple tup, TupleDesc desc, const char *name, bool *isnull);
-
+/* The view <base>_suffix must be a view of the current user (42P01 with hint when missing, 42809 otherwise). */
+extern void store_view_check(const StoreModel *sm, const char *suffix, const char *hint);
 
 /*
  * Bind a model's query once, with perpca's aggregation of its rows per
@@ -113,8 +109,7 @@ extern int64 store_stage_rows(const Stage *st);
 
 /*
  * Fit the staged clients with opts and store the model (new, or replacing
- * its rows) from query (its text) bound with path; what the history keeps
- * into out.
+ * its rows) from query (its text) bound with path, into out.
  */
 extern void store_fit(const StoreModel *sm, const char *query, const char *path, const FitOptions *opts,
 					  const Stage *st, StoreFit *out);
