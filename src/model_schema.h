@@ -32,18 +32,10 @@ extern const char *model_table_suffix(ModelTable t);
 /* The declared column name of table t, as its readers expect it (an unknown name is a bug: elog). */
 extern ModelColumn model_schema_column(ModelTable t, const char *name);
 
-/*
- * Create table t of model schema.base as the current user (CREATE TABLE
- * with every declared column, the table's constraints, its comment),
- * through SPI; the caller is connected to SPI.
- */
+/* CREATE TABLE t of model schema.base (every declared column, its constraints, its comment), under SPI. */
 extern void model_schema_create(ModelTable t, const char *schema, const char *base);
 
-/*
- * Add to table relid (table t of a model) the declared columns it lacks
- * (those added by a later version than the one that stored it), through
- * SPI; the caller is connected to SPI.  Whether anything was added.
- */
+/* Add to table relid (table t of a model) the declared columns it lacks, under SPI; whether any. */
 extern bool model_schema_add_missing(ModelTable t, Oid relid);
 
 /* The most columns a table declares. */
@@ -88,11 +80,7 @@ extern void model_rows_begin(ModelRows *rs, ModelTable t, const char *schema, co
 /* Add row (its declared columns by name; the table's others NULL). */
 extern void model_rows_add(ModelRows *rs, const ModelRow *row);
 
-/*
- * Insert the rows with one INSERT of the declared columns, the rows one
- * parameter: an array of the table's row type, whose fields are exactly
- * the columns' types; through SPI (the caller is connected).
- */
+/* Insert the rows with one INSERT, under SPI: one parameter, an array of the table's row type. */
 extern void model_rows_insert(ModelRows *rs);
 
 #endif							/* PERPCA_MODEL_SCHEMA_H */

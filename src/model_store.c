@@ -761,12 +761,7 @@ client_bound(const FitDiagnostics *diag, const char *key, bool *isnull)
 	return 0.0;
 }
 
-/*
- * The clients rows of a fit (its table brought up to date first: a model
- * stored before 0.3.0 gets the columns of perpca_model_monitor and
- * perpca_component_variance, one stored before 0.4.0 sketch_bound); the
- * weighted mean of their total variances (weights: the fit's) returned.
- */
+/* The clients rows of a fit (the table brought up to date first); the fit's weighted mean of their total variances. */
 static double
 store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const FitRows *fr,
 			  const FitDiagnostics *diag)
@@ -1044,11 +1039,7 @@ store_fit(const StoreModel *sm, const char *query, const char *path, const FitOp
 	diag->trace = NULL;
 }
 
-/*
- * A model stored before 0.3.0 gets its history table at its first refresh;
- * when its owner may not create tables in the model's schema, the row is
- * returned but not kept (NOTICE).  Whether the table is there.
- */
+/* Whether the history table is there: a model stored before 0.3.0 gets it at its first refresh, if its owner may create it. */
 static bool
 store_history_table(const StoreModel *sm)
 {

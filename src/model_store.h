@@ -3,12 +3,8 @@
  * (model_store.c)
  *
  * Train, refresh and personalize write a model through these functions
- * only, after they locked it (model_lock.c, the one lock order) and while
- * they run as the model's owner (run_as_owner.c: a security-restricted
- * operation with search_path = pg_catalog, pg_temp).  The caller is
- * connected to SPI; SPI reads the bound view, runs the DDL and the inserts
- * that model_schema.c generates from the one declaration of the columns.
- * Everything between is C.
+ * only, after they locked it (model_lock.c) and while they run as its
+ * owner (run_as_owner.c); the caller is connected to SPI.
  */
 #ifndef PERPCA_MODEL_STORE_H
 #define PERPCA_MODEL_STORE_H
@@ -80,10 +76,9 @@ extern void store_view_create(const StoreModel *sm, const char *suffix, const ch
 extern void store_view_check(const StoreModel *sm, const char *suffix, const char *hint);
 
 /*
- * Bind a model's query once, with perpca's aggregation of its rows per
- * client under missing (the view <base>_source, created anew), as the
- * current user, with search_path path for the CREATE VIEW alone; the names
- * of the query's feature columns into st.
+ * Bind a model's query once with perpca's aggregation of its rows per
+ * client under missing, in the view <base>_source (anew), with search_path
+ * path; the names of the query's feature columns into st.
  */
 extern void store_source_bind(const StoreModel *sm, const char *query, const char *path, PerpcaMissing missing,
 							  Stage *st);

@@ -52,10 +52,9 @@ PG_FUNCTION_INFO_V1(perpca_refresh);
 PG_FUNCTION_INFO_V1(perpca_query_shape);
 
 /*
- * The caller's search_path as schema names: the schemas it names that exist
- * ("$user" resolved), in order, without the session's temporary schema (no
- * other session sees it).  What a model's query runs with, at train and at
- * every refresh.
+ * The caller's search_path as the names of its schemas that exist ("$user"
+ * resolved), without the session's temporary schema: what a model's query
+ * runs with, at train and at every refresh.
  */
 static char *
 caller_search_path(void)
@@ -569,10 +568,9 @@ refresh_start(RefreshCall *rc, RefreshModel *rm)
 }
 
 /*
- * The refresh itself, as the model's owner: the view into the stage (a
- * model stored before 0.4.0 has its text bound first, once); unchanged
- * statistics are not fitted again (when warm); otherwise the fit and the
- * store.  rc->r: what happened.
+ * The refresh itself, as the model's owner (a model stored before 0.4.0
+ * has its text bound first, once): unchanged statistics are not fitted
+ * again (when warm).  rc->r: what happened.
  */
 static void
 refresh_body(void *arg)
@@ -635,9 +633,8 @@ refresh_whole(void *arg)
 
 /*
  * A refresh that failed with edata, under on_error => 'record': its row
- * appended to the history as the owner, with a WARNING; when the owner's
- * history refuses that row too (her trigger), the WARNING says so beside
- * the refresh's outcome, which the caller gets as the row not appended.
+ * appended to the history as the owner, with a WARNING, which also says
+ * when the owner's history refused that row too.
  */
 static void
 refresh_failed(RefreshCall *rc, const char *model, ErrorData *edata)
@@ -686,12 +683,10 @@ refresh_result(FunctionCallInfo fcinfo, const ModelRow *row)
 }
 
 /*
- * The body of perpca_refresh (the model is locked, ml): stage, refit and
- * append the history row as the owner, in one subtransaction, and return
- * the row.  With on_error 'record', whatever that raises is caught (a 57014
- * or 55P03 of the owner's code too, her history's trigger too; not a
- * cancel or timeout of the caller's statement), the model stays as it was,
- * and the failure is the history's row; otherwise it is raised.
+ * The body of perpca_refresh (the model is locked): refit and append the
+ * history row as the owner, in one subtransaction, and return the row.
+ * With record, a failure (not an interrupt of the caller's statement:
+ * run_as_caught_call) leaves the model as it was and is the history's row.
  */
 static void
 refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, bool warm, bool record)
