@@ -2,93 +2,43 @@
  * calibrate.c -- control limits calibrated on held-out training rows
  * (calibrate.h)
  *
- * perpca_train(..., calibration => share) holds out the rows of the query
- * whose hash h = abs(hash_record_extended(ROW(client, x), 0) % 10000) is
- * below round(share * 10000): the same rows at every read, in any session.
- * The split is bound at train with the query, in the model's views (nothing
- * is parsed at a refresh): <model>_source aggregates the other rows (the
- * fit's statistics), <model>_calibration returns every row (client, x
- * float8[], heldout).  A client key type without an extended hash function
- * is hashed as the text of its output function (record_out), as
- * perpca_choose_ranks splits its rows.
- *
- * After each fit (train and refresh) the rows of <model>_calibration are
- * scored in C with the model's own T^2 and Q (monitor.c): a row's score is
- * s = max(T2 / T2_lim, Q / Q_lim) at the reference level MONITOR_REF_ALPHA.
- * The held-out scores give split-conformal thresholds on s (monitor.c): a
- * client with at least MONITOR_CAL_CLIENT_ROWS held-out rows keeps its own
- * top scores (<model>_clients.calibration_scores), every other is judged
- * by the pooled ones (<model>_info.calibration_scores).  The training rows'
- * scores give the share each kind of limits flags at MONITOR_REF_ALPHA
- * (<model>_info.flagged_gaussian, flagged_calibrated).
+ * The split is bound at train in the model's views (calibrate_split.c):
+ * <model>_source aggregates the rows not held out, <model>_calibration
+ * returns every row (client, x, heldout).  After each fit the rows are
+ * scored in C with the model's own T^2 and Q at MONITOR_REF_ALPHA
+ * (monitor.c): s = max(T2 / T2_lim, Q / Q_lim).  A client with at least
+ * MONITOR_CAL_CLIENT_ROWS held-out rows keeps its own top scores
+ * (<model>_clients.calibration_scores), every other is judged by the
+ * pooled ones (<model>_info.calibration_scores); the training rows' scores
+ * give the share each kind of limits flags (flagged_gaussian,
+ * flagged_calibrated).
  */
 #include "postgres.h"
 
 #include <math.h>
 
 #include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
-#include "utils/typcache.h"
 
 #include "calibrate.h"
 #include "calibrate_split.h"
 #include "client_key.h"
-#include "error_kinds.h"
 #include "monitor.h"
 #include "perpca.h"
-
-/* The owner's view of name in nsp, InvalidOid when there is none; an error for another relation in the way. */
-static Oid
-rows_view(Oid nsp, const char *name, Oid owner, bool strict)
-{
-	Oid			rel = get_relname_relid(name, nsp);
-	HeapTuple	tup;
-	bool		ours;
-
-	if (!OidIsValid(rel))
-		return InvalidOid;
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rel));
-	if (!HeapTupleIsValid(tup))
-		return InvalidOid;
-	ours = ((Form_pg_class) GETSTRUCT(tup))->relkind == RELKIND_VIEW &&
-		((Form_pg_class) GETSTRUCT(tup))->relowner == owner;
-	ReleaseSysCache(tup);
-	if (!ours && strict)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
-				 errmsg("relation %s.%s is in the way of the calibration view of a model",
-						quote_identifier(get_namespace_name(nsp)), quote_identifier(name)),
-				 errdetail("It is not a view owned by role %s.", GetUserNameFromId(owner, false)),
-				 errhint("Rename or drop it: perpca_train(..., calibration => share) keeps the model's rows in the view <model>_calibration.")));
-	return ours ? rel : InvalidOid;
-}
 
 void
 calibrate_bind_rows(const StoreModel *sm, const char *query, const char *path, double share)
 {
-	Oid			nsp = get_namespace_oid(sm->schema, false);
-	char	   *view = store_rel(sm, "calibration");
-
-	if (OidIsValid(rows_view(nsp, psprintf("%s_calibration", sm->base), GetUserId(), share > 0.0)))
-		store_sql(psprintf("DROP VIEW %s", view), 0, NULL, NULL);
-	if (!(share > 0.0))
-		return;
-	store_view_create(view, calibrate_rows_select(query, path, share), path,
-					  psprintf("perpca model %s: its rows, and which are held out to calibrate its control limits (split bound when it was trained); read after every fit",
-							   sm->base));
+	store_view_drop(sm, "calibration", share > 0.0);
+	if (share > 0.0)
+		store_view_create(sm, "calibration", calibrate_rows_select(query, path, share), path,
+						  psprintf("perpca model %s: its rows, and which are held out to calibrate its control limits (split bound when it was trained); read after every fit",
+								   sm->base));
 }
 
 /* ------------------------------------------------------------------------
@@ -260,36 +210,41 @@ top_scores(const ScoreList *l)
 	return PointerGetDatum(perpca_vector_build(l->s, (int) Min(l->n, monitor_conformal_keep(l->n))));
 }
 
-/* Each client's held-out rows and, for one with enough, its top scores. */
+/*
+ * Each client's held-out rows and, for one with enough, its top scores, in
+ * one UPDATE: client i's scores are scores[first[i] : first[i] + count[i] - 1].
+ */
 static void
 store_clients(const StoreModel *sm, const CalibrationPass *p)
 {
-	Oid			types[3] = {TEXTOID, INT8OID, FLOAT8ARRAYOID};
-	SPIPlanPtr	plan;
+	int			n = Max(p->m->nclients, 1);
+	Datum	   *keys = palloc(sizeof(Datum) * n),
+			   *rows = palloc(sizeof(Datum) * n),
+			   *first = palloc(sizeof(Datum) * n),
+			   *count = palloc(sizeof(Datum) * n);
+	ScoreList	all = {0};
 
-	store_sql(psprintf("UPDATE %s SET calibration_rows = 0, calibration_scores = NULL", store_rel(sm, "clients")),
-			  0, NULL, NULL);
-	plan = SPI_prepare(psprintf("UPDATE %s SET calibration_rows = $2, calibration_scores = $3 WHERE client = $1",
-								store_rel(sm, "clients")), 3, types);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	for (int i = 0; i < p->m->nclients; i++)
 	{
-		Datum		values[3];
-		char		nulls[3] = {' ', ' ', 'n'};
+		int			k = own_scores(p, i) ? (int) Min(p->heldout[i].n, monitor_conformal_keep(p->heldout[i].n)) : 0;
 
-		if (p->heldout[i].n == 0)
-			continue;
-		values[0] = CStringGetTextDatum(p->m->clients[i].name);
-		values[1] = Int64GetDatum(p->heldout[i].n);
-		if (own_scores(p, i))
-		{
-			values[2] = top_scores(&p->heldout[i]);
-			nulls[2] = ' ';
-		}
-		if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not store a client's calibration");
+		keys[i] = CStringGetTextDatum(p->m->clients[i].name);
+		rows[i] = Int64GetDatum(p->heldout[i].n);
+		first[i] = Int32GetDatum((int) all.n + 1);
+		count[i] = Int32GetDatum(k);
+		for (int j = 0; j < k; j++)
+			list_add(&all, p->heldout[i].s[j]);
 	}
+	store_sql(psprintf("UPDATE %s c SET calibration_rows = u.n, calibration_scores = CASE WHEN u.k > 0"
+					   " THEN $5[u.f : u.f + u.k - 1] END FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+					   " pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(client, n, f, k)"
+					   " WHERE c.client = u.client", store_rel(sm, "clients")),
+			  5, (Oid[]) {TEXTARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID, FLOAT8ARRAYOID},
+			  (Datum[]) {PointerGetDatum(construct_array_builtin(keys, p->m->nclients, TEXTOID)),
+				  PointerGetDatum(construct_array_builtin(rows, p->m->nclients, INT8OID)),
+				  PointerGetDatum(construct_array_builtin(first, p->m->nclients, INT4OID)),
+				  PointerGetDatum(construct_array_builtin(count, p->m->nclients, INT4OID)),
+			  PointerGetDatum(perpca_vector_build(all.s, (int) all.n))}, NULL);
 }
 
 /* The pooled scores, the split and the training rows' flagged shares in the info row; the Gaussian share. */
@@ -299,9 +254,7 @@ store_info(const StoreModel *sm, const CalibrationPass *p, double share)
 	int64		gaussian = 0,
 				calibrated = 0;
 	double	   *threshold = palloc(sizeof(double) * Max(p->m->nclients, 1));
-	Oid			types[6] = {FLOAT8OID, TEXTOID, INT8OID, FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID};
-	Datum		values[6];
-	char		nulls[7] = "      ";
+	double		rows = (double) Max(p->fit.n, 1);
 
 	for (int i = 0; i < p->m->nclients; i++)
 		threshold[i] = pass_threshold(p, i);
@@ -310,17 +263,12 @@ store_info(const StoreModel *sm, const CalibrationPass *p, double share)
 		gaussian += p->fit.s[r] > 1.0;
 		calibrated += p->fit.s[r] > threshold[p->fit_client[r]];
 	}
-	values[0] = Float8GetDatum(share);
-	values[1] = CStringGetTextDatum(calibrate_split_rule(share));
-	values[2] = Int64GetDatum(p->pooled.n);
-	values[3] = top_scores(&p->pooled);
-	values[4] = Float8GetDatum((double) gaussian / (double) Max(p->fit.n, 1));
-	values[5] = Float8GetDatum((double) calibrated / (double) Max(p->fit.n, 1));
-	nulls[4] = nulls[5] = p->fit.n == 0 ? 'n' : ' ';
-	if (SPI_execute_with_args(psprintf("UPDATE %s SET calibration = $1, calibration_split = $2, calibration_rows = $3,"
-									   " calibration_scores = $4, flagged_gaussian = $5, flagged_calibrated = $6",
-									   store_rel(sm, "info")), 6, types, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not store the calibration of model \"%s\"", sm->base);
+	store_sql(psprintf("UPDATE %s SET calibration = $1, calibration_split = $2, calibration_rows = $3,"
+					   " calibration_scores = $4, flagged_gaussian = $5, flagged_calibrated = $6", store_rel(sm, "info")),
+			  6, (Oid[]) {FLOAT8OID, TEXTOID, INT8OID, FLOAT8ARRAYOID, FLOAT8OID, FLOAT8OID},
+			  (Datum[]) {Float8GetDatum(share), CStringGetTextDatum(calibrate_split_rule(share)),
+				  Int64GetDatum(p->pooled.n), top_scores(&p->pooled), Float8GetDatum(gaussian / rows),
+			  Float8GetDatum(calibrated / rows)}, p->fit.n == 0 ? "    nn" : NULL);
 	return p->fit.n > 0 ? (double) gaussian / (double) p->fit.n : 0.0;
 }
 
@@ -346,15 +294,8 @@ calibrate_after_fit(const StoreModel *sm, double share)
 
 	if (!(share > 0.0))
 		return;
-	if (!OidIsValid(rows_view(get_namespace_oid(sm->schema, false), psprintf("%s_calibration", sm->base),
-							  GetUserId(), false)))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
-				 errmsg("the view %s, which holds the rows of model \"%s.%s\", does not exist",
-						store_rel(sm, "calibration"), sm->schema, sm->base),
-				 errhint("Train the model again with perpca_train(..., calibration => share, replace => true).")));
-	store_columns_add(sm, MODEL_TABLE_CLIENTS);
-	store_columns_add(sm, MODEL_TABLE_INFO);
+	store_view_check(sm, "calibration",
+					 "Train the model again with perpca_train(..., calibration => share, replace => true).");
 	p.m = written_model(sm);
 	p.heldout = palloc0(sizeof(ScoreList) * Max(p.m->nclients, 1));
 	pass_read(sm, &p);

@@ -14,12 +14,9 @@
 
 #include <math.h>
 
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
-#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "calibrate_split.h"
@@ -32,22 +29,8 @@
  */
 
 double
-calibrate_share_arg(FunctionCallInfo fcinfo)
+calibrate_share(double share)
 {
-	HeapTuple	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
-	Oid		   *types;
-	char	  **names;
-	char	   *modes;
-	int			nargs;
-	double		share = 0.0;
-
-	if (!HeapTupleIsValid(proc))
-		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
-	nargs = get_func_arg_info(proc, &types, &names, &modes);
-	ReleaseSysCache(proc);
-	for (int i = 0; i < nargs && i < PG_NARGS() && names != NULL; i++)
-		if (names[i] != NULL && strcmp(names[i], "calibration") == 0 && !PG_ARGISNULL(i))
-			share = PG_GETARG_FLOAT8(i);
 	if (share != 0.0 && !(share > 0.0 && share < 1.0))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_OPTION),
@@ -79,21 +62,22 @@ calibrate_shape(const char *query, const char *path, PerpcaMissing mode, RowSour
 				 errhint("Pass the query of the rows, (client, x) or (client, c1, c2, ...), or leave calibration NULL.")));
 }
 
-/*
- * Whether row r (columns c and x float8[] of the rows' query) is held out:
- * the condition, in SQL that resolves no cast or function of the key's type
- * by name (ranks.c's rule): the key's own extended hash through
- * hash_record_extended, or the text of its output function.
- */
+char *
+split_key_sql(Oid type, const char *expr, bool *as_text)
+{
+	*as_text = !OidIsValid(lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc);
+	return *as_text ? psprintf("pg_catalog.textin(pg_catalog.record_out(ROW(%s)))", expr) : pstrdup(expr);
+}
+
+/* Whether row r (columns c and x float8[] of the rows' query) is held out, as SQL. */
 static char *
 heldout_sql(const RowSource *shape, double share)
 {
-	TypeCacheEntry *tc = lookup_type_cache(shape->types[0], TYPECACHE_HASH_EXTENDED_PROC);
-	const char *key = OidIsValid(tc->hash_extended_proc) ? "r.c"
-		: "pg_catalog.textin(pg_catalog.record_out(ROW(r.c)))";
+	bool		as_text;
 
 	return psprintf("pg_catalog.abs(pg_catalog.hash_record_extended(ROW(%s, r.x), 0) OPERATOR(pg_catalog.%%) %d)"
-					" OPERATOR(pg_catalog.<) %ld", key, CALIBRATE_BUCKETS, lround(share * CALIBRATE_BUCKETS));
+					" OPERATOR(pg_catalog.<) %ld", split_key_sql(shape->types[0], "r.c", &as_text),
+					CALIBRATE_BUCKETS, lround(share * CALIBRATE_BUCKETS));
 }
 
 char *

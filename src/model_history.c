@@ -2,16 +2,12 @@
  * model_history.c -- perpca_model_history(): a model's history, read as
  * model_read.c reads a model
  *
- * Every perpca_train and perpca_refresh appends one row to <model>_history
- * (src/model_store.c, store_history_append, as
- * the model's owner).  The table belongs to the model's owner, who could
- * replace it by a view or give its columns types of her own; so it is read
- * here without SQL: found and locked after the model's three tables (the
- * one lock order of model_lock.c), checked to be a plain table of the
- * model's owner with the built-in column types it was created with, the
- * caller must have SELECT on <model>_info (so the history shows no more
- * than the model does) and on the columns read, no row-level security may
- * apply, and the rows come straight from the table access method.
+ * The table belongs to the model's owner, who could replace it by a view or
+ * give its columns types of her own; so it is read without SQL: locked
+ * after the model's three tables (model_lock.c), checked to be a plain
+ * table of the owner with the declared column types, readable whole by the
+ * caller (who must also have SELECT on <model>_info), straight from the
+ * table access method.
  */
 #include "postgres.h"
 

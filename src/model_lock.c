@@ -1,15 +1,11 @@
 /*
  * model_lock.c -- the rule for model names, finding and locking a model's
- * three tables in one order (model_lock.h), and perpca_drop, which is nothing
- * more than that plus a DROP TABLE (and a DROP VIEW of <model>_source, the
- * model's bound query)
+ * three tables in one order (model_lock.h), and perpca_drop
  *
- * The old lock of a model was pg_advisory_xact_lock(1885696624, hashtext(name)),
- * a key any role could compute and hold to make the owner's refresh fail.
- * The name lock here is a lock on an object (pg_namespace, schema, key) with
- * a non-zero sub-id: PostgreSQL takes such locks only with sub-id 0 and SQL
- * offers no way to take one, so only this code can hold it, and only for a
- * caller that may write the model (or create tables in its schema).
+ * The name lock is a lock on an object (pg_namespace, schema, key) with a
+ * non-zero sub-id: PostgreSQL takes such locks only with sub-id 0 and SQL
+ * offers no way to take one, so no other role can hold it to make the
+ * owner's refresh fail (as it could an advisory lock).
  */
 #include "postgres.h"
 
@@ -40,7 +36,7 @@
 PG_FUNCTION_INFO_V1(perpca_model_lock_sql);
 PG_FUNCTION_INFO_V1(perpca_drop);
 
-const char *const model_rel_suffix[MODEL_NRELS] = {"info", "clients", "components"};
+static const char *const model_rel_suffix[MODEL_NRELS] = {"info", "clients", "components"};
 
 static const LOCKMODE rel_lockmode[] = {
 	[MODEL_LOCK_READ] = AccessShareLock,
@@ -226,12 +222,6 @@ check_relations(ModelLock *ml, ModelLockMode mode)
 		check_owner_privs(ml, ml->owner);
 }
 
-void
-model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool missing_ok)
-{
-	model_lock_as(ml, model, NULL, mode, wait, missing_ok);
-}
-
 /*
  * Writers and drop: take the model's name lock, then look its schema up
  * again, until the schema found is the one locked (the model may have been
@@ -285,7 +275,8 @@ lock_other_tables(ModelLock *ml, ModelLockMode mode, bool wait)
 	}
 }
 
-void
+/* model_lock() with messages naming the model as display (when not NULL). */
+static void
 model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMode mode, bool wait, bool missing_ok)
 {
 	List	   *parts = model_name_parts(name);
@@ -323,6 +314,12 @@ model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMod
 	ml->present = true;
 }
 
+void
+model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool missing_ok)
+{
+	model_lock_as(ml, model, NULL, mode, wait, missing_ok);
+}
+
 Oid
 model_lock_history(ModelLock *ml, ModelLockMode mode, bool wait)
 {
@@ -331,40 +328,21 @@ model_lock_history(ModelLock *ml, ModelLockMode mode, bool wait)
 	return lock_relation(ml, psprintf("%s_history", ml->base), mode, wait);
 }
 
-static ModelLockMode
-lock_mode_arg(const char *purpose)
-{
-	if (strcmp(purpose, "read") == 0)
-		return MODEL_LOCK_READ;
-	if (strcmp(purpose, "write") == 0)
-		return MODEL_LOCK_WRITE;
-	if (strcmp(purpose, "drop") == 0)
-		return MODEL_LOCK_DROP;
-	ereport(ERROR,
-			(errcode(PERPCA_ERRCODE_ARGUMENT),
-			 errmsg("invalid lock purpose \"%s\"", purpose),
-			 errhint("Use read, write or drop.")));
-	return MODEL_LOCK_READ;		/* keep the compiler quiet */
-}
-
 /*
- * The purpose of perpca_internal.model_lock: write or drop.  It is
- * executable by PUBLIC (the write path's PL/pgSQL, run as a model's owner,
- * calls it): write and drop check the owner's privileges before any lock; a
- * read lock, which checks no privilege, is for the C readers only (whose
- * statement then checks SELECT or fails, releasing it).
+ * The purpose of perpca_internal.model_lock: write or drop, which check the
+ * owner's privileges before any lock (a read lock checks none: it is for
+ * the C readers, whose statement then checks SELECT).
  */
 static ModelLockMode
 sql_lock_mode(const char *purpose)
 {
-	ModelLockMode mode = lock_mode_arg(purpose);
-
-	if (mode == MODEL_LOCK_READ)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_ARGUMENT),
-				 errmsg("perpca_internal.model_lock takes purpose write or drop"),
-				 errdetail("perpca's readers take a model's read locks in C.")));
-	return mode;
+	if (strcmp(purpose, "write") == 0 || strcmp(purpose, "drop") == 0)
+		return purpose[0] == 'w' ? MODEL_LOCK_WRITE : MODEL_LOCK_DROP;
+	ereport(ERROR,
+			(errcode(PERPCA_ERRCODE_ARGUMENT),
+			 errmsg("perpca_internal.model_lock takes purpose write or drop, not \"%s\"", purpose),
+			 errdetail("perpca's readers take a model's read locks in C.")));
+	pg_unreachable();
 }
 
 /*

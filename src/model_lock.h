@@ -2,25 +2,16 @@
  * model_lock.h -- the rule for model names; finding and locking a model's
  * three tables, in one order
  *
- * Every function that touches a model's tables (readers, train, refresh,
- * personalize, drop) takes its locks through model_lock(), so all take them
- * in the same order and no two of them can deadlock:
- *
- *   1. writers and drop only: the model's name lock, a lock on the object
- *      (pg_namespace, <schema oid>, <hash of the base name>) that no SQL
- *      command can take, so no other role can hold it; it serializes the
- *      creation of a model that does not exist yet;
- *   2. <model>_info, then <model>_clients, then <model>_components, each
- *      looked up again after its lock is granted (a drop committed meanwhile
- *      shows as a missing model, 42704, never as a half-read one);
- *   3. <model>_history, when it exists (model_lock_history), in the same
- *      mode; models stored before 0.3.0 have none until their first refresh.
- *
- * Readers lock AccessShareLock, writers ShareRowExclusiveLock (readers go
- * on, other writers wait), drop AccessExclusiveLock.  The relations are
- * checked to be plain tables of one owner; writers and drop must have the
- * privileges of that owner (checked before a lock is requested, so nobody
- * can queue a strong lock on another role's model, and again after).
+ * Every function that touches a model's tables takes its locks through
+ * model_lock(), in one order, so no two of them can deadlock: (1) writers
+ * and drop: the model's name lock, which no SQL command can take, and which
+ * serializes the creation of a model; (2) <model>_info, _clients,
+ * _components, each looked up again once locked (a drop committed meanwhile
+ * shows as a missing model, never a half-read one); (3) <model>_history
+ * (model_lock_history).  Readers take AccessShareLock, writers
+ * ShareRowExclusiveLock, drop AccessExclusiveLock.  The tables must be
+ * plain tables of one owner, whose privileges writers and drop must have
+ * (checked before a lock is requested, and again after).
  */
 #ifndef PERPCA_MODEL_LOCK_H
 #define PERPCA_MODEL_LOCK_H
@@ -42,8 +33,6 @@ enum
 {
 	MODEL_REL_INFO, MODEL_REL_CLIENTS, MODEL_REL_COMPONENTS, MODEL_NRELS
 };
-
-extern const char *const model_rel_suffix[MODEL_NRELS];
 
 /* The longest base name of a model: "<base>_components" must fit NAMEDATALEN - 1. */
 #define MODEL_BASE_MAX (NAMEDATALEN - 1 - 11)
@@ -82,10 +71,6 @@ typedef struct ModelLock
  * tables there.  On a hot standby WRITE and DROP fail with 25006.
  */
 extern void model_lock(ModelLock *ml, const char *model, ModelLockMode mode, bool wait, bool missing_ok);
-
-/* model_lock() with messages naming the model as display (when not NULL). */
-extern void model_lock_as(ModelLock *ml, const char *name, const char *display, ModelLockMode mode,
-						  bool wait, bool missing_ok);
 
 /*
  * After model_lock(): look up and lock <model>_history in mode (third in the

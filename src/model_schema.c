@@ -54,7 +54,7 @@ static const TableDecl tables[MODEL_NTABLES] = {
 		"perpca model %s: one row per train and refresh (perpca_model_history)"},
 };
 
-/* A column: its table, name, type, constraint (or NULL), and the version that added it. */
+/* A column: its table, name, type, constraint (or NULL), the version that added it, and (history) the info column it repeats. */
 typedef struct ColumnDecl
 {
 	ModelTable	table;
@@ -62,6 +62,7 @@ typedef struct ColumnDecl
 	Oid			type;
 	const char *constraint;
 	const char *since;
+	const char *from;
 } ColumnDecl;
 
 #define I MODEL_TABLE_INFO
@@ -77,91 +78,91 @@ typedef struct ColumnDecl
  * these and later ones, is in options (jsonb), which a refresh reads.
  */
 static const ColumnDecl columns[] = {
-	{I, "model", TEXTOID, "PRIMARY KEY", "0.1.0"},
-	{I, "d", INT4OID, NN, "0.1.0"},
-	{I, "n_global", INT4OID, NN, "0.1.0"},
-	{I, "n_local", INT4OID, NULL, "0.1.0"},
-	{I, "n_clients", INT4OID, NN, "0.1.0"},
-	{I, "method", TEXTOID, NULL, "0.1.0"},
-	{I, "rounds_max", INT4OID, NULL, "0.1.0"},
-	{I, "tolerance", FLOAT8OID, NULL, "0.1.0"},
-	{I, "step", FLOAT8OID, NULL, "0.1.0"},
-	{I, "adaptive", BOOLOID, NULL, "0.1.0"},
-	{I, "update", TEXTOID, NULL, "0.1.0"},
-	{I, "retraction", TEXTOID, NULL, "0.1.0"},
-	{I, "init", TEXTOID, NULL, "0.1.0"},
-	{I, "seed", INT8OID, NULL, "0.1.0"},
-	{I, "center", TEXTOID, NN, "0.1.0"},
-	{I, "weights", TEXTOID, NULL, "0.1.0"},
-	{I, "source_query", TEXTOID, NN, "0.1.0"},
-	{I, "rounds", INT4OID, NULL, "0.1.0"},
-	{I, "converged", BOOLOID, NULL, "0.1.0"},
-	{I, "objective", FLOAT8OID, NULL, "0.1.0"},
-	{I, "kkt_residual", FLOAT8OID, NULL, "0.1.0"},
-	{I, "theta_est", FLOAT8OID, NULL, "0.1.0"},
-	{I, "step_used", FLOAT8OID, NULL, "0.1.0"},
-	{I, "fit_seconds", FLOAT8OID, NULL, "0.1.0"},
-	{I, "global_mean", FLOAT8ARRAYOID, NN, "0.1.0"},
-	{I, "total_variance", FLOAT8OID, NULL, "0.1.0"},
-	{I, "fitted_at", TIMESTAMPTZOID, NN, "0.1.0"},
-	{I, "version", INT8OID, NN, "0.1.0"},
-	{I, "client_type", TEXTOID, NULL, "0.2.0"},
-	{I, "options", JSONBOID, NULL, "0.2.0"},
-	{I, "scale_factors", FLOAT8ARRAYOID, NULL, "0.2.0"},
-	{I, "constant_features", INT4ARRAYOID, NULL, "0.2.0"},
-	{I, "search_path", TEXTOID, NULL, "0.3.0"},
-	{I, "feature_names", TEXTARRAYOID, NULL, "0.3.0"},
-	{I, "stats_digest", TEXTOID, NULL, "0.3.0"},
-	{I, "source_view", TEXTOID, NULL, "0.4.0"},
-	{I, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
-	{I, "calibration", FLOAT8OID, NULL, "0.5.0"},
-	{I, "calibration_split", TEXTOID, NULL, "0.5.0"},
-	{I, "calibration_rows", INT8OID, NULL, "0.5.0"},
-	{I, "calibration_scores", FLOAT8ARRAYOID, NULL, "0.5.0"},
-	{I, "flagged_gaussian", FLOAT8OID, NULL, "0.5.0"},
-	{I, "flagged_calibrated", FLOAT8OID, NULL, "0.5.0"},
+	{I, "model", TEXTOID, "PRIMARY KEY", "0.1.0", NULL},
+	{I, "d", INT4OID, NN, "0.1.0", NULL},
+	{I, "n_global", INT4OID, NN, "0.1.0", NULL},
+	{I, "n_local", INT4OID, NULL, "0.1.0", NULL},
+	{I, "n_clients", INT4OID, NN, "0.1.0", NULL},
+	{I, "method", TEXTOID, NULL, "0.1.0", NULL},
+	{I, "rounds_max", INT4OID, NULL, "0.1.0", NULL},
+	{I, "tolerance", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "step", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "adaptive", BOOLOID, NULL, "0.1.0", NULL},
+	{I, "update", TEXTOID, NULL, "0.1.0", NULL},
+	{I, "retraction", TEXTOID, NULL, "0.1.0", NULL},
+	{I, "init", TEXTOID, NULL, "0.1.0", NULL},
+	{I, "seed", INT8OID, NULL, "0.1.0", NULL},
+	{I, "center", TEXTOID, NN, "0.1.0", NULL},
+	{I, "weights", TEXTOID, NULL, "0.1.0", NULL},
+	{I, "source_query", TEXTOID, NN, "0.1.0", NULL},
+	{I, "rounds", INT4OID, NULL, "0.1.0", NULL},
+	{I, "converged", BOOLOID, NULL, "0.1.0", NULL},
+	{I, "objective", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "kkt_residual", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "theta_est", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "step_used", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "fit_seconds", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "global_mean", FLOAT8ARRAYOID, NN, "0.1.0", NULL},
+	{I, "total_variance", FLOAT8OID, NULL, "0.1.0", NULL},
+	{I, "fitted_at", TIMESTAMPTZOID, NN, "0.1.0", NULL},
+	{I, "version", INT8OID, NN, "0.1.0", NULL},
+	{I, "client_type", TEXTOID, NULL, "0.2.0", NULL},
+	{I, "options", JSONBOID, NULL, "0.2.0", NULL},
+	{I, "scale_factors", FLOAT8ARRAYOID, NULL, "0.2.0", NULL},
+	{I, "constant_features", INT4ARRAYOID, NULL, "0.2.0", NULL},
+	{I, "search_path", TEXTOID, NULL, "0.3.0", NULL},
+	{I, "feature_names", TEXTARRAYOID, NULL, "0.3.0", NULL},
+	{I, "stats_digest", TEXTOID, NULL, "0.3.0", NULL},
+	{I, "source_view", TEXTOID, NULL, "0.4.0", NULL},
+	{I, "sketch_bound", FLOAT8OID, NULL, "0.4.0", NULL},
+	{I, "calibration", FLOAT8OID, NULL, "0.5.0", NULL},
+	{I, "calibration_split", TEXTOID, NULL, "0.5.0", NULL},
+	{I, "calibration_rows", INT8OID, NULL, "0.5.0", NULL},
+	{I, "calibration_scores", FLOAT8ARRAYOID, NULL, "0.5.0", NULL},
+	{I, "flagged_gaussian", FLOAT8OID, NULL, "0.5.0", NULL},
+	{I, "flagged_calibrated", FLOAT8OID, NULL, "0.5.0", NULL},
 
-	{C, "client", TEXTOID, "PRIMARY KEY", "0.1.0"},
-	{C, "n", INT8OID, NN, "0.1.0"},
-	{C, "mean", FLOAT8ARRAYOID, NN, "0.1.0"},
-	{C, "n_local", INT4OID, NN, "0.1.0"},
-	{C, "total_variance", FLOAT8OID, NULL, "0.1.0"},
-	{C, "global_ratio", FLOAT8OID, NULL, "0.1.0"},
-	{C, "local_ratio", FLOAT8OID, NULL, "0.1.0"},
-	{C, "residual_ratio", FLOAT8OID, NULL, "0.1.0"},
-	{C, "train_error", FLOAT8OID, NULL, "0.1.0"},
-	{C, "source", TEXTOID, ONE_OF("source", "'fit', 'personalize'"), "0.1.0"},
-	{C, "score_covariance", FLOAT8ARRAYOID, NULL, "0.3.0"},
-	{C, "residual_moments", FLOAT8ARRAYOID, NULL, "0.3.0"},
-	{C, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
-	{C, "calibration_rows", INT8OID, NULL, "0.5.0"},
-	{C, "calibration_scores", FLOAT8ARRAYOID, NULL, "0.5.0"},
+	{C, "client", TEXTOID, "PRIMARY KEY", "0.1.0", NULL},
+	{C, "n", INT8OID, NN, "0.1.0", NULL},
+	{C, "mean", FLOAT8ARRAYOID, NN, "0.1.0", NULL},
+	{C, "n_local", INT4OID, NN, "0.1.0", NULL},
+	{C, "total_variance", FLOAT8OID, NULL, "0.1.0", NULL},
+	{C, "global_ratio", FLOAT8OID, NULL, "0.1.0", NULL},
+	{C, "local_ratio", FLOAT8OID, NULL, "0.1.0", NULL},
+	{C, "residual_ratio", FLOAT8OID, NULL, "0.1.0", NULL},
+	{C, "train_error", FLOAT8OID, NULL, "0.1.0", NULL},
+	{C, "source", TEXTOID, ONE_OF("source", "'fit', 'personalize'"), "0.1.0", NULL},
+	{C, "score_covariance", FLOAT8ARRAYOID, NULL, "0.3.0", NULL},
+	{C, "residual_moments", FLOAT8ARRAYOID, NULL, "0.3.0", NULL},
+	{C, "sketch_bound", FLOAT8OID, NULL, "0.4.0", NULL},
+	{C, "calibration_rows", INT8OID, NULL, "0.5.0", NULL},
+	{C, "calibration_scores", FLOAT8ARRAYOID, NULL, "0.5.0", NULL},
 
-	{K, "client", TEXTOID, NULL, "0.1.0"},
-	{K, "kind", TEXTOID, ONE_OF("kind", "'global', 'local'"), "0.1.0"},
-	{K, "component", INT4OID, "NOT NULL CHECK (component OPERATOR(pg_catalog.>=) 1)", "0.1.0"},
-	{K, "pc", FLOAT8ARRAYOID, NN, "0.1.0"},
-	{K, "variance", FLOAT8OID, NULL, "0.1.0"},
+	{K, "client", TEXTOID, NULL, "0.1.0", NULL},
+	{K, "kind", TEXTOID, ONE_OF("kind", "'global', 'local'"), "0.1.0", NULL},
+	{K, "component", INT4OID, "NOT NULL CHECK (component OPERATOR(pg_catalog.>=) 1)", "0.1.0", NULL},
+	{K, "pc", FLOAT8ARRAYOID, NN, "0.1.0", NULL},
+	{K, "variance", FLOAT8OID, NULL, "0.1.0", NULL},
 
-	{H, "entry", INT4OID, "PRIMARY KEY CHECK (entry OPERATOR(pg_catalog.>=) 1)", "0.3.0"},
-	{H, "version", INT8OID, NULL, "0.3.0"},
-	{H, "at", TIMESTAMPTZOID, NN, "0.3.0"},
-	{H, "kind", TEXTOID, ONE_OF("kind", "'train', 'refresh'"), "0.3.0"},
-	{H, "clients", INT4OID, NULL, "0.3.0"},
-	{H, "rows", INT8OID, NULL, "0.3.0"},
-	{H, "rounds_run", INT4OID, NULL, "0.3.0"},
-	{H, "converged", BOOLOID, NULL, "0.3.0"},
-	{H, "objective", FLOAT8OID, NULL, "0.3.0"},
-	{H, "seconds", FLOAT8OID, NULL, "0.3.0"},
-	{H, "role", NAMEOID, NULL, "0.3.0"},
-	{H, "warning", TEXTOID, NULL, "0.3.0"},
-	{H, "outcome", TEXTOID, ONE_OF("outcome", "'fitted', 'unchanged', 'failed'"), "0.3.0"},
-	{H, "starts", JSONBOID, NULL, "0.3.0"},
-	{H, "clients_added", INT4OID, NULL, "0.3.0"},
-	{H, "clients_dropped", INT4OID, NULL, "0.3.0"},
-	{H, "warm_start", BOOLOID, NULL, "0.3.0"},
-	{H, "digest", TEXTOID, NULL, "0.3.0"},
-	{H, "sketch_bound", FLOAT8OID, NULL, "0.4.0"},
+	{H, "entry", INT4OID, "PRIMARY KEY CHECK (entry OPERATOR(pg_catalog.>=) 1)", "0.3.0", NULL},
+	{H, "version", INT8OID, NULL, "0.3.0", "version"},
+	{H, "at", TIMESTAMPTZOID, NN, "0.3.0", NULL},
+	{H, "kind", TEXTOID, ONE_OF("kind", "'train', 'refresh'"), "0.3.0", NULL},
+	{H, "clients", INT4OID, NULL, "0.3.0", "n_clients"},
+	{H, "rows", INT8OID, NULL, "0.3.0", NULL},
+	{H, "rounds_run", INT4OID, NULL, "0.3.0", "rounds"},
+	{H, "converged", BOOLOID, NULL, "0.3.0", "converged"},
+	{H, "objective", FLOAT8OID, NULL, "0.3.0", "objective"},
+	{H, "seconds", FLOAT8OID, NULL, "0.3.0", NULL},
+	{H, "role", NAMEOID, NULL, "0.3.0", NULL},
+	{H, "warning", TEXTOID, NULL, "0.3.0", NULL},
+	{H, "outcome", TEXTOID, ONE_OF("outcome", "'fitted', 'unchanged', 'failed'"), "0.3.0", NULL},
+	{H, "starts", JSONBOID, NULL, "0.3.0", NULL},
+	{H, "clients_added", INT4OID, NULL, "0.3.0", NULL},
+	{H, "clients_dropped", INT4OID, NULL, "0.3.0", NULL},
+	{H, "warm_start", BOOLOID, NULL, "0.3.0", NULL},
+	{H, "digest", TEXTOID, NULL, "0.3.0", "stats_digest"},
+	{H, "sketch_bound", FLOAT8OID, NULL, "0.4.0", "sketch_bound"},
 };
 
 #undef I
@@ -176,36 +177,47 @@ column_added_later(const ColumnDecl *c)
 	return strcmp(c->since, tables[c->table].since) != 0;
 }
 
+/* The declaration of column name of table t and its position among t's (*k), or NULL; name NULL: *k is their number. */
+static const ColumnDecl *
+column_find(ModelTable t, const char *name, int *k)
+{
+	*k = 0;
+	for (int i = 0; i < (int) lengthof(columns); i++)
+		if (columns[i].table == t)
+		{
+			if (name != NULL && strcmp(columns[i].name, name) == 0)
+				return &columns[i];
+			(*k)++;
+		}
+	*k = name == NULL ? *k : -1;
+	return NULL;
+}
+
+/* The declaration of column name of table t (an unknown name is a bug: elog), its position into *k. */
+static const ColumnDecl *
+column_get(ModelTable t, const char *name, int *k)
+{
+	const ColumnDecl *c = column_find(t, name, k);
+
+	if (c == NULL)
+		elog(ERROR, "model table \"%s\" declares no column \"%s\"", tables[t].suffix, name);
+	return c;
+}
+
 const char *
 model_table_suffix(ModelTable t)
 {
 	return tables[t].suffix;
 }
 
-ModelTable
-model_table_by_suffix(const char *suffix)
-{
-	for (int t = 0; t < MODEL_NTABLES; t++)
-		if (strcmp(tables[t].suffix, suffix) == 0)
-			return (ModelTable) t;
-	ereport(ERROR,
-			(errcode(PERPCA_ERRCODE_ARGUMENT),
-			 errmsg("a model has no table \"%s\"", suffix)));
-	pg_unreachable();
-}
-
 ModelColumn
 model_schema_column(ModelTable t, const char *name)
 {
-	for (int i = 0; i < (int) lengthof(columns); i++)
-		if (columns[i].table == t && strcmp(columns[i].name, name) == 0)
-		{
-			ModelColumn col = {columns[i].name, columns[i].type, column_added_later(&columns[i])};
+	int			k;
+	const ColumnDecl *c = column_get(t, name, &k);
+	ModelColumn col = {c->name, c->type, column_added_later(c)};
 
-			return col;
-		}
-	elog(ERROR, "model table \"%s\" declares no column \"%s\"", tables[t].suffix, name);
-	pg_unreachable();
+	return col;
 }
 
 /* "name type[ constraint]" of a column, the type schema-qualified. */
@@ -280,26 +292,13 @@ model_schema_add_missing(ModelTable t, Oid relid)
 	return true;
 }
 
-/* The position of column name among the declared columns of table t, or -1; name NULL: their number. */
-static int
-row_index(ModelTable t, const char *name)
-{
-	int			k = 0;
-
-	for (int i = 0; i < (int) lengthof(columns); i++)
-		if (columns[i].table == t)
-		{
-			if (name != NULL && strcmp(columns[i].name, name) == 0)
-				return k;
-			k++;
-		}
-	return name == NULL ? k : -1;
-}
-
 void
 model_row_init(ModelRow *row, ModelTable t)
 {
-	if (row_index(t, NULL) > MODEL_MAX_COLUMNS)
+	int			n;
+
+	(void) column_find(t, NULL, &n);
+	if (n > MODEL_MAX_COLUMNS)
 		elog(ERROR, "model table \"%s\" declares more than MODEL_MAX_COLUMNS columns", tables[t].suffix);
 	row->table = t;
 	for (int k = 0; k < MODEL_MAX_COLUMNS; k++)
@@ -312,10 +311,9 @@ model_row_init(ModelRow *row, ModelTable t)
 void
 model_row_set(ModelRow *row, const char *name, Datum value, bool isnull)
 {
-	int			k = row_index(row->table, name);
+	int			k;
 
-	if (k < 0)
-		elog(ERROR, "model table \"%s\" declares no column \"%s\"", tables[row->table].suffix, name);
+	(void) column_get(row->table, name, &k);
 	row->values[k] = isnull ? (Datum) 0 : value;
 	row->nulls[k] = isnull;
 }
@@ -323,13 +321,42 @@ model_row_set(ModelRow *row, const char *name, Datum value, bool isnull)
 bool
 model_row_get(const ModelRow *row, const char *name, Datum *value, bool *isnull)
 {
-	int			k = row_index(row->table, name);
+	int			k;
 
-	if (k < 0)
+	if (column_find(row->table, name, &k) == NULL)
 		return false;
 	*value = row->values[k];
 	*isnull = row->nulls[k];
 	return true;
+}
+
+void
+model_row_from_tuple(ModelRow *row, ModelTable t, HeapTuple tup, TupleDesc desc)
+{
+	model_row_init(row, t);
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+		int			k;
+
+		if (!att->attisdropped && column_find(t, NameStr(att->attname), &k) != NULL)
+			row->values[k] = heap_getattr(tup, a + 1, desc, &row->nulls[k]);
+	}
+}
+
+void
+model_row_history_of(ModelRow *history, const ModelRow *info)
+{
+	model_row_init(history, MODEL_TABLE_HISTORY);
+	for (int i = 0; i < (int) lengthof(columns); i++)
+		if (columns[i].from != NULL)
+		{
+			Datum		v;
+			bool		isnull;
+
+			(void) model_row_get(info, columns[i].from, &v, &isnull);
+			model_row_set(history, columns[i].name, v, isnull);
+		}
 }
 
 void
@@ -350,13 +377,14 @@ model_rows_begin(ModelRows *rs, ModelTable t, const char *schema, const char *ba
 	for (int a = 0; a < rs->desc->natts; a++)
 	{
 		Form_pg_attribute att = TupleDescAttr(rs->desc, a);
-		int			k = att->attisdropped ? -1 : row_index(t, NameStr(att->attname));
+		int			k;
+		const ColumnDecl *c = att->attisdropped ? NULL : column_find(t, NameStr(att->attname), &k);
 
-		if (k >= 0 && att->atttypid != model_schema_column(t, NameStr(att->attname)).type)
+		if (c != NULL && att->atttypid != c->type)
 			ereport(ERROR,
 					(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
-					 errmsg("column %s of %s has type %s, not %s", quote_identifier(NameStr(att->attname)), rs->rel,
-							format_type_be(att->atttypid), format_type_be(model_schema_column(t, NameStr(att->attname)).type)),
+					 errmsg("column %s of %s has type %s, not %s", quote_identifier(c->name), rs->rel,
+							format_type_be(att->atttypid), format_type_be(c->type)),
 					 errhint("perpca writes a model only into the tables it creates.")));
 	}
 }
@@ -395,8 +423,9 @@ model_rows_insert(ModelRows *rs)
 	for (int a = 0; a < rs->desc->natts; a++)
 	{
 		const char *name = NameStr(TupleDescAttr(rs->desc, a)->attname);
+		int			k;
 
-		if (TupleDescAttr(rs->desc, a)->attisdropped || row_index(rs->table, name) < 0)
+		if (TupleDescAttr(rs->desc, a)->attisdropped || column_find(rs->table, name, &k) == NULL)
 			continue;
 		appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "", quote_identifier(name));
 		appendStringInfo(&fields, "%sr.%s", fields.len > 0 ? ", " : "", quote_identifier(name));

@@ -1,17 +1,9 @@
 /*
  * model_schema.h -- the columns of a model's tables, declared once
- * (model_schema.c)
- *
- * A model is <model>_info, <model>_clients, <model>_components and
- * <model>_history.  model_schema.c declares every column of them once (name,
- * type, constraint, the version that added it) and generates from that one
- * declaration:
- *   - the CREATE TABLE of a new model (and of its history);
- *   - the ADD COLUMNs that bring the tables of a model stored by an earlier
- *     version up to date, when its owner next writes it;
- *   - the columns the checked readers expect (model_read.c,
- *     model_history.c): their types, and whether an older model may lack
- *     them.
+ * (model_schema.c): from that declaration come the CREATE TABLE of a new
+ * model, the ADD COLUMNs that bring an older model's tables up to date,
+ * the rows of each table's INSERT, and the types (and whether an older
+ * model may lack them) the checked readers expect.
  */
 #ifndef PERPCA_MODEL_SCHEMA_H
 #define PERPCA_MODEL_SCHEMA_H
@@ -37,24 +29,13 @@ typedef struct ModelColumn
 /* The suffix of a table's name ("info": <base>_info). */
 extern const char *model_table_suffix(ModelTable t);
 
-/* The table named by its suffix ("info", "clients", "components", "history"), or 22023. */
-extern ModelTable model_table_by_suffix(const char *suffix);
-
 /* The declared column name of table t, as its readers expect it (an unknown name is a bug: elog). */
 extern ModelColumn model_schema_column(ModelTable t, const char *name);
 
-/*
- * Create table t of model schema.base as the current user (CREATE TABLE
- * with every declared column, the table's constraints, its comment),
- * through SPI; the caller is connected to SPI.
- */
+/* CREATE TABLE t of model schema.base (every declared column, its constraints, its comment), under SPI. */
 extern void model_schema_create(ModelTable t, const char *schema, const char *base);
 
-/*
- * Add to table relid (table t of a model) the declared columns it lacks
- * (those added by a later version than the one that stored it), through
- * SPI; the caller is connected to SPI.  Whether anything was added.
- */
+/* Add to table relid (table t of a model) the declared columns it lacks, under SPI; whether any. */
 extern bool model_schema_add_missing(ModelTable t, Oid relid);
 
 /* The most columns a table declares. */
@@ -76,6 +57,12 @@ extern void model_row_set(ModelRow *row, const char *name, Datum value, bool isn
 /* The value of the declared column name of row; false when t declares no such column. */
 extern bool model_row_get(const ModelRow *row, const char *name, Datum *value, bool *isnull);
 
+/* The declared columns of table t from tup (of desc): a column the table lacks is NULL. */
+extern void model_row_from_tuple(ModelRow *row, ModelTable t, HeapTuple tup, TupleDesc desc);
+
+/* A history row with the columns that repeat the info row (version, clients, rounds_run, ...) from info. */
+extern void model_row_history_of(ModelRow *history, const ModelRow *info);
+
 /* The rows of one INSERT into a table of a model, each of the table's row type. */
 typedef struct ModelRows
 {
@@ -93,11 +80,7 @@ extern void model_rows_begin(ModelRows *rs, ModelTable t, const char *schema, co
 /* Add row (its declared columns by name; the table's others NULL). */
 extern void model_rows_add(ModelRows *rs, const ModelRow *row);
 
-/*
- * Insert the rows with one INSERT of the declared columns, the rows one
- * parameter: an array of the table's row type, whose fields are exactly
- * the columns' types; through SPI (the caller is connected).
- */
+/* Insert the rows with one INSERT, under SPI: one parameter, an array of the table's row type. */
 extern void model_rows_insert(ModelRows *rs);
 
 #endif							/* PERPCA_MODEL_SCHEMA_H */

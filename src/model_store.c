@@ -2,19 +2,12 @@
  * model_store.c -- the one module that writes a model's tables
  * (model_store.h)
  *
- * Train, refresh and personalize (model_write.c, personalize.c) lock the
- * model (model_lock.c), become its owner (run_as_owner.c) and write it
- * through the functions here, in this order of tables: the view
- * <model>_source (bound once), then info, clients and components (swapped
- * in one transaction), last the history.
- *
- * SPI does what only SQL can: it reads the view (its rows staged for the
- * fit, which reads pg_temp.perpca_train_src as a query, and kept here), runs
- * the DDL, and the INSERT of each table that model_schema.c generates from
- * the one declaration of its columns.  The fit (fit_sql_model), each
- * client's figures, the digest and the history's row are C, on C values.
- * Every statement runs with search_path = pg_catalog, pg_temp (run_as_enter
- * sets it) and calls no function of perpca.
+ * In this order: the view <model>_source (bound once), then components,
+ * clients and info (swapped in one transaction), last the history.  SPI
+ * reads the view into the stage, runs the DDL and each table's INSERT
+ * (model_schema.c); the fit, each client's figures, the digest and the
+ * history's row are C.  Every statement runs with search_path =
+ * pg_catalog, pg_temp (run_as_enter) and calls no function of perpca.
  */
 #include "postgres.h"
 
@@ -55,6 +48,7 @@
 #include "fit_options.h"
 #include "fit_sql.h"
 #include "linalg.h"
+#include "model_lock.h"
 #include "model_schema.h"
 #include "model_store.h"
 #include "perpca.h"
@@ -91,66 +85,88 @@ store_relid(const StoreModel *sm, const char *suffix)
 }
 
 void
-store_sql(const char *sql, int n, const Oid *types, const Datum *values)
+store_sql(const char *sql, int n, const Oid *types, const Datum *values, const char *nulls)
 {
-	if (SPI_execute_with_args(sql, n, (Oid *) types, (Datum *) values, NULL, false, 0) < 0)
+	if (SPI_execute_with_args(sql, n, (Oid *) types, (Datum *) values, nulls, false, 0) < 0)
 		elog(ERROR, "SPI_execute_with_args failed: %s", sql);
-}
-
-void
-store_view_create(const char *view, const char *select, const char *path, const char *comment)
-{
-	int			nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	store_sql(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL);
-	AtEOXact_GUC(true, nestlevel);
-	store_sql(psprintf("COMMENT ON VIEW %s IS %s", view, quote_literal_cstr(comment)), 0, NULL, NULL);
-}
-
-int
-store_column(TupleDesc desc, const char *name)
-{
-	for (int i = 0; i < desc->natts; i++)
-		if (!TupleDescAttr(desc, i)->attisdropped && strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
-			return i + 1;
-	return 0;
-}
-
-Datum
-store_value(HeapTuple tup, TupleDesc desc, const char *name, bool *isnull)
-{
-	int			att = store_column(desc, name);
-
-	*isnull = true;
-	return att > 0 ? heap_getattr(tup, att, desc, isnull) : (Datum) 0;
 }
 
 /* The first column of the first row of sql (no parameters), or *isnull. */
 static Datum
 store_one(const char *sql, bool *isnull)
 {
-	store_sql(sql, 0, NULL, NULL);
+	store_sql(sql, 0, NULL, NULL, NULL);
 	*isnull = true;
 	if (SPI_tuptable == NULL || SPI_processed == 0)
 		return (Datum) 0;
 	return heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, isnull);
 }
 
-/* Whether relation relid is a view (or plain table: want) of the current user. */
+/* Whether relation relid is of relkind and the current user's. */
 static bool
 own_relation(Oid relid, char relkind)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	bool		ok;
+	return get_rel_relkind(relid) == relkind && model_rel_owner(relid) == GetUserId();
+}
 
-	if (!HeapTupleIsValid(tup))
-		return false;
-	ok = ((Form_pg_class) GETSTRUCT(tup))->relkind == relkind &&
-		((Form_pg_class) GETSTRUCT(tup))->relowner == GetUserId();
-	ReleaseSysCache(tup);
-	return ok;
+void
+store_view_drop(const StoreModel *sm, const char *suffix, bool strict)
+{
+	char	   *view = store_rel(sm, suffix);
+	Oid			rel = store_relid(sm, suffix);
+
+	if (OidIsValid(rel) && own_relation(rel, RELKIND_VIEW))
+		store_sql(psprintf("DROP VIEW %s", view), 0, NULL, NULL, NULL);
+	else if (OidIsValid(rel) && strict)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
+				 errmsg("relation %s is in the way of the %s view of model \"%s.%s\"", view, suffix, sm->schema, sm->base),
+				 errdetail("It is not a view owned by role %s.", GetUserNameFromId(GetUserId(), false)),
+				 errhint("Rename or drop it: perpca_train keeps a model's %s in the view <model>_%s.",
+						 strcmp(suffix, "source") == 0 ? "query" : "rows", suffix)));
+}
+
+void
+store_view_create(const StoreModel *sm, const char *suffix, const char *select, const char *path,
+				  const char *comment)
+{
+	char	   *view = store_rel(sm, suffix);
+	char	   *user = GetUserNameFromId(GetUserId(), false);
+	int			nestlevel;
+
+	if (object_aclcheck(NamespaceRelationId, get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_NOT_OWNER),
+				 errmsg("role %s may not create the view %s that binds the query of model \"%s.%s\"",
+						user, view, sm->schema, sm->base),
+				 errhint("Grant CREATE on schema %s to role %s (a model stored before 0.4.0 binds its query at its first refresh).",
+						 quote_identifier(sm->schema), user)));
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	store_sql(psprintf("CREATE VIEW %s AS %s", view, select), 0, NULL, NULL, NULL);
+	AtEOXact_GUC(true, nestlevel);
+	store_sql(psprintf("COMMENT ON VIEW %s IS %s", view, quote_literal_cstr(comment)), 0, NULL, NULL, NULL);
+}
+
+void
+store_view_check(const StoreModel *sm, const char *suffix, const char *hint)
+{
+	char	   *view = store_rel(sm, suffix);
+	Oid			rel = store_relid(sm, suffix);
+
+	if (!OidIsValid(rel))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
+				 errmsg("the view %s, which holds the %s of model \"%s.%s\", does not exist", view,
+						strcmp(suffix, "source") == 0 ? "query" : "rows", sm->schema, sm->base),
+				 errhint("%s", hint)));
+	if (!own_relation(rel, RELKIND_VIEW))
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_WRONG_OBJECT),
+				 errmsg("%s is not the %s view of model \"%s.%s\"", view, suffix, sm->schema, sm->base),
+				 errdetail("It is not a view owned by role %s, the model's owner.", GetUserNameFromId(GetUserId(), false)),
+				 errhint("Drop it and train the model again with perpca_train(..., replace => true).")));
 }
 
 /* ------------------------------------------------------------------------
@@ -183,34 +199,16 @@ stage_names(const char *json, Stage *st)
 void
 store_source_bind(const StoreModel *sm, const char *query, const char *path, PerpcaMissing missing, Stage *st)
 {
-	char	   *view = store_rel(sm, "source");
-	Oid			rel = store_relid(sm, "source");
 	char	   *select;
 	char	   *names;
 
-	if (OidIsValid(rel))
-	{
-		if (!own_relation(rel, RELKIND_VIEW))
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
-					 errmsg("relation %s is in the way of the source view of model \"%s.%s\"", view, sm->schema, sm->base),
-					 errdetail("It is not a view owned by role %s.", GetUserNameFromId(GetUserId(), false)),
-					 errhint("Rename or drop it: perpca_train keeps a model's query in the view <model>_source.")));
-		store_sql(psprintf("DROP VIEW %s", view), 0, NULL, NULL);
-	}
-	if (object_aclcheck(NamespaceRelationId, get_namespace_oid(sm->schema, false), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_OWNER),
-				 errmsg("role %s may not create the view %s that binds the query of model \"%s.%s\"",
-						GetUserNameFromId(GetUserId(), false), view, sm->schema, sm->base),
-				 errhint("Grant CREATE on schema %s to role %s (a model stored before 0.4.0 binds its query at its first refresh).",
-						 quote_identifier(sm->schema), GetUserNameFromId(GetUserId(), false))));
+	store_view_drop(sm, "source", true);
 	/* The query and perpca's SQL around it are bound together, with the model's search_path. */
 	select = sm->calibration > 0.0
 		? calibrate_source_select(perpca_one_select(query, "the query of a model"), path, missing,
 								  sm->calibration, &names)
 		: row_source_select(perpca_one_select(query, "the query of a model"), path, missing, &names);
-	store_view_create(view, select, path,
+	store_view_create(sm, "source", select, path,
 					  psprintf("perpca model %s: its query and the aggregation of its rows per client, bound when it was trained; read by every refresh (perpca_train(..., replace => true) changes it)",
 							   sm->base));
 	stage_names(names, st);
@@ -433,27 +431,17 @@ stage_copy(const char *select, Stage *st)
 void
 store_stage_fill(const StoreModel *sm, PerpcaMissing missing, Stage *st)
 {
-	char	   *view = store_rel(sm, "source");
-	Oid			rel = store_relid(sm, "source");
 	char	   *names;
 
-	if (!OidIsValid(rel))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_INCOMPLETE),
-				 errmsg("the view %s, which holds the query of model \"%s.%s\", does not exist", view, sm->schema, sm->base),
-				 errhint("It was dropped (DROP ... CASCADE of a relation its query reads?). Train the model again with perpca_train(..., replace => true).")));
-	if (!own_relation(rel, RELKIND_VIEW))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_WRONG_OBJECT),
-				 errmsg("%s is not the source view of model \"%s.%s\"", view, sm->schema, sm->base),
-				 errdetail("It is not a view owned by role %s, the model's owner.", GetUserNameFromId(GetUserId(), false)),
-				 errhint("Drop it and train the model again with perpca_train(..., replace => true).")));
+	store_view_check(sm, "source",
+					 "It was dropped (DROP ... CASCADE of a relation its query reads?). Train the model again with perpca_train(..., replace => true).");
 	/*
 	 * The view binds the query and its aggregation (store_source_bind): it
 	 * returns statistics, read as they are.  Only a view its owner rewrote
 	 * to return rows is aggregated here.
 	 */
-	stage_copy(row_source_select(psprintf("SELECT * FROM %s", view), "pg_catalog, pg_temp", missing, &names), st);
+	stage_copy(row_source_select(psprintf("SELECT * FROM %s", store_rel(sm, "source")), "pg_catalog, pg_temp",
+								 missing, &names), st);
 	stage_names(names, st);
 }
 
@@ -596,6 +584,18 @@ client_centre(const ClientBasis *b, const PerpcaStats *s)
 	return c;
 }
 
+/* The k x d rows C as a d x k matrix of columns. */
+static double *
+columns_of(const double *C, int k, int d)
+{
+	double	   *T = palloc(sizeof(double) * d * Max(k, 1));
+
+	for (int j = 0; j < k; j++)
+		for (int i = 0; i < d; i++)
+			T[(int64) i * k + j] = C[(int64) j * d + i];
+	return T;
+}
+
 /* tr(C S C') of the k x d rows C (0 for none): the variance about S's centre the components capture. */
 static double
 explained(FitClient *c, const double *C, int k, int d)
@@ -605,11 +605,8 @@ explained(FitClient *c, const double *C, int k, int d)
 
 	if (k == 0 || C == NULL)
 		return 0.0;
-	Ct = palloc(sizeof(double) * d * k);
+	Ct = columns_of(C, k, d);
 	SCt = palloc(sizeof(double) * d * k);
-	for (int j = 0; j < k; j++)
-		for (int i = 0; i < d; i++)
-			Ct[(int64) i * k + j] = C[(int64) j * d + i];
 	client_apply(c, Ct, k, SCt);
 	return linalg_dot((int64) d * k, Ct, SCt);
 }
@@ -764,12 +761,7 @@ client_bound(const FitDiagnostics *diag, const char *key, bool *isnull)
 	return 0.0;
 }
 
-/*
- * The clients rows of a fit (its table brought up to date first: a model
- * stored before 0.3.0 gets the columns of perpca_model_monitor and
- * perpca_component_variance, one stored before 0.4.0 sketch_bound); the
- * weighted mean of their total variances (weights: the fit's) returned.
- */
+/* The clients rows of a fit (the table brought up to date first); the fit's weighted mean of their total variances. */
 static double
 store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const FitRows *fr,
 			  const FitDiagnostics *diag)
@@ -866,47 +858,47 @@ typedef struct InfoFacts
 	const char *digest;
 } InfoFacts;
 
-/* Insert the info row of the fit diag. */
+/* Insert the info row of the fit diag, kept in *row. */
 static void
-store_info(const StoreModel *sm, const Stage *st, const FitDiagnostics *diag, Jsonb *options, const InfoFacts *f)
+store_info(const StoreModel *sm, const Stage *st, const FitDiagnostics *diag, Jsonb *options, const InfoFacts *f,
+		   ModelRow *row)
 {
-	ModelRow	row;
 	Datum		factors,
 				constant;
 
-	model_row_init(&row, MODEL_TABLE_INFO);
-	info_options(&row, options);
-	model_row_set(&row, "model", CStringGetTextDatum(sm->base), false);
-	model_row_set(&row, "d", Int32GetDatum(diag->dim), false);
-	model_row_set(&row, "n_global", Int32GetDatum(diag->opts.n_global), false);
-	model_row_set(&row, "n_local", Int32GetDatum(diag->opts.n_local), false);
-	model_row_set(&row, "n_clients", Int32GetDatum(diag->n_clients), false);
-	model_row_set(&row, "source_query", CStringGetTextDatum(f->query), false);
-	model_row_set(&row, "rounds", Int32GetDatum(diag->rounds), false);
-	model_row_set(&row, "converged", BoolGetDatum(diag->converged), false);
-	row_float(&row, "objective", diag->objective);
-	row_float(&row, "kkt_residual", diag->kkt_residual);
-	row_float(&row, "theta_est", diag->theta_est);
-	row_float(&row, "step_used", diag->step);
-	row_float(&row, "fit_seconds", diag->seconds);
-	model_row_set(&row, "global_mean", PointerGetDatum(perpca_vector_build(f->gmean, diag->dim)), false);
-	row_float(&row, "total_variance", f->total_variance);
-	model_row_set(&row, "fitted_at", TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), false);
-	model_row_set(&row, "version", Int64GetDatum(f->version), false);
-	model_row_set(&row, "client_type", CStringGetTextDatum(format_type_be(st->key_type)), st->n == 0);
-	model_row_set(&row, "options", JsonbPGetDatum(options), false);
+	model_row_init(row, MODEL_TABLE_INFO);
+	info_options(row, options);
+	model_row_set(row, "model", CStringGetTextDatum(sm->base), false);
+	model_row_set(row, "d", Int32GetDatum(diag->dim), false);
+	model_row_set(row, "n_global", Int32GetDatum(diag->opts.n_global), false);
+	model_row_set(row, "n_local", Int32GetDatum(diag->opts.n_local), false);
+	model_row_set(row, "n_clients", Int32GetDatum(diag->n_clients), false);
+	model_row_set(row, "source_query", CStringGetTextDatum(f->query), false);
+	model_row_set(row, "rounds", Int32GetDatum(diag->rounds), false);
+	model_row_set(row, "converged", BoolGetDatum(diag->converged), false);
+	row_float(row, "objective", diag->objective);
+	row_float(row, "kkt_residual", diag->kkt_residual);
+	row_float(row, "theta_est", diag->theta_est);
+	row_float(row, "step_used", diag->step);
+	row_float(row, "fit_seconds", diag->seconds);
+	model_row_set(row, "global_mean", PointerGetDatum(perpca_vector_build(f->gmean, diag->dim)), false);
+	row_float(row, "total_variance", f->total_variance);
+	model_row_set(row, "fitted_at", TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()), false);
+	model_row_set(row, "version", Int64GetDatum(f->version), false);
+	model_row_set(row, "client_type", CStringGetTextDatum(format_type_be(st->key_type)), st->n == 0);
+	model_row_set(row, "options", JsonbPGetDatum(options), false);
 	if (diag->scale_factors != NULL)
 	{
 		scale_arrays(diag->scale_factors, diag->constant, diag->dim, &factors, &constant);
-		model_row_set(&row, "scale_factors", factors, false);
-		model_row_set(&row, "constant_features", constant, false);
+		model_row_set(row, "scale_factors", factors, false);
+		model_row_set(row, "constant_features", constant, false);
 	}
-	model_row_set(&row, "search_path", CStringGetTextDatum(f->path), false);
-	model_row_set(&row, "feature_names", st->names, st->names_null);
-	model_row_set(&row, "stats_digest", CStringGetTextDatum(f->digest), false);
-	model_row_set(&row, "source_view", CStringGetTextDatum(store_rel(sm, "source")), false);
-	row_float(&row, "sketch_bound", diag->sketch_bound);
-	store_one_row(sm, &row);
+	model_row_set(row, "search_path", CStringGetTextDatum(f->path), false);
+	model_row_set(row, "feature_names", st->names, st->names_null);
+	model_row_set(row, "stats_digest", CStringGetTextDatum(f->digest), false);
+	model_row_set(row, "source_view", CStringGetTextDatum(store_rel(sm, "source")), false);
+	row_float(row, "sketch_bound", diag->sketch_bound);
+	store_one_row(sm, row);
 }
 
 /* feature_names must hold one name per feature, without NULLs (22023). */
@@ -960,7 +952,7 @@ store_swap_out(const StoreModel *sm)
 	if (OidIsValid(store_relid(sm, "info")))
 	{
 		store_sql(psprintf("DELETE FROM %s; DELETE FROM %s; DELETE FROM %s", store_rel(sm, "components"),
-						   store_rel(sm, "clients"), store_rel(sm, "info")), 0, NULL, NULL);
+						   store_rel(sm, "clients"), store_rel(sm, "info")), 0, NULL, NULL, NULL);
 		/* A model stored by an earlier version gets the columns added since, once. */
 		store_columns_add(sm, MODEL_TABLE_INFO);
 		return;
@@ -984,7 +976,7 @@ store_next_version(const StoreModel *sm)
 	return nextval_internal(seq, true);
 }
 
-/* Store the fit diag of rows (of desc) and its figures; out's version, rows, digest are set. */
+/* Store the fit diag of rows (of desc) and its figures; what the history keeps into out->history. */
 static void
 store_write(const StoreModel *sm, const char *query, const char *path, const Stage *st, Tuplestorestate *rows,
 			TupleDesc desc, const FitDiagnostics *diag, StoreFit *out)
@@ -993,11 +985,10 @@ store_write(const StoreModel *sm, const char *query, const char *path, const Sta
 	FitRows		fr = {0};
 	InfoFacts	f = {.query = query, .path = path};
 	ClientBasis b = {diag->dim, diag->scale_factors, diag->opts.center, NULL, NULL, 0, "fit"};
+	ModelRow	info;
 
-	out->version = f.version = store_next_version(sm);
-	out->rows = store_stage_rows(st);
-	out->digest = store_digest(st, JsonbPGetDatum(options), st->names, st->names_null);
-	f.digest = out->digest;
+	f.version = store_next_version(sm);
+	f.digest = store_digest(st, JsonbPGetDatum(options), st->names, st->names_null);
 	store_swap_out(sm);
 	store_components(sm, rows, desc, st, diag->dim, &fr);
 	/* with a sketched client, the fit's pooled mean */
@@ -1005,7 +996,8 @@ store_write(const StoreModel *sm, const char *query, const char *path, const Sta
 	b.U = fr.U;
 	b.r1 = fr.r1;
 	f.total_variance = store_clients(sm, st, &b, &fr, diag);
-	store_info(sm, st, diag, options, &f);
+	store_info(sm, st, diag, options, &f, &info);
+	model_row_history_of(&out->history, &info);
 }
 
 void
@@ -1016,6 +1008,8 @@ store_fit(const StoreModel *sm, const char *query, const char *path, const FitOp
 	Tuplestorestate *rows;
 	TupleDesc	desc;
 	MemoryContext fitcxt;
+	Datum		starts;
+	bool		isnull;
 
 	memset(diag, 0, sizeof(FitDiagnostics));
 	diag->opts = *opts;
@@ -1028,7 +1022,13 @@ store_fit(const StoreModel *sm, const char *query, const char *path, const FitOp
 	PopActiveSnapshot();
 	check_names(st, diag->dim);
 	store_write(sm, query, path, st, rows, desc, diag, out);
-	out->starts = starts_jsonb(diag, &out->starts_null);
+	model_row_set(&out->history, "rows", Int64GetDatum(store_stage_rows(st)), false);
+	model_row_set(&out->history, "outcome", CStringGetTextDatum("fitted"), false);
+	starts = starts_jsonb(diag, &isnull);
+	model_row_set(&out->history, "starts", starts, isnull);
+	if (!diag->converged)
+		model_row_set(&out->history, "warning",
+					  CStringGetTextDatum(psprintf("did not converge in %d rounds", diag->rounds)), false);
 	tuplestore_end(rows);
 	MemoryContextDelete(fitcxt);
 	/* what pointed into the fit's memory is gone */
@@ -1039,11 +1039,7 @@ store_fit(const StoreModel *sm, const char *query, const char *path, const FitOp
 	diag->trace = NULL;
 }
 
-/*
- * A model stored before 0.3.0 gets its history table at its first refresh;
- * when its owner may not create tables in the model's schema, the row is
- * returned but not kept (NOTICE).  Whether the table is there.
- */
+/* Whether the history table is there: a model stored before 0.3.0 gets it at its first refresh, if its owner may create it. */
 static bool
 store_history_table(const StoreModel *sm)
 {
@@ -1096,18 +1092,6 @@ store_history_append(const StoreModel *sm, ModelRow *row)
 	v = store_one(psprintf("SELECT coalesce(max(h.entry), 0) + 1 FROM %s h", store_rel(sm, "history")), &isnull);
 	model_row_set(row, "entry", v, false);
 	store_one_row(sm, row);
-}
-
-/* The k x d rows C as a d x k matrix of columns. */
-static double *
-columns_of(const double *C, int k, int d)
-{
-	double	   *T = palloc(sizeof(double) * d * Max(k, 1));
-
-	for (int j = 0; j < k; j++)
-		for (int i = 0; i < d; i++)
-			T[(int64) i * k + j] = C[(int64) j * d + i];
-	return T;
 }
 
 /*
@@ -1186,7 +1170,7 @@ store_personalize(const StoreModel *sm, const ModelData *m, const char *client, 
 		n_local = isnull ? 0 : DatumGetInt32(v);
 	}
 	store_sql(psprintf("DELETE FROM %s WHERE kind = 'local' AND client = $1; DELETE FROM %s WHERE client = $1",
-					   store_rel(sm, "components"), store_rel(sm, "clients")), 1, (Oid[]) {TEXTOID}, &key);
+					   store_rel(sm, "components"), store_rel(sm, "clients")), 1, (Oid[]) {TEXTOID}, &key, NULL);
 	if (n_local > 0)
 	{
 		/* The local components live where the model's components do: in the scaled features. */
@@ -1203,7 +1187,7 @@ store_personalize(const StoreModel *sm, const ModelData *m, const char *client, 
 	store_one_row(sm, &row);
 	/* the version first: Citus refuses nextval() inside an UPDATE of a reference table */
 	key = Int64GetDatum(store_next_version(sm));
-	store_sql(psprintf("UPDATE %s SET version = $1", store_rel(sm, "info")), 1, (Oid[]) {INT8OID}, &key);
+	store_sql(psprintf("UPDATE %s SET version = $1", store_rel(sm, "info")), 1, (Oid[]) {INT8OID}, &key, NULL);
 	return n_local;
 }
 
@@ -1229,7 +1213,7 @@ stage_drop_one(const char *name)
 	Oid			temp = LookupExplicitNamespace("pg_temp", true);
 
 	if (OidIsValid(temp) && OidIsValid(get_relname_relid(name, temp)))
-		store_sql(psprintf("DROP TABLE pg_temp.%s", name), 0, NULL, NULL);
+		store_sql(psprintf("DROP TABLE pg_temp.%s", name), 0, NULL, NULL, NULL);
 }
 
 /* GRANT privileges on pg_temp.name to reader, unless reader is the current user. */
@@ -1238,7 +1222,7 @@ stage_grant(const char *name, const char *privileges, Oid reader)
 {
 	if (reader != GetUserId())
 		store_sql(psprintf("GRANT %s ON pg_temp.%s TO %s", privileges, name,
-						   quote_identifier(GetUserNameFromId(reader, false))), 0, NULL, NULL);
+						   quote_identifier(GetUserNameFromId(reader, false))), 0, NULL, NULL, NULL);
 }
 
 void
@@ -1246,7 +1230,7 @@ store_stage_create(const StoreModel *sm, Oid reader)
 {
 	stage_drop_one("perpca_train_src");
 	store_sql(psprintf("CREATE TEMPORARY TABLE perpca_train_src (client_type regtype, client text,"
-					   " stats %s.perpca_stats, n_local int)", sm->ext), 0, NULL, NULL);
+					   " stats %s.perpca_stats, n_local int)", sm->ext), 0, NULL, NULL, NULL);
 	stage_grant("perpca_train_src", "SELECT, INSERT", reader);
 }
 
@@ -1263,7 +1247,7 @@ store_stage_start(const char *query, Oid reader, const char *path)
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	store_sql(command, 0, NULL, NULL);
+	store_sql(command, 0, NULL, NULL, NULL);
 	AtEOXact_GUC(true, nestlevel);
 	stage_grant("perpca_train_start", "SELECT", reader);
 }

@@ -3,12 +3,8 @@
  * (model_store.c)
  *
  * Train, refresh and personalize write a model through these functions
- * only, after they locked it (model_lock.c, the one lock order) and while
- * they run as the model's owner (run_as_owner.c: a security-restricted
- * operation with search_path = pg_catalog, pg_temp).  The caller is
- * connected to SPI; SPI reads the bound view, runs the DDL and the inserts
- * that model_schema.c generates from the one declaration of the columns.
- * Everything between is C.
+ * only, after they locked it (model_lock.c) and while they run as its
+ * owner (run_as_owner.c); the caller is connected to SPI.
  */
 #ifndef PERPCA_MODEL_STORE_H
 #define PERPCA_MODEL_STORE_H
@@ -53,15 +49,11 @@ typedef struct Stage
 	bool		names_null;
 } Stage;
 
-/* What store_fit stored, for the history: the fit's figures (no pointers), version, rows, starts, digest. */
+/* A fit stored: its figures (no pointers), and its history row without kind, at, seconds, role. */
 typedef struct StoreFit
 {
 	FitDiagnostics diag;
-	int64		version;
-	int64		rows;
-	Datum		starts;			/* jsonb */
-	bool		starts_null;
-	char	   *digest;
+	ModelRow	history;
 } StoreFit;
 
 /* The model schema.base, with perpca's schema looked up. */
@@ -70,24 +62,23 @@ extern void store_model_init(StoreModel *sm, const char *schema, const char *bas
 /* "schema"."base_suffix", quoted. */
 extern char *store_rel(const StoreModel *sm, const char *suffix);
 
-/* Run sql through SPI with parameters $1..$n (of types); its rows in SPI_tuptable. */
-extern void store_sql(const char *sql, int n, const Oid *types, const Datum *values);
+/* Run sql through SPI with parameters $1..$n (of types; nulls as SPI's, NULL: none); its rows in SPI_tuptable. */
+extern void store_sql(const char *sql, int n, const Oid *types, const Datum *values, const char *nulls);
 
-/* CREATE VIEW view AS select, bound under search_path path, with its COMMENT (under SPI). */
-extern void store_view_create(const char *view, const char *select, const char *path, const char *comment);
+/* Drop the current user's view <base>_suffix; another relation of that name: 42P07 when strict. */
+extern void store_view_drop(const StoreModel *sm, const char *suffix, bool strict);
 
-/* The number of column name of desc, or 0. */
-extern int	store_column(TupleDesc desc, const char *name);
+/* CREATE VIEW <base>_suffix AS select, bound under search_path path, with its comment. */
+extern void store_view_create(const StoreModel *sm, const char *suffix, const char *select, const char *path,
+							  const char *comment);
 
-/* Column name of row tup of desc (found by name: a model stored before may lack it; absent reads as NULL). */
-extern Datum store_value(HeapTuple tup, TupleDesc desc, const char *name, bool *isnull);
-
+/* The view <base>_suffix must be a view of the current user (42P01 with hint when missing, 42809 otherwise). */
+extern void store_view_check(const StoreModel *sm, const char *suffix, const char *hint);
 
 /*
- * Bind a model's query once, with perpca's aggregation of its rows per
- * client under missing (the view <base>_source, created anew), as the
- * current user, with search_path path for the CREATE VIEW alone; the names
- * of the query's feature columns into st.
+ * Bind a model's query once with perpca's aggregation of its rows per
+ * client under missing, in the view <base>_source (anew), with search_path
+ * path; the names of the query's feature columns into st.
  */
 extern void store_source_bind(const StoreModel *sm, const char *query, const char *path, PerpcaMissing missing,
 							  Stage *st);
@@ -113,8 +104,7 @@ extern int64 store_stage_rows(const Stage *st);
 
 /*
  * Fit the staged clients with opts and store the model (new, or replacing
- * its rows) from query (its text) bound with path; what the history keeps
- * into out.
+ * its rows) from query (its text) bound with path, into out.
  */
 extern void store_fit(const StoreModel *sm, const char *query, const char *path, const FitOptions *opts,
 					  const Stage *st, StoreFit *out);

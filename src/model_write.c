@@ -1,30 +1,19 @@
 /*
- * model_write.c -- the entry points that write a model: perpca_train() and
- * perpca_refresh(), in C from the call to the last row
+ * model_write.c -- perpca_train() and perpca_refresh()
  *
- * The caller's side: the model name is resolved (an unqualified one through
- * the caller's search_path, as a table name would be), the fit options are
- * parsed and checked (fit_options.c), every query text is checked to be one
- * SELECT (query_check.c), the search_path in effect is recorded as a list of
- * schema names, and the model is locked first, through model_lock.c (the
- * one lock order of every function that touches a model: its three tables,
- * then its history), to the end of the transaction.  The caller's
- * temporary stage is made as the caller (a security-restricted operation
- * may not create one).
- *
- * The owner's side: the query of a model is bound once, at train: the
- * owner creates the view <model>_source holding it, with the recorded
- * search_path, as CREATE MATERIALIZED VIEW binds its query.  Train and
- * every refresh then read that view, fit, and write the model's tables and
- * history as the model's owner inside a security-restricted operation
- * (run_as_owner.c), through the one module that writes models
- * (model_store.c); no refresh parses the text again, so nothing planted
- * later in a schema of that search_path can bind into it.
+ * As the caller: the model's name is resolved, the options and query
+ * checked, the caller's search_path recorded, the model locked
+ * (model_lock.c) and the temporary stage made.  As the model's owner
+ * (run_as_owner.c): train binds the query once in the view <model>_source
+ * with that search_path, as CREATE MATERIALIZED VIEW binds its query; train
+ * and every refresh read that view, fit, and write the tables and the
+ * history (model_store.c).  No refresh parses the text again.
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -35,6 +24,7 @@
 #include "nodes/makefuncs.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
@@ -58,15 +48,13 @@
 
 PG_FUNCTION_INFO_V1(perpca_train);
 PG_FUNCTION_INFO_V1(perpca_refresh);
-/* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE;
- * 0.4.0 has no SQL function for it (the stage reads the view <model>_source). */
+/* Named by the SQL of 0.3.0, which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_query_shape);
 
 /*
- * The caller's search_path as schema names: the schemas it names that exist
- * ("$user" resolved), in order, without the session's temporary schema (no
- * other session sees it).  What a model's query runs with, at train and at
- * every refresh.
+ * The caller's search_path as the names of its schemas that exist ("$user"
+ * resolved), without the session's temporary schema: what a model's query
+ * runs with, at train and at every refresh.
  */
 static char *
 caller_search_path(void)
@@ -109,26 +97,38 @@ arg_position(FunctionCallInfo fcinfo, const char *name)
 	return found;
 }
 
+/* The argument named name, NULL (*isnull) when absent. */
+static Datum
+arg_named(FunctionCallInfo fcinfo, const char *name, bool *isnull)
+{
+	int			i = arg_position(fcinfo, name);
+
+	*isnull = i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i);
+	return *isnull ? (Datum) 0 : PG_GETARG_DATUM(i);
+}
+
 /* A non-NULL text argument by name, or 22004. */
 static char *
 text_arg(FunctionCallInfo fcinfo, const char *name)
 {
-	int			i = arg_position(fcinfo, name);
+	bool		isnull;
+	Datum		v = arg_named(fcinfo, name, &isnull);
 
-	if (i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i))
+	if (isnull)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_NULL),
 				 errmsg("argument \"%s\" must not be NULL", name)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(i));
+	return TextDatumGetCString(v);
 }
 
 /* A boolean argument by name; dflt when NULL. */
 static bool
 bool_arg(FunctionCallInfo fcinfo, const char *name, bool dflt)
 {
-	int			i = arg_position(fcinfo, name);
+	bool		isnull;
+	Datum		v = arg_named(fcinfo, name, &isnull);
 
-	return i < 0 || i >= PG_NARGS() || PG_ARGISNULL(i) ? dflt : PG_GETARG_BOOL(i);
+	return isnull ? dflt : DatumGetBool(v);
 }
 
 /* ------------------------------------------------------------------------
@@ -156,41 +156,14 @@ write_end(int nestlevel)
 	AtEOXact_GUC(true, nestlevel);
 }
 
-/* insufficient_privilege unless the current user has the privileges of the model's owner. */
-static void
-check_owner(const char *model, Oid owner)
-{
-	if (!has_privs_of_role(GetUserId(), owner))
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_NOT_OWNER),
-				 errmsg("must be owner of model \"%s\"", model),
-				 errdetail("The model is owned by role %s.", quote_identifier(GetUserNameFromId(owner, false))),
-				 errhint("Only the owner of a model, or a member of the owning role, may refresh, replace or change it.")));
-}
-
-/* Whether two text arrays differ (dimensions, bounds, elements, NULLs: IS DISTINCT FROM). */
+/* Whether two text arrays differ (dimensions, bounds, elements bytewise, NULLs: IS DISTINCT FROM). */
 static bool
 names_differ(Datum a, Datum b)
 {
-	ArrayType  *x = DatumGetArrayTypeP(a),
-			   *y = DatumGetArrayTypeP(b);
-	Datum	   *xe,
-			   *ye;
-	bool	   *xn,
-			   *yn;
-	int			nx,
-				ny;
+	FmgrInfo	eq;
 
-	if (ARR_NDIM(x) != ARR_NDIM(y) ||
-		memcmp(ARR_DIMS(x), ARR_DIMS(y), sizeof(int) * ARR_NDIM(x)) != 0 ||
-		memcmp(ARR_LBOUND(x), ARR_LBOUND(y), sizeof(int) * ARR_NDIM(x)) != 0)
-		return true;
-	deconstruct_array(x, TEXTOID, -1, false, TYPALIGN_INT, &xe, &xn, &nx);
-	deconstruct_array(y, TEXTOID, -1, false, TYPALIGN_INT, &ye, &yn, &ny);
-	for (int i = 0; i < nx; i++)
-		if (xn[i] != yn[i] || (!xn[i] && strcmp(TextDatumGetCString(xe[i]), TextDatumGetCString(ye[i])) != 0))
-			return true;
-	return false;
+	fmgr_info(F_ARRAY_EQ, &eq);
+	return !DatumGetBool(FunctionCall2Coll(&eq, C_COLLATION_OID, a, b));
 }
 
 /* A text[] as text. */
@@ -208,32 +181,6 @@ names_text(Datum names)
  * The history row of a fit
  * ------------------------------------------------------------------------
  */
-
-/* What a fit stored, as the history keeps it (kind, at, seconds, role: history_done). */
-static void
-history_fitted(ModelRow *row, const StoreFit *f)
-{
-	const FitDiagnostics *diag = &f->diag;
-	bool		isnull;
-	Datum		v;
-
-	model_row_init(row, MODEL_TABLE_HISTORY);
-	model_row_set(row, "version", Int64GetDatum(f->version), false);
-	model_row_set(row, "clients", Int32GetDatum(diag->n_clients), false);
-	model_row_set(row, "rows", Int64GetDatum(f->rows), false);
-	model_row_set(row, "rounds_run", Int32GetDatum(diag->rounds), false);
-	model_row_set(row, "converged", BoolGetDatum(diag->converged), false);
-	v = fit_sql_float(diag->objective, &isnull);
-	model_row_set(row, "objective", v, isnull);
-	model_row_set(row, "outcome", CStringGetTextDatum("fitted"), false);
-	model_row_set(row, "starts", f->starts, f->starts_null);
-	model_row_set(row, "digest", CStringGetTextDatum(f->digest), false);
-	v = fit_sql_float(diag->sketch_bound, &isnull);
-	model_row_set(row, "sketch_bound", v, isnull);
-	if (!diag->converged)
-		model_row_set(row, "warning", CStringGetTextDatum(psprintf("did not converge in %d rounds", diag->rounds)),
-					  false);
-}
 
 /* The row's kind, time (now), seconds since start and the role that called. */
 static void
@@ -302,18 +249,6 @@ train_result(FunctionCallInfo fcinfo, const char *base, const FitDiagnostics *di
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* A model of that name is replaced only when asked; the owner's role is checked. */
-static void
-train_may_write(const ModelLock *ml, const TrainCall *tc, Oid owner)
-{
-	if (ml->present && !tc->replace)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
-				 errmsg("model \"%s\" already exists", tc->model),
-				 errhint("Pass replace => true to replace it, or drop it with perpca_drop().")));
-	check_owner(tc->model, owner);
-}
-
 /*
  * The body of perpca_train (the model is locked, ml): stage the query as
  * the caller the way a refresh will run it, then bind, read, fit, store and
@@ -328,9 +263,13 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 	RunAs		ra;
 	Stage		st = {.names_null = true};
 	StoreFit	fit;
-	ModelRow	row;
 
-	train_may_write(ml, tc, owner);
+	/* (model_lock checked that the caller has the privileges of an existing model's owner) */
+	if (ml->present && !tc->replace)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_EXISTS),
+				 errmsg("model \"%s\" already exists", tc->model),
+				 errhint("Pass replace => true to replace it, or drop it with perpca_drop().")));
 	store_model_init(&sm, ml->schema, ml->base);
 	sm.calibration = tc->calibration;
 	if (tc->opts.start != NULL)
@@ -348,10 +287,9 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 	store_fit(&sm, tc->query, tc->path, &tc->opts, &st, &fit);
 	calibrate_after_fit(&sm, tc->calibration);
 	run_as_leave(&ra);
-	history_fitted(&row, &fit);
-	history_done(&row, "train", start, GetUserNameFromId(GetUserId(), false));
+	history_done(&fit.history, "train", start, GetUserNameFromId(GetUserId(), false));
 	run_as_enter(&ra, owner);
-	store_history_append(&sm, &row);
+	store_history_append(&sm, &fit.history);
 	run_as_leave(&ra);
 	train_result(fcinfo, sm.base, &fit.diag);
 	store_stage_drop();
@@ -361,7 +299,8 @@ train_run(FunctionCallInfo fcinfo, const ModelLock *ml, TrainCall *tc)
 static void
 train_call(FunctionCallInfo fcinfo, TrainCall *tc)
 {
-	int			names = arg_position(fcinfo, "feature_names");
+	bool		isnull;
+	Datum		share = arg_named(fcinfo, "calibration", &isnull);
 
 	tc->model = text_arg(fcinfo, "model");
 	tc->query = text_arg(fcinfo, "query");
@@ -370,10 +309,9 @@ train_call(FunctionCallInfo fcinfo, TrainCall *tc)
 	if (tc->opts.start != NULL)
 		(void) perpca_one_select(tc->opts.start, "start query");
 	tc->replace = bool_arg(fcinfo, "replace", false);
-	tc->calibration = calibrate_share_arg(fcinfo);
+	tc->calibration = calibrate_share(isnull ? 0.0 : DatumGetFloat8(share));
 	tc->path = caller_search_path();
-	tc->names_null = names < 0 || names >= PG_NARGS() || PG_ARGISNULL(names);
-	tc->names = tc->names_null ? (Datum) 0 : PG_GETARG_DATUM(names);
+	tc->names = arg_named(fcinfo, "feature_names", &tc->names_null);
 }
 
 /*
@@ -434,19 +372,22 @@ typedef struct RefreshCall
 /* What the body of a refresh read from the stored model (its info row). */
 typedef struct RefreshModel
 {
-	HeapTuple	tup;
-	TupleDesc	desc;
+	ModelRow	info;			/* a column the table lacks is NULL */
 	FitOptions	opts;
 	Jsonb	   *options;		/* as the fit reads them */
 	char	   *path;
 	char	   *query;
+	bool		current;		/* of the current form: an unchanged refresh may skip the fit */
 } RefreshModel;
 
 /* Column name of the stored info row, NULL when absent (a model stored before it). */
 static Datum
 info_value(const RefreshModel *rm, const char *name, bool *isnull)
 {
-	return store_value(rm->tup, rm->desc, name, isnull);
+	Datum		v;
+
+	(void) model_row_get(&rm->info, name, &v, isnull);
+	return v;
 }
 
 /*
@@ -489,25 +430,13 @@ refresh_options(const RefreshModel *rm)
 	return DatumGetJsonbP(options);
 }
 
-/* The stored model: its info row, options, search_path and query. */
-static void
-refresh_read(RefreshCall *rc, RefreshModel *rm)
+/* Whether table suffix of the model has column name. */
+static bool
+has_column(const RefreshCall *rc, const char *suffix, const char *name)
 {
-	bool		isnull;
-	Datum		v;
+	Oid			rel = get_relname_relid(psprintf("%s_%s", rc->sm.base, suffix), get_namespace_oid(rc->sm.schema, false));
 
-	store_sql(psprintf("SELECT * FROM %s i", store_rel(&rc->sm, "info")), 0, NULL, NULL);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
-				 errmsg("query returned %s row", SPI_processed == 0 ? "no" : "more than one")));
-	rm->tup = SPI_tuptable->vals[0];
-	rm->desc = SPI_tuptable->tupdesc;
-	rm->options = refresh_options(rm);
-	fit_options_parse(rm->options, &rm->opts);
-	v = info_value(rm, "search_path", &isnull);
-	rm->path = isnull ? psprintf("pg_catalog, %s", rc->sm.ext) : TextDatumGetCString(v);
-	rm->query = TextDatumGetCString(info_value(rm, "source_query", &isnull));
+	return get_attnum(rel, name) != InvalidAttrNumber;
 }
 
 /* Whether an unchanged refresh may skip the fit: a model of the current form (warm). */
@@ -521,10 +450,31 @@ refresh_current(const RefreshCall *rc, const RefreshModel *rm)
 	if (!rc->warm || (info_value(rm, "options", &isnull), isnull))
 		return false;
 	for (int i = 0; i < (int) lengthof(needed); i++)
-		if (store_column(rm->desc, needed[i]) == 0)
+		if (!has_column(rc, "info", needed[i]))
 			return false;
-	return get_attnum(get_relname_relid(psprintf("%s_clients", rc->sm.base), get_namespace_oid(rc->sm.schema, false)),
-					  "residual_moments") != InvalidAttrNumber;
+	return has_column(rc, "clients", "residual_moments");
+}
+
+/* The stored model: its info row, options, search_path and query. */
+static void
+refresh_read(RefreshCall *rc, RefreshModel *rm)
+{
+	bool		isnull;
+	Datum		v;
+
+	store_sql(psprintf("SELECT * FROM %s i", store_rel(&rc->sm, "info")), 0, NULL, NULL, NULL);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
+				 errmsg("query returned %s row", SPI_processed == 0 ? "no" : "more than one")));
+	model_row_from_tuple(&rm->info, MODEL_TABLE_INFO, SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+	rm->options = refresh_options(rm);
+	fit_options_parse(rm->options, &rm->opts);
+	v = info_value(rm, "search_path", &isnull);
+	rm->path = isnull ? psprintf("pg_catalog, %s", rc->sm.ext) : TextDatumGetCString(v);
+	rm->query = TextDatumGetCString(info_value(rm, "source_query", &isnull));
+	/* (before a model stored before 0.4.0 gets the columns it lacks) */
+	rm->current = refresh_current(rc, rm);
 }
 
 /* The row of an unchanged refresh into rc->r, or false when the staged statistics differ from the stored ones. */
@@ -534,30 +484,22 @@ refresh_unchanged(RefreshCall *rc, const RefreshModel *rm, const Stage *st)
 	bool		isnull;
 	Datum		stored = info_value(rm, "stats_digest", &isnull);
 	char	   *digest;
-	static const char *const kept[] = {"version", "converged", "objective", "sketch_bound"};
 
 	/* (personalized clients are not in the query: a refresh drops them, so it fits) */
 	store_sql(psprintf("SELECT FROM %s c WHERE c.source = 'personalize' LIMIT 1", store_rel(&rc->sm, "clients")),
-			  0, NULL, NULL);
+			  0, NULL, NULL, NULL);
 	if (SPI_processed > 0 || isnull)
 		return false;
 	digest = store_digest(st, info_value(rm, "options", &isnull), st->names, st->names_null);
 	if (strcmp(digest, TextDatumGetCString(stored)) != 0)
 		return false;
-	model_row_init(&rc->r, MODEL_TABLE_HISTORY);
-	for (int i = 0; i < (int) lengthof(kept); i++)
-	{
-		Datum		v = info_value(rm, kept[i], &isnull);
-
-		model_row_set(&rc->r, kept[i], v, isnull);
-	}
-	model_row_set(&rc->r, "clients", info_value(rm, "n_clients", &isnull), isnull);
+	/* the stored figures (the digest is the same) */
+	model_row_history_of(&rc->r, &rm->info);
 	model_row_set(&rc->r, "outcome", CStringGetTextDatum("unchanged"), false);
 	model_row_set(&rc->r, "rows", Int64GetDatum(store_stage_rows(st)), false);
 	model_row_set(&rc->r, "rounds_run", Int32GetDatum(0), false);
 	model_row_set(&rc->r, "clients_added", Int32GetDatum(0), false);
 	model_row_set(&rc->r, "clients_dropped", Int32GetDatum(0), false);
-	model_row_set(&rc->r, "digest", CStringGetTextDatum(digest), false);
 	model_row_set(&rc->r, "warning", CStringGetTextDatum("unchanged: the statistics, options and feature names are those of the stored model; nothing was fitted"), false);
 	return true;
 }
@@ -569,7 +511,7 @@ refresh_clients(const RefreshCall *rc, int *n)
 	char	  **keys;
 
 	store_sql(psprintf("SELECT c.client FROM %s c ORDER BY c.client COLLATE \"C\"", store_rel(&rc->sm, "clients")),
-			  0, NULL, NULL);
+			  0, NULL, NULL, NULL);
 	*n = (int) SPI_processed;
 	keys = palloc(sizeof(char *) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
@@ -626,10 +568,9 @@ refresh_start(RefreshCall *rc, RefreshModel *rm)
 }
 
 /*
- * The refresh itself, as the model's owner: the view into the stage (a
- * model stored before 0.4.0 has its text bound first, once); unchanged
- * statistics are not fitted again (when warm); otherwise the fit and the
- * store.  rc->r: what happened.
+ * The refresh itself, as the model's owner (a model stored before 0.4.0
+ * has its text bound first, once): unchanged statistics are not fitted
+ * again (when warm).  rc->r: what happened.
  */
 static void
 refresh_body(void *arg)
@@ -652,20 +593,20 @@ refresh_body(void *arg)
 		store_source_bind_stored(&rc->sm, rm.query, rm.path, rm.opts.missing, &bound);
 		store_columns_add(&rc->sm, MODEL_TABLE_INFO);
 		store_sql(psprintf("UPDATE %s SET source_view = $1", store_rel(&rc->sm, "info")), 1, (Oid[]) {TEXTOID},
-				  (Datum[]) {CStringGetTextDatum(store_rel(&rc->sm, "source"))});
+				  (Datum[]) {CStringGetTextDatum(store_rel(&rc->sm, "source"))}, NULL);
 	}
 	store_stage_fill(&rc->sm, rm.opts.missing, &st);
 	/* A query of feature columns names the features at every refresh. */
 	if (st.names_null)
 		st.names = info_value(&rm, "feature_names", &st.names_null);
-	if (refresh_current(rc, &rm) && refresh_unchanged(rc, &rm, &st))
+	if (rm.current && refresh_unchanged(rc, &rm, &st))
 		return;
 	before = refresh_clients(rc, &nbefore);
 	use_start = refresh_start(rc, &rm);
 	store_fit(&rc->sm, rm.query, rm.path, &rm.opts, &st, &fit);
 	calibration = info_value(&rm, "calibration", &isnull);
 	calibrate_after_fit(&rc->sm, isnull ? 0.0 : DatumGetFloat8(calibration));
-	history_fitted(&rc->r, &fit);
+	rc->r = fit.history;
 	model_row_set(&rc->r, "clients_added", Int32GetDatum(clients_moved(before, nbefore, &st, true)), false);
 	model_row_set(&rc->r, "clients_dropped", Int32GetDatum(clients_moved(before, nbefore, &st, false)), false);
 	model_row_set(&rc->r, "warm_start", BoolGetDatum(use_start), false);
@@ -692,9 +633,8 @@ refresh_whole(void *arg)
 
 /*
  * A refresh that failed with edata, under on_error => 'record': its row
- * appended to the history as the owner, with a WARNING; when the owner's
- * history refuses that row too (her trigger), the WARNING says so beside
- * the refresh's outcome, which the caller gets as the row not appended.
+ * appended to the history as the owner, with a WARNING, which also says
+ * when the owner's history refused that row too.
  */
 static void
 refresh_failed(RefreshCall *rc, const char *model, ErrorData *edata)
@@ -743,12 +683,10 @@ refresh_result(FunctionCallInfo fcinfo, const ModelRow *row)
 }
 
 /*
- * The body of perpca_refresh (the model is locked, ml): stage, refit and
- * append the history row as the owner, in one subtransaction, and return
- * the row.  With on_error 'record', whatever that raises is caught (a 57014
- * or 55P03 of the owner's code too, her history's trigger too; not a
- * cancel or timeout of the caller's statement), the model stays as it was,
- * and the failure is the history's row; otherwise it is raised.
+ * The body of perpca_refresh (the model is locked): refit and append the
+ * history row as the owner, in one subtransaction, and return the row.
+ * With record, a failure (not an interrupt of the caller's statement:
+ * run_as_caught_call) leaves the model as it was and is the history's row.
  */
 static void
 refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, bool warm, bool record)
@@ -760,7 +698,6 @@ refresh_run(FunctionCallInfo fcinfo, const ModelLock *ml, const char *model, boo
 
 	store_model_init(&rc.sm, ml->schema, ml->base);
 	rc.role = GetUserNameFromId(GetUserId(), false);
-	check_owner(model, ml->owner);
 	store_stage_create(&rc.sm, ml->owner);
 	if (!run_as_caught_call(ml->owner, refresh_whole, &rc, &edata))
 	{
@@ -828,11 +765,9 @@ perpca_refresh(PG_FUNCTION_ARGS)
 }
 
 /*
- * 0.3.0's perpca_internal.query_shape(query text, search_path text) RETURNS jsonb:
- * the result columns of query, [{"name": .., "type": oid, "base": oid}]
- * (base: the type under any domain), from planning it (not running it) as
- * the current user with search_path set to the given one.  0.3.0's
- * stage_fill called it, inside run_as; 0.4.0 drops the SQL function.
+ * 0.3.0's perpca_internal.query_shape(query text, search_path text) RETURNS
+ * jsonb: the result columns of query planned with search_path,
+ * [{"name": .., "type": oid, "base": oid}] (base: the type under any domain).
  */
 Datum
 perpca_query_shape(PG_FUNCTION_ARGS)

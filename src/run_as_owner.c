@@ -2,44 +2,23 @@
  * run_as_owner.c -- a model's query and writes run as its owner, as
  * REFRESH MATERIALIZED VIEW runs its query (run_as_owner.h)
  *
- * run_as_enter(): the caller must have the privileges of the given role
- * (the model's owner: the role itself or a member of it); otherwise
- * insufficient_privilege (42501).  The work then runs with that role as
- * current user, inside a security-restricted operation (no SET ROLE, no
- * temporary objects, no session-level changes that outlive it) and with
- * search_path set to "pg_catalog, pg_temp" at a new GUC nesting level, so
- * that the caller's search_path has no say either.  run_as_leave() undoes
- * it; an error undoes it with the (sub)transaction abort, as for matviews.
+ * run_as_caught_call() catches whatever the owner's code raises, a 57014
+ * or 55P03 of its own included; only an interrupt of the caller's statement
+ * is raised again: a cancel or statement timeout, which PostgreSQL raises
+ * from ProcessInterrupts alone, one still pending, or a lock timeout while
+ * the caller's own lock_timeout is the one in effect.  So the owner can
+ * neither stop the caller's batch of refreshes nor swallow its cancel.
  *
- * run_as_caught_call() is the same in a subtransaction, for
- * perpca_refresh(on_error => 'record'): whatever the owner's code raises,
- * a query_canceled (57014) of its own included, comes back to the caller
- * with the subtransaction rolled back.  Only an interrupt of the caller's
- * statement is raised again: a cancel request or a statement or lock
- * timeout, which PostgreSQL raises from ProcessInterrupts (the one place
- * that acts on them), or one still pending (QueryCancelPending,
- * ProcDiePending).  A lock timeout (55P03 from ProcessInterrupts) is the
- * caller's when the caller had set lock_timeout and it is still the value in
- * effect: a lock_timeout the owner's code set for itself, and the timeout
- * that fires with it, is the owner's failure, recorded.  So the owner can
- * neither stop the caller's batch of refreshes by raising 57014 or 55P03
- * nor swallow the caller's cancel.
+ * A security-restricted operation does not stop the owner's code from
+ * taking a session-level advisory lock, which would outlive the refresh in
+ * the caller's session.  run_as_enter() notes the session's advisory locks
+ * with their counts; run_as_leave(), or the abort of the (sub)transaction
+ * it ran in, releases every hold taken since.  Releasing rather than
+ * refusing keeps the owner's code working as it does in her own session.
  *
- * Locks: a security-restricted operation does not stop the owner's code
- * from taking a session-level advisory lock, which would outlive the
- * refresh in the caller's session (a transaction-level lock ends with the
- * caller's transaction, as any statement's).  run_as_enter() notes the
- * session-level advisory locks the session holds, with their counts, and
- * run_as_leave() releases every hold taken since: a lock the owner took,
- * and a lock the caller held that the owner took again, once per time.  An
- * error does the same as it aborts the (sub)transaction in which
- * run_as_enter() ran (a subtransaction callback), whoever catches it.
- * Releasing rather than refusing keeps the owner's code working as it does
- * in her own session, where such a lock is hers to keep.
- *
- * The SQL forms perpca_internal.run_as() (0.3.0) and perpca_run_as_owner()
- * (0.2.0) stay for the scripts of those versions, which call them until
- * ALTER EXTENSION perpca UPDATE; 0.4.0 has no SQL form.
+ * perpca_internal.run_as() (0.3.0) and perpca_run_as_owner() (0.2.0) stay
+ * for the scripts of those versions, which call them until ALTER EXTENSION
+ * perpca UPDATE.
  */
 #include "postgres.h"
 
@@ -66,12 +45,9 @@
 #include "pg_compat.h"
 #include "run_as_owner.h"
 
-/* Named by the SQL of 0.3.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_run_as);
-/* Named by the SQL of 0.2.0 (sql/released), which runs until ALTER EXTENSION UPDATE. */
 PG_FUNCTION_INFO_V1(perpca_run_as_owner);
 PG_FUNCTION_INFO_V1(perpca_accept_invalidations);
-
 
 /* Raise insufficient_privilege unless the current user has the privileges of role. */
 static void
@@ -126,16 +102,14 @@ run_command(FunctionCallInfo fcinfo, const char *command, int first_param, bool 
 
 /*
  * Run the command of argument command_arg, with the arguments from
- * first_param on as $1.., as role inside a security-restricted operation
- * with search_path = path; the first column (jsonb) of its first row.
+ * first_param on as $1.., as role (run_as_enter) with search_path = path;
+ * the first column (jsonb) of its first row.
  */
 static Datum
 run_as_role(FunctionCallInfo fcinfo, Oid role, const char *path, int command_arg, int first_param)
 {
 	char	   *command = text_to_cstring(PG_GETARG_TEXT_PP(command_arg));
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	RunAs		ra;
 	Datum		result;
 	bool		isnull;
 
@@ -143,19 +117,10 @@ run_as_role(FunctionCallInfo fcinfo, Oid role, const char *path, int command_arg
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("run_as takes its parameters as separate arguments, not as a VARIADIC array")));
-	run_as_check_role(role);
-
-	/* As ExecRefreshMatView: become the owner, restricted, at a new GUC level. */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(role, save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-
+	run_as_enter(&ra, role);
+	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	result = run_command(fcinfo, command, first_param, &isnull);
-
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	run_as_leave(&ra);
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
