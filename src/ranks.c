@@ -34,6 +34,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "calibrate_split.h"
 #include "error_kinds.h"
 #include "evaluate.h"
 #include "fit.h"
@@ -81,11 +82,11 @@ enum
 static const char *
 key_hash_sql(Oid key_type)
 {
-	TypeCacheEntry *tc = lookup_type_cache(key_type, TYPECACHE_HASH_EXTENDED_PROC);
+	bool		as_text;
+	char	   *key = split_key_sql(key_type, "q.key", &as_text);
 
-	if (OidIsValid(tc->hash_extended_proc))
-		return "pg_catalog.hash_record_extended(ROW(q.key), 0)";
-	return "pg_catalog.hashtextextended(pg_catalog.textin(pg_catalog.record_out(ROW(q.key))), 0)";
+	return as_text ? psprintf("pg_catalog.hashtextextended(%s, 0)", key)
+		: psprintf("pg_catalog.hash_record_extended(ROW(%s), 0)", key);
 }
 
 /*
