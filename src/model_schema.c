@@ -351,8 +351,8 @@ model_row_history_of(ModelRow *history, const ModelRow *info)
 	for (int i = 0; i < (int) lengthof(columns); i++)
 		if (columns[i].from != NULL)
 		{
-			Datum		v;
-			bool		isnull;
+			Datum		v = (Datum) 0;
+			bool		isnull = true;
 
 			(void) model_row_get(info, columns[i].from, &v, &isnull);
 			model_row_set(history, columns[i].name, v, isnull);
