@@ -62,6 +62,20 @@
 #define SPECTRUM_EXACT_DIM 96
 #define SPECTRUM_TOL 1e-6
 #define SPECTRUM_MAX_ITER 200
+/*
+ * LOBPCG on an n x n operator pays only while its block b is at most
+ * 1/WIDE_BLOCK_RATIO of n.  One iteration costs the product, 2 n^2 b flops,
+ * the Gram matrices of [X, R, P] against it, about 50 n b^2, and two dense
+ * eigenproblems of order up to 3b (svqb and Rayleigh-Ritz, dsyev with
+ * vectors, about 9 (3b)^3 each: 500 b^3); the exact solve (dsytrd, dstemr,
+ * dormtr) about (4/3) n^3 + 2 n^2 b.  At b = n/12 one iteration is 0.8 n^3
+ * (0.17 + 0.35 + 0.29), already more than half the exact solve, and no
+ * LOBPCG here stops within two (a warm-started best response takes one to
+ * two products a round, a spectrum to 1e-6 tens): from there the exact
+ * solve is cheaper, by far as b grows (r = 64 + 192 at d = 1536: b = 384,
+ * a Rayleigh-Ritz step of order 1152 costs about one exact solve of S_i).
+ */
+#define WIDE_BLOCK_RATIO 12
 
 /*
  * make COPT=-DPERPCA_TRACE_READS logs every full read of a dense S_i at LOG
@@ -484,6 +498,13 @@ response_block(int n, int r)
 	return Min(n, r + Max(2, (r + 1) / 2));
 }
 
+/* Whether LOBPCG with a block of b beats the exact solve on an n x n operator (WIDE_BLOCK_RATIO). */
+static bool
+block_is_narrow(int n, int b)
+{
+	return (int64) WIDE_BLOCK_RATIO * b <= n;
+}
+
 /*
  * A thin client's eigenvectors L (d x kk) from the Gram matrix's Z (m x kk,
  * stride b; scaled in place): L = F z / sqrt(theta), then QR (order kept)
@@ -506,7 +527,8 @@ thin_vectors(FitClient *c, double *Z, int b, const double *theta, int kk, double
  * thin S_i: LOBPCG on the m x m Gram matrix F'F (cached for the best
  * responses), L = F z / sqrt(theta): no pass over the rows per iteration.
  * Returns false (nothing cached) where the exact solve is used instead:
- * small d, and thin clients with fewer rows than the block.
+ * small d, a dense S_i with a wide block, and thin clients with fewer rows
+ * than the block.
  */
 static bool
 client_spectrum(FitClient *c)
@@ -524,7 +546,8 @@ client_spectrum(FitClient *c)
 	if (c->pc_L != NULL)
 		return true;
 	/* theta[kk - 1] below needs a block of kk (a thin client without rows has none) */
-	if (b < kk || (c->S != NULL ? d <= SPECTRUM_EXACT_DIM : (2 * b > n || kk > d)))
+	if (b < kk || (c->S != NULL ? d <= SPECTRUM_EXACT_DIM || !block_is_narrow(d, b) :
+				   (2 * b > n || kk > d)))
 		return false;
 	op = c->S != NULL ? space_op(c, NULL, &space) : gram_op(c, n, thin_gram(c), NULL, 0);
 	X = palloc(sizeof(double) * n * b);
@@ -1204,16 +1227,21 @@ response_iterate(FitClient *c, const EigenOp *op, const double *U, double tol, d
 	return converged;
 }
 
-/* V_i of a client in d-space: iterated, exact when d is small or the iteration fails.  S U into SU. */
+/*
+ * V_i of a client in d-space: iterated, exact when d is small, a dense
+ * S_i's block is wide, or the iteration fails.  S U into SU.
+ */
 static bool
 best_response_space(FitClient *c, const double *U, double tol, double *SU)
 {
 	SpaceOp		space;
 	EigenOp		op = space_op(c, c->r1 > 0 ? U : NULL, &space);
-	bool		exact = c->d <= BEST_RESPONSE_EXACT_DIM;
+	bool		exact;
 
 	if (c->X == NULL)
 		best_response_block(c, c->d);
+	exact = c->d <= BEST_RESPONSE_EXACT_DIM ||
+		(c->S != NULL && !block_is_narrow(c->d - c->r1, c->b));
 	if (!exact)
 		exact = !response_iterate(c, &op, U, tol, SU) && c->d <= BEST_RESPONSE_EXACT_FALLBACK;
 	if (exact)
