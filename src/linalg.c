@@ -453,6 +453,24 @@ linalg_chol_orth(int m, int n, double *A, int lda, double *B, int ldb, double *w
 }
 
 /*
+ * A x = b for the symmetric positive definite n x n A by dposv.  A's
+ * row-major lower triangle is the column-major upper one: no transposition.
+ * A NaN pivot passes OpenBLAS's dpotrf, so the factor's diagonal is checked.
+ */
+int
+linalg_spd_solve(int n, double *A, double *b)
+{
+	if (n == 0)
+		return 0;
+	if (LAPACKE_dposv_work(LAPACK_COL_MAJOR, 'U', n, 1, A, n, b, n) != 0)
+		return 1;
+	for (int j = 0; j < n; j++)
+		if (!(A[j * n + j] > 0.0))
+			return 1;
+	return 0;
+}
+
+/*
  * W = [U, V] (m x (r1 + n)), U orthonormal: V <- orthonormal basis of
  * (I - U U^T) V by Cholesky QR of W with U^T U taken as I, so R = [I, U^T V;
  * 0, R22] and W R^-1 leaves U bit for bit.  1 (W untouched) if ill-conditioned.

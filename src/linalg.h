@@ -94,6 +94,9 @@ extern int	linalg_left_singular(int m, int n, double *A, int k, double *Z, int l
 #define LINALG_CHOL_WORK(k) ((int64_t) (k) * (k))
 extern int	linalg_chol_orth(int m, int n, double *A, int lda, double *B, int ldb, double *work);
 
+/* Solve the symmetric positive definite n x n A x = b (A's lower triangle, overwritten), x into b; 1 if A is not numerically definite. */
+extern int	linalg_spd_solve(int n, double *A, double *b);
+
 /* W = [U, V] (m x (r1 + n)), U orthonormal: V <- orthonormal basis of (I - U U^T) V; 1 (W untouched) if ill-conditioned. */
 extern int	linalg_deflate_orth(int m, int r1, int n, double *W, int ldw, double *work);
 

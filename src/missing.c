@@ -48,6 +48,7 @@
 #include "utils/memutils.h"
 
 #include "error_kinds.h"
+#include "linalg.h"
 #include "missing.h"
 #include "perpca.h"
 #include "row_reader.h"
@@ -187,48 +188,6 @@ prior_variances(const ModelData *m, const ModelClient *c, double *lambda)
 	return Max(s2, 1e-12 * Max(total, DBL_MIN) / m->d);
 }
 
-/*
- * Solve the r x r symmetric positive definite system G t = b in place
- * (Cholesky; G's lower triangle is overwritten; t into b).  r is the number
- * of components, small.  False if G is not numerically definite.
- */
-static bool
-cholesky_solve(int r, double *G, double *b)
-{
-	for (int j = 0; j < r; j++)
-	{
-		double		djj = G[j * r + j];
-
-		for (int k = 0; k < j; k++)
-			djj -= G[j * r + k] * G[j * r + k];
-		if (!(djj > 0.0))
-			return false;
-		djj = sqrt(djj);
-		G[j * r + j] = djj;
-		for (int i = j + 1; i < r; i++)
-		{
-			double		v = G[i * r + j];
-
-			for (int k = 0; k < j; k++)
-				v -= G[i * r + k] * G[j * r + k];
-			G[i * r + j] = v / djj;
-		}
-	}
-	for (int i = 0; i < r; i++)
-	{
-		for (int k = 0; k < i; k++)
-			b[i] -= G[i * r + k] * b[k];
-		b[i] /= G[i * r + i];
-	}
-	for (int i = r - 1; i >= 0; i--)
-	{
-		for (int k = i + 1; k < r; k++)
-			b[i] -= G[k * r + i] * b[k];
-		b[i] /= G[i * r + i];
-	}
-	return true;
-}
-
 /* Row k of the stacked components [U; V_i]. */
 static inline const double *
 component_row(const ModelData *m, const ModelClient *c, int k)
@@ -261,7 +220,7 @@ missing_posterior(const ModelData *m, const ModelClient *c, const double *y, con
 
 	for (int k = 0; k < r; k++)
 		root[k] = sqrt(Max(lambda[k] - s2, 0.0));
-	/* G = s2 I + L W_O W_O' L (lower triangle), z = L W_O y_O */
+	/* G = s2 I + L W_O W_O' L (lower triangle), z = L W_O y_O; then z = G^-1 z */
 	for (int a = 0; a < r; a++)
 	{
 		const double *wa = component_row(m, c, a);
@@ -271,7 +230,7 @@ missing_posterior(const ModelData *m, const ModelClient *c, const double *y, con
 			G[a * r + b] = root[a] * root[b] * observed_dot(wa, component_row(m, c, b), obs, d) +
 				(a == b ? s2 : 0.0);
 	}
-	if (!cholesky_solve(r, G, z))
+	if (linalg_spd_solve(r, G, z) != 0)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_INTERNAL),
 				 errmsg("the posterior of a row with missing coordinates is not definite")));

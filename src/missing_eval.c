@@ -6,11 +6,12 @@
  * caller wrote it (the caller's own search_path and objects).  Each observed
  * entry of a row is hidden with probability `share`, drawn from a generator
  * seeded by `seed` and the row's bytes, so the same rows hide the same
- * entries in any order.  The hidden entries are filled by
- * perpca_model_impute (the model's probabilistic PCA form given the row's
- * other entries) and, for comparison, by the client's centre (the client's
- * mean under center 'client'): perpca_model_impute of a row with nothing
- * observed.  Both go through the checked model reader of model_functions.c.  Per
+ * entries in any order.  The hidden entries are filled as
+ * perpca_model_impute fills them (model_impute_row: the model's
+ * probabilistic PCA form given the row's other entries) and, for comparison,
+ * by the client's centre (the client's mean under center 'client'): the
+ * filling of a row with nothing observed.  The model is read by the checked
+ * model reader (model_read.c), once, at the first filling.  Per
  * client: rows, hidden entries and the mean squared error of each filling in
  * the data's units, and their ratio.
  */
@@ -18,7 +19,6 @@
 
 #include <math.h>
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "common/pg_prng.h"
@@ -26,16 +26,14 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "client_key.h"
 #include "error_kinds.h"
 #include "missing.h"
+#include "model_bind.h"
 #include "perpca.h"
 #include "row_reader.h"
 
@@ -91,27 +89,12 @@ client_cmp(const void *a, const void *b)
 	return strcmp(((const ImputeClient *) a)->name, ((const ImputeClient *) b)->name);
 }
 
-/* perpca_model_impute(text, text, float8[], text) of the extension, ready to call. */
-static void
-impute_function(FmgrInfo *fn, MemoryContext cxt)
-{
-	Oid			nsp = perpca_extension_schema();
-	Oid			argtypes[4] = {TEXTOID, TEXTOID, FLOAT8ARRAYOID, TEXTOID};
-	Oid			oid;
-
-	if (!OidIsValid(nsp))
-		elog(ERROR, "extension perpca not found");
-	oid = LookupFuncName(list_make2(makeString(get_namespace_name(nsp)),
-									makeString("perpca_model_impute")),
-						 4, argtypes, false);
-	fmgr_info_cxt(oid, fn, cxt);
-}
-
 /* One pass over the query's rows: what evaluating each row needs. */
 typedef struct ImputeRun
 {
-	FmgrInfo   *impute;			/* perpca_model_impute */
-	Datum		model;
+	text	   *model;			/* the model's name */
+	const ModelData *m;			/* its data, opened at the first filling (NULL before) */
+	MemoryContext mcxt;			/* the call's memory, which holds the reference to m */
 	double		share;
 	int64		seed;
 	PerpcaMissing mode;
@@ -141,15 +124,28 @@ hide_entries(ArrayType *arr, const bool *obs, int d, double share, int64 seed, b
 	return hidden;
 }
 
-/* The model's filling of the row x with only the entries marked in mask observed. */
-static const double *
-impute_masked(const ImputeRun *run, Datum key, Datum unknown, const double *x, const bool *mask, int d)
+static void
+model_release(void *arg)
 {
-	ArrayType  *filled = DatumGetArrayTypeP(FunctionCall4(run->impute, run->model, key,
-														  PointerGetDatum(missing_build_masked(x, mask, d)),
-														  unknown));
+	model_unref((ModelData *) arg);
+}
 
-	return (const double *) ARR_DATA_PTR(filled);
+/* The model of the run, opened at its first filling and referenced until the call's memory goes. */
+static const ModelData *
+run_model(ImputeRun *run)
+{
+	if (run->m == NULL)
+	{
+		ModelData  *m = model_open(run->model);
+		MemoryContextCallback *release = MemoryContextAlloc(run->mcxt, sizeof(MemoryContextCallback));
+
+		m->refcount++;
+		release->func = model_release;
+		release->arg = m;
+		MemoryContextRegisterResetCallback(run->mcxt, release);
+		run->m = m;
+	}
+	return run->m;
 }
 
 /* Add the squared errors of the fillings f (model) and c (centre) on the hidden entries to e. */
@@ -167,18 +163,18 @@ add_errors(ImputeClient *e, const double *x, const bool *obs, const bool *keep,
 
 /* One row of the query: hide, fill twice, add the squared errors to its client. */
 static void
-evaluate_row(const ImputeRun *run, const char *client, ArrayType *arr)
+evaluate_row(ImputeRun *run, const char *client, ArrayType *arr)
 {
 	int			d;
 	const double *x;
 	const bool *obs;
 	bool	   *keep;
 	int			hidden;
-	const double *f;
-	const double *c;
+	const ModelData *m;
+	const ModelClient *c;
+	double	   *f;
+	double	   *centre;
 	ImputeClient *e = client_entry(run->cs, client);
-	Datum		key = CStringGetTextDatum(client);
-	Datum		unknown = CStringGetTextDatum("global");
 
 	missing_read_row(arr, run->mode == PERPCA_MISSING_ERROR ? run->mode : PERPCA_MISSING_OBSERVED,
 					 &d, &x, &obs);
@@ -192,9 +188,15 @@ evaluate_row(const ImputeRun *run, const char *client, ArrayType *arr)
 	e->rows++;
 	if (hidden == 0)
 		return;
-	f = impute_masked(run, key, unknown, x, keep, d);
-	c = impute_masked(run, key, unknown, x, palloc0(sizeof(bool) * d), d);	/* nothing observed */
-	add_errors(e, x, obs, keep, f, c, d);
+	m = run_model(run);
+	c = model_client_named(m, run->model, client);
+	if (d != m->d)
+		perpca_dim_mismatch(m->d, d, "x");
+	f = palloc(sizeof(double) * d);
+	centre = palloc(sizeof(double) * d);
+	model_impute_row(m, c, x, keep, f);
+	model_impute_row(m, c, x, palloc0(sizeof(bool) * d), centre);	/* nothing observed */
+	add_errors(e, x, obs, keep, f, centre, d);
 	e->hidden += hidden;
 }
 
@@ -324,7 +326,6 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 	double		share = PG_GETARG_FLOAT8(2);
 	int64		seed = PG_GETARG_INT64(3);
 	MemoryContext outer = CurrentMemoryContext;
-	FmgrInfo	impute;
 	ImputeClients cs = {0};
 	ImputeRun	run = {0};
 	PerpcaMissing mode = row_missing_arg(fcinfo, 4, PERPCA_MISSING_OBSERVED);
@@ -334,11 +335,10 @@ perpca_evaluate_imputation(PG_FUNCTION_ARGS)
 				(errcode(PERPCA_ERRCODE_ARGUMENT),
 				 errmsg("share must be between 0 and 1 (exclusive), not %g", share)));
 	InitMaterializedSRF(fcinfo, 0);
-	impute_function(&impute, fcinfo->flinfo->fn_mcxt);
 	run.rowcxt = AllocSetContextCreate(outer, "perpca_evaluate_imputation row", ALLOCSET_DEFAULT_SIZES);
 	cs.cxt = outer;
-	run.impute = &impute;
-	run.model = PG_GETARG_DATUM(0);
+	run.model = PG_GETARG_TEXT_PP(0);
+	run.mcxt = outer;
 	run.share = share;
 	run.seed = seed;
 	run.mode = mode;

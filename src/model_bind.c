@@ -288,27 +288,25 @@ unknown_first_in_statement(Oid info_oid)
 	return true;
 }
 
-/* A client the model does not know: an error, or the statement's one NOTICE (global components only). */
+/* A client model m does not know: an error, or the statement's one NOTICE (global components only). */
 static void
-unknown_client(ModelBinding *b, bool unknown_error, const char *key, int len)
+unknown_client(const ModelData *m, const text *model, bool unknown_error, const char *key, int len)
 {
-	int			n = b->data->nclients;
+	int			n = m->nclients;
 
-	if (!b->key_type_checked)
-		key_type_check(b);
 	if (unknown_error)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNDEFINED),
-				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(b->model)),
+				 errmsg("client \"%s\" is not in model \"%s\"", pnstrdup(key, len), text_to_cstring(model)),
 				 errdetail("The model knows %d client%s%s%s%s; keys are compared as text.", n,
 						   n == 1 ? "" : "s", n > 0 ? ", for example \"" : "",
-						   n > 0 ? b->data->clients[0].name : "", n > 0 ? "\"" : ""),
+						   n > 0 ? m->clients[0].name : "", n > 0 ? "\"" : ""),
 				 errhint("Check the key, or add the client with perpca_personalize().")));
-	if (!unknown_first_in_statement(b->data->info_oid))
+	if (!unknown_first_in_statement(m->info_oid))
 		return;
 	ereport(NOTICE,
 			(errmsg("client \"%s\" is not in model \"%s\": projected on the global components only",
-					pnstrdup(key, len), text_to_cstring(b->model)),
+					pnstrdup(key, len), text_to_cstring(model)),
 			 errdetail("The model knows %d client%s. Further unknown clients in this statement are not reported.",
 					   n, n == 1 ? "" : "s"),
 			 errhint("Pass unknown => 'error' to make an unknown client an error, or add the client with perpca_personalize().")));
@@ -333,8 +331,22 @@ model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b, bool unknown_error)
 	b->client = model_find_client(b->data, key, len);
 	b->last_key = PG_GETARG_DATUM(ARG_CLIENT);
 	if (b->client == NULL)
-		unknown_client(b, unknown_error, key, len);
+	{
+		if (!b->key_type_checked)
+			key_type_check(b);
+		unknown_client(b->data, b->model, unknown_error, key, len);
+	}
 	return b->client;
+}
+
+const ModelClient *
+model_client_named(const ModelData *m, const text *model, const char *key)
+{
+	const ModelClient *c = model_find_client(m, key, strlen(key));
+
+	if (c == NULL)
+		unknown_client(m, model, false, key, strlen(key));
+	return c;
 }
 
 const char *

@@ -48,6 +48,17 @@ extern ModelBinding *model_bind(FunctionCallInfo fcinfo, text *model);
 extern const ModelClient *model_bound_client(FunctionCallInfo fcinfo, ModelBinding *b,
 											 bool unknown_error);
 
+/* The client of model m (read as model) keyed key as text, or NULL for one it does not know, with the statement's one NOTICE. */
+extern const ModelClient *model_client_named(const ModelData *m, const text *model, const char *key);
+
+/*
+ * The row x (m->d values, those at the gaps not read) of client c (NULL: one
+ * the model does not know) with each gap (obs false) filled as
+ * perpca_model_impute fills it (model_functions.c), into filled.
+ */
+extern void model_impute_row(const ModelData *m, const ModelClient *c, const double *x,
+							 const bool *obs, double *filled);
+
 /* The call's client key for a message: the client's stored name, the key itself when passed as text, else NULL. */
 extern const char *model_key_name(FunctionCallInfo fcinfo, bool unknown_error);
 

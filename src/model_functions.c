@@ -148,52 +148,64 @@ row_combine(RowProjection *p, const double *base, double alpha, bool global, boo
 }
 
 /*
- * Bind the model, find the client, centre x (d values, 0 at the gaps) and
- * compute its scores: the projection, or under g->posterior the posterior
- * mean given the observed coordinates, with y at the gaps set to the
- * reconstruction (a zero residual there).  A row with fewer observed
- * coordinates than scores gets p->isnull, unless g->impute.
+ * Centre x (d values, 0 at the gaps) and compute its scores: the
+ * projection, or under g->posterior the posterior mean given the observed
+ * coordinates, with y at the gaps set to the reconstruction (a zero residual
+ * there).  p's model, client and scratch are set.
  */
 static void
-row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, RowProjection *p)
+row_scores(RowProjection *p, const double *x, const RowGaps *g)
 {
-	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
-	const ModelData *m = b->data;
+	const ModelData *m = p->m;
 
-	p->m = m;
-	p->c = model_bound_client(fcinfo, b, unknown_is_error(fcinfo));
-	if (d != m->d)
-		perpca_dim_mismatch(m->d, d, "x");
-	if (g->skip)
-	{
-		p->isnull = true;
-		missing_skip_row(fcinfo, &b->too_few);
-		return;
-	}
-	p->y = b->y;
-	p->s = b->s;
-	p->out = b->out;
 	row_center(p, x);
 	if (!g->posterior)
 	{
-		linalg_matvec(false, m->r1, d, 1.0, m->U, p->y, 0.0, p->s);
+		linalg_matvec(false, m->r1, m->d, 1.0, m->U, p->y, 0.0, p->s);
 		if (p->r2 > 0)
-			linalg_matvec(false, p->r2, d, 1.0, p->c->V, p->y, 0.0, p->s + m->r1);
-		return;
-	}
-	if (g->obs != NULL && g->nobs < m->r1 + p->r2 && !g->impute)
-	{
-		p->isnull = true;
-		missing_too_few(fcinfo, &b->too_few, m->r1 + p->r2);
+			linalg_matvec(false, p->r2, m->d, 1.0, p->c->V, p->y, 0.0, p->s + m->r1);
 		return;
 	}
 	missing_posterior(m, p->c, p->y, g->obs, p->s);
 	if (g->obs == NULL)
 		return;
 	row_combine(p, NULL, 1.0, true, true);
-	for (int i = 0; i < d; i++)
+	for (int i = 0; i < m->d; i++)
 		if (!g->obs[i])
 			p->y[i] = p->out[i];
+}
+
+/*
+ * Bind the model, find the client, and score x (row_scores).  A row with
+ * fewer observed coordinates than scores gets p->isnull, unless g->impute.
+ */
+static void
+row_project(FunctionCallInfo fcinfo, const double *x, int d, const RowGaps *g, RowProjection *p)
+{
+	ModelBinding *b = model_bind(fcinfo, PG_GETARG_TEXT_PP(ARG_MODEL));
+	const ModelData *m = b->data;
+	int			rank;
+
+	p->m = m;
+	p->c = model_bound_client(fcinfo, b, unknown_is_error(fcinfo));
+	if (d != m->d)
+		perpca_dim_mismatch(m->d, d, "x");
+	p->isnull = true;
+	if (g->skip)
+	{
+		missing_skip_row(fcinfo, &b->too_few);
+		return;
+	}
+	rank = m->r1 + (p->c ? p->c->r2 : 0);
+	if (g->posterior && g->obs != NULL && g->nobs < rank && !g->impute)
+	{
+		missing_too_few(fcinfo, &b->too_few, rank);
+		return;
+	}
+	p->y = b->y;
+	p->s = b->s;
+	p->out = b->out;
+	row_scores(p, x, g);
 }
 
 /* out = (centre if with_center) + D (U^T s_global if global + V^T s_local if local): data units. */
@@ -335,6 +347,15 @@ ROW_ARRAY_FUNCTION(perpca_model_reconstruct, PERPCA_ROW_RECONSTRUCT)
 ROW_ARRAY_FUNCTION(perpca_model_residual, PERPCA_ROW_RESIDUAL)
 ROW_ARRAY_FUNCTION(perpca_model_error, PERPCA_ROW_ERROR)
 
+/* filled = x at the observed coordinates, the reconstruction of the scored row p at the gaps. */
+static void
+row_fill(RowProjection *p, const double *x, const bool *obs, double *filled)
+{
+	row_part(p, true, true, true);
+	for (int i = 0; i < p->m->d; i++)
+		filled[i] = obs[i] ? x[i] : p->out[i];
+}
+
 /*
  * x with each missing element replaced by its conditional expectation given
  * the observed ones under the model's probabilistic form (the
@@ -348,7 +369,7 @@ perpca_model_impute(PG_FUNCTION_ARGS)
 				n;
 	RowGaps		g = {true, NULL, 0, true, false};
 	const double *x;
-	const double *recon;
+	RowProjection p;
 	double	   *filled;
 
 	g.nobs = missing_read_row(PG_GETARG_ARRAYTYPE_P(ARG_X), PERPCA_MISSING_OBSERVED, &d, &x, &g.obs);
@@ -358,11 +379,27 @@ perpca_model_impute(PG_FUNCTION_ARGS)
 		model_row(fcinfo, PERPCA_ROW_SCORES, x, d, &complete_row, &n);
 		PG_RETURN_ARRAYTYPE_P(perpca_vector_build(x, d));
 	}
-	recon = model_row(fcinfo, PERPCA_ROW_RECONSTRUCT, x, d, &g, &n);
+	row_project(fcinfo, x, d, &g, &p);
 	filled = palloc(sizeof(double) * d);
-	for (int i = 0; i < d; i++)
-		filled[i] = g.obs[i] ? x[i] : recon[i];
+	row_fill(&p, x, g.obs, filled);
 	PG_RETURN_ARRAYTYPE_P(perpca_vector_build(filled, d));
+}
+
+void
+model_impute_row(const ModelData *m, const ModelClient *c, const double *x, const bool *obs,
+				 double *filled)
+{
+	RowGaps		g = {true, obs, 0, true, false};
+	RowProjection p = {.m = m,.c = c};
+
+	p.y = palloc(sizeof(double) * m->d);
+	p.s = palloc(sizeof(double) * (m->r1 + m->r2max));
+	p.out = palloc(sizeof(double) * m->d);
+	row_scores(&p, x, &g);
+	row_fill(&p, x, obs, filled);
+	pfree(p.y);
+	pfree(p.s);
+	pfree(p.out);
 }
 
 /* ------------------------------------------------------------------------
