@@ -52,6 +52,9 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+# The corpus's rows, the exact neighbours of the queries and the halves' means, as pgvector_recall.py reads them.
+from pgvector_recall import exact_neighbours, halves, load
+
 R = int(os.environ.get("R", "256"))
 SPLITS = [int(x) for x in os.environ.get("SPLITS", "64 128 192").split()]
 CANDIDATES = [int(x) for x in os.environ.get("CANDIDATES", "20 40 80 160 320 640").split()]
@@ -60,28 +63,6 @@ POOLED = os.environ.get("POOLED", "1") == "1"
 GOAL = 0.95
 K = 10
 FIT_OPTIONS = os.environ.get("FIT_OPTIONS", ", init => 'dispca', hops => 0, tolerance => 1e-6")
-
-
-def load(cur, corpus):
-    cur.execute("SELECT id, tenant, half FROM lsa_docs ORDER BY id")
-    rows = cur.fetchall()
-    ids = np.array([r[0] for r in rows])
-    X = np.load(os.path.join(corpus, "vectors.npy"))[ids].astype(np.float64)
-    tenants = np.array([r[1] for r in rows])
-    half = {r[1]: r[2] for r in rows}
-    return ids, X, tenants, half
-
-
-def exact_neighbours(X, tenants):
-    """Per tenant: all its rows (positions), the query rows, their exact 10 neighbours."""
-    out = {}
-    for t in sorted(set(tenants)):
-        pos = np.flatnonzero(tenants == t)
-        qpos = pos[np.linspace(0, len(pos) - 1, min(QUERIES, len(pos))).round().astype(int)]
-        sims = X[qpos] @ X[pos].T
-        sims[np.arange(len(qpos)), np.searchsorted(pos, qpos)] = -np.inf
-        out[t] = (pos, qpos, pos[np.argsort(-sims, axis=1, kind="stable")[:, :K]])
-    return out
 
 
 def brute_coverage(S, truth):
@@ -112,10 +93,6 @@ def scores(conn, model, ids):
     rows = cur.fetchall()
     assert [r[0] for r in rows] == list(ids)
     return np.array([np.frombuffer(r[1], dtype=">f4", offset=4) for r in rows], dtype=np.float64)
-
-
-def halves(rec, half):
-    return {h: float(np.mean([v for t, v in rec.items() if half[t] == h])) for h in ("tune", "held")}
 
 
 def f(h):
