@@ -52,8 +52,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-# The corpus's rows, the exact neighbours of the queries and the halves' means, as pgvector_recall.py reads them.
-from pgvector_recall import exact_neighbours, halves, load
+# The corpus's rows, the exact neighbours, the halves' means and the train, as pgvector_recall.py has them.
+from pgvector_recall import exact_neighbours, halves, load, train
 
 R = int(os.environ.get("R", "256"))
 SPLITS = [int(x) for x in os.environ.get("SPLITS", "64 128 192").split()]
@@ -78,14 +78,6 @@ def brute_coverage(S, truth):
     return out
 
 
-def train(cur, model, g, l, method="perpca"):
-    cur.execute("SELECT perpca_drop(%s) WHERE to_regclass(%s) IS NOT NULL", (model, model + "_info"))
-    t0 = time.time()
-    cur.execute("SELECT rounds_run FROM perpca_train(%s, 'SELECT tenant, stats FROM public.lsa_stats',"
-                " n_global => %s, n_local => %s, method => %s" + FIT_OPTIONS + ")", (model, g, l, method))
-    return cur.fetchone()[0], time.time() - t0
-
-
 def scores(conn, model, ids):
     """Every document's scores as stored (float4), read in pgvector's binary form (int16 dim, int16 unused, values)."""
     cur = conn.cursor(binary=True)
@@ -104,14 +96,14 @@ def choose_split(conn, cur, ids, truth, half):
     table, cands = {}, {}
     for l in SPLITS:
         m = f"lsa_rr_{R}_{l}"
-        rounds, sec = train(cur, m, R - l, l)
+        rounds, _, sec = train(cur, m, R - l, l)
         cov = brute_coverage(scores(conn, m, ids), truth)
         cands[l] = m
         table[f"perpca {R - l} + {l}"] = {c: halves(cov[c], half) for c in CANDIDATES}
         print(f"  perpca {R - l} + {l}: {rounds} rounds, {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
               + ", ".join(f"{c}: {f(table[f'perpca {R - l} + {l}'][c])}" for c in CANDIDATES), flush=True)
     if POOLED:
-        rounds, sec = train(cur, "lsa_rr_cpca", R, 0, "cpca")
+        rounds, _, sec = train(cur, "lsa_rr_cpca", R, 0, "cpca")
         cov = brute_coverage(scores(conn, "lsa_rr_cpca", ids), truth)
         table[f"pooled PCA {R}"] = {c: halves(cov[c], half) for c in CANDIDATES}
         print(f"  pooled PCA {R}: {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
