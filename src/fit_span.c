@@ -177,6 +177,7 @@ span_basis(FitSpan *s, double *G)
 	}
 	pfree(norm);
 	pfree(w);
+	pfree(G);
 	return C;
 }
 
@@ -229,6 +230,10 @@ fit_span_enter(FitClient *clients, int n, int d, int n_global, const FitOptions 
 	if (kmax > s->p)
 		return NULL;
 	span_clients(s, clients, n, C);
+	if (opts->verbose)
+		ereport(NOTICE,
+				(errmsg("fit in the span of the clients' rows: %d dimensions of %d (%d stacked rows)",
+						s->p, d, s->m)));
 	*p = s->p;
 	return s;
 }
