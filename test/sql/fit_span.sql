@@ -118,7 +118,12 @@ FROM (VALUES ('dense among thin', 'SELECT client, stats FROM span_mixed', 2, 2, 
      AS t(name, q, r1, r2, extra),
      LATERAL pg_temp.span_vs_d(q, r1, r2, extra);
 
--- the components come back in d, orthonormal
-SELECT kind, count(*) AS components, bool_and(array_length(pc, 1) = 200) AS in_d
-FROM perpca_fit('SELECT client, sketch FROM span_stats', 2, 2) GROUP BY kind ORDER BY kind;
+-- the components come back in d, [U, V_i] orthonormal for every client
+CREATE TEMP TABLE f AS SELECT * FROM perpca_fit('SELECT client, sketch FROM span_stats', 2, 2);
+SELECT kind, count(*) AS components, bool_and(array_length(pc, 1) = 200) AS in_d FROM f GROUP BY kind ORDER BY kind;
 SELECT d, n_clients FROM perpca_last_fit();
+WITH w AS (SELECT c.client, f.kind, f.component, f.pc
+           FROM (SELECT DISTINCT client FROM f WHERE client IS NOT NULL) c JOIN f ON f.client = c.client OR f.client IS NULL)
+SELECT count(*) AS pairs,
+       max(abs(s.ip - CASE WHEN a.kind = b.kind AND a.component = b.component THEN 1 ELSE 0 END)) < 1e-12 AS orthonormal
+FROM w a JOIN w b USING (client), LATERAL (SELECT sum(u.x * u.y) AS ip FROM unnest(a.pc, b.pc) AS u(x, y)) s;
