@@ -218,7 +218,7 @@ fit_span_enter(FitClient *clients, int n, int d, int n_global, const FitOptions 
 		return NULL;
 	s = palloc0(sizeof(FitSpan));
 	s->d = d;
-	if (!span_runs(s, clients, n) || s->m > d / SPAN_PAYS)
+	if (!span_runs(s, clients, n) || s->m == 0 || s->m > d / SPAN_PAYS)
 	{
 		pfree(s);
 		return NULL;
