@@ -16,6 +16,7 @@
 
 #include "exact_sum.h"
 #include "fit_input.h"
+#include "fit_span.h"
 #include "error_kinds.h"
 #include "linalg.h"
 #include "perpca.h"
@@ -377,13 +378,14 @@ key_order_cmp(const void *a, const void *b)
 	return strcmp(key_order_input[*(const int *) a].name, key_order_input[*(const int *) b].name);
 }
 
-/* The fit's clients on this server: S_i about center, rank, weight (1 or n_i), seed. */
-FitNode *
-clients_node(const ClientInput *in, int n, int n_global, const double *center,
-			 const FitOptions *opts)
+/* The fit's clients: S_i about center, rank, weight (1 or n_i), seed; their node, in the span when span. */
+static FitNode *
+clients_build(const ClientInput *in, int n, int n_global, const double *center,
+			  const FitOptions *opts, FitSpan **span)
 {
 	FitClient  *clients = palloc0(sizeof(FitClient) * Max(n, 1));
 	Magnitude	m = {0};
+	int			d = n > 0 ? in[0].stats->dim : 0;
 	FitNode    *node;
 
 	for (int i = 0; i < n; i++)
@@ -395,7 +397,9 @@ clients_node(const ClientInput *in, int n, int n_global, const double *center,
 		clients[i].seed = client_seed(in[i].name, opts->seed);
 	}
 	magnitude_end(&m);
-	node = node_create(n > 0 ? in[0].stats->dim : 0, n_global, n, clients);
+	if (span != NULL)
+		*span = fit_span_enter(clients, n, d, n_global, opts, &d);
+	node = node_create(d, n_global, n, clients);
 	/* the sums over clients run in the byte order of their keys, whatever the query's row order */
 	node->order = palloc(sizeof(int) * Max(n, 1));
 	for (int i = 0; i < n; i++)
@@ -403,6 +407,20 @@ clients_node(const ClientInput *in, int n, int n_global, const double *center,
 	key_order_input = in;
 	qsort(node->order, n, sizeof(int), key_order_cmp);
 	return node;
+}
+
+FitNode *
+clients_node(const ClientInput *in, int n, int n_global, const double *center,
+			 const FitOptions *opts)
+{
+	return clients_build(in, n, n_global, center, opts, NULL);
+}
+
+FitNode *
+clients_node_span(const ClientInput *in, int n, int n_global, const double *center,
+				  const FitOptions *opts, FitSpan **span)
+{
+	return clients_build(in, n, n_global, center, opts, span);
 }
 
 void

@@ -83,6 +83,15 @@ extern FitNode *clients_node(const ClientInput *in, int n, int n_global, const d
 							 const FitOptions *opts);
 
 /*
+ * The same node in the span of the clients' rows when the span applies
+ * (fit_span.h): then *span is set and the node's d is the span's (lift its
+ * result with fit_span_lift); else *span is NULL and the node as above.
+ */
+struct FitSpan;
+extern FitNode *clients_node_span(const ClientInput *in, int n, int n_global, const double *center,
+								  const FitOptions *opts, struct FitSpan **span);
+
+/*
  * Append (client, kind, component, pc, variance[, weight]): pc is column j of
  * A (d rows, stride lda); weight when the result has that column (a shard's).
  */

@@ -32,6 +32,7 @@
 #include "fit_baselines.h"
 #include "fit_input.h"
 #include "fit_options.h"
+#include "fit_span.h"
 #include "fit_sql.h"
 #include "fit_sums.h"
 #include "linalg.h"
@@ -199,10 +200,12 @@ static const char *fit_caller = NULL;
 
 /*
  * The fit's clients (*in, *n) read from query, checked and scaled, and the
- * node that holds them about the fit's centre (the pooled mean into diag).
+ * node that holds them about the fit's centre (the pooled mean into diag),
+ * in the span of their rows when it applies (*span, else NULL).
  */
 static FitNode *
-fit_clients(const RowSource *src, MemoryContext fitcxt, FitDiagnostics *diag, ClientInput **in, int *n)
+fit_clients(const RowSource *src, MemoryContext fitcxt, FitDiagnostics *diag, ClientInput **in, int *n,
+			FitSpan **span)
 {
 	FitOptions *opts = &diag->opts;
 	const char *who = fit_caller ? fit_caller : row_statement_func ? row_statement_func : "the fit";
@@ -220,7 +223,7 @@ fit_clients(const RowSource *src, MemoryContext fitcxt, FitDiagnostics *diag, Cl
 	rows = clients_mean_sum(*in, *n, mean_sum);
 	diag->pooled_mean = clients_pooled_mean(*in, *n, mean_sum, rows);
 	center = clients_center(opts->center, mean_sum, rows, d);
-	return clients_node(*in, *n, opts->n_global, center, opts);
+	return clients_node_span(*in, *n, opts->n_global, center, opts, span);
 }
 
 /* The fit itself, phase by phase, with the options parsed in diag->opts;
@@ -233,9 +236,10 @@ run_fit(const RowSource *src, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDi
 	FitNode    *node;
 	FitBackend *be;
 	FitResult	res = {0};
+	FitSpan    *span = NULL;
 	int			n;
 
-	node = fit_clients(src, fitcxt, diag, &in, &n);
+	node = fit_clients(src, fitcxt, diag, &in, &n, &span);
 	if (opts->start != NULL)
 		opts->U0 = read_start(opts->start, in, node);
 	be = node_backend(node);
@@ -250,6 +254,11 @@ run_fit(const RowSource *src, ReturnSetInfo *rsinfo, MemoryContext fitcxt, FitDi
 	opts->U0 = NULL;
 	diag->sketch_bound = clients_sketch_bound(in, node, res.rU, fitcxt, &diag->client_bounds);
 	diag->nbounds = n;
+	if (span != NULL)
+	{
+		fit_span_lift(span, node, &res);
+		diag->dim = node->d;
+	}
 	perpca_report_phase("perpca_fit: writing results");
 	clients_put_global(rsinfo, &res, node->d);
 	clients_put_local(rsinfo, node, in);

@@ -6,6 +6,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "fit_span.h"
 #include "linalg.h"
 #include "perpca.h"
 #include "stats.h"
@@ -21,5 +22,6 @@ _PG_init(void)
 	linalg_init();
 	perpca_pgvector_init();		/* the aggregate's readers of vector and halfvec rows */
 	perpca_progress_init();
+	fit_span_init();
 	MarkGUCPrefixReserved("perpca");
 }

@@ -50,6 +50,9 @@
  *                       type's output, written the same under any setting (client_key.h)
  *   fit_input.c         the input: the clients read from a row source, their checks,
  *                       the clients' S_i, result rows (fit_input.h)
+ *   fit_span.c          a fit of thin and sketched clients in the span of their rows:
+ *                       the basis from the rows' Gram matrix, the clients' coordinates,
+ *                       the components lifted back to d; perpca.fit_span (fit_span.h)
  *   fit_sql.c           perpca_fit(), perpca_last_fit*(): the SQL entry of a local fit
  *   federated.c         perpca_fit_federated(): the fit with a backend on shards
  *   shard_conn.c        libpq connections from the coordinator to the shards
