@@ -70,10 +70,12 @@ JOIN (SELECT kind, client, component, pc AS pc8 FROM perpca_fit('SELECT c, s FRO
 ORDER BY kind, client, component;
 
 -- merges: float4 + float4 stays float4 thin (the rows in order: the value of
--- all of them) while n <= d/2
+-- all of them) while n <= d/2 (2 + 3 rows of client 0 and 2)
 SELECT perpca_stats_form(m), perpca_count(m), encode(substr(perpca_stats_send(m), 1, 1), 'hex') AS version,
-       m::text = float4_value(rows_of(0) || rows_of(2)::real[][])::text AS same_as_all_rows
-FROM (SELECT perpca_merge(s ORDER BY c) AS m FROM v4 WHERE c IN (0, 2)) q;
+       m::text = float4_value(rows_of(0)[1:2][1:10] || rows_of(2)[1:3][1:10])::text AS same_as_all_rows
+FROM (SELECT perpca_merge(s ORDER BY k) AS m FROM (
+        SELECT 1 AS k, float4_value(rows_of(0)[1:2][1:10]) AS s
+        UNION ALL SELECT 2, float4_value(rows_of(2)[1:3][1:10])) u) q;
 -- past it: dense, the float8 rows' statistics (to rounding)
 SELECT perpca_stats_form(m), perpca_count(m),
        (SELECT max(abs(a - b)) < 1e-12 FROM unnest(perpca_covariance(m), perpca_covariance(e)) AS u(a, b)) AS close
@@ -91,10 +93,13 @@ FROM (SELECT perpca_merge(s ORDER BY k) AS m
         FROM (SELECT 1 AS k, s FROM v4 WHERE c = 0
               UNION ALL SELECT 2, perpca_stats(x::float8[]) FROM rows4 WHERE c <> 0) u) q,
      (SELECT perpca_stats(x::float8[]) AS e FROM rows4) r;
--- a sketch of a float4 thin value is the float8 thin value's
-SELECT perpca_merge(s ORDER BY k)::text = perpca_merge(t ORDER BY k)::text AS same_sketch
-FROM (SELECT 1 AS k, v4.s, v1.s AS t FROM v4 JOIN v1 USING (c) WHERE c = 1
-      UNION ALL SELECT 2, perpca_sketch(x::float8[], 3), perpca_sketch(x::float8[], 3) FROM rows4 WHERE c = 3) q;
+-- a float4 thin value merged with a sketch: the float8 thin value's sketch
+-- (to rounding: the two enter the merge's state differently)
+SELECT perpca_stats_form(m), perpca_count(m) = perpca_count(e) AS same_count,
+       (SELECT max(abs(a - b)) < 1e-12 FROM unnest(perpca_covariance(m), perpca_covariance(e)) AS u(a, b)) AS close
+FROM (SELECT perpca_merge(s ORDER BY k) AS m, perpca_merge(t ORDER BY k) AS e
+        FROM (SELECT 1 AS k, v4.s, v1.s AS t FROM v4 JOIN v1 USING (c) WHERE c = 1
+              UNION ALL SELECT 2, perpca_sketch(x::float8[], 3), perpca_sketch(x::float8[], 3) FROM rows4 WHERE c = 3) q) r;
 -- skipped rows counted, written in the header
 SELECT float4_value(rows_of(3), 2)::text ~ '^v4 n=4 d=10 skipped=2 ' AS skipped_text,
        perpca_skipped(float4_value(rows_of(3), 2)), perpca_skipped(perpca_merge(s))
@@ -115,7 +120,10 @@ FROM old ORDER BY id;
 -- an old float8 thin value of vector rows is the widened float4 value of the same rows
 SELECT o.id, perpca_internal.scale_stats(n.s, array_fill(1::float8, ARRAY[perpca_dim(n.s)]))::text = o.txt AS same_bits
 FROM old o JOIN (SELECT 2 AS id, float4_value(rows_of(1)) AS s) n USING (id);
--- old and new values merge
+-- old and new values merge: thin (float8) while n <= d/2, then dense
+SELECT perpca_stats_form(m), perpca_count(m), encode(substr(perpca_stats_send(m), 1, 1), 'hex') AS version
+FROM (SELECT perpca_merge(s) AS m FROM (
+  SELECT txt::perpca_stats AS s FROM old WHERE id = 1 UNION ALL SELECT float4_value(rows_of(1)[1:1][1:10])) q) r;
 SELECT perpca_stats_form(m), perpca_count(m) FROM (SELECT perpca_merge(s) AS m FROM (
   SELECT txt::perpca_stats AS s FROM old WHERE id = 2 UNION ALL SELECT s FROM v4 WHERE c = 1) q) r;
 

@@ -119,8 +119,8 @@ is( sql(  "SELECT count(*) FILTER (WHERE wide(a) = b::text) || '/' || count(*) F
 		  . "UNION ALL SELECT 0, perpca_stats(h), perpca_stats(h::real[]::float8[]) FROM rows) q"),
 	'4/4',
 	'perpca_stats(halfvec) = perpca_stats(h::real[]::float8[]) bit for bit (thin widened)');
-is( sql(  "SELECT string_agg(version_of(perpca_stats(v)) || ',' || version_of(perpca_stats(h)) || ',' "
-		  . "|| version_of(perpca_stats(v::real[]::float8[])), ' ' ORDER BY g) FROM rows GROUP BY g"),
+is( sql(  "SELECT string_agg(version_of(a) || ',' || version_of(b) || ',' || version_of(c), ' ' ORDER BY g) FROM ("
+		  . "SELECT g, perpca_stats(v) AS a, perpca_stats(h) AS b, perpca_stats(v::real[]::float8[]) AS c FROM rows GROUP BY g) q"),
 	'4,4,1 1,1,1 1,1,1',
 	'the thin group of vector and of halfvec rows is a float4 thin value (version 4); float8[] rows and dense groups as before');
 is( sql(  "SELECT wide(perpca_stats(v)) <> perpca_stats(v)::text FROM rows WHERE g = 1"),
