@@ -1069,12 +1069,7 @@ perpca_stats_rows4_center(const float *rows, int64 k, int d, double *shift, doub
 	}
 	/* mu += row - shift, row by row in order, as stats_agg.c's shift_row sums */
 	for (int64 i = 0; i < k; i++)
-	{
-		const float *restrict x = rows + i * d;
-
-		for (int j = 0; j < d; j++)
-			mu[j] += (double) x[j] - shift[j];
-	}
+		perpca_stats_rows4_add(rows + i * d, d, shift, mu);
 	for (int j = 0; j < d; j++)
 		mu[j] = mu[j] / k;
 }

@@ -162,6 +162,15 @@ extern const double *perpca_stats_thin_rows(const PerpcaStats *s);
  */
 extern void perpca_stats_rows4_center(const float *rows, int64 k, int d, double *shift, double *mu);
 
+/* sum += row - shift, for one row in its turn: the step of perpca_stats_rows4_center (vectorizable). */
+static inline void
+perpca_stats_rows4_add(const float *restrict row, int d, const double *restrict shift,
+					   double *restrict sum)
+{
+	for (int j = 0; j < d; j++)
+		sum[j] += (double) row[j] - shift[j];
+}
+
 /* A version 4 value of n rows of dimension d, its header and mean zeroed, its rows not. */
 extern PerpcaStats *perpca_stats_alloc_float4(int d, int64 n, int64 skipped);
 

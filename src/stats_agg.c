@@ -924,15 +924,22 @@ thin_stats4(const StatsState *st)
 	int64		skipped = st->skipped;
 	PerpcaStats *s = perpca_stats_alloc_float4(d, st->npend, skipped);
 	float	   *rows = PERPCA_STATS_ROWS4(s);
-	double	   *shift;
+	double	   *shift = palloc0(sizeof(double) * 2 * d);
+	double	   *mu = shift + d;
 	int64		k = 0;
 
+	/* each row summed as it is written, while in cache: perpca_stats_rows4_center's steps */
 	foreach_pending(st, blk, entry)
 	{
-		if (fetch_pending4(st, entry, rows + k * d))
-			k++;
-		else
+		if (!fetch_pending4(st, entry, rows + k * d))
+		{
 			skipped++;
+			continue;
+		}
+		if (k == 0)
+			for (int j = 0; j < d; j++)
+				shift[j] = rows[j];
+		perpca_stats_rows4_add(rows + k++ * d, d, shift, mu);
 	}
 	if (k == 0)
 		return perpca_stats_alloc(PERPCA_FORM_THIN, d, 0, skipped, 0, 0, true);
@@ -944,9 +951,9 @@ thin_stats4(const StatsState *st)
 		pfree(s);
 		s = fewer;
 	}
-	shift = palloc(sizeof(double) * 2 * d);
-	perpca_stats_rows4_center(PERPCA_STATS_ROWS4(s), k, d, shift, shift + d);
-	perpca_stats_set_mean(s, shift, shift + d);
+	for (int j = 0; j < d; j++)
+		mu[j] = mu[j] / k;
+	perpca_stats_set_mean(s, shift, mu);
 	pfree(shift);
 	return s;
 }

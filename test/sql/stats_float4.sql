@@ -72,21 +72,22 @@ ORDER BY kind, client, component;
 -- merges: float4 + float4 stays float4 thin (the rows in order: the value of
 -- all of them) while n <= d/2 (2 + 3 rows of client 0 and 2)
 SELECT perpca_stats_form(m), perpca_count(m), encode(substr(perpca_stats_send(m), 1, 1), 'hex') AS version,
-       m::text = float4_value(rows_of(0)[1:2][1:10] || rows_of(2)[1:3][1:10])::text AS same_as_all_rows
+       m::text = float4_value((rows_of(0))[1:2][1:10] || (rows_of(2))[1:3][1:10])::text AS same_as_all_rows
 FROM (SELECT perpca_merge(s ORDER BY k) AS m FROM (
-        SELECT 1 AS k, float4_value(rows_of(0)[1:2][1:10]) AS s
-        UNION ALL SELECT 2, float4_value(rows_of(2)[1:3][1:10])) u) q;
+        SELECT 1 AS k, float4_value((rows_of(0))[1:2][1:10]) AS s
+        UNION ALL SELECT 2, float4_value((rows_of(2))[1:3][1:10])) u) q;
 -- past it: dense, the float8 rows' statistics (to rounding)
 SELECT perpca_stats_form(m), perpca_count(m),
        (SELECT max(abs(a - b)) < 1e-12 FROM unnest(perpca_covariance(m), perpca_covariance(e)) AS u(a, b)) AS close
 FROM (SELECT perpca_merge(s ORDER BY c) AS m FROM v4 WHERE c IN (0, 1, 2)) q,
      (SELECT perpca_stats(x::float8[] ORDER BY i) AS e FROM rows4 WHERE c IN (0, 1, 2)) r;
--- float4 + float8 thin: float8 thin; + dense: dense
+-- float4 + float8 thin: float8 thin (2 + 3 rows); + dense: dense
 SELECT perpca_stats_form(m), perpca_count(m), encode(substr(perpca_stats_send(m), 1, 1), 'hex') AS version,
        (SELECT max(abs(a - b)) < 1e-12 FROM unnest(perpca_covariance(m), perpca_covariance(e)) AS u(a, b)) AS close
 FROM (SELECT perpca_merge(s ORDER BY k) AS m
-        FROM (SELECT 1 AS k, s FROM v4 WHERE c = 0 UNION ALL SELECT 2, s FROM v1 WHERE c = 2) u) q,
-     (SELECT perpca_stats(x::float8[]) AS e FROM rows4 WHERE c IN (0, 2)) r;
+        FROM (SELECT 1 AS k, float4_value((rows_of(0))[1:2][1:10]) AS s
+              UNION ALL SELECT 2, perpca_stats(x::float8[]) FROM rows4 WHERE c = 2 AND i <= 10) u) q,
+     (SELECT perpca_stats(x::float8[]) AS e FROM rows4 WHERE (c = 0 AND i <= 4) OR (c = 2 AND i <= 10)) r;
 SELECT perpca_stats_form(m), perpca_count(m),
        (SELECT max(abs(a - b)) < 1e-12 FROM unnest(perpca_covariance(m), perpca_covariance(e)) AS u(a, b)) AS close
 FROM (SELECT perpca_merge(s ORDER BY k) AS m
@@ -123,7 +124,7 @@ FROM old o JOIN (SELECT 2 AS id, float4_value(rows_of(1)) AS s) n USING (id);
 -- old and new values merge: thin (float8) while n <= d/2, then dense
 SELECT perpca_stats_form(m), perpca_count(m), encode(substr(perpca_stats_send(m), 1, 1), 'hex') AS version
 FROM (SELECT perpca_merge(s) AS m FROM (
-  SELECT txt::perpca_stats AS s FROM old WHERE id = 1 UNION ALL SELECT float4_value(rows_of(1)[1:1][1:10])) q) r;
+  SELECT txt::perpca_stats AS s FROM old WHERE id = 1 UNION ALL SELECT float4_value((rows_of(1))[1:1][1:10])) q) r;
 SELECT perpca_stats_form(m), perpca_count(m) FROM (SELECT perpca_merge(s) AS m FROM (
   SELECT txt::perpca_stats AS s FROM old WHERE id = 2 UNION ALL SELECT s FROM v4 WHERE c = 1) q) r;
 
