@@ -87,7 +87,7 @@ SELECT perpca_stats_form(m), perpca_count(m), encode(substr(perpca_stats_send(m)
 FROM (SELECT perpca_merge(s ORDER BY k) AS m
         FROM (SELECT 1 AS k, float4_value((rows_of(0))[1:2][1:10]) AS s
               UNION ALL SELECT 2, perpca_stats(x::float8[]) FROM rows4 WHERE c = 2 AND i <= 10) u) q,
-     (SELECT perpca_stats(x::float8[]) AS e FROM rows4 WHERE (c = 0 AND i <= 4) OR (c = 2 AND i <= 10)) r;
+     (SELECT perpca_stats(x::float8[]) AS e FROM rows4 WHERE (c = 0 AND i <= 8) OR (c = 2 AND i <= 10)) r;
 SELECT perpca_stats_form(m), perpca_count(m),
        (SELECT max(abs(a - b)) < 1e-12 FROM unnest(perpca_covariance(m), perpca_covariance(e)) AS u(a, b)) AS close
 FROM (SELECT perpca_merge(s ORDER BY k) AS m
