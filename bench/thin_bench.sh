@@ -4,6 +4,9 @@
 #   PGHOST=... PGPORT=... PGDATABASE=... bash bench/thin_bench.sh
 #   D=3000 CLIENTS=50 ROWS=400 R1=2 R2=3 (defaults: thin clients,
 #   460 MB of statistics; every client has n <= d/2 rows, so it is stored thin)
+#   INPUT=vector: the rows as pgvector's vector (perpca_vector installed):
+#   thin values of float4 rows (format version 4, half the bytes), which the
+#   fit reads widened to doubles
 #
 # Prints: the size of the statistics, the time of one read of them (the
 # floor: detoasting every value), the default fit (solver 'lbfgs', all
@@ -18,14 +21,20 @@ CLIENTS=${CLIENTS:-50}
 ROWS=${ROWS:-400}
 R1=${R1:-2}
 R2=${R2:-3}
+INPUT=${INPUT:-float8}
 PSQL=(psql -X -q -At -v ON_ERROR_STOP=1)
+case $INPUT in
+	float8) cast="" ;;
+	vector) cast="::real[]::vector"; "${PSQL[@]}" -c 'CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE' ;;
+	*) echo "INPUT must be float8 or vector" >&2; exit 2 ;;
+esac
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 # Planted structure: each row is 2 shared patterns (sines) and 3 patterns of
 # its client, with random scores, plus small uniform noise.
 "${PSQL[@]}" -c "DROP TABLE IF EXISTS tb_stats; CREATE TABLE tb_stats AS
-  SELECT c AS client, perpca_stats(x) AS stats
+  SELECT c AS client, perpca_stats(x$cast) AS stats
     FROM (SELECT r % $CLIENTS AS c,
                  ARRAY(SELECT a1 * sin(j * 0.013) + a2 * cos(j * 0.029)
                               + b1 * sin(j * (0.05 + 0.001 * (r % $CLIENTS)))
@@ -39,7 +48,7 @@ trap 'rm -rf "$TMP"' EXIT
                     FROM generate_series(1, $CLIENTS * $ROWS) r) s) t
    GROUP BY c"
 size=$("${PSQL[@]}" -c "SELECT pg_size_pretty(sum(pg_column_size(stats))), sum(pg_column_size(stats)), min(perpca_stats_form(stats)), max(perpca_stats_form(stats)) FROM tb_stats")
-echo "statistics: $CLIENTS clients x $ROWS rows, d = $D: $size (size | bytes | forms)"
+echo "statistics: $CLIENTS clients x $ROWS rows of $INPUT, d = $D: $size (size | bytes | forms)"
 
 # Run $1 in a fresh backend; print "wall_s cpu_s peak_kB" (wall from \timing, CPU and VmHWM from /proc).
 measure() {

@@ -12,10 +12,15 @@
 #           fresh 4 kB page costs 25-50 us (100x bare metal), so holding a
 #           group's rows costs more than reading them; the minor page faults of
 #           each query are printed beside its time.
-# Two cases each:
+# Two cases each (CASES, default "thin dense"):
 #   thin:  GROUP BY g with groups of d/4 rows (a group stays in the thin form: its
-#          rows and their sums, no d x d matrix), the case where reading the rows
-#          is the work;
+#          rows as float4 and their mean, no d x d matrix), the case where reading
+#          the rows and writing them into the result is the work: the floor is
+#          the read + writing a result of the rows' own size, a float4 thin
+#          value's bytes per group into fresh memory (bench/write_floor.c:
+#          allocate, copy the rows from a source in cache, free, per group);
+#          the sizes of the thin values are printed beside those of the
+#          float8[] path's (pg_column_size);
 #   dense: one group of all rows: perpca_stats must also add each row to the d x d
 #          co-moment matrix (a rank-k BLAS update, ~d^2 flops a row), so the read
 #          floor + a plain dsyrk over the same rows (bench/dsyrk_floor.c) is the
@@ -44,9 +49,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/dsyrk_floor" "$here/dsyrk_floor.c" -lopenblas
 cc -O2 -o "$tmp/first_touch" "$here/first_touch.c"
+cc -O2 -o "$tmp/write_floor" "$here/write_floor.c"
 REPS=${REPS:-3}
 WARM_RUNS=${WARM_RUNS:-5}
 DIMS=${DIMS:-384 768 1536}
+CASES=${CASES:-thin dense}
 
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS perpca_vector CASCADE'
 
@@ -65,8 +72,10 @@ run_case() {
 	local bytes
 	bytes=$(psql -X -A -t -c "SELECT pg_size_pretty(pg_total_relation_size('$name'))")
 	blas=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" 1 128 cpu)
+	write=$("$tmp/write_floor" "$d" $((rows / per)) "$per" cpu)
+	psql -X -A -t -c "SELECT 'thin values: ' || sum(pg_column_size(a)) || ' bytes (vector), ' || sum(pg_column_size(b)) || ' (float8[] rows, the 0.4.0 form): ' || round(sum(pg_column_size(a))::numeric / sum(pg_column_size(b)), 3) FROM (SELECT g, perpca_stats(v) AS a, perpca_stats(v::real[]::float8[]) AS b FROM $name GROUP BY g) q"
 	local case kind q t best
-	for case in thin dense; do
+	for case in $CASES; do
 		declare -A times=() wtimes=()
 		for _ in $(seq "$REPS"); do
 			for kind in read hold vector cast; do
@@ -91,23 +100,23 @@ run_case() {
 		done
 		local r h v k
 		r=$(lo "${times[read]}") v=$(lo "${times[vector]}") k=$(lo "${times[cast]}") h=$(lo "${times[hold]:-}")
-		report "$case" "$d" "$rows" "$per" "$bytes" "$blas" "$r" "$h" "$v" "$k" "cold (first query of a session)"
+		report "$case" "$d" "$rows" "$per" "$bytes" "$blas" "$r" "$h" "$v" "$k" "cold (first query of a session)" "$write"
 		r=$(lo "${wtimes[read]}") v=$(lo "${wtimes[vector]}") k=$(lo "${wtimes[cast]}") h=$(lo "${wtimes[hold]:-}")
-		report "$case" "$d" "$rows" "$per" "$bytes" "$blas" "$r" "$h" "$v" "$k" "warm (mean of $WARM_RUNS runs after a first)"
+		report "$case" "$d" "$rows" "$per" "$bytes" "$blas" "$r" "$h" "$v" "$k" "warm (mean of $WARM_RUNS runs after a first)" "$write"
 		unset times wtimes
 	done
 	psql -X -q -c "DROP TABLE $name"
 }
 
-# report CASE D ROWS PER SIZE BLAS READ HOLD VECTOR CAST LABEL: one case's figures
+# report CASE D ROWS PER SIZE BLAS READ HOLD VECTOR CAST LABEL WRITE: one case's figures
 report() {
 	awk -v c="$1" -v d="$2" -v n="$3" -v per="$4" -v sz="$5" -v b="$6" \
-		-v r="$7" -v h="$8" -v v="$9" -v k="${10}" -v label="${11}" 'BEGIN {
+		-v r="$7" -v h="$8" -v v="$9" -v k="${10}" -v label="${11}" -v w="${12}" 'BEGIN {
 		split(r, R, " "); split(h, H, " "); split(v, V, " "); split(k, K, " ")
-		b *= 1000
+		b *= 1000; w *= 1000
 		if (c == "thin") {
 			printf "d=%d, %d rows (%s), thin: groups of %d rows, %s\n", d, n, sz, per, label
-			f = R[1]; fname = "read"
+			f = R[1] + w; fname = "read + write"
 		} else {
 			printf "d=%d, %d rows, dense: one group (dsyrk floor %.1f ms), %s\n", d, n, b, label
 			f = R[1] + b; fname = "read + dsyrk"
@@ -118,6 +127,8 @@ report() {
 			printf line "  %.2fx the read floor\n", "hold (array_agg)", H[1], n / H[1] * 1000, H[2], H[1] / f
 		if (c == "dense")
 			printf "  %-22s %9.1f ms %10.0f rows/s\n", "read + dsyrk floor", f, n / f * 1000
+		if (c == "thin")
+			printf "  %-22s %9.1f ms %10.0f rows/s  (write_floor.c: %.1f ms)\n", "read + write floor", f, n / f * 1000, w
 		printf line "  %.2fx the %s floor (goal <= 1.20)", "perpca_stats(vector)", V[1], n / V[1] * 1000, V[2], V[1] / f, fname
 		if (c == "thin")
 			printf "; %.2fx hold", V[1] / H[1]

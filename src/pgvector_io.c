@@ -14,7 +14,9 @@
  * aggregates' table when the library loads (stats.h; stats_agg.c never
  * calls this file by name).  A row is converted into doubles (float4 and
  * binary16 values are doubles exactly), so perpca_stats(v) gives the bits
- * of perpca_stats(v::real[]::float8[]).
+ * of perpca_stats(v::real[]::float8[]); a thin group keeps its rows as
+ * float4 (binary16 values are float4 exactly too), and their centred
+ * doubles are that path's bits.
  *
  * Out: the model row functions (perpca_model_scores, ...) on a vector row
  * run model_functions.c's perpca_model_row() and return a vector: each double result
@@ -154,6 +156,22 @@ vector_values(const void *row, double *out)
 	return float_to_double(((const PgVector *) row)->dim, ((const PgVector *) row)->x, out);
 }
 
+/* float4 values copied, and whether all are finite (vectorizable). */
+static bool
+vector_floats(const void *row, float *restrict out)
+{
+	const PgVector *v = (const PgVector *) row;
+	const float *restrict x = v->x;
+	int			bad = 0;
+
+	for (int j = 0; j < v->dim; j++)
+	{
+		out[j] = x[j];
+		bad |= !(fabsf(x[j]) <= FLT_MAX);
+	}
+	return !bad;
+}
+
 static const void *
 halfvec_row(Datum row, int *d, const char *what)
 {
@@ -166,8 +184,24 @@ halfvec_values(const void *row, double *out)
 	return half_to_doubles(((const PgVector *) row)->dim, (const uint16 *) ((const PgVector *) row)->x, out);
 }
 
-static const PerpcaRowReader vector_reader = {vector_row, vector_values, PGVECTOR_HEADER, sizeof(float)};
-static const PerpcaRowReader halfvec_reader = {halfvec_row, halfvec_values, PGVECTOR_HEADER, sizeof(uint16)};
+/* binary16 values as float4 (exact: a double of one is a float4), and whether all are finite. */
+static bool
+halfvec_floats(const void *row, float *out)
+{
+	const PgVector *v = (const PgVector *) row;
+	const uint16 *h = (const uint16 *) v->x;
+	int			bad = 0;
+
+	for (int j = 0; j < v->dim; j++)
+	{
+		out[j] = (float) half_to_double(h[j]);
+		bad |= (h[j] & 0x7c00) == 0x7c00;
+	}
+	return !bad;
+}
+
+static const PerpcaRowReader vector_reader = {vector_row, vector_values, vector_floats, PGVECTOR_HEADER, sizeof(float)};
+static const PerpcaRowReader halfvec_reader = {halfvec_row, halfvec_values, halfvec_floats, PGVECTOR_HEADER, sizeof(uint16)};
 
 void
 perpca_pgvector_init(void)

@@ -43,9 +43,12 @@ refuse_sketch(const PerpcaStats *s)
 				 errhint("Scale the rows before sketching them (perpca_sketch(x / s, ell)), or use exact statistics (perpca_stats).")));
 }
 
-/* M2_jj of one value: the packed diagonal (dense) or the column's sum of squares (thin). */
+/*
+ * M2_jj of one value: the packed diagonal (dense) or the column's sum of
+ * squares of its centred rows Y (thin: perpca_stats_thin_rows).
+ */
 static double
-comoment_diagonal(const PerpcaStats *s, int j)
+comoment_diagonal(const PerpcaStats *s, const double *Y, int j)
 {
 	const double *body = PERPCA_STATS_BODY(s);
 	int			d = s->dim;
@@ -55,7 +58,7 @@ comoment_diagonal(const PerpcaStats *s, int j)
 	if (s->form != PERPCA_FORM_THIN)
 		return body[(int64) j * d - (int64) j * (j - 1) / 2];
 	for (int64 r = 0; r < s->n; r++)
-		sum += body[r * d + j] * body[r * d + j];
+		sum += Y[r * d + j] * Y[r * d + j];
 	return sum;
 }
 
@@ -66,9 +69,13 @@ scale_pooled_sums(PerpcaStats *const *stats, int n, int d, const double *mean, d
 
 	for (int i = 0; i < n; i++)
 	{
+		const double *Y = perpca_stats_thin_rows(stats[i]);
+
 		perpca_stats_offset(stats[i], mean, delta);
 		for (int j = 0; j < d; j++)
-			sums[j] += comoment_diagonal(stats[i], j) + (double) stats[i]->n * delta[j] * delta[j];
+			sums[j] += comoment_diagonal(stats[i], Y, j) + (double) stats[i]->n * delta[j] * delta[j];
+		if (Y != NULL && Y != PERPCA_STATS_BODY(stats[i]))
+			pfree((void *) Y);
 	}
 	pfree(delta);
 }
@@ -134,6 +141,8 @@ scale_stats_inplace(PerpcaStats *s, const double *scale)
 	double	   *body = PERPCA_STATS_BODY(s);
 
 	refuse_sketch(s);
+	if (perpca_stats_float4(s))
+		elog(ERROR, "float4 thin statistics are scaled widened (perpca_stats_detoast_copy)");
 	for (int j = 0; j < d; j++)
 		scale_mean(&PERPCA_STATS_MEAN(s)[j], &PERPCA_STATS_MEAN_LO(s)[j], scale[j]);
 	if (s->form == PERPCA_FORM_THIN)

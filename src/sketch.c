@@ -398,7 +398,13 @@ sketch_merge_stats(SketchState *sk, const PerpcaStats *s)
 		sk->delta += perpca_stats_sketch_delta(s);
 	}
 	else if (s->form == PERPCA_FORM_THIN)
-		insert_rows(sk, PERPCA_STATS_BODY(s), s->n);
+	{
+		const double *Y = perpca_stats_thin_rows(s);
+
+		insert_rows(sk, Y, s->n);
+		if (Y != PERPCA_STATS_BODY(s))
+			pfree((void *) Y);
+	}
 	else
 	{
 		double	   *top = palloc(sizeof(double) * sk->ell * sk->d);

@@ -51,19 +51,31 @@ StaticAssertDecl(PERPCA_SKETCH_MAX_DIM == PERPCA_MAX_DIM, "a sketch goes up to p
 StaticAssertDecl(offsetof(PerpcaStats, rows) == 12 && offsetof(PerpcaStats, n) == 16 &&
 				 offsetof(PerpcaStats, data) == 24, "perpca_stats header layout changed");
 
-/* Where a version 2 value keeps its skipped count: after the doubles. */
+/* Bytes of a version 4 value's float4 rows. */
+static inline int64
+rows4_bytes(const PerpcaStats *s)
+{
+	return perpca_stats_float4(s) ? (int64) sizeof(float) * s->n * s->dim : 0;
+}
+
+/* Where a value of version 2, 3 or 4 keeps its skipped count: after the doubles (and float4 rows). */
 static inline char *
 skipped_ptr(const PerpcaStats *s)
 {
-	return (char *) s->data + sizeof(double) * perpca_stats_value_count(s);
+	return (char *) s->data + sizeof(double) * perpca_stats_value_count(s) + rows4_bytes(s);
 }
 
-/* The version a value is written as: 1 unless it has skipped rows (2) or is a sketch (3). */
+/*
+ * The version a value is written as: 1 unless it has skipped rows (2), is
+ * a sketch (3) or keeps float4 rows (4).
+ */
 static int
 out_version(const PerpcaStats *s)
 {
 	if (s->form == PERPCA_FORM_SKETCH)
 		return PERPCA_STATS_VERSION_SKETCH;
+	if (perpca_stats_float4(s))
+		return PERPCA_STATS_VERSION_FLOAT4;
 	return perpca_stats_skipped(s) > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
 }
 
@@ -74,11 +86,11 @@ form_name(int form)
 	return form == PERPCA_FORM_SKETCH ? "sketch" : form == PERPCA_FORM_THIN ? "thin" : "dense";
 }
 
-/* Does the value carry a skipped count after its doubles (versions 2 and 3)? */
+/* Does the value carry a skipped count after its doubles (versions 2, 3 and 4)? */
 static inline bool
 has_skipped(const PerpcaStats *s)
 {
-	return s->version == PERPCA_STATS_VERSION_SKIPPED || s->version == PERPCA_STATS_VERSION_SKETCH;
+	return s->version != PERPCA_STATS_VERSION;
 }
 
 void
@@ -125,6 +137,35 @@ perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, b
 	s->n = n;
 	if (has_skipped(s))
 		memcpy(skipped_ptr(s), &skipped, sizeof(int64));
+	return s;
+}
+
+PerpcaStats *
+perpca_stats_alloc_float4(int d, int64 n, int64 skipped)
+{
+	Size		size;
+	PerpcaStats *s;
+
+	Assert(skipped >= 0 && n >= 0);
+	if (n > (int64) (MaxAllocSize / sizeof(float)) / d)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
+				 errmsg("perpca_stats value with %lld rows of dimension %d is too large",
+						(long long) n, d)));
+	size = offsetof(PerpcaStats, data) + sizeof(double) * 2 * (Size) d +
+		sizeof(float) * (Size) n * d + sizeof(int64);
+	if (size > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
+				 errmsg("perpca_stats value of dimension %d is too large", d)));
+	s = palloc(size);
+	memset(s, 0, offsetof(PerpcaStats, data) + sizeof(double) * 2 * d);
+	SET_VARSIZE(s, size);
+	s->version = PERPCA_STATS_VERSION_FLOAT4;
+	s->form = PERPCA_FORM_THIN;
+	s->dim = d;
+	s->n = n;
+	memcpy(skipped_ptr(s), &skipped, sizeof(int64));
 	return s;
 }
 
@@ -176,6 +217,16 @@ perpca_stats_flat(const PerpcaStats *s)
 		return false;
 	if (s->form == PERPCA_FORM_SKETCH)
 		return body[1] == 0.0;	/* trace(M2), exact */
+	if (perpca_stats_float4(s))
+	{
+		const float *rows = PERPCA_STATS_ROWS4(s);
+
+		/* every row equals the first (-0 and +0 too: their difference is zero) */
+		for (int64 i = (int64) s->dim; i < s->n * s->dim; i++)
+			if (rows[i] != rows[i % s->dim])
+				return false;
+		return true;
+	}
 	for (int64 i = 0; i < len; i++)
 		if (body[i] != 0.0)
 			return false;
@@ -217,6 +268,9 @@ header_size(const PerpcaStats *s)
 		return -1;
 	if (s->form == PERPCA_FORM_THIN && rows > (int64) (MaxAllocSize / sizeof(double)) / s->dim)
 		return -1;
+	if (perpca_stats_float4(s))
+		return offsetof(PerpcaStats, data) + sizeof(double) * 2 * (int64) s->dim +
+			sizeof(float) * rows * s->dim + sizeof(int64);
 	return offsetof(PerpcaStats, data) + sizeof(double) * perpca_stats_nvalues(s->form, s->dim, rows) +
 		(has_skipped(s) ? sizeof(int64) : 0);
 }
@@ -227,7 +281,8 @@ check_format(int version, int form)
 {
 	if (!((version == PERPCA_STATS_VERSION || version == PERPCA_STATS_VERSION_SKIPPED) &&
 		  (form == PERPCA_FORM_DENSE || form == PERPCA_FORM_THIN)) &&
-		!(version == PERPCA_STATS_VERSION_SKETCH && form == PERPCA_FORM_SKETCH))
+		!(version == PERPCA_STATS_VERSION_SKETCH && form == PERPCA_FORM_SKETCH) &&
+		!(version == PERPCA_STATS_VERSION_FLOAT4 && form == PERPCA_FORM_THIN))
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version %d form %d", version, form),
@@ -271,12 +326,26 @@ perpca_stats_detoast(Datum d)
 }
 
 PerpcaStats *
-perpca_stats_detoast_copy(Datum d)
+perpca_stats_copy_as_stored(Datum d)
 {
 	PerpcaStats *s = (PerpcaStats *) PG_DETOAST_DATUM_COPY(d);
 
 	perpca_stats_check_version(s);
 	return s;
+}
+
+PerpcaStats *
+perpca_stats_detoast_copy(Datum d)
+{
+	PerpcaStats *s = perpca_stats_detoast(d);
+	PerpcaStats *wide;
+
+	if (!perpca_stats_float4(s))
+		return s == (PerpcaStats *) DatumGetPointer(d) ? perpca_stats_copy_as_stored(d) : s;
+	wide = perpca_stats_widen(s);
+	if (s != (PerpcaStats *) DatumGetPointer(d))
+		pfree(s);
+	return wide;
 }
 
 /*
@@ -352,6 +421,39 @@ check_thin_rows(const PerpcaStats *s)
 }
 
 /*
+ * A float4 thin value's rows are finite, and its mean is theirs: centred
+ * at it, each column sums to zero within CONSISTENCY_TOL of the sum of its
+ * absolute values, as a float8 thin value's rows must (rows all equal: the
+ * mean is the row).  Sums of float4 values cannot overflow a double.
+ */
+static void
+check_rows4(const PerpcaStats *s)
+{
+	const float *rows = PERPCA_STATS_ROWS4(s);
+	const double *mean = PERPCA_STATS_MEAN(s);
+	const double *lo = PERPCA_STATS_MEAN_LO(s);
+	double	   *sum = palloc0(sizeof(double) * 2 * s->dim);
+	double	   *mag = sum + s->dim;
+
+	for (int64 i = 0; i < s->n; i++)
+		for (int j = 0; j < s->dim; j++)
+		{
+			float		x = rows[i * s->dim + j];
+			double		y = ((double) x - mean[j]) - lo[j];
+
+			if (!isfinite(x))
+				invalid_stats("The rows of a thin value must be finite.");
+			sum[j] += y;
+			mag[j] += fabs(y);
+		}
+	for (int j = 0; j < s->dim; j++)
+		if (!(fabs(sum[j]) <= mag[j] * CONSISTENCY_TOL))
+			invalid_stats(psprintf("The mean of a thin value of float4 rows is theirs, but column %d's is off by %g.",
+								   j + 1, sum[j] / (double) s->n));
+	pfree(sum);
+}
+
+/*
  * The first j (0-based) whose mean_lo is not the rounding error of mean, or
  * -1.  perpca keeps mean + mean_lo as a double-double whose low part is
  * within half a unit in the last place of mean (TwoSum), or about two for a
@@ -420,7 +522,12 @@ perpca_stats_validate(const PerpcaStats *s)
 	if (s->form == PERPCA_FORM_DENSE)
 		check_comoments(s);
 	if (s->form == PERPCA_FORM_THIN)
-		check_thin_rows(s);
+	{
+		if (perpca_stats_float4(s))
+			check_rows4(s);
+		else
+			check_thin_rows(s);
+	}
 	if (s->form == PERPCA_FORM_SKETCH)
 		check_sketch(s);
 }
@@ -541,9 +648,29 @@ parse_real(const char **p, const char *str, int64 count)
 	return v;
 }
 
-/* Parse "{v1,v2,...}" with exactly count finite values into out. */
+/* Parse one finite float4 at *p, written as perpca_stats_out writes it (strtof: float4in's rounding). */
+static float
+parse_float4(const char **p, const char *str, int64 count)
+{
+	char	   *end;
+	float		v;
+
+	errno = 0;
+	v = strtof(*p, &end);
+	if (end == *p)
+		syntax_error(str, psprintf("Expected %lld numbers in a list.", (long long) count));
+	if (!isfinite(v) || (errno == ERANGE && v == 0.0f))
+		syntax_error(str, "The rows of a thin value of version 4 must be finite numbers within the range of float4.");
+	if (!canonical_number(*p, end, true))
+		syntax_error(str, psprintf("\"%.*s\" is not a number as perpca_stats writes one (such as -1.25e-07).",
+								   (int) Min(end - *p, 40), *p));
+	*p = end;
+	return v;
+}
+
+/* Parse "{v1,v2,...}" with exactly count finite values into out (float4 values into out4 when not NULL). */
 static void
-parse_list(const char **p, double *out, int64 count, const char *str)
+parse_list(const char **p, double *out, float *out4, int64 count, const char *str)
 {
 	expect_token(p, "{", str);
 	for (int64 i = 0; i < count; i++)
@@ -553,7 +680,10 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 									   (long long) i, (long long) count));
 		if (i > 0)
 			expect_token(p, ",", str);
-		out[i] = parse_real(p, str, count);
+		if (out4 != NULL)
+			out4[i] = parse_float4(p, str, count);
+		else
+			out[i] = parse_real(p, str, count);
 	}
 	if (next_token_is(p, ","))
 		syntax_error(str, psprintf("A list has more than the %lld values expected.", (long long) count));
@@ -562,19 +692,30 @@ parse_list(const char **p, double *out, int64 count, const char *str)
 
 /*
  * The fields of the text form's header after "v<version>", in order, each
- * in the versions from `version` on; TextHeader holds their values.
+ * in the versions of its mask (bit v); TextHeader holds their values.
  */
 enum
 {
 	F_N, F_D, F_SKIPPED, F_ELL, F_ROWS, F_DELTA, F_TRACE, NFIELDS
 };
+#define V(v) (1 << (v))
 static const struct
 {
 	const char *key;
-	int			version;
+	int			versions;
 }			text_fields[NFIELDS] = {
-	{" n=", 1}, {" d=", 1}, {" skipped=", 2}, {" ell=", 3}, {" rows=", 3}, {" delta=", 3}, {" trace=", 3}
+	{" n=", V(1) | V(2) | V(3) | V(4)}, {" d=", V(1) | V(2) | V(3) | V(4)},
+	{" skipped=", V(2) | V(3) | V(4)}, {" ell=", V(3)}, {" rows=", V(3)}, {" delta=", V(3)},
+	{" trace=", V(3)}
 };
+#undef V
+
+/* Is field f in the text header of version v? */
+static inline bool
+text_field_in(int f, int64 v)
+{
+	return (text_fields[f].versions & (1 << v)) != 0;
+}
 
 typedef struct TextHeader
 {
@@ -626,8 +767,9 @@ check_header(const TextHeader *h, const char *str)
 }
 
 /*
- * Parse "v1 n=<n> d=<d>", "v2 n=<n> d=<d> skipped=<k>" or "v3 n=<n> d=<d>
- * skipped=<k> ell=<l> rows=<r> delta=<x> trace=<t>" and check it.
+ * Parse "v1 n=<n> d=<d>", "v2 n=<n> d=<d> skipped=<k>", "v3 n=<n> d=<d>
+ * skipped=<k> ell=<l> rows=<r> delta=<x> trace=<t>" or "v4 n=<n> d=<d>
+ * skipped=<k>" and check it.
  */
 static void
 parse_header(const char **p, const char *str, TextHeader *h)
@@ -635,14 +777,15 @@ parse_header(const char **p, const char *str, TextHeader *h)
 	memset(h, 0, sizeof(*h));
 	expect_token(p, "v", str);
 	h->version = parse_int(p, str);
-	if (h->version != PERPCA_STATS_VERSION && h->version != PERPCA_STATS_VERSION_SKIPPED &&
-		h->version != PERPCA_STATS_VERSION_SKETCH)
+	if (h->version < PERPCA_STATS_VERSION || h->version > PERPCA_STATS_VERSION_FLOAT4)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_UNSUPPORTED),
 				 errmsg("unsupported perpca_stats format version in \"%.20s\"", str),
 				 errhint("The value was written by a newer version of perpca.")));
-	for (int f = 0; f < NFIELDS && text_fields[f].version <= h->version; f++)
+	for (int f = 0; f < NFIELDS; f++)
 	{
+		if (!text_field_in(f, h->version))
+			continue;
 		expect_token(p, text_fields[f].key + 1, str);
 		if (f == F_DELTA || f == F_TRACE)
 			*(f == F_DELTA ? &h->delta : &h->trace) = parse_real(p, str, -1);
@@ -654,10 +797,16 @@ parse_header(const char **p, const char *str, TextHeader *h)
 
 /* The value the header describes, zeroed (its delta and trace set). */
 static PerpcaStats *
-header_value(const TextHeader *h, int form)
+header_value(const TextHeader *h, int form, const char *str)
 {
 	PerpcaStats *s;
 
+	if (h->version == PERPCA_STATS_VERSION_FLOAT4)
+	{
+		if (form != PERPCA_FORM_THIN)
+			syntax_error(str, "A value of version 4 has float4 rows (\"rows=\").");
+		return perpca_stats_alloc_float4((int) h->f[F_D], h->f[F_N], h->f[F_SKIPPED]);
+	}
 	if (h->version == PERPCA_STATS_VERSION_SKETCH)
 		form = PERPCA_FORM_SKETCH;
 	s = perpca_stats_alloc(form, (int) h->f[F_D], h->f[F_N], h->f[F_SKIPPED], (int) h->f[F_ELL],
@@ -682,6 +831,11 @@ text_body(PerpcaStats *s, int64 *count)
 {
 	int			skip = s->form == PERPCA_FORM_SKETCH ? 2 : 0;
 
+	if (perpca_stats_float4(s))
+	{
+		*count = s->n * s->dim;
+		return NULL;			/* PERPCA_STATS_ROWS4 */
+	}
 	*count = perpca_stats_value_count(s) - 2 * s->dim - skip;
 	return PERPCA_STATS_BODY(s) + skip;
 }
@@ -691,7 +845,9 @@ text_body(PerpcaStats *s, int64 *count)
  * or "... mean_lo={...} rows={n x d centred rows, row-major}" (thin); "v2
  * n=<n> d=<d> skipped=<k> mean=..." when k rows were skipped; a sketch "v3
  * n=<n> d=<d> skipped=<k> ell=<l> rows=<r> delta=<x> trace=<t> mean={...}
- * mean_lo={...} sketch={r x d rows of B, row-major}".
+ * mean_lo={...} sketch={r x d rows of B, row-major}"; float4 rows "v4 n=<n>
+ * d=<d> skipped=<k> mean={...} mean_lo={...} rows={n x d float4 rows as
+ * they came, row-major}".
  */
 Datum
 perpca_stats_in(PG_FUNCTION_ARGS)
@@ -710,17 +866,17 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 	d = h.f[F_D];
 	mean = palloc(sizeof(double) * 2 * d);
 	expect_token(&p, "mean=", str);
-	parse_list(&p, mean, d, str);
+	parse_list(&p, mean, NULL, d, str);
 	expect_token(&p, "mean_lo=", str);
-	parse_list(&p, mean + d, d, str);
-	s = header_value(&h, next_token_is(&p, "rows=") ? PERPCA_FORM_THIN : PERPCA_FORM_DENSE);
+	parse_list(&p, mean + d, NULL, d, str);
+	s = header_value(&h, next_token_is(&p, "rows=") ? PERPCA_FORM_THIN : PERPCA_FORM_DENSE, str);
 	if ((j = mean_lo_outlier(mean, mean + d, (int) d)) >= 0)
 		syntax_error(str, psprintf("mean_lo element %d (%g) is not the rounding error of mean element %d (%g): it must be within a few units in its last place.",
 								   j + 1, mean[d + j], j + 1, mean[j]));
 	memcpy(s->data, mean, sizeof(double) * 2 * d);
 	expect_token(&p, body_keyword(s->form), str);
 	body = text_body(s, &count);
-	parse_list(&p, body, count, str);
+	parse_list(&p, body, perpca_stats_float4(s) ? PERPCA_STATS_ROWS4(s) : NULL, count, str);
 	skip_blanks(&p);
 	if (*p != '\0')
 		syntax_error(str, "Unexpected text after the value.");
@@ -745,6 +901,23 @@ append_list(StringInfo buf, const double *x, int64 count)
 	appendStringInfoChar(buf, '}');
 }
 
+/* Append "{...}" of float4 values, each in shortest exact (round-trip) form. */
+static void
+append_list4(StringInfo buf, const float *x, int64 count)
+{
+	char		num[FLOAT_SHORTEST_DECIMAL_LEN];
+
+	appendStringInfoChar(buf, '{');
+	for (int64 i = 0; i < count; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(buf, ',');
+		float_to_shortest_decimal_buf(x[i], num);
+		appendStringInfoString(buf, num);
+	}
+	appendStringInfoChar(buf, '}');
+}
+
 Datum
 perpca_stats_out(PG_FUNCTION_ARGS)
 {
@@ -758,10 +931,12 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 	header_of(s, &h);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "v%lld", (long long) h.version);
-	for (int f = 0; f < NFIELDS && text_fields[f].version <= h.version; f++)
+	for (int f = 0; f < NFIELDS; f++)
 	{
 		char		num[DOUBLE_SHORTEST_DECIMAL_LEN];
 
+		if (!text_field_in(f, h.version))
+			continue;
 		if (f == F_DELTA || f == F_TRACE)
 			double_to_shortest_decimal_buf(f == F_DELTA ? h.delta : h.trace, num);
 		else
@@ -774,15 +949,39 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 	append_list(&buf, PERPCA_STATS_MEAN_LO(s), s->dim);
 	appendStringInfo(&buf, " %s", body_keyword(s->form));
 	body = text_body(s, &count);
-	append_list(&buf, body, count);
+	if (perpca_stats_float4(s))
+		append_list4(&buf, PERPCA_STATS_ROWS4(s), count);
+	else
+		append_list(&buf, body, count);
 	PG_RETURN_CSTRING(buf.data);
 }
 
 /*
- * Binary form: version byte, form byte, int32 d, int64 n, for versions 2 and
- * 3 the int64 skipped count, for a sketch (version 3) int32 ell and int32
- * rows, then the doubles.
+ * Binary form: version byte, form byte, int32 d, int64 n, for versions 2, 3
+ * and 4 the int64 skipped count, for a sketch (version 3) int32 ell and
+ * int32 rows, then the doubles; for version 4 then the n x d float4 rows.
  */
+static PerpcaStats *
+recv_float4(StringInfo msg, int d, int64 n, int64 skipped)
+{
+	int64		left = msg->len - msg->cursor;
+	PerpcaStats *s;
+	float	   *rows;
+
+	if (left < (int64) sizeof(double) * 2 * d ||
+		n > (left - (int64) sizeof(double) * 2 * d) / ((int64) sizeof(float) * d) ||
+		(int64) sizeof(double) * 2 * d + (int64) sizeof(float) * n * d != left)
+		invalid_stats("The message length does not match the dimension and row count.");
+	s = perpca_stats_alloc_float4(d, n, skipped);
+	for (int j = 0; j < 2 * d; j++)
+		s->data[j] = pq_getmsgfloat8(msg);
+	rows = PERPCA_STATS_ROWS4(s);
+	for (int64 i = 0; i < n * d; i++)
+		rows[i] = pq_getmsgfloat4(msg);
+	perpca_stats_validate(s);
+	return s;
+}
+
 Datum
 perpca_stats_recv(PG_FUNCTION_ARGS)
 {
@@ -812,6 +1011,8 @@ perpca_stats_recv(PG_FUNCTION_ARGS)
 							   PERPCA_SKETCH_MAX_ELL));
 	if (skipped < 0 || n < 0)
 		invalid_stats("The row counts must not be negative.");
+	if (version == PERPCA_STATS_VERSION_FLOAT4)
+		PG_RETURN_POINTER(recv_float4(msg, d, n, skipped));
 	left = (msg->len - msg->cursor) / (int64) sizeof(double);
 	if ((form == PERPCA_FORM_THIN && n > left / d) ||
 		perpca_stats_nvalues(form, d, form == PERPCA_FORM_SKETCH ? rows : n) * (int64) sizeof(double) !=
@@ -847,6 +1048,8 @@ perpca_stats_send(PG_FUNCTION_ARGS)
 	}
 	for (int64 i = 0; i < total; i++)
 		pq_sendfloat8(&buf, s->data[i]);
+	for (int64 i = 0; i < rows4_bytes(s) / (int64) sizeof(float); i++)
+		pq_sendfloat4(&buf, PERPCA_STATS_ROWS4(s)[i]);
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
 
@@ -854,6 +1057,67 @@ perpca_stats_send(PG_FUNCTION_ARGS)
  * Second moments and accessors
  * ------------------------------------------------------------------------
  */
+
+void
+perpca_stats_rows4_center(const float *rows, int64 k, int d, double *shift, double *mu)
+{
+	Assert(k >= 1);
+	for (int j = 0; j < d; j++)
+	{
+		shift[j] = rows[j];
+		mu[j] = 0.0;
+	}
+	/* mu += row - shift, row by row in order, as stats_agg.c's shift_row sums */
+	for (int64 i = 0; i < k; i++)
+		perpca_stats_rows4_add(rows + i * d, d, shift, mu);
+	for (int j = 0; j < d; j++)
+		mu[j] = mu[j] / k;
+}
+
+/* The centred rows of a float4 thin value (n >= 1) into out: (row - shift) - mu. */
+static void
+rows4_centred(const PerpcaStats *s, double *restrict out)
+{
+	int			d = s->dim;
+	const float *rows = PERPCA_STATS_ROWS4(s);
+	double	   *shift = palloc(sizeof(double) * 2 * d);
+	double	   *mu = shift + d;
+
+	perpca_stats_rows4_center(rows, s->n, d, shift, mu);
+	for (int64 i = 0; i < s->n; i++)
+		for (int j = 0; j < d; j++)
+			out[i * d + j] = ((double) rows[i * d + j] - shift[j]) - mu[j];
+	pfree(shift);
+}
+
+const double *
+perpca_stats_thin_rows(const PerpcaStats *s)
+{
+	double	   *out;
+
+	if (s->form != PERPCA_FORM_THIN)
+		return NULL;
+	if (!perpca_stats_float4(s))
+		return PERPCA_STATS_BODY(s);
+	out = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * Max(s->n * s->dim, 1));
+	if (s->n > 0)
+		rows4_centred(s, out);
+	return out;
+}
+
+PerpcaStats *
+perpca_stats_widen(const PerpcaStats *s)
+{
+	PerpcaStats *wide;
+
+	if (!perpca_stats_float4(s))
+		return (PerpcaStats *) s;
+	wide = perpca_stats_alloc(PERPCA_FORM_THIN, s->dim, s->n, perpca_stats_skipped(s), 0, 0, false);
+	memcpy(wide->data, s->data, sizeof(double) * 2 * s->dim);	/* mean, mean_lo */
+	if (s->n > 0)
+		rows4_centred(s, PERPCA_STATS_BODY(wide));
+	return wide;
+}
 
 void
 perpca_stats_offset(const PerpcaStats *s, const double *center, double *out)
@@ -874,8 +1138,12 @@ scaled_comoment(const PerpcaStats *s, double *out)
 
 	if (s->form == PERPCA_FORM_THIN || s->form == PERPCA_FORM_SKETCH)
 	{
+		const double *Y = B ? B : perpca_stats_thin_rows(s);
+
 		memset(out, 0, sizeof(double) * d * d);
-		linalg_syrk_upper(d, B ? rows : (int) s->n, inv, B ? B : PERPCA_STATS_BODY(s), out);
+		linalg_syrk_upper(d, B ? rows : (int) s->n, inv, Y, out);
+		if (Y != B && Y != PERPCA_STATS_BODY(s))
+			pfree((void *) Y);
 		return;
 	}
 	for (int64 i = 0, k = 0; i < d; i++)
@@ -918,6 +1186,14 @@ perpca_stats_trace(const PerpcaStats *s)
 
 	if (s->form == PERPCA_FORM_SKETCH)
 		return body[1];
+	if (perpca_stats_float4(s))
+	{
+		const double *Y = perpca_stats_thin_rows(s);
+
+		sum = linalg_dot(s->n * s->dim, Y, Y);
+		pfree((void *) Y);
+		return sum;
+	}
 	if (s->form == PERPCA_FORM_THIN)
 		return linalg_dot(s->n * s->dim, body, body);
 	for (int64 i = 0, k = 0; i < s->dim; k += s->dim - i, i++)

@@ -26,6 +26,15 @@
  * in the header where exact values have zeros.  A sketch's dimension may
  * reach PERPCA_SKETCH_MAX_DIM (pgvector's 16,000), an exact value's
  * PERPCA_MAX_DENSE_DIM.
+ *
+ * Version 4 is the thin form of float4 rows (a vector or halfvec group):
+ * n, the mean and mean_lo as above; then the n x d rows as float4, as they
+ * came (not centred), half the bytes of version 1's doubles; then the int64
+ * skipped count.  The mean is the rows' own (perpca_stats_rows4_mean); the
+ * centred rows are computed from the float4 ones when read
+ * (perpca_stats_thin_rows), with the arithmetic the aggregate applies to a
+ * float8[] group's rows, so they are version 1's bits.  float8[] groups keep
+ * version 1 (2), and every release's values read as they did.
  */
 #ifndef PERPCA_STATS_H
 #define PERPCA_STATS_H
@@ -41,6 +50,7 @@
 #define PERPCA_FORM_THIN 1		/* mean, mean_lo, n centred rows */
 #define PERPCA_STATS_VERSION_SKETCH 3	/* the sketch form; int64 skipped count at the end */
 #define PERPCA_FORM_SKETCH 2		/* mean, mean_lo, delta, trace, rows x d of B */
+#define PERPCA_STATS_VERSION_FLOAT4 4	/* thin form, rows as float4; int64 skipped count at the end */
 
 /* Largest dimension of a sketch (pgvector's storage limit) and largest ell. */
 #define PERPCA_SKETCH_MAX_DIM 16000
@@ -75,7 +85,7 @@ perpca_sketch_shrunk_rows(int ell)
 typedef struct PerpcaStats
 {
 	int32		vl_len_;		/* varlena header (do not touch directly) */
-	uint8		version;		/* PERPCA_STATS_VERSION(_SKIPPED) */
+	uint8		version;		/* PERPCA_STATS_VERSION(_SKIPPED, _SKETCH, _FLOAT4) */
 	uint8		form;			/* PERPCA_FORM_DENSE, _THIN or _SKETCH */
 	int16		ell;			/* sketch: ell; zero in exact forms */
 	int32		dim;			/* d */
@@ -90,14 +100,27 @@ typedef struct PerpcaStats
 #define PERPCA_STATS_MEAN(s)	((s)->data)
 #define PERPCA_STATS_MEAN_LO(s)	((s)->data + (s)->dim)
 #define PERPCA_STATS_BODY(s)	((s)->data + 2 * (s)->dim)	/* packed M2, rows, or delta, trace, B */
+/* A version 4 value's float4 rows (n x d, row-major, as they came). */
+#define PERPCA_STATS_ROWS4(s)	((float *) PERPCA_STATS_BODY(s))
+
+/* Does s keep its thin rows as float4 (version 4)? */
+static inline bool
+perpca_stats_float4(const PerpcaStats *s)
+{
+	return s->version == PERPCA_STATS_VERSION_FLOAT4;
+}
 
 /*
  * A perpca_stats Datum, detoasted, its header (version, form) checked
  * against its size before anything reads its body: every reader
- * of a stored value takes it through one of these.
+ * of a stored value takes it through one of these.  _copy gives a copy the
+ * caller may change in place (scale_stats_inplace): a float4 thin value
+ * comes widened to the float8 thin form (perpca_stats_widen);
+ * _copy_as_stored a copy in the form it is stored in.
  */
 extern PerpcaStats *perpca_stats_detoast(Datum d);
 extern PerpcaStats *perpca_stats_detoast_copy(Datum d);
+extern PerpcaStats *perpca_stats_copy_as_stored(Datum d);
 
 #define DatumGetPerpcaStats(x)	perpca_stats_detoast(x)
 #define PG_GETARG_PERPCA_STATS(n) DatumGetPerpcaStats(PG_GETARG_DATUM(n))
@@ -105,6 +128,7 @@ extern PerpcaStats *perpca_stats_detoast_copy(Datum d);
 /*
  * Number of doubles after the header for a value of this form, d and n; for
  * the sketch form, n is the number of rows of B (not the group's count).
+ * (A version 4 value has 2 d doubles, its mean, then its float4 rows.)
  */
 static inline int64
 perpca_stats_nvalues(int form, int d, int64 n)
@@ -118,15 +142,40 @@ perpca_stats_nvalues(int form, int d, int64 n)
 static inline int64
 perpca_stats_value_count(const PerpcaStats *s)
 {
+	if (perpca_stats_float4(s))
+		return 2 * (int64) s->dim;
 	return perpca_stats_nvalues(s->form, s->dim, s->form == PERPCA_FORM_SKETCH ? s->rows : s->n);
 }
 
-/* Thin form: the n x d rows centred at the mean; NULL for a dense value. */
-static inline const double *
-perpca_stats_thin_rows(const PerpcaStats *s)
+/*
+ * Thin form: the n x d rows centred at the mean; NULL for a dense value or
+ * a sketch.  A float4 thin value's are computed (perpca_stats_rows4_center),
+ * into a new allocation in CurrentMemoryContext on each call (the caller's
+ * to keep or free); a float8 thin value's are its body.
+ */
+extern const double *perpca_stats_thin_rows(const PerpcaStats *s);
+
+/*
+ * The rows of a float4 thin value as the aggregate enters a float8[]
+ * group's: shift = the first row, mu = the mean of (row - shift); so the
+ * mean is shift + mu, and the centred rows (row - shift) - mu.  k >= 1 rows.
+ */
+extern void perpca_stats_rows4_center(const float *rows, int64 k, int d, double *shift, double *mu);
+
+/* sum += row - shift, for one row in its turn: the step of perpca_stats_rows4_center (vectorizable). */
+static inline void
+perpca_stats_rows4_add(const float *restrict row, int d, const double *restrict shift,
+					   double *restrict sum)
 {
-	return s->form == PERPCA_FORM_THIN ? PERPCA_STATS_BODY(s) : NULL;
+	for (int j = 0; j < d; j++)
+		sum[j] += (double) row[j] - shift[j];
 }
+
+/* A version 4 value of n rows of dimension d, its header and mean zeroed, its rows not. */
+extern PerpcaStats *perpca_stats_alloc_float4(int d, int64 n, int64 skipped);
+
+/* s itself, or for a float4 thin value a new float8 thin value of the same rows (version 1's bits). */
+extern PerpcaStats *perpca_stats_widen(const PerpcaStats *s);
 
 /* Sketch form: the B rows (rows x d, row-major) with 0 <= M2 - B'B <= delta I, else NULL. */
 static inline const double *
@@ -203,20 +252,23 @@ typedef enum PerpcaRowType
 {
 	PERPCA_ROWTYPE_FLOAT8,		/* float8[] */
 	PERPCA_ROWTYPE_VECTOR,		/* pgvector's vector: float4 values */
-	PERPCA_ROWTYPE_HALFVEC		/* pgvector's halfvec: binary16 values */
+	PERPCA_ROWTYPE_HALFVEC,		/* pgvector's halfvec: binary16 values */
+	PERPCA_ROWTYPE_FLOAT4		/* a row of a float4 thin value (perpca_merge): a
+								 * varlena of d float4 values (stats_agg.c) */
 } PerpcaRowType;
 
 /*
  * The reader of rows of a type other than float8[]: a value (detoasted, its
  * layout checked; what names it in errors) and its dimension; its values as
- * d doubles, and whether all are finite (in the same pass).  pgvector_io.c
- * fills the aggregates' table when the library loads, so they call it only
- * through the table.
+ * d doubles, or as d float4 (both exact), and whether all are finite (in
+ * the same pass).  pgvector_io.c fills the aggregates' table when the
+ * library loads, so they call it only through the table.
  */
 typedef struct PerpcaRowReader
 {
 	const void *(*row) (Datum row, int *d, const char *what);
 	bool		(*values) (const void *row, double *out);
+	bool		(*floats) (const void *row, float *out);
 	Size		header;			/* bytes before the values */
 	Size		elemsize;		/* bytes of one value */
 } PerpcaRowReader;

@@ -123,19 +123,55 @@ struct StatsState
  * by their module when the library loads (stats.h), so this file calls
  * pgvector_io.c only through them.
  */
-static const PerpcaRowReader *row_readers[PERPCA_ROWTYPE_HALFVEC + 1];
+static const PerpcaRowReader *row_readers[PERPCA_ROWTYPE_FLOAT4 + 1];
 
 void
 perpca_stats_row_reader(PerpcaRowType type, const PerpcaRowReader *reader)
 {
-	Assert(type > PERPCA_ROWTYPE_FLOAT8 && type <= PERPCA_ROWTYPE_HALFVEC);
+	Assert(type > PERPCA_ROWTYPE_FLOAT8 && type < PERPCA_ROWTYPE_FLOAT4);
 	row_readers[type] = reader;
 }
+
+/*
+ * The rows of a float4 thin value that perpca_merge keeps (PERPCA_ROWTYPE_FLOAT4):
+ * each a varlena of d float4 values, made by state_defer_floats.
+ */
+static const void *
+float4_row(Datum row, int *d, const char *what)
+{
+	const struct varlena *v = (const struct varlena *) DatumGetPointer(row);
+
+	(void) what;				/* made by state_defer_floats: nothing to report */
+	Assert(VARATT_IS_4B_U(v) && (VARSIZE(v) - VARHDRSZ) % sizeof(float) == 0);
+	*d = (int) ((VARSIZE(v) - VARHDRSZ) / sizeof(float));
+	return v;
+}
+
+static bool
+float4_floats(const void *row, float *out)
+{
+	memcpy(out, VARDATA(row), VARSIZE(row) - VARHDRSZ);
+	return true;				/* a float4 value's rows are finite (validated) */
+}
+
+static bool
+float4_values(const void *row, double *out)
+{
+	const float *x = (const float *) VARDATA(row);
+
+	for (Size j = 0; j < (VARSIZE(row) - VARHDRSZ) / sizeof(float); j++)
+		out[j] = x[j];
+	return true;
+}
+
+static const PerpcaRowReader float4_reader = {float4_row, float4_values, float4_floats, VARHDRSZ, sizeof(float)};
 
 static const PerpcaRowReader *
 row_reader(PerpcaRowType type)
 {
-	if (type <= PERPCA_ROWTYPE_FLOAT8 || type > PERPCA_ROWTYPE_HALFVEC || row_readers[type] == NULL)
+	if (type == PERPCA_ROWTYPE_FLOAT4)
+		return &float4_reader;
+	if (type <= PERPCA_ROWTYPE_FLOAT8 || type > PERPCA_ROWTYPE_FLOAT4 || row_readers[type] == NULL)
 		elog(ERROR, "perpca_stats has no reader of rows of type %d", (int) type);
 	return row_readers[type];
 }
@@ -451,6 +487,57 @@ unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 	return k;
 }
 
+/*
+ * The float4 values of the pending row at entry into out, checked: whether
+ * it is kept (false: skipped; a NaN or infinity is an error unless skip).
+ */
+static bool
+fetch_pending4(const StatsState *st, const char *entry, float *out)
+{
+	int			d;
+	const void *row = row_reader(st->rowtype)->row(PointerGetDatum(entry), &d, "input row");
+	bool		finite;
+
+	if (d != st->d)
+		perpca_dim_mismatch(st->d, d, "input row");
+	finite = row_reader(st->rowtype)->floats(row, out);
+	if (row != (const void *) entry)
+		pfree((void *) row);
+	if (finite)
+		return true;
+	for (int j = 0; j < d; j++)
+		st->fetched[j] = out[j];
+	return row_finite(st, st->fetched);
+}
+
+/*
+ * Does the state keep its rows as float4, as they came: thin, every row
+ * pending, none a double (a float8[] row, or a float8 thin value's)?
+ */
+static inline bool
+state_float4(const StatsState *st)
+{
+	return st->m2 == NULL && st->nbuf == 0 && st->npend > 0 && st->rowtype != PERPCA_ROWTYPE_FLOAT8;
+}
+
+/* Append k float4 rows (a float4 thin value's) to the pending rows, each a PERPCA_ROWTYPE_FLOAT4 entry. */
+static void
+state_defer_floats(StatsState *st, const float *rows, int64 k)
+{
+	Size		len = VARHDRSZ + sizeof(float) * st->d;
+	Size		entry = MAXALIGN(len);
+	char	   *buf = palloc0(entry * k);
+
+	for (int64 i = 0; i < k; i++)
+	{
+		SET_VARSIZE(buf + i * entry, len);
+		memcpy(buf + i * entry + VARHDRSZ, rows + i * st->d, sizeof(float) * st->d);
+	}
+	state_set_rowtype(st, PERPCA_ROWTYPE_FLOAT4);
+	state_defer_bytes(st, buf, entry * k, (int) k);
+	pfree(buf);
+}
+
 /* Fetch the pending rows into the buffer. */
 static void
 state_materialize(StatsState *st)
@@ -622,7 +709,11 @@ add_comoment(StatsState *st, const PerpcaStats *s)
 
 	if (s->form == PERPCA_FORM_THIN)
 	{
-		linalg_syrk_upper(st->d, (int) s->n, 1.0, body, st->m2);
+		const double *Y = perpca_stats_thin_rows(s);
+
+		linalg_syrk_upper(st->d, (int) s->n, 1.0, Y, st->m2);
+		if (Y != body)
+			pfree((void *) Y);
 		return;
 	}
 	for (int64 i = 0, k = 0; i < d; i++)
@@ -639,17 +730,31 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 	perpca_add_count(&st->skipped, perpca_stats_skipped(s), "perpca_stats skipped row count");
 	if (s->n == 0)
 		return;
+	if (perpca_stats_float4(s) && st->m2 == NULL && st->nbuf == 0 &&
+		(st->npend == 0 || st->rowtype == PERPCA_ROWTYPE_FLOAT4) &&
+		st->npend + s->n <= PERPCA_STATS_THIN_MAX(st->d))
+	{
+		/* float4 rows join float4 rows as they are: the result stays float4 thin */
+		if (state_empty(st))
+			for (int j = 0; j < st->d; j++)
+				st->shift[j] = PERPCA_STATS_ROWS4(s)[j];
+		state_defer_floats(st, PERPCA_STATS_ROWS4(s), s->n);
+		return;
+	}
 	state_materialize(st);
 	if (s->form == PERPCA_FORM_THIN && st->m2 == NULL &&
 		st->nbuf + s->n <= PERPCA_STATS_THIN_MAX(st->d))
 	{
 		/* rows y centred at mean + mean_lo enter as y + (mean - shift) + mean_lo */
 		double	   *offset = palloc(sizeof(double) * st->d);
+		const double *Y = perpca_stats_thin_rows(s);
 
 		if (state_empty(st))
 			memcpy(st->shift, PERPCA_STATS_MEAN(s), sizeof(double) * st->d);
 		perpca_stats_offset(s, st->shift, offset);
-		state_append(st, PERPCA_STATS_BODY(s), (int) s->n, offset);
+		state_append(st, Y, (int) s->n, offset);
+		if (Y != PERPCA_STATS_BODY(s))
+			pfree((void *) Y);
 		pfree(offset);
 		return;
 	}
@@ -804,6 +909,56 @@ check_row_squares(int d, int64 k, const double *rows)
 }
 
 /*
+ * A float4 thin value from a state whose rows all wait as they came
+ * (state_float4): their float4 values written straight into the value, its
+ * mean theirs (perpca_stats_rows4_center: the float8[] path's arithmetic,
+ * so its centred rows are that path's bits).  If some pending rows are
+ * skipped, the value is copied into one of the right size (none left:
+ * thin_stats' empty value); the state does not change.  No sum of float4
+ * values overflows a double: nothing here is too large.
+ */
+static PerpcaStats *
+thin_stats4(const StatsState *st)
+{
+	int			d = st->d;
+	int64		skipped = st->skipped;
+	PerpcaStats *s = perpca_stats_alloc_float4(d, st->npend, skipped);
+	float	   *rows = PERPCA_STATS_ROWS4(s);
+	double	   *shift = palloc0(sizeof(double) * 2 * d);
+	double	   *mu = shift + d;
+	int64		k = 0;
+
+	/* each row summed as it is written, while in cache: perpca_stats_rows4_center's steps */
+	foreach_pending(st, blk, entry)
+	{
+		if (!fetch_pending4(st, entry, rows + k * d))
+		{
+			skipped++;
+			continue;
+		}
+		if (k == 0)
+			for (int j = 0; j < d; j++)
+				shift[j] = rows[j];
+		perpca_stats_rows4_add(rows + k++ * d, d, shift, mu);
+	}
+	if (k == 0)
+		return perpca_stats_alloc(PERPCA_FORM_THIN, d, 0, skipped, 0, 0, true);
+	if (k < st->npend)
+	{
+		PerpcaStats *fewer = perpca_stats_alloc_float4(d, k, skipped);
+
+		memcpy(PERPCA_STATS_ROWS4(fewer), rows, sizeof(float) * k * d);
+		pfree(s);
+		s = fewer;
+	}
+	for (int j = 0; j < d; j++)
+		mu[j] = mu[j] / k;
+	perpca_stats_set_mean(s, shift, mu);
+	pfree(shift);
+	return s;
+}
+
+/*
  * A thin value from a thin state: its rows centred at their mean, written
  * straight into the value (pending rows fetched there; if some of them are
  * skipped, the value is copied into one of the right size); the state does
@@ -885,6 +1040,8 @@ dense_stats(StatsState *st)
 static PerpcaStats *
 state_to_stats(StatsState *st)
 {
+	if (state_float4(st))
+		return thin_stats4(st);
 	return st->m2 == NULL ? thin_stats(st) : dense_stats(st);
 }
 
@@ -1013,7 +1170,7 @@ serial_header_valid(const SerialState *ss)
 		ss->d >= 1 && ss->d <= PERPCA_MAX_DENSE_DIM && ss->nbuf >= 0 && ss->npend >= 0 &&
 		ss->n >= 0 && ss->skipped >= 0 && !(ss->dense && ss->npend > 0) &&
 		(ss->nulls == PERPCA_NULLS_ERROR || ss->nulls == PERPCA_NULLS_SKIP) &&
-		ss->rowtype <= PERPCA_ROWTYPE_HALFVEC && ss->pendlen >= 0 &&
+		ss->rowtype <= PERPCA_ROWTYPE_FLOAT4 && ss->pendlen >= 0 &&
 		ss->pendlen <= (int64) VARSIZE(ss) &&
 		VARSIZE(ss) == serial_size(ss->dense, ss->d, ss->nbuf, (Size) ss->pendlen);
 }
@@ -1212,6 +1369,50 @@ row_doubles(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type,
 }
 
 /*
+ * May a vector or halfvec row read at once (the first of its group, in a
+ * window, under 'skip', compressed) join the state's pending rows as its
+ * bytes, so that the group keeps its rows as float4 (state_float4)?  While
+ * the state is thin, holds no double rows, and has room.
+ */
+static inline bool
+row4_keepable(const StatsState *st, PerpcaRowType type)
+{
+	return type != PERPCA_ROWTYPE_FLOAT8 &&
+		(st == NULL || (st->sketch == NULL && st->m2 == NULL && st->nbuf == 0 &&
+						state_unmerged(st) < PERPCA_STATS_THIN_MAX(st->d) &&
+						(st->npend == 0 || st->rowtype == type)));
+}
+
+/*
+ * The transition of a row4_keepable row: read at once and checked, its
+ * detoasted bytes join the pending rows; a row with a NaN or infinite
+ * value goes to accum_add (an error, or skipped and counted), as does the
+ * first row of d = 1 (no row is thin there).
+ */
+static StatsState *
+accum_row4(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type, PerpcaNulls nulls)
+{
+	int			d;
+	const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
+	StatsState *st = accum_state(fcinfo, aggcxt, d, nulls);
+
+	if (st->scratch == NULL)
+		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * d);
+	if (!row_reader(type)->values(row, st->scratch) || PERPCA_STATS_THIN_MAX(d) < 1)
+	{
+		accum_add(st, st->scratch);
+		return st;
+	}
+	if (state_empty(st))
+		memcpy(st->shift, st->scratch, sizeof(double) * d);
+	state_set_rowtype(st, type);
+	state_defer_bytes(st, row, VARSIZE(row), 1);
+	if (perpca_progress_rows > 0)
+		report_progress(aggcxt);
+	return st;
+}
+
+/*
  * The transition of perpca_stats(x [, nulls]) (sketch: perpca_sketch(x, ell
  * [, nulls])) for rows of the given type: NULL rows are ignored, rows with a
  * missing value are an error or skipped.  A row in TOAST waits there while
@@ -1233,6 +1434,8 @@ accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, bool 
 		state_set_nulls(st, nulls);
 	if (!sketch && defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
 		PG_RETURN_POINTER(st);
+	if (!sketch && row4_keepable(st, type))
+		PG_RETURN_POINTER(accum_row4(fcinfo, aggcxt, type, nulls));
 	x = row_doubles(fcinfo, aggcxt, type, nulls, sketch, &st);
 	accum_add(st, x);
 	PG_RETURN_POINTER(st);

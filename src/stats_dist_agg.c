@@ -208,7 +208,7 @@ perpca_stats_dist_final(PG_FUNCTION_ARGS)
 	if (!VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(PG_GETARG_DATUM(0))) ||
 		DatumGetEOHP(PG_GETARG_DATUM(0))->eoh_methods != &dist_methods)
 	{
-		PerpcaStats *s = perpca_stats_detoast_copy(PG_GETARG_DATUM(0));
+		PerpcaStats *s = perpca_stats_copy_as_stored(PG_GETARG_DATUM(0));
 
 		perpca_stats_validate(s);
 		PG_RETURN_POINTER(s);

@@ -57,7 +57,7 @@ SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=-1 ell=2 rows=1 delta=0 trace=9 
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 ell=2 rows=1 delta=0 trace=9 mean={1,2} mean_lo={0,0} sketch={1,0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=2 skipped=0 ell=2 rows=1 delta=0 trace=9 mean={1,2} mean_lo={0,0} m2={1,0,1}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v3 n=3 d=16001 skipped=0 ell=2 rows=0 delta=0 trace=0 mean={1} mean_lo={0} sketch={}'::perpca_stats$$);
-SELECT pg_temp.err($$SELECT 'v4 n=3 d=2 mean={1,2} mean_lo={0,0} m2={1,0,1}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v5 n=3 d=2 mean={1,2} mean_lo={0,0} m2={1,0,1}'::perpca_stats$$);
 
 -- ---------------------------------------------------------------------------
 -- Dimensions: a sketch may have d up to 16,000; exact values keep 4,096.

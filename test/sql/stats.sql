@@ -191,7 +191,7 @@ SELECT pg_temp.err($$SELECT perpca_merge(s) FROM (VALUES ('v1 n=1 d=1 mean={1} m
 -- ---------------------------------------------------------------------------
 SELECT pg_temp.err($$SELECT ''::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'garbage'::perpca_stats$$);
-SELECT pg_temp.err($$SELECT 'v4 n=1 d=1 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);
+SELECT pg_temp.err($$SELECT 'v5 n=1 d=1 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=-1 d=1 mean={0} mean_lo={0} m2={0}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=0 mean={} mean_lo={0} m2={}'::perpca_stats$$);
 SELECT pg_temp.err($$SELECT 'v1 n=1 d=99999999999 mean={1} mean_lo={0} m2={0}'::perpca_stats$$);

@@ -3,10 +3,14 @@
 #
 # Checked against the float8[] path on the same numbers (v::real[]::float8[]):
 #   - perpca_stats(vector) and perpca_stats(halfvec) give the same value bit for
-#     bit (text form, which round-trips exactly): thin and dense groups, several
+#     bit (text form, which round-trips exactly): dense groups, several
 #     blocks, NULL rows, the whole table, every binary16 value (normal,
-#     subnormal, zero, both signs); under a forced parallel plan the partial
-#     states combine (plan and statistics checked);
+#     subnormal, zero, both signs); a thin group keeps its rows as float4
+#     (format version 4, about half the bytes), and widened (wide() below)
+#     it is the float8[] path's thin value bit for bit; under a forced
+#     parallel plan the partial states combine (plan and statistics checked);
+#   - float4 thin values: binary COPY round trip, merges that stay float4
+#     (the value of all the rows), fits equal to the float8[] path's;
 #   - each model row function (scores, global part, local part, reconstruct,
 #     residual, error) for a vector row equals the float8[] one's result cast
 #     to vector (float8 for the error), with text and integer client keys, an
@@ -71,6 +75,14 @@ sub error_is
 }
 
 sql('CREATE EXTENSION perpca_vector CASCADE');
+# A value as the float8[] path writes it: a float4 thin value widened (scaling
+# by ones widens it and changes no bit), any other value as it is.
+sql(q{CREATE FUNCTION wide(s perpca_stats) RETURNS text LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT CASE WHEN perpca_stats_form(s) = 'thin'
+              THEN perpca_internal.scale_stats(s, array_fill(1::float8, ARRAY[perpca_dim(s)]))::text
+              ELSE s::text END $$;
+CREATE FUNCTION version_of(s perpca_stats) RETURNS int LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT get_byte(perpca_stats_send(s), 0) $$});
 is( sql(  "SELECT string_agg(extname, ',' ORDER BY extname) FROM pg_extension "
 		  . "WHERE extname IN ('perpca', 'vector', 'perpca_vector')"),
 	'perpca,perpca_vector,vector',
@@ -97,16 +109,22 @@ is( sql(  "SELECT string_agg(g || ':' || perpca_stats_form(s) || ':' || perpca_c
 		  . "FROM (SELECT g, perpca_stats(v) AS s FROM rows GROUP BY g) q"),
 	'1:thin:5 2:dense:292 3:dense:39',
 	'perpca_stats(vector): groups thin and dense, NULL rows skipped');
-is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+is( sql(  "SELECT count(*) FILTER (WHERE wide(a) = b::text) || '/' || count(*) FROM ("
 		  . "SELECT g, perpca_stats(v) AS a, perpca_stats(v::real[]::float8[]) AS b FROM rows GROUP BY g "
 		  . "UNION ALL SELECT 0, perpca_stats(v), perpca_stats(v::real[]::float8[]) FROM rows) q"),
 	'4/4',
-	'perpca_stats(vector) = perpca_stats(v::real[]::float8[]) bit for bit (3 groups and the whole table)');
-is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+	'perpca_stats(vector) = perpca_stats(v::real[]::float8[]) bit for bit (3 groups and the whole table; thin widened)');
+is( sql(  "SELECT count(*) FILTER (WHERE wide(a) = b::text) || '/' || count(*) FROM ("
 		  . "SELECT g, perpca_stats(h) AS a, perpca_stats(h::real[]::float8[]) AS b FROM rows GROUP BY g "
 		  . "UNION ALL SELECT 0, perpca_stats(h), perpca_stats(h::real[]::float8[]) FROM rows) q"),
 	'4/4',
-	'perpca_stats(halfvec) = perpca_stats(h::real[]::float8[]) bit for bit');
+	'perpca_stats(halfvec) = perpca_stats(h::real[]::float8[]) bit for bit (thin widened)');
+is( sql(  "SELECT string_agg(version_of(a) || ',' || version_of(b) || ',' || version_of(c), ' ' ORDER BY g) FROM ("
+		  . "SELECT g, perpca_stats(v) AS a, perpca_stats(h) AS b, perpca_stats(v::real[]::float8[]) AS c FROM rows GROUP BY g) q"),
+	'4,4,1 1,1,1 1,1,1',
+	'the thin group of vector and of halfvec rows is a float4 thin value (version 4); float8[] rows and dense groups as before');
+is( sql(  "SELECT wide(perpca_stats(v)) <> perpca_stats(v)::text FROM rows WHERE g = 1"),
+	't', 'wide() changes a float4 thin value (the comparisons above are not of the same text)');
 is(sql("SELECT perpca_stats(v) IS NULL FROM rows WHERE v IS NULL"),
 	't', 'only NULL rows: NULL, as for float8[]');
 is( sql(  "SELECT (SELECT perpca_stats(v)::text FROM rows WHERE g = 2) "
@@ -169,9 +187,11 @@ is( sql(  "SELECT count(*) FILTER (WHERE perpca_stats_form(p.s) = 'thin' AND per
 		  . "(SELECT max(abs(a - b)) < 1e-9 FROM unnest(perpca_covariance(p.s), perpca_covariance(q.s)) AS u(a, b))) "
 		  . "|| '/' || count(*) FROM thinpar_s p JOIN (SELECT g, perpca_stats(v::real[]::float8[]) AS s FROM thinpar GROUP BY g) q USING (g)"),
 	'500/500', 'parallel thin groups of inline vector rows: the serial float8[] statistics');
-is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+is( sql(  "SELECT count(*) FILTER (WHERE wide(a) = b::text AND version_of(a) = 4) || '/' || count(*) FROM ("
 		  . "SELECT g, perpca_stats(v) AS a, perpca_stats(v::real[]::float8[]) AS b FROM thinpar GROUP BY g) q"),
-	'500/500', 'serial thin groups of inline vector rows: the float8[] path bit for bit');
+	'500/500', 'serial thin groups of inline vector rows: float4 thin values, widened the float8[] path bit for bit');
+is( sql(  "SELECT count(*) FILTER (WHERE version_of(s) = 4) FROM thinpar_s"),
+	'500', 'parallel thin groups of inline vector rows: the combined states keep float4 rows');
 
 # ---- Rows in TOAST ------------------------------------------------------------------
 # vector(600) (2408 bytes) and halfvec(1100) (2208 bytes) rows are stored out of
@@ -196,12 +216,12 @@ for my $plan (['HashAggregate', 'SET enable_sort = off; SET work_mem = \'256MB\'
 	my ($name, $set) = @$plan;
 	like(sql("$set EXPLAIN (COSTS OFF) SELECT g, perpca_stats(v) FROM toasted GROUP BY g"),
 		qr/$name/, "plan: $name");
-	is( sql(  "$set SELECT count(*) FILTER (WHERE a::text = b::text AND c::text = e::text) || '/' || count(*) FROM ("
+	is( sql(  "$set SELECT count(*) FILTER (WHERE wide(a) = b::text AND wide(c) = e::text) || '/' || count(*) FROM ("
 			  . "SELECT g, perpca_stats(v) AS a, perpca_stats(v::real[]::float8[]) AS b, "
 			  . "perpca_stats(h, 'skip') AS c, perpca_stats(h::real[]::float8[]) AS e FROM toasted GROUP BY g) q"),
 		'40/40', "$name over rows in TOAST: vector and halfvec statistics bit for bit those of the float8[] path");
 }
-is( sql(  "SELECT count(*) FILTER (WHERE a::text = b::text) || '/' || count(*) FROM ("
+is( sql(  "SELECT count(*) FILTER (WHERE wide(a) = b::text) || '/' || count(*) FROM ("
 		  . "SELECT perpca_stats(v) OVER w AS a, perpca_stats(v::real[]::float8[]) OVER w AS b "
 		  . "FROM toasted WHERE g <= 3 WINDOW w AS (PARTITION BY g ORDER BY i)) q"),
 	'356/356', 'as a window aggregate (running statistics): bit for bit');
@@ -215,6 +235,41 @@ is( sql(  "SELECT bool_and(perpca_count(p.s) = perpca_count(q.s) AND perpca_coun
 		  . "FROM par_toasted p JOIN (SELECT g, perpca_stats(v::real[]::float8[]) AS s, "
 		  . "perpca_stats(h::real[]::float8[]) AS t FROM toasted GROUP BY g) q USING (g)"),
 	't', 'rows in TOAST, parallel: the serial statistics (pending rows passed between processes)');
+
+# ---- Float4 thin values -------------------------------------------------------------
+# Groups 1..39 of toasted: 12 rows of d = 600 each, thin.  A float4 thin value
+# holds its mean (2 d doubles) and its rows as float4: the rows take half the
+# bytes of the float8[] path's.
+sql(q{CREATE TABLE thin4 AS SELECT g, perpca_stats(v ORDER BY i) AS s, perpca_stats(h ORDER BY i) AS t,
+  perpca_stats(v::real[]::float8[] ORDER BY i) AS f FROM toasted WHERE g BETWEEN 1 AND 39 GROUP BY g});
+is( sql(  "SELECT count(*) FILTER (WHERE pg_column_size(s) = 24 + 16 * 600 + 4 * 12 * 600 + 8 "
+		  . "AND pg_column_size(t) = 24 + 16 * 1100 + 4 * 12 * 1100 + 8 "
+		  . "AND pg_column_size(f) = 24 + 16 * 600 + 8 * 12 * 600 AND version_of(s) = 4 AND version_of(t) = 4) "
+		  . "|| '/' || count(*) FROM (SELECT g, perpca_stats(v) AS s, perpca_stats(h) AS t, perpca_stats(v::real[]::float8[]) AS f "
+		  . "FROM toasted WHERE g BETWEEN 1 AND 39 GROUP BY g) q"),
+	'39/39', 'float4 thin values: 24 + 16 d + 4 n d + 8 bytes, the float8[] path 24 + 16 d + 8 n d');
+is( sql("SELECT count(*) FILTER (WHERE s::text::perpca_stats::text = s::text AND t::text::perpca_stats::text = t::text) FROM thin4"),
+	'39', 'float4 thin values: text round trip');
+my $copy = PostgreSQL::Test::Utils::tempdir;
+sql("COPY thin4 TO '$copy/thin4.bin' (FORMAT binary)");
+sql("CREATE TABLE thin4_back (LIKE thin4); COPY thin4_back FROM '$copy/thin4.bin' (FORMAT binary)");
+is( sql(  "SELECT count(*) FILTER (WHERE a.s::text = b.s::text AND a.t::text = b.t::text "
+		  . "AND perpca_stats_send(a.s) = perpca_stats_send(b.s)) FROM thin4 a JOIN thin4_back b USING (g)"),
+	'39', 'float4 thin values: binary COPY round trip (perpca_stats_send, perpca_stats_recv)');
+is( sql(  "SELECT count(*) FILTER (WHERE m::text = s::text) || '/' || count(*) FROM ("
+		  . "SELECT g, perpca_merge(p ORDER BY half) AS m FROM ("
+		  . "SELECT g, i > (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY i) FROM toasted o WHERE o.g = t.g) AS half, "
+		  . "perpca_stats(v ORDER BY i) AS p FROM toasted t WHERE g BETWEEN 1 AND 39 GROUP BY 1, 2) q GROUP BY g) m JOIN thin4 USING (g)"),
+	'39/39', 'perpca_merge of the float4 thin values of two halves of a group, in order: the float4 thin value of the group');
+is( sql(  "SELECT perpca_stats_form(m) || ' ' || perpca_count(m) || ' ' || "
+		  . "(SELECT max(abs(a - b)) < 1e-9 FROM unnest(perpca_covariance(m), perpca_covariance(e)) AS u(a, b)) "
+		  . "FROM (SELECT perpca_merge(s) AS m, perpca_merge(f) AS e FROM thin4) q"),
+	'dense 468 true', 'perpca_merge of float4 thin values past the thin limit: dense, the float8[] rows\' statistics');
+is( sql(  "SELECT (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) "
+		  . "FROM perpca_fit('SELECT g, s FROM thin4', 2, 1)) "
+		  . "= (SELECT string_agg(pc::text || variance, ';' ORDER BY kind, client, component) "
+		  . "FROM perpca_fit('SELECT g, f FROM thin4', 2, 1))"),
+	't', 'a fit on float4 thin values: the fit on the float8[] path\'s, bit for bit');
 
 # ---- Errors ----------------------------------------------------------------------
 error_is("SELECT perpca_stats(v) FROM (VALUES ('[1,2]'::vector), ('[1,2,3]')) s(v)",
@@ -505,6 +560,8 @@ is($node->safe_psql('restored', $check), sql($check),
 is( $node->safe_psql('restored', "SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM vsketch"),
 	sql("SELECT md5(string_agg(s::text, '' ORDER BY g)) FROM vsketch"),
 	'restored: the stored sketches as before');
+my $thin4_check = "SELECT md5(string_agg(s::text || t::text || encode(perpca_stats_send(s), 'hex'), '' ORDER BY g)) FROM thin4";
+is($node->safe_psql('restored', $thin4_check), sql($thin4_check), 'restored: the stored float4 thin values as before');
 
 # ---- A domain over vector, and an overload planted in perpca's schema -----------
 # A plain role who may create in perpca's schema makes a domain over vector and

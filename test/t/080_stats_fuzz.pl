@@ -65,6 +65,13 @@ SELECT perpca_sketch(ARRAY(SELECT cos(i + j * d) FROM generate_series(1, d) AS j
 INSERT INTO base (v)
 SELECT perpca_stats(CASE WHEN i % 3 = 0 THEN ARRAY[i, NULL, 1] ELSE ARRAY[i, i * i, 1] END::float8[], 'skip')
   FROM generate_series(1, 9) AS i;
+-- version 4 (0.5.0): thin values of float4 rows as they came (vector and
+-- halfvec groups), one with skipped rows, and two merged (still thin)
+INSERT INTO base (v) VALUES
+  ('v4 n=2 d=4 skipped=0 mean={2,2,2,2.25} mean_lo={0,0,0,0} rows={1,2,3,4,3,2,1,0.5}'),
+  ('v4 n=1 d=3 skipped=2 mean={1.5,-2,0.25} mean_lo={0,0,0} rows={1.5,-2,0.25}'),
+  ('v4 n=1 d=5 skipped=0 mean={0.5,-1,0.125,65536,-0.25} mean_lo={0,0,0,0,0} rows={0.5,-1,0.125,65536,-0.25}');
+INSERT INTO base (v) SELECT perpca_merge(v) FROM base WHERE v::text ~ '^v4 n=1 d=5';
 CREATE TABLE accepted (how text, id int, v perpca_stats);
 CREATE TABLE bin_in (v perpca_stats);
 -- The bytes of a value as they are stored, and back (byteasend copies a varlena as it is).
@@ -80,6 +87,7 @@ cmp_ok(scalar(@text), '>=', 10, scalar(@text) . ' valid values to start from');
 like(join(' ', @text), qr/ rows=\{/, 'thin values among them');
 like(join(' ', @text), qr/ m2=\{/, 'dense values among them');
 like(join(' ', @text), qr/ sketch=\{/, 'sketches among them');
+is(scalar(grep { /^v4 n=\d+ d=\d+ skipped=\d+ mean=/ } @text), 4, 'float4 thin values (version 4) among them');
 
 # ---- mutations -----------------------------------------------------------------
 my @numbers = ('0', '-0', '1', '-1', '1e308', '-1e308', '1e309', '1e-320', '1e-400', 'NaN', 'Infinity',
@@ -252,6 +260,12 @@ sub deserialize_admits
 		# a sketch: ell in the int16, rows in the padding, the skipped count after the doubles
 		return 0 unless $d >= 1 && $d <= 16000 && $unused >= 1 && $unused <= 4096 && $pad >= 0 && $pad <= $unused && $n >= 0;
 		return length($b) == 20 + 8 * (2 * $d + 2 + $pad * $d) + 8;
+	}
+	if ($version == 4 && $form == 1)
+	{
+		# float4 rows after the mean, the skipped count after them
+		return 0 unless $d >= 1 && $d <= 4096 && $n >= 0 && $n <= 1_000_000;
+		return length($b) == 20 + 8 * 2 * $d + 4 * $n * $d + 8;
 	}
 	return 0 unless $version == 1 && ($form == 0 || $form == 1) && $d >= 1 && $d <= 4096 && $n >= 0;
 	return 0 if $form == 1 && $n > 1_000_000;
