@@ -45,9 +45,10 @@ SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '2GB'; SET jit
 WARM="SELECT perpca_count(perpca_stats(ARRAY[1]::float8[])), sum_floor(ARRAY[1]::float8[])"
 
 # ms SQL: one timing of SQL in a new session (libraries loaded): "wall cpu",
-# in ms; cpu is the backend's own CPU time (/proc/PID/schedstat, which
-# anyone may read: the server must run on this machine), which the load of
-# other processes on a shared machine inflates far less than the wall time.
+# in ms; cpu is the backend's own CPU time, all its threads (OpenBLAS may
+# start some) summed from /proc/PID/task/*/schedstat, which anyone may read
+# (the server must run on this machine): the load of other processes on a
+# shared machine inflates it far less than the wall time.
 ms() {
     psql -X -q -v ON_ERROR_STOP=1 -c "$SETTINGS" -c "$WARM" -f - <<SQL | awk '
         /^Time: / { wall = $2; next }
@@ -56,11 +57,11 @@ ms() {
 SELECT pg_backend_pid() AS bpid \gset
 \setenv BPID :bpid
 \o /dev/null
-\! cut -d" " -f1 /proc/\$BPID/schedstat
+\! cat /proc/\$BPID/task/*/schedstat | awk '{ s += \$1 } END { print s }'
 \timing on
 $1;
 \timing off
-\! cut -d" " -f1 /proc/\$BPID/schedstat
+\! cat /proc/\$BPID/task/*/schedstat | awk '{ s += \$1 } END { print s }'
 SQL
 }
 # lo LIST / hi LIST: smallest / largest of the timings in LIST
