@@ -44,10 +44,25 @@ SETTINGS="SET max_parallel_workers_per_gather = 0; SET work_mem = '2GB'; SET jit
 # aggregate's work; it is timed once, separately.
 WARM="SELECT perpca_count(perpca_stats(ARRAY[1]::float8[])), sum_floor(ARRAY[1]::float8[])"
 
-# ms SQL: one timing of SQL, in milliseconds (a new session, libraries loaded).
+# ms SQL: one timing of SQL in a new session (libraries loaded): "wall cpu",
+# in ms; cpu is the backend's own CPU time, all its threads (OpenBLAS may
+# start some) summed from /proc/PID/task/*/schedstat, which anyone may read
+# (the server must run on this machine): the load of other processes on a
+# shared machine inflates it far less than the wall time.
 ms() {
-    psql -X -q -v ON_ERROR_STOP=1 -c "$SETTINGS" -c "$WARM" -c '\timing on' -c "$1" \
-        | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+    psql -X -q -v ON_ERROR_STOP=1 -c "$SETTINGS" -c "$WARM" -f - <<SQL | awk '
+        /^Time: / { wall = $2; next }
+        /^[0-9]+$/ { if (t0 == "") t0 = $1; else t1 = $1 }
+        END { printf "%.1f %.1f\n", wall, (t1 - t0) / 1e6 }'
+SELECT pg_backend_pid() AS bpid \gset
+\setenv BPID :bpid
+\o /dev/null
+\! cat /proc/\$BPID/task/*/schedstat | awk '{ s += \$1 } END { print s }'
+\timing on
+$1;
+\timing off
+\! cat /proc/\$BPID/task/*/schedstat | awk '{ s += \$1 } END { print s }'
+SQL
 }
 # lo LIST / hi LIST: smallest / largest of the timings in LIST
 lo() { echo "$1" | tr ' ' '\n' | grep . | sort -g | head -1; }
@@ -69,29 +84,40 @@ VACUUM ANALYZE $name;
 SQL
     # the extension's block size (BLOCK_ROWS in src/stats_agg.c)
     block=128
-    local scan="" sum="" agg="" blas rank1 q_scan q_sum q_agg
+    local q_scan q_sum q_agg q t blas blas_cpu rank1 out="" kind
     q_scan="SELECT sum(n) FROM (SELECT g, sum(array_length(x, 1)) AS n FROM $name GROUP BY g) q"
     q_sum="SELECT sum(v) FROM (SELECT g, sum_floor(x) AS v FROM $name GROUP BY g) q"
     q_agg="SELECT sum(perpca_dim(s)) FROM (SELECT g, perpca_stats(x) AS s FROM $name GROUP BY g) q"
     ms "$q_scan" >/dev/null	# warm the cache
     for _ in $(seq "$REPS"); do
-        scan="$scan $(ms "$q_scan")"
-        sum="$sum $(ms "$q_sum")"
-        agg="$agg $(ms "$q_agg")"
+        for kind in scan sum agg; do
+            q=q_$kind
+            t=$(ms "${!q}")
+            out="$out $kind $t"
+        done
     done
     blas=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" "$groups" "$block")
-    rank1=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" "$groups" 1)
-    awk -v n="$name" -v o="$order" -v d="$d" -v r="$rows" -v g="$groups" -v b="$blas" -v r1="$rank1" \
-        -v s0="$(lo "$scan")" -v s1="$(hi "$scan")" -v u0="$(lo "$sum")" -v u1="$(hi "$sum")" \
-        -v a0="$(lo "$agg")" -v a1="$(hi "$agg")" 'BEGIN {
-        b *= 1000
+    blas_cpu=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" "$groups" "$block" cpu)
+    rank1=$(OPENBLAS_NUM_THREADS=1 "$tmp/dsyrk_floor" "$d" "$rows" "$groups" 1 cpu)
+    echo "$out" | awk -v n="$name" -v o="$order" -v d="$d" -v r="$rows" -v g="$groups" \
+        -v b="$blas" -v bc="$blas_cpu" -v r1="$rank1" '
+    function put(k, w, c) {
+        if (!(k in w0) || w < w0[k]) w0[k] = w; if (!(k in w1) || w > w1[k]) w1[k] = w
+        if (!(k in c0) || c < c0[k]) c0[k] = c; if (!(k in c1) || c > c1[k]) c1[k] = c }
+    { for (i = 1; i + 2 <= NF; i += 3) put($i, $(i + 1), $(i + 2)) }
+    END {
+        b *= 1000; bc *= 1000
         printf "%s: d=%d, %d rows, %d groups, %s (min-max of the runs, ms)\n", n, d, r, g, o
-        printf "  scan floor  %7.1f-%-7.1f  + dsyrk %6.1f = %7.1f-%-7.1f\n", s0, s1, b, s0 + b, s1 + b
-        printf "  sum floor   %7.1f-%-7.1f  + dsyrk %6.1f = %7.1f-%-7.1f\n", u0, u1, b, u0 + b, u1 + b
-        printf "  perpca_stats %6.1f-%-7.1f  [per-row dsyr instead of dsyrk: %.1f ms]\n", a0, a1, r1 * 1000
-        printf "  ratio to scan + dsyrk %.2f-%.2f; to sum + dsyrk %.2f-%.2f (goal <= 1.30)\n",
-               a0 / (s1 + b), a1 / (s0 + b), a0 / (u1 + b), a1 / (u0 + b)
-        printf "  best against best: %.2f (scan), %.2f (sum)\n", a0 / (s0 + b), a0 / (u0 + b) }'
+        printf "  %-13s %17s %17s\n", "", "wall", "backend CPU"
+        printf "  %-13s %7.1f-%-9.1f %7.1f-%-9.1f\n", "scan floor", w0["scan"], w1["scan"], c0["scan"], c1["scan"]
+        printf "  %-13s %7.1f-%-9.1f %7.1f-%-9.1f\n", "sum floor", w0["sum"], w1["sum"], c0["sum"], c1["sum"]
+        printf "  %-13s %17.1f %17.1f\n", "dsyrk", b, bc
+        printf "  %-13s %7.1f-%-9.1f %7.1f-%-9.1f\n", "perpca_stats", w0["agg"], w1["agg"], c0["agg"], c1["agg"]
+        printf "  [per-row dsyr instead of dsyrk: %.1f ms CPU]\n", r1 * 1000
+        printf "  CPU, best against best: %.2f to scan + dsyrk, %.2f to sum + dsyrk (goal <= 1.30)\n",
+               c0["agg"] / (c0["scan"] + bc), c0["agg"] / (c0["sum"] + bc)
+        printf "  wall, best against best: %.2f to scan + dsyrk, %.2f to sum + dsyrk\n",
+               w0["agg"] / (w0["scan"] + b), w0["agg"] / (w0["sum"] + b) }'
     psql -X -q -c "DROP TABLE $name"
 }
 
