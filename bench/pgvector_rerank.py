@@ -39,6 +39,7 @@ Width R (default 256) of d = 1536.  Steps:
      user who may read it; less sensitive to the machine's load than the wall
      time); medians per query.  The searches take turns query by query, so
      the load falls on every kind alike.
+SPLITS="" (with POOLED=1) keeps pooled PCA, a global reduction, instead of a split.
 The candidate count and the column type (vector or halfvec) are chosen on the
 tuning half (the smallest c whose tuning-half recall reaches GOAL, the halfvec
 index if it reaches it at the same c); every figure is printed for both halves.
@@ -108,6 +109,8 @@ def choose_split(conn, cur, ids, truth, half):
         table[f"pooled PCA {R}"] = {c: halves(cov[c], half) for c in CANDIDATES}
         print(f"  pooled PCA {R}: {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
               + ", ".join(f"{c}: {f(table[f'pooled PCA {R}'][c])}" for c in CANDIDATES), flush=True)
+        if not SPLITS:
+            return "lsa_rr_cpca", f"pooled PCA {R}", table
         cur.execute("SELECT perpca_drop('lsa_rr_cpca')")
     best = max(SPLITS, key=lambda l: (np.mean([table[f"perpca {R - l} + {l}"][c]["tune"] for c in CANDIDATES]), -l))
     for l in SPLITS:

@@ -4,7 +4,7 @@
 # on the Debian LSA corpus at d = 1536 (bench/debian_lsa.py), R1 + R2 = 5 + 5, ELL = 64.
 #
 #   PGHOST=... PGPORT=... PGDATABASE=... nice -n 10 bash bench/sketch_accuracy.sh [CORPUS_DIR]
-#   ELL=64 R1=5 R2=5 HALF=both SCALE=1 SPLIT=1 POLISH=1 NUMPY=1 SEED= (defaults)
+#   ELL=64 R1=5 R2=5 HALF=both SCALE=1 SPLIT=1 POLISH=1 NUMPY=1 MEASURES=1 K=10 SEED= (defaults)
 #
 # HALF: which tenants are fitted.  The corpus's tenants were split into a tuning
 # half and a held-out half before anything was tuned (debian_lsa.py); the
@@ -59,7 +59,12 @@
 #   - SPLIT: exact fits on two disjoint halves of each tenant's rows (even and
 #     odd hashint4(id)): their projector distance to each other, to the exact
 #     fit and to the sketched fit (the data's own uncertainty about U, on half
-#     the rows each).
+#     the rows each); and the sketched fit's distance to the exact fit over
+#     the two halves' distance to each other, goal <= 0.5;
+#   - MEASURES: Frequent Directions' own measures, sketch by sketch
+#     (bench/sketch_measures.py, after the fits): the projection-error ratio
+#     ||A - A P_k||_F^2 / ||A - A_k||_F^2 at k = K (goal <= 1.05) and the
+#     covariance error ||A'A - B'B||_2 / ||A||_F^2, per half of the tenants.
 # The corpus and lsa_docs/lsa_stats are made as bench/pgvector_recall.sh makes
 # them (bench/lsa_load.sh); the sketches go into lsa_sketch.  Needs perpca_vector
 # with perpca_sketch(vector, int), python3-numpy and python3-psycopg.
@@ -67,6 +72,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=${1:-/tmp/perpca-lsa}
 export ELL=${ELL:-64} R1=${R1:-5} R2=${R2:-5} HALF=${HALF:-both} SCALE=${SCALE:-1} SPLIT=${SPLIT:-1} POLISH=${POLISH:-1} NUMPY=${NUMPY:-1} SEED=${SEED:-}
+export MEASURES=${MEASURES:-1} K=${K:-10}
 case $HALF in tune|held|both|all) ;; *) echo "HALF must be tune, held, both or all" >&2; exit 2;; esac
 . "$here/lsa_load.sh"
 lsa_load "$corpus"
@@ -235,6 +241,9 @@ def accuracy(half):
         print(f"  for scale: exact fits on two disjoint halves of each tenant's rows (hashint4(id) even / odd): objectives "
               f"{fa['objective']:.10g}, {fb['objective']:.10g}")
         dist("between the two halves' exact fits", Ua, Ub, "sampling noise, each on half the rows", False)
+        ab = float(np.linalg.norm(Ua @ Ua.T - Ub @ Ub.T))
+        print(f"  sketched fit to the exact fit over the two halves' fits to each other: {proj_f:.4f} / {ab:.4f} = "
+              f"{proj_f / ab:.3f}   goal <= 0.5: {'met' if proj_f <= 0.5 * ab else 'NOT met'}")
         print(f"    from the exact fit on all rows: {np.linalg.norm(U1 @ U1.T - Ua @ Ua.T):.4f} and {np.linalg.norm(U1 @ U1.T - Ub @ Ub.T):.4f}; "
               f"from the sketched fit: {np.linalg.norm(U2 @ U2.T - Ua @ Ua.T):.4f} and {np.linalg.norm(U2 @ U2.T - Ub @ Ub.T):.4f}")
 
@@ -250,3 +259,7 @@ for h in halves:
     accuracy(h)
 cur.execute("DROP TABLE IF EXISTS acc_eval, acc_exact, acc_sketch, acc_exact2, acc_sketch2, acc_polish, acc_split_a, acc_split_b, lsa_split_a, lsa_split_b, lsa_half")
 PY
+if [ "$MEASURES" != 0 ]; then
+	echo "Frequent Directions' measures of each sketch perpca_sketch(v, $ELL) in lsa_sketch (bench/sketch_measures.py), load $(cut -d' ' -f1-3 /proc/loadavg):"
+	OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/sketch_measures.py" "$corpus"
+fi
