@@ -40,8 +40,9 @@
  * the half read 14.4 / 13.5 / 19.3, cblas_dsymm 21.8 / 20.7 / 24.5; d = 768,
  * load 13, OpenBLAS's Cooperlake kernels: dgemm 0.52 / 0.72 / 0.87 / 1.17
  * ms for 13 / 18 / 26 / 39 columns, the half read in panels of 128 rows
- * 0.30 / 0.28 / 0.46 / 0.58; d = 300-400 alike, 1.5-2x from 13 columns).
- * Below HALF_READ_WIDE the panels are HALF_READ_PANEL_SMALL rows.
+ * 0.30 / 0.28 / 0.46 / 0.58; d = 300-400 alike from 13 columns, up to
+ * 15% slower at 5).  Below HALF_READ_WIDE the panels are
+ * HALF_READ_PANEL_SMALL rows.
  */
 #define HALF_READ_DIM 256
 #define HALF_READ_WIDE 1024
