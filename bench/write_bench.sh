@@ -34,6 +34,7 @@ versus_servers
 [ -n "$OLD_HOST" ] || die "write_bench compares two versions: OLD=- is not supported"
 
 rows_sql="
+SELECT perpca_drop('m', if_exists => true);
 DROP TABLE IF EXISTS dirs, obs, later;
 SELECT setseed(0.29);
 CREATE TABLE dirs AS
