@@ -34,6 +34,8 @@ versus_servers
 [ -n "$OLD_HOST" ] || die "write_bench compares two versions: OLD=- is not supported"
 
 rows_sql="
+SELECT perpca_drop('m', if_exists => true);
+DROP TABLE IF EXISTS dirs, obs, later;
 SELECT setseed(0.29);
 CREATE TABLE dirs AS
 SELECT c, k, ARRAY(SELECT random() - 0.5 FROM generate_series(1, $D) j WHERE k > -1 ORDER BY j) AS v

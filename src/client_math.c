@@ -33,21 +33,28 @@
 #define BEST_RESPONSE_EXACT_FALLBACK 1024
 /*
  * Dimension from which a product S_i X reads only the upper block triangle
- * of a dense S_i (linalg_symm_half, in blocks of HALF_READ_PANEL rows):
- * from there S_i is far beyond the caches and a product with a few columns
- * is bound by reading it (bench/dense_read.c, d = 4096, load 2.3: dgemm
- * 19.7 / 18.1 / 22.2 ms for 5 / 8 / 13 columns, the half read 14.4 / 13.5 /
- * 19.3, cblas_dsymm 21.8 / 20.7 / 24.5).
+ * of a dense S_i (linalg_symm_half, in blocks of HALF_READ_PANEL rows): a
+ * dgemm on the whole S_i packs all of it for every product, which for the
+ * few columns of a round costs more than the arithmetic (bench/dense_read.c,
+ * d = 4096, load 2.3: dgemm 19.7 / 18.1 / 22.2 ms for 5 / 8 / 13 columns,
+ * the half read 14.4 / 13.5 / 19.3, cblas_dsymm 21.8 / 20.7 / 24.5; d = 768,
+ * load 13, OpenBLAS's Cooperlake kernels: dgemm 0.52 / 0.72 / 0.87 / 1.17
+ * ms for 13 / 18 / 26 / 39 columns, the half read in panels of 128 rows
+ * 0.30 / 0.28 / 0.46 / 0.58; d = 300-400 alike from 13 columns, up to
+ * 15% slower at 5).  Below HALF_READ_WIDE the panels are
+ * HALF_READ_PANEL_SMALL rows.
  */
-#define HALF_READ_DIM 1024
+#define HALF_READ_DIM 256
+#define HALF_READ_WIDE 1024
 #define HALF_READ_PANEL 256
+#define HALF_READ_PANEL_SMALL 128
 /*
  * Dimension from which a d-space best response carries its last start block
  * into the next round (response_start): where a read of S_i costs more than
  * the step's small products.  Below, on the gauntlet's tuning half (lsa_man,
  * d = 768, the widest), it did not pay: 244 -> 258 rounds, CPU 3.14 -> 3.31 s.
  */
-#define CARRY_DIM HALF_READ_DIM
+#define CARRY_DIM 1024
 /*
  * An eigenvalue of the deflated S_i at most this x lambda_max is zero to
  * rounding: its best-response column lies past the client's rank
@@ -168,9 +175,10 @@ client_apply(FitClient *c, const double *W, int k, double *out)
 	if (c->S != NULL)
 	{
 		TRACE_READ(c, k);
-		/* S_i W: half of a large S_i read (HALF_READ_DIM), else dgemm on the whole */
+		/* S_i W: half of S_i read (HALF_READ_DIM), else dgemm on the whole */
 		if (d >= HALF_READ_DIM)
-			linalg_symm_half(d, k, c->S, W, out, HALF_READ_PANEL);
+			linalg_symm_half(d, k, c->S, W, out,
+							 d >= HALF_READ_WIDE ? HALF_READ_PANEL : HALF_READ_PANEL_SMALL);
 		else
 			/* (S_i symmetric: OpenBLAS packs the untransposed A faster, 1.3x at d = 800-4096) */
 			linalg_gemm(false, false, d, k, d, 1.0, c->S, d, W, k, 0.0, out, k);
