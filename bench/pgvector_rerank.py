@@ -46,7 +46,7 @@ index if it reaches it at the same c); every figure is printed for both halves.
 A tenant with at most c documents besides the query is searched whole by c
 candidates, so its re-ranked recall is exact by construction: for each c the
 number of such tenants per half is printed, and the recall over the others.
-hnsw.ef_search is at most 1000 in pgvector, so c is too.
+hnsw.ef_search is at most 1000 in pgvector, so c is too (no iterative scans).
 """
 import json
 import os
