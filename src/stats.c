@@ -93,6 +93,23 @@ has_skipped(const PerpcaStats *s)
 	return s->version != PERPCA_STATS_VERSION;
 }
 
+/*
+ * The bytes of a value of this version and form with nrows rows (n, or a
+ * sketch's rows): the header, its doubles (for version 4 the mean and
+ * mean_lo, then nrows x d float4), and the skipped count of versions 2-4.
+ */
+static int64
+value_bytes(int version, int form, int d, int64 nrows)
+{
+	int64		bytes = offsetof(PerpcaStats, data);
+
+	if (version == PERPCA_STATS_VERSION_FLOAT4)
+		bytes += sizeof(double) * 2 * (int64) d + sizeof(float) * nrows * d;
+	else
+		bytes += sizeof(double) * perpca_stats_nvalues(form, d, nrows);
+	return bytes + (version != PERPCA_STATS_VERSION ? sizeof(int64) : 0);
+}
+
 void
 perpca_check_sketch_dim(int d)
 {
@@ -118,8 +135,8 @@ perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, b
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats %s with %lld rows of dimension %d is too large",
 						sketch ? "sketch" : "value", (long long) nrows, d)));
-	size = offsetof(PerpcaStats, data) + sizeof(double) * perpca_stats_nvalues(form, d, nrows) +
-		(sketch || skipped > 0 ? sizeof(int64) : 0);
+	size = value_bytes(sketch ? PERPCA_STATS_VERSION_SKETCH :
+					   skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION, form, d, nrows);
 	if (size > MaxAllocSize)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
@@ -152,8 +169,7 @@ perpca_stats_alloc_float4(int d, int64 n, int64 skipped)
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value with %lld rows of dimension %d is too large",
 						(long long) n, d)));
-	size = offsetof(PerpcaStats, data) + sizeof(double) * 2 * (Size) d +
-		sizeof(float) * (Size) n * d + sizeof(int64);
+	size = value_bytes(PERPCA_STATS_VERSION_FLOAT4, PERPCA_FORM_THIN, d, n);
 	if (size > MaxAllocSize)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
@@ -268,11 +284,7 @@ header_size(const PerpcaStats *s)
 		return -1;
 	if (s->form == PERPCA_FORM_THIN && rows > (int64) (MaxAllocSize / sizeof(double)) / s->dim)
 		return -1;
-	if (perpca_stats_float4(s))
-		return offsetof(PerpcaStats, data) + sizeof(double) * 2 * (int64) s->dim +
-			sizeof(float) * rows * s->dim + sizeof(int64);
-	return offsetof(PerpcaStats, data) + sizeof(double) * perpca_stats_nvalues(s->form, s->dim, rows) +
-		(has_skipped(s) ? sizeof(int64) : 0);
+	return value_bytes(s->version, s->form, s->dim, rows);
 }
 
 /* Reject format versions and forms this build does not know (0A000). */
