@@ -61,7 +61,7 @@
  *                       in one order; perpca_drop (model_lock.h)
  *   model_read.c        finding a stored model, checking its tables (plain, one owner,
  *                       readable by the caller) and reading them without SQL; the
- *                       per-backend model cache (model_read.h)
+ *                       per-backend model cache (model_read.h); perpca_model_history()
  *   citus_placement.c   on Citus: a model table that is a reference table, read through
  *                       this node's local shard (citus_placement.h)
  *   model_bind.c        a calling expression bound to a stored model's cached data,
@@ -88,8 +88,6 @@
  *   model_store.c       the one module that writes a model's tables: the bound view, the
  *                       stage, the fit's rows, the clients' figures, a personalized
  *                       client, the history (model_store.h)
- *   model_history.c     perpca_model_history(): a model's history table, read as
- *                       model_read.c reads a model
  *   model_write.c       the write side's entry points: perpca_train(), perpca_refresh()
  *                       in C from the call to the last row (name, options, the recorded
  *                       search_path, the caller's stage, the owner's fit and store)

@@ -43,7 +43,7 @@ RETURNS TABLE (client text, cluster int, distance_to_center float8)
 COMMENT ON FUNCTION perpca_clusters(text, int) IS
     'spectral clustering of the clients by their local subspaces (rho as perpca_similarity), seeded: the same clusters on every call; k NULL: the largest eigengap, or one cluster when the spectrum has no cluster structure, named in a NOTICE (README: Reference, Models)';
 
--- A model's history (src/model_history.c reads <model>_history, written by
+-- A model's history (src/model_read.c reads <model>_history, written by
 -- perpca_train and perpca_refresh through perpca_internal.history_append).
 CREATE OR REPLACE FUNCTION perpca_model_history(model text)
 RETURNS TABLE (version bigint, at timestamptz, kind text, clients int, "rows" bigint, rounds_run int,
