@@ -51,6 +51,7 @@
 #include "model_lock.h"
 #include "model_schema.h"
 #include "model_store.h"
+#include "monitor.h"
 #include "perpca.h"
 #include "row_reader.h"
 #include "scale.h"

@@ -533,12 +533,7 @@ perpca_model_monitor(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(monitor_result(fcinfo, r));
 }
 
-/*
- * For the write path (model_store.c): the scores' covariance C and the
- * residual moments of statistics s (in the model's units) and W = [U; V]
- * (rows) as two arrays, a sketch's through its rows; false (nothing set)
- * for empty statistics or no components.
- */
+/* In the model's units; a sketch's statistics through its rows. */
 bool
 monitor_client_stats(const PerpcaStats *s, const double *U, int r1, const double *V, int r2,
 					 Datum *score_covariance, Datum *residual_moments)

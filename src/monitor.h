@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "model_read.h"
+#include "stats.h"
 
 /* The level of the reference limits a row's score s = max(T2 / T2_lim, Q / Q_lim) is taken at. */
 #define MONITOR_REF_ALPHA 0.01
@@ -34,5 +35,13 @@ extern double monitor_conformal_threshold(const double *top, int stored, int64 n
 
 /* How many top scores of n to store: enough for alpha up to MONITOR_CAL_ALPHA_MAX. */
 extern int	monitor_conformal_keep(int64 n);
+
+/*
+ * For the write path (model_store.c): the scores' covariance and the
+ * residual moments of a client's statistics s against W = [U; V] (rows), as
+ * two arrays; false (nothing set) for empty statistics or no components.
+ */
+extern bool monitor_client_stats(const PerpcaStats *s, const double *U, int r1, const double *V, int r2,
+								 Datum *score_covariance, Datum *residual_moments);
 
 #endif							/* PERPCA_MONITOR_H */

@@ -319,8 +319,4 @@ extern void perpca_stats_moment(const PerpcaStats *s, const double *center, doub
 /* mean - c, computed from the double-double mean (d values into out). */
 extern void perpca_stats_offset(const PerpcaStats *s, const double *center, double *out);
 
-/* ---- monitor.c: a client's score covariance and residual moments, for the write path ---- */
-extern bool monitor_client_stats(const PerpcaStats *s, const double *U, int r1, const double *V, int r2,
-								 Datum *score_covariance, Datum *residual_moments);
-
 #endif							/* PERPCA_STATS_H */
