@@ -23,6 +23,13 @@
  * Rows become statistics through SQL that wraps the user's query, every name
  * in it qualified with perpca's schema, and the query runs as the caller
  * with the caller's (or the model's recorded) search_path.
+ *
+ * A fit that may run in the span of its clients' rows (fit_span.h) reads a
+ * stored thin or sketched value whole once, checks it as every reader
+ * does, and keeps its head and TOAST pointer (ClientsRead.rows_stored):
+ * client_rows reads its rows again a slice at a time, under the same
+ * statement's snapshot, and clients_load the whole value when the fit
+ * runs in d after all.
  */
 #include "postgres.h"
 
