@@ -101,17 +101,19 @@ use_lib() {
 	cp "$1" "$libdir/perpca.so.new" && mv "$libdir/perpca.so.new" "$libdir/perpca.so"
 }
 bare=$(q -c "SELECT perpca_count(perpca_stats('{1}'::float8[]))" -c "SELECT $hwm" | tail -1)
-bare_anon=$(q -c "SELECT perpca_count(perpca_stats('{1}'::float8[]))" -c "SELECT pg_backend_pid()" | tail -1 |
-	xargs -I{} awk '/^RssAnon:/ { printf "%.1f", $2 / 1024 }' /proc/{}/status 2>/dev/null || echo -)
-# what one read of every stored value costs (detoasted whole, its header checked): the span fit reads
-# its rows about five times over (a check at reading, the Gram matrix's panels, the lift)
+bare_anon=$(q -c "SELECT perpca_count(perpca_stats('{1}'::float8[]))" -c "SELECT ${hwm//VmHWM/RssAnon}" | tail -1)
+# what one read of every stored value costs (detoasted whole, its header checked), twice in one session:
+# the span fit reads its rows about five times over (a check at reading, the Gram matrix's panels, the lift)
 read_cpu=$(q <<-SQL | tail -1
+	SELECT perpca_count(perpca_stats('{1}'::float8[]));
 	SELECT $ticks AS t0 \gset
 	SELECT count(*) FROM $tbl WHERE perpca_dim(stats) > 0;
-	SELECT round(($ticks - :t0) / $hz.0, 2);
+	SELECT $ticks AS t1 \gset
+	SELECT count(*) FROM $tbl WHERE perpca_dim(stats) > 0;
+	SELECT round((:t1 - :t0) / $hz.0, 2) || ' and ' || round(($ticks - :t1) / $hz.0, 2);
 SQL
 )
-echo "   one read of the $TENANTS stored values: $read_cpu CPU s"
+echo "   one read of the $TENANTS stored values, twice: $read_cpu CPU s"
 rows=()
 dist="- -"
 for lib in ${LIBS:-current=}; do
