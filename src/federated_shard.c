@@ -276,7 +276,7 @@ shard_read(ShardFit *sf, void *arg)
 	RowSource	src;
 
 	row_source_open(&src, a->query, "query", (PerpcaMissing) sf->opts.missing);
-	sf->in = clients_read(&src, &(ClientsRead) {sf->opts.n_local, false, "perpca_fit_federated", false},
+	sf->in = clients_read(&src, &(ClientsRead) {sf->opts.n_local, false, "perpca_fit_federated", false, false},
 						  sf->cxt, &sf->n, &a->skipped);
 	clients_check(sf->in, sf->n, sf->opts.n_global, false);
 	/* a federated fit reports no sketch's bound: its shards take exact statistics only */

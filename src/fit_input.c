@@ -319,33 +319,39 @@ magnitude_end(const Magnitude *m)
  * (magnitude_add): thin rows and a sketch's rows kept as they are (S_i =
  * Y'Y / n + delta delta', delta the centre's offset; for a sketch, Y = B,
  * its ell rows, and n the exact row count), else d x d (dense statistics,
- * at most PERPCA_MAX_DENSE_DIM).
+ * at most PERPCA_MAX_DENSE_DIM).  A client whose rows were left in storage
+ * (in->stored) has Y NULL and its nrows set (fit_span.c reads them), and
+ * the figures of its rows (in->sumsq) are those they would give.
  */
 static void
-client_matrix(FitClient *c, const char *name, const PerpcaStats *stats, const double *center,
+client_matrix(FitClient *c, const ClientInput *in, const PerpcaStats *stats, const double *center,
 			  Magnitude *m, double weight)
 {
 	int			d = stats->dim;
 	int			rows = (int) stats->n;
-	const double *Y = perpca_stats_thin_rows(stats);
+	bool		stored = in != NULL && in->stored != NULL;
+	const double *Y = stored ? NULL : perpca_stats_thin_rows(stats);
 	double	   *delta = center != NULL ? palloc(sizeof(double) * d) : NULL;
 	double	   *S;
 
 	if (center != NULL)
 		perpca_stats_offset(stats, center, delta);
-	magnitude_add(m, name, perpca_stats_trace(stats) / (double) stats->n +
-				  (delta != NULL ? linalg_dot(d, delta, delta) : 0.0), weight);
+	magnitude_add(m, in != NULL ? in->name : NULL,
+				  (stored && stats->form == PERPCA_FORM_THIN ? in->sumsq : perpca_stats_trace(stats)) /
+				  (double) stats->n + (delta != NULL ? linalg_dot(d, delta, delta) : 0.0), weight);
 	if (stats->form == PERPCA_FORM_SKETCH)
 	{
-		Y = perpca_stats_sketch_rows(stats, &rows);
-		c->trace_extra = Max(perpca_stats_trace(stats) - linalg_dot((int64) rows * d, Y, Y), 0.0) /
+		Y = stored ? NULL : perpca_stats_sketch_rows(stats, &rows);
+		rows = stats->rows;
+		c->trace_extra = Max(perpca_stats_trace(stats) -
+							 (stored ? in->sumsq : linalg_dot((int64) rows * d, Y, Y)), 0.0) /
 			(double) stats->n;
 	}
 	c->delta = delta;
 	if (stats->form != PERPCA_FORM_DENSE)
 	{
 		c->Y = Y;
-		c->nrows = Y != NULL ? rows : 0;
+		c->nrows = Y != NULL || stored ? rows : 0;
 		c->yscale = 1.0 / (double) stats->n;
 		return;
 	}
@@ -378,27 +384,43 @@ key_order_cmp(const void *a, const void *b)
 	return strcmp(key_order_input[*(const int *) a].name, key_order_input[*(const int *) b].name);
 }
 
-/* The fit's clients: S_i about center, rank, weight (1 or n_i), seed; their node, in the span when span. */
-static FitNode *
-clients_build(const ClientInput *in, int n, int n_global, const double *center,
-			  const FitOptions *opts, FitSpan **span)
+/* The fit's clients: S_i about center, rank, weight (1 or n_i), seed. */
+static void
+clients_matrices(FitClient *clients, const ClientInput *in, int n, const double *center,
+				 const FitOptions *opts)
 {
-	FitClient  *clients = palloc0(sizeof(FitClient) * Max(n, 1));
 	Magnitude	m = {0};
-	int			d = n > 0 ? in[0].stats->dim : 0;
-	FitNode    *node;
 
+	memset(clients, 0, sizeof(FitClient) * n);
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		clients[i].weight = opts->weights ? (double) in[i].stats->n : 1.0;
-		client_matrix(&clients[i], in[i].name, in[i].stats, center, &m, clients[i].weight);
+		client_matrix(&clients[i], &in[i], in[i].stats, center, &m, clients[i].weight);
 		clients[i].r2 = in[i].r2;
 		clients[i].seed = client_seed(in[i].name, opts->seed);
 	}
 	magnitude_end(&m);
+}
+
+/*
+ * The fit's clients and their node, in the span when span and it applies;
+ * rows left in storage are read when it does not (then the clients are
+ * built again, from the whole values, as without the span).
+ */
+static FitNode *
+clients_build(ClientInput *in, int n, int n_global, const double *center,
+			  const FitOptions *opts, FitSpan **span)
+{
+	FitClient  *clients = palloc0(sizeof(FitClient) * Max(n, 1));
+	int			d = n > 0 ? in[0].stats->dim : 0;
+	FitNode    *node;
+
+	clients_matrices(clients, in, n, center, opts);
 	if (span != NULL)
-		*span = fit_span_enter(clients, n, d, n_global, opts, &d);
+		*span = fit_span_enter(clients, in, n, d, n_global, opts, &d);
+	if ((span == NULL || *span == NULL) && clients_load(in, n))
+		clients_matrices(clients, in, n, center, opts);
 	node = node_create(d, n_global, n, clients);
 	/* the sums over clients run in the byte order of their keys, whatever the query's row order */
 	node->order = palloc(sizeof(int) * Max(n, 1));
@@ -410,14 +432,14 @@ clients_build(const ClientInput *in, int n, int n_global, const double *center,
 }
 
 FitNode *
-clients_node(const ClientInput *in, int n, int n_global, const double *center,
+clients_node(ClientInput *in, int n, int n_global, const double *center,
 			 const FitOptions *opts)
 {
 	return clients_build(in, n, n_global, center, opts, NULL);
 }
 
 FitNode *
-clients_node_span(const ClientInput *in, int n, int n_global, const double *center,
+clients_node_span(ClientInput *in, int n, int n_global, const double *center,
 				  const FitOptions *opts, FitSpan **span)
 {
 	return clients_build(in, n, n_global, center, opts, span);

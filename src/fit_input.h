@@ -79,16 +79,17 @@ extern void clients_one(const PerpcaStats *stats, const double *center, int r1, 
 						FitClient *c);
 
 /* The node of these clients: S_i about center, weights 1 or n_i, seeds from their keys. */
-extern FitNode *clients_node(const ClientInput *in, int n, int n_global, const double *center,
+extern FitNode *clients_node(ClientInput *in, int n, int n_global, const double *center,
 							 const FitOptions *opts);
 
 /*
  * The same node in the span of the clients' rows when the span applies
  * (fit_span.h): then *span is set and the node's d is the span's (lift its
- * result with fit_span_lift); else *span is NULL and the node as above.
+ * result with fit_span_lift); else *span is NULL and the node as above
+ * (rows left in storage read into in first: clients_load).
  */
 struct FitSpan;
-extern FitNode *clients_node_span(const ClientInput *in, int n, int n_global, const double *center,
+extern FitNode *clients_node_span(ClientInput *in, int n, int n_global, const double *center,
 								  const FitOptions *opts, struct FitSpan **span);
 
 /*

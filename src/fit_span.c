@@ -10,7 +10,8 @@
  * L_p^-1/2 (d x p), never formed: a row's coordinates are its row of D Q_p
  * L_p^1/2, and a p-dimensional component X lifts to E X = R' (K X) with K
  * = D^-1 Q_p L_p^-1/2 (one pass over the rows).  G is formed a panel of
- * rows at a time (SPAN_PANEL_BYTES), so the rows are never copied whole.
+ * rows at a time (SPAN_HOLD_BYTES, SPAN_STREAM_BYTES), and rows left in
+ * storage are read a panel at a time, so the rows are never held whole.
  */
 #include "postgres.h"
 
@@ -35,8 +36,16 @@
  */
 #define SPAN_RANK_TOL 1e-10
 
-/* Bytes of rows packed at a time for the Gram matrix (two panels are held). */
-#define SPAN_PANEL_BYTES (16 * 1024 * 1024)
+/*
+ * Rows held at once while G is formed: a panel of SPAN_HOLD_BYTES against
+ * each panel of SPAN_STREAM_BYTES after it (the lift reads those too).  A
+ * client whose rows were left in storage (ClientInput.stored) is read a
+ * panel at a time, so the fit holds these bytes of rows, not all of them;
+ * G reads the rows after the first held panel again for each held panel
+ * (bench/README.md: span_fit.sh measures what that costs).
+ */
+#define SPAN_HOLD_BYTES (32 * 1024 * 1024)
+#define SPAN_STREAM_BYTES (8 * 1024 * 1024)
 
 bool		perpca_fit_span = true;
 
@@ -49,10 +58,11 @@ fit_span_init(void)
 							 &perpca_fit_span, true, PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
-/* Consecutive stacked rows that are contiguous in memory: a client's Y, or its delta. */
+/* Consecutive stacked rows of one source: a client's Y (in memory or in storage), or its delta. */
 typedef struct SpanRun
 {
-	const double *rows;			/* count x d, in d dimensions (the client's own memory) */
+	const double *rows;			/* count x d in memory (the client's own), or NULL: in storage */
+	const ClientInput *in;		/* rows NULL: the client whose rows these are (client_rows) */
 	int			count;
 	int			first;			/* its first row among the stacked rows */
 } SpanRun;
@@ -64,13 +74,12 @@ struct FitSpan
 	int			p;				/* the span's dimension */
 	int			nruns;
 	SpanRun    *runs;
-	const double **row;			/* m: each stacked row */
 	double	   *K;				/* m x p: E = R' K */
 };
 
 /* The runs of the clients' rows, in client order; false when one is dense (the span does not apply). */
 static bool
-span_runs(FitSpan *s, const FitClient *clients, int n)
+span_runs(FitSpan *s, const FitClient *clients, const ClientInput *in, int n)
 {
 	s->runs = palloc(sizeof(SpanRun) * Max(2 * n, 1));
 	s->nruns = 0;
@@ -82,46 +91,67 @@ span_runs(FitSpan *s, const FitClient *clients, int n)
 		if (c->S != NULL)
 			return false;
 		if (c->nrows > 0)
-			s->runs[s->nruns++] = (SpanRun) {c->Y, c->nrows, s->m};
+			s->runs[s->nruns++] = (SpanRun) {c->Y, c->Y != NULL ? NULL : &in[i], c->nrows, s->m};
 		s->m += c->nrows;
 		if (c->delta != NULL)
-			s->runs[s->nruns++] = (SpanRun) {c->delta, 1, s->m++};
+			s->runs[s->nruns++] = (SpanRun) {c->delta, NULL, 1, s->m++};
 	}
-	s->row = palloc(sizeof(double *) * Max(s->m, 1));
-	for (int j = 0; j < s->nruns; j++)
-		for (int r = 0; r < s->runs[j].count; r++)
-			s->row[s->runs[j].first + r] = s->runs[j].rows + (int64) r * s->d;
 	return true;
 }
 
-/* Rows first .. first + count - 1 of R packed into P (count x d). */
+/* Rows lo .. lo + count - 1 of run j (0-based within it) into P (count x d). */
+static void
+span_run_rows(const FitSpan *s, const SpanRun *run, int lo, int count, double *P)
+{
+	if (run->rows != NULL)
+		memcpy(P, run->rows + (int64) lo * s->d, sizeof(double) * s->d * count);
+	else
+		client_rows(run->in, lo, count, P);
+}
+
+/* Rows first .. first + count - 1 of R packed into P (count x d), read from storage where they are. */
 static void
 span_pack(const FitSpan *s, int first, int count, double *P)
 {
-	for (int r = 0; r < count; r++)
-		memcpy(P + (int64) r * s->d, s->row[first + r], sizeof(double) * s->d);
+	for (int j = 0; j < s->nruns; j++)
+	{
+		const SpanRun *run = &s->runs[j];
+		int			lo = Max(first, run->first),
+					hi = Min(first + count, run->first + run->count);
+
+		if (lo < hi)
+			span_run_rows(s, run, lo - run->first, hi - lo, P + (int64) (lo - first) * s->d);
+	}
 }
 
-/* G = R R' (m x m, full), a panel of rows against the panels after it. */
+/* Rows of d doubles in bytes, at least one. */
+static int
+span_rows_in(int64 bytes, int d, int m)
+{
+	return (int) Max(1, Min(m, bytes / ((int64) sizeof(double) * d)));
+}
+
+/* G = R R' (m x m, full): a held panel of rows against each streamed panel after it. */
 static double *
 span_gram(const FitSpan *s)
 {
 	int			m = s->m,
 				d = s->d,
-				panel = (int) Max(1, Min(m, SPAN_PANEL_BYTES / ((int64) sizeof(double) * d)));
+				hold = span_rows_in(SPAN_HOLD_BYTES, d, m),
+				stream = span_rows_in(SPAN_STREAM_BYTES, d, m);
 	double	   *G = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * m * m);
-	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * panel * d);
-	double	   *B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * panel * d);
+	double	   *A = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * hold * d);
+	double	   *B = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * stream * d);
 
-	for (int a = 0; a < m; a += panel)
+	for (int a = 0; a < m; a += hold)
 	{
-		int			na = Min(panel, m - a);
+		int			na = Min(hold, m - a);
 
 		span_pack(s, a, na, A);
 		linalg_syrk_rows(na, d, 1.0, A, d, G + (int64) a * m + a, m);
-		for (int b = a + na; b < m; b += panel)
+		for (int b = a + na; b < m; b += stream)
 		{
-			int			nb = Min(panel, m - b);
+			int			nb = Min(stream, m - b);
 
 			CHECK_FOR_INTERRUPTS();
 			span_pack(s, b, nb, B);
@@ -189,6 +219,12 @@ span_applies(const FitOptions *opts, int n)
 		opts->start == NULL && opts->U0 == NULL;
 }
 
+bool
+fit_span_rows_stored(const FitOptions *opts)
+{
+	return span_applies(opts, 1) && opts->scale == FIT_SCALE_NONE;
+}
+
 /* Each client's rows and delta replaced by their coordinates (rows of C, m x p). */
 static void
 span_clients(const FitSpan *s, FitClient *clients, int n, const double *C)
@@ -208,7 +244,8 @@ span_clients(const FitSpan *s, FitClient *clients, int n, const double *C)
 }
 
 FitSpan *
-fit_span_enter(FitClient *clients, int n, int d, int n_global, const FitOptions *opts, int *p)
+fit_span_enter(FitClient *clients, const ClientInput *in, int n, int d, int n_global,
+			   const FitOptions *opts, int *p)
 {
 	FitSpan    *s;
 	double	   *C;
@@ -218,8 +255,9 @@ fit_span_enter(FitClient *clients, int n, int d, int n_global, const FitOptions 
 		return NULL;
 	s = palloc0(sizeof(FitSpan));
 	s->d = d;
-	if (!span_runs(s, clients, n) || s->m == 0 || s->m > d / SPAN_PAYS)
+	if (!span_runs(s, clients, in, n) || s->m == 0 || s->m > d / SPAN_PAYS)
 	{
+		pfree(s->runs);
 		pfree(s);
 		return NULL;
 	}
@@ -228,7 +266,13 @@ fit_span_enter(FitClient *clients, int n, int d, int n_global, const FitOptions 
 		kmax = Max(kmax, n_global + clients[i].r2);
 	/* a client's components cannot all lie in a span smaller than them: fit in d */
 	if (kmax > s->p)
+	{
+		pfree(C);
+		pfree(s->K);
+		pfree(s->runs);
+		pfree(s);
 		return NULL;
+	}
 	span_clients(s, clients, n, C);
 	if (opts->verbose)
 		ereport(NOTICE,
@@ -238,12 +282,14 @@ fit_span_enter(FitClient *clients, int n, int d, int n_global, const FitOptions 
 	return s;
 }
 
-/* X (d x q) = E Xp for Xp p x q: R' (K Xp), a run of rows at a time. */
+/* X (d x q) = E Xp for Xp p x q: R' (K Xp), a run of rows (or a streamed panel of one) at a time. */
 static double *
 span_lift_block(const FitSpan *s, const double *Xp, int q)
 {
+	int			stream = span_rows_in(SPAN_STREAM_BYTES, s->d, s->m);
 	double	   *Z = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * s->m * Max(q, 1));
 	double	   *X = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * s->d * Max(q, 1));
+	double	   *P = NULL;
 
 	memset(X, 0, sizeof(double) * s->d * Max(q, 1));
 	if (q == 0 || s->p == 0)
@@ -253,10 +299,25 @@ span_lift_block(const FitSpan *s, const double *Xp, int q)
 	{
 		const SpanRun *run = &s->runs[j];
 
-		CHECK_FOR_INTERRUPTS();
-		linalg_gemm(true, false, s->d, q, run->count, 1.0, run->rows, s->d,
-					Z + (int64) run->first * q, q, 1.0, X, q);
+		for (int r = 0; r < run->count; r += stream)
+		{
+			int			count = Min(stream, run->count - r);
+			const double *rows = run->rows != NULL ? run->rows + (int64) r * s->d : NULL;
+
+			CHECK_FOR_INTERRUPTS();
+			if (rows == NULL)
+			{
+				if (P == NULL)
+					P = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(double) * stream * s->d);
+				span_run_rows(s, run, r, count, P);
+				rows = P;
+			}
+			linalg_gemm(true, false, s->d, q, count, 1.0, rows, s->d,
+						Z + (int64) (run->first + r) * q, q, 1.0, X, q);
+		}
 	}
+	if (P != NULL)
+		pfree(P);
 	pfree(Z);
 	return X;
 }

@@ -18,6 +18,7 @@
 
 #include "fit_types.h"
 #include "node.h"
+#include "row_reader.h"
 
 typedef struct FitSpan FitSpan;
 
@@ -28,15 +29,23 @@ extern bool perpca_fit_span;
 extern void fit_span_init(void);
 
 /*
- * For n clients whose S_i are set in d dimensions (not yet client_setup):
- * when the span applies to them and opts (every client thin or sketched,
- * method 'perpca', no warm start, m well below d, room for every client's
- * n_global + r2_i components), their Y and delta replaced by coordinates
- * in the span and the span returned (its dimension in *p); else NULL and
- * the clients untouched.
+ * Whether a fit with opts may run in the span with its clients' rows left
+ * in storage (ClientsRead.rows_stored): the span's options, unscaled (scale
+ * 'standard' divides the rows in place).
  */
-extern FitSpan *fit_span_enter(FitClient *clients, int n, int d, int n_global,
-							   const FitOptions *opts, int *p);
+extern bool fit_span_rows_stored(const FitOptions *opts);
+
+/*
+ * For n clients (read into in) whose S_i are set in d dimensions (not yet
+ * client_setup; a client whose rows are in storage has Y NULL and reads
+ * them from in): when the span applies to them and opts (every client thin
+ * or sketched, method 'perpca', no warm start, m well below d, room for
+ * every client's n_global + r2_i components), their Y and delta replaced by
+ * coordinates in the span and the span returned (its dimension in *p);
+ * else NULL and the clients untouched (their rows still in storage).
+ */
+extern FitSpan *fit_span_enter(FitClient *clients, const ClientInput *in, int n, int d,
+							   int n_global, const FitOptions *opts, int *p);
 
 /*
  * The fit's result and the node's local components mapped back to d

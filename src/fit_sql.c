@@ -214,7 +214,8 @@ fit_clients(const RowSource *src, MemoryContext fitcxt, FitDiagnostics *diag, Cl
 	double		rows;
 	int			d;
 
-	*in = clients_read(src, &(ClientsRead) {opts->n_local, false, who, false}, fitcxt, n, &diag->rows_skipped);
+	*in = clients_read(src, &(ClientsRead) {opts->n_local, false, who, false, fit_span_rows_stored(opts)},
+					   fitcxt, n, &diag->rows_skipped);
 	clients_check(*in, *n, opts->n_global, true);
 	diag->scale_factors = clients_scale(*in, *n, opts->scale, &diag->constant);
 	d = (*in)[0].stats->dim;

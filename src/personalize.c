@@ -201,7 +201,7 @@ personalize_clients(FunctionCallInfo fcinfo, const ModelLock *ml, const ModelDat
 
 	row_source_open(&src, query, "query", mode);
 	key_type_check(src.types[0], m, model);
-	in = clients_read(&src, &(ClientsRead) {n_local, true, "perpca_personalize_clients", true},
+	in = clients_read(&src, &(ClientsRead) {n_local, true, "perpca_personalize_clients", true, false},
 					  CurrentMemoryContext, &n, &skipped);
 	if (n > 1)
 		qsort(in, n, sizeof(ClientInput), client_cmp);

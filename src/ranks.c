@@ -497,7 +497,7 @@ read_parts(RankData *data, FunctionCallInfo fcinfo, double holdout, const FitOpt
 
 	train_source(fcinfo, holdout, (PerpcaMissing) opts->missing, &train, &held);
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
-	data->train = clients_read(&train, &(ClientsRead) {0, true, "perpca_choose_ranks", false},
+	data->train = clients_read(&train, &(ClientsRead) {0, true, "perpca_choose_ranks", false, false},
 							   cxt, &data->ntrain, &data->train_skipped);
 	if (data->ntrain == 0)
 		ereport(ERROR,
@@ -507,7 +507,7 @@ read_parts(RankData *data, FunctionCallInfo fcinfo, double holdout, const FitOpt
 	if (!PG_ARGISNULL(A_HELDOUT))
 		row_source_open(&held, text_to_cstring(PG_GETARG_TEXT_PP(A_HELDOUT)), "held-out query",
 						(PerpcaMissing) opts->missing);
-	data->held = clients_read(&held, &(ClientsRead) {0, true, "perpca_choose_ranks (held-out rows)", false},
+	data->held = clients_read(&held, &(ClientsRead) {0, true, "perpca_choose_ranks (held-out rows)", false, false},
 							  cxt, &data->nheld, &data->held_skipped);
 	clients_check(data->train, data->ntrain, 0, true);
 	clients_refuse_sketches(data->train, data->ntrain, "perpca_choose_ranks",

@@ -23,11 +23,19 @@
  * Rows become statistics through SQL that wraps the user's query, every name
  * in it qualified with perpca's schema, and the query runs as the caller
  * with the caller's (or the model's recorded) search_path.
+ *
+ * A fit that may run in the span of its clients' rows (fit_span.h) reads a
+ * stored thin or sketched value whole once, checks it as every reader
+ * does, and keeps its head and TOAST pointer (ClientsRead.rows_stored):
+ * client_rows reads its rows again a slice at a time, under the same
+ * statement's snapshot, and clients_load the whole value when the fit
+ * runs in d after all.
  */
 #include "postgres.h"
 
 #include <ctype.h>
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -49,6 +57,7 @@
 
 #include "client_key.h"
 #include "error_kinds.h"
+#include "linalg.h"
 #include "perpca.h"
 #include "row_reader.h"
 #include "stats.h"
@@ -424,13 +433,54 @@ client_local_rank(HeapTuple tup, TupleDesc desc, const char *name, int n_local)
 }
 
 /*
- * Copy one result row into cxt: client name, stats value, local rank.  False
- * for a client without rows (NULL statistics, or every row skipped): its
- * name is set, its statistics (when any) are not kept, *skipped counts them.
+ * Leave c's rows in storage when its value (whole in c->stats, validated)
+ * is thin or sketched, stored out of line without compression (a slice of
+ * its rows is then read without the rest) and as it is stored (not a float4
+ * value, widened on reading): keep the TOAST pointer v and the value's head
+ * in cxt, and ||rows||_F^2 computed as the fit computes it.
+ */
+static void
+store_rows(ClientInput *c, Datum v, MemoryContext cxt)
+{
+	struct varlena *ptr = (struct varlena *) DatumGetPointer(v);
+	struct varatt_external toast;
+	PerpcaStats *s = c->stats;
+	const double *Y = PERPCA_STATS_BODY(s);
+	int64		rows = s->n;
+
+	if (!VARATT_IS_EXTERNAL_ONDISK(ptr) || s->form == PERPCA_FORM_DENSE)
+		return;
+	VARATT_EXTERNAL_GET_POINTER(toast, ptr);
+	if (VARATT_EXTERNAL_IS_COMPRESSED(toast) || toast.va_rawsize != (int32) VARSIZE(s))
+		return;
+	if (s->form == PERPCA_FORM_SKETCH)
+	{
+		int			brows;
+
+		Y = perpca_stats_sketch_rows(s, &brows);
+		rows = brows;
+	}
+	if (rows == 0)
+		return;
+	c->sumsq = linalg_dot(rows * s->dim, Y, Y);
+	c->stats = MemoryContextAlloc(cxt, CLIENT_HEAD_BYTES(s));
+	memcpy(c->stats, s, CLIENT_HEAD_BYTES(s));
+	SET_VARSIZE(c->stats, CLIENT_HEAD_BYTES(s));
+	c->stored = MemoryContextAlloc(cxt, VARSIZE_EXTERNAL(ptr));
+	memcpy(c->stored, ptr, VARSIZE_EXTERNAL(ptr));
+	pfree(s);
+}
+
+/*
+ * Copy one result row into cxt: client name, stats value, local rank, its
+ * rows left in storage when how says so (store_rows); *flat when it has no
+ * variance.  False for a client without rows (NULL statistics, or every row
+ * skipped): its name is set, its statistics (when any) are not kept,
+ * *skipped counts them.
  */
 static bool
-read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, ClientInput *out,
-			int64 *skipped)
+read_client(HeapTuple tup, TupleDesc desc, const ClientsRead *how, MemoryContext cxt,
+			ClientInput *out, int64 *skipped, bool *flat)
 {
 	bool		isnull;
 	Datum		v;
@@ -460,7 +510,10 @@ read_client(HeapTuple tup, TupleDesc desc, int n_local, MemoryContext cxt, Clien
 		out->stats = NULL;
 		return false;
 	}
-	out->r2 = client_local_rank(tup, desc, out->name, n_local);
+	out->r2 = client_local_rank(tup, desc, out->name, how->n_local);
+	*flat = perpca_stats_flat(out->stats);
+	if (how->rows_stored)
+		store_rows(out, v, cxt);
 	return true;
 }
 
@@ -504,7 +557,8 @@ read_row(HeapTuple tup, TupleDesc desc, void *arg)
 {
 	ClientsSoFar *sofar = arg;
 	ClientInput *c;
-	bool		rows;
+	bool		rows,
+				flat = false;
 
 	if (sofar->n == sofar->cap)
 	{
@@ -514,9 +568,8 @@ read_row(HeapTuple tup, TupleDesc desc, void *arg)
 	}
 	c = &sofar->clients[sofar->n];
 	memset(c, 0, sizeof(ClientInput));
-	rows = read_client(tup, desc, sofar->how->n_local, sofar->cxt, c, &c->skipped);
-	row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped,
-					 rows && perpca_stats_flat(c->stats));
+	rows = read_client(tup, desc, sofar->how, sofar->cxt, c, &c->skipped, &flat);
+	row_report_group(&sofar->report, c->name, rows ? c->stats->n : 0, c->skipped, rows && flat);
 	if (rows || sofar->how->keep_empty)
 		sofar->n++;
 }
@@ -550,6 +603,68 @@ clients_read(const RowSource *src, const ClientsRead *how, MemoryContext cxt,
 	*nclients = sofar.n;
 	*skipped = sofar.report.skipped;
 	return sofar.clients ? sofar.clients : MemoryContextAllocZero(cxt, sizeof(ClientInput));
+}
+
+/* Bytes of a stored value's rows read at a time: only these are held twice. */
+#define CLIENT_SLICE_BYTES (1024 * 1024)
+
+void
+client_rows(const ClientInput *c, int first, int count, double *out)
+{
+	const PerpcaStats *s = c->stats;
+	int64		rowbytes = sizeof(double) * s->dim,
+				step = Max(1, CLIENT_SLICE_BYTES / rowbytes);
+
+	Assert(first >= 0 && count >= 0 && first + count <= (s->form == PERPCA_FORM_SKETCH ? s->rows : s->n));
+	if (c->stored == NULL)
+	{
+		memcpy(out, PERPCA_STATS_BODY(s) + (s->form == PERPCA_FORM_SKETCH ? 2 : 0) + (int64) first * s->dim,
+			   rowbytes * count);
+		return;
+	}
+	for (int64 r = 0; r < count; r += step)
+	{
+		int64		len = rowbytes * Min(step, count - r);
+		struct varlena *slice;
+
+		CHECK_FOR_INTERRUPTS();
+		slice = detoast_attr_slice(c->stored, CLIENT_HEAD_BYTES(s) - VARHDRSZ + (first + r) * rowbytes, len);
+		if ((int64) VARSIZE_ANY_EXHDR(slice) != len)
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_STATS_CORRUPTED),
+					 errmsg("perpca_stats value is corrupted"),
+					 errdetail("The stored value of client \"%s\" is shorter than it was when the fit read it.", c->name)));
+		memcpy(out + r * s->dim, VARDATA_ANY(slice), len);
+		pfree(slice);
+	}
+}
+
+bool
+clients_load(ClientInput *in, int n)
+{
+	bool		any = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		PerpcaStats *head = in[i].stats,
+				   *whole;
+
+		if (in[i].stored == NULL)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		whole = perpca_stats_detoast_copy(PointerGetDatum(in[i].stored));
+		if (VARSIZE(whole) < CLIENT_HEAD_BYTES(head) ||
+			memcmp((char *) whole + VARHDRSZ, (char *) head + VARHDRSZ, CLIENT_HEAD_BYTES(head) - VARHDRSZ) != 0)
+			ereport(ERROR,
+					(errcode(PERPCA_ERRCODE_STATS_CORRUPTED),
+					 errmsg("perpca_stats value is corrupted"),
+					 errdetail("The stored value of client \"%s\" is not the one the fit read.", in[i].name)));
+		pfree(head);
+		in[i].stats = whole;
+		in[i].stored = NULL;
+		any = true;
+	}
+	return any;
 }
 
 /* ------------------------------------------------------------------------

@@ -119,7 +119,21 @@ typedef struct ClientInput
 	int64		skipped;		/* its rows left out for missing values */
 	int			sketch_rows;	/* sketched statistics: rows of B (at most ell); 0 for exact ones */
 	double		delta;			/* sketched statistics: 0 <= M2 - B'B <= delta I; 0 for exact ones */
+
+	/*
+	 * Rows left in storage (ClientsRead.rows_stored): the stored value's TOAST
+	 * pointer, and stats is then only the value's head (its header, mean and
+	 * mean_lo, a sketch's delta and trace: CLIENT_HEAD_BYTES), with a size of
+	 * its own; client_rows reads its rows, clients_load the whole value.
+	 * NULL when stats is the whole value.
+	 */
+	struct varlena *stored;
+	double		sumsq;			/* with stored: ||rows||_F^2 (a thin value's trace, a sketch's ||B||_F^2) */
 } ClientInput;
+
+/* The bytes of a thin or sketched value's head: everything before its rows. */
+#define CLIENT_HEAD_BYTES(s) \
+	(offsetof(PerpcaStats, data) + sizeof(double) * (2 * (Size) (s)->dim + ((s)->form == PERPCA_FORM_SKETCH ? 2 : 0)))
 
 /* How to read a row source's clients (row_reader.h: its forms and the missing option). */
 typedef struct ClientsRead
@@ -128,6 +142,7 @@ typedef struct ClientsRead
 	bool		merge;			/* statistics: merge a client's rows (else one row each) */
 	const char *func;			/* who reads, in NOTICEs and hints */
 	bool		keep_empty;		/* keep a client without rows, with stats NULL */
+	bool		rows_stored;	/* leave a stored thin or sketched value's rows in storage (ClientInput.stored) */
 } ClientsRead;
 
 /*
@@ -140,6 +155,20 @@ typedef struct ClientsRead
  */
 extern ClientInput *clients_read(const RowSource *src, const ClientsRead *how,
 								 MemoryContext cxt, int *nclients, int64 *skipped);
+
+/*
+ * Rows first .. first + count - 1 of client c (a thin value's centred rows,
+ * a sketch's B) into out (count x d): from storage, a slice at a time, when
+ * they were left there, else from memory.
+ */
+extern void client_rows(const ClientInput *c, int first, int count, double *out);
+
+/*
+ * Every client's whole value in place of its head (in CurrentMemoryContext),
+ * as clients_read gives it without rows_stored; false when none was left in
+ * storage.
+ */
+extern bool clients_load(ClientInput *in, int n);
 
 /* What a reader does with one row of a source's SQL (in SPI, the batch freed after it). */
 typedef void (*RowEach) (HeapTuple tup, TupleDesc desc, void *arg);
