@@ -119,34 +119,42 @@ perpca_check_sketch_dim(int d)
 				 errmsg("dimension %d exceeds the limit of %d for a sketch", d, PERPCA_SKETCH_MAX_DIM)));
 }
 
-PerpcaStats *
-perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, bool zero_body)
+/*
+ * The bytes of a new value of this version and form with nrows rows (n, or
+ * a sketch's rows), or an error when it is too large to allocate: its rows
+ * (of doubles, or float4 for version 4) first, so that nrows d cannot
+ * overflow.
+ */
+static Size
+alloc_size(int version, int form, int d, int64 nrows)
 {
-	bool		sketch = form == PERPCA_FORM_SKETCH;
-	int64		nrows = sketch ? rows : n;
-	Size		size;
-	PerpcaStats *s;
+	int64		elem = version == PERPCA_STATS_VERSION_FLOAT4 ? sizeof(float) : sizeof(double);
+	int64		size;
 
-	Assert(skipped >= 0 && rows >= 0 && rows <= ell && ell <= PERPCA_SKETCH_MAX_ELL);
-	if (sketch)
-		perpca_check_sketch_dim(d);
-	if ((sketch || form == PERPCA_FORM_THIN) && nrows > (int64) (MaxAllocSize / sizeof(double)) / d)
+	if (form != PERPCA_FORM_DENSE && nrows > (int64) (MaxAllocSize / elem) / d)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats %s with %lld rows of dimension %d is too large",
-						sketch ? "sketch" : "value", (long long) nrows, d)));
-	size = value_bytes(sketch ? PERPCA_STATS_VERSION_SKETCH :
-					   skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION, form, d, nrows);
-	if (size > MaxAllocSize)
+						form == PERPCA_FORM_SKETCH ? "sketch" : "value", (long long) nrows, d)));
+	size = value_bytes(version, form, d, nrows);
+	if (size > (int64) MaxAllocSize)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
 				 errmsg("perpca_stats value of dimension %d is too large", d)));
-	s = zero_body ? palloc0(size) : palloc(size);
+	return size;
+}
+
+/* A new value of this version and form: its header set, its mean zeroed, its body zeroed if zero_body. */
+static PerpcaStats *
+alloc_value(int version, int form, int d, int64 n, int64 skipped, int ell, int rows, bool zero_body)
+{
+	Size		size = alloc_size(version, form, d, form == PERPCA_FORM_SKETCH ? rows : n);
+	PerpcaStats *s = zero_body ? palloc0(size) : palloc(size);
+
 	if (!zero_body)
 		memset(s, 0, offsetof(PerpcaStats, data) + sizeof(double) * 2 * d);
 	SET_VARSIZE(s, size);
-	s->version = sketch ? PERPCA_STATS_VERSION_SKETCH :
-		skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION;
+	s->version = version;
 	s->form = form;
 	s->ell = (int16) ell;
 	s->dim = d;
@@ -158,31 +166,23 @@ perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, b
 }
 
 PerpcaStats *
+perpca_stats_alloc(int form, int d, int64 n, int64 skipped, int ell, int rows, bool zero_body)
+{
+	bool		sketch = form == PERPCA_FORM_SKETCH;
+
+	Assert(skipped >= 0 && rows >= 0 && rows <= ell && ell <= PERPCA_SKETCH_MAX_ELL);
+	if (sketch)
+		perpca_check_sketch_dim(d);
+	return alloc_value(sketch ? PERPCA_STATS_VERSION_SKETCH :
+					   skipped > 0 ? PERPCA_STATS_VERSION_SKIPPED : PERPCA_STATS_VERSION,
+					   form, d, n, skipped, ell, rows, zero_body);
+}
+
+PerpcaStats *
 perpca_stats_alloc_float4(int d, int64 n, int64 skipped)
 {
-	Size		size;
-	PerpcaStats *s;
-
 	Assert(skipped >= 0 && n >= 0);
-	if (n > (int64) (MaxAllocSize / sizeof(float)) / d)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("perpca_stats value with %lld rows of dimension %d is too large",
-						(long long) n, d)));
-	size = value_bytes(PERPCA_STATS_VERSION_FLOAT4, PERPCA_FORM_THIN, d, n);
-	if (size > MaxAllocSize)
-		ereport(ERROR,
-				(errcode(PERPCA_ERRCODE_DIM_LIMIT),
-				 errmsg("perpca_stats value of dimension %d is too large", d)));
-	s = palloc(size);
-	memset(s, 0, offsetof(PerpcaStats, data) + sizeof(double) * 2 * d);
-	SET_VARSIZE(s, size);
-	s->version = PERPCA_STATS_VERSION_FLOAT4;
-	s->form = PERPCA_FORM_THIN;
-	s->dim = d;
-	s->n = n;
-	memcpy(skipped_ptr(s), &skipped, sizeof(int64));
-	return s;
+	return alloc_value(PERPCA_STATS_VERSION_FLOAT4, PERPCA_FORM_THIN, d, n, skipped, 0, 0, false);
 }
 
 void
@@ -896,9 +896,12 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(s);
 }
 
-/* Append "{...}" with each value in shortest exact (round-trip) form. */
+/*
+ * Append "{...}" of count values, doubles x or (x4 not NULL) float4 x4,
+ * each in shortest exact (round-trip) form.
+ */
 static void
-append_list(StringInfo buf, const double *x, int64 count)
+append_list(StringInfo buf, const double *x, const float *x4, int64 count)
 {
 	char		num[DOUBLE_SHORTEST_DECIMAL_LEN];
 
@@ -907,24 +910,10 @@ append_list(StringInfo buf, const double *x, int64 count)
 	{
 		if (i > 0)
 			appendStringInfoChar(buf, ',');
-		double_to_shortest_decimal_buf(x[i], num);
-		appendStringInfoString(buf, num);
-	}
-	appendStringInfoChar(buf, '}');
-}
-
-/* Append "{...}" of float4 values, each in shortest exact (round-trip) form. */
-static void
-append_list4(StringInfo buf, const float *x, int64 count)
-{
-	char		num[FLOAT_SHORTEST_DECIMAL_LEN];
-
-	appendStringInfoChar(buf, '{');
-	for (int64 i = 0; i < count; i++)
-	{
-		if (i > 0)
-			appendStringInfoChar(buf, ',');
-		float_to_shortest_decimal_buf(x[i], num);
+		if (x4 != NULL)
+			float_to_shortest_decimal_buf(x4[i], num);
+		else
+			double_to_shortest_decimal_buf(x[i], num);
 		appendStringInfoString(buf, num);
 	}
 	appendStringInfoChar(buf, '}');
@@ -956,15 +945,12 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 		appendStringInfo(&buf, "%s%s", text_fields[f].key, num);
 	}
 	appendStringInfoString(&buf, " mean=");
-	append_list(&buf, PERPCA_STATS_MEAN(s), s->dim);
+	append_list(&buf, PERPCA_STATS_MEAN(s), NULL, s->dim);
 	appendStringInfoString(&buf, " mean_lo=");
-	append_list(&buf, PERPCA_STATS_MEAN_LO(s), s->dim);
+	append_list(&buf, PERPCA_STATS_MEAN_LO(s), NULL, s->dim);
 	appendStringInfo(&buf, " %s", body_keyword(s->form));
 	body = text_body(s, &count);
-	if (perpca_stats_float4(s))
-		append_list4(&buf, PERPCA_STATS_ROWS4(s), count);
-	else
-		append_list(&buf, body, count);
+	append_list(&buf, body, perpca_stats_float4(s) ? PERPCA_STATS_ROWS4(s) : NULL, count);
 	PG_RETURN_CSTRING(buf.data);
 }
 

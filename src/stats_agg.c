@@ -109,10 +109,8 @@ struct StatsState
 	PendingBlock *pend;			/* the pending rows, as they arrived: first block */
 	PendingBlock *pendtail;		/* its last block */
 	double	   *scratch;		/* d: a row of another type converted to double
-								 * (perpca_stats_accum_scratch); not state */
-	double	   *fetched;		/* d: a pending row of another type converted
-								 * (fetch_pending; not scratch, which may hold
-								 * the row being added meanwhile); not state */
+								 * (perpca_stats_accum_scratch), allocated on
+								 * first use; not state */
 	SketchState *sketch;		/* perpca_sketch, or perpca_merge once it has
 								 * met a sketch: the sketch of everything
 								 * (sketch.c); the exact state above is then
@@ -465,8 +463,6 @@ state_set_rowtype(StatsState *st, PerpcaRowType type)
 	if (st->npend > 0 && st->rowtype != type)
 		elog(ERROR, "perpca_stats state holds rows of another type");
 	st->rowtype = type;
-	if (type != PERPCA_ROWTYPE_FLOAT8 && st->fetched == NULL)
-		st->fetched = MemoryContextAlloc(st->cxt, sizeof(double) * st->d);
 }
 
 /*
@@ -574,10 +570,11 @@ state_defer(StatsState *st, Datum arg)
 /*
  * Fetch the pending row at entry (its detoasted value in *copy: a palloc'd
  * copy, or entry itself when it was stored inline) and check it: its
- * values, or NULL when it is skipped.
+ * values, or NULL when it is skipped.  A row of another type than float8[]
+ * is converted into conv (d doubles).
  */
 static const double *
-fetch_pending(const StatsState *st, const char *entry, void **copy)
+fetch_pending(const StatsState *st, const char *entry, void **copy, double *conv)
 {
 	int			d;
 	const double *x;
@@ -595,8 +592,8 @@ fetch_pending(const StatsState *st, const char *entry, void **copy)
 	{
 		*copy = (void *) row_reader(st->rowtype)->row(PointerGetDatum(entry), &d, "input row");
 		if (d == st->d)
-			finite = row_reader(st->rowtype)->values(*copy, st->fetched);
-		x = st->fetched;
+			finite = row_reader(st->rowtype)->values(*copy, conv);
+		x = conv;
 	}
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
@@ -615,6 +612,7 @@ unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 {
 	int			d = st->d;
 	int			k = st->nbuf;
+	double	   *conv = st->rowtype == PERPCA_ROWTYPE_FLOAT8 ? NULL : palloc(sizeof(double) * d);
 
 	if (rows != st->buf && st->nbuf > 0)
 		memcpy(rows, st->buf, sizeof(double) * st->nbuf * d);
@@ -623,7 +621,7 @@ unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 	foreach_pending(st, blk, entry)
 	{
 		void	   *value;
-		const double *x = fetch_pending(st, entry, &value);
+		const double *x = fetch_pending(st, entry, &value, conv);
 
 		if (x != NULL)
 			shift_row(d, x, st->shift, rows + (int64) k++ * d, sum);
@@ -632,7 +630,23 @@ unmerged_rows(const StatsState *st, double *rows, double *sum, int64 *skipped)
 		if (value != (void *) entry)
 			pfree(value);
 	}
+	if (conv != NULL)
+		pfree(conv);
 	return k;
+}
+
+/* The float4 row x is finite; else an error, or false under skip (row_finite on its doubles). */
+static bool
+row4_finite(const StatsState *st, const float *x)
+{
+	double	   *wide = palloc(sizeof(double) * st->d);
+	bool		finite;
+
+	for (int j = 0; j < st->d; j++)
+		wide[j] = x[j];
+	finite = row_finite(st, wide);
+	pfree(wide);
+	return finite;
 }
 
 /*
@@ -653,9 +667,7 @@ fetch_pending4(const StatsState *st, const char *entry, float *out)
 		pfree((void *) row);
 	if (finite)
 		return true;
-	for (int j = 0; j < d; j++)
-		st->fetched[j] = out[j];
-	return row_finite(st, st->fetched);
+	return row4_finite(st, out);
 }
 
 /*
@@ -1601,7 +1613,9 @@ row4_keepable(const StatsState *st, PerpcaRowType type)
  * The transition of a row4_keepable row: read at once and checked, its
  * detoasted bytes join the pending rows; a row with a NaN or infinite
  * value goes to accum_add (an error, or skipped and counted), as does the
- * first row of d = 1 (no row is thin there).
+ * first row of d = 1 (no row is thin there).  A group's first row is
+ * converted straight into the shift it becomes (zero again if it is not
+ * kept): a group of TOAST pointers then needs no scratch row.
  */
 static StatsState *
 accum_row4(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type, PerpcaNulls nulls)
@@ -1609,16 +1623,17 @@ accum_row4(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type, Pe
 	int			d;
 	const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
 	StatsState *st = accum_state(fcinfo, aggcxt, d, nulls);
+	bool		first = state_empty(st) && PERPCA_STATS_THIN_MAX(d) >= 1;
 
-	if (st->scratch == NULL)
+	if (!first && st->scratch == NULL)
 		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * d);
-	if (!row_reader(type)->values(row, st->scratch) || PERPCA_STATS_THIN_MAX(d) < 1)
+	if (!row_reader(type)->values(row, first ? st->shift : st->scratch) || PERPCA_STATS_THIN_MAX(d) < 1)
 	{
-		accum_add(st, st->scratch);
+		accum_add(st, first ? st->shift : st->scratch);
+		if (first)
+			memset(st->shift, 0, sizeof(double) * d);
 		return st;
 	}
-	if (state_empty(st))
-		memcpy(st->shift, st->scratch, sizeof(double) * d);
 	state_set_rowtype(st, type);
 	state_defer_bytes(st, row, VARSIZE(row), 1);
 	if (perpca_progress_rows > 0)
