@@ -507,6 +507,9 @@ store_digest(const Stage *st, Datum options, Datum names, bool names_null)
 	FmgrInfo	send;
 	char	   *type = DatumGetCString(DirectFunctionCall1(regtypeout, ObjectIdGetDatum(st->key_type)));
 
+	MemoryContext one = AllocSetContextCreate(CurrentMemoryContext, "perpca digest line", ALLOCSET_DEFAULT_SIZES),
+				outer;
+
 	/* the type and its send function are looked up once, not per client */
 	getTypeBinaryOutputInfo(stats_type_oid(), &out, &varlena);
 	fmgr_info(out, &send);
@@ -514,8 +517,13 @@ store_digest(const Stage *st, Datum options, Datum names, bool names_null)
 	for (int i = 0; i < st->n; i++)
 	{
 		appendStringInfoString(&buf, i > 0 ? "\n" : "");
+		/* each client's binary form and hash in memory used again for the next (buf grows where it was made) */
+		outer = MemoryContextSwitchTo(one);
 		digest_line(&buf, type, &send, &st->c[i]);
+		MemoryContextSwitchTo(outer);
+		MemoryContextReset(one);
 	}
+	MemoryContextDelete(one);
 	/* what does not change what a fit reads: how it starts, and what it says */
 	unset = PointerGetDatum(construct_array((Datum[]) {CStringGetTextDatum("init"), CStringGetTextDatum("start"),
 									CStringGetTextDatum("verbose")}, 3, TEXTOID, -1, false, TYPALIGN_INT));
@@ -783,6 +791,9 @@ store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const
 	double		sum = 0,
 				weight = 0;
 	int			next = 0;
+	/* a client's figures are worked in memory used again for the next: a row is a copy */
+	MemoryContext one = AllocSetContextCreate(CurrentMemoryContext, "perpca client row", ALLOCSET_DEFAULT_SIZES),
+				outer;
 
 	store_columns_add(sm, MODEL_TABLE_CLIENTS);
 	model_rows_begin(&rs, MODEL_TABLE_CLIENTS, sm->schema, sm->base);
@@ -797,12 +808,16 @@ store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const
 		if (st->c[i].stats == NULL || st->c[i].stats->n == 0)
 			continue;
 		bound = client_bound(diag, st->c[i].key, &next, &bound_null);
+		outer = MemoryContextSwitchTo(one);
 		client_row(&row, b, &st->c[i], fr->V[i], fr->r2[i], bound, bound_null, &tv);
+		MemoryContextSwitchTo(outer);
 		model_rows_add(&rs, &row);
+		MemoryContextReset(one);
 		w = diag->opts.weights ? (double) st->c[i].stats->n : 1.0;
 		sum += w * tv;
 		weight += w;
 	}
+	MemoryContextDelete(one);
 	model_rows_insert(&rs);
 	return sum / weight;
 }
