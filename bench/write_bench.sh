@@ -9,12 +9,19 @@
 #   NEW=host:port OLD=host:port          running servers instead of building
 #
 # Rows: CLIENTS clients of ROWS rows in d = D, sharing 2 directions, with 2 of
-# their own (setseed: the same rows on both servers).  Each repetition trains
+# their own (setseed: the same rows on both servers).  Each repetition, in one
+# session, trains
 #   perpca_train('m', 'SELECT client, x FROM obs', 2, 2, replace => true)
 # on the first period, adds a second period of a tenth of the rows, and
-# refreshes (warm: the statistics changed, so it fits).  Printed: the least
-# CPU of REPS for each step and version, and now / old.  Floor: 1.00x (the
-# engine's rewrite may not cost time).  Never a pass/fail test.
+# refreshes (warm: the statistics changed, so it fits); between the two it
+# fits each step's statistics alone with perpca_fit (the refresh's with its
+# options: init 'best' from the trained components), which runs the same
+# rounds.  Repetitions alternate between the versions.  Printed for each step
+# and version: the least CPU of REPS, the rounds, the fit's least CPU and
+# CPU a round, and the rest (the whole less the fit: the write path), then
+# now / old of each, so that more rounds and a slower path can be told
+# apart.  Floor: 1.00x (the engine's rewrite may not cost time).  Never a
+# pass/fail test.
 set -euo pipefail
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/lib.sh
