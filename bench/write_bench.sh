@@ -105,7 +105,7 @@ rep() {
 	"$@" -f "$TMP/run.sql" >"$TMP/out"
 	mapfile -t m <"$TMP/marks"
 	mapfile -t o <"$TMP/out"
-	[ "${#m[@]}" -eq 8 ] && [ "${#o[@]}" -eq 4 ] || die "a repetition printed ${#o[@]} rounds and ${#m[@]} CPU readings"
+	if [ "${#m[@]}" -ne 8 ] || [ "${#o[@]}" -ne 4 ]; then die "a repetition printed ${#o[@]} rounds and ${#m[@]} CPU readings"; fi
 	echo "$(((m[1] - m[0]) / 1000)) ${o[0]} $(((m[3] - m[2]) / 1000)) ${o[1]}" \
 		"$(((m[7] - m[6]) / 1000)) ${o[3]} $(((m[5] - m[4]) / 1000)) ${o[2]}"
 }
@@ -145,7 +145,7 @@ line() {
 : >"$TMP/old.reps"
 : >"$TMP/now.reps"
 # alternately, so that both versions meet the same load
-for i in $(seq "$REPS"); do
+for _ in $(seq "$REPS"); do
 	rep old_psql >>"$TMP/old.reps"
 	rep new_psql >>"$TMP/now.reps"
 done
