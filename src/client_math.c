@@ -303,6 +303,22 @@ dense_eigen_work(int d, int r1, int k)
 	return (int64) d * d + 4 * (int64) d * r1 + (int64) r1 * r1 + LINALG_EIGH_WORK(d, k);
 }
 
+/* D = S_i as a full d x d matrix: a dense S copied (every round: cheaper than added to zeros), a thin one formed. */
+static void
+client_copy_dense(FitClient *c, double *D)
+{
+	int			d = c->d;
+
+	if (c->S != NULL)
+	{
+		TRACE_READ(c, 0);
+		memcpy(D, c->S, sizeof(double) * d * d);
+		return;
+	}
+	memset(D, 0, sizeof(double) * d * d);
+	client_add_dense(c, 1.0, D);
+}
+
 /*
  * Exact eigenpairs of the d x d matrix S_i, deflated by U when given, in
  * work (dense_eigen_work doubles); S U (one product) into SU when given.
@@ -319,8 +335,7 @@ dense_top_eigen(FitClient *c, const double *U, int k, double *values, double *Z,
 			   *G = B + 2 * (int64) d * r1, /* r1 x r1 */
 			   *eigwork = G + (int64) r1 * r1;	/* LINALG_EIGH_WORK(d, k) */
 
-	memset(D, 0, sizeof(double) * d * d);
-	client_add_dense(c, 1.0, D);
+	client_copy_dense(c, D);
 	if (U != NULL && r1 > 0)
 	{
 		/*

@@ -373,13 +373,15 @@ model_rows_begin(ModelRows *rs, ModelTable t, const char *schema, const char *ba
 	rs->n = 0;
 	rs->size = 16;
 	rs->rows = palloc(sizeof(Datum) * rs->size);
+	rs->slot = palloc(sizeof(int) * Max(rs->desc->natts, 1));
 	/* a datum of a declared type goes only into a column of that type */
 	for (int a = 0; a < rs->desc->natts; a++)
 	{
 		Form_pg_attribute att = TupleDescAttr(rs->desc, a);
-		int			k;
+		int			k = -1;
 		const ColumnDecl *c = att->attisdropped ? NULL : column_find(t, NameStr(att->attname), &k);
 
+		rs->slot[a] = c != NULL ? k : -1;
 		if (c != NULL && att->atttypid != c->type)
 			ereport(ERROR,
 					(errcode(PERPCA_ERRCODE_MODEL_DAMAGED),
@@ -395,13 +397,13 @@ model_rows_add(ModelRows *rs, const ModelRow *row)
 	Datum	   *values = palloc0(sizeof(Datum) * rs->desc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * rs->desc->natts);
 
+	/* the columns were matched by name once, at model_rows_begin */
 	for (int a = 0; a < rs->desc->natts; a++)
 	{
-		Form_pg_attribute att = TupleDescAttr(rs->desc, a);
+		int			k = rs->slot[a];
 
-		nulls[a] = true;
-		if (!att->attisdropped)
-			(void) model_row_get(row, NameStr(att->attname), &values[a], &nulls[a]);
+		values[a] = k >= 0 ? row->values[k] : (Datum) 0;
+		nulls[a] = k >= 0 ? row->nulls[k] : true;
 	}
 	if (rs->n == rs->size)
 		rs->rows = repalloc_huge(rs->rows, sizeof(Datum) * (rs->size *= 2));

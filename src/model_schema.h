@@ -69,6 +69,7 @@ typedef struct ModelRows
 	ModelTable	table;
 	const char *rel;
 	TupleDesc	desc;
+	int		   *slot;			/* per attribute of desc: its place in a ModelRow, or -1 */
 	int			n;
 	int			size;
 	Datum	   *rows;

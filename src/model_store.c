@@ -478,27 +478,26 @@ sha256_hex(const char *data, size_t len)
 	return hex;
 }
 
-/* One staged client as the digest reads it: its key's type, key, SHA-256 of its statistics' binary form, n_local. */
+/*
+ * One staged client as the digest reads it: its key's type (type, as
+ * regtypeout spells it), key, SHA-256 of its statistics' binary form (send:
+ * the type's send function), n_local.
+ */
 static void
-digest_line(StringInfo buf, Oid key_type, const StagedClient *c)
+digest_line(StringInfo buf, const char *type, FmgrInfo *send, const StagedClient *c)
 {
-	Oid			send;
-	bool		varlena;
-
-	appendStringInfo(buf, "%s %s", DatumGetCString(DirectFunctionCall1(regtypeout, ObjectIdGetDatum(key_type))),
-					 quote_literal_cstr(c->key));
+	appendStringInfo(buf, "%s %s", type, quote_literal_cstr(c->key));
 	if (c->stats != NULL)
 	{
-		bytea	   *b;
+		bytea	   *b = SendFunctionCall(send, PointerGetDatum(c->stats));
 
-		getTypeBinaryOutputInfo(stats_type_oid(), &send, &varlena);
-		b = OidSendFunctionCall(send, PointerGetDatum(c->stats));
 		appendStringInfo(buf, " %s", sha256_hex(VARDATA(b), VARSIZE(b) - VARHDRSZ));
 	}
 	if (!c->n_local_null)
 		appendStringInfo(buf, " %d", c->n_local);
 }
 
+/* The digest of the staged clients, the options that change a fit, and the feature names (NULL: names_null). */
 char *
 store_digest(const Stage *st, Datum options, Datum names, bool names_null)
 {
@@ -506,13 +505,26 @@ store_digest(const Stage *st, Datum options, Datum names, bool names_null)
 	Datum		unset;
 	Oid			out;
 	bool		varlena;
+	FmgrInfo	send;
+	char	   *type = DatumGetCString(DirectFunctionCall1(regtypeout, ObjectIdGetDatum(st->key_type)));
 
+	MemoryContext one = AllocSetContextCreate(CurrentMemoryContext, "perpca digest line", ALLOCSET_DEFAULT_SIZES),
+				outer;
+
+	/* the type and its send function are looked up once, not per client */
+	getTypeBinaryOutputInfo(stats_type_oid(), &out, &varlena);
+	fmgr_info(out, &send);
 	initStringInfo(&buf);
 	for (int i = 0; i < st->n; i++)
 	{
 		appendStringInfoString(&buf, i > 0 ? "\n" : "");
-		digest_line(&buf, st->key_type, &st->c[i]);
+		/* each client's binary form and hash in memory used again for the next (buf grows where it was made) */
+		outer = MemoryContextSwitchTo(one);
+		digest_line(&buf, type, &send, &st->c[i]);
+		MemoryContextSwitchTo(outer);
+		MemoryContextReset(one);
 	}
+	MemoryContextDelete(one);
 	/* what does not change what a fit reads: how it starts, and what it says */
 	unset = PointerGetDatum(construct_array((Datum[]) {CStringGetTextDatum("init"), CStringGetTextDatum("start"),
 									CStringGetTextDatum("verbose")}, 3, TEXTOID, -1, false, TYPALIGN_INT));
@@ -748,16 +760,25 @@ staged_mean(const Stage *st, int d)
 	return mean;
 }
 
-/* Each staged client's share of the sketch's bound (fit_types.h, FitClientBound), or *isnull. */
+/*
+ * Each staged client's share of the sketch's bound (fit_types.h,
+ * FitClientBound), or *isnull.  The fit lists the clients in the stage's
+ * order, so the one after the last found (*next) is tried first.
+ */
 static double
-client_bound(const FitDiagnostics *diag, const char *key, bool *isnull)
+client_bound(const FitDiagnostics *diag, const char *key, int *next, bool *isnull)
 {
-	for (int i = 0; i < diag->nbounds; i++)
+	for (int j = 0; j < diag->nbounds; j++)
+	{
+		int			i = (*next + j) % diag->nbounds;
+
 		if (strcmp(diag->client_bounds[i].client, key) == 0)
 		{
+			*next = i + 1;
 			*isnull = false;
 			return diag->client_bounds[i].bound;
 		}
+	}
 	*isnull = true;
 	return 0.0;
 }
@@ -770,6 +791,10 @@ store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const
 	ModelRows	rs;
 	double		sum = 0,
 				weight = 0;
+	int			next = 0;
+	/* a client's figures are worked in memory used again for the next: a row is a copy */
+	MemoryContext one = AllocSetContextCreate(CurrentMemoryContext, "perpca client row", ALLOCSET_DEFAULT_SIZES),
+				outer;
 
 	store_columns_add(sm, MODEL_TABLE_CLIENTS);
 	model_rows_begin(&rs, MODEL_TABLE_CLIENTS, sm->schema, sm->base);
@@ -783,13 +808,17 @@ store_clients(const StoreModel *sm, const Stage *st, const ClientBasis *b, const
 
 		if (st->c[i].stats == NULL || st->c[i].stats->n == 0)
 			continue;
-		bound = client_bound(diag, st->c[i].key, &bound_null);
+		bound = client_bound(diag, st->c[i].key, &next, &bound_null);
+		outer = MemoryContextSwitchTo(one);
 		client_row(&row, b, &st->c[i], fr->V[i], fr->r2[i], bound, bound_null, &tv);
+		MemoryContextSwitchTo(outer);
 		model_rows_add(&rs, &row);
+		MemoryContextReset(one);
 		w = diag->opts.weights ? (double) st->c[i].stats->n : 1.0;
 		sum += w * tv;
 		weight += w;
 	}
+	MemoryContextDelete(one);
 	model_rows_insert(&rs);
 	return sum / weight;
 }
