@@ -1272,7 +1272,8 @@ thin_wide_response(FitClient *c, const double *U, double *SU)
  * S U (into SU).  Between two evaluations V_i moves little: on the LSA
  * corpus at 64 + 192 (d = 1536, b = 288) a step of U of 1e-2 leaves the
  * old block 5e-5 lambda_max from the new pairs after the first
- * Rayleigh-Ritz step, and each step divides that by 2-15.  Returns false
+ * Rayleigh-Ritz step, the next step divides that by 8-40, later ones by
+ * 1.5-2 (numpy, four dense tenants).  Returns false
  * (the exact solve follows) without an earlier answer, for the fit's final
  * response (1e-13 lambda_max: the exact maximizer), or when WIDE_MAX_ITER
  * steps would not reach tol.
