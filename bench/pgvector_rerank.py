@@ -9,9 +9,10 @@ stats).  Connects with the libpq variables (python3-psycopg).
 
 Width R (default 256) of d = 1536.  Steps:
   1. Personalized PCA on lsa_stats, r = g + l for each l of SPLITS (default
-     64 128 192; one start from 'dispca', no hops, tolerance 1e-6, as in
-     pgvector_recall.py), and pooled PCA (method => 'cpca', a global reduction;
-     POOLED=0 leaves it out).
+     64 128 192; the options of pgvector_recall.py, FIT_OPTIONS, default one
+     start from 'dispca', no hops, tolerance 1e-6; docs/pgvector.md's recipe
+     uses tolerance 1e-4), with its rounds, wall and backend CPU seconds, and
+     pooled PCA (method => 'cpca', a global reduction; POOLED=0 leaves it out).
      Brute force in numpy: the share of each query's exact 10 neighbours among
      its c nearest by the scores (L2), for each candidate count c of CANDIDATES.
      An exact re-rank of c candidates returns exactly those, so this is the
@@ -67,7 +68,6 @@ QUERIES = int(os.environ.get("QUERIES", "50"))
 POOLED = os.environ.get("POOLED", "1") == "1"
 GOAL = 0.95
 K = 10
-FIT_OPTIONS = os.environ.get("FIT_OPTIONS", ", init => 'dispca', hops => 0, tolerance => 1e-6")
 
 
 def brute_coverage(S, truth):
@@ -118,11 +118,16 @@ def choose_split(conn, cur, ids, truth, half):
     ndocs = {t: len(v[0]) for t, v in truth.items()}
     for l in SPLITS:
         m = f"lsa_rr_{R}_{l}"
+        cpu0 = backend_cpu_ns(conn.info.backend_pid)
         rounds, _, sec = train(cur, m, R - l, l)
+        cpu = (backend_cpu_ns(conn.info.backend_pid) - cpu0) / 1e9 if cpu0 is not None else float("nan")
+        cur.execute("SELECT objective, gradient_norm, stopped FROM perpca_last_fit()")
+        obj, gn, stopped = cur.fetchone()
         cov = brute_coverage(scores(conn, m, ids), truth)
         cands[l] = m
         table[f"perpca {R - l} + {l}"] = {c: summary(cov[c], half, ndocs, c) for c in CANDIDATES}
-        print(f"  perpca {R - l} + {l}: {rounds} rounds, {sec:.0f} s; brute force, re-ranked recall@10 tune / held at c = "
+        print(f"  perpca {R - l} + {l}: {rounds} rounds, {sec:.0f} s, backend CPU {cpu:.0f} s, objective {obj:.10f}, "
+              f"gradient norm {gn:.3e} ({stopped}); brute force, re-ranked recall@10 tune / held at c = "
               + ", ".join(f"{c}: {f(table[f'perpca {R - l} + {l}'][c])}" for c in CANDIDATES), flush=True)
     if POOLED:
         rounds, _, sec = train(cur, "lsa_rr_cpca", R, 0, "cpca")

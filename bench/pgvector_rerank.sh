@@ -7,6 +7,7 @@
 #
 #   PGHOST=... PGPORT=... PGDATABASE=... nice -n 10 bash bench/pgvector_rerank.sh [CORPUS_DIR]
 #   R=256 SPLITS="64 128 192" CANDIDATES="20 40 80 160 320 640" QUERIES=50 POOLED=1 RESULTS=file.json
+#   FIT_OPTIONS=", init => 'dispca', hops => 0, tolerance => 1e-4"   (docs/pgvector.md's recipe)
 #   (SPLITS="" POOLED=1: pooled PCA, a global reduction, is the one indexed)
 #
 # CORPUS_DIR (default /tmp/perpca-lsa) as for bench/pgvector_recall.sh (made when

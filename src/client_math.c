@@ -83,6 +83,13 @@
  * a Rayleigh-Ritz step of order 1152 costs about one exact solve of S_i).
  */
 #define WIDE_BLOCK_RATIO 12
+/*
+ * Steps of a wide block's subspace iteration (wide_iterate) before the
+ * exact solve takes over: one step costs about 1/8 of that solve at every d
+ * from 256 to 1536 (d = 1536, b = 288: 0.07 against 0.49 s, numpy over the
+ * same OpenBLAS), so four failed steps waste half of one.
+ */
+#define WIDE_MAX_ITER 4
 
 /*
  * make COPT=-DPERPCA_TRACE_READS logs every full read of a dense S_i at LOG
@@ -965,7 +972,7 @@ gram_iterate(FitClient *c, const EigenOp *op, double tol)
 /*
  * V_i of a thin client from its deflated Gram matrix F'F - (F'U)(F'U)':
  * iterated on the implicit operator, or exact (LAPACK on the explicit
- * matrix) when m is small or the iteration fails; S U into SU.
+ * matrix) when m is small, the block wide or the iteration fails; S U into SU.
  */
 static bool
 best_response_gram(FitClient *c, const double *U, double tol, double *SU)
@@ -973,11 +980,12 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 	int			m = thin_width(c);
 	double	   *FtU = thin_factor_t_u(c, U);
 	EigenOp		op = gram_op(c, m, thin_gram(c), FtU, c->r1);
-	bool		exact = m <= BEST_RESPONSE_EXACT_GRAM;
+	bool		exact;
 	double	   *AX;
 
 	if (c->X == NULL)
 		best_response_block(c, m);
+	exact = m <= BEST_RESPONSE_EXACT_GRAM || !block_is_narrow(m, c->b);
 	if (!exact)
 		exact = gram_iterate(c, &op, tol);
 	if (exact)
@@ -1251,28 +1259,103 @@ response_iterate(FitClient *c, const EigenOp *op, const double *U, double tol, d
 }
 
 /*
- * V_i of a client in d-space: iterated, exact when d is small, a dense
- * S_i's block is wide, or the iteration fails.  S U into SU.
+ * The exact best response of a thin client whose block is wide: its m pairs
+ * by the SVD of its deflated factor, the rest of the b columns a seeded
+ * completion orthogonal to U and to them (eigenvalue 0), as client_top_eigen
+ * does past m where S_i is never formed.  LOBPCG with such a block (m <= b:
+ * the d-space route) costs more in one iteration's Rayleigh-Ritz problem
+ * than this whole solve.  S U into SU.
+ */
+static void
+thin_wide_response(FitClient *c, const double *U, double *SU)
+{
+	int			m = Min(thin_width(c), c->b);
+	const double *Ud = c->r1 > 0 ? U : NULL;
+
+	if (m > 0)
+		thin_top_eigen(c, Ud, m, c->ritz, c->X, c->b);
+	if (m < c->b)
+		complete_block(c, UINT64CONST(0x2545F4914F6CDD1D), Ud, m, c->b, c->ritz, c->X, c->b);
+	if (c->r1 > 0)
+		client_apply(c, U, c->r1, SU);
+}
+
+/*
+ * The best response of a dense S_i whose block is wide, from the client's
+ * earlier answer in c->X (an exact solve's or this route's): subspace
+ * iteration on the deflated S_i, whose first product S_i [U, X] also gives
+ * S U (into SU).  Between two evaluations V_i moves little: on the LSA
+ * corpus at 64 + 192 (d = 1536, b = 288) a step of U of 1e-2 leaves the
+ * old block 5e-5 lambda_max from the new pairs after the first
+ * Rayleigh-Ritz step, the next step divides that by 8-40, later ones by
+ * 1.5-2 (numpy, four dense tenants).  Returns false
+ * (the exact solve follows) without an earlier answer, for the fit's final
+ * response (1e-13 lambda_max: the exact maximizer), or when WIDE_MAX_ITER
+ * steps would not reach tol.
+ */
+static bool
+wide_iterate(FitClient *c, const EigenOp *op, const double *U, double tol, double *SU)
+{
+	int			d = c->d,
+				r1 = c->r1,
+				b = c->b;
+	double	   *T,
+			   *ST,
+			   *AX;
+	bool		converged;
+
+	if (!c->warm || c->final_response)
+		return false;
+	T = palloc(sizeof(double) * d * (r1 + b));
+	ST = palloc(sizeof(double) * d * (r1 + b));
+	AX = palloc(sizeof(double) * d * b);
+	eigen_orthonormalize_block(op, c->X, b);
+	linalg_copy(d, r1, U, Max(r1, 1), T, r1 + b);
+	linalg_copy(d, b, c->X, b, T + r1, r1 + b);
+	client_apply(c, T, r1 + b, ST);
+	linalg_copy(d, r1, ST, r1 + b, SU, Max(r1, 1));
+	linalg_copy(d, b, ST + r1, r1 + b, AX, b);
+	if (r1 > 0)
+		deflate_block(d, r1, U, r1, b, AX, b);
+	converged = eigen_subspace_iterate(op, c->X, AX, b, c->ritz, c->r2, tol, WIDE_MAX_ITER);
+	pfree(T);
+	pfree(ST);
+	pfree(AX);
+	return converged;
+}
+
+/*
+ * V_i of a client in d-space: iterated by LOBPCG while the block is narrow;
+ * a wide block's is exact (a thin client's, and a dense one's first), or
+ * iterated from the last answer; exact when d is small or the iteration
+ * fails.  S U into SU.
  */
 static bool
 best_response_space(FitClient *c, const double *U, double tol, double *SU)
 {
 	SpaceOp		space;
 	EigenOp		op = space_op(c, c->r1 > 0 ? U : NULL, &space);
-	bool		exact;
+	bool		small = c->d <= BEST_RESPONSE_EXACT_DIM,
+				wide,
+				exact = true;
 
 	if (c->X == NULL)
 		best_response_block(c, c->d);
-	exact = c->d <= BEST_RESPONSE_EXACT_DIM ||
-		(c->S != NULL && !block_is_narrow(c->d - c->r1, c->b));
-	if (!exact)
+	wide = !small && !block_is_narrow(c->d - c->r1, c->b);
+	if (!small && !wide)
 		exact = !response_iterate(c, &op, U, tol, SU) && c->d <= BEST_RESPONSE_EXACT_FALLBACK;
+	else if (wide && c->S != NULL)
+		exact = !wide_iterate(c, &op, U, tol, SU);
 	if (exact)
 	{
 		READ_SITE("response_exact");
-		exact_response_space(c, U, SU);
+		if (wide && c->S == NULL)
+			thin_wide_response(c, U, SU);
+		else
+			exact_response_space(c, U, SU);
 		READ_SITE("other");
 	}
+	c->warm = wide;
 	linalg_copy(c->d, c->r2, c->X, c->b, c->W + c->r1, c->k);
 	return exact;
 }

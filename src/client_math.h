@@ -54,6 +54,7 @@ typedef struct FitClient
 	double	   *X;				/* d x b (m x b for a thin client's Gram route), or NULL */
 	int			b;
 	double	   *ritz;			/* b Ritz values of the last best response */
+	bool		warm;			/* X holds an exact or converged best response (the wide route's start) */
 	double	   *Xprev;			/* d x b: the last d-space response's start block, or NULL */
 	double	   *SXprev;			/* d x b: S_i Xprev, from that response's first product */
 	double	   *FtF;			/* thin: F'F (m x m, m = rows + 1 with delta), once computed */

@@ -68,6 +68,16 @@ extern int	eigen_ritz_extend(const EigenOp *op, double *X, double *AX, int b, co
 extern double fit_rayleigh_ritz(int n, int b, double *X, double *Y, double *theta, int nres);
 
 /*
+ * Subspace iteration for the top eigenpairs from the orthonormal X (n x b)
+ * with AX = A X given: Rayleigh-Ritz on span X, then X <- A X, until the
+ * first nres residuals are <= tol (returns true) or, from the last step's
+ * rate of convergence, maxit steps would not reach it (false).  X, AX and
+ * theta end as Ritz vectors and values either way.
+ */
+extern bool eigen_subspace_iterate(const EigenOp *op, double *X, double *AX, int b, double *theta,
+								   int nres, double tol, int maxit);
+
+/*
  * The top nres eigenpairs by LOBPCG from a Gaussian block X (n x b, seeded)
  * to a residual of rtol x lambda_max, at most maxit iterations: X, theta (b).
  */
