@@ -903,20 +903,33 @@ perpca_stats_in(PG_FUNCTION_ARGS)
 static void
 append_list(StringInfo buf, const double *x, const float *x4, int64 count)
 {
-	char		num[DOUBLE_SHORTEST_DECIMAL_LEN];
+	char		num[DOUBLE_SHORTEST_DECIMAL_LEN + 1] = ",";	/* the separator, then the value */
 
 	appendStringInfoChar(buf, '{');
 	for (int64 i = 0; i < count; i++)
 	{
-		if (i > 0)
-			appendStringInfoChar(buf, ',');
-		if (x4 != NULL)
-			float_to_shortest_decimal_buf(x4[i], num);
-		else
-			double_to_shortest_decimal_buf(x[i], num);
-		appendStringInfoString(buf, num);
+		int			len = x4 != NULL ? float_to_shortest_decimal_bufn(x4[i], num + 1)
+			: double_to_shortest_decimal_bufn(x[i], num + 1);
+
+		appendBinaryStringInfo(buf, i > 0 ? num : num + 1, i > 0 ? len + 1 : len);
 	}
 	appendStringInfoChar(buf, '}');
+}
+
+/*
+ * Room for the text form's lists (the mean twice and count body values), at
+ * most 25 characters a value, asked for at once: a buffer grown by doubling
+ * is a new large block at each step, whose pages fault in afresh (glibc
+ * maps each one), and pages of the room left unwritten are never touched.
+ * Room past what one allocation holds is left to the StringInfo's growth.
+ */
+static void
+reserve_lists(StringInfo buf, int64 d, int64 count)
+{
+	double		need = 25.0 * (2 * d + count) + 64;
+
+	if (need < (double) (MaxAllocSize - 1 - buf->len))
+		enlargeStringInfo(buf, (int) need);
 }
 
 Datum
@@ -944,12 +957,13 @@ perpca_stats_out(PG_FUNCTION_ARGS)
 			snprintf(num, sizeof(num), "%lld", (long long) h.f[f]);
 		appendStringInfo(&buf, "%s%s", text_fields[f].key, num);
 	}
+	body = text_body(s, &count);
+	reserve_lists(&buf, s->dim, count);
 	appendStringInfoString(&buf, " mean=");
 	append_list(&buf, PERPCA_STATS_MEAN(s), NULL, s->dim);
 	appendStringInfoString(&buf, " mean_lo=");
 	append_list(&buf, PERPCA_STATS_MEAN_LO(s), NULL, s->dim);
 	appendStringInfo(&buf, " %s", body_keyword(s->form));
-	body = text_body(s, &count);
 	append_list(&buf, body, perpca_stats_float4(s) ? PERPCA_STATS_ROWS4(s) : NULL, count);
 	PG_RETURN_CSTRING(buf.data);
 }
