@@ -536,6 +536,19 @@ block_is_narrow(int n, int b)
 }
 
 /*
+ * Whether LOBPCG beats the exact solve on a thin client's m x m Gram
+ * matrix: its Rayleigh-Ritz problem has order 3 b, so once that reaches m
+ * one iteration costs more than the whole solve.  (The ratio of the d-space
+ * route, WIDE_BLOCK_RATIO, would send blocks of a few columns to the exact
+ * solve on every small thin client, which costs more a round there.)
+ */
+static bool
+gram_block_is_narrow(int m, int b)
+{
+	return (int64) 3 * b < m;
+}
+
+/*
  * A thin client's eigenvectors L (d x kk) from the Gram matrix's Z (m x kk,
  * stride b; scaled in place): L = F z / sqrt(theta), then QR (order kept)
  * for orthonormality to rounding.
@@ -985,7 +998,7 @@ best_response_gram(FitClient *c, const double *U, double tol, double *SU)
 
 	if (c->X == NULL)
 		best_response_block(c, m);
-	exact = m <= BEST_RESPONSE_EXACT_GRAM || !block_is_narrow(m, c->b);
+	exact = m <= BEST_RESPONSE_EXACT_GRAM || !gram_block_is_narrow(m, c->b);
 	if (!exact)
 		exact = gram_iterate(c, &op, tol);
 	if (exact)
