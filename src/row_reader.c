@@ -615,13 +615,8 @@ client_rows(const ClientInput *c, int first, int count, double *out)
 	int64		rowbytes = sizeof(double) * s->dim,
 				step = Max(1, CLIENT_SLICE_BYTES / rowbytes);
 
+	Assert(c->stored != NULL);
 	Assert(first >= 0 && count >= 0 && first + count <= (s->form == PERPCA_FORM_SKETCH ? s->rows : s->n));
-	if (c->stored == NULL)
-	{
-		memcpy(out, PERPCA_STATS_BODY(s) + (s->form == PERPCA_FORM_SKETCH ? 2 : 0) + (int64) first * s->dim,
-			   rowbytes * count);
-		return;
-	}
 	for (int64 r = 0; r < count; r += step)
 	{
 		int64		len = rowbytes * Min(step, count - r);

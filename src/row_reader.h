@@ -157,9 +157,9 @@ extern ClientInput *clients_read(const RowSource *src, const ClientsRead *how,
 								 MemoryContext cxt, int *nclients, int64 *skipped);
 
 /*
- * Rows first .. first + count - 1 of client c (a thin value's centred rows,
- * a sketch's B) into out (count x d): from storage, a slice at a time, when
- * they were left there, else from memory.
+ * Rows first .. first + count - 1 of client c, whose rows were left in
+ * storage (c->stored; a thin value's centred rows, a sketch's B), into out
+ * (count x d), a slice at a time.  Rows in memory are the client's own Y.
  */
 extern void client_rows(const ClientInput *c, int first, int count, double *out);
 
