@@ -94,7 +94,9 @@ struct StatsState
 	PerpcaRowType rowtype;		/* the type of the pending rows */
 	int64		n;				/* rows merged into mu and m2 */
 	int64		skipped;		/* rows left out (missing values) */
-	double	   *shift;			/* d: reference point; rows enter as x - shift */
+	double	   *shift;			/* d: reference point; rows enter as x - shift;
+								 * with mu and bsum one allocation, NULL until
+								 * needed (state_need_arrays) */
 	double	   *mu;				/* d: mean of the merged rows minus shift */
 	double	   *m2;				/* d x d upper triangle; NULL while thin */
 	int			nbuf;			/* rows waiting in buf */
@@ -193,6 +195,7 @@ PG_FUNCTION_INFO_V1(perpca_stats_deserialize);
 PG_FUNCTION_INFO_V1(perpca_stats_final);
 
 static void choose_row_ops(void);
+static void state_need_arrays(StatsState *st);
 static bool row_ops_chosen = false;	/* has choose_row_ops run? */
 
 static StatsState *
@@ -202,14 +205,10 @@ state_create(MemoryContext cxt, int d, PerpcaNulls nulls)
 
 	if (!row_ops_chosen)
 		choose_row_ops();
-	/* one allocation: three of d doubles would each be rounded up to a
-	 * power of two by the allocator */
 	st->cxt = cxt;
 	st->d = d;
 	st->nulls = nulls;
-	st->shift = MemoryContextAllocZero(cxt, sizeof(double) * 3 * d);
-	st->mu = st->shift + d;
-	st->bsum = st->shift + 2 * d;
+	state_need_arrays(st);
 	return st;
 }
 
@@ -680,6 +679,47 @@ state_float4(const StatsState *st)
 	return st->m2 == NULL && st->nbuf == 0 && st->npend > 0 && st->rowtype != PERPCA_ROWTYPE_FLOAT8;
 }
 
+/*
+ * The reference point of a state whose rows all wait (no row merged or
+ * buffered) into shift: the values of its first pending row, which was read
+ * at once and checked (accum_row4) or is a float4 value's (state_merge_stats).
+ */
+static void
+pending_reference(const StatsState *st, double *shift)
+{
+	void	   *value;
+	const double *x;
+
+	Assert(st->n == 0 && st->nbuf == 0 && st->npend > 0);
+	x = fetch_pending(st, st->pend->data, &value, shift);
+	if (x == NULL)
+		elog(ERROR, "perpca_stats state's first pending row is not kept");
+	if (x != shift)
+		memcpy(shift, x, sizeof(double) * st->d);
+	if (value != (void *) st->pend->data)
+		pfree(value);
+}
+
+/*
+ * Allocate the state's shift, mu and bsum (one allocation: three of d
+ * doubles would each be rounded up to a power of two by the allocator),
+ * zeroed, the shift the reference point of the rows already pending.  A
+ * group whose rows all wait as they came (state_float4) never needs them:
+ * its value's mean comes from its rows (thin_stats4).  Zeroing them for
+ * each of 104 thin groups at d = 768 was most of the query's page faults.
+ */
+static void
+state_need_arrays(StatsState *st)
+{
+	if (st->shift != NULL)
+		return;
+	st->shift = MemoryContextAllocZero(st->cxt, sizeof(double) * 3 * st->d);
+	st->mu = st->shift + st->d;
+	st->bsum = st->shift + 2 * st->d;
+	if (st->npend > 0)
+		pending_reference(st, st->shift);
+}
+
 /* Append k float4 rows (a float4 thin value's) to the pending rows, each a PERPCA_ROWTYPE_FLOAT4 entry. */
 static void
 state_defer_floats(StatsState *st, const float *rows, int64 k)
@@ -718,6 +758,7 @@ state_materialize(StatsState *st)
 {
 	if (st->npend == 0)
 		return;
+	state_need_arrays(st);
 	state_reserve(st, state_unmerged(st));
 	state_sum_block(st);
 	st->nbuf = st->nsummed = unmerged_rows(st, st->buf, st->bsum, &st->skipped);
@@ -904,6 +945,7 @@ dense_add_row(StatsState *st, const double *restrict x)
 static void
 state_add_row(StatsState *st, const double *x)
 {
+	state_need_arrays(st);
 	if (state_empty(st))
 		memcpy(st->shift, x, sizeof(double) * st->d);
 	if (st->m2 == NULL && state_unmerged(st) >= PERPCA_STATS_THIN_MAX(st->d))
@@ -952,13 +994,14 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 		st->npend + s->n <= PERPCA_STATS_THIN_MAX(st->d))
 	{
 		/* float4 rows join float4 rows as they are: the result stays float4 thin */
-		if (state_empty(st))
+		if (state_empty(st) && st->shift != NULL)
 			for (int j = 0; j < st->d; j++)
 				st->shift[j] = PERPCA_STATS_ROWS4(s)[j];
 		state_defer_floats(st, PERPCA_STATS_ROWS4(s), s->n);
 		return;
 	}
 	state_materialize(st);
+	state_need_arrays(st);
 	if (s->form == PERPCA_FORM_THIN && st->m2 == NULL &&
 		st->nbuf + s->n <= PERPCA_STATS_THIN_MAX(st->d))
 	{
@@ -989,7 +1032,17 @@ state_copy(StatsState *a, const StatsState *b)
 
 	Assert(state_empty(a) && a->m2 == NULL && b->nsummed == b->nbuf);
 	a->n = b->n;
-	memcpy(a->shift, b->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	if (b->shift != NULL)
+	{
+		state_need_arrays(a);
+		memcpy(a->shift, b->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	}
+	else if (a->shift != NULL)
+	{
+		/* b's reference point is its first pending row, and so a's will be */
+		pfree(a->shift);
+		a->shift = a->mu = a->bsum = NULL;
+	}
 	if (b->m2 != NULL)
 	{
 		a->m2 = m2_alloc(a->cxt, d);
@@ -1018,18 +1071,22 @@ state_copy(StatsState *a, const StatsState *b)
 static void
 state_merge_thin(StatsState *a, StatsState *b)
 {
-	double	   *offset = palloc(sizeof(double) * a->d);
+	if (b->nbuf > 0)
+	{
+		double	   *offset = palloc(sizeof(double) * a->d);
 
-	for (int j = 0; j < a->d; j++)
-		offset[j] = b->shift[j] - a->shift[j];
-	state_append(a, b->buf, b->nbuf, offset);
+		state_need_arrays(a);
+		for (int j = 0; j < a->d; j++)
+			offset[j] = b->shift[j] - a->shift[j];
+		state_append(a, b->buf, b->nbuf, offset);
+		pfree(offset);
+	}
 	if (b->npend > 0)
 	{
 		state_set_nulls(a, b->nulls);
 		state_set_rowtype(a, b->rowtype);
 	}
 	state_defer_all(a, b);
-	pfree(offset);
 }
 
 /*
@@ -1262,7 +1319,11 @@ state_to_stats(StatsState *st)
 {
 	if (state_float4(st))
 		return thin_stats4(st);
-	return st->m2 == NULL ? thin_stats(st) : dense_stats(st);
+	if (st->m2 != NULL)
+		return dense_stats(st);
+	if (state_unmerged(st) > 0)
+		state_need_arrays(st);
+	return thin_stats(st);
 }
 
 /* ------------------------------------------------------------------------
@@ -1354,7 +1415,10 @@ state_serialize(StatsState *st)
 	ss->skipped = st->skipped;
 	ss->nulls = st->nulls;
 	ss->rowtype = st->rowtype;
-	memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	if (st->shift != NULL)
+		memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	else if (st->npend > 0)
+		pending_reference(st, p);	/* mu and bsum zero */
 	if (st->nbuf > 0)
 		memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
 	p += 3 * d + st->nbuf * d;
@@ -1411,6 +1475,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	st = state_create(cxt, ss->d, (PerpcaNulls) ss->nulls);
 	st->n = ss->n;
 	st->skipped = ss->skipped;
+	state_need_arrays(st);
 	memcpy(st->shift, p, sizeof(double) * 3 * d);	/* shift, mu, bsum */
 	p += 3 * d;
 	if (ss->dense)
