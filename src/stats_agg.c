@@ -886,6 +886,7 @@ state_densify(StatsState *st)
 	if (st->m2 != NULL)
 		return;
 	state_materialize(st);
+	state_need_arrays(st);
 	st->m2 = m2_alloc(st->cxt, st->d);
 	state_flush(st);
 	/*
