@@ -195,7 +195,6 @@ PG_FUNCTION_INFO_V1(perpca_stats_deserialize);
 PG_FUNCTION_INFO_V1(perpca_stats_final);
 
 static void choose_row_ops(void);
-static void state_need_arrays(StatsState *st);
 static bool row_ops_chosen = false;	/* has choose_row_ops run? */
 
 static StatsState *
@@ -208,7 +207,6 @@ state_create(MemoryContext cxt, int d, PerpcaNulls nulls)
 	st->cxt = cxt;
 	st->d = d;
 	st->nulls = nulls;
-	state_need_arrays(st);
 	return st;
 }
 
@@ -1676,30 +1674,61 @@ row4_keepable(const StatsState *st, PerpcaRowType type)
 }
 
 /*
+ * Are the d values of a row of reader r, as stored (IEEE binary32 or
+ * binary16 after r's header: PerpcaRowReader), all finite?  An exponent of
+ * all ones is NaN or infinite; read without converting them (pgvector's
+ * types hold none, so this pass is pure overhead of a thin group's row).
+ * An int flag: with a bool GCC 12 does not vectorize the loop.
+ */
+static bool
+row4_stored_finite(const PerpcaRowReader *r, const void *row, int d)
+{
+	const char *values = (const char *) row + r->header;
+	int			bad = 0;
+
+	if (r->elemsize == sizeof(uint32))
+	{
+		const uint32 *restrict x = (const uint32 *) values;
+
+		for (int j = 0; j < d; j++)
+			bad |= (x[j] & 0x7f800000) == 0x7f800000;
+	}
+	else
+	{
+		const uint16 *restrict x = (const uint16 *) values;
+
+		Assert(r->elemsize == sizeof(uint16));
+		for (int j = 0; j < d; j++)
+			bad |= (x[j] & 0x7c00) == 0x7c00;
+	}
+	return !bad;
+}
+
+/*
  * The transition of a row4_keepable row: read at once and checked, its
- * detoasted bytes join the pending rows; a row with a NaN or infinite
- * value goes to accum_add (an error, or skipped and counted), as does the
- * first row of d = 1 (no row is thin there).  A group's first row is
- * converted straight into the shift it becomes (zero again if it is not
- * kept): a group of TOAST pointers then needs no scratch row.
+ * detoasted bytes join the pending rows, unconverted (the first one is the
+ * state's reference point: state_need_arrays); a row with a NaN or
+ * infinite value goes to accum_add as doubles (an error, or skipped and
+ * counted), as does every row of d = 1 (no row is thin there).
  */
 static StatsState *
 accum_row4(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type, PerpcaNulls nulls)
 {
 	int			d;
-	const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
+	const PerpcaRowReader *reader = row_reader(type);
+	const void *row = reader->row(PG_GETARG_DATUM(1), &d, "input row");
 	StatsState *st = accum_state(fcinfo, aggcxt, d, nulls);
-	bool		first = state_empty(st) && PERPCA_STATS_THIN_MAX(d) >= 1;
 
-	if (!first && st->scratch == NULL)
-		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * d);
-	if (!row_reader(type)->values(row, first ? st->shift : st->scratch) || PERPCA_STATS_THIN_MAX(d) < 1)
+	if (!row4_stored_finite(reader, row, d) || PERPCA_STATS_THIN_MAX(d) < 1)
 	{
-		accum_add(st, first ? st->shift : st->scratch);
-		if (first)
-			memset(st->shift, 0, sizeof(double) * d);
+		if (st->scratch == NULL)
+			st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * d);
+		(void) reader->values(row, st->scratch);
+		accum_add(st, st->scratch);
 		return st;
 	}
+	if (state_empty(st) && st->shift != NULL)
+		(void) reader->values(row, st->shift);	/* a state that has its arrays keeps its shift */
 	state_set_rowtype(st, type);
 	state_defer_bytes(st, row, VARSIZE(row), 1);
 	if (perpca_progress_rows > 0)
