@@ -61,13 +61,20 @@
  * arena of pending rows, until its values are needed: a row in TOAST as its
  * on-disk pointer, a row stored inline as its own bytes (float8, float4 or
  * binary16 values: the smallest exact form, never widened to doubles twice).
- * Each entry is one varlena, MAXALIGNed.  The arena is a list of blocks of
- * doubling size, each holding whole entries: it grows without copying what
- * it holds (growing one buffer by reallocation cost a thin d = 384 group
- * of inline rows 40% of its CPU time).
+ * Each entry is one varlena.  A row stored inline starts MAXALIGNed (from
+ * the start of its block) and takes a multiple of MAXALIGN bytes; a TOAST
+ * pointer takes its 18 bytes, at any offset: its first byte (1B_E) tells it
+ * from the zero bytes that pad the arena before a row stored inline.  (At
+ * 24 bytes a pointer, the arena of a thin group of 192 rows at d = 768 took
+ * an 8 kB chunk instead of 4 kB, and 104 such groups kept glibc returning
+ * the heap to the kernel after each query.)  The arena is a list of blocks
+ * of doubling size, each holding whole entries: it grows without copying
+ * what it holds (growing one buffer by reallocation cost a thin d = 384
+ * group of inline rows 40% of its CPU time); the first block with its
+ * header is a 4 kB chunk.
  */
-#define PENDING_SIZE(p)	MAXALIGN(VARSIZE_ANY(p))
-#define PENDING_FIRST_BLOCK 8192
+#define PENDING_SIZE(p)	(VARATT_IS_EXTERNAL(p) ? VARSIZE_ANY(p) : MAXALIGN(VARSIZE_ANY(p)))
+#define PENDING_FIRST_BLOCK (4096 - offsetof(PendingBlock, data))
 #define PENDING_MAX_BLOCK (1024 * 1024)
 
 typedef struct PendingBlock
@@ -79,11 +86,25 @@ typedef struct PendingBlock
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed entries */
 } PendingBlock;
 
+/*
+ * The offset of the entry after the one at offset off of an arena whose
+ * first used bytes hold entries (used, or more: the end).
+ */
+static inline Size
+pending_next(const char *arena, Size off, Size used)
+{
+	off += PENDING_SIZE(arena + off);
+	if (off < used && !VARATT_IS_EXTERNAL(arena + off))
+		off = MAXALIGN(off);	/* past the padding before a row stored inline */
+	return off;
+}
+
 /* Every pending entry of state st, in arrival order. */
 #define foreach_pending(st, blk, entry) \
 	for (const PendingBlock *blk = (st)->pend; blk != NULL; blk = blk->next) \
-		for (const char *entry = blk->data; entry < blk->data + blk->used; \
-			 entry += PENDING_SIZE(entry))
+		for (Size entry##_off = 0; entry##_off < blk->used; \
+			 entry##_off = pending_next(blk->data, entry##_off, blk->used)) \
+			for (const char *entry = blk->data + entry##_off; entry != NULL; entry = NULL)
 
 /* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
 struct StatsState
@@ -107,7 +128,8 @@ struct StatsState
 								 * state, whose rows are summed per block
 								 * (state_sum_block) */
 	int			npend;			/* rows after those in buf, waiting in pend */
-	Size		pendlen;		/* bytes of the pending entries */
+	Size		pendlen;		/* bytes of the pending entries, each block's
+								 * MAXALIGNed: their serialized size */
 	PendingBlock *pend;			/* the pending rows, as they arrived: first block */
 	PendingBlock *pendtail;		/* its last block */
 	double	   *scratch;		/* d: a row of another type converted to double
@@ -496,40 +518,57 @@ row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 		VARSIZE_1B(v) == size - VARHDRSZ + VARHDRSZ_SHORT;
 }
 
+/* A new last block of the arena that can hold need bytes: twice the last one's size, or what they need. */
+static PendingBlock *
+pending_block(StatsState *st, Size need)
+{
+	PendingBlock *tail = st->pendtail;
+	Size		cap = tail == NULL ? PENDING_FIRST_BLOCK : Min(2 * tail->cap, PENDING_MAX_BLOCK);
+	PendingBlock *blk;
+
+	cap = Max(cap, need);
+	blk = MemoryContextAllocHuge(st->cxt, offsetof(PendingBlock, data) + cap);
+	blk->next = NULL;
+	blk->used = 0;
+	blk->count = 0;
+	blk->cap = cap;
+	if (tail == NULL)
+		st->pend = blk;
+	else
+		tail->next = blk;
+	st->pendtail = blk;
+	return blk;
+}
+
 /*
- * Append count pending rows, len bytes from rows (whole entries; the last
- * may lack its padding), to the arena: into its last block if they fit,
- * else into a new block, twice the last one's size (or what they need).
+ * Append count pending rows, len bytes from rows (whole entries laid out
+ * from a MAXALIGNed start, as in a block), to the arena: into its last
+ * block if they fit, else into a new one.  A lone TOAST pointer goes
+ * right after the last entry; anything else MAXALIGNed, padded with zeros
+ * before and after.
  */
 static void
 state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
 {
 	PendingBlock *tail = st->pendtail;
-	Size		need = MAXALIGN(len);
+	bool		packed = count == 1 && VARATT_IS_EXTERNAL(rows);
+	Size		size = packed ? len : MAXALIGN(len);
+	Size		start;
 
 	if (len == 0)
 		return;
-	if (tail == NULL || tail->cap - tail->used < need)
+	start = tail == NULL ? 0 : packed ? tail->used : MAXALIGN(tail->used);
+	if (tail == NULL || tail->cap < start + size)
 	{
-		Size		cap = tail == NULL ? PENDING_FIRST_BLOCK : Min(2 * tail->cap, PENDING_MAX_BLOCK);
-		PendingBlock *blk;
-
-		cap = Max(cap, need);
-		blk = MemoryContextAllocHuge(st->cxt, offsetof(PendingBlock, data) + cap);
-		blk->next = NULL;
-		blk->used = 0;
-		blk->count = 0;
-		blk->cap = cap;
-		if (tail == NULL)
-			st->pend = blk;
-		else
-			tail->next = blk;
-		st->pendtail = tail = blk;
+		tail = pending_block(st, size);
+		start = 0;
 	}
-	memcpy(tail->data + tail->used, rows, len);
-	tail->used += need;
+	memset(tail->data + tail->used, 0, start - tail->used);
+	memcpy(tail->data + start, rows, len);
+	memset(tail->data + start + len, 0, size - len);
+	st->pendlen += MAXALIGN(start + size) - MAXALIGN(tail->used);
+	tail->used = start + size;
 	tail->count += count;
-	st->pendlen += need;
 	st->npend += count;
 }
 
@@ -679,8 +718,10 @@ state_float4(const StatsState *st)
 
 /*
  * The reference point of a state whose rows all wait (no row merged or
- * buffered) into shift: the values of its first pending row, which was read
- * at once and checked (accum_row4) or is a float4 value's (state_merge_stats).
+ * buffered) into shift: the values of its first pending row (read at once
+ * and checked by accum_row4, a TOAST pointer checked here by fetch_pending,
+ * or a float4 value's first row: state_merge_stats), as the state would
+ * have set it had the row been read at once.
  */
 static void
 pending_reference(const StatsState *st, double *shift)
@@ -1370,7 +1411,7 @@ serial_size(bool dense, int d, int nbuf, Size pendlen)
 		pendlen;
 }
 
-/* Does the arena of pendlen bytes at p hold exactly npend whole entries? */
+/* Does the arena of pendlen bytes at p hold exactly npend whole entries (and padding)? */
 static bool
 pending_well_formed(const char *p, Size pendlen, int npend)
 {
@@ -1382,10 +1423,10 @@ pending_well_formed(const char *p, Size pendlen, int npend)
 		if (pendlen - off < VARHDRSZ_SHORT || VARSIZE_ANY(p + off) < VARHDRSZ_SHORT ||
 			PENDING_SIZE(p + off) > pendlen - off)
 			return false;
-		off += PENDING_SIZE(p + off);
+		off = pending_next(p, off, pendlen);
 		count++;
 	}
-	return count == npend;
+	return off == pendlen && count == npend;
 }
 
 static bytea *
@@ -1427,8 +1468,8 @@ state_serialize(StatsState *st)
 				*p++ = st->m2[i * d + j];
 	for (const PendingBlock *blk = st->pend; blk != NULL; blk = blk->next)
 	{
-		memcpy(p, blk->data, blk->used);
-		p = (double *) ((char *) p + blk->used);
+		memcpy(p, blk->data, blk->used);	/* then zeros to MAXALIGN (palloc0) */
+		p = (double *) ((char *) p + MAXALIGN(blk->used));
 	}
 	return (bytea *) ss;
 }
@@ -1626,6 +1667,43 @@ defer_row(StatsState *st, int kind, PerpcaRowType type, Datum row, MemoryContext
 }
 
 /*
+ * The first row of a group of a plain aggregate over vector or halfvec rows
+ * whose missing values are errors, when it is an on-disk TOAST pointer:
+ * the state is created for the dimension the pointer's size gives, and the
+ * row waits as its pointer, read and checked when fetched like the rows
+ * after it (until then the first pending row is the reference point:
+ * state_need_arrays).  The new state, or NULL (the row is read at once).
+ */
+static StatsState *
+defer_first_row(FunctionCallInfo fcinfo, MemoryContext aggcxt, int kind, PerpcaRowType type,
+				PerpcaNulls nulls)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(1));
+	const PerpcaRowReader *r;
+	varatt_external ptr;
+	int			d;
+	StatsState *st;
+
+	if (kind != AGG_CONTEXT_AGGREGATE || type == PERPCA_ROWTYPE_FLOAT8 ||
+		nulls != PERPCA_NULLS_ERROR || !VARATT_IS_EXTERNAL_ONDISK(v))
+		return NULL;
+	r = row_reader(type);
+	VARATT_EXTERNAL_GET_POINTER(ptr, v);
+	if (ptr.va_rawsize <= (int32) r->header || (ptr.va_rawsize - r->header) % r->elemsize != 0)
+		return NULL;
+	d = (int) ((ptr.va_rawsize - r->header) / r->elemsize);
+	if (PERPCA_STATS_THIN_MAX(d) < 1)
+		return NULL;
+	perpca_check_dim_limit(d);
+	st = accum_state(fcinfo, aggcxt, d, nulls);
+	state_set_rowtype(st, type);
+	state_defer(st, PG_GETARG_DATUM(1));
+	if (perpca_progress_rows > 0)
+		report_progress(aggcxt);
+	return st;
+}
+
+/*
  * The row (argument 1) as doubles, NULL when it has a NULL element and is
  * skipped, with *st created or checked for its dimension: a sketch's before
  * the row's NULL elements are looked at, an exact state's after.
@@ -1757,6 +1835,8 @@ accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, bool 
 	if (st != NULL && !sketch)
 		state_set_nulls(st, nulls);
 	if (!sketch && defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
+		PG_RETURN_POINTER(st);
+	if (!sketch && st == NULL && (st = defer_first_row(fcinfo, aggcxt, kind, type, nulls)) != NULL)
 		PG_RETURN_POINTER(st);
 	if (!sketch && row4_keepable(st, type))
 		PG_RETURN_POINTER(accum_row4(fcinfo, aggcxt, type, nulls));
