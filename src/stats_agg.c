@@ -686,24 +686,83 @@ row4_finite(const StatsState *st, const float *x)
 }
 
 /*
+ * out = the d binary32 values at x, and sum += out - shift (the step of
+ * perpca_stats_rows4_add, the same bits) in the same pass, while the row is
+ * in cache: whether all are finite (if not, sum is spoilt: only for rows
+ * whose non-finite value is an error).  An int flag: vectorizable; compiled
+ * for AVX2 too where the compiler can (the same IEEE operations, so the
+ * same bits), chosen by what the CPU has.
+ */
+static pg_attribute_always_inline bool
+copy_sum4_body(int d, const float *restrict x, float *restrict out, const double *restrict shift,
+			   double *restrict sum)
+{
+	int			bad = 0;
+
+	for (int j = 0; j < d; j++)
+	{
+		out[j] = x[j];
+		bad |= !(fabsf(x[j]) <= FLT_MAX);
+		sum[j] += (double) x[j] - shift[j];
+	}
+	return !bad;
+}
+
+static bool
+copy_sum4_base(int d, const float *x, float *out, const double *shift, double *sum)
+{
+	return copy_sum4_body(d, x, out, shift, sum);
+}
+
+#ifdef HAVE_ROW_OPS_AVX2
+static __attribute__((target("avx2"))) bool
+copy_sum4_avx2(int d, const float *x, float *out, const double *shift, double *sum)
+{
+	return copy_sum4_body(d, x, out, shift, sum);
+}
+#endif
+
+static bool
+copy_sum4(int d, const float *x, float *out, const double *shift, double *sum)
+{
+#ifdef HAVE_ROW_OPS_AVX2
+	static int	avx2 = -1;
+
+	if (avx2 < 0)
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	if (avx2)
+		return copy_sum4_avx2(d, x, out, shift, sum);
+#endif
+	return copy_sum4_base(d, x, out, shift, sum);
+}
+
+/*
  * The float4 values of the pending row at entry into out, checked: whether
  * it is kept (false: skipped; a NaN or infinity is an error unless skip).
+ * With a shift, a kept row's out - shift is added to sum.
  */
 static bool
-fetch_pending4(const StatsState *st, const char *entry, float *out)
+fetch_pending4(const StatsState *st, const char *entry, float *out, const double *shift,
+			   double *sum)
 {
 	int			d;
-	const void *row = row_reader(st->rowtype)->row(PointerGetDatum(entry), &d, "input row");
+	const PerpcaRowReader *r = row_reader(st->rowtype);
+	const void *row = r->row(PointerGetDatum(entry), &d, "input row");
+	bool		fused = shift != NULL && r->elemsize == sizeof(float) &&
+		st->nulls == PERPCA_NULLS_ERROR;
 	bool		finite;
 
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
-	finite = row_reader(st->rowtype)->floats(row, out);
+	finite = fused ? copy_sum4(d, (const float *) ((const char *) row + r->header), out, shift, sum)
+		: r->floats(row, out);
 	if (row != (const void *) entry)
 		pfree((void *) row);
-	if (finite)
-		return true;
-	return row4_finite(st, out);
+	if (!finite && !row4_finite(st, out))
+		return false;
+	if (shift != NULL && !fused)
+		perpca_stats_rows4_add(out, d, shift, sum);
+	return true;
 }
 
 /*
@@ -1245,10 +1304,13 @@ thin_stats4(const StatsState *st)
 	double	   *mu = shift + d;
 	int64		k = 0;
 
-	/* each row summed as it is written, while in cache: perpca_stats_rows4_center's steps */
+	/*
+	 * each row summed as it is written, while in cache: the steps of
+	 * perpca_stats_rows4_center (the first row's is zero: it is the shift)
+	 */
 	foreach_pending(st, blk, entry)
 	{
-		if (!fetch_pending4(st, entry, rows + k * d))
+		if (!fetch_pending4(st, entry, rows + k * d, k > 0 ? shift : NULL, mu))
 		{
 			skipped++;
 			continue;
@@ -1256,7 +1318,7 @@ thin_stats4(const StatsState *st)
 		if (k == 0)
 			for (int j = 0; j < d; j++)
 				shift[j] = rows[j];
-		perpca_stats_rows4_add(rows + k++ * d, d, shift, mu);
+		k++;
 	}
 	if (k == 0)
 		return perpca_stats_alloc(PERPCA_FORM_THIN, d, 0, skipped, 0, 0, true);
