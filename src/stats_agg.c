@@ -1491,6 +1491,16 @@ pending_well_formed(const char *p, Size pendlen, int npend)
 	return off == pendlen && count == npend;
 }
 
+/* shift, mu and bsum into p (zeroed), those of a state without them as state_need_arrays would make them. */
+static void
+serial_arrays(const StatsState *st, double *p)
+{
+	if (st->shift != NULL)
+		memcpy(p, st->shift, sizeof(double) * 3 * st->d);
+	else if (st->npend > 0)
+		pending_reference(st, p);
+}
+
 static bytea *
 state_serialize(StatsState *st)
 {
@@ -1517,10 +1527,7 @@ state_serialize(StatsState *st)
 	ss->skipped = st->skipped;
 	ss->nulls = st->nulls;
 	ss->rowtype = st->rowtype;
-	if (st->shift != NULL)
-		memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
-	else if (st->npend > 0)
-		pending_reference(st, p);	/* mu and bsum zero */
+	serial_arrays(st, p);
 	if (st->nbuf > 0)
 		memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
 	p += 3 * d + st->nbuf * d;
