@@ -270,7 +270,9 @@ typedef struct PerpcaRowReader
 	bool		(*values) (const void *row, double *out);
 	bool		(*floats) (const void *row, float *out);
 	Size		header;			/* bytes before the values */
-	Size		elemsize;		/* bytes of one value */
+	Size		elemsize;		/* bytes of one value: 4, IEEE binary32; 2,
+								 * binary16 (stats_agg.c checks them as
+								 * stored) */
 } PerpcaRowReader;
 
 extern void perpca_stats_row_reader(PerpcaRowType type, const PerpcaRowReader *reader);

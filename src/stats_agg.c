@@ -61,13 +61,20 @@
  * arena of pending rows, until its values are needed: a row in TOAST as its
  * on-disk pointer, a row stored inline as its own bytes (float8, float4 or
  * binary16 values: the smallest exact form, never widened to doubles twice).
- * Each entry is one varlena, MAXALIGNed.  The arena is a list of blocks of
- * doubling size, each holding whole entries: it grows without copying what
- * it holds (growing one buffer by reallocation cost a thin d = 384 group
- * of inline rows 40% of its CPU time).
+ * Each entry is one varlena.  A row stored inline starts MAXALIGNed (from
+ * the start of its block) and takes a multiple of MAXALIGN bytes; a TOAST
+ * pointer takes its 18 bytes, at any offset: its first byte (1B_E) tells it
+ * from the zero bytes that pad the arena before a row stored inline.  (At
+ * 24 bytes a pointer, the arena of a thin group of 192 rows at d = 768 took
+ * an 8 kB chunk instead of 4 kB, and 104 such groups kept glibc returning
+ * the heap to the kernel after each query.)  The arena is a list of blocks
+ * of doubling size, each holding whole entries: it grows without copying
+ * what it holds (growing one buffer by reallocation cost a thin d = 384
+ * group of inline rows 40% of its CPU time); the first block with its
+ * header is a 4 kB chunk.
  */
-#define PENDING_SIZE(p)	MAXALIGN(VARSIZE_ANY(p))
-#define PENDING_FIRST_BLOCK 8192
+#define PENDING_SIZE(p)	(VARATT_IS_EXTERNAL(p) ? VARSIZE_ANY(p) : MAXALIGN(VARSIZE_ANY(p)))
+#define PENDING_FIRST_BLOCK (4096 - offsetof(PendingBlock, data))
 #define PENDING_MAX_BLOCK (1024 * 1024)
 
 typedef struct PendingBlock
@@ -79,11 +86,25 @@ typedef struct PendingBlock
 	char		data[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed entries */
 } PendingBlock;
 
+/*
+ * The offset of the entry after the one at offset off of an arena whose
+ * first used bytes hold entries (used, or more: the end).
+ */
+static inline Size
+pending_next(const char *arena, Size off, Size used)
+{
+	off += PENDING_SIZE(arena + off);
+	if (off < used && !VARATT_IS_EXTERNAL(arena + off))
+		off = MAXALIGN(off);	/* past the padding before a row stored inline */
+	return off;
+}
+
 /* Every pending entry of state st, in arrival order. */
 #define foreach_pending(st, blk, entry) \
 	for (const PendingBlock *blk = (st)->pend; blk != NULL; blk = blk->next) \
-		for (const char *entry = blk->data; entry < blk->data + blk->used; \
-			 entry += PENDING_SIZE(entry))
+		for (Size entry##_off = 0; entry##_off < blk->used; \
+			 entry##_off = pending_next(blk->data, entry##_off, blk->used)) \
+			for (const char *entry = blk->data + entry##_off; entry != NULL; entry = NULL)
 
 /* Aggregate transition state, kept in the aggregate memory context (typedef in stats.h). */
 struct StatsState
@@ -94,7 +115,9 @@ struct StatsState
 	PerpcaRowType rowtype;		/* the type of the pending rows */
 	int64		n;				/* rows merged into mu and m2 */
 	int64		skipped;		/* rows left out (missing values) */
-	double	   *shift;			/* d: reference point; rows enter as x - shift */
+	double	   *shift;			/* d: reference point; rows enter as x - shift;
+								 * with mu and bsum one allocation, NULL until
+								 * needed (state_need_arrays) */
 	double	   *mu;				/* d: mean of the merged rows minus shift */
 	double	   *m2;				/* d x d upper triangle; NULL while thin */
 	int			nbuf;			/* rows waiting in buf */
@@ -105,7 +128,8 @@ struct StatsState
 								 * state, whose rows are summed per block
 								 * (state_sum_block) */
 	int			npend;			/* rows after those in buf, waiting in pend */
-	Size		pendlen;		/* bytes of the pending entries */
+	Size		pendlen;		/* bytes of the pending entries, each block's
+								 * MAXALIGNed: their serialized size */
 	PendingBlock *pend;			/* the pending rows, as they arrived: first block */
 	PendingBlock *pendtail;		/* its last block */
 	double	   *scratch;		/* d: a row of another type converted to double
@@ -202,14 +226,9 @@ state_create(MemoryContext cxt, int d, PerpcaNulls nulls)
 
 	if (!row_ops_chosen)
 		choose_row_ops();
-	/* one allocation: three of d doubles would each be rounded up to a
-	 * power of two by the allocator */
 	st->cxt = cxt;
 	st->d = d;
 	st->nulls = nulls;
-	st->shift = MemoryContextAllocZero(cxt, sizeof(double) * 3 * d);
-	st->mu = st->shift + d;
-	st->bsum = st->shift + 2 * d;
 	return st;
 }
 
@@ -499,40 +518,57 @@ row_deferrable(const StatsState *st, PerpcaRowType type, Datum arg)
 		VARSIZE_1B(v) == size - VARHDRSZ + VARHDRSZ_SHORT;
 }
 
+/* A new last block of the arena that can hold need bytes: twice the last one's size, or what they need. */
+static PendingBlock *
+pending_block(StatsState *st, Size need)
+{
+	PendingBlock *tail = st->pendtail;
+	Size		cap = tail == NULL ? PENDING_FIRST_BLOCK : Min(2 * tail->cap, PENDING_MAX_BLOCK);
+	PendingBlock *blk;
+
+	cap = Max(cap, need);
+	blk = MemoryContextAllocHuge(st->cxt, offsetof(PendingBlock, data) + cap);
+	blk->next = NULL;
+	blk->used = 0;
+	blk->count = 0;
+	blk->cap = cap;
+	if (tail == NULL)
+		st->pend = blk;
+	else
+		tail->next = blk;
+	st->pendtail = blk;
+	return blk;
+}
+
 /*
- * Append count pending rows, len bytes from rows (whole entries; the last
- * may lack its padding), to the arena: into its last block if they fit,
- * else into a new block, twice the last one's size (or what they need).
+ * Append count pending rows, len bytes from rows (whole entries laid out
+ * from a MAXALIGNed start, as in a block), to the arena: into its last
+ * block if they fit, else into a new one.  A lone TOAST pointer goes
+ * right after the last entry; anything else MAXALIGNed, padded with zeros
+ * before and after.
  */
 static void
 state_defer_bytes(StatsState *st, const char *rows, Size len, int count)
 {
 	PendingBlock *tail = st->pendtail;
-	Size		need = MAXALIGN(len);
+	bool		packed = count == 1 && VARATT_IS_EXTERNAL(rows);
+	Size		size = packed ? len : MAXALIGN(len);
+	Size		start;
 
 	if (len == 0)
 		return;
-	if (tail == NULL || tail->cap - tail->used < need)
+	start = tail == NULL ? 0 : packed ? tail->used : MAXALIGN(tail->used);
+	if (tail == NULL || tail->cap < start + size)
 	{
-		Size		cap = tail == NULL ? PENDING_FIRST_BLOCK : Min(2 * tail->cap, PENDING_MAX_BLOCK);
-		PendingBlock *blk;
-
-		cap = Max(cap, need);
-		blk = MemoryContextAllocHuge(st->cxt, offsetof(PendingBlock, data) + cap);
-		blk->next = NULL;
-		blk->used = 0;
-		blk->count = 0;
-		blk->cap = cap;
-		if (tail == NULL)
-			st->pend = blk;
-		else
-			tail->next = blk;
-		st->pendtail = tail = blk;
+		tail = pending_block(st, size);
+		start = 0;
 	}
-	memcpy(tail->data + tail->used, rows, len);
-	tail->used += need;
+	memset(tail->data + tail->used, 0, start - tail->used);
+	memcpy(tail->data + start, rows, len);
+	memset(tail->data + start + len, 0, size - len);
+	st->pendlen += MAXALIGN(start + size) - MAXALIGN(tail->used);
+	tail->used = start + size;
 	tail->count += count;
-	st->pendlen += need;
 	st->npend += count;
 }
 
@@ -650,24 +686,83 @@ row4_finite(const StatsState *st, const float *x)
 }
 
 /*
+ * out = the d binary32 values at x, and sum += out - shift (the step of
+ * perpca_stats_rows4_add, the same bits) in the same pass, while the row is
+ * in cache: whether all are finite (if not, sum is spoilt: only for rows
+ * whose non-finite value is an error).  An int flag: vectorizable; compiled
+ * for AVX2 too where the compiler can (the same IEEE operations, so the
+ * same bits), chosen by what the CPU has.
+ */
+static pg_attribute_always_inline bool
+copy_sum4_body(int d, const float *restrict x, float *restrict out, const double *restrict shift,
+			   double *restrict sum)
+{
+	int			bad = 0;
+
+	for (int j = 0; j < d; j++)
+	{
+		out[j] = x[j];
+		bad |= !(fabsf(x[j]) <= FLT_MAX);
+		sum[j] += (double) x[j] - shift[j];
+	}
+	return !bad;
+}
+
+static bool
+copy_sum4_base(int d, const float *x, float *out, const double *shift, double *sum)
+{
+	return copy_sum4_body(d, x, out, shift, sum);
+}
+
+#ifdef HAVE_ROW_OPS_AVX2
+static __attribute__((target("avx2"))) bool
+copy_sum4_avx2(int d, const float *x, float *out, const double *shift, double *sum)
+{
+	return copy_sum4_body(d, x, out, shift, sum);
+}
+#endif
+
+static bool
+copy_sum4(int d, const float *x, float *out, const double *shift, double *sum)
+{
+#ifdef HAVE_ROW_OPS_AVX2
+	static int	avx2 = -1;
+
+	if (avx2 < 0)
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	if (avx2)
+		return copy_sum4_avx2(d, x, out, shift, sum);
+#endif
+	return copy_sum4_base(d, x, out, shift, sum);
+}
+
+/*
  * The float4 values of the pending row at entry into out, checked: whether
  * it is kept (false: skipped; a NaN or infinity is an error unless skip).
+ * With a shift, a kept row's out - shift is added to sum.
  */
 static bool
-fetch_pending4(const StatsState *st, const char *entry, float *out)
+fetch_pending4(const StatsState *st, const char *entry, float *out, const double *shift,
+			   double *sum)
 {
 	int			d;
-	const void *row = row_reader(st->rowtype)->row(PointerGetDatum(entry), &d, "input row");
+	const PerpcaRowReader *r = row_reader(st->rowtype);
+	const void *row = r->row(PointerGetDatum(entry), &d, "input row");
+	bool		fused = shift != NULL && r->elemsize == sizeof(float) &&
+		st->nulls == PERPCA_NULLS_ERROR;
 	bool		finite;
 
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
-	finite = row_reader(st->rowtype)->floats(row, out);
+	finite = fused ? copy_sum4(d, (const float *) ((const char *) row + r->header), out, shift, sum)
+		: r->floats(row, out);
 	if (row != (const void *) entry)
 		pfree((void *) row);
-	if (finite)
-		return true;
-	return row4_finite(st, out);
+	if (!finite && !row4_finite(st, out))
+		return false;
+	if (shift != NULL && !fused)
+		perpca_stats_rows4_add(out, d, shift, sum);
+	return true;
 }
 
 /*
@@ -678,6 +773,49 @@ static inline bool
 state_float4(const StatsState *st)
 {
 	return st->m2 == NULL && st->nbuf == 0 && st->npend > 0 && st->rowtype != PERPCA_ROWTYPE_FLOAT8;
+}
+
+/*
+ * The reference point of a state whose rows all wait (no row merged or
+ * buffered) into shift: the values of its first pending row (read at once
+ * and checked by accum_row4, a TOAST pointer checked here by fetch_pending,
+ * or a float4 value's first row: state_merge_stats), as the state would
+ * have set it had the row been read at once.
+ */
+static void
+pending_reference(const StatsState *st, double *shift)
+{
+	void	   *value;
+	const double *x;
+
+	Assert(st->n == 0 && st->nbuf == 0 && st->npend > 0);
+	x = fetch_pending(st, st->pend->data, &value, shift);
+	if (x == NULL)
+		elog(ERROR, "perpca_stats state's first pending row is not kept");
+	if (x != shift)
+		memcpy(shift, x, sizeof(double) * st->d);
+	if (value != (void *) st->pend->data)
+		pfree(value);
+}
+
+/*
+ * Allocate the state's shift, mu and bsum (one allocation: three of d
+ * doubles would each be rounded up to a power of two by the allocator),
+ * zeroed, the shift the reference point of the rows already pending.  A
+ * group whose rows all wait as they came (state_float4) never needs them:
+ * its value's mean comes from its rows (thin_stats4).  Zeroing them for
+ * each of 104 thin groups at d = 768 was most of the query's page faults.
+ */
+static void
+state_need_arrays(StatsState *st)
+{
+	if (st->shift != NULL)
+		return;
+	st->shift = MemoryContextAllocZero(st->cxt, sizeof(double) * 3 * st->d);
+	st->mu = st->shift + st->d;
+	st->bsum = st->shift + 2 * st->d;
+	if (st->npend > 0)
+		pending_reference(st, st->shift);
 }
 
 /* Append k float4 rows (a float4 thin value's) to the pending rows, each a PERPCA_ROWTYPE_FLOAT4 entry. */
@@ -718,6 +856,7 @@ state_materialize(StatsState *st)
 {
 	if (st->npend == 0)
 		return;
+	state_need_arrays(st);
 	state_reserve(st, state_unmerged(st));
 	state_sum_block(st);
 	st->nbuf = st->nsummed = unmerged_rows(st, st->buf, st->bsum, &st->skipped);
@@ -845,6 +984,7 @@ state_densify(StatsState *st)
 	if (st->m2 != NULL)
 		return;
 	state_materialize(st);
+	state_need_arrays(st);
 	st->m2 = m2_alloc(st->cxt, st->d);
 	state_flush(st);
 	/*
@@ -904,6 +1044,7 @@ dense_add_row(StatsState *st, const double *restrict x)
 static void
 state_add_row(StatsState *st, const double *x)
 {
+	state_need_arrays(st);
 	if (state_empty(st))
 		memcpy(st->shift, x, sizeof(double) * st->d);
 	if (st->m2 == NULL && state_unmerged(st) >= PERPCA_STATS_THIN_MAX(st->d))
@@ -952,13 +1093,14 @@ state_merge_stats(StatsState *st, const PerpcaStats *s)
 		st->npend + s->n <= PERPCA_STATS_THIN_MAX(st->d))
 	{
 		/* float4 rows join float4 rows as they are: the result stays float4 thin */
-		if (state_empty(st))
+		if (state_empty(st) && st->shift != NULL)
 			for (int j = 0; j < st->d; j++)
 				st->shift[j] = PERPCA_STATS_ROWS4(s)[j];
 		state_defer_floats(st, PERPCA_STATS_ROWS4(s), s->n);
 		return;
 	}
 	state_materialize(st);
+	state_need_arrays(st);
 	if (s->form == PERPCA_FORM_THIN && st->m2 == NULL &&
 		st->nbuf + s->n <= PERPCA_STATS_THIN_MAX(st->d))
 	{
@@ -989,7 +1131,17 @@ state_copy(StatsState *a, const StatsState *b)
 
 	Assert(state_empty(a) && a->m2 == NULL && b->nsummed == b->nbuf);
 	a->n = b->n;
-	memcpy(a->shift, b->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	if (b->shift != NULL)
+	{
+		state_need_arrays(a);
+		memcpy(a->shift, b->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	}
+	else if (a->shift != NULL)
+	{
+		/* b's reference point is its first pending row, and so a's will be */
+		pfree(a->shift);
+		a->shift = a->mu = a->bsum = NULL;
+	}
 	if (b->m2 != NULL)
 	{
 		a->m2 = m2_alloc(a->cxt, d);
@@ -1018,18 +1170,22 @@ state_copy(StatsState *a, const StatsState *b)
 static void
 state_merge_thin(StatsState *a, StatsState *b)
 {
-	double	   *offset = palloc(sizeof(double) * a->d);
+	if (b->nbuf > 0)
+	{
+		double	   *offset = palloc(sizeof(double) * a->d);
 
-	for (int j = 0; j < a->d; j++)
-		offset[j] = b->shift[j] - a->shift[j];
-	state_append(a, b->buf, b->nbuf, offset);
+		state_need_arrays(a);
+		for (int j = 0; j < a->d; j++)
+			offset[j] = b->shift[j] - a->shift[j];
+		state_append(a, b->buf, b->nbuf, offset);
+		pfree(offset);
+	}
 	if (b->npend > 0)
 	{
 		state_set_nulls(a, b->nulls);
 		state_set_rowtype(a, b->rowtype);
 	}
 	state_defer_all(a, b);
-	pfree(offset);
 }
 
 /*
@@ -1148,10 +1304,13 @@ thin_stats4(const StatsState *st)
 	double	   *mu = shift + d;
 	int64		k = 0;
 
-	/* each row summed as it is written, while in cache: perpca_stats_rows4_center's steps */
+	/*
+	 * each row summed as it is written, while in cache: the steps of
+	 * perpca_stats_rows4_center (the first row's is zero: it is the shift)
+	 */
 	foreach_pending(st, blk, entry)
 	{
-		if (!fetch_pending4(st, entry, rows + k * d))
+		if (!fetch_pending4(st, entry, rows + k * d, k > 0 ? shift : NULL, mu))
 		{
 			skipped++;
 			continue;
@@ -1159,7 +1318,7 @@ thin_stats4(const StatsState *st)
 		if (k == 0)
 			for (int j = 0; j < d; j++)
 				shift[j] = rows[j];
-		perpca_stats_rows4_add(rows + k++ * d, d, shift, mu);
+		k++;
 	}
 	if (k == 0)
 		return perpca_stats_alloc(PERPCA_FORM_THIN, d, 0, skipped, 0, 0, true);
@@ -1262,7 +1421,11 @@ state_to_stats(StatsState *st)
 {
 	if (state_float4(st))
 		return thin_stats4(st);
-	return st->m2 == NULL ? thin_stats(st) : dense_stats(st);
+	if (st->m2 != NULL)
+		return dense_stats(st);
+	if (state_unmerged(st) > 0)
+		state_need_arrays(st);
+	return thin_stats(st);
 }
 
 /* ------------------------------------------------------------------------
@@ -1310,7 +1473,7 @@ serial_size(bool dense, int d, int nbuf, Size pendlen)
 		pendlen;
 }
 
-/* Does the arena of pendlen bytes at p hold exactly npend whole entries? */
+/* Does the arena of pendlen bytes at p hold exactly npend whole entries (and padding)? */
 static bool
 pending_well_formed(const char *p, Size pendlen, int npend)
 {
@@ -1322,10 +1485,20 @@ pending_well_formed(const char *p, Size pendlen, int npend)
 		if (pendlen - off < VARHDRSZ_SHORT || VARSIZE_ANY(p + off) < VARHDRSZ_SHORT ||
 			PENDING_SIZE(p + off) > pendlen - off)
 			return false;
-		off += PENDING_SIZE(p + off);
+		off = pending_next(p, off, pendlen);
 		count++;
 	}
-	return count == npend;
+	return off == pendlen && count == npend;
+}
+
+/* shift, mu and bsum into p (zeroed), those of a state without them as state_need_arrays would make them. */
+static void
+serial_arrays(const StatsState *st, double *p)
+{
+	if (st->shift != NULL)
+		memcpy(p, st->shift, sizeof(double) * 3 * st->d);
+	else if (st->npend > 0)
+		pending_reference(st, p);
 }
 
 static bytea *
@@ -1354,7 +1527,7 @@ state_serialize(StatsState *st)
 	ss->skipped = st->skipped;
 	ss->nulls = st->nulls;
 	ss->rowtype = st->rowtype;
-	memcpy(p, st->shift, sizeof(double) * 3 * d);	/* shift, mu, bsum */
+	serial_arrays(st, p);
 	if (st->nbuf > 0)
 		memcpy(p + 3 * d, st->buf, sizeof(double) * st->nbuf * d);
 	p += 3 * d + st->nbuf * d;
@@ -1364,8 +1537,8 @@ state_serialize(StatsState *st)
 				*p++ = st->m2[i * d + j];
 	for (const PendingBlock *blk = st->pend; blk != NULL; blk = blk->next)
 	{
-		memcpy(p, blk->data, blk->used);
-		p = (double *) ((char *) p + blk->used);
+		memcpy(p, blk->data, blk->used);	/* then zeros to MAXALIGN (palloc0) */
+		p = (double *) ((char *) p + MAXALIGN(blk->used));
 	}
 	return (bytea *) ss;
 }
@@ -1411,6 +1584,7 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 	st = state_create(cxt, ss->d, (PerpcaNulls) ss->nulls);
 	st->n = ss->n;
 	st->skipped = ss->skipped;
+	state_need_arrays(st);
 	memcpy(st->shift, p, sizeof(double) * 3 * d);	/* shift, mu, bsum */
 	p += 3 * d;
 	if (ss->dense)
@@ -1562,6 +1736,43 @@ defer_row(StatsState *st, int kind, PerpcaRowType type, Datum row, MemoryContext
 }
 
 /*
+ * The first row of a group of a plain aggregate over vector or halfvec rows
+ * whose missing values are errors, when it is an on-disk TOAST pointer:
+ * the state is created for the dimension the pointer's size gives, and the
+ * row waits as its pointer, read and checked when fetched like the rows
+ * after it (until then the first pending row is the reference point:
+ * state_need_arrays).  The new state, or NULL (the row is read at once).
+ */
+static StatsState *
+defer_first_row(FunctionCallInfo fcinfo, MemoryContext aggcxt, int kind, PerpcaRowType type,
+				PerpcaNulls nulls)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(1));
+	const PerpcaRowReader *r;
+	varatt_external ptr;
+	int			d;
+	StatsState *st;
+
+	if (kind != AGG_CONTEXT_AGGREGATE || type == PERPCA_ROWTYPE_FLOAT8 ||
+		nulls != PERPCA_NULLS_ERROR || !VARATT_IS_EXTERNAL_ONDISK(v))
+		return NULL;
+	r = row_reader(type);
+	VARATT_EXTERNAL_GET_POINTER(ptr, v);
+	if (ptr.va_rawsize <= (int32) r->header || (ptr.va_rawsize - r->header) % r->elemsize != 0)
+		return NULL;
+	d = (int) ((ptr.va_rawsize - r->header) / r->elemsize);
+	if (PERPCA_STATS_THIN_MAX(d) < 1)
+		return NULL;
+	perpca_check_dim_limit(d);
+	st = accum_state(fcinfo, aggcxt, d, nulls);
+	state_set_rowtype(st, type);
+	state_defer(st, PG_GETARG_DATUM(1));
+	if (perpca_progress_rows > 0)
+		report_progress(aggcxt);
+	return st;
+}
+
+/*
  * The row (argument 1) as doubles, NULL when it has a NULL element and is
  * skipped, with *st created or checked for its dimension: a sketch's before
  * the row's NULL elements are looked at, an exact state's after.
@@ -1610,30 +1821,61 @@ row4_keepable(const StatsState *st, PerpcaRowType type)
 }
 
 /*
+ * Are the d values of a row of reader r, as stored (IEEE binary32 or
+ * binary16 after r's header: PerpcaRowReader), all finite?  An exponent of
+ * all ones is NaN or infinite; read without converting them (pgvector's
+ * types hold none, so this pass is pure overhead of a thin group's row).
+ * An int flag: with a bool GCC 12 does not vectorize the loop.
+ */
+static bool
+row4_stored_finite(const PerpcaRowReader *r, const void *row, int d)
+{
+	const char *values = (const char *) row + r->header;
+	int			bad = 0;
+
+	if (r->elemsize == sizeof(uint32))
+	{
+		const uint32 *restrict x = (const uint32 *) values;
+
+		for (int j = 0; j < d; j++)
+			bad |= (x[j] & 0x7f800000) == 0x7f800000;
+	}
+	else
+	{
+		const uint16 *restrict x = (const uint16 *) values;
+
+		Assert(r->elemsize == sizeof(uint16));
+		for (int j = 0; j < d; j++)
+			bad |= (x[j] & 0x7c00) == 0x7c00;
+	}
+	return !bad;
+}
+
+/*
  * The transition of a row4_keepable row: read at once and checked, its
- * detoasted bytes join the pending rows; a row with a NaN or infinite
- * value goes to accum_add (an error, or skipped and counted), as does the
- * first row of d = 1 (no row is thin there).  A group's first row is
- * converted straight into the shift it becomes (zero again if it is not
- * kept): a group of TOAST pointers then needs no scratch row.
+ * detoasted bytes join the pending rows, unconverted (the first one is the
+ * state's reference point: state_need_arrays); a row with a NaN or
+ * infinite value goes to accum_add as doubles (an error, or skipped and
+ * counted), as does every row of d = 1 (no row is thin there).
  */
 static StatsState *
 accum_row4(FunctionCallInfo fcinfo, MemoryContext aggcxt, PerpcaRowType type, PerpcaNulls nulls)
 {
 	int			d;
-	const void *row = row_reader(type)->row(PG_GETARG_DATUM(1), &d, "input row");
+	const PerpcaRowReader *reader = row_reader(type);
+	const void *row = reader->row(PG_GETARG_DATUM(1), &d, "input row");
 	StatsState *st = accum_state(fcinfo, aggcxt, d, nulls);
-	bool		first = state_empty(st) && PERPCA_STATS_THIN_MAX(d) >= 1;
 
-	if (!first && st->scratch == NULL)
-		st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * d);
-	if (!row_reader(type)->values(row, first ? st->shift : st->scratch) || PERPCA_STATS_THIN_MAX(d) < 1)
+	if (!row4_stored_finite(reader, row, d) || PERPCA_STATS_THIN_MAX(d) < 1)
 	{
-		accum_add(st, first ? st->shift : st->scratch);
-		if (first)
-			memset(st->shift, 0, sizeof(double) * d);
+		if (st->scratch == NULL)
+			st->scratch = MemoryContextAlloc(st->cxt, sizeof(double) * d);
+		(void) reader->values(row, st->scratch);
+		accum_add(st, st->scratch);
 		return st;
 	}
+	if (state_empty(st) && st->shift != NULL)
+		(void) reader->values(row, st->shift);	/* a state that has its arrays keeps its shift */
 	state_set_rowtype(st, type);
 	state_defer_bytes(st, row, VARSIZE(row), 1);
 	if (perpca_progress_rows > 0)
@@ -1662,6 +1904,8 @@ accum_rows(FunctionCallInfo fcinfo, PerpcaRowType type, PerpcaNulls nulls, bool 
 	if (st != NULL && !sketch)
 		state_set_nulls(st, nulls);
 	if (!sketch && defer_row(st, kind, type, PG_GETARG_DATUM(1), aggcxt))
+		PG_RETURN_POINTER(st);
+	if (!sketch && st == NULL && (st = defer_first_row(fcinfo, aggcxt, kind, type, nulls)) != NULL)
 		PG_RETURN_POINTER(st);
 	if (!sketch && row4_keepable(st, type))
 		PG_RETURN_POINTER(accum_row4(fcinfo, aggcxt, type, nulls));
