@@ -228,30 +228,141 @@ state_empty(const StatsState *st)
 }
 
 /*
- * Memory of a dense state (its M2 or its block), to be written whole soon.
- * Fresh memory costs a page fault every 4 kB at its first write: on a
- * virtual machine, where a fault is dear, 100 groups at d = 64 (9.6 MB of
- * blocks and M2s) spent ~15% of the aggregate's time in them.  The pages
- * are asked for at once (MADV_POPULATE_WRITE, Linux 5.14; elsewhere or
- * refused, a no-op: a hint), and a large matrix asks for transparent huge
- * pages where the system lends them.
+ * Dense states' memory: their M2s and blocks, written whole soon.  Fresh
+ * memory costs a page fault every 4 kB at its first write, and rows spread
+ * over many groups' blocks miss the TLB: on a virtual machine, where both
+ * are dear, 100 groups at d = 64 (9.6 MB of blocks and M2s, faulted in
+ * afresh by every query) spent ~15% of the aggregate's time in faults.  So
+ * past the first dense state of an aggregate context (a sorted aggregate's
+ * context holds one group at a time), its dense memory is carved from slabs
+ * of whole huge pages (2 MB, or a multiple for a larger matrix) allocated in
+ * that context: they are freed with it and counted in its size, which a hash
+ * aggregate's spilling reads.  A slab asks for transparent huge pages (its
+ * 2 MB frames are one fault each where the system lends them: a slab is
+ * sized so that the C library maps it whole, which the kernel aligns), and
+ * every piece asks for its pages at once (MADV_POPULATE_WRITE, Linux 5.14);
+ * elsewhere or refused, both are no-ops: hints.
  */
+#define SLAB_FRAME ((Size) 2 * 1024 * 1024)
+#if defined(__linux__) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25		/* Linux's value, older C libraries lack it */
+#endif
+/* room left in a slab's whole frames for the allocator's headers */
+#define SLAB_HEADROOM ((Size) 4096)
+/* dense allocations of a context made on their own before slabs start:
+ * one state's M2 and block */
+#define SLAB_OWN_ALLOCS 2
+
+typedef struct DenseSlab
+{
+	MemoryContext cxt;			/* the context whose dense memory this is */
+	int			allocs;			/* dense allocations made in cxt so far */
+	char	   *next;			/* the current slab's free bytes: next..end */
+	char	   *end;
+	MemoryContextCallback forget;	/* clears dense_slab when cxt goes */
+} DenseSlab;
+
+/* The last context's slab (one at a time: the aggregate being computed). */
+static DenseSlab *dense_slab = NULL;
+
+static void
+slab_forget(void *arg)
+{
+	if (dense_slab == arg)
+		dense_slab = NULL;
+}
+
+/* The slab of context cxt, created empty on its first dense allocation. */
+static DenseSlab *
+slab_of(MemoryContext cxt)
+{
+	DenseSlab  *slab = dense_slab;
+
+	if (slab != NULL && slab->cxt == cxt)
+		return slab;
+	slab = MemoryContextAllocZero(cxt, sizeof(DenseSlab));
+	slab->cxt = cxt;
+	slab->forget.func = slab_forget;
+	slab->forget.arg = slab;
+	MemoryContextRegisterResetCallback(cxt, &slab->forget);
+	dense_slab = slab;
+	return slab;
+}
+
+/* Apply madvise advice to the pages that [p, p + bytes) touches (a hint). */
+static void
+advise_pages(void *p, Size bytes, int advice)
+{
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	start = TYPEALIGN_DOWN(page, (uintptr_t) p);
+	uintptr_t	end = TYPEALIGN(page, (uintptr_t) p + bytes);
+
+	(void) madvise((void *) start, end - start, advice);
+}
+
+/*
+ * A slab of `size` bytes, in huge pages where the system lends them.  The
+ * allocator's headers have already touched its first 4 kB page, so its
+ * first frame would stay in 4 kB pages: it is collapsed into a huge page at
+ * once (MADV_COLLAPSE, Linux 6.1), which also gives the other frames theirs
+ * (2 MB in ~0.2 ms here, where faulting it in by 4 kB pages took 3-6 ms).
+ */
+static void *
+slab_alloc(MemoryContext cxt, Size size)
+{
+	void	   *p = MemoryContextAllocHuge(cxt, size);
+
+#ifdef MADV_HUGEPAGE
+	advise_pages(p, size, MADV_HUGEPAGE);
+	advise_pages(p, size, MADV_COLLAPSE);
+#endif
+	return p;
+}
+
+/* A piece of `bytes` of the context's slabs, cache-line aligned. */
+static void *
+slab_carve(DenseSlab *slab, Size bytes)
+{
+	Size		need = TYPEALIGN(PG_CACHE_LINE_SIZE, bytes) + PG_CACHE_LINE_SIZE;
+	char	   *p;
+
+	if (slab->next == NULL || need > (Size) (slab->end - slab->next))
+	{
+		Size		size = TYPEALIGN(SLAB_FRAME, need + SLAB_HEADROOM) - SLAB_HEADROOM;
+		char	   *fresh = slab_alloc(slab->cxt, size);
+		/* keep carving where more is left: a large matrix's slab may not */
+		if (slab->next == NULL || size - need >= (Size) (slab->end - slab->next))
+		{
+			slab->next = fresh;
+			slab->end = fresh + size;
+		}
+		else
+			return (void *) TYPEALIGN(PG_CACHE_LINE_SIZE, fresh);
+	}
+	p = (char *) TYPEALIGN(PG_CACHE_LINE_SIZE, slab->next);
+	slab->next = p + TYPEALIGN(PG_CACHE_LINE_SIZE, bytes);
+	return p;
+}
+
+/* Memory of a dense state (its M2 or its block), to be written whole soon. */
 static void *
 dense_alloc(MemoryContext cxt, Size bytes)
 {
-	void	   *p = MemoryContextAllocHuge(cxt, bytes);
-	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t	start = TYPEALIGN(page, (uintptr_t) p);
-	uintptr_t	end = TYPEALIGN_DOWN(page, (uintptr_t) p + bytes);
+	DenseSlab  *slab = slab_of(cxt);
+	void	   *p;
 
-	if (end <= start)
-		return p;
+	if (slab->allocs++ < SLAB_OWN_ALLOCS)
+	{
+		p = MemoryContextAllocHuge(cxt, bytes);
 #ifdef MADV_HUGEPAGE
-	if (bytes >= HUGE_MATRIX_BYTES)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+		if (bytes >= HUGE_MATRIX_BYTES)
+			advise_pages(p, bytes, MADV_HUGEPAGE);
 #endif
+	}
+	else
+		p = slab_carve(slab, bytes);
 #ifdef MADV_POPULATE_WRITE
-	(void) madvise((void *) start, end - start, MADV_POPULATE_WRITE);
+	advise_pages(p, bytes, MADV_POPULATE_WRITE);
 #endif
 	return p;
 }
