@@ -38,6 +38,7 @@
 
 #include "access/detoast.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"
@@ -249,8 +250,12 @@ state_empty(const StatsState *st)
 #endif
 /* room left in a slab's whole frames for the allocator's headers */
 #define SLAB_HEADROOM ((Size) 4096)
-/* dense allocations of a context made on their own before slabs start:
- * one state's M2 and block */
+/*
+ * Dense allocations of a context made on their own before slabs start: one
+ * state's M2 and block.  Nor are slabs used where hash_mem (work_mem x
+ * hash_mem_multiplier) is under four frames: the unused tail of a slab
+ * counts in a hash aggregate's memory, and would make it spill sooner.
+ */
 #define SLAB_OWN_ALLOCS 2
 
 typedef struct DenseSlab
@@ -259,33 +264,43 @@ typedef struct DenseSlab
 	int			allocs;			/* dense allocations made in cxt so far */
 	char	   *next;			/* the current slab's free bytes: next..end */
 	char	   *end;
-	MemoryContextCallback forget;	/* clears dense_slab when cxt goes */
+	struct DenseSlab *link;		/* the next in dense_slabs */
+	MemoryContextCallback forget;	/* takes it off dense_slabs when cxt goes */
 } DenseSlab;
 
-/* The last context's slab (one at a time: the aggregate being computed). */
-static DenseSlab *dense_slab = NULL;
+/*
+ * The slabs of the contexts that have dense states now: a list, because
+ * two aggregates of a query may densify their groups by turns.
+ */
+static DenseSlab *dense_slabs = NULL;
 
 static void
 slab_forget(void *arg)
 {
-	if (dense_slab == arg)
-		dense_slab = NULL;
+	for (DenseSlab **p = &dense_slabs; *p != NULL; p = &(*p)->link)
+		if (*p == arg)
+		{
+			*p = (*p)->link;
+			return;
+		}
 }
 
 /* The slab of context cxt, created empty on its first dense allocation. */
 static DenseSlab *
 slab_of(MemoryContext cxt)
 {
-	DenseSlab  *slab = dense_slab;
+	DenseSlab  *slab;
 
-	if (slab != NULL && slab->cxt == cxt)
-		return slab;
+	for (slab = dense_slabs; slab != NULL; slab = slab->link)
+		if (slab->cxt == cxt)
+			return slab;
 	slab = MemoryContextAllocZero(cxt, sizeof(DenseSlab));
 	slab->cxt = cxt;
 	slab->forget.func = slab_forget;
 	slab->forget.arg = slab;
 	MemoryContextRegisterResetCallback(cxt, &slab->forget);
-	dense_slab = slab;
+	slab->link = dense_slabs;
+	dense_slabs = slab;
 	return slab;
 }
 
@@ -351,7 +366,7 @@ dense_alloc(MemoryContext cxt, Size bytes)
 	DenseSlab  *slab = slab_of(cxt);
 	void	   *p;
 
-	if (slab->allocs++ < SLAB_OWN_ALLOCS)
+	if (slab->allocs++ < SLAB_OWN_ALLOCS || get_hash_memory_limit() / 4 < SLAB_FRAME)
 	{
 		p = MemoryContextAllocHuge(cxt, bytes);
 #ifdef MADV_HUGEPAGE
