@@ -230,19 +230,19 @@ state_empty(const StatsState *st)
 
 /*
  * Dense states' memory: their M2s and blocks, written whole soon.  Fresh
- * memory costs a page fault every 4 kB at its first write, and rows spread
- * over many groups' blocks miss the TLB: on a virtual machine, where both
- * are dear, 100 groups at d = 64 (9.6 MB of blocks and M2s, faulted in
- * afresh by every query) spent ~15% of the aggregate's time in faults.  So
- * past the first dense state of an aggregate context (a sorted aggregate's
- * context holds one group at a time), its dense memory is carved from slabs
- * of whole huge pages (2 MB, or a multiple for a larger matrix) allocated in
- * that context: they are freed with it and counted in its size, which a hash
- * aggregate's spilling reads.  A slab asks for transparent huge pages (its
- * 2 MB frames are one fault each where the system lends them: a slab is
- * sized so that the C library maps it whole, which the kernel aligns), and
- * every piece asks for its pages at once (MADV_POPULATE_WRITE, Linux 5.14);
- * elsewhere or refused, both are no-ops: hints.
+ * memory costs a page fault every 4 kB at its first write (asked for at
+ * once with MADV_POPULATE_WRITE, still 1.5-2.5 ms a MB on this virtual
+ * machine), and rows spread over many groups' blocks miss the TLB: 100
+ * groups at d = 64 hold 9.6 MB of blocks and M2s, faulted in afresh by
+ * every query.  So past the first dense state of an aggregate context (a
+ * sorted aggregate's context holds one group at a time), its dense memory
+ * is carved from slabs of whole 2 MB frames (a multiple for a larger
+ * matrix) allocated in that context: freed with it, and counted in its
+ * size, which a hash aggregate's spilling reads.  A slab is sized so that
+ * the C library maps it on its own, which the kernel aligns to 2 MB, and
+ * is made of transparent huge pages at once (slab_alloc): one fault a
+ * frame, ~0.2 ms for 2 MB.  Where the system lends no huge pages, or on
+ * other systems, the advice is refused or absent and nothing else changes.
  */
 #define SLAB_FRAME ((Size) 2 * 1024 * 1024)
 #if defined(__linux__) && !defined(MADV_COLLAPSE)
@@ -385,10 +385,8 @@ dense_alloc(MemoryContext cxt, Size bytes)
 /*
  * A d x d matrix for M2 whose upper triangle is zero.  Only that triangle
  * is ever written or read (dsyrk, dsyr, merges, the result), so pages of
- * the strict lower triangle are never touched.  A fresh matrix costs a
- * page fault every 4 kB when it is zeroed (at d = 784, 1,200 faults for
- * 4.9 MB, ~15% of the aggregate's CPU time): where the system lends
- * transparent huge pages on request, a large one asks for them.
+ * the strict lower triangle of a matrix allocated on its own are never
+ * touched; from 4 MB it asks for transparent huge pages (dense_alloc).
  */
 static double *
 m2_alloc(MemoryContext cxt, int d)
