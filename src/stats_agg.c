@@ -38,6 +38,7 @@
 
 #include "access/detoast.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"
@@ -247,30 +248,157 @@ state_empty(const StatsState *st)
 }
 
 /*
- * Memory of a dense state (its M2 or its block), to be written whole soon.
- * Fresh memory costs a page fault every 4 kB at its first write: on a
- * virtual machine, where a fault is dear, 100 groups at d = 64 (9.6 MB of
- * blocks and M2s) spent ~15% of the aggregate's time in them.  The pages
- * are asked for at once (MADV_POPULATE_WRITE, Linux 5.14; elsewhere or
- * refused, a no-op: a hint), and a large matrix asks for transparent huge
- * pages where the system lends them.
+ * Dense states' memory: their M2s and blocks, written whole soon.  Fresh
+ * memory costs a page fault every 4 kB at its first write (asked for at
+ * once with MADV_POPULATE_WRITE, still 1.5-2.5 ms a MB on this virtual
+ * machine), and rows spread over many groups' blocks miss the TLB: 100
+ * groups at d = 64 hold 9.6 MB of blocks and M2s, faulted in afresh by
+ * every query.  So past the first dense state of an aggregate context (a
+ * sorted aggregate's context holds one group at a time), its dense memory
+ * is carved from slabs of whole 2 MB frames (a multiple for a larger
+ * matrix) allocated in that context: freed with it, and counted in its
+ * size, which a hash aggregate's spilling reads.  A slab is sized so that
+ * the C library maps it on its own, which the kernel aligns to 2 MB, and
+ * is made of transparent huge pages at once (slab_alloc): one fault a
+ * frame, ~0.2 ms for 2 MB.  Where the system lends no huge pages, or on
+ * other systems, the advice is refused or absent and nothing else changes.
  */
+#define SLAB_FRAME ((Size) 2 * 1024 * 1024)
+#if defined(__linux__) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25		/* Linux's value, older C libraries lack it */
+#endif
+/* room left in a slab's whole frames for the allocator's headers */
+#define SLAB_HEADROOM ((Size) 4096)
+/*
+ * Dense allocations of a context made on their own before slabs start: one
+ * state's M2 and block.  Nor are slabs used where hash_mem (work_mem x
+ * hash_mem_multiplier) is under four frames: the unused tail of a slab
+ * counts in a hash aggregate's memory, and would make it spill sooner.
+ */
+#define SLAB_OWN_ALLOCS 2
+
+typedef struct DenseSlab
+{
+	MemoryContext cxt;			/* the context whose dense memory this is */
+	int			allocs;			/* dense allocations made in cxt so far */
+	char	   *next;			/* the current slab's free bytes: next..end */
+	char	   *end;
+	struct DenseSlab *link;		/* the next in dense_slabs */
+	MemoryContextCallback forget;	/* takes it off dense_slabs when cxt goes */
+} DenseSlab;
+
+/*
+ * The slabs of the contexts that have dense states now: a list, because
+ * two aggregates of a query may densify their groups by turns.
+ */
+static DenseSlab *dense_slabs = NULL;
+
+static void
+slab_forget(void *arg)
+{
+	for (DenseSlab **p = &dense_slabs; *p != NULL; p = &(*p)->link)
+		if (*p == arg)
+		{
+			*p = (*p)->link;
+			return;
+		}
+}
+
+/* The slab of context cxt, created empty on its first dense allocation. */
+static DenseSlab *
+slab_of(MemoryContext cxt)
+{
+	DenseSlab  *slab;
+
+	for (slab = dense_slabs; slab != NULL; slab = slab->link)
+		if (slab->cxt == cxt)
+			return slab;
+	slab = MemoryContextAllocZero(cxt, sizeof(DenseSlab));
+	slab->cxt = cxt;
+	slab->forget.func = slab_forget;
+	slab->forget.arg = slab;
+	MemoryContextRegisterResetCallback(cxt, &slab->forget);
+	slab->link = dense_slabs;
+	dense_slabs = slab;
+	return slab;
+}
+
+/* Apply madvise advice to the pages that [p, p + bytes) touches (a hint). */
+static void
+advise_pages(void *p, Size bytes, int advice)
+{
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	start = TYPEALIGN_DOWN(page, (uintptr_t) p);
+	uintptr_t	end = TYPEALIGN(page, (uintptr_t) p + bytes);
+
+	(void) madvise((void *) start, end - start, advice);
+}
+
+/*
+ * A slab of `size` bytes, in huge pages where the system lends them.  The
+ * allocator's headers have already touched its first 4 kB page, so its
+ * first frame would stay in 4 kB pages: it is collapsed into a huge page at
+ * once (MADV_COLLAPSE, Linux 6.1), which also gives the other frames theirs
+ * (2 MB in ~0.2 ms here, against ~3 ms asked for at once in 4 kB pages
+ * and 6-9 ms faulted in by writes).
+ */
+static void *
+slab_alloc(MemoryContext cxt, Size size)
+{
+	void	   *p = MemoryContextAllocHuge(cxt, size);
+
+#ifdef MADV_HUGEPAGE
+	advise_pages(p, size, MADV_HUGEPAGE);
+	advise_pages(p, size, MADV_COLLAPSE);
+#endif
+	return p;
+}
+
+/* A piece of `bytes` of the context's slabs, cache-line aligned. */
+static void *
+slab_carve(DenseSlab *slab, Size bytes)
+{
+	Size		need = TYPEALIGN(PG_CACHE_LINE_SIZE, bytes) + PG_CACHE_LINE_SIZE;
+	char	   *p;
+
+	if (slab->next == NULL || need > (Size) (slab->end - slab->next))
+	{
+		Size		size = TYPEALIGN(SLAB_FRAME, need + SLAB_HEADROOM) - SLAB_HEADROOM;
+		char	   *fresh = slab_alloc(slab->cxt, size);
+
+		/* keep carving where more is left: a large matrix's slab may not */
+		if (slab->next == NULL || size - need >= (Size) (slab->end - slab->next))
+		{
+			slab->next = fresh;
+			slab->end = fresh + size;
+		}
+		else
+			return (void *) TYPEALIGN(PG_CACHE_LINE_SIZE, fresh);
+	}
+	p = (char *) TYPEALIGN(PG_CACHE_LINE_SIZE, slab->next);
+	slab->next = p + TYPEALIGN(PG_CACHE_LINE_SIZE, bytes);
+	return p;
+}
+
+/* Memory of a dense state (its M2 or its block), to be written whole soon. */
 static void *
 dense_alloc(MemoryContext cxt, Size bytes)
 {
-	void	   *p = MemoryContextAllocHuge(cxt, bytes);
-	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t	start = TYPEALIGN(page, (uintptr_t) p);
-	uintptr_t	end = TYPEALIGN_DOWN(page, (uintptr_t) p + bytes);
+	DenseSlab  *slab = slab_of(cxt);
+	void	   *p;
 
-	if (end <= start)
-		return p;
+	if (slab->allocs++ < SLAB_OWN_ALLOCS || get_hash_memory_limit() / 4 < SLAB_FRAME)
+	{
+		p = MemoryContextAllocHuge(cxt, bytes);
 #ifdef MADV_HUGEPAGE
-	if (bytes >= HUGE_MATRIX_BYTES)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+		if (bytes >= HUGE_MATRIX_BYTES)
+			advise_pages(p, bytes, MADV_HUGEPAGE);
 #endif
+	}
+	else
+		p = slab_carve(slab, bytes);
 #ifdef MADV_POPULATE_WRITE
-	(void) madvise((void *) start, end - start, MADV_POPULATE_WRITE);
+	advise_pages(p, bytes, MADV_POPULATE_WRITE);
 #endif
 	return p;
 }
@@ -278,10 +406,8 @@ dense_alloc(MemoryContext cxt, Size bytes)
 /*
  * A d x d matrix for M2 whose upper triangle is zero.  Only that triangle
  * is ever written or read (dsyrk, dsyr, merges, the result), so pages of
- * the strict lower triangle are never touched.  A fresh matrix costs a
- * page fault every 4 kB when it is zeroed (at d = 784, 1,200 faults for
- * 4.9 MB, ~15% of the aggregate's CPU time): where the system lends
- * transparent huge pages on request, a large one asks for them.
+ * the strict lower triangle of a matrix allocated on its own are never
+ * touched; from 4 MB it asks for transparent huge pages (dense_alloc).
  */
 static double *
 m2_alloc(MemoryContext cxt, int d)
