@@ -39,6 +39,7 @@
 #include "access/detoast.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "utils/array.h"
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"
@@ -335,6 +336,29 @@ advise_pages(void *p, Size bytes, int advice)
 }
 
 /*
+ * Whether the system's administrator lets processes have transparent huge
+ * pages (read once).  MADV_COLLAPSE ignores that setting, so perpca asks
+ * it first: a server whose THP are "never" (as PostgreSQL's guides often
+ * advise) gets none from perpca either.
+ */
+static bool
+huge_pages_allowed(void)
+{
+	static int	allowed = -1;
+
+	if (allowed < 0)
+	{
+		FILE	   *f = AllocateFile("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+		char		line[128] = "";
+
+		allowed = f != NULL && fgets(line, sizeof(line), f) != NULL && strstr(line, "[never]") == NULL;
+		if (f != NULL)
+			FreeFile(f);
+	}
+	return allowed == 1;
+}
+
+/*
  * A slab of `size` bytes, in huge pages where the system lends them.  The
  * allocator's headers have already touched its first 4 kB page, so its
  * first frame would stay in 4 kB pages: it is collapsed into a huge page at
@@ -349,7 +373,8 @@ slab_alloc(MemoryContext cxt, Size size)
 
 #ifdef MADV_HUGEPAGE
 	advise_pages(p, size, MADV_HUGEPAGE);
-	advise_pages(p, size, MADV_COLLAPSE);
+	if (huge_pages_allowed())
+		advise_pages(p, size, MADV_COLLAPSE);
 #endif
 	return p;
 }
