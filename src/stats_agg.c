@@ -469,7 +469,8 @@ state_reserve(StatsState *st, int rows)
 }
 
 /*
- * The loops over every value of a dense group's rows, compiled twice where
+ * The loops over every value of a group's rows (a dense group's block; a
+ * float4 thin value's rows at its final function), compiled twice where
  * the compiler can: for the baseline of the build and for AVX2, chosen once
  * by what the CPU has.  Each element is computed by the same IEEE operation
  * in either (the loops run across columns: no sum changes its order), so the
@@ -516,6 +517,27 @@ center_block_body(int d, int k, double *restrict rows, const double *restrict me
 			rows[(int64) i * d + j] -= mean[j];
 }
 
+/*
+ * out = the d binary32 values at x, and sum += out - shift (the step of
+ * perpca_stats_rows4_add, the same bits) in the same pass, while the row is
+ * in cache: whether all are finite (if not, sum is spoilt: only for rows
+ * whose non-finite value is an error).  An int flag: vectorizable.
+ */
+static pg_attribute_always_inline bool
+copy_sum4_body(int d, const float *restrict x, float *restrict out, const double *restrict shift,
+			   double *restrict sum)
+{
+	int			bad = 0;
+
+	for (int j = 0; j < d; j++)
+	{
+		out[j] = x[j];
+		bad |= !(fabsf(x[j]) <= FLT_MAX);
+		sum[j] += (double) x[j] - shift[j];
+	}
+	return !bad;
+}
+
 #define ROW_OPS(suffix, attr) \
 static attr bool shift_checked_##suffix(int d, const double *restrict x, \
 	const double *restrict shift, double *restrict row) \
@@ -525,13 +547,17 @@ static attr void add_rows_##suffix(int d, int k, const double *restrict rows, \
 { add_rows_body(d, k, rows, sum); } \
 static attr void center_block_##suffix(int d, int k, double *restrict rows, \
 	const double *restrict mean) \
-{ center_block_body(d, k, rows, mean); }
+{ center_block_body(d, k, rows, mean); } \
+static attr bool copy_sum4_##suffix(int d, const float *restrict x, float *restrict out, \
+	const double *restrict shift, double *restrict sum) \
+{ return copy_sum4_body(d, x, out, shift, sum); }
 
 typedef struct RowOps
 {
 	bool		(*shift_checked) (int, const double *, const double *, double *);
 	void		(*add_rows) (int, int, const double *, double *);
 	void		(*center_block) (int, int, double *, const double *);
+	bool		(*copy_sum4) (int, const float *, float *, const double *, double *);
 } RowOps;
 
 ROW_OPS(base, )
@@ -541,7 +567,7 @@ ROW_OPS(avx2, __attribute__((target("avx2"))))
 #endif
 
 /* The loops for this CPU (the baseline's until choose_row_ops has run). */
-static RowOps row_ops = {shift_checked_base, add_rows_base, center_block_base};
+static RowOps row_ops = {shift_checked_base, add_rows_base, center_block_base, copy_sum4_base};
 
 /* Choose the loops for the CPU we run on (once, from state_create). */
 static void
@@ -550,7 +576,7 @@ choose_row_ops(void)
 #ifdef HAVE_ROW_OPS_AVX2
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx2"))
-		row_ops = (RowOps) {shift_checked_avx2, add_rows_avx2, center_block_avx2};
+		row_ops = (RowOps) {shift_checked_avx2, add_rows_avx2, center_block_avx2, copy_sum4_avx2};
 #endif
 	row_ops_chosen = true;
 }
@@ -837,57 +863,6 @@ row4_finite(const StatsState *st, const float *x)
 }
 
 /*
- * out = the d binary32 values at x, and sum += out - shift (the step of
- * perpca_stats_rows4_add, the same bits) in the same pass, while the row is
- * in cache: whether all are finite (if not, sum is spoilt: only for rows
- * whose non-finite value is an error).  An int flag: vectorizable; compiled
- * for AVX2 too where the compiler can (the same IEEE operations, so the
- * same bits), chosen by what the CPU has.
- */
-static pg_attribute_always_inline bool
-copy_sum4_body(int d, const float *restrict x, float *restrict out, const double *restrict shift,
-			   double *restrict sum)
-{
-	int			bad = 0;
-
-	for (int j = 0; j < d; j++)
-	{
-		out[j] = x[j];
-		bad |= !(fabsf(x[j]) <= FLT_MAX);
-		sum[j] += (double) x[j] - shift[j];
-	}
-	return !bad;
-}
-
-static bool
-copy_sum4_base(int d, const float *x, float *out, const double *shift, double *sum)
-{
-	return copy_sum4_body(d, x, out, shift, sum);
-}
-
-#ifdef HAVE_ROW_OPS_AVX2
-static __attribute__((target("avx2"))) bool
-copy_sum4_avx2(int d, const float *x, float *out, const double *shift, double *sum)
-{
-	return copy_sum4_body(d, x, out, shift, sum);
-}
-#endif
-
-static bool
-copy_sum4(int d, const float *x, float *out, const double *shift, double *sum)
-{
-#ifdef HAVE_ROW_OPS_AVX2
-	static int	avx2 = -1;
-
-	if (avx2 < 0)
-		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-	if (avx2)
-		return copy_sum4_avx2(d, x, out, shift, sum);
-#endif
-	return copy_sum4_base(d, x, out, shift, sum);
-}
-
-/*
  * The float4 values of the pending row at entry into out, checked: whether
  * it is kept (false: skipped; a NaN or infinity is an error unless skip).
  * With a shift, a kept row's out - shift is added to sum.
@@ -905,7 +880,7 @@ fetch_pending4(const StatsState *st, const char *entry, float *out, const double
 
 	if (d != st->d)
 		perpca_dim_mismatch(st->d, d, "input row");
-	finite = fused ? copy_sum4(d, (const float *) ((const char *) row + r->header), out, shift, sum)
+	finite = fused ? row_ops.copy_sum4(d, (const float *) ((const char *) row + r->header), out, shift, sum)
 		: r->floats(row, out);
 	if (row != (const void *) entry)
 		pfree((void *) row);
