@@ -1410,6 +1410,17 @@ check_row_squares(int d, int64 k, const double *rows)
 	pfree(sq);
 }
 
+/* A float4 thin value of the first k rows of s (k < s->n) and skipped rows left out; s freed. */
+static PerpcaStats *
+float4_first_rows(PerpcaStats *s, int64 k, int64 skipped)
+{
+	PerpcaStats *fewer = perpca_stats_alloc_float4(s->dim, k, skipped);
+
+	memcpy(PERPCA_STATS_ROWS4(fewer), PERPCA_STATS_ROWS4(s), sizeof(float) * k * s->dim);
+	pfree(s);
+	return fewer;
+}
+
 /*
  * A float4 thin value from a state whose rows all wait as they came
  * (state_float4): their float4 values written straight into the value, its
@@ -1449,13 +1460,7 @@ thin_stats4(const StatsState *st)
 	if (k == 0)
 		return perpca_stats_alloc(PERPCA_FORM_THIN, d, 0, skipped, 0, 0, true);
 	if (k < st->npend)
-	{
-		PerpcaStats *fewer = perpca_stats_alloc_float4(d, k, skipped);
-
-		memcpy(PERPCA_STATS_ROWS4(fewer), rows, sizeof(float) * k * d);
-		pfree(s);
-		s = fewer;
-	}
+		s = float4_first_rows(s, k, skipped);
 	for (int j = 0; j < d; j++)
 		mu[j] = mu[j] / k;
 	perpca_stats_set_mean(s, shift, mu);
