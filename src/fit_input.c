@@ -28,21 +28,26 @@ clients_name_cmp(const void *a, const void *b)
 	return strcmp((*(const ClientInput *const *) a)->name, (*(const ClientInput *const *) b)->name);
 }
 
-/* The first key that occurs twice, or NULL. */
-static const char *
-duplicate_key(const ClientInput *in, int n)
+/* The n clients' addresses, sorted by key. */
+static const ClientInput **
+clients_by_name(const ClientInput *in, int n)
 {
 	const ClientInput **sorted = palloc(sizeof(ClientInput *) * Max(n, 1));
-	const char *dup = NULL;
 
 	for (int i = 0; i < n; i++)
 		sorted[i] = &in[i];
 	qsort(sorted, n, sizeof(ClientInput *), clients_name_cmp);
-	for (int i = 1; i < n && dup == NULL; i++)
+	return sorted;
+}
+
+/* The first key that occurs twice among clients sorted by key, or NULL. */
+static const char *
+duplicate_key(const ClientInput **sorted, int n)
+{
+	for (int i = 1; i < n; i++)
 		if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
-			dup = sorted[i]->name;
-	pfree(sorted);
-	return dup;
+			return sorted[i]->name;
+	return NULL;
 }
 
 /*
@@ -81,14 +86,16 @@ client_check(const ClientInput *c, const ClientInput *first, int d, int n_global
  * The checks every fit's input gets before any arithmetic: clients, one
  * common dimension within the limit (most clients' dimension; every
  * client's checked before anything else of any client, so a client of
- * another dimension is named as such whatever the order of the keys), rows,
- * unique keys, and room for n_global + r2_i components (in 64-bit
- * arithmetic: ranks cannot overflow).
+ * another dimension is named as such), rows, unique keys, and room for
+ * n_global + r2_i components (in 64-bit arithmetic: ranks cannot overflow).
+ * Clients are checked in key order, so an error names the same client
+ * whatever order the plan returned them in.
  */
 void
 clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 {
-	int			d = n > 0 ? in[0].stats->dim : 0,
+	const ClientInput **sorted = clients_by_name(in, n);
+	int			d = n > 0 ? sorted[0]->stats->dim : 0,
 				votes = 0,
 				ref = 0;
 	const char *dup;
@@ -97,10 +104,10 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 	for (int i = 0; i < n; i++)
 	{
 		if (votes == 0)
-			d = in[i].stats->dim;
-		votes += in[i].stats->dim == d ? 1 : -1;
+			d = sorted[i]->stats->dim;
+		votes += sorted[i]->stats->dim == d ? 1 : -1;
 	}
-	while (ref < n && in[ref].stats->dim != d)
+	while (ref < n && sorted[ref]->stats->dim != d)
 		ref++;
 	if (n == 0 && need_clients)
 		ereport(ERROR,
@@ -111,15 +118,16 @@ clients_check(const ClientInput *in, int n, int n_global, bool need_clients)
 		perpca_check_dim_limit(d);
 	/* every dimension first: a client of another dimension is 2202E, whichever key sorts first */
 	for (int i = 0; i < n; i++)
-		client_check(&in[i], &in[ref], d, n_global, true);
+		client_check(sorted[i], sorted[ref], d, n_global, true);
 	for (int i = 0; i < n; i++)
-		client_check(&in[i], &in[ref], d, n_global, false);
-	if ((dup = duplicate_key(in, n)) != NULL)
+		client_check(sorted[i], sorted[ref], d, n_global, false);
+	if ((dup = duplicate_key(sorted, n)) != NULL)
 		ereport(ERROR,
 				(errcode(PERPCA_ERRCODE_DUPLICATE_CLIENT),
 				 errmsg("client \"%s\" appears more than once in the query", dup),
 				 errdetail("Each client must be one row: its statistics are one perpca_stats value."),
 				 errhint("Group by the client key alone, or merge its rows with perpca_merge().")));
+	pfree(sorted);
 }
 
 /* The statistics are private copies (read_client): scaled in place, before any S_i is built. */

@@ -484,6 +484,23 @@ train_source(FunctionCallInfo fcinfo, double holdout, PerpcaMissing mode, RowSou
 }
 
 /*
+ * The held-out client, first by name, whose dimension is not the training
+ * rows' (NULL when none): the error names the same client whatever order
+ * the plan returned the groups in.
+ */
+static const ClientInput *
+held_of_other_dimension(const RankData *data)
+{
+	const ClientInput *odd = NULL;
+
+	for (int h = 0; h < data->nheld; h++)
+		if (data->held[h].stats->dim != data->d &&
+			(odd == NULL || strcmp(data->held[h].name, odd->name) < 0))
+			odd = &data->held[h];
+	return odd;
+}
+
+/*
  * Read both parts as statistics per client (the held-out query planned once
  * the training rows are read); the held-out rows must have the training
  * dimension.
@@ -494,6 +511,7 @@ read_parts(RankData *data, FunctionCallInfo fcinfo, double holdout, const FitOpt
 {
 	RowSource	train,
 				held;
+	const ClientInput *odd;
 
 	train_source(fcinfo, holdout, (PerpcaMissing) opts->missing, &train, &held);
 	perpca_report_phase("perpca_choose_ranks: reading the training rows");
@@ -515,12 +533,11 @@ read_parts(RankData *data, FunctionCallInfo fcinfo, double holdout, const FitOpt
 	clients_refuse_sketches(data->held, data->nheld, "perpca_choose_ranks",
 							"Pass the held-out rows, or exact perpca_stats values of them.");
 	data->d = data->train[0].stats->dim;
-	for (int h = 0; h < data->nheld; h++)
-		if (data->held[h].stats->dim != data->d)
-			ereport(ERROR,
-					(errcode(PERPCA_ERRCODE_DIMENSION),
-					 errmsg("held-out client \"%s\" has dimension %d, the training rows have %d",
-							data->held[h].name, data->held[h].stats->dim, data->d)));
+	if ((odd = held_of_other_dimension(data)) != NULL)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_DIMENSION),
+				 errmsg("held-out client \"%s\" has dimension %d, the training rows have %d",
+						odd->name, odd->stats->dim, data->d)));
 }
 
 /* Scale both parts by the training scale, as the fit would, and set the pooled training mean. */

@@ -96,7 +96,7 @@ SELECT count(*) FROM perpca_evaluate('ev_client', $$SELECT client, x FROM obs WH
 \set VERBOSITY terse
 SELECT * FROM perpca_evaluate('no_such_model', 'SELECT client, x FROM obs');
 SELECT * FROM perpca_evaluate('ev_client', 'SELECT client FROM obs');
-SELECT * FROM perpca_evaluate('ev_client', 'SELECT client, obs FROM obs');
+SELECT * FROM perpca_evaluate('ev_client', $$SELECT client, obs FROM obs WHERE client = 'd'$$);
 SELECT * FROM perpca_evaluate('ev_client', $$SELECT client, x[1:5] FROM obs WHERE client = 'b'$$);
 SELECT * FROM perpca_evaluate('ev_client', $$SELECT NULL::text, x FROM obs$$);
 SELECT * FROM perpca_evaluate('ev_client', $$SELECT 'a', ARRAY[1, 2, 3, 4, 5, 6, 7, 'NaN']::float8[]$$);

@@ -232,6 +232,14 @@ SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout',
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, x FROM obs WHERE heldout',
                                   '{1}', '{0,NULL}');
 SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, 1 FROM obs WHERE heldout');
+-- the same held-out client is named whatever order the groups come in
+SET enable_hashagg = off;
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, 1 FROM obs WHERE heldout');
+SET enable_hashagg = on;
+SET enable_sort = off;
+SELECT * FROM perpca_choose_ranks('SELECT client, x FROM obs WHERE NOT heldout', 'SELECT client, 1 FROM obs WHERE heldout');
+RESET enable_hashagg;
+RESET enable_sort;
 \set VERBOSITY default
 -- Feature columns without a held-out query: the split needs the features as
 -- one array and a key (the feature columns are not read as x and key).

@@ -39,6 +39,10 @@ SELECT count(*) FROM perpca_fit($$SELECT 1, 'v1 n=0 d=2 mean={0,0} mean_lo={0,0}
 -- query shape
 SELECT count(*) FROM perpca_fit('SELECT client FROM e_stats', 2, 3);
 SELECT count(*) FROM perpca_fit('SELECT client, n FROM e_stats', 2, 3);
+-- the same client is named whatever order the groups come in
+SET enable_hashagg = off;
+SELECT count(*) FROM perpca_fit('SELECT client, n FROM e_stats', 2, 3);
+RESET enable_hashagg;
 SELECT count(*) FROM perpca_fit('SELECT client, stats, 1.5 FROM e_stats', 2, 3);
 SELECT count(*) FROM perpca_fit('SELEC nothing', 2, 3);
 SELECT count(*) FROM perpca_fit('CREATE TEMP TABLE t_no_rows (x int)', 2, 3);
