@@ -1564,7 +1564,13 @@ state_to_stats(StatsState *st)
  * ------------------------------------------------------------------------
  */
 
-#define STATE_FORMAT 3
+/*
+ * 4 since 0.5.0 (pending TOAST pointers take 18 bytes in the arena). A
+ * parallel worker can load a newer build of the library than its leader's
+ * (the library file replaced while the leader runs); the number tells them
+ * apart.
+ */
+#define STATE_FORMAT 4
 
 /*
  * Layout: this header, then shift, mu, bsum (d each), the nbuf buffered
@@ -1709,6 +1715,12 @@ state_deserialize(MemoryContext cxt, const SerialState *ss)
 
 	if (sketch_is_serialized((const bytea *) ss))
 		return state_of_sketch(cxt, sketch_deserialize(cxt, (const bytea *) ss), PERPCA_NULLS_ERROR);
+	if (VARSIZE(ss) >= offsetof(SerialState, data) && ss->format != STATE_FORMAT)
+		ereport(ERROR,
+				(errcode(PERPCA_ERRCODE_STATS_CORRUPTED),
+				 errmsg("serialized perpca_stats state has format %d, this build of perpca reads %d",
+						ss->format, STATE_FORMAT),
+				 errhint("The processes of one query loaded different builds of perpca's library: reconnect after installing a new one.")));
 	if (!serial_header_valid(ss))
 		elog(ERROR, "serialized perpca_stats state is malformed");
 	d = ss->d;
