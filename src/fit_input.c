@@ -466,11 +466,15 @@ clients_refuse_sketch(const PerpcaStats *s, const char *client, const char *func
 			 errhint("%s", hint)));
 }
 
+/* In key order, as clients_check: the error names the same client whatever the plan. */
 void
 clients_refuse_sketches(const ClientInput *in, int n, const char *func, const char *hint)
 {
+	const ClientInput **sorted = clients_by_name(in, n);
+
 	for (int i = 0; i < n; i++)
-		clients_refuse_sketch(in[i].stats, in[i].name, func, hint);
+		clients_refuse_sketch(sorted[i]->stats, sorted[i]->name, func, hint);
+	pfree(sorted);
 }
 
 /*

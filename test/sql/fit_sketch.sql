@@ -115,6 +115,8 @@ EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE || ': ' || SQLERRM || coalesce(' / ' || nullif(hint, ''), '');
 END $$;
 SELECT pg_temp.err($$SELECT * FROM perpca_fit('SELECT client, stats FROM sk WHERE problem = ''mixed''', 2, 2, scale => 'standard')$$);
+-- the same client is named whatever order the clients come in
+SELECT pg_temp.err($$SELECT * FROM perpca_fit('SELECT client, stats FROM sk WHERE problem = ''mixed'' ORDER BY client DESC', 2, 2, scale => 'standard')$$);
 -- A model of exact statistics: its bound is 0 in info, clients and history;
 -- a client personalized from a sketch stores its own share; held-out
 -- statistics of a sketch are refused by the evaluation
